@@ -1,0 +1,109 @@
+// Sluice build. Spark 4.3.0 is compiled against as "provided": its jars are taken from the pyspark
+// 4.3.0 wheel (PyPI) in .venv, because Spark 4.3.0's artifacts are not on Maven Central here.
+// Everything else resolves from Maven Central only (see build/sbt).
+import java.io.File
+
+ThisBuild / organization := "dev.sluice"
+ThisBuild / version := "0.1.0"
+ThisBuild / scalaVersion := "2.13.18"
+ThisBuild / scalacOptions ++= Seq("-deprecation", "-feature", "-unchecked", "-release", "17")
+ThisBuild / javacOptions ++= Seq("--release", "17")
+
+// The Kafka client Spark's own Kafka connector (spark-sql-kafka-0-10) depends on.
+val kafkaVersion = "3.9.2"
+
+// Spark 4.3.0's jars, from the pyspark wheel (SPARK_JARS_DIR is set by the Makefile).
+lazy val sparkJarsDir = settingKey[File]("directory holding Spark 4.3.0's jars")
+lazy val sparkProvided = Seq(
+  sparkJarsDir := file(sys.env.getOrElse("SPARK_JARS_DIR",
+    (baseDirectory.value / ".." / ".venv/lib/python3.11/site-packages/pyspark/jars").getPath)),
+  Compile / unmanagedJars ++= {
+    val dir = sparkJarsDir.value
+    if (!dir.isDirectory)
+      sys.error(s"Spark jars not found in $dir: run `make build` (it installs pyspark==4.3.0 into .venv)")
+    (dir * "*.jar").classpath
+  }
+)
+
+// Compression codecs and logging the Kafka client pulls in are already in every Spark distribution.
+val kafkaClients = ("org.apache.kafka" % "kafka-clients" % kafkaVersion)
+  .exclude("com.github.luben", "zstd-jni")
+  .exclude("org.lz4", "lz4-java")
+  .exclude("org.xerial.snappy", "snappy-java")
+  .exclude("org.slf4j", "slf4j-api")
+
+lazy val brokerClasspath = taskKey[File]("classpath of the embedded Kafka broker, for tests and the demo")
+lazy val writeBrokerClasspath = taskKey[File]("writes the embedded broker's classpath to target/broker-classpath.txt")
+
+// A real Kafka broker (KRaft) for tests, the demo and benchmarks. Never part of the Sluice jar.
+lazy val testkit = (project in file("testkit"))
+  .settings(
+    name := "sluice-testkit",
+    publish / skip := true,
+    libraryDependencies ++= Seq(
+      "org.apache.kafka" %% "kafka" % kafkaVersion,
+      "org.slf4j" % "slf4j-reload4j" % "1.7.36"
+    ),
+    writeBrokerClasspath := {
+      val out = target.value / "broker-classpath.txt"
+      val cp = (Compile / fullClasspath).value.files.map(_.getAbsolutePath)
+      IO.write(out, cp.mkString(File.pathSeparator))
+      out
+    }
+  )
+
+lazy val jvm = (project in file("jvm"))
+  .settings(sparkProvided)
+  .settings(
+    name := "sluice-spark",
+    libraryDependencies ++= Seq(
+      kafkaClients,
+      "org.scalatest" %% "scalatest" % "3.2.19" % Test
+    ),
+    // One JVM per test run, sized for a 2-core machine; the broker runs in its own process.
+    Test / fork := true,
+    Test / parallelExecution := false,
+    Test / javaOptions ++= Seq(
+      "-Xmx3g",
+      "-XX:+UseG1GC",
+      s"-Dsluice.brokerClasspathFile=${(testkit / target).value / "broker-classpath.txt"}",
+      "--add-opens=java.base/java.lang=ALL-UNNAMED",
+      "--add-opens=java.base/java.lang.invoke=ALL-UNNAMED",
+      "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
+      "--add-opens=java.base/java.io=ALL-UNNAMED",
+      "--add-opens=java.base/java.net=ALL-UNNAMED",
+      "--add-opens=java.base/java.nio=ALL-UNNAMED",
+      "--add-opens=java.base/java.util=ALL-UNNAMED",
+      "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
+      "--add-opens=java.base/java.util.concurrent.atomic=ALL-UNNAMED",
+      "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+      "--add-opens=java.base/sun.nio.cs=ALL-UNNAMED",
+      "--add-opens=java.base/sun.security.action=ALL-UNNAMED",
+      "--add-opens=java.base/sun.util.calendar=ALL-UNNAMED",
+      "-Djdk.reflect.useDirectMethodHandle=false"
+    ),
+    Test / test := (Test / test).dependsOn(testkit / writeBrokerClasspath).value,
+    Test / testOnly := (Test / testOnly).dependsOn(testkit / writeBrokerClasspath).evaluated,
+    Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"),
+    // The self-contained jar for spark.jars: our classes plus kafka-clients; Spark's jars stay out.
+    assembly / assemblyJarName := s"sluice-spark-assembly-${version.value}.jar",
+    assembly / assemblyExcludedJars := {
+      val spark = sparkJarsDir.value.getCanonicalPath
+      (assembly / fullClasspath).value.filter(_.data.getCanonicalPath.startsWith(spark))
+    },
+    assembly / assemblyOption ~= (_.withIncludeScala(false)),
+    assembly / assemblyMergeStrategy := {
+      case PathList("META-INF", "services", _*) => MergeStrategy.concat
+      case PathList("META-INF", xs @ _*) if xs.lastOption.exists(_.endsWith(".SF")) => MergeStrategy.discard
+      case PathList("META-INF", "versions", _*) => MergeStrategy.first
+      case PathList("module-info.class") => MergeStrategy.discard
+      case x => (assembly / assemblyMergeStrategy).value(x)
+    },
+    // `--packages dev.sluice:sluice-spark_2.13:<version>` resolves from ~/.m2 after `publishM2`.
+    publishMavenStyle := true,
+    pomIncludeRepository := (_ => false)
+  )
+
+lazy val root = (project in file("."))
+  .aggregate(jvm, testkit)
+  .settings(publish / skip := true)

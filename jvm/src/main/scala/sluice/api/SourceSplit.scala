@@ -1,0 +1,17 @@
+package sluice.api
+
+/**
+ * A portion of a source's data that one reader reads independently: a Kafka partition, a file, a
+ * generator stream. Positions inside a split are `Long`s (an offset, a byte position, a record
+ * index), so that the engine can plan a batch as a half-open range `[from, until)` per split.
+ */
+trait SourceSplit extends Serializable {
+  /** Unique and stable within its source; it names the split in offsets and metrics. */
+  def splitId: String
+
+  /** Where reading starts when the split is first assigned. */
+  def startPosition: Long
+
+  /** Where a bounded split ends (exclusive), if it is bounded. */
+  def stopPosition: Option[Long]
+}

@@ -1,0 +1,55 @@
+package sluice.api
+
+/**
+ * The driver-side half of a source: discovers splits and tells how far each can be read.
+ * Spark's micro-batch engine calls it once per batch planning; its state is stored in every
+ * offset, so the offset log is its checkpoint.
+ */
+trait SplitEnumerator[SplitT <: SourceSplit, StateT] extends AutoCloseable {
+
+  /** Splits found since the last call (all of them on the first call after creation). */
+  def discoverSplits(): Seq[SplitT]
+
+  /**
+   * For each given split, the exclusive position up to which data exists now. For a bounded split
+   * this is never beyond its stop position.
+   */
+  def availablePositions(splits: Seq[SplitT]): Map[String, Long]
+
+  /** Splits handed back (e.g. a split whose reader failed); they are offered again. */
+  def addSplitsBack(splits: Seq[SplitT]): Unit = ()
+
+  /** True once no split will ever be discovered again (bounded sources). */
+  def noMoreSplits: Boolean
+
+  /** State to restore this enumerator from; taken at every batch boundary. */
+  def snapshotState(): StateT
+
+  /**
+   * What the enumerator knows once its source is finished, for the next source of a hybrid.
+   * `finished` holds the final progress of every split.
+   */
+  def endState(finished: Seq[SplitProgress]): EnumeratorEndState =
+    EnumeratorEndState(finished)
+
+  override def close(): Unit = ()
+}
+
+/** What a reader reached in a split: the next position, the largest event time, the records read. */
+final case class SplitProgress(
+    splitId: String,
+    position: Long,
+    maxEventTime: Option[Long],
+    records: Long)
+
+/**
+ * The end state of a finished source, handed to the factory of the next source in a hybrid.
+ * Connectors add what they know (e.g. the files read) through `details`.
+ */
+final case class EnumeratorEndState(
+    splits: Seq[SplitProgress],
+    details: Map[String, String] = Map.empty) {
+
+  /** The largest event time any split held, if the source knew event times. */
+  def maxEventTime: Option[Long] = splits.flatMap(_.maxEventTime).reduceOption(_ max _)
+}

@@ -1,0 +1,69 @@
+package sluice.api
+
+import org.apache.spark.sql.catalyst.InternalRow
+
+/** A split to read from `from` (inclusive) to `until` (exclusive). */
+final case class SplitRange[SplitT <: SourceSplit](split: SplitT, from: Long, until: Long) {
+  def isEmpty: Boolean = from >= until
+}
+
+/**
+ * The executor-side half of a source: a pull-based reader of one or more split ranges (FLIP-27's
+ * SplitReader). The engine adds ranges, then calls `fetch()` until every range is finished.
+ * Records are Spark `InternalRow`s of the source's schema, built directly by the reader.
+ */
+trait SplitReader[SplitT <: SourceSplit] extends AutoCloseable {
+
+  /** Adds ranges to read; a split appears at most once among all ranges given to a reader. */
+  def handleSplitsChanges(ranges: Seq[SplitRange[SplitT]]): Unit
+
+  /**
+   * Returns the next records, possibly none. Each range is reported in `finishedSplits` of exactly
+   * one result once its `until` is reached. May block briefly while waiting for data.
+   */
+  def fetch(): RecordsWithSplitIds
+
+  /**
+   * Stops or restarts fetching from splits (FLIP-217). Readers that cannot pause keep the default,
+   * which throws; the engine then refuses split alignment unless unaligned splits are allowed.
+   */
+  def pauseOrResumeSplits(toPause: Seq[SplitT], toResume: Seq[SplitT]): Unit =
+    throw new UnsupportedOperationException(
+      s"${getClass.getName} does not support pausing or resuming splits.")
+
+  /** Interrupts a blocking `fetch()`. */
+  def wakeUp(): Unit = ()
+}
+
+/**
+ * The records of one fetch, grouped by split, read like a cursor to avoid an object per record:
+ * `nextSplit()` moves to the next split (null when done), `nextRecord()` to its next record.
+ */
+trait RecordsWithSplitIds {
+  def nextSplit(): String
+  def nextRecord(): Boolean
+  def row: InternalRow
+
+  /** Event time of the current record in epoch milliseconds, or `RecordsWithSplitIds.NoTimestamp`. */
+  def eventTime: Long
+
+  /** The split position just after the current record. */
+  def position: Long
+
+  /** Splits whose range is fully read as of this fetch. */
+  def finishedSplits: Set[String]
+}
+
+object RecordsWithSplitIds {
+  val NoTimestamp: Long = Long.MinValue
+
+  /** A fetch that returns nothing but may finish splits. */
+  def empty(finished: Set[String]): RecordsWithSplitIds = new RecordsWithSplitIds {
+    override def nextSplit(): String = null
+    override def nextRecord(): Boolean = false
+    override def row: InternalRow = throw new NoSuchElementException("no record")
+    override def eventTime: Long = NoTimestamp
+    override def position: Long = throw new NoSuchElementException("no record")
+    override def finishedSplits: Set[String] = finished
+  }
+}

@@ -1,0 +1,53 @@
+package sluice.connector.generator
+
+import sluice.api.{SplitEnumerator, VersionedSerializer}
+
+/**
+ * The generator's split enumerator. Splits are known up front; an unbounded generator makes
+ * `rowsPerSecond` records per split available per second since `startTimeMs`, which is part of
+ * the state so that a restarted query does not regenerate the backlog.
+ */
+final class GeneratorEnumerator(config: GeneratorConfig, startTimeMs: Long, clock: () => Long)
+  extends SplitEnumerator[GeneratorSplit, GeneratorEnumeratorState] {
+
+  private var discovered = false
+
+  override def discoverSplits(): Seq[GeneratorSplit] =
+    if (discovered) Nil
+    else {
+      discovered = true
+      (0 until config.splits).map(i => GeneratorSplit(i, config.recordsPerSplit))
+    }
+
+  override def availablePositions(splits: Seq[GeneratorSplit]): Map[String, Long] = {
+    val generated = config.rowsPerSecond match {
+      case Some(rate) =>
+        val elapsedMs = math.max(0L, clock() - startTimeMs)
+        // rate * seconds without overflowing for large rates or long-running queries
+        val byRate = BigInt(rate) * elapsedMs / 1000
+        if (byRate > Long.MaxValue) Long.MaxValue else byRate.toLong
+      case None => Long.MaxValue
+    }
+    splits.map(s => s.splitId -> s.stopPosition.fold(generated)(math.min(_, generated))).toMap
+  }
+
+  override def noMoreSplits: Boolean = discovered
+
+  override def snapshotState(): GeneratorEnumeratorState =
+    GeneratorEnumeratorState(startTimeMs, discovered)
+}
+
+final case class GeneratorEnumeratorState(startTimeMs: Long, splitsDiscovered: Boolean)
+
+private[generator] object GeneratorStateSerializer extends VersionedSerializer[GeneratorEnumeratorState] {
+  override val version: Int = 1
+  override def serialize(state: GeneratorEnumeratorState): String =
+    s"${state.startTimeMs}:${state.splitsDiscovered}"
+  override def deserialize(version: Int, text: String): GeneratorEnumeratorState = {
+    if (version > this.version) {
+      throw VersionedSerializer.unsupported("generator enumerator state", version, this.version)
+    }
+    val Array(start, discovered) = text.split(":", -1)
+    GeneratorEnumeratorState(start.toLong, discovered.toBoolean)
+  }
+}

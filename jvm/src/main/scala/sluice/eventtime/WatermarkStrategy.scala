@@ -1,0 +1,16 @@
+package sluice.eventtime
+
+/**
+ * How a source derives event time and watermarks (Flink's WatermarkStrategy). Like sources, a
+ * strategy is a value described by options, so it crosses to Spark's DataSource API unchanged.
+ */
+final class WatermarkStrategy private (val options: Map[String, String]) extends Serializable {
+  override def toString: String = s"WatermarkStrategy(${options.toSeq.sorted.mkString(", ")})"
+}
+
+object WatermarkStrategy {
+  val KindOption = "watermark.kind"
+
+  /** No event time: the source emits no watermarks. */
+  def noWatermarks(): WatermarkStrategy = new WatermarkStrategy(Map(KindOption -> "none"))
+}

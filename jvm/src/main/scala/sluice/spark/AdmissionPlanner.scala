@@ -1,0 +1,25 @@
+package sluice.spark
+
+/**
+ * Splits a per-batch record budget across splits in proportion to their backlog (as Spark's
+ * Kafka source does with maxOffsetsPerTrigger), exactly: the shares add up to the budget.
+ */
+object AdmissionPlanner {
+
+  /** `backlog` per split id; returns how many records each split may read this batch. */
+  def share(backlog: Seq[(String, Long)], budget: Long): Map[String, Long] = {
+    val positive = backlog.filter(_._2 > 0)
+    val total = positive.map(b => BigInt(b._2)).sum
+    if (total <= budget) return positive.toMap
+    val base = positive.map { case (id, b) => id -> (BigInt(b) * budget / total).toLong }
+    var remainder = budget - base.map(_._2).sum
+    // Hand out what rounding left over, one record at a time, to the splits with most backlog left.
+    val order = positive.zip(base).sortBy { case ((id, b), (_, given)) => (-(b - given), id) }
+    val extra = order.map { case ((id, b), (_, given)) =>
+      val more = if (remainder > 0 && b > given) 1L else 0L
+      remainder -= more
+      id -> (given + more)
+    }
+    extra.toMap
+  }
+}

@@ -1,0 +1,209 @@
+package sluice.spark
+
+import java.util.Optional
+
+import scala.collection.mutable
+import scala.jdk.CollectionConverters._
+
+import org.apache.spark.internal.Logging
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.connector.read.{InputPartition, PartitionReaderFactory}
+import org.apache.spark.sql.connector.read.streaming._
+import org.apache.spark.sql.connector.read.streaming.{Offset => SparkOffset}
+
+import sluice.api._
+
+/**
+ * A Sluice source inside Spark's micro-batch engine. The driver side of FLIP-27: the enumerator
+ * lives here, and every batch is planned from (1) splits the enumerator discovered, (2) the
+ * progress executors reported for earlier batches, (3) read limits. All of it goes into the
+ * offset before the batch runs, so a restarted query replays exactly the same batch.
+ */
+final class SluiceMicroBatchStream(
+    source: Source[SourceSplit, Any],
+    options: StreamOptions,
+    metadataPath: String,
+    spark: SparkSession)
+  extends MicroBatchStream
+  with SupportsAdmissionControl
+  with SupportsTriggerAvailableNow
+  with ReportsSourceMetrics
+  with Logging {
+
+  private val displayName = options.name.getOrElse(source.sourceType)
+  private val accumulator = {
+    val acc = new SplitProgressAccumulator
+    spark.sparkContext.register(acc, s"sluice-progress-$displayName")
+    acc
+  }
+  private val progressStore = new ProgressStore(metadataPath, spark.sessionState.newHadoopConf())
+  private val tracker = new SplitProgressTracker
+  private val splits = mutable.LinkedHashMap[String, SourceSplit]()
+  private var enumerator: SplitEnumerator[SourceSplit, Any] = _
+  /** Under Trigger.AvailableNow: how far each split may be read by this trigger (fixed at its start). */
+  private var availableNowRequested = false
+  private var availableNowBound: Option[Map[String, Long]] = None
+  private var lastAvailable: Map[String, Long] = Map.empty
+
+  // ---- offsets --------------------------------------------------------------------------------
+
+  override def initialOffset(): SparkOffset = synchronized {
+    val e = source.createEnumerator()
+    enumerator = e
+    progressRestored = true
+    e.discoverSplits().foreach(track)
+    offsetAt(splits.values.map(s => s.splitId -> s.startPosition).toMap)
+  }
+
+  override def deserializeOffset(json: String): SparkOffset = {
+    val offset = SluiceOffset.fromJson(json)
+    if (offset.sourceType != source.sourceType) {
+      throw new IllegalStateException(
+        s"Sluice: the checkpoint was written by a '${offset.sourceType}' source, but this query " +
+          s"reads a '${source.sourceType}' source. Use a new checkpoint location for a different source.")
+    }
+    offset
+  }
+
+  override def getDefaultReadLimit: ReadLimit =
+    options.maxRecordsPerTrigger.map(ReadLimit.maxRows).getOrElse(ReadLimit.allAvailable())
+
+  override def latestOffset(): SparkOffset =
+    throw new UnsupportedOperationException("latestOffset(Offset, ReadLimit) is used instead")
+
+  override def latestOffset(startOffset: SparkOffset, limit: ReadLimit): SparkOffset = synchronized {
+    val start = SluiceOffset.of(startOffset)
+    absorb(start)
+    foldReports()
+    enumerator.discoverSplits().foreach(track)
+
+    val available = enumerator.availablePositions(splits.values.toSeq)
+    lastAvailable = available
+    if (availableNowRequested && availableNowBound.isEmpty) availableNowBound = Some(available)
+    val from = splits.keys.map(id => id -> start.byId.get(id).map(_.position).getOrElse(splits(id).startPosition)).toMap
+    val readable = splits.keys.toSeq.map { id =>
+      // Splits found after an AvailableNow trigger started are left for the next trigger.
+      val bound = availableNowBound.map(_.getOrElse(id, from(id))).getOrElse(Long.MaxValue)
+      val end = math.min(available.getOrElse(id, from(id)), bound)
+      id -> math.max(0L, end - from(id))
+    }
+    val shares = maxRows(limit) match {
+      case Some(budget) => AdmissionPlanner.share(readable, budget)
+      case None => readable.toMap
+    }
+    val next = offsetAt(from.map { case (id, pos) => id -> (pos + shares.getOrElse(id, 0L)) })
+    if (next.splits.map(s => s.splitId -> s.position) == start.splits.map(s => s.splitId -> s.position)) start
+    else next
+  }
+
+  override def reportLatestOffset(): SparkOffset = null
+
+  private def maxRows(limit: ReadLimit): Option[Long] = limit match {
+    case rows: ReadMaxRows => Some(rows.maxRows())
+    case composite: CompositeReadLimit =>
+      composite.getReadLimits.collect { case rows: ReadMaxRows => rows.maxRows() }.minOption
+    case _ => None
+  }
+
+  private def track(split: SourceSplit): Unit = if (!splits.contains(split.splitId)) {
+    splits(split.splitId) = split
+    tracker.restore(SplitProgress(split.splitId, split.startPosition, None, 0L))
+  }
+
+  private def offsetAt(positions: Map[String, Long]): SluiceOffset = {
+    val serializer = source.splitSerializer
+    SluiceOffset(
+      source.sourceType,
+      source.enumeratorStateSerializer.version,
+      source.enumeratorStateSerializer.serialize(enumerator.snapshotState()),
+      splits.values.toSeq.map { s =>
+        val p = tracker.get(s.splitId).get
+        SplitEntry(s.splitId, serializer.version, serializer.serialize(s), positions(s.splitId),
+          p.position, p.maxEventTime, p.records)
+      })
+  }
+
+  /**
+   * After a restart, rebuilds the enumerator, the splits and their progress from the first offset
+   * Spark hands back (a replayed batch's end, or the start of the next batch), plus the progress
+   * persisted at the last commit. Later offsets only add splits not known yet.
+   */
+  private def absorb(offset: SluiceOffset): Unit = {
+    if (enumerator == null) {
+      val stateSerializer = source.enumeratorStateSerializer
+      enumerator = source.restoreEnumerator(stateSerializer.deserialize(offset.enumeratorVersion, offset.enumeratorState))
+    }
+    val fresh = offset.splits.filterNot(e => splits.contains(e.splitId))
+    fresh.foreach { e =>
+      splits(e.splitId) = source.splitSerializer.deserialize(e.splitVersion, e.split)
+      tracker.restore(SplitProgress(e.splitId, e.reportedPosition, e.maxEventTime, e.records))
+    }
+    if (!progressRestored) {
+      progressRestored = true
+      progressStore.read().filter(p => splits.contains(p.splitId)).foreach(tracker.restore)
+    }
+  }
+  private var progressRestored = false
+
+  // ---- planning and reading -------------------------------------------------------------------
+
+  override def planInputPartitions(start: SparkOffset, end: SparkOffset): Array[InputPartition] = {
+    val from = SluiceOffset.of(start).byId
+    val to = SluiceOffset.of(end)
+    synchronized(absorb(to))
+    to.splits.flatMap { e =>
+      val split = source.splitSerializer.deserialize(e.splitVersion, e.split)
+      val begin = from.get(e.splitId).map(_.position).getOrElse(split.startPosition)
+      val range = SplitRange(split, begin, e.position)
+      if (range.isEmpty) None else Some(SluiceInputPartition(Seq(range)))
+    }.toArray
+  }
+
+  override def createReaderFactory(): PartitionReaderFactory =
+    new SluiceReaderFactory(source, accumulator)
+
+  override def commit(end: SparkOffset): Unit = synchronized {
+    absorb(SluiceOffset.of(end))
+    foldReports()
+  }
+
+  /**
+   * Folds what executors reported and persists it. Called when Spark reports a finished batch's
+   * progress (`metrics`, right after the batch) and when it commits a batch (`commit`, after the
+   * next offset is written), so a driver that dies in between loses nothing it could have kept.
+   */
+  private def foldReports(): Unit = {
+    if (tracker.fold(accumulator.drain())) progressStore.write(tracker.all)
+  }
+
+  /** Spark calls this before restoring offsets; the bound is taken at the first planning. */
+  override def prepareForTriggerAvailableNow(): Unit = synchronized {
+    availableNowRequested = true
+  }
+
+  override def stop(): Unit = synchronized {
+    if (enumerator != null) enumerator.close()
+  }
+
+  // ---- metrics --------------------------------------------------------------------------------
+
+  override def metrics(latestConsumedOffset: Optional[SparkOffset]): java.util.Map[String, String] = synchronized {
+    // The batch just run has reported; show it (once its splits are known).
+    if (enumerator != null) foldReports()
+    val consumed = latestConsumedOffset.map[Option[SluiceOffset]](o => Some(SluiceOffset.of(o))).orElse(None)
+    val progress = tracker.all
+    val backlog = consumed.toSeq.flatMap(_.splits).map { e =>
+      math.max(0L, lastAvailable.getOrElse(e.splitId, e.position) - e.position)
+    }
+    val m = mutable.LinkedHashMap[String, String](
+      "source" -> displayName,
+      "sourceType" -> source.sourceType,
+      "splits" -> splits.size.toString,
+      "recordsRead" -> progress.map(_.records).sum.toString,
+      "backlogRecords" -> backlog.sum.toString)
+    progress.flatMap(_.maxEventTime).maxOption.foreach(ts => m("maxEventTimeMs") = ts.toString)
+    m.asJava
+  }
+
+  override def toString: String = s"SluiceMicroBatchStream[$displayName]"
+}

@@ -1,0 +1,84 @@
+package sluice.spark
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
+
+import sluice.api.{RecordsWithSplitIds, Source, SourceSplit, SplitRange}
+
+/** The split ranges one Spark task reads. */
+final case class SluiceInputPartition(ranges: Seq[SplitRange[SourceSplit]]) extends InputPartition
+
+/** Serialised to executors with the source's options and the progress accumulator. */
+final class SluiceReaderFactory(source: Source[SourceSplit, Any], progress: SplitProgressAccumulator)
+  extends PartitionReaderFactory {
+  override def createReader(partition: InputPartition): PartitionReader[InternalRow] =
+    new SluicePartitionReader(partition.asInstanceOf[SluiceInputPartition], source, progress)
+}
+
+/**
+ * Drives a source's `SplitReader` over the task's ranges and hands its rows to Spark, keeping per
+ * split the position reached, the largest event time and the record count, which it reports
+ * through the accumulator when the task ends.
+ */
+final class SluicePartitionReader(
+    partition: SluiceInputPartition,
+    source: Source[SourceSplit, Any],
+    progress: SplitProgressAccumulator) extends PartitionReader[InternalRow] {
+
+  private final class Stats(val range: SplitRange[SourceSplit]) {
+    var reached: Long = range.from
+    var maxEventTime: Long = RecordsWithSplitIds.NoTimestamp
+    var records: Long = 0L
+  }
+
+  private val stats: Map[String, Stats] = partition.ranges.map(r => r.split.splitId -> new Stats(r)).toMap
+  private var unfinished: Set[String] = stats.keySet
+  private val reader = source.createReader()
+  reader.handleSplitsChanges(partition.ranges)
+
+  private var fetched: RecordsWithSplitIds = _
+  private var current: Stats = _
+
+  override def next(): Boolean = {
+    while (true) {
+      if (current != null) {
+        if (fetched.nextRecord()) {
+          current.reached = fetched.position
+          current.records += 1
+          val ts = fetched.eventTime
+          if (ts > current.maxEventTime) current.maxEventTime = ts
+          return true
+        }
+        current = null
+      }
+      if (fetched != null) {
+        val splitId = fetched.nextSplit()
+        if (splitId != null) current = stats(splitId)
+        else {
+          fetched.finishedSplits.foreach { id =>
+            val s = stats(id)
+            s.reached = math.max(s.reached, s.range.until)
+          }
+          unfinished --= fetched.finishedSplits
+          fetched = null
+        }
+      } else if (unfinished.isEmpty) {
+        return false
+      } else {
+        fetched = reader.fetch()
+      }
+    }
+    false
+  }
+
+  override def get(): InternalRow = fetched.row
+
+  override def close(): Unit = {
+    try {
+      stats.values.foreach { s =>
+        val maxTs = if (s.maxEventTime == RecordsWithSplitIds.NoTimestamp) None else Some(s.maxEventTime)
+        progress.add(SplitReport(s.range.split.splitId, s.range.from, s.reached, maxTs, s.records))
+      }
+    } finally reader.close()
+  }
+}

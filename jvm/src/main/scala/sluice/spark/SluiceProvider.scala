@@ -1,0 +1,45 @@
+package sluice.spark
+
+import java.util
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.connector.catalog.{SupportsRead, Table, TableCapability, TableProvider}
+import org.apache.spark.sql.connector.expressions.Transform
+import org.apache.spark.sql.connector.read.{Scan, ScanBuilder}
+import org.apache.spark.sql.connector.read.streaming.MicroBatchStream
+import org.apache.spark.sql.sources.DataSourceRegister
+import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.util.CaseInsensitiveStringMap
+
+import sluice.api.{Source, SourceSplit}
+
+/** `spark.readStream.format("sluice")`: builds the source from the options, then the stream. */
+final class SluiceProvider extends TableProvider with DataSourceRegister {
+  override def shortName(): String = sluice.Sluice.Format
+
+  override def inferSchema(options: CaseInsensitiveStringMap): StructType =
+    StreamOptions.parse(options.asCaseSensitiveMap().asScala.toMap)._2.schema
+
+  override def getTable(schema: StructType, partitioning: Array[Transform], properties: util.Map[String, String]): Table = {
+    val (streamOptions, source) = StreamOptions.parse(properties.asScala.toMap)
+    new SluiceTable(source, streamOptions)
+  }
+
+  override def supportsExternalMetadata(): Boolean = false
+}
+
+final class SluiceTable(source: Source[SourceSplit, Any], options: StreamOptions) extends Table with SupportsRead {
+  override def name(): String = s"sluice:${options.name.getOrElse(source.sourceType)}"
+  override def schema(): StructType = source.schema
+  override def capabilities(): util.Set[TableCapability] = util.EnumSet.of(TableCapability.MICRO_BATCH_READ)
+  override def newScanBuilder(ignored: CaseInsensitiveStringMap): ScanBuilder = () => new SluiceScan(source, options)
+}
+
+final class SluiceScan(source: Source[SourceSplit, Any], options: StreamOptions) extends Scan {
+  override def readSchema(): StructType = source.schema
+  override def description(): String = s"Sluice ${source.sourceType} source${options.name.fold("")(n => s" '$n'")}"
+  override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream =
+    new SluiceMicroBatchStream(source, options, checkpointLocation, SparkSession.active)
+}

@@ -1,0 +1,45 @@
+package sluice.spark
+
+import java.util.{HashMap => JHashMap}
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.spark.util.AccumulatorV2
+
+/**
+ * What one task read from one split range: the range start, the position it reached, the largest
+ * event time it saw and how many records it emitted.
+ */
+final case class SplitReport(splitId: String, from: Long, reached: Long, maxEventTime: Option[Long], records: Long) {
+  def merge(other: SplitReport): SplitReport = SplitReport(splitId, from, math.max(reached, other.reached),
+    (maxEventTime ++ other.maxEventTime).reduceOption(_ max _), math.max(records, other.records))
+}
+
+/**
+ * The executor → driver progress channel. Reports are keyed by (split, range start), and merged
+ * by maximum, so a retried task or a re-executed batch reports the same thing twice harmlessly.
+ */
+final class SplitProgressAccumulator extends AccumulatorV2[SplitReport, Seq[SplitReport]] {
+  private val reports = new JHashMap[(String, Long), SplitReport]()
+
+  override def isZero: Boolean = synchronized(reports.isEmpty)
+  override def copy(): SplitProgressAccumulator = synchronized {
+    val c = new SplitProgressAccumulator
+    c.reports.putAll(reports)
+    c
+  }
+  override def reset(): Unit = synchronized(reports.clear())
+  override def add(report: SplitReport): Unit = synchronized {
+    reports.merge((report.splitId, report.from), report, (a, b) => a.merge(b))
+  }
+  override def merge(other: AccumulatorV2[SplitReport, Seq[SplitReport]]): Unit =
+    other.value.foreach(add)
+  override def value: Seq[SplitReport] = synchronized(reports.values().asScala.toSeq)
+
+  /** Returns what arrived so far and forgets it. */
+  def drain(): Seq[SplitReport] = synchronized {
+    val all = reports.values().asScala.toSeq
+    reports.clear()
+    all
+  }
+}

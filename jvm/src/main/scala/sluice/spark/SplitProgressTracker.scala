@@ -1,0 +1,47 @@
+package sluice.spark
+
+import scala.collection.mutable
+
+import sluice.api.SplitProgress
+
+/**
+ * The driver's view of what readers have read in each split: folds reports in range order so that
+ * records are counted once, however often a range is reported.
+ */
+final class SplitProgressTracker {
+  private val progress = mutable.LinkedHashMap[String, SplitProgress]()
+
+  def get(splitId: String): Option[SplitProgress] = progress.get(splitId)
+  def all: Seq[SplitProgress] = progress.values.toSeq
+
+  /** Starts tracking a split; keeps the more advanced of what is known and what is given. */
+  def restore(p: SplitProgress): Unit = progress.get(p.splitId) match {
+    case Some(known) if known.position >= p.position =>
+    case _ => progress(p.splitId) = p
+  }
+
+  /** Folds reports in; returns whether anything changed. */
+  def fold(reports: Seq[SplitReport]): Boolean = {
+    var changed = false
+    reports.sortBy(r => (r.splitId, r.from)).foreach { r =>
+      progress.get(r.splitId).foreach { known =>
+        val maxTs = (known.maxEventTime ++ r.maxEventTime).reduceOption(_ max _)
+        val next =
+          if (r.from >= known.position && r.reached > known.position) {
+            // from > position: the ranges in between were read by a driver that died before it
+            // could persist their reports; their records are missing from the count, but the
+            // position and event time here are exact again.
+            SplitProgress(r.splitId, r.reached, maxTs, known.records + r.records)
+          } else {
+            // A range already counted (a re-executed batch): only the event time may add anything.
+            known.copy(maxEventTime = maxTs)
+          }
+        if (next != known) {
+          progress(r.splitId) = next
+          changed = true
+        }
+      }
+    }
+    changed
+  }
+}

@@ -1,0 +1,42 @@
+package sluice.spark
+
+import org.scalatest.funsuite.AnyFunSuite
+
+import sluice.api.SplitProgress
+
+class SplitProgressTrackerSuite extends AnyFunSuite {
+
+  test("reports are folded in range order and counted once however often they arrive") {
+    val tracker = new SplitProgressTracker
+    tracker.restore(SplitProgress("0", 0, None, 0))
+    val first = SplitReport("0", 0, 100, Some(10L), 100)
+    val second = SplitReport("0", 100, 250, Some(30L), 150)
+    tracker.fold(Seq(second, first))
+    tracker.fold(Seq(first, second)) // a re-executed batch reports the same ranges again
+    assert(tracker.get("0").contains(SplitProgress("0", 250, Some(30L), 250)))
+  }
+
+  test("the accumulator merges a retried task's report instead of adding it") {
+    val acc = new SplitProgressAccumulator
+    acc.add(SplitReport("0", 0, 100, Some(10L), 100))
+    val retry = new SplitProgressAccumulator
+    retry.add(SplitReport("0", 0, 100, Some(10L), 100))
+    acc.merge(retry)
+    assert(acc.value == Seq(SplitReport("0", 0, 100, Some(10L), 100)))
+  }
+
+  test("restoring keeps the more advanced progress") {
+    val tracker = new SplitProgressTracker
+    tracker.restore(SplitProgress("0", 300, Some(5L), 300))
+    tracker.restore(SplitProgress("0", 100, Some(1L), 100))
+    assert(tracker.get("0").map(_.position).contains(300L))
+  }
+
+  test("a range after a gap (reports lost with a dead driver) moves the split on instead of sticking") {
+    val tracker = new SplitProgressTracker
+    tracker.restore(SplitProgress("0", 100, Some(10L), 100))
+    assert(tracker.fold(Seq(SplitReport("0", 200, 300, Some(30L), 100))))
+    assert(tracker.get("0").contains(SplitProgress("0", 300, Some(30L), 200)))
+    assert(!tracker.fold(Seq(SplitReport("0", 200, 300, Some(30L), 100))))
+  }
+}
