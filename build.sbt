@@ -28,7 +28,7 @@ lazy val sparkProvided = Seq(
 // Compression codecs and logging the Kafka client pulls in are already in every Spark distribution.
 val kafkaClients = ("org.apache.kafka" % "kafka-clients" % kafkaVersion)
   .exclude("com.github.luben", "zstd-jni")
-  .exclude("org.lz4", "lz4-java")
+  .exclude("at.yawk.lz4", "lz4-java")
   .exclude("org.xerial.snappy", "snappy-java")
   .exclude("org.slf4j", "slf4j-api")
 
@@ -101,6 +101,10 @@ lazy val jvm = (project in file("jvm"))
     },
     // `--packages dev.sluice:sluice-spark_2.13:<version>` resolves from ~/.m2 after `publishM2`.
     publishMavenStyle := true,
+    publishM2Configuration := publishM2Configuration.value.withOverwrite(true),
+    publishLocalConfiguration := publishLocalConfiguration.value.withOverwrite(true),
+    // No javadoc jar: scaladoc of the whole API on every build costs more than it gives here.
+    Compile / packageDoc / publishArtifact := false,
     pomIncludeRepository := (_ => false)
   )
 

@@ -19,12 +19,35 @@ object Sluice {
       spark: SparkSession,
       source: Source[_, _],
       watermarkStrategy: WatermarkStrategy,
-      name: String): DataFrame = {
+      name: String): DataFrame =
+    fromSource(spark, source, watermarkStrategy, name, Map.empty[String, String])
+
+  /**
+   * As above, with read options of the Spark binding (e.g. `maxRecordsPerTrigger`); see
+   * docs/options.md.
+   */
+  def fromSource(
+      spark: SparkSession,
+      source: Source[_, _],
+      watermarkStrategy: WatermarkStrategy,
+      name: String,
+      readOptions: Map[String, String]): DataFrame = {
     val strategyOptions = Option(watermarkStrategy).map(_.options).getOrElse(Map.empty)
     val nameOption = Option(name).map(StreamOptions.Name.name -> _)
     spark.readStream.format(Format)
-      .options(source.options ++ strategyOptions ++ nameOption)
+      .options(source.options ++ strategyOptions ++ nameOption ++ readOptions)
       .load()
+  }
+
+  /** For py4j: read options as a Java map. */
+  def fromSource(
+      spark: SparkSession,
+      source: Source[_, _],
+      watermarkStrategy: WatermarkStrategy,
+      name: String,
+      readOptions: java.util.Map[String, String]): DataFrame = {
+    import scala.jdk.CollectionConverters._
+    fromSource(spark, source, watermarkStrategy, name, readOptions.asScala.toMap)
   }
 
   def fromSource(spark: SparkSession, source: Source[_, _]): DataFrame =

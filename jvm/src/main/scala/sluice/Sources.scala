@@ -1,7 +1,10 @@
 package sluice
 
 import sluice.api.{Source, SourceSplit}
-import sluice.connector.generator.GeneratorSource
+import sluice.config.OptionsReference
+import sluice.config.OptionsReference.Section
+import sluice.connector.generator.{GeneratorConfig, GeneratorSource}
+import sluice.spark.StreamOptions
 
 /**
  * Rebuilds a source from its options: the one way a source crosses from a builder (Scala or
@@ -32,4 +35,17 @@ object Sources {
     import scala.jdk.CollectionConverters._
     fromOptions(options.asScala.toMap)
   }
+
+  /** The option reference of docs/options.md, generated from the declarations. */
+  def optionsReference: String = OptionsReference.markdown(Seq(
+    Section("Read options (every source)",
+      "Options of the Spark binding: `format(\"sluice\")` options, or `options=` of `from_source`. " +
+        "`source` (required) names the source type: " + types.map(t => s"`$t`").mkString(", ") + ".",
+      StreamOptions.all),
+    Section("Generator source (`source` = `generator`)",
+      "Deterministic records `(id, split, timestamp, payload)`: record `i` of split `s` has id " +
+        "`i * splits + s` and event time `eventTimeStartMs + skew(s) + i * eventTimeStepMs`.",
+      GeneratorConfig.all)))
+
+  def main(args: Array[String]): Unit = print(optionsReference)
 }

@@ -11,6 +11,12 @@ final class WatermarkStrategy private (val options: Map[String, String]) extends
 object WatermarkStrategy {
   val KindOption = "watermark.kind"
 
+  /** Rebuilds a strategy from its options (the Python builders' route). */
+  def fromJavaOptions(options: java.util.Map[String, String]): WatermarkStrategy = {
+    import scala.jdk.CollectionConverters._
+    new WatermarkStrategy(options.asScala.toMap)
+  }
+
   /** No event time: the source emits no watermarks. */
   def noWatermarks(): WatermarkStrategy = new WatermarkStrategy(Map(KindOption -> "none"))
 }

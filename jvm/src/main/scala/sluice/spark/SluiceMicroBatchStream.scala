@@ -192,6 +192,9 @@ final class SluiceMicroBatchStream(
     if (enumerator != null) foldReports()
     val consumed = latestConsumedOffset.map[Option[SluiceOffset]](o => Some(SluiceOffset.of(o))).orElse(None)
     val progress = tracker.all
+    if (enumerator != null && splits.keys.exists(id => !lastAvailable.contains(id))) {
+      lastAvailable = enumerator.availablePositions(splits.values.toSeq) // after a restart
+    }
     val backlog = consumed.toSeq.flatMap(_.splits).map { e =>
       math.max(0L, lastAvailable.getOrElse(e.splitId, e.position) - e.position)
     }

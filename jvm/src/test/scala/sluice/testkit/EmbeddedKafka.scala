@@ -14,7 +14,9 @@ import com.fasterxml.jackson.core.JsonFactory
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import org.scalatest.{BeforeAndAfterAll, Suite}
 
-/** A record to produce. `None` and null header values are Kafka nulls; bytes are sent as they are. */
+/**
+ * A record to produce. `None` and null header values are Kafka nulls; bytes are sent as they are.
+ */
 final case class ProducedRecord(
     key: Option[Array[Byte]] = None,
     value: Option[Array[Byte]] = None,
@@ -23,7 +25,8 @@ final case class ProducedRecord(
     headers: Seq[(String, Array[Byte])] = Nil)
 
 object ProducedRecord {
-  private def utf8(s: String): Array[Byte] = if (s == null) null else s.getBytes(StandardCharsets.UTF_8)
+  private def utf8(s: String): Array[Byte] =
+    if (s == null) null else s.getBytes(StandardCharsets.UTF_8)
 
   /** A record with a UTF-8 key and value, partitioned by the key. */
   def of(key: String, value: String): ProducedRecord = text(Option(key), Option(value))
@@ -35,7 +38,12 @@ object ProducedRecord {
       partition: Option[Int] = None,
       timestamp: Option[Long] = None,
       headers: Seq[(String, String)] = Nil): ProducedRecord =
-    ProducedRecord(key.map(utf8), value.map(utf8), partition, timestamp, headers.map { case (k, v) => k -> utf8(v) })
+    ProducedRecord(
+      key.map(utf8),
+      value.map(utf8),
+      partition,
+      timestamp,
+      headers.map { case (k, v) => k -> utf8(v) })
 }
 
 /** A record read back by [[EmbeddedKafka.consume]]. */
@@ -49,13 +57,15 @@ final case class ConsumedRecord(
   def keyString: Option[String] = key.map(new String(_, StandardCharsets.UTF_8))
   def valueString: Option[String] = value.map(new String(_, StandardCharsets.UTF_8))
   def headerStrings: Seq[(String, String)] =
-    headers.map { case (k, v) => k -> (if (v == null) null else new String(v, StandardCharsets.UTF_8)) }
+    headers.map { case (k, v) =>
+      k -> (if (v == null) null else new String(v, StandardCharsets.UTF_8))
+    }
 }
 
 /**
  * A real single-node Kafka broker (KRaft) in a child JVM (`sluice.testkit.KafkaBrokerMain` of the
- * `testkit` project), driven over its stdin/stdout. It listens on 127.0.0.1 only, keeps its data in
- * a temporary directory and stops when [[stop]] is called or this JVM exits.
+ * `testkit` project), driven over its stdin/stdout. It listens on 127.0.0.1 only, keeps its data
+ * in a temporary directory and stops when [[stop]] is called or this JVM exits.
  *
  * The broker's classpath is read from the file named by the system property
  * `sluice.brokerClasspathFile` (set by build.sbt for forked tests), or taken from the environment
@@ -84,8 +94,34 @@ final class EmbeddedKafka(
     require(process == null, "this EmbeddedKafka is already started")
     val java = Paths.get(System.getProperty("java.home"), "bin", "java").toString
     val command = Seq(java) ++ jvmOptions ++ Seq("-cp", brokerClasspath(), MainClass)
-    workDir = Files.createTempDirectory("sluice-kafka-io-")
+    shutdownHook = new Thread(() => stop(), "sluice-embedded-kafka-stop")
+    Runtime.getRuntime.addShutdownHook(shutdownHook)
     val began = System.nanoTime()
+    var ready: String = null
+    var attempt = 1
+    while (ready == null) {
+      try ready = launch(command)
+      catch {
+        // The broker picks free ports, which another process may take before it binds them.
+        case _: IllegalStateException
+            if attempt < StartAttempts && exitCode.contains(ExitPortInUse) =>
+          process = null
+          attempt += 1
+        case e: Throwable =>
+          stop()
+          throw e
+      }
+    }
+    bootstrap = ready.stripPrefix(ReadyPrefix).trim
+    startupMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - began)
+    workDir = Files.createTempDirectory("sluice-kafka-io-")
+    this
+  }
+
+  /** Starts the broker's JVM; returns its ready line. */
+  private def launch(command: Seq[String]): String = {
+    stdout.clear()
+    stderrTail.synchronized(stderrTail.clear())
     process = new ProcessBuilder(command.asJava).start()
     stdin = new PrintStream(process.getOutputStream, true, StandardCharsets.UTF_8)
     pump(process.getInputStream, "stdout") { line => stdout.put(Some(line)) } { stdout.put(None) }
@@ -95,37 +131,38 @@ final class EmbeddedKafka(
         if (stderrTail.size > StderrTailLines) stderrTail.dequeue()
       }
     } {}
-    shutdownHook = new Thread(() => stop(), "sluice-embedded-kafka-stop")
-    Runtime.getRuntime.addShutdownHook(shutdownHook)
-    try {
-      var line = nextLine(startTimeoutMs, "to start")
-      while (!line.startsWith(ReadyPrefix)) line = nextLine(startTimeoutMs, "to start")
-      bootstrap = line.stripPrefix(ReadyPrefix).trim
-      startupMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - began)
-    } catch {
-      case e: Throwable =>
-        stop()
-        throw e
-    }
-    this
+    var line = nextLine(startTimeoutMs, "to start")
+    while (!line.startsWith(ReadyPrefix)) line = nextLine(startTimeoutMs, "to start")
+    line
   }
+
+  private def exitCode: Option[Int] =
+    Option(process).filter(_.waitFor(5, TimeUnit.SECONDS)).map(_.exitValue())
 
   /** `127.0.0.1:PORT`, for `kafka.bootstrap.servers`. */
   def bootstrapServers: String = {
     val b = bootstrap
-    if (b == null) throw new IllegalStateException("the broker is not running: call start() first")
+    if (b == null)
+      throw new IllegalStateException("the broker is not running: call start() first")
     b
   }
 
-  /** Creates a topic with replication factor 1 and the given topic configs (e.g. retention.ms). */
-  def createTopic(name: String, partitions: Int = 1, config: Map[String, String] = Map.empty): Unit = {
+  /**
+   * Creates a topic with replication factor 1 and the given topic configs (e.g. retention.ms).
+   */
+  def createTopic(
+      name: String,
+      partitions: Int = 1,
+      config: Map[String, String] = Map.empty): Unit = {
     val pairs = config.map { case (k, v) => s"$k=$v" }
-    pairs.foreach(p => require(!p.exists(_.isWhitespace), s"topic configs must not contain whitespace: $p"))
+    pairs.foreach(p =>
+      require(!p.exists(_.isWhitespace), s"topic configs must not contain whitespace: $p"))
     command(Seq("create-topic", word(name), partitions.toString) ++ pairs: _*)
   }
 
   /** Grows a topic to `total` partitions. */
-  def addPartitions(name: String, total: Int): Unit = command("add-partitions", word(name), total.toString)
+  def addPartitions(name: String, total: Int): Unit =
+    command("add-partitions", word(name), total.toString)
 
   /** Deletes a topic and waits until the broker no longer lists it. */
   def deleteTopic(name: String): Unit = command("delete-topic", word(name))
@@ -167,18 +204,28 @@ final class EmbeddedKafka(
     } finally Files.deleteIfExists(file)
   }
 
-  /** Every record of the topic up to its current end, by partition, then offset (committed only). */
+  /**
+   * Every record of the topic up to its current end, by partition, then offset (committed only).
+   */
   def consume(topic: String): Seq[ConsumedRecord] = {
     val file = ioFile("consume")
     try {
       command("consume", word(topic), file.toString)
       Using.resource(Files.newBufferedReader(file, StandardCharsets.UTF_8)) { reader =>
-        Iterator.continually(reader.readLine()).takeWhile(_ != null).filter(_.trim.nonEmpty).map(parse).toVector
+        Iterator
+          .continually(reader.readLine())
+          .takeWhile(_ != null)
+          .filter(_.trim.nonEmpty)
+          .map(parse)
+          .toVector
       }
     } finally Files.deleteIfExists(file)
   }
 
-  /** Deletes a partition's records before an offset (like retention); returns the new start offset. */
+  /**
+   * Deletes a partition's records before an offset (like retention); returns the new start
+   * offset.
+   */
   def deleteRecords(topic: String, partition: Int, beforeOffset: Long): Long =
     command("delete-records", word(topic), partition.toString, beforeOffset.toString).toLong
 
@@ -217,27 +264,36 @@ final class EmbeddedKafka(
     }
   }
 
-  /** Sends one command; returns the text after `OK`, throws [[KafkaCommandException]] on `ERR`. */
+  /**
+   * Sends one command; returns the text after `OK`, throws [[KafkaCommandException]] on `ERR`.
+   */
   def command(words: String*): String = synchronized {
-    if (process == null) throw new IllegalStateException("the broker is not running: call start() first")
+    if (process == null)
+      throw new IllegalStateException("the broker is not running: call start() first")
     val line = words.mkString(" ")
     stdin.println(line)
     if (stdin.checkError()) throw new IllegalStateException(s"the broker is gone$stderrText")
     val answer = nextLine(commandTimeoutMs, s"to answer '${words.head}'")
     if (answer == "OK") ""
     else if (answer.startsWith("OK ")) answer.substring(3)
-    else if (answer.startsWith("ERR ")) throw new KafkaCommandException(s"$line: ${answer.substring(4)}")
+    else if (answer.startsWith("ERR "))
+      throw new KafkaCommandException(s"$line: ${answer.substring(4)}")
     else throw new IllegalStateException(s"$line: unexpected answer '$answer'")
   }
 
   private def nextLine(timeoutMs: Long, what: String): String =
     stdout.poll(timeoutMs, TimeUnit.MILLISECONDS) match {
       case null =>
-        throw new IllegalStateException(s"the Kafka broker took longer than $timeoutMs ms $what$stderrText")
+        throw new IllegalStateException(
+          s"the Kafka broker took longer than $timeoutMs ms $what$stderrText")
       case None =>
         stdout.put(None)
-        val code = if (process != null && process.waitFor(5, TimeUnit.SECONDS)) process.exitValue().toString else "?"
-        throw new IllegalStateException(s"the Kafka broker exited (code $code) before ${what.stripPrefix("to ")}$stderrText")
+        val code =
+          if (process != null && process.waitFor(5, TimeUnit.SECONDS))
+            process.exitValue().toString
+          else "?"
+        throw new IllegalStateException(
+          s"the Kafka broker exited (code $code) before ${what.stripPrefix("to ")}$stderrText")
       case Some(line) => line
     }
 
@@ -248,13 +304,16 @@ final class EmbeddedKafka(
   }
 
   private def ioFile(kind: String): Path = synchronized {
-    if (workDir == null) throw new IllegalStateException("the broker is not running: call start() first")
+    if (workDir == null)
+      throw new IllegalStateException("the broker is not running: call start() first")
     fileCounter += 1
     workDir.resolve(s"$kind-$fileCounter.jsonl")
   }
 }
 
-/** The broker rejected a command; the message names Kafka's exception (e.g. TopicExistsException). */
+/**
+ * The broker rejected a command; the message names Kafka's exception (e.g. TopicExistsException).
+ */
 final class KafkaCommandException(message: String) extends RuntimeException(message)
 
 object EmbeddedKafka {
@@ -262,47 +321,64 @@ object EmbeddedKafka {
   val ClasspathEnv = "SLUICE_BROKER_CLASSPATH"
 
   /**
-   * A small heap; serial GC and the C1 compiler only, which start faster and leave more of a 2-core
-   * machine to Spark than the defaults.
+   * A small heap; serial GC and the C1 compiler only, which start faster and leave more of a
+   * 2-core machine to Spark than the defaults.
    */
-  val DefaultJvmOptions: Seq[String] = Seq("-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+  val DefaultJvmOptions: Seq[String] =
+    Seq("-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 
   private val MainClass = "sluice.testkit.KafkaBrokerMain"
   private val ReadyPrefix = "SLUICE_KAFKA_READY bootstrap="
   private val StderrTailLines = 60
+  private val StartAttempts = 3
+  private val ExitPortInUse = 3 // KafkaBrokerMain's exit code when a port was taken
   private val jsonFactory = new JsonFactory()
   private val mapper = new ObjectMapper()
 
-  /** The broker's classpath, from `-Dsluice.brokerClasspathFile` or `$SLUICE_BROKER_CLASSPATH`. */
+  /**
+   * The broker's classpath, from `-Dsluice.brokerClasspathFile` or `$SLUICE_BROKER_CLASSPATH`.
+   */
   def brokerClasspath(): String = {
-    val fromFile = Option(System.getProperty(ClasspathFileProperty)).map(new File(_)).filter(_.isFile).map { f =>
-      new String(Files.readAllBytes(f.toPath), StandardCharsets.UTF_8).trim
-    }
+    val fromFile =
+      Option(System.getProperty(ClasspathFileProperty)).map(new File(_)).filter(_.isFile).map {
+        f =>
+          new String(Files.readAllBytes(f.toPath), StandardCharsets.UTF_8).trim
+      }
     fromFile.orElse(sys.env.get(ClasspathEnv).map(_.trim)).filter(_.nonEmpty).getOrElse {
       throw new IllegalStateException(
-        s"The embedded Kafka broker's classpath was not found (system property $ClasspathFileProperty=" +
-          s"${System.getProperty(ClasspathFileProperty)}, environment variable $ClasspathEnv unset): " +
+        "The embedded Kafka broker's classpath was not found (system property " +
+          s"$ClasspathFileProperty=${System.getProperty(ClasspathFileProperty)}, " +
+          s"environment variable $ClasspathEnv unset): " +
           "run `build/sbt testkit/writeBrokerClasspath` (or `make build`) first.")
     }
   }
 
   private def word(s: String): String = {
-    require(s.nonEmpty && !s.exists(_.isWhitespace), s"topic names must be non-empty and without whitespace: '$s'")
+    require(
+      s.nonEmpty && !s.exists(_.isWhitespace),
+      s"topic names must be non-empty and without whitespace: '$s'")
     s
   }
 
   private def b64(bytes: Array[Byte]): String = Base64.getEncoder.encodeToString(bytes)
 
   private def offsets(answer: String): Map[Int, Long] =
-    answer.split(",").filter(_.nonEmpty).map { item =>
-      val Array(p, o) = item.split("=", 2)
-      p.stripPrefix("p").toInt -> o.toLong
-    }.toMap
+    answer
+      .split(",")
+      .filter(_.nonEmpty)
+      .map { item =>
+        val Array(p, o) = item.split("=", 2)
+        p.stripPrefix("p").toInt -> o.toLong
+      }
+      .toMap
 
   private def bytesField(node: JsonNode, field: String): Option[Array[Byte]] = {
     val b64Node = node.get(field + "_b64")
     if (b64Node != null && !b64Node.isNull) Some(Base64.getDecoder.decode(b64Node.textValue()))
-    else Option(node.get(field)).filter(!_.isNull).map(_.textValue().getBytes(StandardCharsets.UTF_8))
+    else
+      Option(node.get(field))
+        .filter(!_.isNull)
+        .map(_.textValue().getBytes(StandardCharsets.UTF_8))
   }
 
   private def parse(line: String): ConsumedRecord = {
@@ -324,7 +400,8 @@ object EmbeddedKafka {
       headers = headers)
   }
 
-  private def pump(in: InputStream, name: String)(onLine: String => Unit)(onEnd: => Unit): Unit = {
+  private def pump(in: InputStream, name: String)(onLine: String => Unit)(
+      onEnd: => Unit): Unit = {
     val t = new Thread(
       () => {
         val reader = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8))
@@ -339,8 +416,8 @@ object EmbeddedKafka {
 }
 
 /**
- * Starts one [[EmbeddedKafka]] for the suite (before its tests) and stops it after them. Mix into an
- * `AnyFunSuite`; combines with `SparkSuiteBase`.
+ * Starts one [[EmbeddedKafka]] for the suite (before its tests) and stops it after them. Mix into
+ * an `AnyFunSuite`; combines with `SparkSuiteBase`.
  */
 trait KafkaSuiteBase extends BeforeAndAfterAll { self: Suite =>
   @transient protected var kafka: EmbeddedKafka = _

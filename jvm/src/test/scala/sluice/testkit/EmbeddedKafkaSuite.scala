@@ -12,10 +12,14 @@ import org.apache.kafka.common.TopicPartition
 import org.apache.kafka.common.serialization.ByteArrayDeserializer
 import org.scalatest.funsuite.AnyFunSuite
 
-/** The broker other suites rely on must store exactly what it is given; read back with a real consumer. */
+/**
+ * The broker other suites rely on must store exactly what it is given; read back with a real
+ * consumer.
+ */
 class EmbeddedKafkaSuite extends AnyFunSuite with KafkaSuiteBase {
 
-  private def utf8(b: Array[Byte]): String = if (b == null) null else new String(b, StandardCharsets.UTF_8)
+  private def utf8(b: Array[Byte]): String =
+    if (b == null) null else new String(b, StandardCharsets.UTF_8)
 
   /** Everything in the topic up to its current end offsets, by partition and offset. */
   private def readAll(topic: String): Seq[ConsumerRecord[Array[Byte], Array[Byte]]] = {
@@ -24,7 +28,11 @@ class EmbeddedKafkaSuite extends AnyFunSuite with KafkaSuiteBase {
     props.setProperty(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false")
     val consumer = new KafkaConsumer(props, new ByteArrayDeserializer, new ByteArrayDeserializer)
     try {
-      val partitions = consumer.partitionsFor(topic).asScala.map(p => new TopicPartition(topic, p.partition())).toSeq
+      val partitions = consumer
+        .partitionsFor(topic)
+        .asScala
+        .map(p => new TopicPartition(topic, p.partition()))
+        .toSeq
       consumer.assign(partitions.asJava)
       consumer.seekToBeginning(partitions.asJava)
       val ends = consumer.endOffsets(partitions.asJava).asScala
@@ -39,7 +47,9 @@ class EmbeddedKafkaSuite extends AnyFunSuite with KafkaSuiteBase {
   }
 
   test("starts within 30 s on 127.0.0.1") {
-    assert(kafka.startupMillis > 0 && kafka.startupMillis < 30000, s"took ${kafka.startupMillis} ms")
+    assert(
+      kafka.startupMillis > 0 && kafka.startupMillis < 30000,
+      s"took ${kafka.startupMillis} ms")
     assert(kafka.bootstrapServers.startsWith("127.0.0.1:"))
     info(s"broker started in ${kafka.startupMillis} ms")
   }
@@ -54,16 +64,27 @@ class EmbeddedKafkaSuite extends AnyFunSuite with KafkaSuiteBase {
         partition = Some(0),
         timestamp = Some(1700000000000L),
         headers = Seq("h1" -> "x", "h2" -> null, "h1" -> "again")),
-      ProducedRecord.text(key = Some("k1"), value = None, partition = Some(1), timestamp = Some(1700000000001L)),
-      ProducedRecord.text(key = None, value = Some("no key"), partition = Some(2), timestamp = Some(1700000000002L)),
-      ProducedRecord.text(key = Some("k0"), value = Some("second"), partition = Some(0), timestamp = Some(1700000000003L)),
+      ProducedRecord.text(
+        key = Some("k1"),
+        value = None,
+        partition = Some(1),
+        timestamp = Some(1700000000001L)),
+      ProducedRecord.text(
+        key = None,
+        value = Some("no key"),
+        partition = Some(2),
+        timestamp = Some(1700000000002L)),
+      ProducedRecord.text(
+        key = Some("k0"),
+        value = Some("second"),
+        partition = Some(0),
+        timestamp = Some(1700000000003L)),
       ProducedRecord(
         key = Some(binaryKey),
         value = Some("ünïcødé ✓".getBytes(StandardCharsets.UTF_8)),
         partition = Some(2),
         timestamp = Some(5L),
-        headers = Seq("bin" -> Array[Byte](-128, -127)))
-    )
+        headers = Seq("bin" -> Array[Byte](-128, -127))))
     assert(kafka.produce("round-trip", records) === 5)
 
     val read = readAll("round-trip")
@@ -79,17 +100,29 @@ class EmbeddedKafkaSuite extends AnyFunSuite with KafkaSuiteBase {
     def bytes(s: String) = Some(s.getBytes(StandardCharsets.UTF_8).toSeq)
     assert(
       summary === Seq(
-        (0, 0L, 1700000000000L, bytes("k0"), "v0", Seq("h1" -> bytes("x"), "h2" -> None, "h1" -> bytes("again"))),
+        (
+          0,
+          0L,
+          1700000000000L,
+          bytes("k0"),
+          "v0",
+          Seq("h1" -> bytes("x"), "h2" -> None, "h1" -> bytes("again"))),
         (0, 1L, 1700000000003L, bytes("k0"), "second", Nil),
         (1, 0L, 1700000000001L, bytes("k1"), null, Nil),
         (2, 0L, 1700000000002L, None, "no key", Nil),
-        (2, 1L, 5L, Some(binaryKey.toSeq), "ünïcødé ✓", Seq("bin" -> Some(Seq[Byte](-128, -127))))
-      ))
+        (
+          2,
+          1L,
+          5L,
+          Some(binaryKey.toSeq),
+          "ünïcødé ✓",
+          Seq("bin" -> Some(Seq[Byte](-128, -127))))))
     assert(kafka.endOffsets("round-trip") === Map(0 -> 2L, 1 -> 1L, 2 -> 2L))
 
     // The broker's own consume command reads the same.
     val viaBroker = kafka.consume("round-trip")
-    assert(viaBroker.map(r => (r.partition, r.offset, r.timestamp)) === summary.map(s => (s._1, s._2, s._3)))
+    assert(viaBroker.map(r => (r.partition, r.offset, r.timestamp)) === summary.map(s =>
+      (s._1, s._2, s._3)))
     assert(viaBroker.head.headerStrings === Seq("h1" -> "x", "h2" -> null, "h1" -> "again"))
     assert(viaBroker(2).value.isEmpty && viaBroker(4).key.map(_.toSeq) === Some(binaryKey.toSeq))
   }
@@ -113,9 +146,13 @@ class EmbeddedKafkaSuite extends AnyFunSuite with KafkaSuiteBase {
 
   test("errors name the problem and leave the broker usable") {
     kafka.createTopic("errors")
-    assert(intercept[KafkaCommandException](kafka.createTopic("errors")).getMessage.contains("TopicExists"))
+    assert(
+      intercept[KafkaCommandException](kafka.createTopic("errors")).getMessage
+        .contains("TopicExists"))
     val badPartition = ProducedRecord.text(value = Some("v"), partition = Some(7))
-    assert(intercept[KafkaCommandException](kafka.produce("errors", Seq(badPartition))).getMessage.contains("partition 7"))
+    assert(
+      intercept[KafkaCommandException](kafka.produce("errors", Seq(badPartition))).getMessage
+        .contains("partition 7"))
     assert(kafka.produce("errors", Seq(ProducedRecord.of("k", "v"))) === 1)
   }
 }

@@ -1,0 +1,68 @@
+# Entry points. Each target installs what it needs and caches it:
+#   build/sbt-launch-*.jar   the sbt launcher (Maven Central)
+#   .venv/                   Python with pyspark==4.3.0, pytest, ruff (PyPI)
+#   jvm/target/.../*.jar     the Sluice jar; python/sluice/jars/ carries a copy for pip installs
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+SBT := build/sbt
+VERSION := $(shell sed -n 's/^ThisBuild \/ version := "\(.*\)"/\1/p' build.sbt)
+ASSEMBLY := jvm/target/scala-2.13/sluice-spark-assembly-$(VERSION).jar
+BROKER_CP := testkit/target/broker-classpath.txt
+SCALA_SOURCES := $(shell find jvm/src/main testkit/src/main -name '*.scala' 2>/dev/null) build.sbt project/plugins.sbt
+export SPARK_JARS_DIR := $(abspath $(VENV))/lib/python3.11/site-packages/pyspark/jars
+
+.PHONY: demo test test-scala test-python test-fast build bench kafka clean docs
+
+demo: build
+	$(PY) demo/demo.py
+
+test: test-scala test-python
+
+test-scala: $(VENV)/.ok
+	$(SBT) 'jvm/test'
+
+test-python: build
+	$(PY) -m pytest -q tests
+
+# Everything but the end-to-end suites tagged slow (ScalaTest tag sluice.Slow, pytest marker slow).
+test-fast: build
+	$(SBT) 'jvm/testOnly -- -l sluice.Slow'
+	$(PY) -m pytest -q -m 'not slow' tests
+
+build: $(VENV)/.ok $(ASSEMBLY) $(BROKER_CP) $(VENV)/.sluice-installed
+
+bench: build
+	$(PY) -m bench.run $(if $(BENCH),--only $(BENCH),)
+
+kafka: build
+	$(PY) -m sluice.testing
+
+# Regenerates the option reference (docs/options.md) from the option declarations.
+docs: $(VENV)/.ok
+	mkdir -p target && $(SBT) 'jvm/runMain sluice.Sources' | grep -v '^\[' | sed -n '/^## /,$$p' > target/options.generated
+	{ sed '/<!-- generated from the option declarations/q' docs/options.md; cat target/options.generated; } > target/options.md
+	mv target/options.md docs/options.md
+
+clean:
+	rm -rf jvm/target testkit/target target project/target project/project python/sluice/jars \
+	  python/build $(VENV)/.sluice-installed bench/work
+
+$(VENV)/.ok: python/requirements-dev.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -r python/requirements-dev.txt
+	touch $@
+
+$(ASSEMBLY): $(VENV)/.ok $(SCALA_SOURCES)
+	$(SBT) 'jvm/assembly' 'jvm/publishM2' 'jvm/publishLocal'
+	touch $@
+
+$(BROKER_CP): $(VENV)/.ok $(SCALA_SOURCES)
+	$(SBT) 'testkit/writeBrokerClasspath'
+
+# The Python package carries the self-contained jar, so `pip install` is all a notebook needs.
+$(VENV)/.sluice-installed: $(ASSEMBLY) $(shell find python -name '*.py' -o -name 'pyproject.toml')
+	mkdir -p python/sluice/jars && rm -f python/sluice/jars/*.jar && cp $(ASSEMBLY) python/sluice/jars/
+	$(PY) -m pip install -q -e python
+	touch $@

@@ -1,0 +1,34 @@
+"""`make bench [BENCH=<name>]`: runs the benchmarks and writes bench/results/<name>.json.
+
+Each benchmark measures Sluice against Spark's built-in path on the same data in one run and
+reports medians of several runs. Benchmarks register themselves in BENCHMARKS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+BENCHMARKS: dict[str, Callable[[], dict]] = {}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--only", help="run one benchmark by name")
+    args = parser.parse_args()
+    if not BENCHMARKS:
+        print("No benchmarks are defined yet (they arrive with the Kafka and file connectors).")
+        return 0
+    names = [args.only] if args.only else sorted(BENCHMARKS)
+    unknown = [n for n in names if n not in BENCHMARKS]
+    if unknown:
+        print(f"Unknown benchmark {unknown[0]!r}; known: {', '.join(sorted(BENCHMARKS))}", file=sys.stderr)
+        return 2
+    for name in names:
+        BENCHMARKS[name]()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""Sluice: Flink's source model for Spark Structured Streaming.
+
+    from pyspark.sql import SparkSession
+    import sluice
+
+    spark = sluice.configure(SparkSession.builder.master("local[2]")).getOrCreate()
+    source = sluice.GeneratorSource.builder().splits(4).records_per_split(1000).build()
+    df = sluice.from_source(spark, source, name="numbers")
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sluice._jvm import SluiceConfigError, call_jvm, is_remote, jar_path, java_map
+from sluice.sources import GeneratorSource, Source
+from sluice.watermarks import WatermarkStrategy
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = [
+    "GeneratorSource",
+    "SluiceConfigError",
+    "Source",
+    "WatermarkStrategy",
+    "configure",
+    "from_source",
+    "jar_path",
+]
+
+__version__ = "0.1.0"
+
+
+def configure(builder: SparkSession.Builder) -> SparkSession.Builder:
+    """Returns ``builder`` set up to load the Sluice jar shipped with this package.
+
+    Keeps jars already configured on the builder.
+    """
+    existing = builder._options.get("spark.jars")  # noqa: SLF001 - the builder keeps no public getter
+    jars = [j for j in (existing or "").split(",") if j]
+    jars.append(jar_path())
+    return builder.config("spark.jars", ",".join(jars))
+
+
+def from_source(
+    spark: SparkSession,
+    source: Source,
+    watermark_strategy: WatermarkStrategy | None = None,
+    name: str | None = None,
+    options: dict[str, object] | None = None,
+) -> DataFrame:
+    """A streaming DataFrame reading ``source``.
+
+    ``options`` are read options of the Spark binding, e.g. ``{"maxRecordsPerTrigger": 10000}``
+    (see docs/options.md).
+
+    In classic PySpark this calls the Scala ``Sluice.fromSource``; under Spark Connect it reads
+    through ``spark.readStream.format("sluice")`` with the same options (the jar must be on the
+    Connect server).
+    """
+    read_options = {key: str(value) for key, value in (options or {}).items()}
+    if is_remote(spark):
+        all_options = dict(source.options)
+        if watermark_strategy is not None:
+            all_options.update(watermark_strategy.options)
+        if name is not None:
+            all_options["name"] = name
+        all_options.update(read_options)
+        return spark.readStream.format("sluice").options(**all_options).load()
+
+    from pyspark.sql import DataFrame
+
+    jvm = spark._jvm  # noqa: SLF001
+    jsource = call_jvm(lambda: jvm.sluice.Sources.fromJavaOptions(java_map(spark, source.options)))
+    jstrategy = None
+    if watermark_strategy is not None:
+        jstrategy = call_jvm(
+            lambda: jvm.sluice.eventtime.WatermarkStrategy.fromJavaOptions(
+                java_map(spark, watermark_strategy.options)
+            )
+        )
+    jdf = call_jvm(
+        lambda: jvm.sluice.Sluice.fromSource(
+            spark._jsparkSession,  # noqa: SLF001
+            jsource,
+            jstrategy,
+            name,
+            java_map(spark, read_options),
+        )
+    )
+    return DataFrame(jdf, spark)

@@ -1,0 +1,96 @@
+"""Typed source builders. Each mirrors its Scala builder (snake_case here, camelCase there) and
+collects the same options; `build()` validates them with the JVM builder when a classic
+SparkSession is active, so a bad value fails at once with the JVM's message."""
+
+from __future__ import annotations
+
+from typing import Any, Generic, TypeVar
+
+from sluice._jvm import active_classic_session, call_jvm, java_map
+
+B = TypeVar("B", bound="_Builder")
+
+
+class Source:
+    """A built source: its options are all it is (they rebuild it on the JVM side)."""
+
+    def __init__(self, options: dict[str, str], jsource: Any = None) -> None:
+        self._options = dict(options)
+        self._jsource = jsource
+
+    @property
+    def options(self) -> dict[str, str]:
+        """The options that describe this source, as ``format("sluice")`` takes them."""
+        return dict(self._options)
+
+    @property
+    def source_type(self) -> str:
+        return self._options["source"]
+
+    def __repr__(self) -> str:
+        pairs = ", ".join(f"{k}={v}" for k, v in sorted(self._options.items()))
+        return f"{type(self).__name__}({pairs})"
+
+
+class _Builder(Generic[B]):
+    _source_type: str = ""
+    _source_class: type[Source] = Source
+
+    def __init__(self) -> None:
+        self._options: dict[str, str] = {"source": self._source_type}
+
+    def _set(self: B, name: str, value: Any) -> B:
+        self._options[name] = str(value).lower() if isinstance(value, bool) else str(value)
+        return self
+
+    def option(self: B, name: str, value: Any) -> B:
+        """Sets any option by its documented (camelCase) name."""
+        return self._set(name, value)
+
+    def build(self) -> Source:
+        spark = active_classic_session()
+        jsource = None
+        if spark is not None:
+            options = java_map(spark, self._options)
+            jsource = call_jvm(lambda: spark._jvm.sluice.Sources.fromJavaOptions(options))  # noqa: SLF001
+        return self._source_class(self._options, jsource)
+
+
+class GeneratorSource(Source):
+    """Deterministic records (id, split, timestamp, payload) over N splits; see docs/sources.md."""
+
+    @staticmethod
+    def builder() -> GeneratorSourceBuilder:
+        return GeneratorSourceBuilder()
+
+
+class GeneratorSourceBuilder(_Builder["GeneratorSourceBuilder"]):
+    _source_type = "generator"
+    _source_class = GeneratorSource
+
+    def splits(self, n: int) -> GeneratorSourceBuilder:
+        """Number of splits (parallel record streams), 1 to 100000."""
+        return self._set("splits", n)
+
+    def records_per_split(self, n: int) -> GeneratorSourceBuilder:
+        """Records in each split; makes the source bounded."""
+        return self._set("recordsPerSplit", n)
+
+    def rows_per_second(self, n: int) -> GeneratorSourceBuilder:
+        """Records per second and split that become available (unbounded sources)."""
+        return self._set("rowsPerSecond", n)
+
+    def event_time_start_ms(self, ms: int) -> GeneratorSourceBuilder:
+        return self._set("eventTimeStartMs", ms)
+
+    def event_time_step_ms(self, ms: int) -> GeneratorSourceBuilder:
+        return self._set("eventTimeStepMs", ms)
+
+    def split_skew_ms(self, split: int, offset_ms: int) -> GeneratorSourceBuilder:
+        """Shifts one split's event times by ``offset_ms`` (negative: it lags behind)."""
+        previous = self._options.get("splitSkewMs")
+        pair = f"{split}:{offset_ms}"
+        return self._set("splitSkewMs", f"{previous},{pair}" if previous else pair)
+
+    def payload_bytes(self, n: int) -> GeneratorSourceBuilder:
+        return self._set("payloadBytes", n)

@@ -1,0 +1,37 @@
+"""Shared fixtures: one local[2] SparkSession with the Sluice jar for the whole run."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+import sluice
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: end-to-end suites left out by `make test-fast`")
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    os.environ.setdefault("PYSPARK_PYTHON", "python3")
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName("sluice-tests")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.memory", "2g")
+    )
+    session = sluice.configure(builder).getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture()
+def checkpoint(tmp_path: Path) -> str:
+    return str(tmp_path / "checkpoint")

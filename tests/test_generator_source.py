@@ -1,0 +1,116 @@
+"""The Python builders over the JVM source model, read by a real PySpark streaming query."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+import sluice
+from sluice import GeneratorSource, SluiceConfigError
+
+
+def expected_ids(splits: int, records: int) -> Counter[tuple[int, int]]:
+    return Counter((i * splits + s, s) for s in range(splits) for i in range(records))
+
+
+def test_stop_and_restart_from_checkpoint_writes_each_record_exactly_once(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    source = GeneratorSource.builder().splits(4).records_per_split(2_000).build()
+    out, checkpoint = str(tmp_path / "out"), str(tmp_path / "checkpoint")
+
+    def start(limit: int, **trigger: object):
+        df = sluice.from_source(spark, source, name="numbers", options={"maxRecordsPerTrigger": limit})
+        return (
+            df.writeStream.format("json")
+            .option("path", out)
+            .option("checkpointLocation", checkpoint)
+            .trigger(**trigger)
+            .start()
+        )
+
+    first = start(1_500, processingTime="0 seconds")
+    deadline = time.time() + 120
+    while sum(1 for p in first.recentProgress if p["numInputRows"] > 0) < 2:
+        assert time.time() < deadline, "the first run made no progress"
+        time.sleep(0.1)
+    first.stop()
+    written_first = spark.read.json(out).count()
+    assert 3_000 <= written_first < 8_000
+
+    second = start(5_000, availableNow=True)
+    second.awaitTermination(180)
+    assert second.exception() is None
+
+    rows = spark.read.json(out).select("id", "split").collect()
+    assert Counter((r.id, r.split) for r in rows) == expected_ids(4, 2_000)
+
+
+def test_rows_have_the_generator_schema_and_values(spark: SparkSession) -> None:
+    source = (
+        GeneratorSource.builder()
+        .splits(2)
+        .records_per_split(3)
+        .event_time_start_ms(0)
+        .event_time_step_ms(1_000)
+        .split_skew_ms(1, 500)
+        .payload_bytes(4)
+        .build()
+    )
+    df = sluice.from_source(spark, source, watermark_strategy=sluice.WatermarkStrategy.no_watermarks())
+    assert df.isStreaming
+    assert [f.name for f in df.schema.fields] == ["id", "split", "timestamp", "payload"]
+    query = df.writeStream.format("memory").queryName("py_gen_values").trigger(availableNow=True).start()
+    query.awaitTermination(120)
+    rows = {r.id: r for r in spark.table("py_gen_values").collect()}
+    assert sorted(rows) == [0, 1, 2, 3, 4, 5]
+    assert rows[3].split == 1
+    assert int(rows[3].timestamp.timestamp() * 1000) == 1 * 1_000 + 500
+    assert rows[3].payload == "r3-x"
+
+
+@pytest.mark.parametrize(
+    ("configure", "message"),
+    [
+        (
+            lambda b: b.splits(-1).records_per_split(5),
+            "GeneratorSource: invalid value '-1' for option 'splits'; allowed: an integer from 1 to 100000.",
+        ),
+        (
+            lambda b: b.rows_per_second(0),
+            "GeneratorSource: invalid value '0' for option 'rowsPerSecond'; allowed: an integer >= 1.",
+        ),
+        (
+            lambda b: b.option("splits", "four").records_per_split(1),
+            "GeneratorSource: invalid value 'four' for option 'splits'; allowed: an integer from 1 to 100000.",
+        ),
+        (lambda b: b.splits(2), "an unbounded generator needs option 'rowsPerSecond'"),
+        (lambda b: b.option("recordsPerSplt", 3), "unknown option 'recordsPerSplt'"),
+    ],
+)
+def test_bad_values_fail_at_build_with_the_jvm_message(
+    spark: SparkSession, configure, message: str
+) -> None:
+    with pytest.raises(SluiceConfigError) as error:
+        configure(GeneratorSource.builder()).build()
+    assert message in str(error.value)
+
+
+def test_options_path_reads_the_same_rows_as_the_builder_path(spark: SparkSession) -> None:
+    """The route Spark Connect takes: format("sluice") with the builder's options."""
+    source = GeneratorSource.builder().splits(3).records_per_split(50).build()
+    assert source.options == {"source": "generator", "splits": "3", "recordsPerSplit": "50"}
+    via_options = spark.readStream.format("sluice").options(**source.options).load()
+    query = via_options.writeStream.format("memory").queryName("py_gen_opts").trigger(availableNow=True).start()
+    query.awaitTermination(120)
+    assert Counter((r.id, r.split) for r in spark.table("py_gen_opts").collect()) == expected_ids(3, 50)
+
+
+def test_a_missing_required_option_names_it(spark: SparkSession) -> None:
+    with pytest.raises(Exception) as error:
+        spark.readStream.format("sluice").option("splits", "2").load()
+    assert "missing required option 'source'" in str(error.value)
