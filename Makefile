@@ -55,7 +55,7 @@ $(VENV)/.ok: python/requirements-dev.txt
 	touch $@
 
 $(ASSEMBLY): $(VENV)/.ok $(SCALA_SOURCES)
-	$(SBT) 'jvm/assembly' 'jvm/publishM2' 'jvm/publishLocal'
+	$(SBT) 'jvm/assembly' 'jvm/publishM2' 'jvm/publishLocal' 'jvm/writeSparkKafkaClasspath'
 	touch $@
 
 $(BROKER_CP): $(VENV)/.ok $(SCALA_SOURCES)

@@ -32,7 +32,16 @@ val kafkaClients = ("org.apache.kafka" % "kafka-clients" % kafkaVersion)
   .exclude("org.xerial.snappy", "snappy-java")
   .exclude("org.slf4j", "slf4j-api")
 
-lazy val brokerClasspath = taskKey[File]("classpath of the embedded Kafka broker, for tests and the demo")
+// Spark's own Kafka source, the reference for differential tests and benchmarks. Spark 4.3.0's
+// build of it is not on Maven Central; 4.2.0 (same Kafka client, 3.9.2) runs on Spark 4.3.0, with
+// the newest token provider there is (4.0.0; its classes are unchanged since).
+val sparkKafkaConnector = Seq(
+  ("org.apache.spark" %% "spark-sql-kafka-0-10" % "4.2.0").intransitive(),
+  ("org.apache.spark" %% "spark-token-provider-kafka-0-10" % "4.0.0").intransitive(),
+  "org.apache.commons" % "commons-pool2" % "2.13.1")
+
+lazy val writeSparkKafkaClasspath = taskKey[File]("writes the jars of Spark's Kafka connector, for Python tests and benchmarks")
+
 lazy val writeBrokerClasspath = taskKey[File]("writes the embedded broker's classpath to target/broker-classpath.txt")
 
 // A real Kafka broker (KRaft) for tests, the demo and benchmarks. Never part of the Sluice jar.
@@ -59,7 +68,7 @@ lazy val jvm = (project in file("jvm"))
     libraryDependencies ++= Seq(
       kafkaClients,
       "org.scalatest" %% "scalatest" % "3.2.19" % Test
-    ),
+    ) ++ sparkKafkaConnector.map(_ % Test),
     // One JVM per test run, sized for a 2-core machine; the broker runs in its own process.
     Test / fork := true,
     Test / parallelExecution := false,
@@ -82,6 +91,13 @@ lazy val jvm = (project in file("jvm"))
       "--add-opens=java.base/sun.util.calendar=ALL-UNNAMED",
       "-Djdk.reflect.useDirectMethodHandle=false"
     ),
+    writeSparkKafkaClasspath := {
+      val out = target.value / "spark-kafka-jars.txt"
+      val names = Seq("spark-sql-kafka-0-10", "spark-token-provider-kafka-0-10", "commons-pool2")
+      val jars = (Test / dependencyClasspath).value.files.filter(f => names.exists(f.getName.startsWith))
+      IO.write(out, jars.map(_.getAbsolutePath).mkString(","))
+      out
+    },
     Test / test := (Test / test).dependsOn(testkit / writeBrokerClasspath).value,
     Test / testOnly := (Test / testOnly).dependsOn(testkit / writeBrokerClasspath).evaluated,
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"),

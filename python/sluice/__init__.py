@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from sluice._jvm import SluiceConfigError, call_jvm, is_remote, jar_path, java_map
 from sluice.sources import GeneratorSource, Source
+from sluice.kafka import KafkaSource, OffsetsInitializer
 from sluice.watermarks import WatermarkStrategy
 
 if TYPE_CHECKING:
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "GeneratorSource",
+    "KafkaSource",
+    "OffsetsInitializer",
     "SluiceConfigError",
     "Source",
     "WatermarkStrategy",

@@ -375,9 +375,30 @@ class EmbeddedKafka:
         """The first offset still stored in each partition."""
         return _parse_offsets(self._command("start-offsets", _word(topic)))
 
+    def produce_generated(
+        self, topic: str, count: int, value_bytes: int = 100, base_timestamp_ms: int = 1_700_000_000_000
+    ) -> int:
+        """Benchmark load made inside the broker: ``count`` records round-robin over partitions,
+        key = record number, a ``value_bytes`` value, timestamp = base + record number."""
+        return int(
+            self._command(
+                "produce-generated",
+                _word(topic),
+                str(int(count)),
+                str(int(value_bytes)),
+                str(int(base_timestamp_ms)),
+                timeout=max(self._command_timeout, count / 20_000),
+            )
+        )
+
+    def consume_count(self, topic: str) -> tuple[int, float]:
+        """Reads the whole topic with one plain KafkaConsumer loop: (records, seconds)."""
+        records, millis = self._command("consume-count", _word(topic), timeout=3600).split()
+        return int(records), int(millis) / 1000
+
     # -- internals -------------------------------------------------------------------
 
-    def _command(self, *words: str) -> str:
+    def _command(self, *words: str, timeout: float | None = None) -> str:
         """Sends one command and returns the text after ``OK``; raises on ``ERR``."""
         line = " ".join(words)
         with self._lock:
@@ -389,7 +410,7 @@ class EmbeddedKafka:
                 process.stdin.flush()
             except OSError as e:
                 raise KafkaBrokerError(f"the broker is gone ({e}){self._stderr_text()}") from e
-            answer = self._next_line(self._command_timeout, f"to answer {words[0]!r}")
+            answer = self._next_line(timeout or self._command_timeout, f"to answer {words[0]!r}")
         if answer == "OK" or answer.startswith("OK "):
             return answer[3:]
         if answer.startswith("ERR "):

@@ -4,6 +4,7 @@ import sluice.api.{Source, SourceSplit}
 import sluice.config.OptionsReference
 import sluice.config.OptionsReference.Section
 import sluice.connector.generator.{GeneratorConfig, GeneratorSource}
+import sluice.connector.kafka.{KafkaConfig, KafkaSource}
 import sluice.spark.StreamOptions
 
 /**
@@ -15,7 +16,8 @@ object Sources {
   val TypeOption = "source"
 
   private val factories: Map[String, Map[String, String] => Source[_ <: SourceSplit, _]] = Map(
-    GeneratorSource.Type -> (GeneratorSource.fromOptions _))
+    GeneratorSource.Type -> (GeneratorSource.fromOptions _),
+    KafkaSource.Type -> (KafkaSource.fromOptions _))
 
   def types: Seq[String] = factories.keys.toSeq.sorted
 
@@ -45,7 +47,13 @@ object Sources {
     Section("Generator source (`source` = `generator`)",
       "Deterministic records `(id, split, timestamp, payload)`: record `i` of split `s` has id " +
         "`i * splits + s` and event time `eventTimeStartMs + skew(s) + i * eventTimeStepMs`.",
-      GeneratorConfig.all)))
+      GeneratorConfig.all),
+    Section("Kafka source (`source` = `kafka`)",
+      "One split per topic-partition. Names follow Spark's Kafka source, so a query moves over by " +
+        "changing `format(\"kafka\")` to `format(\"sluice\").option(\"source\", \"kafka\")`. " +
+        "Raw rows have Spark's Kafka schema: `key`, `value`, `topic`, `partition`, `offset`, " +
+        "`timestamp`, `timestampType` (and `headers`).",
+      KafkaConfig.documented)))
 
   def main(args: Array[String]): Unit = print(optionsReference)
 }

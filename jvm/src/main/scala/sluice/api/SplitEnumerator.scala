@@ -35,12 +35,23 @@ trait SplitEnumerator[SplitT <: SourceSplit, StateT] extends AutoCloseable {
   override def close(): Unit = ()
 }
 
-/** What a reader reached in a split: the next position, the largest event time, the records read. */
+/**
+ * What readers reached in a split: the next position, the largest event time, the records read,
+ * and reader-specific counters (see `SplitReader.splitCounters`).
+ */
 final case class SplitProgress(
     splitId: String,
     position: Long,
     maxEventTime: Option[Long],
-    records: Long)
+    records: Long,
+    counters: Map[String, Long] = Map.empty)
+
+object SplitProgress {
+  def maxCounters(a: Map[String, Long], b: Map[String, Long]): Map[String, Long] =
+    (a.keySet ++ b.keySet).map(k => k -> math.max(a.getOrElse(k, 0L), b.getOrElse(k, 0L))).toMap
+  def sumCounters(a: Map[String, Long], b: Map[String, Long]): Map[String, Long] =
+    (a.keySet ++ b.keySet).map(k => k -> (a.getOrElse(k, 0L) + b.getOrElse(k, 0L))).toMap
+}
 
 /**
  * The end state of a finished source, handed to the factory of the next source in a hybrid.

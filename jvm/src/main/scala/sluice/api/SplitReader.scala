@@ -33,6 +33,12 @@ trait SplitReader[SplitT <: SourceSplit] extends AutoCloseable {
 
   /** Interrupts a blocking `fetch()`. */
   def wakeUp(): Unit = ()
+
+  /**
+   * Counters this reader kept for a split's range (e.g. `malformedRecordsDropped`), summed over
+   * splits into the source's metrics in query progress.
+   */
+  def splitCounters(splitId: String): Map[String, Long] = Map.empty
 }
 
 /**

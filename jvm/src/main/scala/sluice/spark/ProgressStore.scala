@@ -29,6 +29,8 @@ final class ProgressStore(metadataPath: String, hadoopConf: Configuration) {
       n.put("position", p.position)
       p.maxEventTime.foreach(n.put("maxEventTime", _))
       n.put("records", p.records)
+      val counters = n.putObject("counters")
+      p.counters.foreach { case (k, v) => counters.put(k, v) }
     }
     val fs = file.getFileSystem(hadoopConf)
     val tmp = new Path(metadataPath, s".sluice-progress-${java.util.UUID.randomUUID()}.tmp")
@@ -44,8 +46,9 @@ final class ProgressStore(metadataPath: String, hadoopConf: Configuration) {
     val in = fs.open(file)
     val root = try mapper.readTree(in) finally in.close()
     root.get("splits").elements().asScala.map { n =>
+      val counters = Option(n.get("counters")).toSeq.flatMap(_.properties().asScala.map(f => f.getKey -> f.getValue.asLong))
       SplitProgress(n.get("id").asText, n.get("position").asLong,
-        Option(n.get("maxEventTime")).map(_.asLong), n.get("records").asLong)
+        Option(n.get("maxEventTime")).map(_.asLong), n.get("records").asLong, counters.toMap)
     }.toSeq
   }
 }

@@ -205,6 +205,8 @@ final class SluiceMicroBatchStream(
       "recordsRead" -> progress.map(_.records).sum.toString,
       "backlogRecords" -> backlog.sum.toString)
     progress.flatMap(_.maxEventTime).maxOption.foreach(ts => m("maxEventTimeMs") = ts.toString)
+    progress.map(_.counters).foldLeft(Map.empty[String, Long])(SplitProgress.sumCounters)
+      .toSeq.sortBy(_._1).foreach { case (k, v) => m(k) = v.toString }
     m.asJava
   }
 

@@ -77,7 +77,8 @@ final class SluicePartitionReader(
     try {
       stats.values.foreach { s =>
         val maxTs = if (s.maxEventTime == RecordsWithSplitIds.NoTimestamp) None else Some(s.maxEventTime)
-        progress.add(SplitReport(s.range.split.splitId, s.range.from, s.reached, maxTs, s.records))
+        val id = s.range.split.splitId
+        progress.add(SplitReport(id, s.range.from, s.reached, maxTs, s.records, reader.splitCounters(id)))
       }
     } finally reader.close()
   }

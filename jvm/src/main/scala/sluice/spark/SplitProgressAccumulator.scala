@@ -6,13 +6,23 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.spark.util.AccumulatorV2
 
+import sluice.api.SplitProgress
+
 /**
  * What one task read from one split range: the range start, the position it reached, the largest
- * event time it saw and how many records it emitted.
+ * event time it saw, how many records it emitted, and the reader's own counters for the range
+ * (e.g. records dropped as malformed, records lost to retention).
  */
-final case class SplitReport(splitId: String, from: Long, reached: Long, maxEventTime: Option[Long], records: Long) {
+final case class SplitReport(
+    splitId: String,
+    from: Long,
+    reached: Long,
+    maxEventTime: Option[Long],
+    records: Long,
+    counters: Map[String, Long] = Map.empty) {
   def merge(other: SplitReport): SplitReport = SplitReport(splitId, from, math.max(reached, other.reached),
-    (maxEventTime ++ other.maxEventTime).reduceOption(_ max _), math.max(records, other.records))
+    (maxEventTime ++ other.maxEventTime).reduceOption(_ max _), math.max(records, other.records),
+    SplitProgress.maxCounters(counters, other.counters))
 }
 
 /**

@@ -16,7 +16,9 @@ final class SplitProgressTracker {
 
   /** Starts tracking a split; keeps the more advanced of what is known and what is given. */
   def restore(p: SplitProgress): Unit = progress.get(p.splitId) match {
-    case Some(known) if known.position >= p.position =>
+    case Some(known) if known.position > p.position =>
+    case Some(known) if known.position == p.position =>
+      progress(p.splitId) = known.copy(counters = SplitProgress.maxCounters(known.counters, p.counters))
     case _ => progress(p.splitId) = p
   }
 
@@ -31,7 +33,8 @@ final class SplitProgressTracker {
             // from > position: the ranges in between were read by a driver that died before it
             // could persist their reports; their records are missing from the count, but the
             // position and event time here are exact again.
-            SplitProgress(r.splitId, r.reached, maxTs, known.records + r.records)
+            SplitProgress(r.splitId, r.reached, maxTs, known.records + r.records,
+              SplitProgress.sumCounters(known.counters, r.counters))
           } else {
             // A range already counted (a re-executed batch): only the event time may add anything.
             known.copy(maxEventTime = maxTs)

@@ -74,6 +74,14 @@ final class Commands(bootstrapServers: String) extends AutoCloseable {
       case "start-offsets" =>
         if (args.size != 1) usage("start-offsets <topic>")
         offsets(args(0), OffsetSpec.earliest())
+      case "produce-generated" =>
+        if (args.size != 4) usage("produce-generated <topic> <count> <valueBytes> <baseTimestampMs>")
+        BenchLoad.produce(producer, args(0), partitionsOf(args(0)).size, long(args(1), "count"),
+          int(args(2), "valueBytes"), long(args(3), "baseTimestampMs")).toString
+      case "consume-count" =>
+        if (args.size != 1) usage("consume-count <topic>")
+        val (records, millis) = BenchLoad.consumeAll(bootstrapServers, partitionsOf(args(0)))
+        s"$records $millis"
       case "ping" => ""
       case "" => throw new IllegalArgumentException("empty command")
       case other =>

@@ -1,0 +1,157 @@
+package sluice.connector.kafka
+
+import java.util.regex.Pattern
+
+import scala.util.Try
+
+import sluice.config.{ConfigOption, Options}
+
+/** Which topics a Kafka source reads. */
+sealed trait TopicSubscription extends Serializable {
+  def matches(topic: String): Boolean
+}
+object TopicSubscription {
+  final case class Topics(names: Seq[String]) extends TopicSubscription {
+    override def matches(topic: String): Boolean = names.contains(topic)
+  }
+  final case class TopicPattern(regex: String) extends TopicSubscription {
+    @transient private lazy val compiled = Pattern.compile(regex)
+    override def matches(topic: String): Boolean = compiled.matcher(topic).matches()
+  }
+}
+
+/**
+ * The Kafka source's settings. Option names follow Spark's Kafka source (`kafka.*` consumer
+ * properties, `subscribe`, `startingOffsets`, `failOnDataLoss`, ...), so queries move over by
+ * changing `format("kafka")` to `format("sluice").option("source", "kafka")`.
+ */
+final case class KafkaConfig(
+    consumerProperties: Map[String, String],
+    subscription: TopicSubscription,
+    starting: OffsetsInitializer,
+    stopping: Option[OffsetsInitializer],
+    failOnDataLoss: Boolean,
+    includeHeaders: Boolean,
+    partitionDiscoveryIntervalMs: Long,
+    pollTimeoutMs: Long) {
+
+  def readCommitted: Boolean =
+    consumerProperties.get("isolation.level").exists(_.equalsIgnoreCase("read_committed"))
+
+  /** For messages and logs: the consumer properties never appear, credentials least of all. */
+  override def toString: String =
+    s"KafkaConfig(subscription=$subscription, starting=$starting, stopping=$stopping, " +
+      s"failOnDataLoss=$failOnDataLoss, includeHeaders=$includeHeaders)"
+}
+
+object KafkaConfig {
+  val Prefix = "kafka."
+
+  val BootstrapServers: ConfigOption[String] =
+    ConfigOption.string("kafka.bootstrap.servers", "the Kafka brokers, host:port[,host:port...]")
+  val ConsumerProperty: ConfigOption[String] = ConfigOption.string("kafka.<property>",
+    "any Kafka consumer property, e.g. kafka.security.protocol, kafka.sasl.jaas.config")
+  val Subscribe: ConfigOption[String] = ConfigOption.string("subscribe",
+    "comma-separated topics to read; give this or subscribePattern")
+  val SubscribePattern: ConfigOption[String] = ConfigOption[String]("subscribePattern",
+    "a Java regex of topics to read; give this or subscribe", None, "a Java regular expression",
+    s => Try(Pattern.compile(s)).toOption.map(_ => s))
+  val StartingOffsets: ConfigOption[String] = ConfigOption[String]("startingOffsets",
+    "where a new query starts: earliest, latest, or JSON offsets per partition " +
+      """({"topic":{"0":23,"1":-2}}, -2 earliest, -1 latest)""",
+    Some("latest"), "earliest, latest, or a JSON object of offsets per topic and partition",
+    s => offsetsSpec(s, allowLatest = true))
+  val StartingTimestamp: ConfigOption[Long] = ConfigOption.long("startingTimestamp",
+    "start every partition at the first record with a timestamp >= this (epoch ms); " +
+      "takes precedence over startingOffsetsByTimestamp and startingOffsets").withCheck("an integer >= 0")(_ >= 0)
+  val StartingOffsetsByTimestamp: ConfigOption[String] = ConfigOption[String]("startingOffsetsByTimestamp",
+    "a JSON object of start timestamps per topic and partition", None,
+    "a JSON object of epoch-ms timestamps per topic and partition", s => OffsetsInitializer.parseJson(s).map(_ => s))
+  val EndingOffsets: ConfigOption[String] = ConfigOption[String]("endingOffsets",
+    "makes the source bounded: latest (as of the query's start) or JSON offsets per partition (-1 latest)",
+    None, "latest, or a JSON object of offsets per topic and partition", s => offsetsSpec(s, allowLatest = true)
+      .filter(_ != "earliest"))
+  val EndingTimestamp: ConfigOption[Long] = ConfigOption.long("endingTimestamp",
+    "makes the source bounded: stop every partition before the first record with a timestamp >= this")
+    .withCheck("an integer >= 0")(_ >= 0)
+  val EndingOffsetsByTimestamp: ConfigOption[String] = ConfigOption[String]("endingOffsetsByTimestamp",
+    "makes the source bounded: JSON end timestamps per topic and partition", None,
+    "a JSON object of epoch-ms timestamps per topic and partition", s => OffsetsInitializer.parseJson(s).map(_ => s))
+  val FailOnDataLoss: ConfigOption[Boolean] = ConfigOption.boolean("failOnDataLoss",
+    "fail when offsets to read are gone (retention, deleted topics); false: skip and count them")
+    .withDefault(true)
+  val IncludeHeaders: ConfigOption[Boolean] = ConfigOption.boolean("includeHeaders",
+    "add the headers column to raw rows").withDefault(false)
+  val PartitionDiscoveryIntervalMs: ConfigOption[Long] = ConfigOption.long("partitionDiscoveryIntervalMs",
+    "how often to look for new partitions and topics; 0: at every batch").withDefault(0L)
+    .withCheck("an integer >= 0")(_ >= 0)
+  val PollTimeoutMs: ConfigOption[Long] = ConfigOption.long("kafkaConsumer.pollTimeoutMs",
+    "how long an executor waits for records it knows exist before failing").withDefault(120000L)
+    .withCheck("an integer >= 1")(_ >= 1)
+
+  val all: Seq[ConfigOption[_]] = Seq(BootstrapServers, Subscribe, SubscribePattern, StartingOffsets,
+    StartingTimestamp, StartingOffsetsByTimestamp, EndingOffsets, EndingTimestamp, EndingOffsetsByTimestamp,
+    FailOnDataLoss, IncludeHeaders, PartitionDiscoveryIntervalMs, PollTimeoutMs)
+
+  /** The reference lists the pass-through property too. */
+  val documented: Seq[ConfigOption[_]] = all.head +: ConsumerProperty +: all.tail
+
+  /** Consumer properties Sluice sets itself; a user value would break exactly-once reading. */
+  private val Reserved = Map(
+    "group.id" -> "Sluice assigns partitions itself and commits no offsets to Kafka",
+    "auto.offset.reset" -> "set startingOffsets instead",
+    "enable.auto.commit" -> "Sluice commits no offsets to Kafka; positions are in the checkpoint",
+    "key.deserializer" -> "keys are always read as bytes; parse them in the query",
+    "value.deserializer" -> "values are always read as bytes; use format/schema or parse in the query",
+    "interceptor.classes" -> "interceptors would see records read more than once on retries")
+
+  private def offsetsSpec(s: String, allowLatest: Boolean): Option[String] = s.trim.toLowerCase match {
+    case "earliest" => Some("earliest")
+    case "latest" if allowLatest => Some("latest")
+    case _ => OffsetsInitializer.parseJson(s).map(_ => s.trim)
+  }
+
+  private def initializer(spec: String): OffsetsInitializer = spec match {
+    case "earliest" => OffsetsInitializer.Earliest
+    case "latest" => OffsetsInitializer.Latest
+    case json => OffsetsInitializer.Specific(OffsetsInitializer.parseJson(json).get)
+  }
+
+  def fromOptions(raw: Map[String, String]): KafkaConfig = {
+    val (consumerRaw, own) = raw.partition(_._1.toLowerCase.startsWith(Prefix))
+    val o = new Options(own ++ consumerRaw.filter(_._1.equalsIgnoreCase(BootstrapServers.name)), all, "KafkaSource")
+    val consumer = consumerRaw.map { case (k, v) => k.substring(Prefix.length) -> v }
+    consumer.keys.foreach { k =>
+      Reserved.get(k.toLowerCase).foreach { why =>
+        throw new IllegalArgumentException(s"KafkaSource: option 'kafka.$k' is not supported: $why.")
+      }
+    }
+    val servers = o.required(BootstrapServers)
+    if (servers.trim.isEmpty) throw ConfigOption.invalid("KafkaSource", BootstrapServers.name, servers, "host:port[,host:port...]")
+
+    val subscription = (o.get(Subscribe), o.get(SubscribePattern)) match {
+      case (Some(topics), None) =>
+        val names = topics.split(",").map(_.trim).filter(_.nonEmpty).toSeq
+        if (names.isEmpty) throw ConfigOption.invalid("KafkaSource", Subscribe.name, topics, "one or more topic names")
+        TopicSubscription.Topics(names)
+      case (None, Some(pattern)) => TopicSubscription.TopicPattern(pattern)
+      case (None, None) => throw new IllegalArgumentException(
+        "KafkaSource: give the topics to read with option 'subscribe' (comma-separated topics) or " +
+          "'subscribePattern' (a regex).")
+      case _ => throw new IllegalArgumentException(
+        "KafkaSource: options 'subscribe' and 'subscribePattern' exclude each other; give one.")
+    }
+
+    // Spark's precedence: a global timestamp, then timestamps per partition, then offsets.
+    val starting = o.get(StartingTimestamp).map(OffsetsInitializer.Timestamp)
+      .orElse(o.get(StartingOffsetsByTimestamp).map(j => OffsetsInitializer.TimestampPerPartition(OffsetsInitializer.parseJson(j).get)))
+      .getOrElse(initializer(o.get(StartingOffsets).get))
+    val stopping = o.get(EndingTimestamp).map(OffsetsInitializer.Timestamp)
+      .orElse(o.get(EndingOffsetsByTimestamp).map(j => OffsetsInitializer.TimestampPerPartition(OffsetsInitializer.parseJson(j).get)))
+      .orElse(o.get(EndingOffsets).map(initializer))
+
+    KafkaConfig(consumer.map { case (k, v) => k -> v } + ("bootstrap.servers" -> servers.trim), subscription,
+      starting, stopping, o.get(FailOnDataLoss).get, o.get(IncludeHeaders).get,
+      o.get(PartitionDiscoveryIntervalMs).get, o.get(PollTimeoutMs).get)
+  }
+}

@@ -1,0 +1,173 @@
+package sluice.connector.kafka
+
+import java.util.Properties
+import java.util.concurrent.{ExecutionException, TimeUnit}
+
+import scala.jdk.CollectionConverters._
+import scala.util.control.NonFatal
+
+import org.apache.kafka.clients.admin.{Admin, AdminClientConfig, ListOffsetsOptions, OffsetSpec}
+import org.apache.kafka.common.{IsolationLevel, TopicPartition}
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException
+
+import sluice.api.{EnumeratorEndState, SplitEnumerator, SplitProgress, VersionedSerializer}
+
+/**
+ * Discovers topic-partitions with an Admin client in the driver, resolves their start (and, for a
+ * bounded source, stop) offsets once, when they are first seen, and reports how far each can be
+ * read. The resolved offsets live in the splits, hence in the offset log: a restarted query never
+ * re-resolves "latest" or a timestamp differently.
+ */
+final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumeratorState])
+  extends SplitEnumerator[KafkaPartitionSplit, KafkaEnumeratorState] {
+
+  private var discovered: Set[TopicPartition] = restored.map(_.discovered).getOrElse(Set.empty)
+  private var initialDiscoveryDone = restored.exists(_.initialDiscoveryDone)
+  private var lastDiscoveryMs = Long.MinValue
+  private var adminClient: Admin = _
+  private def admin: Admin = {
+    if (adminClient == null) {
+      val props = new Properties()
+      config.consumerProperties.foreach { case (k, v) => props.put(k, v) }
+      props.put(AdminClientConfig.CLIENT_ID_CONFIG, s"sluice-enumerator-${java.util.UUID.randomUUID()}")
+      adminClient = Admin.create(props)
+    }
+    adminClient
+  }
+
+  private def bounded = config.stopping.isDefined
+
+  override def discoverSplits(): Seq[KafkaPartitionSplit] = {
+    val now = System.currentTimeMillis()
+    if (initialDiscoveryDone && (bounded || now - lastDiscoveryMs < config.partitionDiscoveryIntervalMs)) {
+      return Nil
+    }
+    lastDiscoveryMs = now
+    val fresh = (currentPartitions() -- discovered).toSeq.sortBy(tp => (tp.topic, tp.partition))
+    val splits = if (fresh.isEmpty) Nil else {
+      // Partitions that appear after the query started are read from their beginning, as Spark does.
+      val starting = if (initialDiscoveryDone) OffsetsInitializer.Earliest else config.starting
+      val starts = resolve(fresh, starting, atEnd = false)
+      val stops = config.stopping.map(resolve(fresh, _, atEnd = true))
+      fresh.map(tp => KafkaPartitionSplit(tp.topic, tp.partition, starts(tp), stops.map(_(tp))))
+    }
+    discovered ++= fresh
+    initialDiscoveryDone = true
+    splits
+  }
+
+  override def noMoreSplits: Boolean = bounded && initialDiscoveryDone
+
+  override def availablePositions(splits: Seq[KafkaPartitionSplit]): Map[String, Long] = {
+    if (splits.isEmpty) return Map.empty
+    val latest = listOffsets(splits.map(_.topicPartition), OffsetSpec.latest(), tolerateMissing = true)
+    splits.map { s =>
+      val end = latest.get(s.topicPartition) match {
+        case Some(offset) => offset
+        case None if config.failOnDataLoss =>
+          throw new IllegalStateException(
+            s"KafkaSource: partition ${s.splitId} is gone (its topic or partition was deleted), so " +
+              "records not read yet may be lost. Set failOnDataLoss=false to go on without it.")
+        case None => s.startPosition // gone: nothing more can be read from it
+      }
+      s.splitId -> s.stopPosition.fold(end)(math.min(_, end))
+    }.toMap
+  }
+
+  override def snapshotState(): KafkaEnumeratorState = KafkaEnumeratorState(discovered, initialDiscoveryDone)
+
+  override def endState(finished: Seq[SplitProgress]): EnumeratorEndState =
+    EnumeratorEndState(finished, Map("partitions" -> finished.map(_.splitId).sorted.mkString(",")))
+
+  override def close(): Unit = if (adminClient != null) {
+    try adminClient.close(java.time.Duration.ofSeconds(5)) catch { case NonFatal(_) => }
+    adminClient = null
+  }
+
+  private def currentPartitions(): Set[TopicPartition] = wrap("list topics and partitions") {
+    val topics = config.subscription match {
+      case TopicSubscription.Topics(names) =>
+        val existing = admin.listTopics().names().get(60, TimeUnit.SECONDS).asScala
+        names.filter(existing.contains)
+      case p: TopicSubscription.TopicPattern =>
+        admin.listTopics().names().get(60, TimeUnit.SECONDS).asScala.filter(p.matches).toSeq
+    }
+    if (topics.isEmpty) Set.empty
+    else admin.describeTopics(topics.asJava).allTopicNames().get(60, TimeUnit.SECONDS).asScala.values
+      .flatMap(d => d.partitions().asScala.map(p => new TopicPartition(d.name, p.partition))).toSet
+  }
+
+  /** Offsets an initializer designates, per partition. */
+  private def resolve(partitions: Seq[TopicPartition], initializer: OffsetsInitializer, atEnd: Boolean): Map[TopicPartition, Long] = {
+    import OffsetsInitializer._
+    lazy val earliest = listOffsets(partitions, OffsetSpec.earliest(), tolerateMissing = false)
+    lazy val latest = listOffsets(partitions, OffsetSpec.latest(), tolerateMissing = false)
+    def byTime(times: Map[TopicPartition, Long]) = {
+      // The first offset with a timestamp >= the given one; none such: the partition's end.
+      val found = partitions.groupBy(tp => times(tp)).flatMap { case (ts, tps) =>
+        listOffsets(tps, OffsetSpec.forTimestamp(ts), tolerateMissing = false)
+      }
+      partitions.map(tp => tp -> found.get(tp).filter(_ >= 0).getOrElse(latest(tp))).toMap
+    }
+    initializer match {
+      case Earliest => earliest
+      case Latest => latest
+      case Specific(offsets) => partitions.map { tp =>
+        tp -> (offsets.get(tp) match {
+          case Some(EarliestOffset) => earliest(tp)
+          case Some(LatestOffset) => latest(tp)
+          case Some(offset) => offset
+          case None => if (atEnd) latest(tp) else earliest(tp)
+        })
+      }.toMap
+      case Timestamp(ts) => byTime(partitions.map(_ -> ts).toMap)
+      case TimestampPerPartition(times) =>
+        val missing = partitions.filterNot(times.contains)
+        if (missing.nonEmpty) {
+          throw new IllegalArgumentException(
+            s"KafkaSource: no timestamp given for partitions ${missing.mkString(", ")} in " +
+              s"${if (atEnd) "endingOffsetsByTimestamp" else "startingOffsetsByTimestamp"}; give one for every partition.")
+        }
+        byTime(times)
+    }
+  }
+
+  private def listOffsets(partitions: Seq[TopicPartition], spec: OffsetSpec, tolerateMissing: Boolean): Map[TopicPartition, Long] =
+    wrap("look up offsets") {
+      val isolation = if (config.readCommitted) IsolationLevel.READ_COMMITTED else IsolationLevel.READ_UNCOMMITTED
+      val result = admin.listOffsets(partitions.map(_ -> spec).toMap.asJava, new ListOffsetsOptions(isolation))
+      partitions.flatMap { tp =>
+        try Some(tp -> result.partitionResult(tp).get(60, TimeUnit.SECONDS).offset())
+        catch {
+          case e: ExecutionException if tolerateMissing && e.getCause.isInstanceOf[UnknownTopicOrPartitionException] => None
+        }
+      }.toMap
+    }
+
+  private def wrap[T](what: String)(body: => T): T =
+    try body catch {
+      case e: ExecutionException =>
+        throw new IllegalStateException(s"KafkaSource: could not $what: ${e.getCause.getMessage}", e.getCause)
+      case e: java.util.concurrent.TimeoutException =>
+        throw new IllegalStateException(s"KafkaSource: could not $what within 60 s; are the brokers reachable?", e)
+    }
+}
+
+final case class KafkaEnumeratorState(discovered: Set[TopicPartition], initialDiscoveryDone: Boolean)
+
+private[kafka] object KafkaEnumeratorStateSerializer extends VersionedSerializer[KafkaEnumeratorState] {
+  override val version: Int = 1
+  // "done;p:topic,p:topic": partition first, so topic names are the free-form tail of each entry.
+  override def serialize(s: KafkaEnumeratorState): String =
+    s"${s.initialDiscoveryDone};" + s.discovered.toSeq.sortBy(tp => (tp.topic, tp.partition))
+      .map(tp => s"${tp.partition}:${tp.topic}").mkString(",")
+  override def deserialize(version: Int, text: String): KafkaEnumeratorState = {
+    if (version > this.version) throw VersionedSerializer.unsupported("Kafka enumerator state", version, this.version)
+    val Array(done, list) = text.split(";", 2)
+    val partitions = list.split(",").filter(_.nonEmpty).map { e =>
+      val Array(p, topic) = e.split(":", 2)
+      new TopicPartition(topic, p.toInt)
+    }.toSet
+    KafkaEnumeratorState(partitions, done.toBoolean)
+  }
+}

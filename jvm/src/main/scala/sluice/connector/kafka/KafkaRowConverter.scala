@@ -1,0 +1,74 @@
+package sluice.connector.kafka
+
+import org.apache.kafka.clients.consumer.ConsumerRecord
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, UnsafeProjection}
+import org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter
+import org.apache.spark.sql.catalyst.util.GenericArrayData
+import org.apache.spark.sql.types._
+import org.apache.spark.unsafe.types.UTF8String
+
+/**
+ * Builds raw rows, column for column what Spark's Kafka source emits (key, value, topic,
+ * partition, offset, timestamp, timestampType, and headers when asked). Without headers it writes
+ * straight into one reused UnsafeRow, so a record costs no intermediate objects.
+ */
+final class KafkaRowConverter(includeHeaders: Boolean) {
+  private val writer = new UnsafeRowWriter(7)
+  private var topic: String = _
+  private var topicUtf8: UTF8String = _
+  private lazy val withHeaders = UnsafeProjection.create(KafkaRowConverter.schema(includeHeaders = true))
+  private lazy val generic = new GenericInternalRow(8)
+
+  def convert(record: ConsumerRecord[Array[Byte], Array[Byte]]): InternalRow = {
+    if (record.topic ne topic) { // topics are interned by the consumer; compare references first
+      topic = record.topic
+      topicUtf8 = UTF8String.fromString(topic)
+    }
+    if (includeHeaders) convertWithHeaders(record) else {
+      writer.reset()
+      writer.zeroOutNullBytes()
+      if (record.key == null) writer.setNullAt(0) else writer.write(0, record.key)
+      if (record.value == null) writer.setNullAt(1) else writer.write(1, record.value)
+      writer.write(2, topicUtf8)
+      writer.write(3, record.partition)
+      writer.write(4, record.offset)
+      writer.write(5, record.timestamp * 1000L) // Spark timestamps are microseconds
+      writer.write(6, record.timestampType.id)
+      writer.getRow
+    }
+  }
+
+  private def convertWithHeaders(record: ConsumerRecord[Array[Byte], Array[Byte]]): InternalRow = {
+    generic.update(0, record.key)
+    generic.update(1, record.value)
+    generic.update(2, topicUtf8)
+    generic.update(3, record.partition)
+    generic.update(4, record.offset)
+    generic.update(5, record.timestamp * 1000L)
+    generic.update(6, record.timestampType.id)
+    val headers = record.headers.toArray
+    generic.update(7, if (headers.isEmpty) null else new GenericArrayData(headers.map { h =>
+      new GenericInternalRow(Array[Any](UTF8String.fromString(h.key), h.value))
+    }))
+    withHeaders(generic)
+  }
+}
+
+object KafkaRowConverter {
+  val HeadersType: DataType = ArrayType(StructType(Seq(
+    StructField("key", StringType), StructField("value", BinaryType))))
+
+  /** Spark's Kafka source schema. */
+  def schema(includeHeaders: Boolean): StructType = {
+    val base = StructType(Seq(
+      StructField("key", BinaryType),
+      StructField("value", BinaryType),
+      StructField("topic", StringType),
+      StructField("partition", IntegerType),
+      StructField("offset", LongType),
+      StructField("timestamp", TimestampType),
+      StructField("timestampType", IntegerType)))
+    if (includeHeaders) base.add(StructField("headers", HeadersType)) else base
+  }
+}

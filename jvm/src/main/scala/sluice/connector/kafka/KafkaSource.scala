@@ -1,0 +1,91 @@
+package sluice.connector.kafka
+
+import org.apache.kafka.common.TopicPartition
+import org.apache.spark.sql.types.StructType
+
+import sluice.api._
+import sluice.config.ConfigOption
+
+/**
+ * Kafka as a FLIP-27 source: one split per topic-partition, discovered in the driver, read in
+ * executors with pooled consumers that can pause and resume partitions. Bounded when stopping
+ * offsets are given.
+ */
+final class KafkaSource private (rawOptions: Map[String, String], val config: KafkaConfig)
+  extends Source[KafkaPartitionSplit, KafkaEnumeratorState] {
+
+  override def sourceType: String = KafkaSource.Type
+
+  override def boundedness: Boundedness =
+    if (config.stopping.isDefined) Boundedness.Bounded else Boundedness.ContinuousUnbounded
+
+  override def schema: StructType = KafkaRowConverter.schema(config.includeHeaders)
+
+  override def options: Map[String, String] = rawOptions + ("source" -> sourceType)
+
+  override def createEnumerator(): KafkaEnumerator = new KafkaEnumerator(config, None)
+  override def restoreEnumerator(state: KafkaEnumeratorState): KafkaEnumerator = new KafkaEnumerator(config, Some(state))
+  override def createReader(): KafkaSplitReader = new KafkaSplitReader(config)
+
+  override def splitSerializer: VersionedSerializer[KafkaPartitionSplit] = KafkaSplitSerializer
+  override def enumeratorStateSerializer: VersionedSerializer[KafkaEnumeratorState] = KafkaEnumeratorStateSerializer
+
+  override def toString: String = s"KafkaSource($config)"
+}
+
+object KafkaSource {
+  val Type = "kafka"
+
+  def builder(): Builder = new Builder(Map.empty)
+
+  def fromOptions(options: Map[String, String]): KafkaSource =
+    new KafkaSource(options, KafkaConfig.fromOptions(options))
+
+  /** Typed setters over the option map; `build()` validates and names what is wrong. */
+  final class Builder private[KafkaSource] (options: Map[String, String]) {
+    import KafkaConfig._
+    private def set(name: String, value: Any) = new Builder(options + (name -> value.toString))
+    private def without(names: ConfigOption[_]*) =
+      new Builder(options -- names.map(_.name))
+
+    def bootstrapServers(servers: String): Builder = set(BootstrapServers.name, servers)
+    def topics(topics: String*): Builder = set(Subscribe.name, topics.mkString(","))
+    def topicPattern(regex: String): Builder = set(SubscribePattern.name, regex)
+    /** A Kafka consumer property (e.g. `security.protocol`); passed to every consumer. */
+    def property(key: String, value: String): Builder = set(Prefix + key, value)
+
+    def startingOffsets(initializer: OffsetsInitializer): Builder = {
+      val b = without(StartingOffsets, StartingTimestamp, StartingOffsetsByTimestamp)
+      initializer match {
+        case OffsetsInitializer.Earliest => b.set(StartingOffsets.name, "earliest")
+        case OffsetsInitializer.Latest => b.set(StartingOffsets.name, "latest")
+        case OffsetsInitializer.Specific(o) => b.set(StartingOffsets.name, OffsetsInitializer.toJson(o))
+        case OffsetsInitializer.Timestamp(ts) => b.set(StartingTimestamp.name, ts)
+        case OffsetsInitializer.TimestampPerPartition(t) => b.set(StartingOffsetsByTimestamp.name, OffsetsInitializer.toJson(t))
+      }
+    }
+
+    /** Makes the source bounded: it ends at these offsets. */
+    def stoppingOffsets(initializer: OffsetsInitializer): Builder = {
+      val b = without(EndingOffsets, EndingTimestamp, EndingOffsetsByTimestamp)
+      initializer match {
+        case OffsetsInitializer.Earliest =>
+          throw new IllegalArgumentException("KafkaSource: 'earliest' is not a stopping position; use latest, offsets or a timestamp.")
+        case OffsetsInitializer.Latest => b.set(EndingOffsets.name, "latest")
+        case OffsetsInitializer.Specific(o) => b.set(EndingOffsets.name, OffsetsInitializer.toJson(o))
+        case OffsetsInitializer.Timestamp(ts) => b.set(EndingTimestamp.name, ts)
+        case OffsetsInitializer.TimestampPerPartition(t) => b.set(EndingOffsetsByTimestamp.name, OffsetsInitializer.toJson(t))
+      }
+    }
+
+    def failOnDataLoss(fail: Boolean): Builder = set(FailOnDataLoss.name, fail)
+    def includeHeaders(include: Boolean): Builder = set(IncludeHeaders.name, include)
+    def partitionDiscoveryIntervalMs(ms: Long): Builder = set(PartitionDiscoveryIntervalMs.name, ms)
+    def option(name: String, value: String): Builder = set(name, value)
+
+    def build(): KafkaSource = KafkaSource.fromOptions(options)
+  }
+
+  /** For builders in other languages: `{"topic":{"0":12}}`-style maps from pairs. */
+  def partition(topic: String, partition: Int): TopicPartition = new TopicPartition(topic, partition)
+}

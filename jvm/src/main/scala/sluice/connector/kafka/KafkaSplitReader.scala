@@ -1,0 +1,188 @@
+package sluice.connector.kafka
+
+import java.time.Duration
+
+import scala.collection.mutable
+import scala.jdk.CollectionConverters._
+
+import org.apache.kafka.clients.consumer.{ConsumerRecord, ConsumerRecords, OffsetOutOfRangeException}
+import org.apache.kafka.common.TopicPartition
+import org.apache.spark.sql.catalyst.InternalRow
+
+import sluice.api.{RecordsWithSplitIds, SplitRange, SplitReader}
+
+/**
+ * Reads offset ranges of topic-partitions with one pooled `KafkaConsumer` (assign + seek + poll).
+ * Supports pausing and resuming partitions (FLIP-217), ignoring partitions it does not own.
+ *
+ * Data loss (offsets gone through retention or deletion) is an error naming the topic, partition
+ * and offsets when `failOnDataLoss` is true; otherwise the reader skips to what exists and counts
+ * the skipped offsets as `dataLossOffsets`.
+ */
+final class KafkaSplitReader(config: KafkaConfig) extends SplitReader[KafkaPartitionSplit] {
+  import KafkaSplitReader._
+
+  private final class Assignment(val split: KafkaPartitionSplit, val from: Long, val until: Long) {
+    val tp: TopicPartition = split.topicPartition
+    var lost = 0L
+  }
+
+  private val consumer = KafkaConsumerPool.borrow(config.consumerProperties)
+  private var healthy = true
+  private val assigned = mutable.LinkedHashMap[TopicPartition, Assignment]()
+  private val paused = mutable.Set[TopicPartition]()
+  private val lostBySplit = mutable.Map[String, Long]()
+  private val converter = new KafkaRowConverter(config.includeHeaders)
+  private var lastProgressMs = System.currentTimeMillis()
+
+  override def handleSplitsChanges(ranges: Seq[SplitRange[KafkaPartitionSplit]]): Unit = guarded {
+    ranges.foreach(r => assigned(r.split.topicPartition) = new Assignment(r.split, r.from, r.until))
+    consumer.assign(assigned.keys.toSeq.asJava)
+    ranges.foreach(r => consumer.seek(r.split.topicPartition, r.from))
+  }
+
+  override def pauseOrResumeSplits(toPause: Seq[KafkaPartitionSplit], toResume: Seq[KafkaPartitionSplit]): Unit = guarded {
+    // Splits this reader no longer owns are ignored, never an error (FLINK-39728).
+    val pause = toPause.map(_.topicPartition).filter(assigned.contains)
+    val resume = toResume.map(_.topicPartition).filter(paused.contains)
+    if (pause.nonEmpty) consumer.pause(pause.asJava)
+    if (resume.nonEmpty) consumer.resume(resume.asJava)
+    paused ++= pause
+    paused --= resume
+  }
+
+  override def fetch(): RecordsWithSplitIds = guarded {
+    val finished = finishedNow()
+    if (finished.nonEmpty) return RecordsWithSplitIds.empty(finished)
+    if (assigned.keys.forall(paused.contains)) return RecordsWithSplitIds.empty(Set.empty)
+    val records = try consumer.poll(Duration.ofMillis(PollSliceMs)) catch {
+      case e: OffsetOutOfRangeException =>
+        e.offsetOutOfRangePartitions().asScala.foreach { case (tp, offset) => handleOutOfRange(tp, offset) }
+        ConsumerRecords.empty[Array[Byte], Array[Byte]]()
+    }
+    if (records.isEmpty) {
+      checkStalled()
+      RecordsWithSplitIds.empty(finishedNow())
+    } else {
+      lastProgressMs = System.currentTimeMillis()
+      new Batch(records)
+    }
+  }
+
+  override def splitCounters(splitId: String): Map[String, Long] =
+    lostBySplit.get(splitId).filter(_ > 0).map(n => Map("dataLossOffsets" -> n)).getOrElse(Map.empty)
+
+  override def close(): Unit = {
+    assigned.clear()
+    KafkaConsumerPool.release(config.consumerProperties, consumer, healthy)
+  }
+
+  /** Partitions whose range is read: the consumer's position passed `until`, records or not. */
+  private def finishedNow(): Set[String] = {
+    val done = assigned.values.filter(a => consumer.position(a.tp) >= a.until).toSeq
+    done.foreach { a =>
+      assigned.remove(a.tp)
+      paused -= a.tp
+    }
+    if (done.nonEmpty) consumer.assign(assigned.keys.toSeq.asJava)
+    done.map(_.split.splitId).toSet
+  }
+
+  /** The offset to read is older than anything left in the partition (retention, truncation). */
+  private def handleOutOfRange(tp: TopicPartition, offset: Long): Unit = {
+    val a = assigned(tp)
+    val earliest = consumer.beginningOffsets(Seq(tp).asJava).get(tp).longValue()
+    if (config.failOnDataLoss) {
+      throw new IllegalStateException(
+        s"KafkaSource: cannot read offsets [$offset, ${a.until}) of topic ${tp.topic} partition " +
+          s"${tp.partition}: the earliest offset still in Kafka is $earliest, so some records were " +
+          "lost (aged out by retention, or the topic was deleted and re-created) before they were " +
+          "read. Set failOnDataLoss=false to skip them and count them in the source metrics.")
+    }
+    val resumeAt = math.min(math.max(earliest, offset), a.until)
+    recordLoss(a, resumeAt - offset)
+    consumer.seek(tp, resumeAt)
+  }
+
+  /** Nothing arrived: either the records we know exist are gone, or the brokers are unreachable. */
+  private def checkStalled(): Unit = {
+    val active = assigned.values.filterNot(a => paused.contains(a.tp)).toSeq
+    if (active.isEmpty) return
+    val ends = consumer.endOffsets(active.map(_.tp).asJava)
+    active.foreach { a =>
+      val end = ends.get(a.tp).longValue()
+      val position = consumer.position(a.tp)
+      if (end <= position && end < a.until) {
+        if (config.failOnDataLoss) {
+          throw new IllegalStateException(
+            s"KafkaSource: topic ${a.tp.topic} partition ${a.tp.partition} ends at offset $end, but " +
+              s"offsets up to ${a.until} were planned to be read: records were lost (the topic was " +
+              "deleted or truncated). Set failOnDataLoss=false to skip them and count them in the metrics.")
+        }
+        recordLoss(a, a.until - position)
+        consumer.seek(a.tp, a.until)
+      }
+    }
+    if (System.currentTimeMillis() - lastProgressMs > config.pollTimeoutMs) {
+      throw new IllegalStateException(
+        s"KafkaSource: no records arrived within kafkaConsumer.pollTimeoutMs=${config.pollTimeoutMs} ms for " +
+          active.map(a => s"${a.split.splitId} at offset ${consumer.position(a.tp)} (to read up to ${a.until})")
+            .mkString(", ") + ". Check that the brokers are reachable.")
+    }
+  }
+
+  private def recordLoss(a: Assignment, offsets: Long): Unit =
+    if (offsets > 0) lostBySplit(a.split.splitId) = lostBySplit.getOrElse(a.split.splitId, 0L) + offsets
+
+  private def guarded[T](body: => T): T =
+    try body catch {
+      case e: Throwable =>
+        healthy = false
+        throw e
+    }
+
+  /** Records of one poll, by partition, cut at each partition's `until`. */
+  private final class Batch(records: ConsumerRecords[Array[Byte], Array[Byte]]) extends RecordsWithSplitIds {
+    private val partitions = records.partitions().iterator()
+    private var until = 0L
+    private var current: java.util.Iterator[ConsumerRecord[Array[Byte], Array[Byte]]] = _
+    private var record: ConsumerRecord[Array[Byte], Array[Byte]] = _
+    private var theRow: InternalRow = _
+
+    override def nextSplit(): String = {
+      while (partitions.hasNext) {
+        val tp = partitions.next()
+        assigned.get(tp) match {
+          case Some(a) =>
+            until = a.until
+            current = records.records(tp).iterator()
+            return a.split.splitId
+          case None => // finished meanwhile
+        }
+      }
+      null
+    }
+
+    override def nextRecord(): Boolean = {
+      if (current.hasNext) {
+        record = current.next()
+        if (record.offset < until) {
+          theRow = converter.convert(record)
+          return true
+        }
+        current = java.util.Collections.emptyIterator()
+      }
+      false
+    }
+
+    override def row: InternalRow = theRow
+    override def eventTime: Long = record.timestamp
+    override def position: Long = record.offset + 1
+    override def finishedSplits: Set[String] = Set.empty
+  }
+}
+
+private object KafkaSplitReader {
+  /** How long one fetch() may block; short, so pause/resume and finishing react quickly. */
+  val PollSliceMs = 500L
+}

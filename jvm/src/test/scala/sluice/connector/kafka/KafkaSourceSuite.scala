@@ -1,0 +1,155 @@
+package sluice.connector.kafka
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.spark.sql.DataFrame
+import org.apache.spark.sql.streaming.{StreamingQuery, Trigger}
+import org.scalatest.funsuite.AnyFunSuite
+
+import sluice.{Sluice, SparkSuiteBase}
+import sluice.testkit.{KafkaSuiteBase, ProducedRecord}
+
+class KafkaSourceSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase {
+
+  private def produce(topic: String, partition: Int, from: Int, until: Int): Unit =
+    kafka.produce(topic, (from until until).map(i =>
+      ProducedRecord.text(key = Some(s"k$i"), value = Some(s"v$i"), partition = Some(partition))))
+
+  private def source(topic: String, extra: (String, String)*): DataFrame =
+    spark.readStream.format("sluice").option("source", "kafka")
+      .option("kafka.bootstrap.servers", kafka.bootstrapServers).option("subscribe", topic)
+      .option("startingOffsets", "earliest").options(extra.toMap).load()
+
+  private def ids(table: String): Seq[(Int, Long)] =
+    spark.table(table).selectExpr("partition", "offset").collect().toSeq.map(r => (r.getInt(0), r.getLong(1)))
+
+  test("a query stopped mid-partition and restarted reads every record exactly once") {
+    val topic = "restart"
+    kafka.createTopic(topic, 3)
+    (0 until 3).foreach(p => produce(topic, p, 0, 3000))
+    val out = tempDir("sink").toString
+    val ckpt = tempDir("ckpt").toString
+    def start(trigger: Trigger): StreamingQuery =
+      source(topic, "maxRecordsPerTrigger" -> "1000").writeStream.format("parquet").option("path", out)
+        .option("checkpointLocation", ckpt).trigger(trigger).start()
+
+    val first = start(Trigger.ProcessingTime(0))
+    while (first.recentProgress.count(_.numInputRows > 0) < 3) Thread.sleep(50)
+    first.stop()
+    (0 until 3).foreach(p => produce(topic, p, 3000, 4000))
+    val second = start(Trigger.AvailableNow())
+    second.awaitTermination(120000)
+    assert(second.exception.isEmpty, second.exception)
+    val got = spark.read.parquet(out).selectExpr("partition", "offset", "CAST(value AS STRING)").collect()
+      .map(r => (r.getInt(0), r.getLong(1), r.getString(2))).toSeq
+    val expected = for (p <- 0 until 3; o <- 0L until 4000L) yield (p, o, s"v$o")
+    assert(got.sorted == expected.sorted)
+  }
+
+  test("a partition added while the query runs is read from its start") {
+    val topic = "growing"
+    kafka.createTopic(topic, 2)
+    produce(topic, 0, 0, 50)
+    produce(topic, 1, 0, 50)
+    val q = source(topic).writeStream.format("memory").queryName("growing").start()
+    try {
+      q.processAllAvailable()
+      assert(ids("growing").size == 100)
+      kafka.addPartitions(topic, 3)
+      produce(topic, 2, 0, 30)
+      produce(topic, 0, 50, 60)
+      eventually(q, () => ids("growing").size == 140)
+      assert(ids("growing").count(_._1 == 2) == 30)
+      assert(ids("growing").filter(_._1 == 2).map(_._2).sorted == (0L until 30L))
+      assert(q.lastProgress.sources.head.metrics.asScala("splits") == "3")
+    } finally q.stop()
+  }
+
+  test("a retention gap fails with topic, partition and offsets when failOnDataLoss is true") {
+    val topic = "gap-fail"
+    kafka.createTopic(topic, 1)
+    produce(topic, 0, 0, 100)
+    val ckpt = tempDir("ckpt").toString
+    readFirstBatch(topic, ckpt, 10)
+    kafka.deleteRecords(topic, 0, 50)
+    val q = source(topic).writeStream.format("noop").option("checkpointLocation", ckpt)
+      .trigger(Trigger.AvailableNow()).start()
+    val e = intercept[Exception](q.awaitTermination(120000))
+    assert(e.getMessage.contains(s"cannot read offsets [10, 100) of topic $topic partition 0"), e.getMessage)
+    assert(e.getMessage.contains("the earliest offset still in Kafka is 50"))
+    assert(e.getMessage.contains("failOnDataLoss=false"))
+  }
+
+  test("a retention gap is skipped and counted when failOnDataLoss is false") {
+    val topic = "gap-skip"
+    kafka.createTopic(topic, 1)
+    produce(topic, 0, 0, 100)
+    val ckpt = tempDir("ckpt").toString
+    readFirstBatch(topic, ckpt, 10)
+    kafka.deleteRecords(topic, 0, 50)
+    val out = tempDir("sink").toString
+    val q = source(topic, "failOnDataLoss" -> "false").writeStream.format("parquet").option("path", out)
+      .option("checkpointLocation", ckpt).trigger(Trigger.AvailableNow()).start()
+    q.awaitTermination(120000)
+    assert(q.exception.isEmpty, q.exception)
+    assert(spark.read.parquet(s"$out/*.parquet").select("offset").collect().map(_.getLong(0)).sorted.toSeq == (50L until 100L))
+    val metrics = q.recentProgress.filter(_.numInputRows > 0).last.sources.head.metrics.asScala
+    assert(metrics("dataLossOffsets") == "40")
+  }
+
+  test("a deleted topic fails the query when failOnDataLoss is true") {
+    val topic = "deleted"
+    kafka.createTopic(topic, 1)
+    produce(topic, 0, 0, 10)
+    val ckpt = tempDir("ckpt").toString
+    readFirstBatch(topic, ckpt, 5)
+    kafka.deleteTopic(topic)
+    val q = source(topic).writeStream.format("noop").option("checkpointLocation", ckpt)
+      .trigger(Trigger.AvailableNow()).start()
+    val e = intercept[Exception](q.awaitTermination(120000))
+    assert(e.getMessage.contains(s"partition $topic-0 is gone"), e.getMessage)
+  }
+
+  test("bad configuration fails when the source is built, naming the option") {
+    def error(b: KafkaSource.Builder) = intercept[IllegalArgumentException](b.build()).getMessage
+    val base = KafkaSource.builder().bootstrapServers("127.0.0.1:1")
+    assert(error(base).contains("give the topics to read with option 'subscribe'"))
+    assert(error(base.topics("a").topicPattern("b.*")).contains("exclude each other"))
+    assert(error(base.topics("a").option("startingOffsets", "newest")) ==
+      "KafkaSource: invalid value 'newest' for option 'startingOffsets'; allowed: earliest, latest, or a JSON object of offsets per topic and partition.")
+    assert(error(base.topics("a").property("group.id", "g")).contains("'kafka.group.id' is not supported"))
+    assert(error(KafkaSource.builder().topics("a")).contains("missing required option 'kafka.bootstrap.servers'"))
+    assert(error(base.topics("a").option("failOnDataLos", "false")).contains("unknown option 'failOnDataLos'"))
+  }
+
+  private def readFirstBatch(topic: String, ckpt: String, records: Int): Unit = {
+    val q = source(topic, "maxRecordsPerTrigger" -> records.toString).writeStream.format("noop")
+      .option("checkpointLocation", ckpt).trigger(Trigger.ProcessingTime(0)).start()
+    while (!q.recentProgress.exists(_.numInputRows > 0)) Thread.sleep(20)
+    q.stop()
+    assert(q.recentProgress.filter(_.numInputRows > 0).head.numInputRows == records)
+  }
+
+  private def eventually(q: StreamingQuery, ok: () => Boolean): Unit = {
+    val deadline = System.currentTimeMillis() + 60000
+    while (!ok() && System.currentTimeMillis() < deadline) {
+      q.processAllAvailable()
+      Thread.sleep(100)
+    }
+    assert(ok())
+  }
+
+  test("Sluice.fromSource reads a KafkaSource built in Scala") {
+    val topic = "builder"
+    kafka.createTopic(topic, 2)
+    produce(topic, 0, 0, 5)
+    produce(topic, 1, 0, 7)
+    val src = KafkaSource.builder().bootstrapServers(kafka.bootstrapServers).topics(topic)
+      .startingOffsets(OffsetsInitializer.offsets(Map(KafkaSource.partition(topic, 0) -> 2L)))
+      .stoppingOffsets(OffsetsInitializer.latest()).build()
+    val q = Sluice.fromSource(spark, src).writeStream.format("memory").queryName("from_builder")
+      .trigger(Trigger.AvailableNow()).start()
+    q.awaitTermination(60000)
+    assert(ids("from_builder").sorted == (2L until 5L).map(0 -> _) ++ (0L until 7L).map(1 -> _))
+  }
+}

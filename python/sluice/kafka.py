@@ -1,0 +1,98 @@
+"""The Kafka source builder, mirroring ``sluice.connector.kafka.KafkaSource.builder()`` in Scala."""
+
+from __future__ import annotations
+
+import json
+
+from sluice.sources import Source, _Builder
+
+
+class OffsetsInitializer:
+    """Where partitions start or stop, as Spark's Kafka source options express it."""
+
+    def __init__(self, option: str, value: str) -> None:
+        self.option = option
+        self.value = value
+
+    @staticmethod
+    def earliest() -> OffsetsInitializer:
+        return OffsetsInitializer("offsets", "earliest")
+
+    @staticmethod
+    def latest() -> OffsetsInitializer:
+        return OffsetsInitializer("offsets", "latest")
+
+    @staticmethod
+    def offsets(offsets: dict[tuple[str, int], int]) -> OffsetsInitializer:
+        """Offsets per ``(topic, partition)``; -2 means earliest, -1 latest."""
+        return OffsetsInitializer("offsets", _per_partition_json(offsets))
+
+    @staticmethod
+    def timestamp(timestamp_ms: int) -> OffsetsInitializer:
+        """Every partition at its first record with a timestamp >= ``timestamp_ms``."""
+        return OffsetsInitializer("timestamp", str(int(timestamp_ms)))
+
+    @staticmethod
+    def timestamps(timestamps: dict[tuple[str, int], int]) -> OffsetsInitializer:
+        """A timestamp per ``(topic, partition)``."""
+        return OffsetsInitializer("timestamps", _per_partition_json(timestamps))
+
+    def __repr__(self) -> str:
+        return f"OffsetsInitializer({self.option}={self.value})"
+
+
+def _per_partition_json(values: dict[tuple[str, int], int]) -> str:
+    by_topic: dict[str, dict[str, int]] = {}
+    for (topic, partition), value in sorted(values.items()):
+        by_topic.setdefault(topic, {})[str(partition)] = int(value)
+    return json.dumps(by_topic, separators=(",", ":"))
+
+
+class KafkaSource(Source):
+    """One split per topic-partition; rows with Spark's Kafka schema. See docs/options.md."""
+
+    @staticmethod
+    def builder() -> KafkaSourceBuilder:
+        return KafkaSourceBuilder()
+
+
+_STARTING = {"offsets": "startingOffsets", "timestamp": "startingTimestamp", "timestamps": "startingOffsetsByTimestamp"}
+_ENDING = {"offsets": "endingOffsets", "timestamp": "endingTimestamp", "timestamps": "endingOffsetsByTimestamp"}
+
+
+class KafkaSourceBuilder(_Builder["KafkaSourceBuilder"]):
+    _source_type = "kafka"
+    _source_class = KafkaSource
+
+    def bootstrap_servers(self, servers: str) -> KafkaSourceBuilder:
+        return self._set("kafka.bootstrap.servers", servers)
+
+    def topics(self, *topics: str) -> KafkaSourceBuilder:
+        return self._set("subscribe", ",".join(topics))
+
+    def topic_pattern(self, regex: str) -> KafkaSourceBuilder:
+        return self._set("subscribePattern", regex)
+
+    def property(self, key: str, value: str) -> KafkaSourceBuilder:
+        """A Kafka consumer property (e.g. ``security.protocol``), passed to every consumer."""
+        return self._set(f"kafka.{key}", value)
+
+    def starting_offsets(self, initializer: OffsetsInitializer) -> KafkaSourceBuilder:
+        for name in _STARTING.values():
+            self._options.pop(name, None)
+        return self._set(_STARTING[initializer.option], initializer.value)
+
+    def stopping_offsets(self, initializer: OffsetsInitializer) -> KafkaSourceBuilder:
+        """Makes the source bounded: it ends at these positions."""
+        for name in _ENDING.values():
+            self._options.pop(name, None)
+        return self._set(_ENDING[initializer.option], initializer.value)
+
+    def fail_on_data_loss(self, fail: bool) -> KafkaSourceBuilder:
+        return self._set("failOnDataLoss", fail)
+
+    def include_headers(self, include: bool) -> KafkaSourceBuilder:
+        return self._set("includeHeaders", include)
+
+    def partition_discovery_interval_ms(self, ms: int) -> KafkaSourceBuilder:
+        return self._set("partitionDiscoveryIntervalMs", ms)

@@ -1,0 +1,65 @@
+package sluice.testkit
+
+import java.time.Duration
+import java.util.Properties
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.kafka.clients.consumer.{ConsumerConfig, KafkaConsumer}
+import org.apache.kafka.clients.producer.{KafkaProducer, ProducerRecord}
+import org.apache.kafka.common.TopicPartition
+import org.apache.kafka.common.serialization.ByteArrayDeserializer
+
+/**
+ * Load for benchmarks, generated inside the broker's JVM (millions of records would be slow to
+ * ship through the JSON-lines protocol), and the plain-consumer ceiling they are compared with.
+ */
+private[testkit] object BenchLoad {
+
+  /**
+   * Writes `count` records round-robin over the topic's partitions: key = the record number,
+   * value = `valueBytes` bytes, timestamp = `baseTimestampMs` + the record number.
+   */
+  def produce(producer: KafkaProducer[Array[Byte], Array[Byte]], topic: String, partitions: Int,
+      count: Long, valueBytes: Int, baseTimestampMs: Long): Long = {
+    val value = Array.tabulate[Byte](valueBytes)(i => ('a' + i % 26).toByte)
+    var i = 0L
+    while (i < count) {
+      val key = java.lang.Long.toString(i).getBytes("UTF-8")
+      producer.send(new ProducerRecord(topic, Int.box((i % partitions).toInt), Long.box(baseTimestampMs + i), key, value))
+      i += 1
+    }
+    producer.flush()
+    count
+  }
+
+  /**
+   * Reads every partition from its start to its current end with one plain consumer loop and
+   * returns (records, milliseconds): the ceiling any Kafka source on one JVM can reach.
+   */
+  def consumeAll(bootstrapServers: String, partitions: Seq[TopicPartition]): (Long, Long) = {
+    val props = new Properties()
+    props.setProperty(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers)
+    props.setProperty(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false")
+    props.setProperty(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest")
+    val consumer = new KafkaConsumer(props, new ByteArrayDeserializer, new ByteArrayDeserializer)
+    try {
+      consumer.assign(partitions.asJava)
+      val ends = consumer.endOffsets(partitions.asJava).asScala.map { case (tp, o) => tp -> o.longValue }
+      consumer.seekToBeginning(partitions.asJava)
+      val started = System.nanoTime()
+      var records = 0L
+      var bytes = 0L
+      while (partitions.exists(tp => consumer.position(tp) < ends(tp))) {
+        val batch = consumer.poll(Duration.ofMillis(500))
+        val it = batch.iterator()
+        while (it.hasNext) {
+          val r = it.next()
+          bytes += r.serializedValueSize() // touch each record, as a real reader would
+          records += 1
+        }
+      }
+      (records, (System.nanoTime() - started) / 1000000)
+    } finally consumer.close()
+  }
+}
