@@ -42,6 +42,7 @@ kafka: build
 # Regenerates the option reference (docs/options.md) from the option declarations.
 docs: $(VENV)/.ok
 	mkdir -p target && $(SBT) 'jvm/runMain sluice.Sources' | grep -v '^\[' | sed -n '/^## /,$$p' > target/options.generated
+	test -s target/options.generated || { echo "make docs: sbt printed no reference (is another sbt running?)" >&2; exit 1; }
 	{ sed '/<!-- generated from the option declarations/q' docs/options.md; cat target/options.generated; } > target/options.md
 	mv target/options.md docs/options.md
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from sluice._jvm import SluiceConfigError, call_jvm, is_remote, jar_path, java_map
 from sluice.sources import GeneratorSource, Source
+from sluice.sources import FileSource
 from sluice.kafka import KafkaSource, OffsetsInitializer
 from sluice.watermarks import WatermarkStrategy
 
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = [
+    "FileSource",
     "GeneratorSource",
     "KafkaSource",
     "OffsetsInitializer",

@@ -94,3 +94,47 @@ class GeneratorSourceBuilder(_Builder["GeneratorSourceBuilder"]):
 
     def payload_bytes(self, n: int) -> GeneratorSourceBuilder:
         return self._set("payloadBytes", n)
+
+
+class FileSource(Source):
+    """JSON, CSV or text lines from files, parsed as ``spark.read.json/csv/text`` parse them."""
+
+    @staticmethod
+    def builder() -> FileSourceBuilder:
+        return FileSourceBuilder()
+
+
+class FileSourceBuilder(_Builder["FileSourceBuilder"]):
+    _source_type = "file"
+    _source_class = FileSource
+
+    def path(self, path: str) -> FileSourceBuilder:
+        """Adds a file, directory or glob (call again to add more)."""
+        return self.paths(path)
+
+    def paths(self, *paths: str) -> FileSourceBuilder:
+        previous = [p for p in [self._options.get("path")] if p]
+        return self._set("path", ",".join(previous + list(paths)))
+
+    def format(self, fmt: str) -> FileSourceBuilder:
+        """``json`` (default), ``csv`` or ``text``."""
+        return self._set("format", fmt)
+
+    def schema(self, schema: Any) -> FileSourceBuilder:
+        """A DDL string (``"a INT, b STRING"``) or a ``pyspark.sql.types.StructType``."""
+        return self._set("schema", schema if isinstance(schema, str) else schema.json())
+
+    def timestamp_column(self, column: str) -> FileSourceBuilder:
+        """A TIMESTAMP or epoch-milliseconds BIGINT column whose value is the event time."""
+        return self._set("timestampColumn", column)
+
+    def monitor_interval_ms(self, ms: int) -> FileSourceBuilder:
+        """Lists the paths again at this interval for new files; makes the source unbounded."""
+        return self._set("monitorIntervalMs", ms)
+
+    def ignore_missing_files(self, ignore: bool = True) -> FileSourceBuilder:
+        return self._set("ignoreMissingFiles", ignore)
+
+    def max_split_bytes(self, n: int) -> FileSourceBuilder:
+        """Files larger than this are read as several byte-range splits."""
+        return self._set("maxSplitBytes", n)

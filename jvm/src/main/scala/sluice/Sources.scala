@@ -3,8 +3,10 @@ package sluice
 import sluice.api.{Source, SourceSplit}
 import sluice.config.OptionsReference
 import sluice.config.OptionsReference.Section
+import sluice.connector.file.{FileConfig, FileSource}
 import sluice.connector.generator.{GeneratorConfig, GeneratorSource}
 import sluice.connector.kafka.{KafkaConfig, KafkaSource}
+import sluice.hybrid.HybridSource
 import sluice.spark.StreamOptions
 
 /**
@@ -17,7 +19,9 @@ object Sources {
 
   private val factories: Map[String, Map[String, String] => Source[_ <: SourceSplit, _]] = Map(
     GeneratorSource.Type -> (GeneratorSource.fromOptions _),
-    KafkaSource.Type -> (KafkaSource.fromOptions _))
+    FileSource.Type -> (FileSource.fromOptions _),
+    KafkaSource.Type -> (KafkaSource.fromOptions _),
+    HybridSource.Type -> (HybridSource.fromOptions _))
 
   def types: Seq[String] = factories.keys.toSeq.sorted
 
@@ -53,7 +57,14 @@ object Sources {
         "changing `format(\"kafka\")` to `format(\"sluice\").option(\"source\", \"kafka\")`. " +
         "Raw rows have Spark's Kafka schema: `key`, `value`, `topic`, `partition`, `offset`, " +
         "`timestamp`, `timestampType` (and `headers`).",
-      KafkaConfig.documented)))
+      KafkaConfig.documented),
+    Section("File source (`source` = `file`)",
+      "JSON lines, CSV lines or text lines, parsed by Spark's own parsers as `spark.read.json/csv/text` " +
+        "parse them; rows are the data columns followed by `_split`, `_position` (the line's byte " +
+        "offset) and `_timestamp` (the file's modification time). Spark's reader options are taken " +
+        "by their Spark names; the format they apply to is in parentheses. Positions are bytes, so " +
+        "`maxRecordsPerTrigger` bounds the bytes a batch reads.",
+      FileConfig.all)))
 
   def main(args: Array[String]): Unit = print(optionsReference)
 }

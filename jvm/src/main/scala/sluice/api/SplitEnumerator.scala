@@ -22,6 +22,15 @@ trait SplitEnumerator[SplitT <: SourceSplit, StateT] extends AutoCloseable {
   /** True once no split will ever be discovered again (bounded sources). */
   def noMoreSplits: Boolean
 
+  /**
+   * How far readers got in each split, told before every planning (after a restart too). A
+   * hybrid source decides its switch from it; most enumerators ignore it.
+   */
+  def progressUpdated(progress: Seq[(SplitT, SplitProgress)]): Unit = ()
+
+  /** Figures for query progress, merged into the source's metrics. */
+  def metrics: Map[String, String] = Map.empty
+
   /** State to restore this enumerator from; taken at every batch boundary. */
   def snapshotState(): StateT
 

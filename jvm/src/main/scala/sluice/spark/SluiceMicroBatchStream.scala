@@ -75,15 +75,19 @@ final class SluiceMicroBatchStream(
     val start = SluiceOffset.of(startOffset)
     absorb(start)
     foldReports()
+    enumerator.progressUpdated(splitsWithProgress)
     enumerator.discoverSplits().foreach(track)
 
     val available = enumerator.availablePositions(splits.values.toSeq)
     lastAvailable = available
-    if (availableNowRequested && availableNowBound.isEmpty) availableNowBound = Some(available)
+    if (availableNowRequested) {
+      // Fixed when the trigger starts; a split first seen during the trigger (a hybrid's next
+      // source, a new partition) is bounded by what it held when it was first seen.
+      availableNowBound = Some(available ++ availableNowBound.getOrElse(Map.empty))
+    }
     val from = splits.keys.map(id => id -> start.byId.get(id).map(_.position).getOrElse(splits(id).startPosition)).toMap
     val readable = splits.keys.toSeq.map { id =>
-      // Splits found after an AvailableNow trigger started are left for the next trigger.
-      val bound = availableNowBound.map(_.getOrElse(id, from(id))).getOrElse(Long.MaxValue)
+      val bound = availableNowBound.flatMap(_.get(id)).getOrElse(Long.MaxValue)
       val end = math.min(available.getOrElse(id, from(id)), bound)
       id -> math.max(0L, end - from(id))
     }
@@ -104,6 +108,9 @@ final class SluiceMicroBatchStream(
       composite.getReadLimits.collect { case rows: ReadMaxRows => rows.maxRows() }.minOption
     case _ => None
   }
+
+  private def splitsWithProgress: Seq[(SourceSplit, SplitProgress)] =
+    splits.values.toSeq.map(s => s -> tracker.get(s.splitId).get)
 
   private def track(split: SourceSplit): Unit = if (!splits.contains(split.splitId)) {
     splits(split.splitId) = split
@@ -205,6 +212,10 @@ final class SluiceMicroBatchStream(
       "recordsRead" -> progress.map(_.records).sum.toString,
       "backlogRecords" -> backlog.sum.toString)
     progress.flatMap(_.maxEventTime).maxOption.foreach(ts => m("maxEventTimeMs") = ts.toString)
+    if (enumerator != null) {
+      enumerator.progressUpdated(splitsWithProgress)
+      m ++= enumerator.metrics
+    }
     progress.map(_.counters).foldLeft(Map.empty[String, Long])(SplitProgress.sumCounters)
       .toSeq.sortBy(_._1).foreach { case (k, v) => m(k) = v.toString }
     m.asJava

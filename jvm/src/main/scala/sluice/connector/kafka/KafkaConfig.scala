@@ -5,6 +5,7 @@ import java.util.regex.Pattern
 import scala.util.Try
 
 import sluice.config.{ConfigOption, Options}
+import sluice.connector.format.PayloadFormat
 
 /** Which topics a Kafka source reads. */
 sealed trait TopicSubscription extends Serializable {
@@ -33,7 +34,8 @@ final case class KafkaConfig(
     failOnDataLoss: Boolean,
     includeHeaders: Boolean,
     partitionDiscoveryIntervalMs: Long,
-    pollTimeoutMs: Long) {
+    pollTimeoutMs: Long,
+    decoder: KafkaRecordDecoder) {
 
   def readCommitted: Boolean =
     consumerProperties.get("isolation.level").exists(_.equalsIgnoreCase("read_committed"))
@@ -41,7 +43,7 @@ final case class KafkaConfig(
   /** For messages and logs: the consumer properties never appear, credentials least of all. */
   override def toString: String =
     s"KafkaConfig(subscription=$subscription, starting=$starting, stopping=$stopping, " +
-      s"failOnDataLoss=$failOnDataLoss, includeHeaders=$includeHeaders)"
+      s"failOnDataLoss=$failOnDataLoss, includeHeaders=$includeHeaders, decoder=$decoder)"
 }
 
 object KafkaConfig {
@@ -89,12 +91,22 @@ object KafkaConfig {
     "how long an executor waits for records it knows exist before failing").withDefault(120000L)
     .withCheck("an integer >= 1")(_ >= 1)
 
-  val all: Seq[ConfigOption[_]] = Seq(BootstrapServers, Subscribe, SubscribePattern, StartingOffsets,
+  val Format: ConfigOption[String] = ConfigOption.string("format",
+    "raw: Spark's Kafka schema; json, csv or text: the value parsed into `schema` by the same parsers " +
+      "as the file source, followed by the provenance columns _split, _position, _timestamp")
+    .withDefault("raw").withCheck("raw, json, csv or text")(f => f == "raw" || PayloadFormat.Formats.contains(f))
+
+  /** Options of the payload format (schema, reader options), for parsed formats. */
+  private val formatOptions: Seq[ConfigOption[_]] = PayloadFormat.all.filterNot(_.name == PayloadFormat.FormatOption.name)
+
+  private val own: Seq[ConfigOption[_]] = Seq(BootstrapServers, Subscribe, SubscribePattern, StartingOffsets,
     StartingTimestamp, StartingOffsetsByTimestamp, EndingOffsets, EndingTimestamp, EndingOffsetsByTimestamp,
-    FailOnDataLoss, IncludeHeaders, PartitionDiscoveryIntervalMs, PollTimeoutMs)
+    FailOnDataLoss, IncludeHeaders, PartitionDiscoveryIntervalMs, PollTimeoutMs, Format)
+
+  val all: Seq[ConfigOption[_]] = own ++ formatOptions
 
   /** The reference lists the pass-through property too. */
-  val documented: Seq[ConfigOption[_]] = all.head +: ConsumerProperty +: all.tail
+  val documented: Seq[ConfigOption[_]] = own.head +: ConsumerProperty +: own.tail
 
   /** Consumer properties Sluice sets itself; a user value would break exactly-once reading. */
   private val Reserved = Map(
@@ -150,8 +162,28 @@ object KafkaConfig {
       .orElse(o.get(EndingOffsetsByTimestamp).map(j => OffsetsInitializer.TimestampPerPartition(OffsetsInitializer.parseJson(j).get)))
       .orElse(o.get(EndingOffsets).map(initializer))
 
+    val decoder = o.get(Format).get.toLowerCase match {
+      case "raw" =>
+        formatOptions.find(o.contains).foreach { opt =>
+          throw new IllegalArgumentException(
+            s"KafkaSource: option '${opt.name}' applies to parsed formats; set 'format' to json, csv or text.")
+        }
+        KafkaRecordDecoder.Raw(o.get(IncludeHeaders).get)
+      case parsed =>
+        if (o.contains(IncludeHeaders)) {
+          throw new IllegalArgumentException("KafkaSource: option 'includeHeaders' applies to format raw only.")
+        }
+        val names = PayloadFormat.all.map(_.name.toLowerCase).toSet
+        val formatRaw = own.filter { case (k, _) => names.contains(k.toLowerCase) }
+        val payload = PayloadFormat.fromOptions(new Options(formatRaw, PayloadFormat.all, "KafkaSource"), formatRaw, "KafkaSource")
+        if (payload.hasHeader) {
+          throw new IllegalArgumentException("KafkaSource: option 'header' means nothing for Kafka values; remove it.")
+        }
+        KafkaRecordDecoder.Parsed(payload)
+    }
+
     KafkaConfig(consumer.map { case (k, v) => k -> v } + ("bootstrap.servers" -> servers.trim), subscription,
       starting, stopping, o.get(FailOnDataLoss).get, o.get(IncludeHeaders).get,
-      o.get(PartitionDiscoveryIntervalMs).get, o.get(PollTimeoutMs).get)
+      o.get(PartitionDiscoveryIntervalMs).get, o.get(PollTimeoutMs).get, decoder)
   }
 }

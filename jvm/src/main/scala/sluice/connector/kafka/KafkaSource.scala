@@ -12,14 +12,14 @@ import sluice.config.ConfigOption
  * offsets are given.
  */
 final class KafkaSource private (rawOptions: Map[String, String], val config: KafkaConfig)
-  extends Source[KafkaPartitionSplit, KafkaEnumeratorState] {
+  extends Source[KafkaPartitionSplit, KafkaEnumeratorState] with SupportsStartAtTimestamp {
 
   override def sourceType: String = KafkaSource.Type
 
   override def boundedness: Boundedness =
     if (config.stopping.isDefined) Boundedness.Bounded else Boundedness.ContinuousUnbounded
 
-  override def schema: StructType = KafkaRowConverter.schema(config.includeHeaders)
+  override def schema: StructType = config.decoder.schema
 
   override def options: Map[String, String] = rawOptions + ("source" -> sourceType)
 
@@ -29,6 +29,14 @@ final class KafkaSource private (rawOptions: Map[String, String], val config: Ka
 
   override def splitSerializer: VersionedSerializer[KafkaPartitionSplit] = KafkaSplitSerializer
   override def enumeratorStateSerializer: VersionedSerializer[KafkaEnumeratorState] = KafkaEnumeratorStateSerializer
+
+  /** The same source, starting every partition at its first record at or after `timestampMs`. */
+  override def startingAtTimestamp(timestampMs: Long): KafkaSource = {
+    import KafkaConfig._
+    val starts = Seq(StartingOffsets, StartingTimestamp, StartingOffsetsByTimestamp).map(_.name.toLowerCase)
+    KafkaSource.fromOptions(rawOptions.filterNot(e => starts.contains(e._1.toLowerCase)) +
+      (StartingTimestamp.name -> timestampMs.toString))
+  }
 
   override def toString: String = s"KafkaSource($config)"
 }

@@ -32,7 +32,10 @@ final class KafkaSplitReader(config: KafkaConfig) extends SplitReader[KafkaParti
   private val assigned = mutable.LinkedHashMap[TopicPartition, Assignment]()
   private val paused = mutable.Set[TopicPartition]()
   private val lostBySplit = mutable.Map[String, Long]()
-  private val converter = new KafkaRowConverter(config.includeHeaders)
+  private val (converter, parsed) = config.decoder match {
+    case KafkaRecordDecoder.Raw(headers) => (new KafkaRowConverter(headers), null)
+    case KafkaRecordDecoder.Parsed(format) => (null, new ParsedRecords(format))
+  }
   private var lastProgressMs = System.currentTimeMillis()
 
   override def handleSplitsChanges(ranges: Seq[SplitRange[KafkaPartitionSplit]]): Unit = guarded {
@@ -69,8 +72,17 @@ final class KafkaSplitReader(config: KafkaConfig) extends SplitReader[KafkaParti
     }
   }
 
-  override def splitCounters(splitId: String): Map[String, Long] =
-    lostBySplit.get(splitId).filter(_ > 0).map(n => Map("dataLossOffsets" -> n)).getOrElse(Map.empty)
+  override def splitCounters(splitId: String): Map[String, Long] = {
+    val lost = lostBySplit.get(splitId).filter(_ > 0).map("dataLossOffsets" -> _)
+    val decoding = Option(parsed).toSeq.flatMap { p =>
+      droppedBySplit.get(splitId).filter(_ > 0).map("malformedRecordsDropped" -> _) ++
+        nullsBySplit.get(splitId).filter(_ > 0).map("nullValuesSkipped" -> _)
+    }
+    (lost ++ decoding).toMap
+  }
+  // Parser counters are per reader; these attribute them to the split being read.
+  private val droppedBySplit = mutable.Map[String, Long]()
+  private val nullsBySplit = mutable.Map[String, Long]()
 
   override def close(): Unit = {
     assigned.clear()
@@ -145,6 +157,7 @@ final class KafkaSplitReader(config: KafkaConfig) extends SplitReader[KafkaParti
   private final class Batch(records: ConsumerRecords[Array[Byte], Array[Byte]]) extends RecordsWithSplitIds {
     private val partitions = records.partitions().iterator()
     private var until = 0L
+    private var splitId: String = _
     private var current: java.util.Iterator[ConsumerRecord[Array[Byte], Array[Byte]]] = _
     private var record: ConsumerRecord[Array[Byte], Array[Byte]] = _
     private var theRow: InternalRow = _
@@ -155,8 +168,9 @@ final class KafkaSplitReader(config: KafkaConfig) extends SplitReader[KafkaParti
         assigned.get(tp) match {
           case Some(a) =>
             until = a.until
+            splitId = a.split.splitId
             current = records.records(tp).iterator()
-            return a.split.splitId
+            return splitId
           case None => // finished meanwhile
         }
       }
@@ -164,13 +178,29 @@ final class KafkaSplitReader(config: KafkaConfig) extends SplitReader[KafkaParti
     }
 
     override def nextRecord(): Boolean = {
-      if (current.hasNext) {
+      if (parsed != null && parsed.hasNext) {
+        theRow = parsed.next()
+        return true
+      }
+      while (current.hasNext) {
         record = current.next()
-        if (record.offset < until) {
+        if (record.offset >= until) {
+          current = java.util.Collections.emptyIterator()
+          return false
+        }
+        if (parsed == null) {
           theRow = converter.convert(record)
           return true
         }
-        current = java.util.Collections.emptyIterator()
+        val (dropped, nulls) = (parsed.malformedDropped, parsed.nullValuesSkipped)
+        parsed.start(record, splitId)
+        val hasRows = parsed.hasNext // parsing is lazy: counters move once it ran
+        if (parsed.malformedDropped > dropped) droppedBySplit(splitId) = droppedBySplit.getOrElse(splitId, 0L) + 1
+        if (parsed.nullValuesSkipped > nulls) nullsBySplit(splitId) = nullsBySplit.getOrElse(splitId, 0L) + 1
+        if (hasRows) {
+          theRow = parsed.next()
+          return true
+        }
       }
       false
     }

@@ -47,9 +47,9 @@ class GeneratorSourceSuite extends AnyFunSuite {
 
   test("the source type is required and checked") {
     assert(error(Sources.fromOptions(Map("splits" -> "2"))) ==
-      "Sluice: missing required option 'source'; allowed: generator.")
+      "Sluice: missing required option 'source'; allowed: file, generator, hybrid, kafka.")
     assert(error(Sources.fromOptions(Map("source" -> "kafak"))) ==
-      "Sluice: invalid value 'kafak' for option 'source'; allowed: generator.")
+      "Sluice: invalid value 'kafak' for option 'source'; allowed: file, generator, hybrid, kafka.")
   }
 
   test("records are a pure function of split and index") {

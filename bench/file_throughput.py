@@ -1,0 +1,137 @@
+"""file_throughput: Sluice's FileSource vs `spark.readStream.json` on the same JSON-lines files.
+
+Both read every file once (Trigger.AvailableNow) into the no-op sink; the measure is rows per
+second, median of several alternating runs. The data (SLUICE_BENCH_FILE_GB, default 1) is
+generated once into bench/work/ and reused while its size stays the same.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import time
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+import sluice
+
+ROOT = Path(__file__).resolve().parent
+WORK = ROOT / "work" / "file_throughput"
+RESULT = ROOT / "results" / "file_throughput.json"
+SCHEMA = "id BIGINT, user STRING, amount DOUBLE, ts TIMESTAMP, meta STRUCT<k: INT, tags: ARRAY<STRING>>"
+BYTES_PER_ROW = 110  # a little under the ~115 bytes of the rows generated below, so the size is reached
+
+
+def _session() -> SparkSession:
+    builder = (
+        SparkSession.builder.master(os.environ.get("SLUICE_BENCH_MASTER", "local[*]"))
+        .appName("sluice-bench-file")
+        .config("spark.ui.enabled", "false")
+        .config(
+            "spark.driver.memory", os.environ.get("SLUICE_BENCH_DRIVER_MEMORY", "3g")
+        )
+        .config("spark.sql.shuffle.partitions", "2")
+    )
+    return sluice.configure(builder).getOrCreate()
+
+
+def _data(spark: SparkSession, gigabytes: float) -> tuple[Path, int, int]:
+    """The data directory, its row count and its size in bytes; generated when missing."""
+    marker = WORK / "meta.json"
+    if marker.exists():
+        meta = json.loads(marker.read_text())
+        if meta["gigabytes"] == gigabytes:
+            return WORK / "data", meta["rows"], meta["bytes"]
+    shutil.rmtree(WORK, ignore_errors=True)
+    rows = int(gigabytes * 1024**3 / BYTES_PER_ROW)
+    files = max(2, int(gigabytes * 16))
+    (
+        spark.range(0, rows, 1, files)
+        .selectExpr(
+            "id",
+            "concat('user-', id % 1000) AS user",
+            "id * 0.25 AS amount",
+            "timestamp_millis(1700000000000 + id) AS ts",
+            "named_struct('k', CAST(id % 7 AS INT), 'tags', array('a', concat('t', id % 13))) AS meta",
+        )
+        .write.json(str(WORK / "data"))
+    )
+    size = sum(f.stat().st_size for f in (WORK / "data").glob("part-*"))
+    WORK.mkdir(parents=True, exist_ok=True)
+    marker.write_text(json.dumps({"gigabytes": gigabytes, "rows": rows, "bytes": size}))
+    return WORK / "data", rows, size
+
+
+def _timed(df, checkpoint: Path) -> tuple[float, int]:
+    shutil.rmtree(checkpoint, ignore_errors=True)
+    start = time.perf_counter()
+    query = (
+        df.writeStream.format("noop")
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    elapsed = time.perf_counter() - start
+    if query.exception() is not None:
+        raise RuntimeError(str(query.exception()))
+    rows = sum(p["numInputRows"] for p in query.recentProgress)
+    return elapsed, rows
+
+
+def run() -> dict:
+    gigabytes = float(os.environ.get("SLUICE_BENCH_FILE_GB", "1"))
+    runs = int(os.environ.get("SLUICE_BENCH_RUNS", "3"))
+    spark = _session()
+    spark.sparkContext.setLogLevel("ERROR")
+    data, rows, size = _data(spark, gigabytes)
+
+    def spark_df():
+        return spark.readStream.schema(SCHEMA).json(str(data))
+
+    def sluice_df():
+        source = (
+            sluice.FileSource.builder()
+            .path(str(data))
+            .format("json")
+            .schema(SCHEMA)
+            .build()
+        )
+        return sluice.from_source(spark, source, name="files")
+
+    # one untimed run each warms the JIT and the file cache
+    _timed(spark_df(), WORK / "ckpt-warm-spark")
+    _timed(sluice_df(), WORK / "ckpt-warm-sluice")
+    spark_rps, sluice_rps = [], []
+    for i in range(runs):
+        for name, make, out in (
+            ("spark", spark_df, spark_rps),
+            ("sluice", sluice_df, sluice_rps),
+        ):
+            seconds, read = _timed(make(), WORK / f"ckpt-{name}-{i}")
+            if read != rows:
+                raise RuntimeError(f"{name} read {read} rows, expected {rows}")
+            out.append(read / seconds)
+            print(
+                f"  run {i + 1} {name:6s} {seconds:7.2f} s  {read / seconds:12,.0f} rows/s"
+            )
+
+    result = {
+        "benchmark": "file_throughput",
+        "data_bytes": size,
+        "rows": rows,
+        "runs": runs,
+        "spark_rps": statistics.median(spark_rps),
+        "sluice_rps": statistics.median(sluice_rps),
+    }
+    result["ratio"] = result["sluice_rps"] / result["spark_rps"]
+    RESULT.parent.mkdir(parents=True, exist_ok=True)
+    RESULT.write_text(json.dumps(result, indent=2) + "\n")
+    print(
+        f"| file_throughput | {size / 1024**3:.2f} GB JSON lines | {result['spark_rps']:,.0f} | "
+        f"{result['sluice_rps']:,.0f} | {result['ratio']:.2f} |"
+    )
+    return result

@@ -1,0 +1,86 @@
+package sluice.connector.file
+
+import scala.collection.mutable
+
+import org.apache.spark.sql.types.{LongType, StructType, TimestampType}
+
+import sluice.config.{ConfigOption, Options}
+import sluice.connector.format.PayloadFormat
+
+/** The file source's settings: where the files are, how to split and follow them, how to parse them. */
+final case class FileConfig(
+    paths: Seq[String],
+    payload: PayloadFormat,
+    monitorIntervalMs: Option[Long],
+    ignoreMissingFiles: Boolean,
+    maxSplitBytes: Long,
+    timestampColumn: Option[String],
+    /** The options this config was read from, which rebuild it. */
+    options: Map[String, String]) {
+
+  /** Index and type of the event-time column in the data row, if one is configured. */
+  def timestampIndex: Int = timestampColumn.map(payload.outputSchema.fieldIndex).getOrElse(-1)
+  def timestampIsMillis: Boolean =
+    timestampColumn.exists(c => payload.outputSchema(c).dataType == LongType)
+}
+
+object FileConfig {
+  val Context = "FileSource"
+
+  val Path: ConfigOption[Seq[String]] = ConfigOption[Seq[String]]("path",
+    "files, directories (read recursively, hidden files skipped) or globs, comma-separated; " +
+      "commas inside `{a,b}` belong to the glob", None, "one or more comma-separated paths or globs",
+    s => Some(splitPaths(s)).filter(_.nonEmpty))
+  val MonitorIntervalMs: ConfigOption[Long] = ConfigOption.long("monitorIntervalMs",
+    "when set, the paths are listed again at this interval and new files are read: the source is " +
+      "unbounded; when not set, the files found at the start are read and the source ends")
+    .withCheck("an integer >= 1")(_ >= 1)
+  val IgnoreMissingFiles: ConfigOption[Boolean] = ConfigOption.boolean("ignoreMissingFiles",
+    "a file that vanishes between listing and reading is skipped and counted as " +
+      "`missingFilesSkipped`, instead of failing the query").withDefault(false)
+  val MaxSplitBytes: ConfigOption[Long] = ConfigOption.long("maxSplitBytes",
+    "files larger than this are read as several splits of byte ranges, in parallel")
+    .withDefault(128L * 1024 * 1024).withCheck("an integer >= 1")(_ >= 1)
+  val TimestampColumn: ConfigOption[String] = ConfigOption.string("timestampColumn",
+    "a TIMESTAMP or epoch-milliseconds BIGINT column of the schema whose value is each record's " +
+      "event time (max event time in progress and in the end state)")
+
+  val own: Seq[ConfigOption[_]] = Seq(Path, MonitorIntervalMs, IgnoreMissingFiles, MaxSplitBytes, TimestampColumn)
+  val all: Seq[ConfigOption[_]] = own ++ PayloadFormat.all
+
+  def fromOptions(raw: Map[String, String]): FileConfig = {
+    val o = new Options(raw, all, Context)
+    val payload = PayloadFormat.fromOptions(o, raw, Context)
+    val ts = o.get(TimestampColumn)
+    ts.foreach { c =>
+      val field = payload.outputSchema.find(_.name == c)
+      val ok = field.exists(f => f.dataType == TimestampType || f.dataType == LongType)
+      if (!ok) {
+        throw ConfigOption.invalid(Context, TimestampColumn.name, c,
+          "a TIMESTAMP or BIGINT column of the schema: " + describe(payload.outputSchema))
+      }
+    }
+    FileConfig(o.required(Path), payload, o.get(MonitorIntervalMs), o.get(IgnoreMissingFiles).get,
+      o.get(MaxSplitBytes).get, ts, raw)
+  }
+
+  private def describe(s: StructType): String = {
+    val candidates = s.fields.filter(f => f.dataType == TimestampType || f.dataType == LongType)
+    if (candidates.isEmpty) "the schema has none" else candidates.map(_.name).mkString(", ")
+  }
+
+  /** Splits at commas outside `{...}`, so a glob alternative is not taken for a second path. */
+  def splitPaths(s: String): Seq[String] = {
+    val out = mutable.ArrayBuffer[String]()
+    val cur = new StringBuilder
+    var depth = 0
+    s.foreach {
+      case '{' => depth += 1; cur += '{'
+      case '}' => depth = math.max(0, depth - 1); cur += '}'
+      case ',' if depth == 0 => out += cur.result(); cur.clear()
+      case c => cur += c
+    }
+    out += cur.result()
+    out.map(_.trim).filter(_.nonEmpty).toSeq
+  }
+}

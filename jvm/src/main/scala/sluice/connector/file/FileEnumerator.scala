@@ -1,0 +1,94 @@
+package sluice.connector.file
+
+import scala.collection.mutable
+import scala.jdk.CollectionConverters._
+
+import com.fasterxml.jackson.databind.ObjectMapper
+import com.fasterxml.jackson.databind.node.ArrayNode
+import org.apache.hadoop.conf.Configuration
+
+import sluice.api.{EnumeratorEndState, SplitEnumerator, SplitProgress, VersionedSerializer}
+
+/** A file the enumerator has found and turned into splits. */
+final case class DiscoveredFile(path: String, length: Long, modificationTime: Long)
+
+/** Every file found so far, so that a restarted or monitoring enumerator adds only new ones. */
+final case class FileEnumeratorState(files: Seq[DiscoveredFile], listed: Boolean)
+
+/**
+ * Lists the paths on the driver: once for a bounded source, every `monitorIntervalMs` when
+ * monitoring. New files become splits in a deterministic order (path, then start byte).
+ */
+final class FileEnumerator(
+    config: FileConfig,
+    restored: FileEnumeratorState,
+    hadoopConf: () => Configuration,
+    clock: () => Long)
+  extends SplitEnumerator[FileSplit, FileEnumeratorState] {
+
+  private val known = mutable.LinkedHashMap[String, DiscoveredFile]()
+  restored.files.foreach(f => known(f.path) = f)
+  private var listed = restored.listed
+  private var lastListingMs = Long.MinValue
+
+  override def discoverSplits(): Seq[FileSplit] = {
+    val due = config.monitorIntervalMs match {
+      case None => !listed
+      case Some(interval) => lastListingMs == Long.MinValue || clock() - lastListingMs >= interval
+    }
+    if (!due) return Nil
+    // A bounded source needs its paths to exist; a monitored one may wait for them.
+    val found = FileListing.list(config.paths, hadoopConf(), mustExist = config.monitorIntervalMs.isEmpty)
+    lastListingMs = clock()
+    listed = true
+    val fresh = found.filterNot(f => known.contains(f.path)).sortBy(_.path)
+    fresh.foreach(f => known(f.path) = f)
+    fresh.flatMap(splitsOf)
+  }
+
+  private def splitsOf(f: DiscoveredFile): Seq[FileSplit] =
+    if (f.length <= config.maxSplitBytes) Seq(FileSplit(f.path, 0L, f.length, f.length, f.modificationTime))
+    else (0L until f.length by config.maxSplitBytes).map { start =>
+      FileSplit(f.path, start, math.min(start + config.maxSplitBytes, f.length), f.length, f.modificationTime)
+    }
+
+  override def availablePositions(splits: Seq[FileSplit]): Map[String, Long] =
+    splits.map(s => s.splitId -> s.end).toMap
+
+  override def noMoreSplits: Boolean = config.monitorIntervalMs.isEmpty && listed
+
+  override def snapshotState(): FileEnumeratorState = FileEnumeratorState(known.values.toSeq, listed)
+
+  /** Adds the files read (a JSON array of paths) and their count for the next source of a hybrid. */
+  override def endState(finished: Seq[SplitProgress]): EnumeratorEndState = {
+    val files = FileEnumeratorStateSerializer.mapper.createArrayNode()
+    known.keys.toSeq.sorted.foreach(p => files.add(p))
+    EnumeratorEndState(finished, Map("files" -> files.toString, "fileCount" -> known.size.toString))
+  }
+}
+
+private[file] object FileEnumeratorStateSerializer extends VersionedSerializer[FileEnumeratorState] {
+  override val version: Int = 1
+  val mapper = new ObjectMapper()
+
+  override def serialize(state: FileEnumeratorState): String = {
+    val root = mapper.createObjectNode()
+    root.put("listed", state.listed)
+    val files = root.putArray("files")
+    state.files.foreach { f =>
+      files.addObject().put("path", f.path).put("length", f.length).put("modificationTime", f.modificationTime)
+    }
+    mapper.writeValueAsString(root)
+  }
+
+  override def deserialize(version: Int, text: String): FileEnumeratorState = {
+    if (version > this.version) {
+      throw VersionedSerializer.unsupported("file enumerator state", version, this.version)
+    }
+    val root = mapper.readTree(text)
+    val files = root.get("files").asInstanceOf[ArrayNode].elements().asScala.map { n =>
+      DiscoveredFile(n.get("path").asText, n.get("length").asLong, n.get("modificationTime").asLong)
+    }.toSeq
+    FileEnumeratorState(files, root.get("listed").asBoolean)
+  }
+}

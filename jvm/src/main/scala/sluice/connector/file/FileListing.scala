@@ -1,0 +1,48 @@
+package sluice.connector.file
+
+import java.io.FileNotFoundException
+
+import scala.collection.mutable
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.{FileStatus, FileSystem, Path}
+
+/** Lists the files under paths and globs through Hadoop's FileSystem (local, hdfs, s3a, ...). */
+private[file] object FileListing {
+
+  /** Compressed files would need positions in the decompressed stream; refused, clearly. */
+  private val CompressedSuffixes = Seq(".gz", ".bz2", ".deflate", ".snappy", ".lz4", ".zst", ".xz", ".br")
+
+  def list(paths: Seq[String], conf: Configuration, mustExist: Boolean): Seq[DiscoveredFile] = {
+    val out = mutable.LinkedHashMap[String, DiscoveredFile]()
+    paths.foreach { p =>
+      val path = new Path(p)
+      val fs = path.getFileSystem(conf)
+      val matched = Option(fs.globStatus(path)).map(_.toSeq).getOrElse(Nil)
+      if (matched.isEmpty && mustExist) {
+        throw new FileNotFoundException(s"FileSource: path '$p' matches no file or directory. " +
+          "Check option 'path', or set 'monitorIntervalMs' to wait for files to appear.")
+      }
+      matched.foreach(s => leafFiles(fs, s).foreach { f =>
+        val name = f.getPath.toString
+        CompressedSuffixes.find(name.toLowerCase.endsWith).foreach { suffix =>
+          throw new IllegalArgumentException(s"FileSource: '$name' is compressed ($suffix); compressed " +
+            "files are not supported yet. Decompress them, or narrow option 'path' to leave them out.")
+        }
+        out(name) = DiscoveredFile(name, f.getLen, f.getModificationTime)
+      })
+    }
+    out.values.toSeq
+  }
+
+  private def leafFiles(fs: FileSystem, status: FileStatus): Seq[FileStatus] =
+    if (status.isFile) Seq(status)
+    else {
+      val children = try fs.listStatus(status.getPath).toSeq catch { case _: FileNotFoundException => Nil }
+      children.filterNot(c => hidden(c.getPath.getName)).flatMap(leafFiles(fs, _))
+    }
+
+  // As Spark's file index: `_SUCCESS`, `.crc` files, `_temporary/` and files being copied are not data.
+  private def hidden(name: String): Boolean =
+    name.startsWith("_") || name.startsWith(".") || name.endsWith("._COPYING_")
+}

@@ -1,0 +1,171 @@
+package sluice.connector.file
+
+import java.io.FileNotFoundException
+
+import scala.collection.mutable
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.{FSDataInputStream, Path}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.unsafe.types.UTF8String
+
+import sluice.api.{RecordsWithSplitIds, SplitRange, SplitReader}
+import sluice.connector.format.Provenance
+
+/**
+ * Reads split ranges one after the other: a range `[from, until)` yields the rows of every line
+ * that starts in it, parsed by the shared payload parser, followed by the provenance columns.
+ * Counts per split the records dropped as malformed and a missing file skipped.
+ */
+final class FileReader(config: FileConfig, hadoopConf: () => Configuration) extends SplitReader[FileSplit] {
+  import FileReader._
+
+  private val parser = config.payload.newParser()
+  private val appender = new Provenance.Appender
+  private val tsIndex = config.timestampIndex
+  private val tsMillis = config.timestampIsMillis
+  private val pending = mutable.Queue[SplitRange[FileSplit]]()
+  private val counters = mutable.Map[String, Map[String, Long]]()
+  private var current: Cursor = _
+
+  /** An open range: where its lines are, and the dropped-record count when it was opened. */
+  private final class Cursor(val range: SplitRange[FileSplit]) {
+    val split: FileSplit = range.split
+    val id: UTF8String = UTF8String.fromString(split.splitId)
+    val mtimeMicros: Long = split.modificationTime * 1000L
+    private val droppedAtOpen = parser.malformedDropped
+    private var stream: FSDataInputStream = _
+    var lines: LineReader = _
+    var done = false
+    var missing = 0L
+    /** Start of the csv header line of this file, if this range holds it; -1 otherwise. */
+    var headerStart = -1L
+
+    locally {
+      try {
+        val path = new Path(split.path)
+        stream = path.getFileSystem(hadoopConf()).open(path, BufferBytes)
+        if (config.payload.hasHeader) headerStart = findHeader(path)
+        if (range.from > 0) {
+          stream.seek(range.from - 1)
+          lines = new LineReader(stream, range.from - 1)
+          lines.skipToLineStartAfterPreviousByte()
+        } else {
+          lines = new LineReader(stream, 0L)
+        }
+      } catch {
+        case e: FileNotFoundException =>
+          close()
+          if (!config.ignoreMissingFiles) {
+            throw new FileNotFoundException(s"FileSource: file '${split.path}' was listed but no " +
+              "longer exists. Set option 'ignoreMissingFiles' to true to skip such files (they " +
+              s"are counted as $MissingFilesSkipped). (${e.getMessage})")
+          }
+          missing = 1L
+          done = true
+      }
+    }
+
+    // The header is the first line Spark's csv reader does not skip; it may precede `from`.
+    private def findHeader(path: Path): Long = {
+      val in = path.getFileSystem(hadoopConf()).open(path, BufferBytes)
+      try {
+        val r = new LineReader(in, 0L, 8192)
+        while (r.next()) if (!parser.skipsLine(r.bytes, r.offset, r.length)) return r.lineStart
+        -1L
+      } finally in.close()
+    }
+
+    /** Moves to the next line of the range; false once the range is read. */
+    def nextLine(): Boolean = {
+      if (done) return false
+      if (lines.position >= range.until || !lines.next()) { done = true; close(); return false }
+      true
+    }
+
+    def dropped: Long = parser.malformedDropped - droppedAtOpen
+
+    def close(): Unit = if (stream != null) { stream.close(); stream = null }
+  }
+
+  override def handleSplitsChanges(ranges: Seq[SplitRange[FileSplit]]): Unit = pending ++= ranges
+
+  override def fetch(): RecordsWithSplitIds = {
+    var finished = Set.empty[String]
+    if (current != null && current.done) {
+      finish(current)
+      finished = Set(current.split.splitId)
+      current = null
+    }
+    if (current == null && pending.nonEmpty) current = new Cursor(pending.dequeue())
+    if (current == null) RecordsWithSplitIds.empty(finished) else new Batch(current, finished)
+  }
+
+  private def finish(c: Cursor): Unit = {
+    c.close()
+    counters(c.split.splitId) = Map(MalformedRecordsDropped -> c.dropped, MissingFilesSkipped -> c.missing)
+  }
+
+  override def splitCounters(splitId: String): Map[String, Long] =
+    counters.getOrElse(splitId,
+      if (current != null && current.split.splitId == splitId)
+        Map(MalformedRecordsDropped -> current.dropped, MissingFilesSkipped -> current.missing)
+      else Map.empty)
+
+  override def close(): Unit = {
+    if (current != null) { current.close() }
+    pending.clear()
+  }
+
+  /** Up to `LinesPerFetch` lines of one range, parsed lazily as the engine pulls records. */
+  private final class Batch(c: Cursor, override val finishedSplits: Set[String]) extends RecordsWithSplitIds {
+    private var splitGiven = false
+    private var budget = LinesPerFetch
+    private var rows: Iterator[InternalRow] = Iterator.empty
+    private var lineStart = 0L
+    private var current: InternalRow = _
+    private var ts = RecordsWithSplitIds.NoTimestamp
+
+    override def nextSplit(): String =
+      if (splitGiven) null
+      else {
+        splitGiven = true
+        appender.split(c.id)
+        c.split.splitId
+      }
+
+    override def nextRecord(): Boolean = {
+      while (!rows.hasNext) {
+        if (budget <= 0 || !c.nextLine()) return false
+        budget -= 1
+        val l = c.lines
+        lineStart = l.lineStart
+        if (lineStart == c.headerStart) {
+          parser.checkHeader(l.bytes, l.offset, l.length, s"CSV file: ${c.split.path}")
+        } else {
+          rows = parser.parse(l.bytes, l.offset, l.length, c.split.splitId, lineStart)
+        }
+      }
+      val data = rows.next()
+      ts = eventTime(data)
+      current = appender(data, lineStart, c.mtimeMicros, hasTimestamp = true)
+      true
+    }
+
+    private def eventTime(data: InternalRow): Long =
+      if (tsIndex < 0 || data.isNullAt(tsIndex)) RecordsWithSplitIds.NoTimestamp
+      else if (tsMillis) data.getLong(tsIndex)
+      else Math.floorDiv(data.getLong(tsIndex), 1000L)
+
+    override def row: InternalRow = current
+    override def eventTime: Long = ts
+    override def position: Long = c.lines.position
+  }
+}
+
+object FileReader {
+  val MalformedRecordsDropped = "malformedRecordsDropped"
+  val MissingFilesSkipped = "missingFilesSkipped"
+  private val LinesPerFetch = 8192
+  private val BufferBytes = 64 * 1024
+}

@@ -1,0 +1,86 @@
+package sluice.connector.file
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.spark.SparkEnv
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.types.StructType
+
+import sluice.api._
+import sluice.connector.format.{PayloadFormat, Provenance}
+
+/**
+ * Files of JSON lines, CSV lines or text lines, parsed as `spark.read.json/csv/text` parse them,
+ * bounded (the files found at the start) or, with `monitorIntervalMs`, unbounded (new files are
+ * picked up). Rows are the data columns followed by the provenance columns `_split` (the file,
+ * or its byte range), `_position` (the line's byte offset) and `_timestamp` (the file's
+ * modification time).
+ */
+final class FileSource private[file] (val config: FileConfig)
+  extends Source[FileSplit, FileEnumeratorState] {
+
+  override def sourceType: String = FileSource.Type
+
+  override def boundedness: Boundedness =
+    if (config.monitorIntervalMs.isEmpty) Boundedness.Bounded else Boundedness.ContinuousUnbounded
+
+  override val schema: StructType = Provenance.appendTo(config.payload.outputSchema, FileConfig.Context)
+
+  override def options: Map[String, String] = config.options + (FileSource.TypeOption -> sourceType)
+
+  override def createEnumerator(): FileEnumerator = restoreEnumerator(FileEnumeratorState(Nil, listed = false))
+
+  override def restoreEnumerator(state: FileEnumeratorState): FileEnumerator =
+    new FileEnumerator(config, state, () => FileSource.driverHadoopConf(), () => System.currentTimeMillis())
+
+  override def createReader(): FileReader = new FileReader(config, () => FileSource.executorHadoopConf())
+
+  override def splitSerializer: VersionedSerializer[FileSplit] = FileSplitSerializer
+  override def enumeratorStateSerializer: VersionedSerializer[FileEnumeratorState] = FileEnumeratorStateSerializer
+
+  override def toString: String = s"FileSource(${config.options.toSeq.sorted.mkString(", ")})"
+}
+
+object FileSource {
+  val Type = "file"
+  private val TypeOption = "source"
+
+  def builder(): Builder = new Builder(Map.empty)
+
+  def fromOptions(options: Map[String, String]): FileSource = new FileSource(FileConfig.fromOptions(options))
+
+  /** On the driver: the session's Hadoop configuration (with its `spark.hadoop.*` settings). */
+  private def driverHadoopConf(): Configuration =
+    SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession)
+      .map(_.sessionState.newHadoopConf()).getOrElse(new Configuration())
+
+  /** On executors: Hadoop defaults plus the application's `spark.hadoop.*` settings. */
+  private def executorHadoopConf(): Configuration = {
+    val conf = new Configuration()
+    Option(SparkEnv.get).foreach(_.conf.getAllWithPrefix("spark.hadoop.").foreach {
+      case (k, v) => conf.set(k, v)
+    })
+    conf
+  }
+
+  /** Typed setters over the option map; `build()` validates everything and names what is wrong. */
+  final class Builder private[FileSource] (options: Map[String, String]) {
+    import FileConfig._
+    private def set(name: String, value: Any) = new Builder(options + (name -> value.toString))
+
+    /** Adds a file, directory or glob (this may be called several times). */
+    def path(p: String): Builder = paths(p)
+    def paths(ps: String*): Builder =
+      set(Path.name, (options.get(Path.name).toSeq.filter(_.nonEmpty) ++ ps).mkString(","))
+    def format(f: String): Builder = set(PayloadFormat.FormatOption.name, f)
+    def schema(ddl: String): Builder = set(PayloadFormat.SchemaOption.name, ddl)
+    def schema(s: StructType): Builder = set(PayloadFormat.SchemaOption.name, s.json)
+    def timestampColumn(c: String): Builder = set(TimestampColumn.name, c)
+    def monitorIntervalMs(ms: Long): Builder = set(MonitorIntervalMs.name, ms)
+    def ignoreMissingFiles(ignore: Boolean): Builder = set(IgnoreMissingFiles.name, ignore)
+    def maxSplitBytes(n: Long): Builder = set(MaxSplitBytes.name, n)
+    /** A Spark reader option (`mode`, `sep`, `header`, `timestampFormat`, ...) or any option by name. */
+    def option(name: String, value: String): Builder = set(name, value)
+
+    def build(): FileSource = FileSource.fromOptions(options)
+  }
+}

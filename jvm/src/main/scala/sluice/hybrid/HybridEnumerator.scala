@@ -1,0 +1,104 @@
+package sluice.hybrid
+
+import scala.collection.mutable
+
+import sluice.api._
+
+/** Where a hybrid source is: the active source, its enumerator's state, what earlier sources ended with. */
+final case class HybridEnumeratorState(
+    activeIndex: Int,
+    childStateVersion: Int,
+    childState: String,
+    switches: Seq[SwitchRecord])
+
+/** A switch recorded in the offset log: the context the next source was built from, and when. */
+final case class SwitchRecord(toIndex: Int, context: SourceSwitchContext, atMs: Long)
+
+/**
+ * Runs the active source's enumerator and switches to the next source once the active one is
+ * finished: it will discover no more splits, and readers reached the end of every split it had.
+ * The switch happens while a batch is planned, so the new source's splits are in that batch's
+ * offset — written before the batch runs — together with the switch itself.
+ */
+final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumeratorState])
+  extends SplitEnumerator[HybridSplit, HybridEnumeratorState] {
+
+  private var index = restored.map(_.activeIndex).getOrElse(0)
+  private var switches: Seq[SwitchRecord] = restored.map(_.switches).getOrElse(Nil)
+  private var active: Source[SourceSplit, Any] = hybrid.sourceAt(index, switches.lastOption.map(_.context))
+  private var child: SplitEnumerator[SourceSplit, Any] = restored match {
+    case Some(s) => active.restoreEnumerator(active.enumeratorStateSerializer.deserialize(s.childStateVersion, s.childState))
+    case None => active.createEnumerator()
+  }
+  /** The active source's splits and how far they were read. */
+  private val activeSplits = mutable.LinkedHashMap[String, (SourceSplit, Long)]()
+  private val progressBySource = mutable.Map[Int, Long]()
+  private var lastProgress: Seq[(HybridSplit, SplitProgress)] = Nil
+
+  override def progressUpdated(progress: Seq[(HybridSplit, SplitProgress)]): Unit = {
+    lastProgress = progress
+    progress.filter(_._1.sourceIndex == index).foreach { case (s, p) => activeSplits(s.child.splitId) = (s.child, p.position) }
+    progressBySource.clear()
+    progress.foreach { case (s, p) => progressBySource(s.sourceIndex) = progressBySource.getOrElse(s.sourceIndex, 0L) + p.records }
+  }
+
+  override def discoverSplits(): Seq[HybridSplit] = {
+    val found = mutable.ArrayBuffer[HybridSplit]()
+    def discover(): Unit = child.discoverSplits().foreach { s =>
+      activeSplits.getOrElseUpdate(s.splitId, (s, s.startPosition))
+      found += HybridSplit(index, active, s)
+    }
+    discover()
+    while (activeIsFinished && index < hybrid.size - 1) {
+      switchToNext()
+      discover()
+    }
+    found.toSeq
+  }
+
+  private def activeIsFinished: Boolean =
+    child.noMoreSplits && activeSplits.values.forall { case (s, reached) => s.stopPosition.exists(reached >= _) }
+
+  private def switchToNext(): Unit = {
+    val ended = activeSplits.values.map { case (s, _) => s.splitId }.toSet
+    val endProgress = lastProgress.collect {
+      case (s, p) if s.sourceIndex == index && ended.contains(s.child.splitId) => p.copy(splitId = s.child.splitId)
+    }
+    val context = SourceSwitchContext(index, child.endState(endProgress))
+    // Build the next source before touching any state: a factory that throws leaves the switch
+    // unrecorded, so a restarted (fixed) query switches again from the same end state.
+    val next = hybrid.sourceAt(index + 1, Some(context))
+    val nextEnumerator = next.createEnumerator()
+    child.close()
+    index += 1
+    active = next
+    child = nextEnumerator
+    activeSplits.clear()
+    switches :+= SwitchRecord(index, context, System.currentTimeMillis())
+  }
+
+  override def availablePositions(splits: Seq[HybridSplit]): Map[String, Long] = {
+    val (current, earlier) = splits.partition(_.sourceIndex == index)
+    val childPositions = child.availablePositions(current.map(_.child))
+    current.map(s => s.splitId -> childPositions(s.child.splitId)).toMap ++
+      // earlier sources' splits are finished: nothing more is read from them
+      earlier.map(s => s.splitId -> s.stopPosition.getOrElse(s.startPosition))
+  }
+
+  override def noMoreSplits: Boolean = index == hybrid.size - 1 && child.noMoreSplits
+
+  override def snapshotState(): HybridEnumeratorState = {
+    val serializer = active.enumeratorStateSerializer
+    HybridEnumeratorState(index, serializer.version, serializer.serialize(child.snapshotState()), switches)
+  }
+
+  override def endState(finished: Seq[SplitProgress]): EnumeratorEndState = child.endState(finished)
+
+  override def metrics: Map[String, String] = Map(
+    "activeSource" -> index.toString,
+    "activeSourceType" -> active.sourceType,
+    "recordsPerSource" -> (0 until hybrid.size).map(i => progressBySource.getOrElse(i, 0L)).mkString(",")) ++
+    switches.lastOption.map(s => "lastSwitchAtMs" -> s.atMs.toString)
+
+  override def close(): Unit = child.close()
+}

@@ -1,0 +1,41 @@
+package sluice.hybrid
+
+import sluice.api.{Source, SourceSplit, VersionedSerializer}
+
+/**
+ * A split of the hybrid's `sourceIndex`-th source. It carries that source, so an executor can
+ * create the right reader even for a source a factory built at switch time.
+ */
+final case class HybridSplit(sourceIndex: Int, source: Source[SourceSplit, Any], child: SourceSplit)
+  extends SourceSplit {
+  override def splitId: String = HybridSplit.id(sourceIndex, child.splitId)
+  override def startPosition: Long = child.startPosition
+  override def stopPosition: Option[Long] = child.stopPosition
+}
+
+object HybridSplit {
+  def id(sourceIndex: Int, childId: String): String = s"$sourceIndex:$childId"
+  def parseId(id: String): (Int, String) = {
+    val Array(index, child) = id.split(":", 2)
+    (index.toInt, child)
+  }
+}
+
+/**
+ * `index;childVersion;childText`. The child's serializer is its source's; the source at `index`
+ * is resolved by the hybrid, which has rebuilt it from the recorded switches before any split of
+ * a later source is read back.
+ */
+private[hybrid] final class HybridSplitSerializer(hybrid: HybridSource) extends VersionedSerializer[HybridSplit] {
+  override val version: Int = 1
+  override def serialize(split: HybridSplit): String = {
+    val child = split.source.splitSerializer
+    s"${split.sourceIndex};${child.version};${child.serialize(split.child)}"
+  }
+  override def deserialize(version: Int, text: String): HybridSplit = {
+    if (version > this.version) throw VersionedSerializer.unsupported("a hybrid split", version, this.version)
+    val Array(index, childVersion, childText) = text.split(";", 3)
+    val source = hybrid.resolvedSourceAt(index.toInt)
+    HybridSplit(index.toInt, source, source.splitSerializer.deserialize(childVersion.toInt, childText))
+  }
+}

@@ -1,0 +1,98 @@
+"""FileSource from Python: builder -> from_source -> sink, against spark.read on the same files."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+import sluice
+from sluice import FileSource, SluiceConfigError
+
+LINES = [
+    '{"a": 1, "b": "one"}',
+    '{"a": 2, "b": "héllo 🌍"}',
+    '{"a": 3, "b": ',
+    "",
+    '{"a": "x", "b": "wrong type"}',
+    '{"a": 4, "b": "crlf"}\r',
+    '{"a": 5, "b": "last"}',
+]
+
+
+@pytest.mark.parametrize(
+    "schema", ["a INT, b STRING, _corrupt_record STRING", "struct"]
+)
+def test_rows_equal_spark_read_json(
+    spark: SparkSession, tmp_path: Path, schema: str
+) -> None:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "part-0.json").write_text("\n".join(LINES), encoding="utf-8")
+    (tmp_path / "data" / "part-1.json").write_text("", encoding="utf-8")
+    if schema == "struct":
+        schema_arg: object = StructType(
+            [StructField("a", IntegerType()), StructField("b", StringType())]
+        )
+    else:
+        schema_arg = schema
+    source = (
+        FileSource.builder()
+        .path(str(tmp_path / "data"))
+        .format("json")
+        .schema(schema_arg)
+        .build()
+    )
+    df = sluice.from_source(spark, source, name="files")
+    assert [f.name for f in df.schema.fields][-3:] == [
+        "_split",
+        "_position",
+        "_timestamp",
+    ]
+    table = f"py_files_{'struct' if schema == 'struct' else 'ddl'}"
+    query = (
+        df.drop("_split", "_position", "_timestamp")
+        .writeStream.format("memory")
+        .queryName(table)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(120)
+    assert query.exception() is None
+    got = spark.table(table).collect()
+    expected = spark.read.schema(schema_arg).json(str(tmp_path / "data")).collect()
+    assert Counter(tuple(r) for r in got) == Counter(tuple(r) for r in expected)
+    assert len(got) == 6
+
+
+@pytest.mark.parametrize(
+    ("configure", "message"),
+    [
+        (lambda b: b.schema("a INT"), "missing required option 'path'"),
+        (
+            lambda b: b.path("/x").schema("a INT").option("mode", "LENIENT"),
+            "invalid value 'LENIENT' for option 'mode'; allowed: PERMISSIVE, DROPMALFORMED or FAILFAST",
+        ),
+        (
+            lambda b: b.path("/x").schema("a INT").option("sep", ";"),
+            "option 'sep' does not apply to format 'json'",
+        ),
+        (
+            lambda b: b.path("/x").format("xml"),
+            "invalid value 'xml' for option 'format'",
+        ),
+        (
+            lambda b: b.path("/x").schema("a INT").option("modee", "x"),
+            "unknown option 'modee'",
+        ),
+    ],
+)
+def test_bad_options_fail_at_build(
+    spark: SparkSession, configure, message: str
+) -> None:
+    with pytest.raises(SluiceConfigError) as error:
+        configure(FileSource.builder()).build()
+    assert message in str(error.value)
