@@ -45,7 +45,9 @@ def _session() -> SparkSession:
     return spark
 
 
-def _time_query(spark: SparkSession, fmt: str, options: dict[str, str]) -> tuple[int, float]:
+def _time_query(
+    spark: SparkSession, fmt: str, options: dict[str, str]
+) -> tuple[int, float]:
     df = spark.readStream.format(fmt).options(**options).load()
     with tempfile.TemporaryDirectory(prefix="bench-ckpt-") as checkpoint:
         started = time.perf_counter()
@@ -68,12 +70,20 @@ def run() -> dict:
     runs = int(os.environ.get("SLUICE_BENCH_RUNS", "3"))
     with EmbeddedKafka(heap="1g", jvm_options=["-XX:+UseParallelGC"]) as kafka:
         kafka.create_topic(TOPIC, partitions=PARTITIONS)
-        print(f"kafka_throughput: producing {records:,} records of {VALUE_BYTES} bytes into {PARTITIONS} partitions")
+        print(
+            f"kafka_throughput: producing {records:,} records of {VALUE_BYTES} bytes into {PARTITIONS} partitions"
+        )
         kafka.produce_generated(TOPIC, records, VALUE_BYTES)
-        common = {"kafka.bootstrap.servers": kafka.bootstrap_servers, "subscribe": TOPIC, "startingOffsets": "earliest"}
+        common = {
+            "kafka.bootstrap.servers": kafka.bootstrap_servers,
+            "subscribe": TOPIC,
+            "startingOffsets": "earliest",
+        }
         spark = _session()
         try:
-            _time_query(spark, "kafka", common)  # warm-up: class loading, JIT, consumer pools
+            _time_query(
+                spark, "kafka", common
+            )  # warm-up: class loading, JIT, consumer pools
             _time_query(spark, "sluice", {"source": "kafka", **common})
             spark_rps, sluice_rps, ceiling_rps = [], [], []
             for i in range(runs):
@@ -83,12 +93,18 @@ def run() -> dict:
                 ):
                     rows, seconds = _time_query(spark, fmt, options)
                     if rows != records:
-                        raise AssertionError(f"{name} read {rows} rows, expected {records}")
+                        raise AssertionError(
+                            f"{name} read {rows} rows, expected {records}"
+                        )
                     sink.append(rows / seconds)
-                    print(f"  run {i + 1}: {name:<7} {rows / seconds:>12,.0f} records/s ({seconds:.1f} s)")
+                    print(
+                        f"  run {i + 1}: {name:<7} {rows / seconds:>12,.0f} records/s ({seconds:.1f} s)"
+                    )
                 count, seconds = kafka.consume_count(TOPIC)
                 ceiling_rps.append(count / seconds)
-                print(f"  run {i + 1}: ceiling {count / seconds:>12,.0f} records/s ({seconds:.1f} s)")
+                print(
+                    f"  run {i + 1}: ceiling {count / seconds:>12,.0f} records/s ({seconds:.1f} s)"
+                )
         finally:
             spark.stop()
     result = {
@@ -101,8 +117,13 @@ def run() -> dict:
         "sluice_rps": statistics.median(sluice_rps),
         "ceiling_rps": statistics.median(ceiling_rps),
         "ratio": statistics.median(sluice_rps) / statistics.median(spark_rps),
-        "fraction_of_ceiling": statistics.median(sluice_rps) / statistics.median(ceiling_rps),
-        "all_runs": {"spark_rps": spark_rps, "sluice_rps": sluice_rps, "ceiling_rps": ceiling_rps},
+        "fraction_of_ceiling": statistics.median(sluice_rps)
+        / statistics.median(ceiling_rps),
+        "all_runs": {
+            "spark_rps": spark_rps,
+            "sluice_rps": sluice_rps,
+            "ceiling_rps": ceiling_rps,
+        },
         "machine": {"cpus": os.cpu_count(), "spark_master": "local[2]"},
     }
     RESULT.parent.mkdir(parents=True, exist_ok=True)

@@ -33,12 +33,17 @@ def main() -> int:
     args = parser.parse_args()
     discover()
     if not BENCHMARKS:
-        print("No benchmarks are defined yet (they arrive with the Kafka and file connectors).")
+        print(
+            "No benchmarks are defined yet (they arrive with the Kafka and file connectors)."
+        )
         return 0
     names = [args.only] if args.only else sorted(BENCHMARKS)
     unknown = [n for n in names if n not in BENCHMARKS]
     if unknown:
-        print(f"Unknown benchmark {unknown[0]!r}; known: {', '.join(sorted(BENCHMARKS))}", file=sys.stderr)
+        print(
+            f"Unknown benchmark {unknown[0]!r}; known: {', '.join(sorted(BENCHMARKS))}",
+            file=sys.stderr,
+        )
         return 2
     for name in names:
         BENCHMARKS[name]()

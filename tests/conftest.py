@@ -13,7 +13,9 @@ import sluice
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "slow: end-to-end suites left out by `make test-fast`")
+    config.addinivalue_line(
+        "markers", "slow: end-to-end suites left out by `make test-fast`"
+    )
 
 
 @pytest.fixture(scope="session")

@@ -24,7 +24,9 @@ def test_stop_and_restart_from_checkpoint_writes_each_record_exactly_once(
     out, checkpoint = str(tmp_path / "out"), str(tmp_path / "checkpoint")
 
     def start(limit: int, **trigger: object):
-        df = sluice.from_source(spark, source, name="numbers", options={"maxRecordsPerTrigger": limit})
+        df = sluice.from_source(
+            spark, source, name="numbers", options={"maxRecordsPerTrigger": limit}
+        )
         return (
             df.writeStream.format("json")
             .option("path", out)
@@ -61,10 +63,17 @@ def test_rows_have_the_generator_schema_and_values(spark: SparkSession) -> None:
         .payload_bytes(4)
         .build()
     )
-    df = sluice.from_source(spark, source, watermark_strategy=sluice.WatermarkStrategy.no_watermarks())
+    df = sluice.from_source(
+        spark, source, watermark_strategy=sluice.WatermarkStrategy.no_watermarks()
+    )
     assert df.isStreaming
     assert [f.name for f in df.schema.fields] == ["id", "split", "timestamp", "payload"]
-    query = df.writeStream.format("memory").queryName("py_gen_values").trigger(availableNow=True).start()
+    query = (
+        df.writeStream.format("memory")
+        .queryName("py_gen_values")
+        .trigger(availableNow=True)
+        .start()
+    )
     query.awaitTermination(120)
     rows = {r.id: r for r in spark.table("py_gen_values").collect()}
     assert sorted(rows) == [0, 1, 2, 3, 4, 5]
@@ -100,14 +109,27 @@ def test_bad_values_fail_at_build_with_the_jvm_message(
     assert message in str(error.value)
 
 
-def test_options_path_reads_the_same_rows_as_the_builder_path(spark: SparkSession) -> None:
+def test_options_path_reads_the_same_rows_as_the_builder_path(
+    spark: SparkSession,
+) -> None:
     """The route Spark Connect takes: format("sluice") with the builder's options."""
     source = GeneratorSource.builder().splits(3).records_per_split(50).build()
-    assert source.options == {"source": "generator", "splits": "3", "recordsPerSplit": "50"}
+    assert source.options == {
+        "source": "generator",
+        "splits": "3",
+        "recordsPerSplit": "50",
+    }
     via_options = spark.readStream.format("sluice").options(**source.options).load()
-    query = via_options.writeStream.format("memory").queryName("py_gen_opts").trigger(availableNow=True).start()
+    query = (
+        via_options.writeStream.format("memory")
+        .queryName("py_gen_opts")
+        .trigger(availableNow=True)
+        .start()
+    )
     query.awaitTermination(120)
-    assert Counter((r.id, r.split) for r in spark.table("py_gen_opts").collect()) == expected_ids(3, 50)
+    assert Counter(
+        (r.id, r.split) for r in spark.table("py_gen_opts").collect()
+    ) == expected_ids(3, 50)
 
 
 def test_a_missing_required_option_names_it(spark: SparkSession) -> None:

@@ -1,11 +1,11 @@
 """Sluice: Flink's source model for Spark Structured Streaming.
 
-    from pyspark.sql import SparkSession
-    import sluice
+from pyspark.sql import SparkSession
+import sluice
 
-    spark = sluice.configure(SparkSession.builder.master("local[2]")).getOrCreate()
-    source = sluice.GeneratorSource.builder().splits(4).records_per_split(1000).build()
-    df = sluice.from_source(spark, source, name="numbers")
+spark = sluice.configure(SparkSession.builder.master("local[2]")).getOrCreate()
+source = sluice.GeneratorSource.builder().splits(4).records_per_split(1000).build()
+df = sluice.from_source(spark, source, name="numbers")
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sluice._jvm import SluiceConfigError, call_jvm, is_remote, jar_path, java_map
-from sluice.sources import GeneratorSource, Source
-from sluice.sources import FileSource
+from sluice.sources import FileSource, GeneratorSource, Source
+from sluice.hybrid import HybridSource
 from sluice.kafka import KafkaSource, OffsetsInitializer
 from sluice.watermarks import WatermarkStrategy
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FileSource",
     "GeneratorSource",
+    "HybridSource",
     "KafkaSource",
     "OffsetsInitializer",
     "SluiceConfigError",

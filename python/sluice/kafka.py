@@ -56,8 +56,16 @@ class KafkaSource(Source):
         return KafkaSourceBuilder()
 
 
-_STARTING = {"offsets": "startingOffsets", "timestamp": "startingTimestamp", "timestamps": "startingOffsetsByTimestamp"}
-_ENDING = {"offsets": "endingOffsets", "timestamp": "endingTimestamp", "timestamps": "endingOffsetsByTimestamp"}
+_STARTING = {
+    "offsets": "startingOffsets",
+    "timestamp": "startingTimestamp",
+    "timestamps": "startingOffsetsByTimestamp",
+}
+_ENDING = {
+    "offsets": "endingOffsets",
+    "timestamp": "endingTimestamp",
+    "timestamps": "endingOffsetsByTimestamp",
+}
 
 
 class KafkaSourceBuilder(_Builder["KafkaSourceBuilder"]):

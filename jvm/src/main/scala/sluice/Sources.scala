@@ -62,8 +62,9 @@ object Sources {
       "JSON lines, CSV lines or text lines, parsed by Spark's own parsers as `spark.read.json/csv/text` " +
         "parse them; rows are the data columns followed by `_split`, `_position` (the line's byte " +
         "offset) and `_timestamp` (the file's modification time). Spark's reader options are taken " +
-        "by their Spark names; the format they apply to is in parentheses. Positions are bytes, so " +
-        "`maxRecordsPerTrigger` bounds the bytes a batch reads.",
+        "by their Spark names; the format they apply to is in parentheses. Positions are bytes: " +
+        "`maxRecordsPerTrigger` is converted with the bytes per record read so far (100 before the first " +
+        "batch), so it holds on average.",
       FileConfig.all)))
 
   def main(args: Array[String]): Unit = print(optionsReference)

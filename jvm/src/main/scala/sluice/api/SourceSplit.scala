@@ -14,4 +14,11 @@ trait SourceSplit extends Serializable {
 
   /** Where a bounded split ends (exclusive), if it is bounded. */
   def stopPosition: Option[Long]
+
+  /**
+   * True when one position step is one record (Kafka offsets, generator indexes); false when
+   * positions are bytes (files), in which case record limits are converted with the bytes per
+   * record observed so far.
+   */
+  def positionsCountRecords: Boolean = true
 }

@@ -74,6 +74,7 @@ object HybridSource {
   val Type = "hybrid"
   val SourcesOption = "hybrid.sources"
   private val FactoryKey = "factory"
+  private val PythonFactoryKey = "pythonFactory"
   private val BoundednessKey = "boundedness"
   private val MarginKey = "startAtPreviousEndMinusMs"
 
@@ -91,8 +92,10 @@ object HybridSource {
   }
 
   final case class FromFactory(factory: SourceFactory, boundedness: Boundedness) extends Entry {
-    override def options: Map[String, String] = Map(FactoryKey -> SourceFactory.encode(factory),
-      BoundednessKey -> (if (boundedness == Boundedness.Bounded) "bounded" else "unbounded"))
+    override def options: Map[String, String] = (factory match {
+      case PythonSourceFactory(id) => Map(PythonFactoryKey -> id)
+      case other => Map(FactoryKey -> SourceFactory.encode(other))
+    }) + (BoundednessKey -> (if (boundedness == Boundedness.Bounded) "bounded" else "unbounded"))
     override def build(context: Option[SourceSwitchContext]): Source[_, _] = factory.create(context.get)
     override def toString: String = s"FromFactory($boundedness)"
   }
@@ -171,8 +174,11 @@ object HybridSource {
       val prefix = s"hybrid.$i."
       val own = options.collect { case (k, v) if k.toLowerCase.startsWith(prefix) => k.substring(prefix.length) -> v }
       def key(name: String) = own.collectFirst { case (k, v) if k.equalsIgnoreCase(name) => v }
-      val rest = own.filterNot { case (k, _) => Seq(FactoryKey, BoundednessKey, MarginKey).exists(_.equalsIgnoreCase(k)) }
-      (key(FactoryKey), key(MarginKey)) match {
+      val rest = own.filterNot { case (k, _) =>
+        Seq(FactoryKey, PythonFactoryKey, BoundednessKey, MarginKey).exists(_.equalsIgnoreCase(k))
+      }
+      val factory = key(FactoryKey).map(SourceFactory.decode).orElse(key(PythonFactoryKey).map(PythonSourceFactory))
+      (factory, key(MarginKey)) match {
         case (Some(f), _) =>
           val bounded = key(BoundednessKey).map(_.toLowerCase) match {
             case Some("bounded") => Boundedness.Bounded
@@ -180,7 +186,7 @@ object HybridSource {
             case other => throw new IllegalArgumentException(
               s"HybridSource: option 'hybrid.$i.$BoundednessKey' must be bounded or unbounded, not ${other.getOrElse("missing")}.")
           }
-          FromFactory(SourceFactory.decode(f), bounded)
+          FromFactory(f, bounded)
         case (None, Some(margin)) =>
           val ms = Try(margin.trim.toLong).toOption.filter(_ >= 0).getOrElse(throw new IllegalArgumentException(
             s"HybridSource: invalid value '$margin' for option 'hybrid.$i.$MarginKey'; allowed: an integer >= 0."))

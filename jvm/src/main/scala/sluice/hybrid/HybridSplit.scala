@@ -11,6 +11,7 @@ final case class HybridSplit(sourceIndex: Int, source: Source[SourceSplit, Any],
   override def splitId: String = HybridSplit.id(sourceIndex, child.splitId)
   override def startPosition: Long = child.startPosition
   override def stopPosition: Option[Long] = child.stopPosition
+  override def positionsCountRecords: Boolean = child.positionsCountRecords
 }
 
 object HybridSplit {

@@ -6,6 +6,22 @@ package sluice.spark
  */
 object AdmissionPlanner {
 
+  /** Bytes per record assumed for byte-positioned splits before any of them was read. */
+  val DefaultBytesPerRecord = 100.0
+
+  /**
+   * Shares a record budget among splits whose backlog is in positions, `positionsPerRecord`
+   * converting between the two; returns position steps per split. Exact where positions count
+   * records; an estimate for byte positions (the budget holds on average, not per batch).
+   */
+  def shareRecords(backlog: Seq[(String, Long)], budget: Long, positionsPerRecord: String => Double): Map[String, Long] = {
+    val inRecords = backlog.map { case (id, b) => id -> math.ceil(b / positionsPerRecord(id)).toLong }
+    share(inRecords, budget).map { case (id, records) =>
+      val positions = backlog.collectFirst { case (`id`, b) => b }.get
+      id -> math.min(positions, math.ceil(records * positionsPerRecord(id)).toLong)
+    }
+  }
+
   /** `backlog` per split id; returns how many records each split may read this batch. */
   def share(backlog: Seq[(String, Long)], budget: Long): Map[String, Long] = {
     val positive = backlog.filter(_._2 > 0)

@@ -92,7 +92,7 @@ final class SluiceMicroBatchStream(
       id -> math.max(0L, end - from(id))
     }
     val shares = maxRows(limit) match {
-      case Some(budget) => AdmissionPlanner.share(readable, budget)
+      case Some(budget) => AdmissionPlanner.shareRecords(readable, budget, positionsPerRecord)
       case None => readable.toMap
     }
     val next = offsetAt(from.map { case (id, pos) => id -> (pos + shares.getOrElse(id, 0L)) })
@@ -107,6 +107,20 @@ final class SluiceMicroBatchStream(
     case composite: CompositeReadLimit =>
       composite.getReadLimits.collect { case rows: ReadMaxRows => rows.maxRows() }.minOption
     case _ => None
+  }
+
+  /**
+   * Positions per record for each split: 1 where positions count records; for byte positions,
+   * the bytes per record read so far over all such splits (a default before anything was read).
+   */
+  private def positionsPerRecord: Map[String, Double] = {
+    val bytewise = splits.values.filterNot(_.positionsCountRecords).toSeq
+    val read = bytewise.flatMap(s => tracker.get(s.splitId).map(p => (p.position - s.startPosition, p.records)))
+      .filter(_._2 > 0)
+    val bytesPerRecord =
+      if (read.isEmpty) AdmissionPlanner.DefaultBytesPerRecord
+      else math.max(1.0, read.map(_._1).sum.toDouble / read.map(_._2).sum)
+    splits.values.map(s => s.splitId -> (if (s.positionsCountRecords) 1.0 else bytesPerRecord)).toMap
   }
 
   private def splitsWithProgress: Seq[(SourceSplit, SplitProgress)] =

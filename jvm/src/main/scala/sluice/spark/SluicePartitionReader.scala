@@ -17,7 +17,7 @@ final class SluiceReaderFactory(source: Source[SourceSplit, Any], progress: Spli
 
 /**
  * Drives a source's `SplitReader` over the task's ranges and hands its rows to Spark, keeping per
- * split the position reached, the largest event time and the record count, which it reports
+ * split the largest event time and the record count, which it reports
  * through the accumulator when the task ends.
  */
 final class SluicePartitionReader(
@@ -26,7 +26,6 @@ final class SluicePartitionReader(
     progress: SplitProgressAccumulator) extends PartitionReader[InternalRow] {
 
   private final class Stats(val range: SplitRange[SourceSplit]) {
-    var reached: Long = range.from
     var maxEventTime: Long = RecordsWithSplitIds.NoTimestamp
     var records: Long = 0L
   }
@@ -43,7 +42,6 @@ final class SluicePartitionReader(
     while (true) {
       if (current != null) {
         if (fetched.nextRecord()) {
-          current.reached = fetched.position
           current.records += 1
           val ts = fetched.eventTime
           if (ts > current.maxEventTime) current.maxEventTime = ts
@@ -55,10 +53,6 @@ final class SluicePartitionReader(
         val splitId = fetched.nextSplit()
         if (splitId != null) current = stats(splitId)
         else {
-          fetched.finishedSplits.foreach { id =>
-            val s = stats(id)
-            s.reached = math.max(s.reached, s.range.until)
-          }
           unfinished --= fetched.finishedSplits
           fetched = null
         }
@@ -78,7 +72,9 @@ final class SluicePartitionReader(
       stats.values.foreach { s =>
         val maxTs = if (s.maxEventTime == RecordsWithSplitIds.NoTimestamp) None else Some(s.maxEventTime)
         val id = s.range.split.splitId
-        progress.add(SplitReport(id, s.range.from, s.reached, maxTs, s.records, reader.splitCounters(id)))
+        // only a task that finished every range reports (Spark drops failed tasks' accumulators),
+        // so each range was read to its `until`
+        progress.add(SplitReport(id, s.range.from, s.range.until, maxTs, s.records, reader.splitCounters(id)))
       }
     } finally reader.close()
   }

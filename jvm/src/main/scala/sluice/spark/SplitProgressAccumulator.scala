@@ -9,18 +9,18 @@ import org.apache.spark.util.AccumulatorV2
 import sluice.api.SplitProgress
 
 /**
- * What one task read from one split range: the range start, the position it reached, the largest
+ * What one task read from one split range `[from, until)`: the largest
  * event time it saw, how many records it emitted, and the reader's own counters for the range
  * (e.g. records dropped as malformed, records lost to retention).
  */
 final case class SplitReport(
     splitId: String,
     from: Long,
-    reached: Long,
+    until: Long,
     maxEventTime: Option[Long],
     records: Long,
     counters: Map[String, Long] = Map.empty) {
-  def merge(other: SplitReport): SplitReport = SplitReport(splitId, from, math.max(reached, other.reached),
+  def merge(other: SplitReport): SplitReport = SplitReport(splitId, from, math.max(until, other.until),
     (maxEventTime ++ other.maxEventTime).reduceOption(_ max _), math.max(records, other.records),
     SplitProgress.maxCounters(counters, other.counters))
 }

@@ -29,11 +29,11 @@ final class SplitProgressTracker {
       progress.get(r.splitId).foreach { known =>
         val maxTs = (known.maxEventTime ++ r.maxEventTime).reduceOption(_ max _)
         val next =
-          if (r.from >= known.position && r.reached > known.position) {
+          if (r.from >= known.position && r.until > known.position) {
             // from > position: the ranges in between were read by a driver that died before it
             // could persist their reports; their records are missing from the count, but the
             // position and event time here are exact again.
-            SplitProgress(r.splitId, r.reached, maxTs, known.records + r.records,
+            SplitProgress(r.splitId, r.until, maxTs, known.records + r.records,
               SplitProgress.sumCounters(known.counters, r.counters))
           } else {
             // A range already counted (a re-executed batch): only the event time may add anything.

@@ -49,4 +49,30 @@ class KafkaHybridSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBa
     val expected = (0 until 100).map(i => s"a$i") ++ (89 until 200).map(i => s"l$i")
     assert(values.sorted == expected.sorted)
   }
+
+  test("files, then files, then Kafka with a fixed start: every record once; a missing path fails at start") {
+    kafka.createTopic("tail", 2)
+    kafka.produce("tail", (0 until 30).map(i =>
+      ProducedRecord.text(value = Some(s"""{"id":${1000 + i}}"""), partition = Some(i % 2))))
+    val first = tempDir("files1")
+    val second = tempDir("files2")
+    java.nio.file.Files.write(first.resolve("a.json"), (0 until 20).map(i => s"""{"id":$i}""").mkString("\n").getBytes("UTF-8"))
+    java.nio.file.Files.write(second.resolve("b.json"), (100 until 140).map(i => s"""{"id":$i}""").mkString("\n").getBytes("UTF-8"))
+    def files(dir: String) = sluice.connector.file.FileSource.builder().path(dir).format("json").schema("id BIGINT").build()
+    val tail = KafkaSource.builder().bootstrapServers(kafka.bootstrapServers).topics("tail")
+      .startingOffsets(OffsetsInitializer.earliest()).option("format", "json").option("schema", "id BIGINT").build()
+    val hybrid = HybridSource.builder(files(first.toString)).addSource(files(second.toString)).addSource(tail).build()
+    val q = Sluice.fromSource(spark, hybrid, null, "three", Map("maxRecordsPerTrigger" -> "15"))
+      .writeStream.format("memory").queryName("files_files_kafka").trigger(Trigger.AvailableNow()).start()
+    q.awaitTermination(120000)
+    assert(q.exception.isEmpty, q.exception)
+    val ids = spark.table("files_files_kafka").select("id").collect().map(_.getLong(0)).sorted.toSeq
+    assert(ids == ((0L until 20L) ++ (100L until 140L) ++ (1000L until 1030L)))
+    assert(q.recentProgress.filter(_.numInputRows > 0).last.sources.head.metrics.asScala("recordsPerSource") == "20,40,30")
+
+    val missing = HybridSource.builder(files(first.resolve("nope").toString)).addSource(tail).build()
+    val bad = Sluice.fromSource(spark, missing).writeStream.format("noop").trigger(Trigger.AvailableNow()).start()
+    val e = intercept[Exception](bad.awaitTermination(60000))
+    assert(e.getMessage.contains("matches no file or directory"), e.getMessage)
+  }
 }

@@ -25,4 +25,13 @@ class AdmissionPlannerSuite extends AnyFunSuite {
     val shares = AdmissionPlanner.share(Seq("a" -> Long.MaxValue, "b" -> Long.MaxValue), 10)
     assert(shares == Map("a" -> 5L, "b" -> 5L))
   }
+
+  test("a record budget over byte positions is converted with the bytes per record") {
+    // a file split with 10,000 bytes of backlog at 50 bytes per record, a Kafka split with 300 records
+    val shares = AdmissionPlanner.shareRecords(Seq("file" -> 10000L, "kafka" -> 300L), 250,
+      id => if (id == "file") 50.0 else 1.0)
+    // 200 + 300 records of backlog, 250 allowed: half of each, the file's share back in bytes
+    assert(shares == Map("file" -> 5000L, "kafka" -> 150L))
+    assert(AdmissionPlanner.shareRecords(Seq("file" -> 1000L), 1000, _ => 50.0) == Map("file" -> 1000L))
+  }
 }

@@ -16,6 +16,7 @@ final case class FileSplit(path: String, start: Long, end: Long, fileLength: Lon
 
   override def startPosition: Long = start
   override def stopPosition: Option[Long] = Some(end)
+  override def positionsCountRecords: Boolean = false
 }
 
 private[file] object FileSplitSerializer extends VersionedSerializer[FileSplit] {

@@ -26,7 +26,10 @@ private[kafka] object KafkaConsumerPool {
   }
 
   /** Returns a consumer, unassigned; one that failed is closed instead (its state is unknown). */
-  def release(properties: Map[String, String], consumer: Consumer, healthy: Boolean): Unit = {
+  def release(properties: Map[String, String], consumer: Consumer, healthy: Boolean): Unit =
+    withoutInterrupt(releaseNow(properties, consumer, healthy))
+
+  private def releaseNow(properties: Map[String, String], consumer: Consumer, healthy: Boolean): Unit = {
     val queue = idle.computeIfAbsent(properties, _ => new java.util.ArrayDeque[Consumer]())
     val kept = healthy && {
       try { consumer.unsubscribe(); true } catch { case NonFatal(_) => false }
@@ -45,6 +48,15 @@ private[kafka] object KafkaConsumerPool {
     props.remove(ConsumerConfig.GROUP_ID_CONFIG)
     props.putIfAbsent(ConsumerConfig.CLIENT_ID_CONFIG, s"sluice-reader-${java.util.UUID.randomUUID()}")
     new KafkaConsumer(props, new ByteArrayDeserializer, new ByteArrayDeserializer)
+  }
+
+  /**
+   * A killed task (a stopped query) is interrupted; the consumer would then fail to close cleanly
+   * and log errors. Closing is quick, so it runs with the flag cleared and restores it after.
+   */
+  private def withoutInterrupt(body: => Unit): Unit = {
+    val interrupted = Thread.interrupted()
+    try body finally if (interrupted) Thread.currentThread().interrupt()
   }
 
   private def closeQuietly(consumer: Consumer): Unit =

@@ -37,6 +37,8 @@ final class KafkaSplitReader(config: KafkaConfig) extends SplitReader[KafkaParti
     case KafkaRecordDecoder.Parsed(format) => (null, new ParsedRecords(format))
   }
   private var lastProgressMs = System.currentTimeMillis()
+  /** Splits given up because their partition was deleted, to report as finished. */
+  private val finishedGone = mutable.Set[String]()
 
   override def handleSplitsChanges(ranges: Seq[SplitRange[KafkaPartitionSplit]]): Unit = guarded {
     ranges.foreach(r => assigned(r.split.topicPartition) = new Assignment(r.split, r.from, r.until))
@@ -91,13 +93,15 @@ final class KafkaSplitReader(config: KafkaConfig) extends SplitReader[KafkaParti
 
   /** Partitions whose range is read: the consumer's position passed `until`, records or not. */
   private def finishedNow(): Set[String] = {
+    val gone = finishedGone.toSet
+    finishedGone.clear()
     val done = assigned.values.filter(a => consumer.position(a.tp) >= a.until).toSeq
     done.foreach { a =>
       assigned.remove(a.tp)
       paused -= a.tp
     }
     if (done.nonEmpty) consumer.assign(assigned.keys.toSeq.asJava)
-    done.map(_.split.splitId).toSet
+    done.map(_.split.splitId).toSet ++ gone
   }
 
   /** The offset to read is older than anything left in the partition (retention, truncation). */
@@ -120,8 +124,14 @@ final class KafkaSplitReader(config: KafkaConfig) extends SplitReader[KafkaParti
   private def checkStalled(): Unit = {
     val active = assigned.values.filterNot(a => paused.contains(a.tp)).toSeq
     if (active.isEmpty) return
-    val ends = consumer.endOffsets(active.map(_.tp).asJava)
-    active.foreach { a =>
+    val ends = try consumer.endOffsets(active.map(_.tp).asJava, Duration.ofMillis(MetadataTimeoutMs)) catch {
+      case e: org.apache.kafka.common.errors.TimeoutException =>
+        // a deleted topic answers no offset requests: find out whether that is why
+        finishGonePartitions(active)
+        if (assigned.isEmpty) return
+        throw e
+    }
+    active.filter(a => assigned.contains(a.tp)).foreach { a =>
       val end = ends.get(a.tp).longValue()
       val position = consumer.position(a.tp)
       if (end <= position && end < a.until) {
@@ -141,6 +151,26 @@ final class KafkaSplitReader(config: KafkaConfig) extends SplitReader[KafkaParti
           active.map(a => s"${a.split.splitId} at offset ${consumer.position(a.tp)} (to read up to ${a.until})")
             .mkString(", ") + ". Check that the brokers are reachable.")
     }
+  }
+
+  /** Partitions whose topic or partition no longer exists: an error, or skipped and counted. */
+  private def finishGonePartitions(candidates: Seq[Assignment]): Unit = {
+    val existing = candidates.map(_.tp.topic).distinct.flatMap { topic =>
+      Option(consumer.partitionsFor(topic, Duration.ofMillis(MetadataTimeoutMs))).map(_.asScala).getOrElse(Nil)
+        .map(p => new TopicPartition(topic, p.partition))
+    }.toSet
+    candidates.filterNot(a => existing.contains(a.tp)).foreach { a =>
+      if (config.failOnDataLoss) {
+        throw new IllegalStateException(
+          s"KafkaSource: partition ${a.split.splitId} is gone (its topic or partition was deleted) " +
+            s"before offsets up to ${a.until} were read. Set failOnDataLoss=false to go on without it.")
+      }
+      recordLoss(a, a.until - consumer.position(a.tp))
+      assigned.remove(a.tp)
+      paused -= a.tp
+      finishedGone += a.split.splitId
+    }
+    consumer.assign(assigned.keys.toSeq.asJava)
   }
 
   private def recordLoss(a: Assignment, offsets: Long): Unit =
@@ -215,4 +245,6 @@ final class KafkaSplitReader(config: KafkaConfig) extends SplitReader[KafkaParti
 private object KafkaSplitReader {
   /** How long one fetch() may block; short, so pause/resume and finishing react quickly. */
   val PollSliceMs = 500L
+  /** Metadata lookups that a deleted topic never answers are given up after this. */
+  val MetadataTimeoutMs = 10000L
 }

@@ -124,22 +124,37 @@ class FileSourceSuite extends AnyFunSuite with SparkSuiteBase {
     val source = FileSource.builder().path(dir.toString).schema("a INT, b STRING").build()
     val out = tempDir("sink").toString
     val ckpt = tempDir("ckpt").toString
-    def start(trigger: Trigger, bytesPerBatch: String) =
-      Sluice.fromSource(spark, source, null, "restart", Map("maxRecordsPerTrigger" -> bytesPerBatch))
+    def start(trigger: Trigger, recordsPerBatch: String) =
+      Sluice.fromSource(spark, source, null, "restart", Map("maxRecordsPerTrigger" -> recordsPerBatch))
         .select("a", "b").writeStream.format("parquet").option("path", out).option("checkpointLocation", ckpt)
         .trigger(trigger).start()
 
-    val first = start(Trigger.ProcessingTime(0), "20000")
+    val first = start(Trigger.ProcessingTime(0), "300")
     while (first.recentProgress.count(_.numInputRows > 0) < 2) Thread.sleep(50)
     first.stop()
     val partial = spark.read.parquet(out).count()
     assert(partial > 0 && partial < 4500, s"first run wrote $partial rows")
 
-    val second = start(Trigger.AvailableNow(), "50000")
+    val second = start(Trigger.AvailableNow(), "1000")
     second.awaitTermination(120000)
     assert(second.exception.isEmpty)
     val got = spark.read.parquet(out).collect().toSeq
     assert(multiset(got) == multiset(sparkRead("json", "a INT, b STRING", Map.empty, dir).collect().toSeq))
+  }
+
+  test("maxRecordsPerTrigger counts records, estimated from the bytes per record read so far") {
+    val dir = tempDir("limit")
+    val lines = (0 until 6000).map(i => s"""{"a": $i, "b": "${"z" * (i % 40)}"}""")
+    Files.write(dir.resolve("part.json"), lines.mkString("\n").getBytes(UTF_8))
+    val source = FileSource.builder().path(dir.toString).schema("a INT, b STRING").build()
+    val q = Sluice.fromSource(spark, source, null, "limit", Map("maxRecordsPerTrigger" -> "1000"))
+      .writeStream.format("noop").option("checkpointLocation", tempDir("ckpt").toString)
+      .trigger(Trigger.AvailableNow()).start()
+    q.awaitTermination(120000)
+    val sizes = q.recentProgress.map(_.numInputRows).filter(_ > 0).toSeq
+    assert(sizes.sum == 6000)
+    // the first batch guesses 100 bytes per record; from then on batches hold ~1000 records
+    assert(sizes.tail.init.forall(n => n >= 800 && n <= 1200), sizes)
   }
 
   test("with monitorIntervalMs new files are picked up; hidden files in progress are not") {

@@ -1,0 +1,111 @@
+"""The hybrid source builder (FLIP-150), mirroring ``sluice.hybrid.HybridSource.builder`` in Scala."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sluice._jvm import SluiceConfigError, active_classic_session
+from sluice.sources import Source, _Builder
+
+
+@dataclass(frozen=True)
+class SourceSwitchContext:
+    """What a factory gets at switch time: the previous source's end state."""
+
+    previous_source_index: int
+    previous_max_event_time_ms: int | None
+    details: dict[str, str] = field(default_factory=dict)
+    splits: list[dict[str, Any]] = field(default_factory=list)
+
+
+class _FactoryCallback:
+    """The JVM calls this back over py4j when the switch happens."""
+
+    def __init__(self, factory: Callable[[SourceSwitchContext], Source], gateway: Any) -> None:
+        self._factory = factory
+        self._gateway = gateway
+
+    def create(self, context_json: str) -> Any:
+        raw = json.loads(context_json)
+        context = SourceSwitchContext(
+            raw["previous_source_index"], raw.get("previous_max_event_time_ms"), raw["details"], raw["splits"]
+        )
+        options = self._factory(context).options
+        jmap = self._gateway.jvm.java.util.HashMap()
+        for key, value in options.items():
+            jmap.put(key, value)
+        return jmap
+
+    class Java:
+        implements = ["sluice.hybrid.PythonSourceFactoryCallback"]
+
+
+class HybridSource(Source):
+    """Reads its sources one after the other in one query; every source but the last is bounded."""
+
+    @staticmethod
+    def builder(first: Source) -> HybridSourceBuilder:
+        return HybridSourceBuilder(first)
+
+
+class HybridSourceBuilder(_Builder["HybridSourceBuilder"]):
+    _source_type = "hybrid"
+    _source_class = HybridSource
+
+    def __init__(self, first: Source) -> None:
+        super().__init__()
+        self._count = 0
+        self._add(first.options)
+
+    def _add(self, options: dict[str, str]) -> HybridSourceBuilder:
+        for key, value in options.items():
+            self._options[f"hybrid.{self._count}.{key}"] = value
+        self._count += 1
+        self._options["hybrid.sources"] = str(self._count)
+        return self
+
+    def add_source_factory(
+        self, factory: Callable[[SourceSwitchContext], Source], *, bounded: bool
+    ) -> HybridSourceBuilder:
+        """Adds a source built at switch time by a Python callable from the previous end state.
+
+        Classic PySpark only (the JVM calls back into this Python process); under Spark Connect use
+        ``add_source(..., start_at_previous_end_minus_ms=...)``. ``bounded`` says whether the
+        source it builds is bounded (every source but the last must be).
+        """
+        spark = active_classic_session()
+        if spark is None:
+            raise SluiceConfigError(
+                "HybridSource: a Python factory needs an active classic SparkSession (the JVM calls it "
+                "back over py4j); under Spark Connect use add_source(..., start_at_previous_end_minus_ms=...)."
+            )
+        from pyspark.java_gateway import ensure_callback_server_started
+
+        gateway = spark.sparkContext._gateway  # noqa: SLF001 - py4j callbacks need the gateway
+        ensure_callback_server_started(gateway)
+        factory_id = spark._jvm.sluice.hybrid.PythonSourceFactories.register(
+            _FactoryCallback(factory, gateway)
+        )  # noqa: SLF001
+        return self._add({"pythonFactory": factory_id, "boundedness": "bounded" if bounded else "unbounded"})
+
+    def add_source(
+        self, source: Source, *, start_at_previous_end_minus_ms: int | None = None
+    ) -> HybridSourceBuilder:
+        """Adds the next source.
+
+        With ``start_at_previous_end_minus_ms``, the source (a Kafka source) starts at the largest
+        event time the previous source read, minus that margin, decided when the switch happens —
+        declaratively, so no Python runs at switch time and it works under Spark Connect too. If the
+        previous source had no event time, the source's own start positions apply.
+        """
+        options = dict(source.options)
+        if start_at_previous_end_minus_ms is not None:
+            if int(start_at_previous_end_minus_ms) < 0:
+                raise SluiceConfigError(
+                    f"HybridSource: start_at_previous_end_minus_ms must be >= 0, not {start_at_previous_end_minus_ms}."
+                )
+            options["startAtPreviousEndMinusMs"] = str(int(start_at_previous_end_minus_ms))
+        return self._add(options)

@@ -1,0 +1,149 @@
+"""The Python HybridSource builder: declarative start from the previous end, and Python factories."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+import sluice
+from sluice import (
+    FileSource,
+    GeneratorSource,
+    HybridSource,
+    KafkaSource,
+    OffsetsInitializer,
+    SluiceConfigError,
+)
+from sluice.hybrid import SourceSwitchContext
+from sluice.testing import EmbeddedKafka
+
+SCHEMA = "id BIGINT, ts TIMESTAMP"
+
+
+@pytest.fixture(scope="module")
+def kafka() -> Iterator[EmbeddedKafka]:
+    with EmbeddedKafka() as broker:
+        yield broker
+
+
+def run(spark: SparkSession, source, table: str) -> None:
+    query = (
+        sluice.from_source(spark, source, options={"maxRecordsPerTrigger": 50})
+        .writeStream.format("memory")
+        .queryName(table)
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(180)
+    assert query.exception() is None
+
+
+def test_files_then_kafka_from_the_files_end_minus_a_margin(
+    spark: SparkSession, kafka: EmbeddedKafka, tmp_path: Path
+) -> None:
+    base = 1_700_000_000  # seconds
+    history = tmp_path / "history"
+    history.mkdir()
+    (history / "a.json").write_text(
+        "\n".join(f'{{"id": {i}, "ts": "{_iso(base + i)}"}}' for i in range(100))
+        + "\n",
+        encoding="utf-8",
+    )
+    kafka.create_topic("py-hybrid", partitions=2)
+    kafka.produce(
+        "py-hybrid",
+        [
+            {
+                "value": f'{{"id": {i}, "ts": "{_iso(base + i)}"}}',
+                "partition": i % 2,
+                "timestamp": (base + i) * 1000,
+            }
+            for i in range(80, 150)
+        ],
+    )
+    files = (
+        FileSource.builder()
+        .path(str(history))
+        .format("json")
+        .schema(SCHEMA)
+        .timestamp_column("ts")
+        .build()
+    )
+    live = (
+        KafkaSource.builder()
+        .bootstrap_servers(kafka.bootstrap_servers)
+        .topics("py-hybrid")
+        .starting_offsets(OffsetsInitializer.earliest())
+        .stopping_offsets(OffsetsInitializer.latest())
+        .option("format", "json")
+        .option("schema", SCHEMA)
+        .build()
+    )
+    hybrid = (
+        HybridSource.builder(files)
+        .add_source(live, start_at_previous_end_minus_ms=5_000)
+        .build()
+    )
+    run(spark, hybrid, "py_hybrid_files_kafka")
+    ids = Counter(r.id for r in spark.table("py_hybrid_files_kafka").collect())
+    # files: 0..99; Kafka from the files' last event time (id 99) minus 5 s: ids 94..149
+    assert ids == Counter(list(range(100)) + list(range(94, 150)))
+
+
+def test_a_python_factory_builds_the_next_source_from_the_end_state(
+    spark: SparkSession,
+) -> None:
+    seen: list[SourceSwitchContext] = []
+
+    def next_source(context: SourceSwitchContext) -> GeneratorSource:
+        seen.append(context)
+        start = context.previous_max_event_time_ms + 1_000
+        return (
+            GeneratorSource.builder()
+            .splits(1)
+            .records_per_split(10)
+            .event_time_start_ms(start)
+            .build()
+        )
+
+    first = (
+        GeneratorSource.builder()
+        .splits(2)
+        .records_per_split(20)
+        .event_time_start_ms(0)
+        .build()
+    )
+    hybrid = (
+        HybridSource.builder(first)
+        .add_source_factory(next_source, bounded=True)
+        .build()
+    )
+    run(spark, hybrid, "py_hybrid_factory")
+    rows = spark.table("py_hybrid_factory").collect()
+    assert len(rows) == 50
+    assert len(seen) == 1
+    assert seen[0].previous_source_index == 0
+    assert seen[0].previous_max_event_time_ms == 19_000
+    millis = Counter(round(r.timestamp.timestamp() * 1000) for r in rows)
+    first_source = [i * 1_000 for i in range(20)] * 2
+    built_at_switch = [20_000 + i * 1_000 for i in range(10)]
+    assert millis == Counter(first_source + built_at_switch)
+
+
+def test_validation_names_the_offending_source(spark: SparkSession) -> None:
+    unbounded = GeneratorSource.builder().rows_per_second(1).build()
+    bounded = GeneratorSource.builder().records_per_split(1).build()
+    with pytest.raises(
+        SluiceConfigError, match="source 0 \\(generator\\) is unbounded"
+    ):
+        HybridSource.builder(unbounded).add_source(bounded).build()
+
+
+def _iso(seconds: int) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat()
