@@ -86,10 +86,10 @@ class HybridSourceBuilder(_Builder["HybridSourceBuilder"]):
 
         gateway = spark.sparkContext._gateway  # noqa: SLF001 - py4j callbacks need the gateway
         ensure_callback_server_started(gateway)
-        factory_id = spark._jvm.sluice.hybrid.PythonSourceFactories.register(
+        factory_id = spark._jvm.sluice.hybrid.PythonSourceFactory.register(
             _FactoryCallback(factory, gateway)
         )  # noqa: SLF001
-        return self._add({"pythonFactory": factory_id, "boundedness": "bounded" if bounded else "unbounded"})
+        return self._add({"factory": factory_id, "boundedness": "bounded" if bounded else "unbounded"})
 
     def add_source(
         self, source: Source, *, start_at_previous_end_minus_ms: int | None = None

@@ -28,8 +28,21 @@ class Source:
         return self._options["source"]
 
     def __repr__(self) -> str:
-        pairs = ", ".join(f"{k}={v}" for k, v in sorted(self._options.items()))
+        pairs = ", ".join(f"{k}={_shown(k, v)}" for k, v in sorted(self._options.items()))
         return f"{type(self).__name__}({pairs})"
+
+
+_SECRET_WORDS = ("password", "secret", "token", "jaas", "credential", ".key")
+
+
+def _shown(key: str, value: str) -> str:
+    """Option values as a repr may show them: Kafka client properties other than the brokers and
+    anything that looks like a credential are hidden, as notebooks print reprs freely."""
+    lowered = key.lower()
+    hidden = any(word in lowered for word in _SECRET_WORDS) or (
+        ".kafka." in f".{lowered}" and not lowered.endswith("bootstrap.servers")
+    )
+    return "***" if hidden else value
 
 
 class _Builder(Generic[B]):

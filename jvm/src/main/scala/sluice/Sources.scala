@@ -53,8 +53,9 @@ object Sources {
         "`i * splits + s` and event time `eventTimeStartMs + skew(s) + i * eventTimeStepMs`.",
       GeneratorConfig.all),
     Section("Kafka source (`source` = `kafka`)",
-      "One split per topic-partition. Names follow Spark's Kafka source, so a query moves over by " +
-        "changing `format(\"kafka\")` to `format(\"sluice\").option(\"source\", \"kafka\")`. " +
+      "One split per topic-partition. Names follow Spark's Kafka source (`maxOffsetsPerTrigger` is " +
+        "`maxRecordsPerTrigger`; `assign`, `minOffsetsPerTrigger`, `maxTriggerDelay`, `minPartitions` and " +
+        "`groupIdPrefix` are not supported). " +
         "Raw rows have Spark's Kafka schema: `key`, `value`, `topic`, `partition`, `offset`, " +
         "`timestamp`, `timestampType` (and `headers`).",
       KafkaConfig.documented),

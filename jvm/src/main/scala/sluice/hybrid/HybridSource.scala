@@ -51,7 +51,7 @@ final class HybridSource private (val entries: IndexedSeq[HybridSource.Entry])
 
   private[hybrid] def resolvedSourceAt(index: Int): Source[SourceSplit, Any] =
     built.getOrElse(index, entries(index) match {
-      case Fixed(source) => sourceAt(index, None)
+      case _: Fixed => sourceAt(index, None)
       case _ => throw new IllegalStateException(
         s"HybridSource: source $index has not been built yet; the enumerator restores it first.")
     })
@@ -74,7 +74,6 @@ object HybridSource {
   val Type = "hybrid"
   val SourcesOption = "hybrid.sources"
   private val FactoryKey = "factory"
-  private val PythonFactoryKey = "pythonFactory"
   private val BoundednessKey = "boundedness"
   private val MarginKey = "startAtPreviousEndMinusMs"
 
@@ -91,12 +90,12 @@ object HybridSource {
     override def build(context: Option[SourceSwitchContext]): Source[_, _] = source
   }
 
-  final case class FromFactory(factory: SourceFactory, boundedness: Boundedness) extends Entry {
-    override def options: Map[String, String] = (factory match {
-      case PythonSourceFactory(id) => Map(PythonFactoryKey -> id)
-      case other => Map(FactoryKey -> SourceFactory.encode(other))
-    }) + (BoundednessKey -> (if (boundedness == Boundedness.Bounded) "bounded" else "unbounded"))
-    override def build(context: Option[SourceSwitchContext]): Source[_, _] = factory.create(context.get)
+  /** A source built at the switch by the factory registered under `factoryId`. */
+  final case class FromFactory(factoryId: String, boundedness: Boundedness) extends Entry {
+    override def options: Map[String, String] = Map(FactoryKey -> factoryId,
+      BoundednessKey -> (if (boundedness == Boundedness.Bounded) "bounded" else "unbounded"))
+    override def build(context: Option[SourceSwitchContext]): Source[_, _] =
+      SourceFactories.get(factoryId).create(context.get)
     override def toString: String = s"FromFactory($boundedness)"
   }
 
@@ -116,7 +115,7 @@ object HybridSource {
   final class Builder private[HybridSource] (entries: Vector[Entry]) {
     def addSource(source: Source[_, _]): Builder = new Builder(entries :+ Fixed(source))
     def addSource(factory: SourceFactory, boundedness: Boundedness): Builder =
-      new Builder(entries :+ FromFactory(factory, boundedness))
+      new Builder(entries :+ FromFactory(SourceFactories.register(factory), boundedness))
     def addSource(factory: SourceSwitchContext => Source[_, _], boundedness: Boundedness): Builder =
       addSource(SourceFactory(factory), boundedness)
     /** `source`, started at the previous source's largest event time minus `marginMs`. */
@@ -174,11 +173,8 @@ object HybridSource {
       val prefix = s"hybrid.$i."
       val own = options.collect { case (k, v) if k.toLowerCase.startsWith(prefix) => k.substring(prefix.length) -> v }
       def key(name: String) = own.collectFirst { case (k, v) if k.equalsIgnoreCase(name) => v }
-      val rest = own.filterNot { case (k, _) =>
-        Seq(FactoryKey, PythonFactoryKey, BoundednessKey, MarginKey).exists(_.equalsIgnoreCase(k))
-      }
-      val factory = key(FactoryKey).map(SourceFactory.decode).orElse(key(PythonFactoryKey).map(PythonSourceFactory))
-      (factory, key(MarginKey)) match {
+      val rest = own.filterNot { case (k, _) => Seq(FactoryKey, BoundednessKey, MarginKey).exists(_.equalsIgnoreCase(k)) }
+      (key(FactoryKey), key(MarginKey)) match {
         case (Some(f), _) =>
           val bounded = key(BoundednessKey).map(_.toLowerCase) match {
             case Some("bounded") => Boundedness.Bounded
@@ -186,6 +182,7 @@ object HybridSource {
             case other => throw new IllegalArgumentException(
               s"HybridSource: option 'hybrid.$i.$BoundednessKey' must be bounded or unbounded, not ${other.getOrElse("missing")}.")
           }
+          SourceFactories.get(f) // fails now, naming the fix, if this driver does not know it
           FromFactory(f, bounded)
         case (None, Some(margin)) =>
           val ms = Try(margin.trim.toLong).toOption.filter(_ >= 0).getOrElse(throw new IllegalArgumentException(

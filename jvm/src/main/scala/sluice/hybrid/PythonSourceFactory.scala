@@ -1,6 +1,5 @@
 package sluice.hybrid
 
-import scala.collection.concurrent.TrieMap
 import scala.jdk.CollectionConverters._
 
 import com.fasterxml.jackson.databind.ObjectMapper
@@ -17,34 +16,18 @@ trait PythonSourceFactoryCallback {
   def create(contextJson: String): java.util.Map[String, String]
 }
 
-/**
- * Callables registered by this driver's Python process. Only an id travels in the query's
- * options; a restarted application registers its callable again when it defines the query.
- */
-object PythonSourceFactories {
-  private val registered = TrieMap[String, PythonSourceFactoryCallback]()
-
-  def register(callback: PythonSourceFactoryCallback): String = {
-    val id = java.util.UUID.randomUUID().toString
-    registered(id) = callback
-    id
-  }
-
-  private[hybrid] def get(id: String): PythonSourceFactoryCallback = registered.getOrElse(id,
-    throw new IllegalStateException(
-      s"HybridSource: the Python factory $id is not registered in this driver; define the query " +
-        "again in this Python process (from_source registers it), or use the declarative form."))
-}
-
-final case class PythonSourceFactory(id: String) extends SourceFactory {
-  override def create(context: SourceSwitchContext): Source[_, _] = {
-    val options = PythonSourceFactories.get(id).create(PythonSourceFactory.toJson(context))
-    Sources.fromOptions(options.asScala.toMap)
-  }
+/** Adapts a Python callback to a `SourceFactory`; registered like any other factory. */
+final class PythonSourceFactory(callback: PythonSourceFactoryCallback) extends SourceFactory {
+  override def create(context: SourceSwitchContext): Source[_, _] =
+    Sources.fromOptions(callback.create(PythonSourceFactory.toJson(context)).asScala.toMap)
 }
 
 object PythonSourceFactory {
   private val mapper = new ObjectMapper()
+
+  /** For py4j: registers the callback and returns the id the Python builder puts in the options. */
+  def register(callback: PythonSourceFactoryCallback): String =
+    SourceFactories.register(new PythonSourceFactory(callback))
 
   def toJson(context: SourceSwitchContext): String = {
     val root = mapper.createObjectNode()

@@ -1,7 +1,6 @@
 package sluice.hybrid
 
-import java.io.{ByteArrayInputStream, ByteArrayOutputStream, ObjectInputStream, ObjectOutputStream}
-import java.util.Base64
+import scala.collection.concurrent.TrieMap
 
 import sluice.api.{EnumeratorEndState, Source}
 
@@ -13,29 +12,35 @@ final case class SourceSwitchContext(previousSourceIndex: Int, previousEndState:
 
 /**
  * Builds a hybrid's next source when the switch happens (FLIP-150's SourceFactory). It runs in
- * the driver, once per switch — again only if the query stops before the switch is recorded, and
- * then it sees the same context. Must be serializable: it travels in the query's options.
+ * the driver, at the switch — and after a restart again, with the recorded context, to rebuild
+ * the source's configuration (never its positions, which are in the offset log).
  */
-trait SourceFactory extends Serializable {
+trait SourceFactory {
   def create(context: SourceSwitchContext): Source[_, _]
 }
 
 object SourceFactory {
   def apply(f: SourceSwitchContext => Source[_, _]): SourceFactory = (context: SourceSwitchContext) => f(context)
+}
 
-  private[hybrid] def encode(factory: SourceFactory): String = {
-    val bytes = new ByteArrayOutputStream()
-    val out = new ObjectOutputStream(bytes)
-    try out.writeObject(factory) finally out.close()
-    Base64.getEncoder.encodeToString(bytes.toByteArray)
+/**
+ * Factories live in the driver that defines the query; only an id travels in the query's
+ * options. Nothing is ever deserialized from an option, so an option (e.g. one sent through
+ * Spark Connect) cannot smuggle code into the driver. A restarted application registers its
+ * factories again when it defines the query again.
+ */
+object SourceFactories {
+  private val registered = TrieMap[String, SourceFactory]()
+
+  def register(factory: SourceFactory): String = {
+    val id = java.util.UUID.randomUUID().toString
+    registered(id) = factory
+    id
   }
 
-  private[hybrid] def decode(text: String): SourceFactory = {
-    val in = new ObjectInputStream(new ByteArrayInputStream(Base64.getDecoder.decode(text))) {
-      // Classes of the user's factory come from the application's class loader, not the JDK's.
-      override def resolveClass(desc: java.io.ObjectStreamClass): Class[_] =
-        Class.forName(desc.getName, false, Thread.currentThread().getContextClassLoader)
-    }
-    try in.readObject().asInstanceOf[SourceFactory] finally in.close()
-  }
+  def get(id: String): SourceFactory = registered.getOrElse(id,
+    throw new IllegalStateException(
+      s"HybridSource: source factory $id is not registered in this driver. Factories are not stored " +
+        "in the checkpoint: define the query again in this application (building the HybridSource " +
+        "registers its factories), or use a fixed or declarative next source."))
 }

@@ -36,7 +36,7 @@ final class SluiceMicroBatchStream(
     spark.sparkContext.register(acc, s"sluice-progress-$displayName")
     acc
   }
-  private val progressStore = new ProgressStore(metadataPath, spark.sessionState.newHadoopConf())
+  private val metadata = new SourceMetadata(metadataPath, spark.sessionState.newHadoopConf())
   private val tracker = new SplitProgressTracker
   private val splits = mutable.LinkedHashMap[String, SourceSplit]()
   private var enumerator: SplitEnumerator[SourceSplit, Any] = _
@@ -47,13 +47,30 @@ final class SluiceMicroBatchStream(
 
   // ---- offsets --------------------------------------------------------------------------------
 
+  /**
+   * Spark asks for the initial offset more than once (and again when it replays batch 0 after a
+   * restart). Start positions are resolved once — "latest" or a timestamp must not move — and
+   * kept in the source's checkpoint folder.
+   */
   override def initialOffset(): SparkOffset = synchronized {
-    val e = source.createEnumerator()
-    enumerator = e
-    progressRestored = true
-    e.discoverSplits().foreach(track)
-    offsetAt(splits.values.map(s => s.splitId -> s.startPosition).toMap)
+    if (initial == null) {
+      initial = metadata.readInitialOffset() match {
+        case Some(json) =>
+          val offset = SluiceOffset.fromJson(json)
+          absorb(offset)
+          offset
+        case None =>
+          enumerator = source.createEnumerator()
+          progressRestored = true
+          enumerator.discoverSplits().foreach(track)
+          val offset = offsetAt(splits.values.map(s => s.splitId -> s.startPosition).toMap)
+          metadata.writeInitialOffset(offset.json())
+          offset
+      }
+    }
+    initial
   }
+  private var initial: SluiceOffset = _
 
   override def deserializeOffset(json: String): SparkOffset = {
     val offset = SluiceOffset.fromJson(json)
@@ -75,6 +92,10 @@ final class SluiceMicroBatchStream(
     val start = SluiceOffset.of(startOffset)
     absorb(start)
     foldReports()
+    // Spark plans a batch only after the previous one committed, so every range up to `start`
+    // was read in full, even if its report died with a previous driver: a finished split must
+    // not look unfinished forever (a hybrid would never switch).
+    start.splits.foreach(e => tracker.advanceTo(e.splitId, e.position))
     enumerator.progressUpdated(splitsWithProgress)
     enumerator.discoverSplits().foreach(track)
 
@@ -161,7 +182,7 @@ final class SluiceMicroBatchStream(
     }
     if (!progressRestored) {
       progressRestored = true
-      progressStore.read().filter(p => splits.contains(p.splitId)).foreach(tracker.restore)
+      metadata.readProgress().filter(p => splits.contains(p.splitId)).foreach(tracker.restore)
     }
   }
   private var progressRestored = false
@@ -194,7 +215,7 @@ final class SluiceMicroBatchStream(
    * next offset is written), so a driver that dies in between loses nothing it could have kept.
    */
   private def foldReports(): Unit = {
-    if (tracker.fold(accumulator.drain())) progressStore.write(tracker.all)
+    if (tracker.fold(accumulator.drain())) metadata.writeProgress(tracker.all)
   }
 
   /** Spark calls this before restoring offsets; the bound is taken at the first planning. */
@@ -203,7 +224,9 @@ final class SluiceMicroBatchStream(
   }
 
   override def stop(): Unit = synchronized {
-    if (enumerator != null) enumerator.close()
+    if (enumerator != null) {
+      try foldReports() finally enumerator.close()
+    }
   }
 
   // ---- metrics --------------------------------------------------------------------------------

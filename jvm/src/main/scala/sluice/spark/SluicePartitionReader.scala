@@ -33,7 +33,11 @@ final class SluicePartitionReader(
   private val stats: Map[String, Stats] = partition.ranges.map(r => r.split.splitId -> new Stats(r)).toMap
   private var unfinished: Set[String] = stats.keySet
   private val reader = source.createReader()
-  reader.handleSplitsChanges(partition.ranges)
+  try reader.handleSplitsChanges(partition.ranges) catch {
+    case e: Throwable =>
+      reader.close() // Spark never sees this reader, so it would never close it
+      throw e
+  }
 
   private var fetched: RecordsWithSplitIds = _
   private var current: Stats = _

@@ -40,6 +40,12 @@ final class SluiceTable(source: Source[SourceSplit, Any], options: StreamOptions
 final class SluiceScan(source: Source[SourceSplit, Any], options: StreamOptions) extends Scan {
   override def readSchema(): StructType = source.schema
   override def description(): String = s"Sluice ${source.sourceType} source${options.name.fold("")(n => s" '$n'")}"
-  override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream =
-    new SluiceMicroBatchStream(source, options, checkpointLocation, SparkSession.active)
+  /**
+   * Each query gets its own source object, rebuilt from the options: a DataFrame can start several
+   * queries, and a source may keep per-query state (a hybrid's sources built at its switches).
+   */
+  override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
+    val own = sluice.Sources.fromOptions(source.options).asInstanceOf[Source[SourceSplit, Any]]
+    new SluiceMicroBatchStream(own, options, checkpointLocation, SparkSession.active)
+  }
 }

@@ -22,6 +22,14 @@ final class SplitProgressTracker {
     case _ => progress(p.splitId) = p
   }
 
+  /**
+   * Marks a split read up to `position` without a report for it (its report was lost with a
+   * driver); records and event times of that stretch stay unknown.
+   */
+  def advanceTo(splitId: String, position: Long): Unit = progress.get(splitId).foreach { known =>
+    if (position > known.position) progress(splitId) = known.copy(position = position)
+  }
+
   /** Folds reports in; returns whether anything changed. */
   def fold(reports: Seq[SplitReport]): Boolean = {
     var changed = false

@@ -23,8 +23,9 @@ object TopicSubscription {
 
 /**
  * The Kafka source's settings. Option names follow Spark's Kafka source (`kafka.*` consumer
- * properties, `subscribe`, `startingOffsets`, `failOnDataLoss`, ...), so queries move over by
- * changing `format("kafka")` to `format("sluice").option("source", "kafka")`.
+ * properties, `subscribe`, `startingOffsets`, `failOnDataLoss`, ...), so most queries move over
+ * by changing `format("kafka")` to `format("sluice").option("source", "kafka")` (docs/connectors.md
+ * lists the exceptions).
  */
 final case class KafkaConfig(
     consumerProperties: Map[String, String],
@@ -182,7 +183,7 @@ object KafkaConfig {
         KafkaRecordDecoder.Parsed(payload)
     }
 
-    KafkaConfig(consumer.map { case (k, v) => k -> v } + ("bootstrap.servers" -> servers.trim), subscription,
+    KafkaConfig(consumer + ("bootstrap.servers" -> servers.trim), subscription,
       starting, stopping, o.get(FailOnDataLoss).get, o.get(IncludeHeaders).get,
       o.get(PartitionDiscoveryIntervalMs).get, o.get(PollTimeoutMs).get, decoder)
   }

@@ -68,7 +68,9 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
           throw new IllegalStateException(
             s"KafkaSource: partition ${s.splitId} is gone (its topic or partition was deleted), so " +
               "records not read yet may be lost. Set failOnDataLoss=false to go on without it.")
-        case None => s.startPosition // gone: nothing more can be read from it
+        // gone: a bounded split is planned to its end, so the reader finds it gone, counts the
+        // loss and finishes it (a hybrid must not wait for it forever); an unbounded one stops
+        case None => s.stopPosition.getOrElse(s.startPosition)
       }
       s.splitId -> s.stopPosition.fold(end)(math.min(_, end))
     }.toMap

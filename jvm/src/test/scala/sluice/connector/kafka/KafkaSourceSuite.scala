@@ -181,4 +181,23 @@ class KafkaSourceSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBa
     assert(skipping.splitCounters("vanishing-b-0") == Map("dataLossOffsets" -> 10L))
     skipping.close()
   }
+
+  test("start offsets are resolved once: a restarted query replays batch 0 from the same 'latest'") {
+    val topic = "latest-once"
+    kafka.createTopic(topic, 1)
+    produce(topic, 0, 0, 10)
+    val options = Map("source" -> "kafka", "kafka.bootstrap.servers" -> kafka.bootstrapServers, "subscribe" -> topic)
+    val (streamOptions, source) = sluice.spark.StreamOptions.parse(options)
+    val metadata = tempDir("source-metadata").toString
+    def stream() = new sluice.spark.SluiceMicroBatchStream(source, streamOptions, metadata, spark)
+    val first = stream()
+    val initial = sluice.spark.SluiceOffset.of(first.initialOffset())
+    assert(initial.splits.map(_.position) == Seq(10L))
+    assert(first.initialOffset() eq first.initialOffset(), "Spark asks twice; the answer must not change")
+    first.stop()
+    produce(topic, 0, 10, 15) // 'latest' has moved on
+    val restarted = stream()
+    assert(sluice.spark.SluiceOffset.of(restarted.initialOffset()) == initial)
+    restarted.stop()
+  }
 }
