@@ -11,12 +11,12 @@ import json
 import os
 import shutil
 import statistics
-import time
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 import sluice
+from bench.common import rows_read, run_available_now, session
 
 ROOT = Path(__file__).resolve().parent
 WORK = ROOT / "work" / "file_throughput"
@@ -26,16 +26,11 @@ BYTES_PER_ROW = 110  # a little under the ~115 bytes of the rows generated below
 
 
 def _session() -> SparkSession:
-    builder = (
-        SparkSession.builder.master(os.environ.get("SLUICE_BENCH_MASTER", "local[*]"))
-        .appName("sluice-bench-file")
-        .config("spark.ui.enabled", "false")
-        .config(
-            "spark.driver.memory", os.environ.get("SLUICE_BENCH_DRIVER_MEMORY", "3g")
-        )
-        .config("spark.sql.shuffle.partitions", "2")
+    return session(
+        "sluice-bench-file",
+        master=os.environ.get("SLUICE_BENCH_MASTER", "local[*]"),
+        driver_memory=os.environ.get("SLUICE_BENCH_DRIVER_MEMORY", "3g"),
     )
-    return sluice.configure(builder).getOrCreate()
 
 
 def _data(spark: SparkSession, gigabytes: float) -> tuple[Path, int, int]:
@@ -66,20 +61,8 @@ def _data(spark: SparkSession, gigabytes: float) -> tuple[Path, int, int]:
 
 
 def _timed(df, checkpoint: Path) -> tuple[float, int]:
-    shutil.rmtree(checkpoint, ignore_errors=True)
-    start = time.perf_counter()
-    query = (
-        df.writeStream.format("noop")
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
-    elapsed = time.perf_counter() - start
-    if query.exception() is not None:
-        raise RuntimeError(str(query.exception()))
-    rows = sum(p["numInputRows"] for p in query.recentProgress)
-    return elapsed, rows
+    seconds, progress = run_available_now(df, checkpoint)
+    return seconds, rows_read(progress)
 
 
 def run() -> dict:

@@ -35,13 +35,13 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 import sluice
+from bench.common import rows_read, run_available_now, session
 from sluice import FileSource, HybridSource, KafkaSource, OffsetsInitializer
 from sluice.testing import EmbeddedKafka
 
 ROOT = Path(__file__).resolve().parent
 WORK = ROOT / "work" / "hybrid_switch"
 RESULT = ROOT / "results" / "hybrid_switch.json"
-SPARK_KAFKA_JARS = ROOT.parent / "jvm" / "target" / "spark-kafka-jars.txt"
 SCHEMA = "id BIGINT, user STRING, amount DOUBLE, ts TIMESTAMP"
 T0 = 1_700_000_000_000  # the first event's time (ms)
 STEP_MS = 10  # one event every 10 ms of event time
@@ -53,24 +53,12 @@ FILE_FRACTION = 0.75  # the first 3/4 of the events are in files, the rest in Ka
 
 def event(i: int) -> dict:
     ts = datetime.fromtimestamp((T0 + i * STEP_MS) / 1000, tz=timezone.utc)
-    return {"id": i, "user": f"u{i % 97}", "amount": round(i * 0.01, 2), "ts": ts.isoformat()}
-
-
-def _session() -> SparkSession:
-    if not SPARK_KAFKA_JARS.exists():
-        raise FileNotFoundError(f"{SPARK_KAFKA_JARS} is missing: run `make build`")
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName("bench-hybrid-switch")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", "4g")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.jars", SPARK_KAFKA_JARS.read_text().strip())
-    )
-    spark = sluice.configure(builder).getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    return {
+        "id": i,
+        "user": f"u{i % 97}",
+        "amount": round(i * 0.01, 2),
+        "ts": ts.isoformat(),
+    }
 
 
 def _files(total: int) -> tuple[Path, int, int]:
@@ -79,7 +67,12 @@ def _files(total: int) -> tuple[Path, int, int]:
     marker = WORK / "meta.json"
     if marker.exists():
         meta = json.loads(marker.read_text())
-        if meta == {"rows": in_files, "step_ms": STEP_MS, "files": FILES, "bytes": meta.get("bytes")}:
+        if meta == {
+            "rows": in_files,
+            "step_ms": STEP_MS,
+            "files": FILES,
+            "bytes": meta.get("bytes"),
+        }:
             return WORK / "files", in_files, meta["bytes"]
     shutil.rmtree(WORK, ignore_errors=True)
     (WORK / "files").mkdir(parents=True)
@@ -89,7 +82,11 @@ def _files(total: int) -> tuple[Path, int, int]:
             for i in range(f * per_file, min((f + 1) * per_file, in_files)):
                 out.write(json.dumps(event(i)) + "\n")
     size = sum(p.stat().st_size for p in (WORK / "files").glob("*.json"))
-    marker.write_text(json.dumps({"rows": in_files, "step_ms": STEP_MS, "files": FILES, "bytes": size}))
+    marker.write_text(
+        json.dumps(
+            {"rows": in_files, "step_ms": STEP_MS, "files": FILES, "bytes": size}
+        )
+    )
     return WORK / "files", in_files, size
 
 
@@ -112,7 +109,12 @@ def _produce(kafka: EmbeddedKafka, first: int, last: int) -> float:
 
 def _hybrid(files: Path, bootstrap: str) -> HybridSource:
     history = (
-        FileSource.builder().path(str(files)).format("json").schema(SCHEMA).timestamp_column("ts").build()
+        FileSource.builder()
+        .path(str(files))
+        .format("json")
+        .schema(SCHEMA)
+        .timestamp_column("ts")
+        .build()
     )
     live = (
         KafkaSource.builder()
@@ -123,33 +125,19 @@ def _hybrid(files: Path, bootstrap: str) -> HybridSource:
         .option("schema", SCHEMA)
         .build()
     )
-    return HybridSource.builder(history).add_source(live, start_at_previous_end_minus_ms=0).build()
-
-
-def _available_now(df, checkpoint: Path) -> tuple[float, list[dict]]:
-    """Runs df into the no-op sink with Trigger.AvailableNow: (seconds, progress of every batch)."""
-    shutil.rmtree(checkpoint, ignore_errors=True)
-    started = time.perf_counter()
-    query = (
-        df.writeStream.format("noop")
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start()
+    return (
+        HybridSource.builder(history)
+        .add_source(live, start_at_previous_end_minus_ms=0)
+        .build()
     )
-    query.awaitTermination()
-    seconds = time.perf_counter() - started
-    if query.exception() is not None:
-        raise RuntimeError(str(query.exception()))
-    return seconds, query.recentProgress
-
-
-def _rows(progress: list[dict]) -> int:
-    return sum(p["numInputRows"] for p in progress)
 
 
 def _per_source(progress: list[dict]) -> list[int]:
     """Sluice's cumulative records read per hybrid source, from the last batch's metrics."""
-    return [int(n) for n in progress[-1]["sources"][0]["metrics"]["recordsPerSource"].split(",")]
+    return [
+        int(n)
+        for n in progress[-1]["sources"][0]["metrics"]["recordsPerSource"].split(",")
+    ]
 
 
 def _ms(iso: str) -> float:
@@ -158,16 +146,26 @@ def _ms(iso: str) -> float:
 
 class Bench:
     def __init__(
-        self, spark: SparkSession, files: Path, bootstrap: str, in_files: int, in_kafka: int
+        self,
+        spark: SparkSession,
+        files: Path,
+        bootstrap: str,
+        in_files: int,
+        in_kafka: int,
     ) -> None:
         self.spark, self.files, self.bootstrap = spark, files, bootstrap
         self.in_files, self.in_kafka = in_files, in_kafka
 
     def sluice_once(self, tag: str) -> tuple[float, int]:
-        df = sluice.from_source(self.spark, _hybrid(self.files, self.bootstrap), name="files+kafka")
-        seconds, progress = _available_now(df, WORK / f"ckpt-sluice-{tag}")
-        rows, per_source = _rows(progress), _per_source(progress)
-        if rows != self.in_files + self.in_kafka or per_source != [self.in_files, self.in_kafka]:
+        df = sluice.from_source(
+            self.spark, _hybrid(self.files, self.bootstrap), name="files+kafka"
+        )
+        seconds, progress = run_available_now(df, WORK / f"ckpt-sluice-{tag}")
+        rows, per_source = rows_read(progress), _per_source(progress)
+        if rows != self.in_files + self.in_kafka or per_source != [
+            self.in_files,
+            self.in_kafka,
+        ]:
             raise AssertionError(
                 f"sluice read {rows} rows (per source {per_source}), "
                 f"expected {self.in_files + self.in_kafka} ([{self.in_files}, {self.in_kafka}])"
@@ -176,9 +174,13 @@ class Bench:
 
     def spark_once(self, tag: str) -> tuple[float, float]:
         files_df = self.spark.readStream.schema(SCHEMA).json(str(self.files))
-        files_seconds, progress = _available_now(files_df, WORK / f"ckpt-spark-files-{tag}")
-        if _rows(progress) != self.in_files:
-            raise AssertionError(f"spark's file source read {_rows(progress)} rows, expected {self.in_files}")
+        files_seconds, progress = run_available_now(
+            files_df, WORK / f"ckpt-spark-files-{tag}"
+        )
+        if rows_read(progress) != self.in_files:
+            raise AssertionError(
+                f"spark's file source read {rows_read(progress)} rows, expected {self.in_files}"
+            )
         kafka_df = (
             self.spark.readStream.format("kafka")
             .option("kafka.bootstrap.servers", self.bootstrap)
@@ -188,14 +190,18 @@ class Bench:
             .selectExpr(f"from_json(CAST(value AS STRING), '{SCHEMA}') AS e")
             .select("e.*")
         )
-        kafka_seconds, progress = _available_now(kafka_df, WORK / f"ckpt-spark-kafka-{tag}")
-        if _rows(progress) != self.in_kafka:
+        kafka_seconds, progress = run_available_now(
+            kafka_df, WORK / f"ckpt-spark-kafka-{tag}"
+        )
+        if rows_read(progress) != self.in_kafka:
             raise AssertionError(
-                f"spark's kafka source read {_rows(progress)} rows, expected {self.in_kafka}"
+                f"spark's kafka source read {rows_read(progress)} rows, expected {self.in_kafka}"
             )
         return files_seconds, kafka_seconds
 
-    def switch_once(self, tag: str, trigger_ms: int, limit: int, timeout_s: float) -> dict:
+    def switch_once(
+        self, tag: str, trigger_ms: int, limit: int, timeout_s: float
+    ) -> dict:
         checkpoint = WORK / f"ckpt-switch-{tag}"
         shutil.rmtree(checkpoint, ignore_errors=True)
         df = sluice.from_source(
@@ -213,20 +219,23 @@ class Bench:
         )
         deadline = time.monotonic() + timeout_s
         try:
-            while _rows(query.recentProgress) < expected:
+            while rows_read(query.recentProgress) < expected:
                 if query.exception() is not None:
                     raise RuntimeError(str(query.exception()))
                 if time.monotonic() > deadline:
                     raise AssertionError(
-                        f"switch run {tag}: {_rows(query.recentProgress)} of {expected} rows after {timeout_s:.0f} s"
+                        f"switch run {tag}: {rows_read(query.recentProgress)} of {expected} rows after {timeout_s:.0f} s"
                     )
                 time.sleep(0.2)
         finally:
             query.stop()
         progress = [p for p in query.recentProgress if p["numInputRows"] > 0]
-        if _rows(progress) != expected or _per_source(progress) != [self.in_files, self.in_kafka]:
+        if rows_read(progress) != expected or _per_source(progress) != [
+            self.in_files,
+            self.in_kafka,
+        ]:
             raise AssertionError(
-                f"switch run {tag}: read {_rows(progress)} rows (per source {_per_source(progress)}), "
+                f"switch run {tag}: read {rows_read(progress)} rows (per source {_per_source(progress)}), "
                 f"expected {expected} ([{self.in_files}, {self.in_kafka}])"
             )
         active = [p["sources"][0]["metrics"]["activeSource"] for p in progress]
@@ -237,7 +246,9 @@ class Bench:
                 f"switch run {tag}: active sources per batch {active}, expected files then kafka"
             )
         last_file, first_kafka = file_batches[-1], kafka_batches[0]
-        last_file_end = _ms(last_file["timestamp"]) + last_file["durationMs"]["triggerExecution"]
+        last_file_end = (
+            _ms(last_file["timestamp"]) + last_file["durationMs"]["triggerExecution"]
+        )
         first_kafka_start = _ms(first_kafka["timestamp"])
         latency = first_kafka_start - last_file_end
         return {
@@ -247,10 +258,14 @@ class Bench:
             "first_kafka_batch": first_kafka["batchId"],
             # the first Kafka batch's own time (it plans the switch: the offsets by timestamp lookup)
             "first_kafka_batch_ms": first_kafka["durationMs"]["triggerExecution"],
-            "first_kafka_batch_latest_offset_ms": first_kafka["durationMs"].get("latestOffset"),
+            "first_kafka_batch_latest_offset_ms": first_kafka["durationMs"].get(
+                "latestOffset"
+            ),
             "file_batches": len(file_batches),
             "kafka_batches": len(kafka_batches),
-            "file_batch_ms": [p["durationMs"]["triggerExecution"] for p in file_batches],
+            "file_batch_ms": [
+                p["durationMs"]["triggerExecution"] for p in file_batches
+            ],
             "rows_per_batch": [p["numInputRows"] for p in progress],
             "batch_ids_with_rows": [p["batchId"] for p in progress],
         }
@@ -264,7 +279,9 @@ def run() -> dict:
     in_kafka = total - in_files
     # the file phase of the switch runs spans about six batches (a limit in records; the file source
     # converts it to bytes with the bytes per record it has seen)
-    limit = int(os.environ.get("SLUICE_BENCH_HYBRID_LIMIT", str(max(1, in_files // 6 + 1))))
+    limit = int(
+        os.environ.get("SLUICE_BENCH_HYBRID_LIMIT", str(max(1, in_files // 6 + 1)))
+    )
     with EmbeddedKafka(heap="1g", jvm_options=["-XX:+UseParallelGC"]) as kafka:
         kafka.create_topic(TOPIC, partitions=PARTITIONS)
         print(
@@ -272,23 +289,37 @@ def run() -> dict:
             f"producing {in_kafka:,} into Kafka ({PARTITIONS} partitions)"
         )
         produce_seconds = _produce(kafka, in_files, total)
-        print(f"  produced in {produce_seconds:.1f} s ({in_kafka / produce_seconds:,.0f} records/s)")
-        spark = _session()
+        print(
+            f"  produced in {produce_seconds:.1f} s ({in_kafka / produce_seconds:,.0f} records/s)"
+        )
+        spark = session("bench-hybrid-switch", spark_kafka=True)
         bench = Bench(spark, files, kafka.bootstrap_servers, in_files, in_kafka)
         try:
-            bench.spark_once("warm")  # warm-up: class loading, JIT, consumer pools, file cache
+            bench.spark_once(
+                "warm"
+            )  # warm-up: class loading, JIT, consumer pools, file cache
             bench.sluice_once("warm")
-            sluice_s, sluice_batches, spark_s, spark_files_s, spark_kafka_s = [], [], [], [], []
+            sluice_s, sluice_batches, spark_s, spark_files_s, spark_kafka_s = (
+                [],
+                [],
+                [],
+                [],
+                [],
+            )
             for i in range(runs):
                 f, k = bench.spark_once(str(i))
                 spark_files_s.append(f)
                 spark_kafka_s.append(k)
                 spark_s.append(f + k)
-                print(f"  run {i + 1}: spark  {f + k:6.1f} s (files {f:.1f} s + kafka {k:.1f} s)")
+                print(
+                    f"  run {i + 1}: spark  {f + k:6.1f} s (files {f:.1f} s + kafka {k:.1f} s)"
+                )
                 s, batches = bench.sluice_once(str(i))
                 sluice_s.append(s)
                 sluice_batches.append(batches)
-                print(f"  run {i + 1}: sluice {s:6.1f} s (one hybrid query, {batches} batches with rows)")
+                print(
+                    f"  run {i + 1}: sluice {s:6.1f} s (one hybrid query, {batches} batches with rows)"
+                )
             switches = []
             timeout = 300 + 10 * total / 100_000
             for i in range(runs):
@@ -334,7 +365,9 @@ def run() -> dict:
     }
     RESULT.parent.mkdir(parents=True, exist_ok=True)
     RESULT.write_text(json.dumps(result, indent=2) + "\n")
-    print("| benchmark | Spark s (files + kafka) | Sluice s (hybrid) | switch latency ms | trigger ms |")
+    print(
+        "| benchmark | Spark s (files + kafka) | Sluice s (hybrid) | switch latency ms | trigger ms |"
+    )
     print("|---|---|---|---|---|")
     print(
         f"| hybrid_switch | {result['spark_seconds']:.1f} | {result['sluice_seconds']:.1f} | "

@@ -11,58 +11,27 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import tempfile
-import time
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-import sluice
+from bench.common import rows_read, run_available_now, session
 from sluice.testing import EmbeddedKafka
 
 ROOT = Path(__file__).resolve().parent
 RESULT = ROOT / "results" / "kafka_throughput.json"
-SPARK_KAFKA_JARS = ROOT.parent / "jvm" / "target" / "spark-kafka-jars.txt"
 TOPIC = "bench"
 PARTITIONS = 8
 VALUE_BYTES = 100
 
 
-def _session() -> SparkSession:
-    if not SPARK_KAFKA_JARS.exists():
-        raise FileNotFoundError(f"{SPARK_KAFKA_JARS} is missing: run `make build`")
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName("bench-kafka-throughput")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", "4g")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.jars", SPARK_KAFKA_JARS.read_text().strip())
-    )
-    spark = sluice.configure(builder).getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
-
-
 def _time_query(
     spark: SparkSession, fmt: str, options: dict[str, str]
 ) -> tuple[int, float]:
-    df = spark.readStream.format(fmt).options(**options).load()
-    with tempfile.TemporaryDirectory(prefix="bench-ckpt-") as checkpoint:
-        started = time.perf_counter()
-        query = (
-            df.writeStream.format("noop")
-            .option("checkpointLocation", checkpoint)
-            .trigger(availableNow=True)
-            .start()
-        )
-        query.awaitTermination()
-        seconds = time.perf_counter() - started
-    if query.exception() is not None:
-        raise RuntimeError(str(query.exception()))
-    rows = sum(p["numInputRows"] for p in query.recentProgress)
-    return rows, seconds
+    seconds, progress = run_available_now(
+        spark.readStream.format(fmt).options(**options).load()
+    )
+    return rows_read(progress), seconds
 
 
 def run() -> dict:
@@ -79,7 +48,7 @@ def run() -> dict:
             "subscribe": TOPIC,
             "startingOffsets": "earliest",
         }
-        spark = _session()
+        spark = session("bench-kafka-throughput", spark_kafka=True)
         try:
             _time_query(
                 spark, "kafka", common

@@ -33,7 +33,7 @@ final class SluiceMicroBatchStream(
   private val displayName = options.name.getOrElse(source.sourceType)
   private val accumulator = {
     val acc = new SplitProgressAccumulator
-    spark.sparkContext.register(acc, s"sluice-progress-$displayName")
+    spark.sparkContext.register(acc) // unnamed: named accumulators are rendered into the UI and event log per task
     acc
   }
   private val metadata = new SourceMetadata(metadataPath, spark.sessionState.newHadoopConf())

@@ -1,0 +1,66 @@
+"""What every benchmark needs: a Spark session with the Sluice jar, and a timed AvailableNow run."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+
+import sluice
+
+SPARK_KAFKA_JARS = (
+    Path(__file__).resolve().parent.parent / "jvm" / "target" / "spark-kafka-jars.txt"
+)
+
+
+def session(
+    app: str,
+    *,
+    master: str = "local[2]",
+    driver_memory: str = "4g",
+    spark_kafka: bool = False,
+) -> SparkSession:
+    """A quiet session with the Sluice jar; `spark_kafka` adds Spark's own Kafka connector."""
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", driver_memory)
+        .config("spark.sql.shuffle.partitions", "2")
+    )
+    if spark_kafka:
+        if not SPARK_KAFKA_JARS.exists():
+            raise FileNotFoundError(f"{SPARK_KAFKA_JARS} is missing: run `make build`")
+        builder = builder.config("spark.jars", SPARK_KAFKA_JARS.read_text().strip())
+    spark = sluice.configure(builder).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def run_available_now(
+    df: DataFrame, checkpoint: Path | None = None
+) -> tuple[float, list[dict]]:
+    """Runs `df` into the no-op sink with Trigger.AvailableNow: (wall seconds, every batch's progress)."""
+    with tempfile.TemporaryDirectory(prefix="bench-ckpt-") as scratch:
+        location = checkpoint or Path(scratch)
+        shutil.rmtree(location, ignore_errors=True)
+        started = time.perf_counter()
+        query = (
+            df.writeStream.format("noop")
+            .option("checkpointLocation", str(location))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+        seconds = time.perf_counter() - started
+    if query.exception() is not None:
+        raise RuntimeError(str(query.exception()))
+    return seconds, query.recentProgress
+
+
+def rows_read(progress: list[dict]) -> int:
+    return sum(p["numInputRows"] for p in progress)
