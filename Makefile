@@ -48,7 +48,7 @@ docs: $(VENV)/.ok
 
 clean:
 	rm -rf jvm/target testkit/target target project/target project/project python/sluice/jars \
-	  python/build $(VENV)/.sluice-installed bench/work
+	  python/build $(VENV)/.sluice-installed bench/scratch
 
 $(VENV)/.ok: python/requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

@@ -2,7 +2,7 @@
 
 Both read every file once (Trigger.AvailableNow) into the no-op sink; the measure is rows per
 second, median of several alternating runs. The data (SLUICE_BENCH_FILE_GB, default 1) is
-generated once into bench/work/ and reused while its size stays the same.
+generated once into bench/scratch/ and reused while its size stays the same.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import sluice
 from bench.common import rows_read, run_available_now, session
 
 ROOT = Path(__file__).resolve().parent
-WORK = ROOT / "work" / "file_throughput"
+WORK = ROOT / "scratch" / "file_throughput"
 RESULT = ROOT / "results" / "file_throughput.json"
 SCHEMA = "id BIGINT, user STRING, amount DOUBLE, ts TIMESTAMP, meta STRUCT<k: INT, tags: ARRAY<STRING>>"
 BYTES_PER_ROW = 110  # a little under the ~115 bytes of the rows generated below, so the size is reached

@@ -4,7 +4,7 @@ The data is one stream of events (`id BIGINT, user STRING, amount DOUBLE, ts TIM
 event every STEP_MS of event time): the first three quarters as JSON-lines files, the following
 quarter as JSON values in a Kafka topic of 8 partitions whose record timestamps are the event
 times. SLUICE_BENCH_HYBRID_ROWS (default 2,000,000) sets the number of events in all; the files
-are generated once into bench/work/hybrid_switch/ and reused while that number stays the same.
+are generated once into bench/scratch/hybrid_switch/ and reused while that number stays the same.
 
 Two measures:
 
@@ -40,7 +40,7 @@ from sluice import FileSource, HybridSource, KafkaSource, OffsetsInitializer
 from sluice.testing import EmbeddedKafka
 
 ROOT = Path(__file__).resolve().parent
-WORK = ROOT / "work" / "hybrid_switch"
+WORK = ROOT / "scratch" / "hybrid_switch"
 RESULT = ROOT / "results" / "hybrid_switch.json"
 SCHEMA = "id BIGINT, user STRING, amount DOUBLE, ts TIMESTAMP"
 T0 = 1_700_000_000_000  # the first event's time (ms)
