@@ -136,3 +136,37 @@ def test_a_missing_required_option_names_it(spark: SparkSession) -> None:
     with pytest.raises(Exception) as error:
         spark.readStream.format("sluice").option("splits", "2").load()
     assert "missing required option 'source'" in str(error.value)
+
+
+def test_under_spark_connect_from_source_takes_the_options_route(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spark Connect has no py4j: from_source must only use readStream.format("sluice").options()."""
+    import sluice as package
+
+    monkeypatch.setattr(package, "is_remote", lambda _spark: True)
+
+    def no_py4j(_call):
+        raise AssertionError("from_source used py4j, which Spark Connect does not have")
+
+    monkeypatch.setattr(package, "call_jvm", no_py4j)
+    source = GeneratorSource.builder().splits(2).records_per_split(4).build()
+    df = package.from_source(
+        spark,
+        source,
+        watermark_strategy=sluice.WatermarkStrategy.no_watermarks(),
+        name="remote",
+        options={"maxRecordsPerTrigger": 3},
+    )
+    query = (
+        df.writeStream.format("memory")
+        .queryName("py_gen_remote")
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(120)
+    assert Counter(
+        (r.id, r.split) for r in spark.table("py_gen_remote").collect()
+    ) == expected_ids(2, 4)
+    assert all(p["numInputRows"] <= 3 for p in query.recentProgress)
+    assert query.recentProgress[-1]["sources"][0]["metrics"]["source"] == "remote"

@@ -28,10 +28,14 @@ SCRIPT = textwrap.dedent(
 
 
 @pytest.mark.slow
-def test_packages_coordinate_resolves_from_the_local_maven_repository(tmp_path: Path) -> None:
+def test_packages_coordinate_resolves_from_the_local_maven_repository(
+    tmp_path: Path,
+) -> None:
     """`make build` runs publishM2; Spark's --packages looks in ~/.m2 before Maven Central."""
     script = tmp_path / "packaged.py"
     script.write_text(SCRIPT.format(ivy=str(tmp_path / "ivy")))
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "ROWS 10" in done.stdout
