@@ -4,7 +4,7 @@ import scala.jdk.CollectionConverters._
 
 import com.fasterxml.jackson.databind.ObjectMapper
 
-import sluice.api.{EnumeratorEndState, SplitProgress, VersionedSerializer}
+import sluice.api.{EnumeratorEndState, SplitProgressJson, VersionedSerializer}
 
 /**
  * The hybrid's state as JSON: the active index, the active enumerator's own state, and each switch
@@ -29,13 +29,7 @@ private[hybrid] object HybridStateSerializer extends VersionedSerializer[HybridE
       val details = n.putObject("details")
       s.context.previousEndState.details.foreach { case (k, v) => details.put(k, v) }
       val splits = n.putArray("splits")
-      s.context.previousEndState.splits.foreach { p =>
-        val sp = splits.addObject()
-        sp.put("id", p.splitId)
-        sp.put("position", p.position)
-        p.maxEventTime.foreach(sp.put("maxEventTime", _))
-        sp.put("records", p.records)
-      }
+      s.context.previousEndState.splits.foreach(p => SplitProgressJson.write(p, splits.addObject()))
     }
     mapper.writeValueAsString(root)
   }
@@ -44,10 +38,7 @@ private[hybrid] object HybridStateSerializer extends VersionedSerializer[HybridE
     if (version > this.version) throw VersionedSerializer.unsupported("hybrid source state", version, this.version)
     val root = mapper.readTree(text)
     val switches = root.get("switches").elements().asScala.map { n =>
-      val splits = n.get("splits").elements().asScala.map { sp =>
-        SplitProgress(sp.get("id").asText, sp.get("position").asLong,
-          Option(sp.get("maxEventTime")).map(_.asLong), sp.get("records").asLong)
-      }.toSeq
+      val splits = n.get("splits").elements().asScala.map(SplitProgressJson.read).toSeq
       val details = n.get("details").properties().asScala.map(e => e.getKey -> e.getValue.asText).toMap
       SwitchRecord(n.get("to").asInt,
         SourceSwitchContext(n.get("from").asInt, EnumeratorEndState(splits, details)), n.get("atMs").asLong)

@@ -9,7 +9,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
 
-import sluice.api.SplitProgress
+import sluice.api.{SplitProgress, SplitProgressJson}
 
 /**
  * The files a Sluice source keeps in its own folder of the query checkpoint
@@ -33,24 +33,12 @@ final class SourceMetadata(metadataPath: String, hadoopConf: Configuration) {
     val doc = mapper.createObjectNode()
     doc.put("version", 1)
     val splits = doc.putArray("splits")
-    progress.foreach { p =>
-      val n = splits.addObject()
-      n.put("id", p.splitId)
-      n.put("position", p.position)
-      p.maxEventTime.foreach(n.put("maxEventTime", _))
-      n.put("records", p.records)
-      val counters = n.putObject("counters")
-      p.counters.foreach { case (k, v) => counters.put(k, v) }
-    }
+    progress.foreach(p => SplitProgressJson.write(p, splits.addObject()))
     write(progressFile, mapper.writeValueAsString(doc))
   }
 
   def readProgress(): Seq[SplitProgress] = read(progressFile).toSeq.flatMap { text =>
-    mapper.readTree(text).get("splits").elements().asScala.map { n =>
-      val counters = Option(n.get("counters")).toSeq.flatMap(_.properties().asScala.map(f => f.getKey -> f.getValue.asLong))
-      SplitProgress(n.get("id").asText, n.get("position").asLong,
-        Option(n.get("maxEventTime")).map(_.asLong), n.get("records").asLong, counters.toMap)
-    }
+    mapper.readTree(text).get("splits").elements().asScala.map(SplitProgressJson.read)
   }
 
   private def read(file: Path): Option[String] =
