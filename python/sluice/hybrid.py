@@ -86,9 +86,7 @@ class HybridSourceBuilder(_Builder["HybridSourceBuilder"]):
 
         gateway = spark.sparkContext._gateway  # noqa: SLF001 - py4j callbacks need the gateway
         ensure_callback_server_started(gateway)
-        factory_id = spark._jvm.sluice.hybrid.PythonSourceFactory.register(
-            _FactoryCallback(factory, gateway)
-        )  # noqa: SLF001
+        factory_id = spark._jvm.sluice.hybrid.PythonSourceFactory.register(_FactoryCallback(factory, gateway))  # noqa: SLF001
         return self._add({"factory": factory_id, "boundedness": "bounded" if bounded else "unbounded"})
 
     def add_source(

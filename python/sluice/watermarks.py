@@ -1,9 +1,35 @@
-"""Watermark strategies (Flink's WatermarkStrategy), as options the source understands."""
+"""Watermark strategies (Flink's WatermarkStrategy), mirroring ``sluice.eventtime.WatermarkStrategy``.
+
+A strategy is a set of options the source understands; each ``with_*`` returns a new strategy::
+
+    WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=30)) \\
+        .with_idleness(timedelta(minutes=1)) \\
+        .with_watermark_alignment("orders", max_drift=timedelta(minutes=5))
+
+Under any strategy but ``no_watermarks()`` the rows gain an ``event_time`` column to hand to
+Spark's ``withWatermark``.
+"""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+
+def _millis(value: timedelta | int, what: str) -> int:
+    if isinstance(value, timedelta):
+        ms = int(value.total_seconds() * 1000)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        ms = value
+    else:
+        raise TypeError(f"{what} must be a datetime.timedelta or milliseconds as an int, not {value!r}")
+    if ms < 0:
+        raise ValueError(f"{what} must not be negative, not {value!r}")
+    return ms
+
 
 class WatermarkStrategy:
+    """How a source derives event time and watermarks; immutable."""
+
     def __init__(self, options: dict[str, str]) -> None:
         self._options = dict(options)
 
@@ -11,10 +37,61 @@ class WatermarkStrategy:
     def options(self) -> dict[str, str]:
         return dict(self._options)
 
+    def _with(self, **updates: str) -> WatermarkStrategy:
+        return WatermarkStrategy({**self._options, **updates})
+
     @staticmethod
     def no_watermarks() -> WatermarkStrategy:
-        """No event time: the source emits no watermarks."""
+        """No event time: the source emits no watermarks and rows carry no ``event_time``."""
         return WatermarkStrategy({"watermark.kind": "none"})
+
+    @staticmethod
+    def for_bounded_out_of_orderness(max_out_of_orderness: timedelta | int) -> WatermarkStrategy:
+        """Watermark = largest event time seen in a split minus ``max_out_of_orderness``."""
+        ms = _millis(max_out_of_orderness, "max_out_of_orderness")
+        return WatermarkStrategy(
+            {"watermark.kind": "boundedOutOfOrderness", "watermark.maxOutOfOrdernessMs": str(ms)}
+        )
+
+    @staticmethod
+    def for_monotonous_timestamps() -> WatermarkStrategy:
+        """Event time never decreases within a split: watermark = largest event time seen."""
+        return WatermarkStrategy({"watermark.kind": "monotonous"})
+
+    def with_timestamp_column(self, column: str) -> WatermarkStrategy:
+        """Event time from this column (timestamp, or long epoch milliseconds) instead of the
+        connector's record time (the Kafka record timestamp)."""
+        return self._with(**{"watermark.timestampColumn": column})
+
+    def with_idleness(self, timeout: timedelta | int) -> WatermarkStrategy:
+        """A split that reads nothing for ``timeout`` (while not paused) turns idle."""
+        return self._with(**{"watermark.idleTimeoutMs": str(_millis(timeout, "timeout"))})
+
+    def with_watermark_alignment(
+        self,
+        group: str,
+        max_drift: timedelta | int,
+        update_interval: timedelta | int | None = None,
+    ) -> WatermarkStrategy:
+        """Keeps this source's splits, and the sources of the query naming ``group``, within
+        ``max_drift`` of the slowest of them by pausing what runs ahead."""
+        updates = {
+            "watermark.alignment.group": group,
+            "watermark.alignment.maxDriftMs": str(_millis(max_drift, "max_drift")),
+        }
+        if update_interval is not None:
+            updates["watermark.alignment.updateIntervalMs"] = str(_millis(update_interval, "update_interval"))
+        return self._with(**updates)
+
+    def with_allow_unaligned_source_splits(self, allow: bool = True) -> WatermarkStrategy:
+        """Lets a reader that cannot pause splits align as a whole only (FLIP-182)."""
+        return self._with(**{"watermark.alignment.allowUnalignedSourceSplits": str(bool(allow)).lower()})
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, WatermarkStrategy) and other._options == self._options
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self._options.items())))
 
     def __repr__(self) -> str:
         return f"WatermarkStrategy({self._options})"

@@ -33,11 +33,18 @@ final case class AlignmentDecision(maxAllowedWatermark: Option[Long], pause: Set
 object AlignmentPolicy {
 
   /** `min(watermarks of constraining splits) + maxDrift`, saturating; `None` when nothing constrains. */
-  def maxAllowedWatermark(splits: Seq[SplitAlignmentState], maxDriftMs: Long): Option[Long] = {
+  def maxAllowedWatermark(splits: Seq[SplitAlignmentState], maxDriftMs: Long): Option[Long] =
+    limit(splits.filter(s => !s.idle && !s.finished).flatMap(_.watermark), maxDriftMs)
+
+  /** `min(watermarks) + maxDrift` over the watermarks that constrain, saturating; `None` for none. */
+  def limit(constrainingWatermarks: Iterable[Long], maxDriftMs: Long): Option[Long] = {
     require(maxDriftMs >= 0, s"maxDrift must be >= 0, not $maxDriftMs")
-    val constraining = splits.filter(s => !s.idle && !s.finished).flatMap(_.watermark)
-    constraining.minOption.map(min => if (min > Long.MaxValue - maxDriftMs) Long.MaxValue else min + maxDriftMs)
+    constrainingWatermarks.minOption.map(min => if (min > Long.MaxValue - maxDriftMs) Long.MaxValue else min + maxDriftMs)
   }
+
+  /** Whether a split with this watermark must be paused under `limit`: strictly above it, and not finished. */
+  def isAhead(watermark: Option[Long], finished: Boolean, limit: Option[Long]): Boolean =
+    !finished && limit.exists(l => watermark.exists(_ > l))
 
   /** Pause what runs ahead of the limit, resume what is back under it (FLIP-217's policy). */
   def decide(splits: Seq[SplitAlignmentState], maxDriftMs: Long): AlignmentDecision =
@@ -45,7 +52,7 @@ object AlignmentPolicy {
 
   /** The same against a limit computed elsewhere (e.g. over several sources of one group). */
   def decide(splits: Seq[SplitAlignmentState], limit: Option[Long]): AlignmentDecision = {
-    def ahead(s: SplitAlignmentState) = !s.finished && limit.exists(l => s.watermark.exists(_ > l))
+    def ahead(s: SplitAlignmentState) = isAhead(s.watermark, s.finished, limit)
     AlignmentDecision(limit,
       pause = splits.filter(s => ahead(s) && !s.paused).map(_.splitId).toSet,
       resume = splits.filter(s => s.paused && !ahead(s)).map(_.splitId).toSet)

@@ -19,9 +19,13 @@ final case class SwitchRecord(toIndex: Int, context: SourceSwitchContext, atMs: 
  * finished: it will discover no more splits, and readers reached the end of every split it had.
  * The switch happens while a batch is planned, so the new source's splits are in that batch's
  * offset — written before the batch runs — together with the switch itself.
+ *
+ * Alignment sees the active source's splits through the active enumerator's event-time index;
+ * earlier sources' splits are finished and constrain nobody.
  */
 final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumeratorState])
-  extends SplitEnumerator[HybridSplit, HybridEnumeratorState] {
+  extends SplitEnumerator[HybridSplit, HybridEnumeratorState]
+  with SupportsEventTimeIndex[HybridSplit] {
 
   private var index = restored.map(_.activeIndex).getOrElse(0)
   private var switches: Seq[SwitchRecord] = restored.map(_.switches).getOrElse(Nil)
@@ -86,6 +90,33 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
   }
 
   override def noMoreSplits: Boolean = index == hybrid.size - 1 && child.noMoreSplits
+
+  private def childIndex: Option[SupportsEventTimeIndex[SourceSplit]] = child match {
+    case i: SupportsEventTimeIndex[SourceSplit @unchecked] if i.hasEventTimeIndex => Some(i)
+    case _ => None
+  }
+
+  override def hasEventTimeIndex: Boolean = childIndex.isDefined
+
+  /** Asks the active source's index about its ranges, under the hybrid's split ids. */
+  private def viaChild(ranges: Seq[SplitRange[HybridSplit]])(
+      ask: (SupportsEventTimeIndex[SourceSplit], Seq[SplitRange[SourceSplit]]) => Map[String, Long]): Map[String, Long] = {
+    val active = ranges.filter(_.split.sourceIndex == index)
+    childIndex.filter(_ => active.nonEmpty).map { i =>
+      val answers = ask(i, active.map(r => SplitRange(r.split.child, r.from, r.until)))
+      active.flatMap(r => answers.get(r.split.child.splitId).map(r.split.splitId -> _)).toMap
+    }.getOrElse(Map.empty)
+  }
+
+  override def positionsBefore(ranges: Seq[SplitRange[HybridSplit]], eventTimeMs: Long): Map[String, Long] =
+    // earlier sources' ranges are empty (finished): nothing to cut there
+    ranges.map(r => r.split.splitId -> r.from).toMap ++ viaChild(ranges)(_.positionsBefore(_, eventTimeMs))
+
+  override def latestEventTimes(ranges: Seq[SplitRange[HybridSplit]]): Map[String, Long] =
+    viaChild(ranges)(_.latestEventTimes(_))
+
+  override def firstEventTimes(ranges: Seq[SplitRange[HybridSplit]]): Map[String, Long] =
+    viaChild(ranges)(_.firstEventTimes(_))
 
   override def snapshotState(): HybridEnumeratorState = {
     val serializer = active.enumeratorStateSerializer

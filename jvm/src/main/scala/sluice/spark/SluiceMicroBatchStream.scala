@@ -44,6 +44,14 @@ final class SluiceMicroBatchStream(
   private var availableNowRequested = false
   private var availableNowBound: Option[Map[String, Long]] = None
   private var lastAvailable: Map[String, Long] = Map.empty
+  /** Watermarks, idleness and alignment, under a watermark strategy. */
+  private val eventTime: Option[SourceEventTime] = Option.when(options.eventTime.enabled) {
+    // sources/<id> under the checkpoint: the parent of `sources` names the query
+    val queryKey = new org.apache.hadoop.fs.Path(metadataPath).getParent.getParent.toString
+    new SourceEventTime(options.eventTime, source, queryKey, memberId = metadataPath,
+      allowUnalignedByDefault = spark.conf.getOption(sluice.eventtime.EventTimeSettings.AllowUnalignedSourceSplitsConf)
+        .exists(_.trim.equalsIgnoreCase("true")))
+  }
 
   // ---- offsets --------------------------------------------------------------------------------
 
@@ -107,16 +115,25 @@ final class SluiceMicroBatchStream(
       availableNowBound = Some(available ++ availableNowBound.getOrElse(Map.empty))
     }
     val from = splits.keys.map(id => id -> start.byId.get(id).map(_.position).getOrElse(splits(id).startPosition)).toMap
-    val readable = splits.keys.toSeq.map { id =>
-      val bound = availableNowBound.flatMap(_.get(id)).getOrElse(Long.MaxValue)
-      val end = math.min(available.getOrElse(id, from(id)), bound)
-      id -> math.max(0L, end - from(id))
-    }
-    val shares = maxRows(limit) match {
-      case Some(budget) => AdmissionPlanner.shareRecords(readable, budget, positionsPerRecord)
+    def bound(id: String) = availableNowBound.flatMap(_.get(id)).getOrElse(Long.MaxValue)
+    val readableEnd = splits.keys.map(id => id -> math.max(from(id), math.min(available.getOrElse(id, from(id)), bound(id)))).toMap
+    val readable = splits.keys.toSeq.map(id => id -> (readableEnd(id) - from(id)))
+    val budget = maxRows(limit)
+    val ppr = positionsPerRecord
+    val shares = budget match {
+      case Some(b) => AdmissionPlanner.shareRecords(readable, b, ppr)
       case None => readable.toMap
     }
-    val next = offsetAt(from.map { case (id, pos) => id -> (pos + shares.getOrElse(id, 0L)) })
+    val unaligned = from.map { case (id, pos) => id -> (pos + shares.getOrElse(id, 0L)) }
+    val ends = eventTime match {
+      case Some(et) =>
+        // a split read to its stop, or to the end of this AvailableNow trigger, is finished for alignment
+        def finished(id: String) = splits(id).stopPosition.exists(from(id) >= _) || from(id) >= bound(id)
+        et.planBatch(splits.values.toSeq, from, readableEnd, finished, id => tracker.get(id).get, budget, ppr,
+          enumerator, unaligned)
+      case None => unaligned
+    }
+    val next = offsetAt(ends)
     if (next.splits.map(s => s.splitId -> s.position) == start.splits.map(s => s.splitId -> s.position)) start
     else next
   }
@@ -202,7 +219,7 @@ final class SluiceMicroBatchStream(
   }
 
   override def createReaderFactory(): PartitionReaderFactory =
-    new SluiceReaderFactory(source, accumulator)
+    new SluiceReaderFactory(source, options.eventTime, accumulator)
 
   override def commit(end: SparkOffset): Unit = synchronized {
     absorb(SluiceOffset.of(end))
@@ -224,9 +241,11 @@ final class SluiceMicroBatchStream(
   }
 
   override def stop(): Unit = synchronized {
-    if (enumerator != null) {
-      try foldReports() finally enumerator.close()
-    }
+    try {
+      if (enumerator != null) {
+        try foldReports() finally enumerator.close()
+      }
+    } finally eventTime.foreach(_.close())
   }
 
   // ---- metrics --------------------------------------------------------------------------------
@@ -253,6 +272,7 @@ final class SluiceMicroBatchStream(
       enumerator.progressUpdated(splitsWithProgress)
       m ++= enumerator.metrics
     }
+    eventTime.foreach(et => m ++= et.metrics(splits.values.toSeq, tracker.get))
     progress.map(_.counters).foldLeft(Map.empty[String, Long])(SplitProgress.sumCounters)
       .toSeq.sortBy(_._1).foreach { case (k, v) => m(k) = v.toString }
     m.asJava

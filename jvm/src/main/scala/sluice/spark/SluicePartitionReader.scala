@@ -4,25 +4,32 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
 
 import sluice.api.{RecordsWithSplitIds, Source, SourceSplit, SplitRange}
+import sluice.eventtime.{EventTimeAppender, EventTimeSettings}
 
 /** The split ranges one Spark task reads. */
 final case class SluiceInputPartition(ranges: Seq[SplitRange[SourceSplit]]) extends InputPartition
 
-/** Serialised to executors with the source's options and the progress accumulator. */
-final class SluiceReaderFactory(source: Source[SourceSplit, Any], progress: SplitProgressAccumulator)
-  extends PartitionReaderFactory {
-  override def createReader(partition: InputPartition): PartitionReader[InternalRow] =
-    new SluicePartitionReader(partition.asInstanceOf[SluiceInputPartition], source, progress)
+/** Serialised to executors with the source's options, its event-time settings and the progress accumulator. */
+final class SluiceReaderFactory(
+    source: Source[SourceSplit, Any],
+    eventTime: EventTimeSettings,
+    progress: SplitProgressAccumulator) extends PartitionReaderFactory {
+  override def createReader(partition: InputPartition): PartitionReader[InternalRow] = {
+    val appender = Option.when(eventTime.enabled)(new EventTimeAppender(eventTime, source.schema))
+    new SluicePartitionReader(partition.asInstanceOf[SluiceInputPartition], source, appender, progress)
+  }
 }
 
 /**
  * Drives a source's `SplitReader` over the task's ranges and hands its rows to Spark, keeping per
- * split the largest event time and the record count, which it reports
- * through the accumulator when the task ends.
+ * split the largest event time and the record count, which it reports through the accumulator
+ * when the task ends. Under a watermark strategy, event time comes from the strategy's column
+ * (or the connector's record time) and is appended to each row as `event_time`.
  */
 final class SluicePartitionReader(
     partition: SluiceInputPartition,
     source: Source[SourceSplit, Any],
+    eventTime: Option[EventTimeAppender],
     progress: SplitProgressAccumulator) extends PartitionReader[InternalRow] {
 
   private final class Stats(val range: SplitRange[SourceSplit]) {
@@ -41,13 +48,22 @@ final class SluicePartitionReader(
 
   private var fetched: RecordsWithSplitIds = _
   private var current: Stats = _
+  private var row: InternalRow = _
 
   override def next(): Boolean = {
     while (true) {
       if (current != null) {
         if (fetched.nextRecord()) {
           current.records += 1
-          val ts = fetched.eventTime
+          val ts = eventTime match {
+            case Some(appender) =>
+              val t = appender.eventTimeMs(fetched.row, fetched.eventTime)
+              row = appender.append(fetched.row, t)
+              t
+            case None =>
+              row = fetched.row
+              fetched.eventTime
+          }
           if (ts > current.maxEventTime) current.maxEventTime = ts
           return true
         }
@@ -69,7 +85,7 @@ final class SluicePartitionReader(
     false
   }
 
-  override def get(): InternalRow = fetched.row
+  override def get(): InternalRow = row
 
   override def close(): Unit = {
     try {

@@ -19,8 +19,10 @@ import sluice.api.{Source, SourceSplit}
 final class SluiceProvider extends TableProvider with DataSourceRegister {
   override def shortName(): String = sluice.Sluice.Format
 
-  override def inferSchema(options: CaseInsensitiveStringMap): StructType =
-    StreamOptions.parse(options.asCaseSensitiveMap().asScala.toMap)._2.schema
+  override def inferSchema(options: CaseInsensitiveStringMap): StructType = {
+    val (streamOptions, source) = StreamOptions.parse(options.asCaseSensitiveMap().asScala.toMap)
+    streamOptions.outputSchema(source)
+  }
 
   override def getTable(schema: StructType, partitioning: Array[Transform], properties: util.Map[String, String]): Table = {
     val (streamOptions, source) = StreamOptions.parse(properties.asScala.toMap)
@@ -32,13 +34,13 @@ final class SluiceProvider extends TableProvider with DataSourceRegister {
 
 final class SluiceTable(source: Source[SourceSplit, Any], options: StreamOptions) extends Table with SupportsRead {
   override def name(): String = s"sluice:${options.name.getOrElse(source.sourceType)}"
-  override def schema(): StructType = source.schema
+  override def schema(): StructType = options.outputSchema(source)
   override def capabilities(): util.Set[TableCapability] = util.EnumSet.of(TableCapability.MICRO_BATCH_READ)
   override def newScanBuilder(ignored: CaseInsensitiveStringMap): ScanBuilder = () => new SluiceScan(source, options)
 }
 
 final class SluiceScan(source: Source[SourceSplit, Any], options: StreamOptions) extends Scan {
-  override def readSchema(): StructType = source.schema
+  override def readSchema(): StructType = options.outputSchema(source)
   override def description(): String = s"Sluice ${source.sourceType} source${options.name.fold("")(n => s" '$n'")}"
   /**
    * Each query gets its own source object, rebuilt from the options: a DataFrame can start several

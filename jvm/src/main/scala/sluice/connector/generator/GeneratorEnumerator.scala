@@ -1,14 +1,16 @@
 package sluice.connector.generator
 
-import sluice.api.{SplitEnumerator, VersionedSerializer}
+import sluice.api.{SplitEnumerator, SplitRange, SupportsEventTimeIndex, VersionedSerializer}
 
 /**
  * The generator's split enumerator. Splits are known up front; an unbounded generator makes
  * `rowsPerSecond` records per split available per second since `startTimeMs`, which is part of
- * the state so that a restarted query does not regenerate the backlog.
+ * the state so that a restarted query does not regenerate the backlog. Event time is a formula
+ * of the record index, so its event-time index is exact.
  */
 final class GeneratorEnumerator(config: GeneratorConfig, startTimeMs: Long, clock: () => Long)
-  extends SplitEnumerator[GeneratorSplit, GeneratorEnumeratorState] {
+  extends SplitEnumerator[GeneratorSplit, GeneratorEnumeratorState]
+  with SupportsEventTimeIndex[GeneratorSplit] {
 
   private var discovered = false
 
@@ -32,6 +34,24 @@ final class GeneratorEnumerator(config: GeneratorConfig, startTimeMs: Long, cloc
   }
 
   override def noMoreSplits: Boolean = discovered
+
+  override def positionsBefore(ranges: Seq[SplitRange[GeneratorSplit]], eventTimeMs: Long): Map[String, Long] =
+    ranges.map { r =>
+      val first = config.eventTimeMs(r.split.index, 0)
+      val step = config.eventTimeStepMs
+      // the first index whose event time is >= eventTimeMs
+      val index =
+        if (eventTimeMs <= first) 0L
+        else if (step == 0) Long.MaxValue
+        else ((BigInt(eventTimeMs) - first + step - 1) / step).min(BigInt(Long.MaxValue)).toLong
+      r.split.splitId -> math.min(r.until, math.max(r.from, index))
+    }.toMap
+
+  override def latestEventTimes(ranges: Seq[SplitRange[GeneratorSplit]]): Map[String, Long] =
+    ranges.filterNot(_.isEmpty).map(r => r.split.splitId -> config.eventTimeMs(r.split.index, r.until - 1)).toMap
+
+  override def firstEventTimes(ranges: Seq[SplitRange[GeneratorSplit]]): Map[String, Long] =
+    ranges.filterNot(_.isEmpty).map(r => r.split.splitId -> config.eventTimeMs(r.split.index, r.from)).toMap
 
   override def snapshotState(): GeneratorEnumeratorState =
     GeneratorEnumeratorState(startTimeMs, discovered)

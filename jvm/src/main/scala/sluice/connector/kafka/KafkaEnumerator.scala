@@ -7,19 +7,25 @@ import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
 import org.apache.kafka.clients.admin.{Admin, AdminClientConfig, ListOffsetsOptions, OffsetSpec}
+import org.apache.kafka.clients.admin.ListOffsetsResult.ListOffsetsResultInfo
 import org.apache.kafka.common.{IsolationLevel, TopicPartition}
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException
 
-import sluice.api.{EnumeratorEndState, SplitEnumerator, SplitProgress, VersionedSerializer}
+import sluice.api._
 
 /**
  * Discovers topic-partitions with an Admin client in the driver, resolves their start (and, for a
  * bounded source, stop) offsets once, when they are first seen, and reports how far each can be
  * read. The resolved offsets live in the splits, hence in the offset log: a restarted query never
  * re-resolves "latest" or a timestamp differently.
+ *
+ * Its event-time index is the record timestamp: `offsetsForTimes` finds, exactly, the first
+ * offset at or after a time, so alignment can cut a partition's range where it would pass the limit.
  */
 final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumeratorState])
-  extends SplitEnumerator[KafkaPartitionSplit, KafkaEnumeratorState] {
+  extends SplitEnumerator[KafkaPartitionSplit, KafkaEnumeratorState]
+  with SupportsEventTimeIndex[KafkaPartitionSplit] {
+  import KafkaEnumerator._
 
   private var discovered: Set[TopicPartition] = restored.map(_.discovered).getOrElse(Set.empty)
   private var initialDiscoveryDone = restored.exists(_.initialDiscoveryDone)
@@ -74,6 +80,49 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
       }
       s.splitId -> s.stopPosition.fold(end)(math.min(_, end))
     }.toMap
+  }
+
+  override def positionsBefore(ranges: Seq[SplitRange[KafkaPartitionSplit]], eventTimeMs: Long): Map[String, Long] = {
+    // Kafka reserves negative timestamps for "latest"/"earliest"; records are never that old.
+    if (ranges.isEmpty || eventTimeMs <= 0) return ranges.map(r => r.split.splitId -> r.from).toMap
+    val found = listOffsetInfos(ranges.map(_.split.topicPartition), OffsetSpec.forTimestamp(eventTimeMs), tolerateMissing = true)
+    ranges.map { r =>
+      // the first offset with a timestamp >= eventTimeMs; none (-1): every record is earlier
+      val first = found.get(r.split.topicPartition).map(_.offset()).getOrElse(r.from)
+      r.split.splitId -> (if (first < 0) r.until else math.min(r.until, math.max(r.from, first)))
+    }.toMap
+  }
+
+  override def latestEventTimes(ranges: Seq[SplitRange[KafkaPartitionSplit]]): Map[String, Long] = {
+    if (ranges.isEmpty) return Map.empty
+    val found = listOffsetInfos(ranges.map(_.split.topicPartition), OffsetSpec.maxTimestamp(), tolerateMissing = true)
+    ranges.flatMap(r => found.get(r.split.topicPartition).filter(_.offset() >= 0).map(r.split.splitId -> _.timestamp())).toMap
+  }
+
+  override def firstEventTimes(ranges: Seq[SplitRange[KafkaPartitionSplit]]): Map[String, Long] = {
+    val wanted = ranges.filterNot(_.isEmpty)
+    if (wanted.isEmpty) return Map.empty
+    // Only a fetch can tell the timestamp at an offset: seek a consumer there and read one record each.
+    val consumer = KafkaConsumerPool.borrow(config.consumerProperties)
+    var healthy = false
+    try {
+      val byTp = wanted.map(r => r.split.topicPartition -> r).toMap
+      consumer.assign(byTp.keys.toSeq.asJava)
+      wanted.foreach(r => consumer.seek(r.split.topicPartition, r.from))
+      val times = scala.collection.mutable.Map[String, Long]()
+      val deadline = System.currentTimeMillis() + FirstRecordTimeoutMs
+      while (times.size < wanted.size && System.currentTimeMillis() < deadline) {
+        consumer.poll(java.time.Duration.ofMillis(200)).asScala.foreach { rec =>
+          val tp = new TopicPartition(rec.topic, rec.partition)
+          byTp.get(tp).filter(r => rec.offset >= r.from).foreach { r =>
+            times.getOrElseUpdate(r.split.splitId, rec.timestamp)
+            consumer.pause(Seq(tp).asJava)
+          }
+        }
+      }
+      healthy = true
+      times.toMap
+    } finally KafkaConsumerPool.release(config.consumerProperties, consumer, healthy)
   }
 
   override def snapshotState(): KafkaEnumeratorState = KafkaEnumeratorState(discovered, initialDiscoveryDone)
@@ -135,11 +184,14 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
   }
 
   private def listOffsets(partitions: Seq[TopicPartition], spec: OffsetSpec, tolerateMissing: Boolean): Map[TopicPartition, Long] =
+    listOffsetInfos(partitions, spec, tolerateMissing).map { case (tp, info) => tp -> info.offset() }
+
+  private def listOffsetInfos(partitions: Seq[TopicPartition], spec: OffsetSpec, tolerateMissing: Boolean): Map[TopicPartition, ListOffsetsResultInfo] =
     wrap("look up offsets") {
       val isolation = if (config.readCommitted) IsolationLevel.READ_COMMITTED else IsolationLevel.READ_UNCOMMITTED
       val result = admin.listOffsets(partitions.map(_ -> spec).toMap.asJava, new ListOffsetsOptions(isolation))
       partitions.flatMap { tp =>
-        try Some(tp -> result.partitionResult(tp).get(60, TimeUnit.SECONDS).offset())
+        try Some(tp -> result.partitionResult(tp).get(60, TimeUnit.SECONDS))
         catch {
           case e: ExecutionException if tolerateMissing && e.getCause.isInstanceOf[UnknownTopicOrPartitionException] => None
         }
@@ -153,6 +205,11 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
       case e: java.util.concurrent.TimeoutException =>
         throw new IllegalStateException(s"KafkaSource: could not $what within 60 s; are the brokers reachable?", e)
     }
+}
+
+private object KafkaEnumerator {
+  /** How long finding the first record's timestamp of the partitions may take. */
+  val FirstRecordTimeoutMs = 10000L
 }
 
 final case class KafkaEnumeratorState(discovered: Set[TopicPartition], initialDiscoveryDone: Boolean)

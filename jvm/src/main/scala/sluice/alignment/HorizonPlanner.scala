@@ -1,0 +1,210 @@
+package sluice.alignment
+
+import sluice.spark.AdmissionPlanner
+
+/**
+ * One split of a source as alignment sees it while a batch is planned.
+ *
+ * @param from            where the batch starts reading it
+ * @param end             how far it could be read this batch (data present, stop position,
+ *                        Trigger.AvailableNow bound)
+ * @param maxEventTime    the largest event time read from it so far
+ * @param latestEventTime an upper bound of the event times in `[from, end)`, when the connector can tell
+ * @param idle            marked idle (FLIP-180); an idle split constrains nobody
+ * @param finished        read to its end, or to the end of this AvailableNow trigger
+ */
+final case class SplitToPlan(
+    splitId: String,
+    from: Long,
+    end: Long,
+    maxEventTime: Option[Long],
+    latestEventTime: Option[Long],
+    idle: Boolean,
+    finished: Boolean,
+    positionsPerRecord: Double = 1.0) {
+  def readable: Long = math.max(0L, end - from)
+  /** Where the split would be in event time after reading all it can. */
+  def reach: Option[Long] = (maxEventTime ++ latestEventTime).maxOption
+}
+
+/** The connector's event-time index over the ranges being planned (see `SupportsEventTimeIndex`). */
+trait TimeIndex {
+  def positionsBefore(eventTimeMs: Long): Map[String, Long]
+  def firstEventTimes(splitIds: Seq[String]): Map[String, Long]
+}
+
+/** How a source takes part in alignment. */
+sealed trait AlignmentMode
+object AlignmentMode {
+  /** Every split aligns; ranges are cut exactly at the limit through the connector's time index. */
+  case object SplitsByIndex extends AlignmentMode
+  /** Every split aligns; without an index a split runs until a batch boundary shows it ahead. */
+  case object SplitsByWatermark extends AlignmentMode
+  /** The reader cannot pause splits and unaligned splits are allowed: the source aligns as a whole. */
+  case object WholeSource extends AlignmentMode
+  /** The group is still gathering: read nothing this batch, only report where the source is. */
+  case object Hold extends AlignmentMode
+}
+
+/**
+ * The outcome of planning one source's batch under alignment.
+ *
+ * @param ends     the planned end position of every split
+ * @param limit    the group's maximum allowed watermark for this batch (None: no limit)
+ * @param horizon  the exclusive event-time bound ranges were cut at, when cut by index
+ * @param heldBack splits with data to read that alignment gave nothing this batch (paused)
+ * @param frontier the smallest watermark the source's constraining splits will have after the
+ *                 batch (None: it constrains nobody); what the other members align to
+ */
+final case class SourcePlan(
+    ends: Map[String, Long],
+    limit: Option[Long],
+    horizon: Option[Long],
+    heldBack: Set[String],
+    frontier: Option[Long])
+
+/**
+ * Plans one source's batch so that, at its end, no split's watermark is above the group's limit
+ * (FLIP-217's `maxAllowedWatermark = min(watermarks) + maxDrift`), while reading as much as the
+ * read limit allows.
+ *
+ * Micro-batches change when the limit must hold: Spark derives the next batch's watermark from
+ * the rows of this one, so the splits must be aligned where this batch *ends*. The limit is
+ * therefore computed from where each constraining split will be after reading what it can (its
+ * `reach`), and every range is cut at the event-time horizon `limit + outOfOrderness`: a split
+ * running ahead gets an empty range (it is paused), one behind reads up to the horizon. With a
+ * read limit, the horizon is lowered (binary search over the index) until the ranges fit it, so
+ * all splits move forward in event time together rather than in proportion to their backlog.
+ */
+object HorizonPlanner {
+
+  /** At most this many index look-ups per batch when a read limit lowers the horizon. */
+  val MaxSearchSteps = 48
+
+  def plan(
+      splits: Seq[SplitToPlan],
+      watermarkOf: Long => Long,
+      maxOutOfOrdernessMs: Long,
+      maxDriftMs: Long,
+      othersFrontier: Option[Long],
+      budgetRecords: Option[Long],
+      index: Option[TimeIndex],
+      mode: AlignmentMode): SourcePlan = {
+    val constraining = splits.filter(s => !s.idle && !s.finished)
+    def current(s: SplitToPlan) = s.maxEventTime.map(watermarkOf)
+    mode match {
+      case AlignmentMode.Hold =>
+        val ends = splits.map(s => s.splitId -> s.from).toMap
+        SourcePlan(ends, None, None, heldBack(splits, ends), frontier(constraining, ends, None, watermarkOf, index))
+
+      case AlignmentMode.SplitsByIndex =>
+        val idx = index.getOrElse(throw new IllegalArgumentException("planning by index needs a time index"))
+        val ownMin = constraining.flatMap(_.reach).map(watermarkOf).minOption
+        val limit = AlignmentPolicy.limit(ownMin ++ othersFrontier, maxDriftMs)
+        val (ends, horizon) = cutByIndex(splits, limit.map(l => saturatingAdd(l, saturatingAdd(maxOutOfOrdernessMs, 1))),
+          budgetRecords, idx)
+        SourcePlan(ends, limit, horizon, heldBack(splits, ends), frontier(constraining, ends, horizon, watermarkOf, index))
+
+      case AlignmentMode.SplitsByWatermark =>
+        val limit = AlignmentPolicy.limit(constraining.flatMap(current) ++ othersFrontier, maxDriftMs)
+        val ahead = splits.filter(s => AlignmentPolicy.isAhead(current(s), s.finished, limit)).map(_.splitId).toSet
+        val ends = shareBudget(splits, ahead, budgetRecords)
+        SourcePlan(ends, limit, None, heldBack(splits, ends), frontier(constraining, ends, None, watermarkOf, None))
+
+      case AlignmentMode.WholeSource =>
+        val limit = AlignmentPolicy.limit(othersFrontier, maxDriftMs)
+        val sourceWatermark = constraining.flatMap(current).minOption
+        val ahead = if (AlignmentPolicy.isAhead(sourceWatermark, finished = false, limit)) splits.map(_.splitId).toSet else Set.empty[String]
+        val ends = shareBudget(splits, ahead, budgetRecords)
+        SourcePlan(ends, limit, None, heldBack(splits, ends), frontier(constraining, ends, None, watermarkOf, None))
+    }
+  }
+
+  private def saturatingAdd(a: Long, b: Long): Long =
+    if (b > 0 && a > Long.MaxValue - b) Long.MaxValue else a + b
+
+  /** Cuts every range at `horizon` (all of it when None), lowered until the ranges fit the budget. */
+  private def cutByIndex(
+      splits: Seq[SplitToPlan],
+      horizon: Option[Long],
+      budget: Option[Long],
+      index: TimeIndex): (Map[String, Long], Option[Long]) = {
+    val readable = splits.filter(s => !s.finished && s.readable > 0)
+    val untouched = splits.map(s => s.splitId -> s.from).toMap
+    if (readable.isEmpty) return (untouched, horizon)
+    def endsBefore(t: Option[Long]): Map[String, Long] = t match {
+      case None => untouched ++ readable.map(s => s.splitId -> s.end)
+      case Some(ts) =>
+        val found = index.positionsBefore(ts)
+        untouched ++ readable.map(s => s.splitId -> math.min(s.end, math.max(s.from, found.getOrElse(s.splitId, s.from))))
+    }
+    def records(ends: Map[String, Long]): Long =
+      readable.map(s => math.ceil((ends(s.splitId) - s.from) / s.positionsPerRecord).toLong).sum
+    val atLimit = endsBefore(horizon)
+    budget match {
+      case Some(b) if records(atLimit) > b =>
+        // count(t) grows with t; find the largest t with count(t) <= b below the horizon.
+        var hi = horizon.getOrElse(readable.flatMap(_.reach).maxOption.map(saturatingAdd(_, 1)).getOrElse(Long.MaxValue))
+        val starts = readable.flatMap(_.maxEventTime) ++ index.firstEventTimes(readable.filter(_.maxEventTime.isEmpty).map(_.splitId)).values
+        val base = math.min(hi, starts.minOption.getOrElse(hi))
+        var lo = base
+        var step = 1000L
+        var steps = 0
+        while (records(endsBefore(Some(lo))) > b && steps < MaxSearchSteps / 2) {
+          lo = if (base < Long.MinValue / 2 + step) Long.MinValue / 2 else base - step
+          step = if (step > Long.MaxValue / 8) step else step * 4
+          steps += 1
+        }
+        while (hi - lo > 1 && steps < MaxSearchSteps) {
+          val mid = lo + (hi - lo) / 2
+          if (records(endsBefore(Some(mid))) <= b) lo = mid else hi = mid
+          steps += 1
+        }
+        val atLo = endsBefore(Some(lo))
+        if (records(atLo) > 0) (atLo, Some(lo))
+        else {
+          // Even the earliest records exceed the budget: read a budget's share of them, never nothing.
+          val atHi = endsBefore(Some(hi))
+          val shares = AdmissionPlanner.shareRecords(readable.map(s => s.splitId -> (atHi(s.splitId) - s.from)), b,
+            id => readable.find(_.splitId == id).get.positionsPerRecord)
+          (untouched ++ shares.map { case (id, n) => id -> (untouched(id) + n) }, Some(hi))
+        }
+      case _ => (atLimit, horizon)
+    }
+  }
+
+  /** All that can be read, except the splits held back, shared by the budget. */
+  private def shareBudget(splits: Seq[SplitToPlan], held: Set[String], budget: Option[Long]): Map[String, Long] = {
+    val candidates = splits.filter(s => !s.finished && !held.contains(s.splitId))
+    val ppr = splits.map(s => s.splitId -> s.positionsPerRecord).toMap
+    val shares = budget match {
+      case Some(b) => AdmissionPlanner.shareRecords(candidates.map(s => s.splitId -> s.readable), b, ppr)
+      case None => candidates.map(s => s.splitId -> s.readable).toMap
+    }
+    splits.map(s => s.splitId -> (s.from + shares.getOrElse(s.splitId, 0L))).toMap
+  }
+
+  private def heldBack(splits: Seq[SplitToPlan], ends: Map[String, Long]): Set[String] =
+    splits.filter(s => !s.finished && s.readable > 0 && ends(s.splitId) <= s.from).map(_.splitId).toSet
+
+  /**
+   * The smallest watermark among constraining splits once the batch is read: a split read to its
+   * end reaches its `reach`, one cut at the horizon gets just below it, one that reads nothing
+   * stays where it is (its last event time, or the time of its first record if it never read).
+   */
+  private def frontier(
+      constraining: Seq[SplitToPlan],
+      ends: Map[String, Long],
+      horizon: Option[Long],
+      watermarkOf: Long => Long,
+      index: Option[TimeIndex]): Option[Long] = {
+    lazy val firstTimes = index.map(_.firstEventTimes(
+      constraining.filter(s => s.maxEventTime.isEmpty && s.readable > 0).map(_.splitId))).getOrElse(Map.empty)
+    constraining.flatMap { s =>
+      val end = ends(s.splitId)
+      if (s.readable > 0 && end >= s.end) s.reach
+      else if (end > s.from) (s.reach.toSeq ++ horizon.map(_ - 1)).minOption
+      else s.maxEventTime.orElse(firstTimes.get(s.splitId))
+    }.map(watermarkOf).minOption
+  }
+}

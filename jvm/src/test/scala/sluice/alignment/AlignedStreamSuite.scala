@@ -1,0 +1,139 @@
+package sluice.alignment
+
+import java.time.Duration
+
+import scala.jdk.CollectionConverters._
+
+import com.fasterxml.jackson.databind.ObjectMapper
+import org.apache.spark.sql.DataFrame
+import org.apache.spark.sql.functions.{col, window}
+import org.apache.spark.sql.streaming.{OutputMode, StreamingQuery, StreamingQueryProgress, Trigger}
+import org.scalatest.funsuite.AnyFunSuite
+
+import sluice.{Sluice, SparkSuiteBase}
+import sluice.connector.generator.GeneratorSource
+import sluice.eventtime.WatermarkStrategy
+
+/**
+ * Event time and alignment through Spark's engine, on the generator (whose event-time index is
+ * exact): the same skewed backlog read with and without alignment into 1-minute window counts.
+ */
+class AlignedStreamSuite extends AnyFunSuite with SparkSuiteBase {
+  import AlignedStreamSuite._
+
+  private val Minute = 60000L
+
+  // Split 0's backlog starts 22 h before the others'; 300 records a split, one a minute.
+  private val source = GeneratorSource.builder().splits(4).recordsPerSplit(300)
+    .eventTimeStartMs(1700000000000L).eventTimeStepMs(Minute).splitSkewMs(0, -22 * 60 * Minute).build()
+  private val strategy = WatermarkStrategy.forMonotonousTimestamps()
+
+  private def windowCounts(df: DataFrame, table: String): StreamingQuery = {
+    val q = df.withWatermark("event_time", "10 minutes")
+      .groupBy(window(col("event_time"), "1 minute")).count()
+      .writeStream.format("memory").queryName(table).outputMode(OutputMode.Update())
+      .option("checkpointLocation", tempDir("ckpt").toString).trigger(Trigger.AvailableNow()).start()
+    assert(q.awaitTermination(180000))
+    assert(q.exception.isEmpty)
+    q
+  }
+
+  /** The last count of each window (update mode writes a window again whenever it changes). */
+  private def finalCounts(table: String): Map[Long, Long] =
+    spark.table(table).collect().map(r => r.getStruct(0).getTimestamp(0).getTime -> r.getLong(1))
+      .groupBy(_._1).map { case (w, cs) => w -> cs.map(_._2).max }
+
+  private def expectedCounts: Map[Long, Long] = {
+    val c = source.config
+    (for (s <- 0 until 4; i <- 0L until 300) yield Math.floorDiv(c.eventTimeMs(s, i), Minute) * Minute)
+      .groupBy(identity).map { case (w, ts) => w -> ts.size.toLong }
+  }
+
+  test("rows carry event_time, taken from the connector's record time") {
+    val df = Sluice.fromSource(spark, source, strategy, "timed")
+    assert(df.schema.fieldNames.toSeq == GeneratorSource.Schema.fieldNames.toSeq :+ "event_time")
+    val q = df.writeStream.format("memory").queryName("timed_rows").trigger(Trigger.AvailableNow())
+      .option("checkpointLocation", tempDir("ckpt").toString).start()
+    q.awaitTermination(120000)
+    val rows = spark.table("timed_rows").collect()
+    assert(rows.length == 1200)
+    assert(rows.forall(r => r.getAs[java.sql.Timestamp]("event_time") == r.getAs[java.sql.Timestamp]("timestamp")))
+    val m = q.recentProgress.filter(_.numInputRows > 0).last.sources.head.metrics.asScala
+    assert(m("watermark.status") == "ACTIVE")
+    val states = splitStates(q.recentProgress.filter(_.numInputRows > 0).last)
+    assert(states.size == 4 && states.forall(_.finished))
+  }
+
+  test("without alignment Spark's watermark drops the lagging split's records; with it none, and counts are exact") {
+    val limit = Map("maxRecordsPerTrigger" -> "100")
+    val plain = windowCounts(Sluice.fromSource(spark, source, strategy, "plain", limit), "plain_counts")
+    val aligned = windowCounts(Sluice.fromSource(spark, source,
+      strategy.withWatermarkAlignment("g", Duration.ofMinutes(5)), "aligned", limit), "aligned_counts")
+
+    assert(dropped(plain) > 0)
+    assert(wrongWindows(finalCounts("plain_counts")) > 0)
+
+    assert(dropped(aligned) == 0)
+    assert(wrongWindows(finalCounts("aligned_counts")) == 0)
+    val batches = aligned.recentProgress.filter(_.numInputRows > 0)
+    assert(batches.forall(_.numInputRows <= 100))
+    // the bound: at every batch end the unfinished splits' watermarks are within the drift (+ one record)
+    batches.foreach { p =>
+      val wms = splitStates(p).filter(s => !s.finished).flatMap(_.watermark)
+      if (wms.size > 1) assert(wms.max - wms.min <= 5 * Minute + Minute, s"spread ${wms.max - wms.min} in batch ${p.batchId}")
+      val m = p.sources.head.metrics.asScala
+      assert(m("alignment.group") == "g")
+      assert(m.contains("alignment.maxAllowedWatermarkMs"))
+    }
+    // the lagging split is read alone until it reaches the others
+    assert(splitStates(batches.head).filter(_.watermark.isDefined).map(_.split) == Seq("0"))
+    assert(batches.head.sources.head.metrics.asScala("watermark.pausedSplits") == "3")
+  }
+
+  test("a watermark strategy option without event time is refused when the source is built") {
+    val e = intercept[IllegalArgumentException](spark.readStream.format("sluice").options(source.options)
+      .option("watermark.alignment.group", "g").option("watermark.alignment.maxDriftMs", "1000").load())
+    assert(e.getMessage == "Sluice: 'watermark.alignment.group' need event time, but the watermark strategy is " +
+      "noWatermarks; use forBoundedOutOfOrderness(...) or forMonotonousTimestamps().")
+    val column = intercept[IllegalArgumentException](
+      Sluice.fromSource(spark, source, strategy.withTimestampColumn("nope"), null))
+    assert(column.getMessage.startsWith("Sluice generator source: the watermark strategy's timestamp column 'nope' " +
+      "is not a column of the source"))
+    val kind = intercept[IllegalArgumentException](
+      spark.readStream.format("sluice").options(source.options).option("watermark.kind", "boundedOutOfOrderness").load())
+    assert(kind.getMessage == "Sluice: watermark.kind=boundedOutOfOrderness needs 'watermark.maxOutOfOrdernessMs'.")
+  }
+
+  test("event time from a column of the rows") {
+    val df = Sluice.fromSource(spark, source,
+      WatermarkStrategy.forBoundedOutOfOrderness(Duration.ofSeconds(30)).withTimestampColumn("timestamp"), "col")
+    val q = df.writeStream.format("noop").trigger(Trigger.AvailableNow())
+      .option("checkpointLocation", tempDir("ckpt").toString).start()
+    q.awaitTermination(120000)
+    val states = splitStates(q.recentProgress.filter(_.numInputRows > 0).last)
+    assert(states.forall(_.finished))
+    val m = q.recentProgress.filter(_.numInputRows > 0).last.sources.head.metrics.asScala
+    assert(m("maxEventTimeMs").toLong == source.config.eventTimeMs(1, 299))
+  }
+
+  /** Windows whose final count differs from the data's (missing windows included). */
+  private def wrongWindows(counts: Map[Long, Long]): Int =
+    expectedCounts.count { case (w, n) => !counts.get(w).contains(n) } + (counts.keySet -- expectedCounts.keySet).size
+
+  private def dropped(q: StreamingQuery): Long =
+    q.recentProgress.flatMap(_.stateOperators).map(_.numRowsDroppedByWatermark).sum
+}
+
+object AlignedStreamSuite {
+  final case class SplitState(split: String, watermark: Option[Long], status: String, paused: Boolean, finished: Boolean)
+
+  private val Mapper = new ObjectMapper()
+
+  /** The per-split watermarks, statuses and paused flags a batch's progress shows. */
+  def splitStates(p: StreamingQueryProgress, source: Int = 0): Seq[SplitState] =
+    Mapper.readTree(p.sources(source).metrics.get("watermark.splits")).elements().asScala.map { n =>
+      SplitState(n.get("split").asText, Option(n.get("watermarkMs")).map(_.asLong), n.get("status").asText,
+        n.get("paused").asBoolean, n.get("finished").asBoolean)
+    }.toSeq
+
+}

@@ -1,0 +1,162 @@
+package sluice.alignment
+
+import org.scalatest.funsuite.AnyFunSuite
+
+/**
+ * Batch planning under alignment, over splits whose record `k` has event time
+ * `base + k * step` (an exact index, as Kafka's timestamps or the generator give).
+ */
+class HorizonPlannerSuite extends AnyFunSuite {
+  import HorizonPlannerSuite._
+
+  private val Minute = 60000L
+  private val Hour = 60 * Minute
+
+  private final class Index(series: Seq[Series], from: Map[String, Long]) extends TimeIndex {
+    override def positionsBefore(t: Long): Map[String, Long] =
+      series.map(s => s.id -> math.max(from(s.id), s.firstAtOrAfter(t))).toMap
+    override def firstEventTimes(ids: Seq[String]): Map[String, Long] =
+      series.filter(s => ids.contains(s.id) && from(s.id) < s.records).map(s => s.id -> s.timeOf(from(s.id))).toMap
+  }
+
+  private def toPlan(s: Series, from: Long, idle: Boolean = false) = SplitToPlan(s.id, from, s.records,
+    maxEventTime = if (from == 0) None else Some(s.timeOf(from - 1)),
+    latestEventTime = if (from < s.records) Some(s.timeOf(s.records - 1)) else None,
+    idle = idle, finished = from >= s.records)
+
+  private def plan(series: Seq[Series], at: Map[String, Long], driftMs: Long, budget: Option[Long],
+      others: Option[Long] = None, mode: AlignmentMode = AlignmentMode.SplitsByIndex, oooMs: Long = 0): SourcePlan =
+    HorizonPlanner.plan(series.map(s => toPlan(s, at(s.id))), _ - oooMs, oooMs, driftMs, others, budget,
+      Some(new Index(series, at)), mode)
+
+  /** Plans batches until everything is read; returns each batch's end positions. */
+  private def runAll(series: Seq[Series], driftMs: Long, budget: Option[Long]): Seq[Map[String, Long]] = {
+    var at = series.map(_.id -> 0L).toMap
+    val batches = Seq.newBuilder[Map[String, Long]]
+    var guard = 0
+    while (series.exists(s => at(s.id) < s.records)) {
+      val p = plan(series, at, driftMs, budget)
+      assert(p.ends != at, s"no progress at $at")
+      at = p.ends
+      batches += at
+      guard += 1
+      assert(guard < 10000)
+    }
+    batches.result()
+  }
+
+  private def watermarks(series: Seq[Series], at: Map[String, Long]): Seq[Long] =
+    series.filter(s => at(s.id) > 0 && at(s.id) < s.records).map(s => s.timeOf(at(s.id) - 1))
+
+  // Partition 0's backlog starts 24 h back, the seven others' 2 h back; one record a minute each.
+  private val now = 100 * 24 * Hour
+  private val skewed = Series("p0", now - 24 * Hour, Minute, 24 * 60) +:
+    (1 to 7).map(i => Series(s"p$i", now - 2 * Hour, Minute, 2 * 60))
+
+  test("skewed catch-up under a read limit: every batch ends aligned, and batches are full") {
+    val batches = runAll(skewed, 5 * Minute, Some(200))
+    batches.foreach { at =>
+      val wms = watermarks(skewed, at)
+      if (wms.nonEmpty) assert(wms.max - wms.min <= 5 * Minute + Minute, s"spread at $at")
+    }
+    val total = skewed.map(_.records).sum
+    // the read limit is used: hardly more batches than total / limit
+    assert(batches.size <= total / 200 + 3, s"${batches.size} batches")
+    // the lagging partition alone is read until it reaches the others' start
+    val first = batches.head
+    assert(first("p0") == 200 && (1 to 7).forall(i => first(s"p$i") == 0))
+  }
+
+  test("without a read limit a batch reads up to the slowest split's end plus the drift") {
+    val p = plan(skewed, skewed.map(_.id -> 0L).toMap, 5 * Minute, None)
+    // every split reaches "now - 1 min": that plus the drift is the limit, and nothing is cut
+    assert(p.limit.contains(now - Minute + 5 * Minute))
+    assert(p.ends("p0") == 24 * 60)
+    (1 to 7).foreach(i => assert(p.ends(s"p$i") == 120))
+  }
+
+  test("a split that has run ahead is held back until the others are within the drift") {
+    val series = Seq(Series("slow", 0, Minute, 100), Series("fast", 0, Minute, 100))
+    val p = plan(series, Map("slow" -> 10, "fast" -> 60), 5 * Minute, Some(20))
+    assert(p.heldBack == Set("fast"))
+    assert(p.ends("fast") == 60)
+    assert(p.ends("slow") == 30) // the whole budget goes to the split behind
+  }
+
+  test("out-of-orderness moves the cut by the same amount as the watermark") {
+    val series = Seq(Series("a", 0, Minute, 100), Series("b", 50 * Minute, Minute, 100))
+    val at = Map("a" -> 0L, "b" -> 0L)
+    // within one source it cancels out: b reads up to a's reach (99 min), watermarks then equal
+    assert(plan(series, at, 0, None).ends("b") == 50)
+    assert(plan(series, at, 0, None, oooMs = 3 * Minute).ends("b") == 50)
+    // against another member's watermark (20 min) it does not: event times up to 20 (+ 3) min
+    assert(plan(series, at, 0, None, others = Some(20 * Minute)).ends("a") == 21)
+    assert(plan(series, at, 0, None, others = Some(20 * Minute), oooMs = 3 * Minute).ends("a") == 24)
+  }
+
+  test("an idle split constrains nobody; all idle means no limit and no overflow") {
+    val series = Seq(Series("idle", 0, Minute, 5), Series("busy", Long.MaxValue / 2, Minute, 10))
+    val p = HorizonPlanner.plan(Seq(toPlan(series(0), 5), toPlan(series(1), 0)), identity, 0, 5 * Minute, None, None,
+      Some(new Index(series, Map("idle" -> 5, "busy" -> 0))), AlignmentMode.SplitsByIndex)
+    assert(p.ends("busy") == 10) // the finished split does not hold it back
+    val allIdle = HorizonPlanner.plan(Seq(toPlan(series(0), 2, idle = true)), identity, 0, Long.MaxValue, None, None,
+      Some(new Index(series.take(1), Map("idle" -> 2))), AlignmentMode.SplitsByIndex)
+    assert(allIdle.limit.isEmpty && allIdle.frontier.isEmpty)
+    assert(allIdle.ends("idle") == 5)
+  }
+
+  test("a split with nothing to read and no watermark blocks nobody") {
+    val series = Seq(Series("empty", 0, Minute, 0), Series("data", 10 * Hour, Minute, 30))
+    val p = plan(series, Map("empty" -> 0, "data" -> 0), Minute, None)
+    assert(p.ends("data") == 30)
+    assert(p.frontier.contains(10 * Hour + 29 * Minute))
+  }
+
+  test("another member's frontier caps the source; without one it reads freely") {
+    val series = Seq(Series("a", 0, Minute, 100))
+    val capped = plan(series, Map("a" -> 0), 5 * Minute, None, others = Some(20 * Minute))
+    assert(capped.limit.contains(25 * Minute))
+    assert(capped.ends("a") == 26) // event times 0..25 min
+    assert(plan(series, Map("a" -> 0), 5 * Minute, None).ends("a") == 100)
+  }
+
+  test("holding for the group reads nothing and reports where the source starts") {
+    val series = Seq(Series("a", 7 * Minute, Minute, 10), Series("b", 3 * Minute, Minute, 10))
+    val p = plan(series, Map("a" -> 0, "b" -> 0), Minute, Some(5), mode = AlignmentMode.Hold)
+    assert(p.ends == Map("a" -> 0L, "b" -> 0L))
+    assert(p.frontier.contains(3 * Minute))
+    assert(p.heldBack == Set("a", "b"))
+  }
+
+  test("a read limit below the records of one instant still makes progress") {
+    val series = Seq(Series("a", 0, 0, 50), Series("b", 0, 0, 50)) // all records at the same time
+    val p = plan(series, Map("a" -> 0, "b" -> 0), Minute, Some(10))
+    assert(p.ends.values.sum == 10)
+  }
+
+  test("a source whose reader cannot pause splits is held back only as a whole") {
+    val series = Seq(Series("a", 0, Minute, 100), Series("b", 50 * Minute, Minute, 100))
+    val at = Map("a" -> 40L, "b" -> 10L)
+    val ahead = plan(series, at, 5 * Minute, None, others = Some(10 * Minute), mode = AlignmentMode.WholeSource)
+    assert(ahead.ends == at) // its slowest split (39 min) is past 10 + 5 min
+    val behind = plan(series, at, 5 * Minute, None, others = Some(60 * Minute), mode = AlignmentMode.WholeSource)
+    assert(behind.ends == Map("a" -> 100L, "b" -> 100L)) // no per-split cut
+  }
+
+  test("without an index, a split whose watermark is above the limit gets no range") {
+    val series = Seq(Series("a", 0, Minute, 100), Series("b", 0, Minute, 100))
+    val at = Map("a" -> 10L, "b" -> 50L)
+    val p = HorizonPlanner.plan(series.map(s => toPlan(s, at(s.id)).copy(latestEventTime = None)), identity, 0,
+      5 * Minute, None, None, None, AlignmentMode.SplitsByWatermark)
+    assert(p.limit.contains(14 * Minute))
+    assert(p.heldBack == Set("b") && p.ends("a") == 100)
+  }
+}
+
+private object HorizonPlannerSuite {
+  final case class Series(id: String, base: Long, step: Long, records: Long) {
+    def timeOf(k: Long): Long = base + k * step
+    def firstAtOrAfter(t: Long): Long =
+      if (t <= base) 0L else if (step == 0) records else math.min(records, (t - base + step - 1) / step)
+  }
+}
