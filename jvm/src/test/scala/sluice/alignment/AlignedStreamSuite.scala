@@ -120,6 +120,31 @@ class AlignedStreamSuite extends AnyFunSuite with SparkSuiteBase {
   private def wrongWindows(counts: Map[Long, Long]): Int =
     expectedCounts.count { case (w, n) => !counts.get(w).contains(n) } + (counts.keySet -- expectedCounts.keySet).size
 
+  test("a reader that cannot pause splits fails with FLIP-182's message, unless unaligned splits are allowed") {
+    val dir = tempDir("files")
+    (0 until 2).foreach { f =>
+      java.nio.file.Files.write(dir.resolve(s"part-$f.json"), (0 until 50).map(i =>
+        s"""{"id": $i, "ts": ${1700000000000L + f * 3600000L + i * Minute}}""").mkString("\n").getBytes("UTF-8"))
+    }
+    val files = sluice.connector.file.FileSource.builder().path(dir.toString).format("json")
+      .schema("id INT, ts LONG").timestampColumn("ts").build()
+    val aligned = strategy.withWatermarkAlignment("files", Duration.ofMinutes(5))
+    def start(s: WatermarkStrategy) = Sluice.fromSource(spark, files, s, null).writeStream.format("noop")
+      .trigger(Trigger.AvailableNow()).option("checkpointLocation", tempDir("ckpt").toString).start()
+
+    val failed = start(aligned)
+    val e = intercept[org.apache.spark.sql.streaming.StreamingQueryException](failed.awaitTermination(60000))
+    assert(e.getCause.isInstanceOf[UnsupportedOperationException])
+    assert(e.getCause.getMessage.startsWith("This source reader does not support pause or resume splits. The file " +
+      "source reads 2 splits with watermark alignment (group 'files')"))
+
+    val allowed = start(aligned.withAllowUnalignedSourceSplits(true))
+    assert(allowed.awaitTermination(60000))
+    assert(allowed.exception.isEmpty)
+    assert(allowed.recentProgress.map(_.numInputRows).sum == 100)
+    assert(allowed.recentProgress.last.sources.head.metrics.get("alignment.mode") == "WholeSource")
+  }
+
   private def dropped(q: StreamingQuery): Long =
     q.recentProgress.flatMap(_.stateOperators).map(_.numRowsDroppedByWatermark).sum
 }

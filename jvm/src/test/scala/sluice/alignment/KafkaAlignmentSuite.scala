@@ -171,4 +171,31 @@ class KafkaAlignmentSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuit
       spark.conf.unset("spark.sql.streaming.noDataProgressEventInterval")
     }
   }
+
+  test("inside a hybrid source, the active source's partitions align after the switch") {
+    // an hour of history (bounded), then a live topic whose partition 0 lags partition 1 by two hours
+    kafka.createTopic("history", 1)
+    kafka.createTopic("recent", 2)
+    kafka.produce("history", (0 until 60).map(i =>
+      ProducedRecord.text(value = Some(s"h$i"), timestamp = Some(end - 4 * Hour + i * Minute))))
+    val recent = (0 until 180).map(i => ProducedRecord.text(value = Some(s"r0-$i"), partition = Some(0),
+      timestamp = Some(end - 3 * Hour + i * Minute))) ++
+      (0 until 60).map(i => ProducedRecord.text(value = Some(s"r1-$i"), partition = Some(1), timestamp = Some(end - Hour + i * Minute)))
+    kafka.produce("recent", recent)
+    val hybrid = sluice.hybrid.HybridSource.builder(
+        KafkaSource.builder().bootstrapServers(kafka.bootstrapServers).topics("history")
+          .startingOffsets(OffsetsInitializer.earliest()).stoppingOffsets(OffsetsInitializer.latest()).build())
+      .addSource(KafkaSource.builder().bootstrapServers(kafka.bootstrapServers).topics("recent")
+        .startingOffsets(OffsetsInitializer.earliest()).build())
+      .build()
+    val df = Sluice.fromSource(spark, hybrid, WatermarkStrategy.forMonotonousTimestamps()
+      .withWatermarkAlignment("hybrid", Duration.ofMinutes(5)), "history+recent", Map("maxRecordsPerTrigger" -> "50"))
+    val q = run(df.withWatermark("event_time", "10 minutes").groupBy(window(col("event_time"), "1 minute")).count(),
+      "hybrid_counts", OutputMode.Update())
+    assert(dropped(q) == 0)
+    assert(spark.table("hybrid_counts").groupBy("window").agg(expr("max(count) as n")).agg(expr("sum(n)")).head.getLong(0) == 300)
+    // the lagging live partition reads first; the other waits, paused, until it is within the drift
+    val live = dataBatches(q).map(splitStates(_)).filter(_.exists(_.split == "1:recent-1"))
+    assert(live.exists(_.exists(s => s.split == "1:recent-1" && s.paused)))
+  }
 }
