@@ -9,7 +9,7 @@ import org.apache.spark.sql.functions.{col, expr, window}
 import org.apache.spark.sql.streaming.{OutputMode, StreamingQuery, StreamingQueryProgress, Trigger}
 import org.scalatest.funsuite.AnyFunSuite
 
-import sluice.{Sluice, SparkSuiteBase}
+import sluice.{Sluice, Slow, SparkSuiteBase}
 import sluice.alignment.AlignedStreamSuite.splitStates
 import sluice.connector.kafka.{KafkaSource, OffsetsInitializer}
 import sluice.eventtime.WatermarkStrategy
@@ -91,7 +91,7 @@ class KafkaAlignmentSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuit
     assert(first.count(_.paused) == 7)
   }
 
-  test("two topics, one group: a stream-stream join keeps a fifth of the state at most, with the same output") {
+  test("two topics, one group: a stream-stream join keeps a fifth of the state at most, with the same output", Slow) {
     // 12 h of orders (one a minute) and payments (ten a minute, each within a minute of its order)
     kafka.createTopic("orders", 1)
     kafka.createTopic("payments", 1)

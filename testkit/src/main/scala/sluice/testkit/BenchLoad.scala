@@ -18,18 +18,25 @@ private[testkit] object BenchLoad {
 
   /**
    * Writes `count` records round-robin over the topic's partitions: key = the record number,
-   * value = `valueBytes` bytes, timestamp = `baseTimestampMs` + the record number.
+   * value = `valueBytes` bytes, timestamp = `baseTimestampMs` + the record number. A record the
+   * producer gave up on (e.g. its delivery timed out on a busy machine) fails the command.
    */
   def produce(producer: KafkaProducer[Array[Byte], Array[Byte]], topic: String, partitions: Int,
       count: Long, valueBytes: Int, baseTimestampMs: Long): Long = {
     val value = Array.tabulate[Byte](valueBytes)(i => ('a' + i % 26).toByte)
+    val failed = new java.util.concurrent.atomic.AtomicLong()
+    val firstError = new java.util.concurrent.atomic.AtomicReference[Exception]()
     var i = 0L
     while (i < count) {
       val key = java.lang.Long.toString(i).getBytes("UTF-8")
-      producer.send(new ProducerRecord(topic, Int.box((i % partitions).toInt), Long.box(baseTimestampMs + i), key, value))
+      producer.send(new ProducerRecord(topic, Int.box((i % partitions).toInt), Long.box(baseTimestampMs + i), key, value),
+        (_, e) => if (e != null) { failed.incrementAndGet(); firstError.compareAndSet(null, e) })
       i += 1
     }
     producer.flush()
+    if (failed.get > 0) {
+      throw new IllegalStateException(s"${failed.get} of $count records were not written to $topic", firstError.get)
+    }
     count
   }
 

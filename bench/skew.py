@@ -1,0 +1,221 @@
+"""skew: a skewed Kafka catch-up into 1-minute window counts, Spark's Kafka source vs aligned Sluice.
+
+The data: a topic of 8 partitions, one event per SKEW_STEP_MS of event time per partition
+(default 1 s), the record timestamp being the event time. Partition 0's backlog starts 24 hours
+before the end, the seven others' 2 hours before it (the catch-up after an outage). Both sides
+read it with Trigger.AvailableNow and the same per-batch read limit (SLUICE_BENCH_SKEW_LIMIT,
+default 10,000 records) into
+`withWatermark("event_time", "10 minutes").groupBy(window("event_time", "1 minute")).count()`
+(update mode, memory sink). Sluice aligns the partitions with a 5-minute maximum drift.
+
+Reported, from one run of each: rows dropped as late (`numRowsDroppedByWatermark`), windows whose
+final count is wrong (missing or short), the peak state rows (`numRowsTotal`), the wall time and
+records per second.
+
+Alignment overhead on unskewed data: 1,000,000 records of 100 B written round-robin over 8
+partitions with increasing timestamps (SLUICE_BENCH_SKEW_EVEN_ROWS), read into the no-op sink
+with `forMonotonousTimestamps()` once with alignment and once without, with a read limit of
+200,000 records per batch. Runs alternate after one warm-up each; medians of SLUICE_BENCH_RUNS
+(default 3). `overhead_pct` = how much slower (in records/s) the aligned read is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+import sluice
+from bench.common import rows_read, run_available_now, session
+from sluice import KafkaSource, OffsetsInitializer, WatermarkStrategy
+from sluice.testing import EmbeddedKafka
+
+RESULT = Path(__file__).resolve().parent / "results" / "skew.json"
+MINUTE = 60_000
+END = 1_700_000_000_000 // (60 * MINUTE) * (60 * MINUTE)  # the backlog's end, on the hour
+PARTITIONS = 8
+DRIFT = timedelta(minutes=5)
+
+
+def _skewed_events(step_ms: int) -> list[tuple[int, int]]:
+    """(partition, timestamp) of every event, in production order."""
+    events = []
+    for p in range(PARTITIONS):
+        hours = 24 if p == 0 else 2
+        count = hours * 60 * MINUTE // step_ms
+        events.extend((p, END - (count - i) * step_ms) for i in range(count))
+    return events
+
+
+def _expected_windows(events: list[tuple[int, int]]) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    for _, ts in events:
+        window = ts // MINUTE * MINUTE
+        counts[window] = counts.get(window, 0) + 1
+    return counts
+
+
+def _window_counts(
+    spark: SparkSession, df: DataFrame, table: str, expected: dict[int, int]
+) -> dict:
+    counts = (
+        df.withWatermark("event_time", "10 minutes")
+        .groupBy(F.window("event_time", "1 minute"))
+        .count()
+    )
+    with tempfile.TemporaryDirectory(prefix="bench-skew-") as checkpoint:
+        started = time.perf_counter()
+        query = (
+            counts.writeStream.format("memory")
+            .queryName(table)
+            .outputMode("update")
+            .option("checkpointLocation", checkpoint)
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+        seconds = time.perf_counter() - started
+    if query.exception() is not None:
+        raise RuntimeError(str(query.exception()))
+    progress = query.recentProgress
+    final: dict[int, int] = {}
+    for row in spark.table(table).collect():
+        start = int(row.window.start.timestamp() * 1000)
+        final[start] = max(final.get(start, 0), row["count"])
+    rows = rows_read(progress)
+    return {
+        "late_dropped": sum(
+            op["numRowsDroppedByWatermark"] for p in progress for op in p["stateOperators"]
+        ),
+        "wrong_windows": sum(1 for w, n in expected.items() if final.get(w) != n),
+        "peak_state_rows": max(
+            (sum(op["numRowsTotal"] for op in p["stateOperators"]) for p in progress),
+            default=0,
+        ),
+        "rows": rows,
+        "batches": sum(1 for p in progress if p["numInputRows"] > 0),
+        "seconds": seconds,
+        "records_per_second": rows / seconds,
+    }
+
+
+def _sluice_kafka(
+    spark: SparkSession, bootstrap: str, topic: str, strategy: WatermarkStrategy, limit: int
+) -> DataFrame:
+    source = (
+        KafkaSource.builder()
+        .bootstrap_servers(bootstrap)
+        .topics(topic)
+        .starting_offsets(OffsetsInitializer.earliest())
+        .build()
+    )
+    return sluice.from_source(
+        spark, source, strategy, name=topic, options={"maxRecordsPerTrigger": limit}
+    )
+
+
+def _overhead(spark: SparkSession, kafka: EmbeddedKafka, rows: int, runs: int) -> dict:
+    topic = "even"
+    kafka.create_topic(topic, PARTITIONS)
+    kafka.produce_generated(topic, rows, 100, END)
+    if sum(kafka.end_offsets(topic).values()) != rows:
+        raise AssertionError(f"the broker holds {kafka.end_offsets(topic)}, not {rows} records")
+    plain = WatermarkStrategy.for_monotonous_timestamps()
+    aligned = plain.with_watermark_alignment("even", max_drift=DRIFT)
+
+    def once(strategy: WatermarkStrategy) -> float:
+        seconds, progress = run_available_now(
+            _sluice_kafka(spark, kafka.bootstrap_servers, topic, strategy, 200_000)
+        )
+        if rows_read(progress) != rows:
+            raise AssertionError(f"read {rows_read(progress)} rows, expected {rows}")
+        return rows / seconds
+
+    once(plain), once(aligned)  # warm-up
+    off, on = [], []
+    for _ in range(runs):
+        off.append(once(plain))
+        on.append(once(aligned))
+    off_rps, on_rps = statistics.median(off), statistics.median(on)
+    return {
+        "rows": rows,
+        "without_alignment_rps": off_rps,
+        "with_alignment_rps": on_rps,
+        "overhead_pct": (off_rps - on_rps) / off_rps * 100,
+        "all_runs": {"without_alignment_rps": off, "with_alignment_rps": on},
+    }
+
+
+def run() -> dict:
+    step_ms = int(os.environ.get("SLUICE_BENCH_SKEW_STEP_MS", "1000"))
+    limit = int(os.environ.get("SLUICE_BENCH_SKEW_LIMIT", "10000"))
+    even_rows = int(os.environ.get("SLUICE_BENCH_SKEW_EVEN_ROWS", "1000000"))
+    runs = int(os.environ.get("SLUICE_BENCH_RUNS", "3"))
+    spark = session("bench-skew", spark_kafka=True)
+    with EmbeddedKafka() as kafka:
+        topic = "skewed"
+        kafka.create_topic(topic, PARTITIONS)
+        events = _skewed_events(step_ms)
+        kafka.produce(
+            topic,
+            ({"value": f"{p}-{ts}", "partition": p, "timestamp": ts} for p, ts in events),
+        )
+        expected = _expected_windows(events)
+
+        theirs_df = (
+            spark.readStream.format("kafka")
+            .option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+            .option("subscribe", topic)
+            .option("startingOffsets", "earliest")
+            .option("maxOffsetsPerTrigger", limit)
+            .load()
+            .withColumn("event_time", F.col("timestamp"))
+        )
+        theirs = _window_counts(spark, theirs_df, "skew_spark", expected)
+        strategy = WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(
+            "skew", max_drift=DRIFT
+        )
+        ours = _window_counts(
+            spark,
+            _sluice_kafka(spark, kafka.bootstrap_servers, topic, strategy, limit),
+            "skew_sluice",
+            expected,
+        )
+        overhead = _overhead(spark, kafka, even_rows, runs)
+    spark.stop()
+
+    result = {
+        "benchmark": "skew",
+        "spark_late_dropped": theirs["late_dropped"],
+        "sluice_late_dropped": ours["late_dropped"],
+        "spark_wrong_windows": theirs["wrong_windows"],
+        "sluice_wrong_windows": ours["wrong_windows"],
+        "spark_peak_state_rows": theirs["peak_state_rows"],
+        "sluice_peak_state_rows": ours["peak_state_rows"],
+        "overhead_pct": overhead["overhead_pct"],
+        "spark_records_per_second": theirs["records_per_second"],
+        "sluice_records_per_second": ours["records_per_second"],
+        "windows": len(expected),
+        "spark": theirs,
+        "sluice": ours,
+        "alignment_overhead": overhead,
+        "data": {
+            "partitions": PARTITIONS,
+            "events": len(events),
+            "event_step_ms": step_ms,
+            "read_limit_per_batch": limit,
+            "max_drift_ms": int(DRIFT.total_seconds() * 1000),
+            "watermark_delay": "10 minutes",
+        },
+    }
+    RESULT.parent.mkdir(parents=True, exist_ok=True)
+    RESULT.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in result.items() if not isinstance(v, dict)}, indent=2))
+    return result
