@@ -38,15 +38,24 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-def configure(builder: SparkSession.Builder) -> SparkSession.Builder:
-    """Returns ``builder`` set up to load the Sluice jar shipped with this package.
+EXTENSIONS = "sluice.spark.SluiceExtensions"
 
-    Keeps jars already configured on the builder.
+
+def configure(builder: SparkSession.Builder) -> SparkSession.Builder:
+    """Returns ``builder`` set up to load the Sluice jar shipped with this package, with Sluice's
+    analysis rules (``spark.sql.extensions``: clear errors for columns a compact source leaves out).
+
+    Keeps jars and extensions already configured on the builder.
     """
-    existing = builder._options.get("spark.jars")  # noqa: SLF001 - the builder keeps no public getter
-    jars = [j for j in (existing or "").split(",") if j]
-    jars.append(jar_path())
-    return builder.config("spark.jars", ",".join(jars))
+    return _append(_append(builder, "spark.jars", jar_path()), "spark.sql.extensions", EXTENSIONS)
+
+
+def _append(builder: SparkSession.Builder, key: str, value: str) -> SparkSession.Builder:
+    existing = builder._options.get(key)  # noqa: SLF001 - the builder keeps no public getter
+    values = [v for v in (existing or "").split(",") if v]
+    if value not in values:
+        values.append(value)
+    return builder.config(key, ",".join(values))
 
 
 def from_source(

@@ -102,5 +102,9 @@ class KafkaSourceBuilder(_Builder["KafkaSourceBuilder"]):
     def include_headers(self, include: bool) -> KafkaSourceBuilder:
         return self._set("includeHeaders", include)
 
+    def include_key(self, include: bool = True) -> KafkaSourceBuilder:
+        """Compact rows (``forceTimestampSupport=false``) hold ``value`` only unless this is set."""
+        return self._set("includeKey", include)
+
     def partition_discovery_interval_ms(self, ms: int) -> KafkaSourceBuilder:
         return self._set("partitionDiscoveryIntervalMs", ms)

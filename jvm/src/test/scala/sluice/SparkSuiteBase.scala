@@ -17,6 +17,7 @@ trait SparkSuiteBase extends BeforeAndAfterAll { self: Suite =>
       .config("spark.sql.shuffle.partitions", "2")
       .config("spark.ui.enabled", "false")
       .config("spark.sql.streaming.stopTimeout", "30s")
+      .config("spark.sql.extensions", "sluice.spark.SluiceExtensions")
       .getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
   }

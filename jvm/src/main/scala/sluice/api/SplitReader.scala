@@ -53,6 +53,13 @@ trait RecordsWithSplitIds {
   /** Event time of the current record in epoch milliseconds, or `RecordsWithSplitIds.NoTimestamp`. */
   def eventTime: Long
 
+  /**
+   * When the current record arrived where the connector reads it from (the Kafka record
+   * timestamp, a file's modification time), for latency markers; read only when latency
+   * tracking is on.
+   */
+  def arrivalTime: Long = eventTime
+
   /** The split position just after the current record. */
   def position: Long
 

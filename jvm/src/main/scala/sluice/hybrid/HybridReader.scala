@@ -58,6 +58,7 @@ final class HybridReader extends SplitReader[HybridSplit] {
     override def nextRecord(): Boolean = records.nextRecord()
     override def row: InternalRow = records.row
     override def eventTime: Long = records.eventTime
+    override def arrivalTime: Long = records.arrivalTime
     override def position: Long = records.position
     override def finishedSplits: Set[String] = records.finishedSplits.map(HybridSplit.id(index, _))
   }

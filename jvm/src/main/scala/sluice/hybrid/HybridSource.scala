@@ -7,6 +7,7 @@ import org.apache.spark.sql.types.StructType
 
 import sluice.Sources
 import sluice.api._
+import sluice.config.RecordLayout
 
 /**
  * FLIP-150's hybrid source: reads its sources one after the other in one query, switching when
@@ -34,10 +35,19 @@ final class HybridSource private (val entries: IndexedSeq[HybridSource.Entry])
     Map("source" -> Type, SourcesOption -> entries.size.toString) ++
       entries.zipWithIndex.flatMap { case (e, i) => e.options.map { case (k, v) => s"hybrid.$i.$k" -> v } }
 
+  /** Compact when its first source is: `fromOptions` puts every given source in one layout. */
+  private def layout: RecordLayout = entries.head match {
+    case Fixed(s) if s.options.get(RecordLayout.Option.name).contains(RecordLayout.Compact.name) => RecordLayout.Compact
+    case _ => RecordLayout.Full
+  }
+
   /** The source at `index`, built (once) from the context of the switch into it. */
   private[hybrid] def sourceAt(index: Int, context: Option[SourceSwitchContext]): Source[SourceSplit, Any] =
     built.getOrElseUpdate(index, {
-      val source = entries(index).build(context)
+      val made = entries(index).build(context)
+      // a factory's source in the hybrid's layout: sources are values, rebuilt from their options
+      val source: Source[_, _] =
+        if (layout == RecordLayout.Compact) Sources.fromOptions(made.options + RecordLayout.entry(layout)) else made
       if (source.schema != schema) {
         throw new IllegalStateException(
           s"HybridSource: source $index (${source.sourceType}) built at the switch has schema " +
@@ -163,7 +173,8 @@ object HybridSource {
     val count = options.collectFirst { case (k, v) if k.equalsIgnoreCase(SourcesOption) => v }
       .flatMap(v => Try(v.trim.toInt).toOption).filter(_ >= 1).getOrElse(throw new IllegalArgumentException(
         s"HybridSource: option '$SourcesOption' must be the number of sources (an integer >= 1)."))
-    val unknown = options.keys.filterNot(k => k.equalsIgnoreCase(SourcesOption) ||
+    val layout = options.collectFirst { case (k, v) if k.equalsIgnoreCase(RecordLayout.Option.name) => v }
+    val unknown = options.keys.filterNot(k => k.equalsIgnoreCase(SourcesOption) || k.equalsIgnoreCase(RecordLayout.Option.name) ||
       (0 until count).exists(i => k.toLowerCase.startsWith(s"hybrid.$i.")))
     if (unknown.nonEmpty) {
       throw new IllegalArgumentException(s"HybridSource: unknown options ${unknown.toSeq.sorted.mkString(", ")}; " +
@@ -171,7 +182,9 @@ object HybridSource {
     }
     val entries = (0 until count).map { i =>
       val prefix = s"hybrid.$i."
-      val own = options.collect { case (k, v) if k.toLowerCase.startsWith(prefix) => k.substring(prefix.length) -> v }
+      // the binding's layout reaches every source given by options
+      val own = options.collect { case (k, v) if k.toLowerCase.startsWith(prefix) => k.substring(prefix.length) -> v } ++
+        layout.map(RecordLayout.Option.name -> _)
       def key(name: String) = own.collectFirst { case (k, v) if k.equalsIgnoreCase(name) => v }
       val rest = own.filterNot { case (k, _) => Seq(FactoryKey, BoundednessKey, MarginKey).exists(_.equalsIgnoreCase(k)) }
       (key(FactoryKey), key(MarginKey)) match {
@@ -184,6 +197,10 @@ object HybridSource {
           }
           SourceFactories.get(f) // fails now, naming the fix, if this driver does not know it
           FromFactory(f, bounded)
+        case (None, Some(_)) if layout.contains(RecordLayout.Compact.name) =>
+          throw new IllegalArgumentException(s"HybridSource: source $i starts at the previous source's last event " +
+            "time, but compact rows (forceTimestampSupport=false) carry no event time; give it fixed start positions " +
+            "or set forceTimestampSupport=true.")
         case (None, Some(margin)) =>
           val ms = Try(margin.trim.toLong).toOption.filter(_ >= 0).getOrElse(throw new IllegalArgumentException(
             s"HybridSource: invalid value '$margin' for option 'hybrid.$i.$MarginKey'; allowed: an integer >= 0."))

@@ -219,7 +219,7 @@ final class SluiceMicroBatchStream(
   }
 
   override def createReaderFactory(): PartitionReaderFactory =
-    new SluiceReaderFactory(source, options.eventTime, accumulator)
+    new SluiceReaderFactory(source, RecordTiming(options.eventTime, options.timestamps), accumulator)
 
   override def commit(end: SparkOffset): Unit = synchronized {
     absorb(SluiceOffset.of(end))
@@ -232,8 +232,12 @@ final class SluiceMicroBatchStream(
    * next offset is written), so a driver that dies in between loses nothing it could have kept.
    */
   private def foldReports(): Unit = {
-    if (tracker.fold(accumulator.drain())) metadata.writeProgress(tracker.all)
+    val reports = accumulator.drain()
+    latencyMarkers ++= reports.flatMap(_.latencyMarkersMs)
+    if (tracker.fold(reports)) metadata.writeProgress(tracker.all)
   }
+  /** Latency markers that arrived since the last progress report. */
+  private val latencyMarkers = mutable.ArrayBuffer[Long]()
 
   /** Spark calls this before restoring offsets; the bound is taken at the first planning. */
   override def prepareForTriggerAvailableNow(): Unit = synchronized {
@@ -273,6 +277,11 @@ final class SluiceMicroBatchStream(
       m ++= enumerator.metrics
     }
     eventTime.foreach(et => m ++= et.metrics(splits.values.toSeq, tracker.get))
+    if (options.timestamps.latencyTrackingIntervalMs.isDefined) {
+      m ++= LatencyMarkers.metrics(latencyMarkers.toSeq)
+      latencyMarkers.clear()
+    }
+    if (!options.timestamps.force) m("recordLayout") = "compact"
     progress.map(_.counters).foldLeft(Map.empty[String, Long])(SplitProgress.sumCounters)
       .toSeq.sortBy(_._1).foreach { case (k, v) => m(k) = v.toString }
     m.asJava

@@ -9,14 +9,21 @@ import sluice.eventtime.{EventTimeAppender, EventTimeSettings}
 /** The split ranges one Spark task reads. */
 final case class SluiceInputPartition(ranges: Seq[SplitRange[SourceSplit]]) extends InputPartition
 
-/** Serialised to executors with the source's options, its event-time settings and the progress accumulator. */
+/** What a task does with each record besides handing it to Spark. */
+final case class RecordTiming(
+    eventTime: EventTimeSettings,
+    timestamps: TimestampSupport)
+
+/** Serialised to executors with the source's options, its record timing settings and the progress accumulator. */
 final class SluiceReaderFactory(
     source: Source[SourceSplit, Any],
-    eventTime: EventTimeSettings,
+    timing: RecordTiming,
     progress: SplitProgressAccumulator) extends PartitionReaderFactory {
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] = {
-    val appender = Option.when(eventTime.enabled)(new EventTimeAppender(eventTime, source.schema))
-    new SluicePartitionReader(partition.asInstanceOf[SluiceInputPartition], source, appender, progress)
+    val appender = Option.when(timing.eventTime.enabled)(new EventTimeAppender(timing.eventTime, source.schema))
+    val latency = timing.timestamps.latencyTrackingIntervalMs.map(new LatencyMarkers(_))
+    new SluicePartitionReader(partition.asInstanceOf[SluiceInputPartition], source, appender,
+      tracksEventTime = timing.timestamps.force, latency, progress)
   }
 }
 
@@ -24,17 +31,22 @@ final class SluiceReaderFactory(
  * Drives a source's `SplitReader` over the task's ranges and hands its rows to Spark, keeping per
  * split the largest event time and the record count, which it reports through the accumulator
  * when the task ends. Under a watermark strategy, event time comes from the strategy's column
- * (or the connector's record time) and is appended to each row as `event_time`.
+ * (or the connector's record time) and is appended to each row as `event_time`. Compact sources
+ * (`tracksEventTime` false) read no record time at all; with latency tracking on, markers are
+ * taken here and travel in the report, never as rows.
  */
 final class SluicePartitionReader(
     partition: SluiceInputPartition,
     source: Source[SourceSplit, Any],
     eventTime: Option[EventTimeAppender],
+    tracksEventTime: Boolean,
+    latency: Option[LatencyMarkers],
     progress: SplitProgressAccumulator) extends PartitionReader[InternalRow] {
 
   private final class Stats(val range: SplitRange[SourceSplit]) {
     var maxEventTime: Long = RecordsWithSplitIds.NoTimestamp
     var records: Long = 0L
+    val latencyMarkers = scala.collection.mutable.ArrayBuffer[Long]()
   }
 
   private val stats: Map[String, Stats] = partition.ranges.map(r => r.split.splitId -> new Stats(r)).toMap
@@ -55,16 +67,19 @@ final class SluicePartitionReader(
       if (current != null) {
         if (fetched.nextRecord()) {
           current.records += 1
-          val ts = eventTime match {
+          eventTime match {
             case Some(appender) =>
               val t = appender.eventTimeMs(fetched.row, fetched.eventTime)
               row = appender.append(fetched.row, t)
-              t
+              if (t > current.maxEventTime) current.maxEventTime = t
             case None =>
               row = fetched.row
-              fetched.eventTime
+              if (tracksEventTime) {
+                val t = fetched.eventTime
+                if (t > current.maxEventTime) current.maxEventTime = t
+              }
           }
-          if (ts > current.maxEventTime) current.maxEventTime = ts
+          if (latency.isDefined) mark(current)
           return true
         }
         current = null
@@ -87,6 +102,11 @@ final class SluicePartitionReader(
 
   override def get(): InternalRow = row
 
+  private def mark(stats: Stats): Unit = {
+    val marker = latency.get.maybeMark(fetched.arrivalTime)
+    if (marker >= 0 && stats.latencyMarkers.size < LatencyMarkers.MaxPerRange) stats.latencyMarkers += marker
+  }
+
   override def close(): Unit = {
     try {
       stats.values.foreach { s =>
@@ -94,7 +114,8 @@ final class SluicePartitionReader(
         val id = s.range.split.splitId
         // only a task that finished every range reports (Spark drops failed tasks' accumulators),
         // so each range was read to its `until`
-        progress.add(SplitReport(id, s.range.from, s.range.until, maxTs, s.records, reader.splitCounters(id)))
+        progress.add(SplitReport(id, s.range.from, s.range.until, maxTs, s.records, reader.splitCounters(id),
+          s.latencyMarkers.toSeq))
       }
     } finally reader.close()
   }

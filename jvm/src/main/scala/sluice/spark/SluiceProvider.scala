@@ -34,6 +34,21 @@ final class SluiceProvider extends TableProvider with DataSourceRegister {
 
 final class SluiceTable(source: Source[SourceSplit, Any], options: StreamOptions) extends Table with SupportsRead {
   override def name(): String = s"sluice:${options.name.getOrElse(source.sourceType)}"
+
+  /** Whether the source runs compact (`forceTimestampSupport=false`): payload-only rows. */
+  def compact: Boolean = !options.timestamps.force
+
+  /** Columns the full layout has and compact rows leave out, `event_time` included. */
+  lazy val leftOut: Seq[String] = if (!compact) Nil else {
+    val full = sluice.Sources.fromOptions(source.options - sluice.config.RecordLayout.Option.name).schema.fieldNames
+    (full.filterNot(source.schema.fieldNames.contains) :+ sluice.eventtime.EventTimeSettings.EventTimeColumn).toSeq
+  }
+
+  def compactColumnMessage(column: String): String =
+    s"Column '$column' does not exist: the Sluice ${source.sourceType} source" +
+      s"${options.name.fold("")(n => s" '$n'")} runs in compact mode (forceTimestampSupport=false), whose rows hold " +
+      s"only ${source.schema.fieldNames.mkString(", ")}. Set the source option forceTimestampSupport=true (or the " +
+      s"Spark setting ${TimestampSupport.ForceConf}=true) to read event_time, timestamps and provenance."
   override def schema(): StructType = options.outputSchema(source)
   override def capabilities(): util.Set[TableCapability] = util.EnumSet.of(TableCapability.MICRO_BATCH_READ)
   override def newScanBuilder(ignored: CaseInsensitiveStringMap): ScanBuilder = () => new SluiceScan(source, options)

@@ -1,15 +1,21 @@
 package sluice.spark
 
+import org.apache.spark.sql.SparkSession
+
 import sluice.Sources
 import sluice.api.{Source, SourceSplit}
-import sluice.config.{ConfigOption, Options}
+import sluice.config.{ConfigOption, Options, RecordLayout}
 import sluice.eventtime.EventTimeSettings
 
 /**
  * Options of the Spark binding itself (as opposed to a source's own options). The provider
  * splits the options it receives into these and the source's.
  */
-final case class StreamOptions(name: Option[String], maxRecordsPerTrigger: Option[Long], eventTime: EventTimeSettings) {
+final case class StreamOptions(
+    name: Option[String],
+    maxRecordsPerTrigger: Option[Long],
+    eventTime: EventTimeSettings,
+    timestamps: TimestampSupport = TimestampSupport(force = true, None)) {
   /** The rows the stream emits: the source's, plus `event_time` under a watermark strategy. */
   def outputSchema(source: Source[_, _]): org.apache.spark.sql.types.StructType =
     eventTime.outputSchema(source.schema, s"Sluice ${source.sourceType} source")
@@ -21,15 +27,29 @@ object StreamOptions {
     "upper bound on the records one micro-batch reads, split across splits by backlog")
     .withCheck("an integer >= 1")(_ >= 1)
 
-  val all: Seq[ConfigOption[_]] = Seq(Name, MaxRecordsPerTrigger) ++ EventTimeSettings.all
+  val all: Seq[ConfigOption[_]] = Seq(Name, MaxRecordsPerTrigger) ++ TimestampSupport.all ++ EventTimeSettings.all
 
-  /** Separates the binding's options from the source's (which include `source`). */
-  def split(options: Map[String, String]): (StreamOptions, Map[String, String]) = {
+  /**
+   * Separates the binding's options from the source's (which include `source`); Spark settings
+   * give the defaults of `forceTimestampSupport` and latency tracking.
+   */
+  def split(
+      options: Map[String, String],
+      sparkConf: String => Option[String] = activeConf): (StreamOptions, Map[String, String]) = {
     val names = all.map(_.name.toLowerCase).toSet
     val (mine, sourceOptions) = options.partition { case (k, _) => names.contains(k.toLowerCase) }
+    if (sourceOptions.keys.exists(_.equalsIgnoreCase(RecordLayout.Option.name))) {
+      throw new IllegalArgumentException(
+        s"Sluice: '${RecordLayout.Option.name}' is set by Sluice; use ${TimestampSupport.Force.name}=false for compact records.")
+    }
     val o = new Options(mine, all, "Sluice")
-    (StreamOptions(o.get(Name), o.get(MaxRecordsPerTrigger), EventTimeSettings.parse(o, "Sluice")), sourceOptions)
+    val eventTime = EventTimeSettings.parse(o, "Sluice")
+    val timestamps = TimestampSupport.resolve(o, sparkConf, eventTime)
+    val layout = if (timestamps.layout == RecordLayout.Compact) Map(RecordLayout.entry(RecordLayout.Compact)) else Map.empty
+    (StreamOptions(o.get(Name), o.get(MaxRecordsPerTrigger), eventTime, timestamps), sourceOptions ++ layout)
   }
+
+  private def activeConf(key: String): Option[String] = SparkSession.getActiveSession.flatMap(_.conf.getOption(key))
 
   def parse(options: Map[String, String]): (StreamOptions, Source[SourceSplit, Any]) = {
     val (stream, sourceOptions) = split(options)

@@ -78,7 +78,7 @@ class KafkaAlignmentSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuit
     assert(dropped(theirs) > 0 && theirWrong > 0, s"Spark dropped ${dropped(theirs)}, wrong windows $theirWrong")
     assert(dropped(ours) == 0)
     assert(ourWrong == 0)
-    assert(spark.table("skew_sluice").agg(expr("count(distinct window)")).head.getLong(0) == expected.size)
+    assert(spark.table("skew_sluice").agg(expr("count(distinct window)")).head().getLong(0) == expected.size)
     // the bound, at every batch: unfinished splits within the drift (+ one record's step when the limit cut short)
     dataBatches(ours).foreach { p =>
       assert(p.numInputRows <= 200)
@@ -193,7 +193,7 @@ class KafkaAlignmentSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuit
     val q = run(df.withWatermark("event_time", "10 minutes").groupBy(window(col("event_time"), "1 minute")).count(),
       "hybrid_counts", OutputMode.Update())
     assert(dropped(q) == 0)
-    assert(spark.table("hybrid_counts").groupBy("window").agg(expr("max(count) as n")).agg(expr("sum(n)")).head.getLong(0) == 300)
+    assert(spark.table("hybrid_counts").groupBy("window").agg(expr("max(count) as n")).agg(expr("sum(n)")).head().getLong(0) == 300)
     // the lagging live partition reads first; the other waits, paused, until it is within the drift
     val live = dataBatches(q).map(splitStates(_)).filter(_.exists(_.split == "1:recent-1"))
     assert(live.exists(_.exists(s => s.split == "1:recent-1" && s.paused)))

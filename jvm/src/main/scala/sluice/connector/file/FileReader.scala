@@ -130,7 +130,7 @@ final class FileReader(config: FileConfig, hadoopConf: () => Configuration) exte
       if (splitGiven) null
       else {
         splitGiven = true
-        appender.split(c.id)
+        if (!config.compact) appender.split(c.id)
         c.split.splitId
       }
 
@@ -147,8 +147,11 @@ final class FileReader(config: FileConfig, hadoopConf: () => Configuration) exte
         }
       }
       val data = rows.next()
-      ts = eventTime(data)
-      current = appender(data, lineStart, c.mtimeMicros, hasTimestamp = true)
+      if (config.compact) current = data
+      else {
+        ts = eventTime(data)
+        current = appender(data, lineStart, c.mtimeMicros, hasTimestamp = true)
+      }
       true
     }
 
@@ -159,6 +162,7 @@ final class FileReader(config: FileConfig, hadoopConf: () => Configuration) exte
 
     override def row: InternalRow = current
     override def eventTime: Long = ts
+    override def arrivalTime: Long = c.mtimeMicros / 1000L
     override def position: Long = c.lines.position
   }
 }

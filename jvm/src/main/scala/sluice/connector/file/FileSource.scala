@@ -23,7 +23,9 @@ final class FileSource private[file] (val config: FileConfig)
   override def boundedness: Boundedness =
     if (config.monitorIntervalMs.isEmpty) Boundedness.Bounded else Boundedness.ContinuousUnbounded
 
-  override val schema: StructType = Provenance.appendTo(config.payload.outputSchema, FileConfig.Context)
+  override val schema: StructType =
+    if (config.compact) config.payload.outputSchema
+    else Provenance.appendTo(config.payload.outputSchema, FileConfig.Context)
 
   override def options: Map[String, String] = config.options + (FileSource.TypeOption -> sourceType)
 

@@ -7,6 +7,7 @@ import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
 import org.apache.spark.unsafe.types.UTF8String
 
 import sluice.api.{RecordsWithSplitIds, SplitRange, SplitReader}
+import sluice.config.RecordLayout
 
 /**
  * Computes records on the fly. Supports pause/resume, so the generator can stand in for a
@@ -44,7 +45,8 @@ final class GeneratorReader(config: GeneratorConfig) extends SplitReader[Generat
     private var cursor: Cursor = _
     private var remaining = 0L
     private var current = -1L
-    private val values = new Array[Any](4)
+    private val compact = config.layout == RecordLayout.Compact
+    private val values = new Array[Any](if (compact) 2 else 4)
     private val theRow = new GenericInternalRow(values)
 
     override def nextSplit(): String = {
@@ -63,15 +65,21 @@ final class GeneratorReader(config: GeneratorConfig) extends SplitReader[Generat
       current = cursor.next
       cursor.next += 1
       val s = cursor.split.index
-      values(0) = config.recordId(s, current)
-      values(1) = s
-      values(2) = config.eventTimeMs(s, current) * 1000L
-      values(3) = UTF8String.fromString(config.payload(s, current))
+      if (compact) {
+        values(0) = config.recordId(s, current)
+        values(1) = UTF8String.fromString(config.payload(s, current))
+      } else {
+        values(0) = config.recordId(s, current)
+        values(1) = s
+        values(2) = config.eventTimeMs(s, current) * 1000L
+        values(3) = UTF8String.fromString(config.payload(s, current))
+      }
       true
     }
 
     override def row: InternalRow = theRow
-    override def eventTime: Long = config.eventTimeMs(cursor.split.index, current)
+    override def eventTime: Long =
+      if (compact) RecordsWithSplitIds.NoTimestamp else config.eventTimeMs(cursor.split.index, current)
     override def position: Long = current + 1
   }
 }

@@ -3,6 +3,7 @@ package sluice.connector.generator
 import org.apache.spark.sql.types._
 
 import sluice.api._
+import sluice.config.RecordLayout
 
 /**
  * A built-in source of deterministic records (id, split, timestamp, payload) over N splits,
@@ -17,7 +18,8 @@ final class GeneratorSource private[generator] (val config: GeneratorConfig)
   override def boundedness: Boundedness =
     if (config.recordsPerSplit.isDefined) Boundedness.Bounded else Boundedness.ContinuousUnbounded
 
-  override def schema: StructType = GeneratorSource.Schema
+  override def schema: StructType =
+    if (config.layout == RecordLayout.Compact) GeneratorSource.CompactSchema else GeneratorSource.Schema
 
   override def options: Map[String, String] = config.toOptions + ("source" -> sourceType)
 
@@ -47,6 +49,9 @@ object GeneratorSource {
     StructField("split", IntegerType, nullable = false),
     StructField("timestamp", TimestampType, nullable = false),
     StructField("payload", StringType, nullable = false)))
+
+  /** The compact layout: the record's data, without its split and time. */
+  val CompactSchema: StructType = StructType(Seq(Schema("id"), Schema("payload")))
 
   def builder(): Builder = new Builder(Map.empty)
 

@@ -4,7 +4,7 @@ import java.util.regex.Pattern
 
 import scala.util.Try
 
-import sluice.config.{ConfigOption, Options}
+import sluice.config.{ConfigOption, Options, RecordLayout}
 import sluice.connector.format.PayloadFormat
 
 /** Which topics a Kafka source reads. */
@@ -85,6 +85,9 @@ object KafkaConfig {
     .withDefault(true)
   val IncludeHeaders: ConfigOption[Boolean] = ConfigOption.boolean("includeHeaders",
     "add the headers column to raw rows").withDefault(false)
+  val IncludeKey: ConfigOption[Boolean] = ConfigOption.boolean("includeKey",
+    "compact raw rows (forceTimestampSupport=false): add the key column before value; full rows always have it")
+    .withDefault(false)
   val PartitionDiscoveryIntervalMs: ConfigOption[Long] = ConfigOption.long("partitionDiscoveryIntervalMs",
     "how often to look for new partitions and topics; 0: at every batch").withDefault(0L)
     .withCheck("an integer >= 0")(_ >= 0)
@@ -102,7 +105,8 @@ object KafkaConfig {
 
   private val own: Seq[ConfigOption[_]] = Seq(BootstrapServers, Subscribe, SubscribePattern, StartingOffsets,
     StartingTimestamp, StartingOffsetsByTimestamp, EndingOffsets, EndingTimestamp, EndingOffsetsByTimestamp,
-    FailOnDataLoss, IncludeHeaders, PartitionDiscoveryIntervalMs, PollTimeoutMs, Format)
+    FailOnDataLoss, IncludeHeaders, IncludeKey, PartitionDiscoveryIntervalMs, PollTimeoutMs, Format,
+    RecordLayout.Option)
 
   val all: Seq[ConfigOption[_]] = own ++ formatOptions
 
@@ -163,16 +167,21 @@ object KafkaConfig {
       .orElse(o.get(EndingOffsetsByTimestamp).map(j => OffsetsInitializer.TimestampPerPartition(OffsetsInitializer.parseJson(j).get)))
       .orElse(o.get(EndingOffsets).map(initializer))
 
+    val layout = RecordLayout.from(o)
     val decoder = o.get(Format).get.toLowerCase match {
       case "raw" =>
         formatOptions.find(o.contains).foreach { opt =>
           throw new IllegalArgumentException(
             s"KafkaSource: option '${opt.name}' applies to parsed formats; set 'format' to json, csv or text.")
         }
-        KafkaRecordDecoder.Raw(o.get(IncludeHeaders).get)
+        if (layout == RecordLayout.Full) KafkaRecordDecoder.Raw(o.get(IncludeHeaders).get)
+        else if (o.get(IncludeHeaders).get) {
+          throw new IllegalArgumentException("KafkaSource: compact rows (forceTimestampSupport=false) hold the value, " +
+            "and the key with includeKey=true, never headers; remove includeHeaders or set forceTimestampSupport=true.")
+        } else KafkaRecordDecoder.RawCompact(o.get(IncludeKey).get)
       case parsed =>
-        if (o.contains(IncludeHeaders)) {
-          throw new IllegalArgumentException("KafkaSource: option 'includeHeaders' applies to format raw only.")
+        Seq(IncludeHeaders, IncludeKey).find(o.contains).foreach { opt =>
+          throw new IllegalArgumentException(s"KafkaSource: option '${opt.name}' applies to format raw only.")
         }
         val names = PayloadFormat.all.map(_.name.toLowerCase).toSet
         val formatRaw = own.filter { case (k, _) => names.contains(k.toLowerCase) }
@@ -180,7 +189,7 @@ object KafkaConfig {
         if (payload.hasHeader) {
           throw new IllegalArgumentException("KafkaSource: option 'header' means nothing for Kafka values; remove it.")
         }
-        KafkaRecordDecoder.Parsed(payload)
+        KafkaRecordDecoder.Parsed(payload, withProvenance = layout == RecordLayout.Full)
     }
 
     KafkaConfig(consumer + ("bootstrap.servers" -> servers.trim), subscription,

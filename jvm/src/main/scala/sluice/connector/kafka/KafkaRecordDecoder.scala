@@ -8,12 +8,15 @@ import org.apache.spark.unsafe.types.UTF8String
 import sluice.connector.format.{PayloadFormat, Provenance}
 
 /**
- * Turns Kafka records into rows: raw (Spark's Kafka schema, one row per record) or parsed (the
- * value parsed by the shared payload parsers — the very code the file source uses — followed by
- * the provenance columns; zero or more rows per record).
+ * Turns Kafka records into rows: raw (Spark's Kafka schema, one row per record), raw compact (the
+ * value, and the key when asked: nothing else is read from the record), or parsed (the value
+ * parsed by the shared payload parsers — the very code the file source uses — followed by the
+ * provenance columns unless compact; zero or more rows per record).
  */
 sealed trait KafkaRecordDecoder extends Serializable {
   def schema: StructType
+  /** Whether rows carry record times (the full layout); compact readers never read them. */
+  def readsTimestamps: Boolean = true
 }
 
 object KafkaRecordDecoder {
@@ -21,13 +24,20 @@ object KafkaRecordDecoder {
     override def schema: StructType = KafkaRowConverter.schema(includeHeaders)
   }
 
-  final case class Parsed(format: PayloadFormat) extends KafkaRecordDecoder {
-    override def schema: StructType = Provenance.appendTo(format.outputSchema, "KafkaSource")
+  final case class RawCompact(includeKey: Boolean) extends KafkaRecordDecoder {
+    override def schema: StructType = CompactKafkaRowConverter.schema(includeKey)
+    override def readsTimestamps: Boolean = false
+  }
+
+  final case class Parsed(format: PayloadFormat, withProvenance: Boolean = true) extends KafkaRecordDecoder {
+    override def schema: StructType =
+      if (withProvenance) Provenance.appendTo(format.outputSchema, "KafkaSource") else format.outputSchema
+    override def readsTimestamps: Boolean = withProvenance
   }
 }
 
 /** The executor side of a parsed decoder: reused parser and provenance row. */
-private[kafka] final class ParsedRecords(format: PayloadFormat) {
+private[kafka] final class ParsedRecords(format: PayloadFormat, withProvenance: Boolean) {
   private val parser = format.newParser()
   private val appender = new Provenance.Appender
   private var split: String = _
@@ -41,7 +51,7 @@ private[kafka] final class ParsedRecords(format: PayloadFormat) {
   /** Starts the rows of `record`; false when it has none (a tombstone, or dropped as malformed). */
   def start(record: ConsumerRecord[Array[Byte], Array[Byte]], splitId: String): Unit = {
     this.record = record
-    if (splitId ne split) {
+    if (withProvenance && (splitId ne split)) {
       split = splitId
       appender.split(UTF8String.fromString(splitId))
     }
@@ -53,5 +63,7 @@ private[kafka] final class ParsedRecords(format: PayloadFormat) {
 
   def hasNext: Boolean = rows.hasNext
 
-  def next(): InternalRow = appender(rows.next(), record.offset, record.timestamp * 1000L, hasTimestamp = true)
+  def next(): InternalRow =
+    if (withProvenance) appender(rows.next(), record.offset, record.timestamp * 1000L, hasTimestamp = true)
+    else rows.next()
 }

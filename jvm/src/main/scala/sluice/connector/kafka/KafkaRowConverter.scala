@@ -8,19 +8,24 @@ import org.apache.spark.sql.catalyst.util.GenericArrayData
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 
+/** Builds one raw row per Kafka record. */
+private[kafka] trait RawRowConverter {
+  def convert(record: ConsumerRecord[Array[Byte], Array[Byte]]): InternalRow
+}
+
 /**
  * Builds raw rows, column for column what Spark's Kafka source emits (key, value, topic,
  * partition, offset, timestamp, timestampType, and headers when asked). Without headers it writes
  * straight into one reused UnsafeRow, so a record costs no intermediate objects.
  */
-final class KafkaRowConverter(includeHeaders: Boolean) {
+final class KafkaRowConverter(includeHeaders: Boolean) extends RawRowConverter {
   private val writer = new UnsafeRowWriter(7)
   private var topic: String = _
   private var topicUtf8: UTF8String = _
   private lazy val withHeaders = UnsafeProjection.create(KafkaRowConverter.schema(includeHeaders = true))
   private lazy val generic = new GenericInternalRow(8)
 
-  def convert(record: ConsumerRecord[Array[Byte], Array[Byte]]): InternalRow = {
+  override def convert(record: ConsumerRecord[Array[Byte], Array[Byte]]): InternalRow = {
     if (record.topic ne topic) { // topics are interned by the consumer; compare references first
       topic = record.topic
       topicUtf8 = UTF8String.fromString(topic)
@@ -70,5 +75,32 @@ object KafkaRowConverter {
       StructField("timestamp", TimestampType),
       StructField("timestampType", IntegerType)))
     if (includeHeaders) base.add(StructField("headers", HeadersType)) else base
+  }
+}
+
+/**
+ * The compact layout: the value (and the key when asked) written straight into a reused
+ * UnsafeRow of one or two columns. Topic, partition, offset and timestamps are never touched.
+ */
+final class CompactKafkaRowConverter(includeKey: Boolean) extends RawRowConverter {
+  private val writer = new UnsafeRowWriter(if (includeKey) 2 else 1)
+
+  override def convert(record: ConsumerRecord[Array[Byte], Array[Byte]]): InternalRow = {
+    writer.reset()
+    writer.zeroOutNullBytes()
+    if (includeKey) {
+      if (record.key == null) writer.setNullAt(0) else writer.write(0, record.key)
+      if (record.value == null) writer.setNullAt(1) else writer.write(1, record.value)
+    } else {
+      if (record.value == null) writer.setNullAt(0) else writer.write(0, record.value)
+    }
+    writer.getRow
+  }
+}
+
+object CompactKafkaRowConverter {
+  def schema(includeKey: Boolean): StructType = {
+    val full = KafkaRowConverter.schema(includeHeaders = false)
+    StructType((if (includeKey) Seq(full("key")) else Nil) :+ full("value"))
   }
 }

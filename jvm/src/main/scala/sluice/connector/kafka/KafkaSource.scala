@@ -88,6 +88,8 @@ object KafkaSource {
 
     def failOnDataLoss(fail: Boolean): Builder = set(FailOnDataLoss.name, fail)
     def includeHeaders(include: Boolean): Builder = set(IncludeHeaders.name, include)
+    /** Compact rows (`forceTimestampSupport=false`) hold the value only unless this is true. */
+    def includeKey(include: Boolean): Builder = set(IncludeKey.name, include)
     def partitionDiscoveryIntervalMs(ms: Long): Builder = set(PartitionDiscoveryIntervalMs.name, ms)
     def option(name: String, value: String): Builder = set(name, value)
 

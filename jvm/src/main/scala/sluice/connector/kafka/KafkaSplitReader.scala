@@ -32,10 +32,12 @@ final class KafkaSplitReader(config: KafkaConfig) extends SplitReader[KafkaParti
   private val assigned = mutable.LinkedHashMap[TopicPartition, Assignment]()
   private val paused = mutable.Set[TopicPartition]()
   private val lostBySplit = mutable.Map[String, Long]()
-  private val (converter, parsed) = config.decoder match {
+  private val (converter, parsed): (RawRowConverter, ParsedRecords) = config.decoder match {
     case KafkaRecordDecoder.Raw(headers) => (new KafkaRowConverter(headers), null)
-    case KafkaRecordDecoder.Parsed(format) => (null, new ParsedRecords(format))
+    case KafkaRecordDecoder.RawCompact(key) => (new CompactKafkaRowConverter(key), null)
+    case KafkaRecordDecoder.Parsed(format, provenance) => (null, new ParsedRecords(format, provenance))
   }
+  private val readsTimestamps = config.decoder.readsTimestamps
   private var lastProgressMs = System.currentTimeMillis()
   /** Splits given up because their partition was deleted, to report as finished. */
   private val finishedGone = mutable.Set[String]()
@@ -236,7 +238,8 @@ final class KafkaSplitReader(config: KafkaConfig) extends SplitReader[KafkaParti
     }
 
     override def row: InternalRow = theRow
-    override def eventTime: Long = record.timestamp
+    override def eventTime: Long = if (readsTimestamps) record.timestamp else RecordsWithSplitIds.NoTimestamp
+    override def arrivalTime: Long = record.timestamp
     override def position: Long = record.offset + 1
     override def finishedSplits: Set[String] = Set.empty
   }

@@ -1,0 +1,39 @@
+package sluice.spark
+
+import org.apache.spark.sql.{AnalysisException, SparkSessionExtensions}
+import org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.catalyst.streaming.StreamingRelationV2
+
+/**
+ * `spark.sql.extensions=sluice.spark.SluiceExtensions` (`sluice.configure` sets it): analysis
+ * rules of Sluice. Today one: a query that names a column a compact source leaves out
+ * (`event_time`, timestamps, provenance) gets an error naming compact mode and the setting,
+ * instead of Spark's bare "cannot resolve".
+ */
+final class SluiceExtensions extends (SparkSessionExtensions => Unit) {
+  override def apply(extensions: SparkSessionExtensions): Unit =
+    extensions.injectResolutionRule(_ => CompactColumnCheck)
+}
+
+object CompactColumnCheck extends Rule[LogicalPlan] {
+  override def apply(plan: LogicalPlan): LogicalPlan = {
+    plan.foreachUp { node =>
+      // Only where the children are resolved can a missing name be told apart from one still to come.
+      if (node.children.nonEmpty && node.childrenResolved) {
+        lazy val compactTables = node.collectLeaves().collect {
+          case r: StreamingRelationV2 => r.table
+        }.collect { case t: SluiceTable if t.compact => t }
+        val names = node.expressions.flatMap(_.collect { case u: UnresolvedAttribute => u.nameParts.last })
+        names.foreach { name =>
+          val visible = node.children.exists(_.output.exists(_.name.equalsIgnoreCase(name)))
+          if (!visible) compactTables.find(_.leftOut.exists(_.equalsIgnoreCase(name))).foreach { t =>
+            throw new AnalysisException(t.compactColumnMessage(name), None, None, None, None, Map.empty, Array.empty)
+          }
+        }
+      }
+    }
+    plan
+  }
+}
