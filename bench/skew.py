@@ -39,7 +39,9 @@ from sluice.testing import EmbeddedKafka
 
 RESULT = Path(__file__).resolve().parent / "results" / "skew.json"
 MINUTE = 60_000
-END = 1_700_000_000_000 // (60 * MINUTE) * (60 * MINUTE)  # the backlog's end, on the hour
+END = (
+    1_700_000_000_000 // (60 * MINUTE) * (60 * MINUTE)
+)  # the backlog's end, on the hour
 PARTITIONS = 8
 DRIFT = timedelta(minutes=5)
 
@@ -92,7 +94,9 @@ def _window_counts(
     rows = rows_read(progress)
     return {
         "late_dropped": sum(
-            op["numRowsDroppedByWatermark"] for p in progress for op in p["stateOperators"]
+            op["numRowsDroppedByWatermark"]
+            for p in progress
+            for op in p["stateOperators"]
         ),
         "wrong_windows": sum(1 for w, n in expected.items() if final.get(w) != n),
         "peak_state_rows": max(
@@ -107,7 +111,11 @@ def _window_counts(
 
 
 def _sluice_kafka(
-    spark: SparkSession, bootstrap: str, topic: str, strategy: WatermarkStrategy, limit: int
+    spark: SparkSession,
+    bootstrap: str,
+    topic: str,
+    strategy: WatermarkStrategy,
+    limit: int,
 ) -> DataFrame:
     source = (
         KafkaSource.builder()
@@ -126,7 +134,9 @@ def _overhead(spark: SparkSession, kafka: EmbeddedKafka, rows: int, runs: int) -
     kafka.create_topic(topic, PARTITIONS)
     kafka.produce_generated(topic, rows, 100, END)
     if sum(kafka.end_offsets(topic).values()) != rows:
-        raise AssertionError(f"the broker holds {kafka.end_offsets(topic)}, not {rows} records")
+        raise AssertionError(
+            f"the broker holds {kafka.end_offsets(topic)}, not {rows} records"
+        )
     plain = WatermarkStrategy.for_monotonous_timestamps()
     aligned = plain.with_watermark_alignment("even", max_drift=DRIFT)
 
@@ -165,7 +175,10 @@ def run() -> dict:
         events = _skewed_events(step_ms)
         kafka.produce(
             topic,
-            ({"value": f"{p}-{ts}", "partition": p, "timestamp": ts} for p, ts in events),
+            (
+                {"value": f"{p}-{ts}", "partition": p, "timestamp": ts}
+                for p, ts in events
+            ),
         )
         expected = _expected_windows(events)
 
@@ -179,8 +192,10 @@ def run() -> dict:
             .withColumn("event_time", F.col("timestamp"))
         )
         theirs = _window_counts(spark, theirs_df, "skew_spark", expected)
-        strategy = WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(
-            "skew", max_drift=DRIFT
+        strategy = (
+            WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(
+                "skew", max_drift=DRIFT
+            )
         )
         ours = _window_counts(
             spark,
@@ -217,5 +232,9 @@ def run() -> dict:
     }
     RESULT.parent.mkdir(parents=True, exist_ok=True)
     RESULT.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps({k: v for k, v in result.items() if not isinstance(v, dict)}, indent=2))
+    print(
+        json.dumps(
+            {k: v for k, v in result.items() if not isinstance(v, dict)}, indent=2
+        )
+    )
     return result
