@@ -5,9 +5,11 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import DataStreamWriter
 
 import sluice
 
@@ -42,15 +44,18 @@ def session(
 
 
 def run_available_now(
-    df: DataFrame, checkpoint: Path | None = None
+    df: DataFrame,
+    checkpoint: Path | None = None,
+    sink: Callable[[DataStreamWriter], DataStreamWriter] = lambda w: w.format("noop"),
 ) -> tuple[float, list[dict]]:
-    """Runs `df` into the no-op sink with Trigger.AvailableNow: (wall seconds, every batch's progress)."""
+    """Runs `df` with Trigger.AvailableNow into `sink` (the no-op sink unless given):
+    (wall seconds, every batch's progress)."""
     with tempfile.TemporaryDirectory(prefix="bench-ckpt-") as scratch:
         location = checkpoint or Path(scratch)
         shutil.rmtree(location, ignore_errors=True)
         started = time.perf_counter()
         query = (
-            df.writeStream.format("noop")
+            sink(df.writeStream)
             .option("checkpointLocation", str(location))
             .trigger(availableNow=True)
             .start()

@@ -104,18 +104,7 @@ def _shuffle_seconds(df: DataFrame, expected: int) -> float:
         groups = batch.groupBy(F.pmod(F.hash("value"), F.lit(1024)).alias("g")).count()
         counted.append(sum(r["count"] for r in groups.collect()))
 
-    with tempfile.TemporaryDirectory(prefix="bench-compact-") as checkpoint:
-        started = time.perf_counter()
-        query = (
-            df.writeStream.foreachBatch(group)
-            .option("checkpointLocation", checkpoint)
-            .trigger(availableNow=True)
-            .start()
-        )
-        query.awaitTermination()
-        seconds = time.perf_counter() - started
-    if query.exception() is not None:
-        raise RuntimeError(str(query.exception()))
+    seconds, _ = run_available_now(df, sink=lambda w: w.foreachBatch(group))
     if sum(counted) != expected:
         raise AssertionError(f"grouped {sum(counted)} records, expected {expected}")
     return seconds

@@ -24,8 +24,6 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import tempfile
-import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -72,21 +70,9 @@ def _window_counts(
         .groupBy(F.window("event_time", "1 minute"))
         .count()
     )
-    with tempfile.TemporaryDirectory(prefix="bench-skew-") as checkpoint:
-        started = time.perf_counter()
-        query = (
-            counts.writeStream.format("memory")
-            .queryName(table)
-            .outputMode("update")
-            .option("checkpointLocation", checkpoint)
-            .trigger(availableNow=True)
-            .start()
-        )
-        query.awaitTermination()
-        seconds = time.perf_counter() - started
-    if query.exception() is not None:
-        raise RuntimeError(str(query.exception()))
-    progress = query.recentProgress
+    seconds, progress = run_available_now(
+        counts, sink=lambda w: w.format("memory").queryName(table).outputMode("update")
+    )
     final: dict[int, int] = {}
     for row in spark.table(table).collect():
         start = int(row.window.start.timestamp() * 1000)

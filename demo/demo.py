@@ -3,9 +3,11 @@
 The story: an archiver has written the history of a topic as JSON-lines files; Kafka still holds
 the recent part of it and keeps receiving new events. One Sluice hybrid query reads the files,
 then switches to Kafka at the files' last event time minus a safety margin. Events inside the
-margin are read from both; the query drops those duplicates by id within Spark's watermark. The
-query is stopped and restarted from its checkpoint just after the switch, and at the end every
-event must be in the sink exactly once.
+margin are read from both; the query drops those duplicates by id within Spark's watermark.
+Watermark alignment keeps the three files (each a different stretch of time) and then the Kafka
+partitions within a minute of event time of each other, so that watermark can stay five minutes
+behind. The query is stopped and restarted from its checkpoint just after the switch, and at the
+end every event must be in the sink exactly once.
 
 Everything is local: Spark at local[2], a Kafka broker on 127.0.0.1, generated data.
 """
@@ -17,13 +19,19 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 import sluice
-from sluice import FileSource, HybridSource, KafkaSource, OffsetsInitializer
+from sluice import (
+    FileSource,
+    HybridSource,
+    KafkaSource,
+    OffsetsInitializer,
+    WatermarkStrategy,
+)
 from sluice.testing import EmbeddedKafka
 
 T0 = 1_700_000_000_000  # the first event's time (ms)
@@ -90,19 +98,28 @@ class Progress:
             print(
                 f"  batch {p['batchId']:>3}: {p['numInputRows']:>6} rows   reading {name:<5}"
                 f"   read from files {per_source[0]:>6}, from kafka {per_source[1]:>6}"
+                f"   splits paused by alignment {m.get('watermark.pausedSplits', '0')}"
             )
 
 
 def start(spark: SparkSession, hybrid, out: str, checkpoint: str, **trigger):
+    # Without alignment the three files would be read side by side, each a different stretch of
+    # event time, and Spark's watermark (max event time over all of them) would drop the older
+    # files' records as late unless its delay spanned the whole history. Aligned, the files are
+    # read in event-time order and the Kafka partitions side by side within a minute.
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(
+        "demo", max_drift=timedelta(minutes=1)
+    )
     events = sluice.from_source(
-        spark, hybrid, name="history+live", options={"maxRecordsPerTrigger": 15_000}
+        spark,
+        hybrid,
+        strategy,
+        name="history+live",
+        options={"maxRecordsPerTrigger": 15_000},
     )
-    # The delay spans the whole history: the three files are read side by side, each a different
-    # stretch of event time, and Spark's watermark (max event time over all of them) would drop the
-    # older files' records as late otherwise. Watermark alignment (next release) removes the need.
-    deduplicated = events.withWatermark("ts", "2 hours").dropDuplicatesWithinWatermark(
-        ["id"]
-    )
+    deduplicated = events.withWatermark(
+        "event_time", "5 minutes"
+    ).dropDuplicatesWithinWatermark(["id"])
     return (
         deduplicated.select("id", "user", "amount", "ts", "_split", "_position")
         .writeStream.format("parquet")

@@ -35,8 +35,7 @@ final class AlignmentGroup(val name: String) {
   }
 
   def publish(memberId: String, frontier: Option[Long]): Unit = synchronized {
-    members(memberId) = members.getOrElse(memberId, Member(None, Nil, published = false))
-      .copy(frontier = frontier, published = true)
+    members.get(memberId).foreach(m => members(memberId) = m.copy(frontier = frontier, published = true))
   }
 
   /** The current watermarks of a member's constraining splits, after its last batch. */

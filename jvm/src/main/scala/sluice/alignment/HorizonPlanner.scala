@@ -10,6 +10,7 @@ import sluice.spark.AdmissionPlanner
  *                        Trigger.AvailableNow bound)
  * @param maxEventTime    the largest event time read from it so far
  * @param latestEventTime an upper bound of the event times in `[from, end)`, when the connector can tell
+ * @param firstEventTime  the event time of the record at `from`, for a split not read yet, when the connector can tell
  * @param idle            marked idle (FLIP-180); an idle split constrains nobody
  * @param finished        read to its end, or to the end of this AvailableNow trigger
  */
@@ -21,8 +22,11 @@ final case class SplitToPlan(
     latestEventTime: Option[Long],
     idle: Boolean,
     finished: Boolean,
-    positionsPerRecord: Double = 1.0) {
+    positionsPerRecord: Double = 1.0,
+    firstEventTime: Option[Long] = None) {
   def readable: Long = math.max(0L, end - from)
+  /** Where the split is in event time now: its largest event time read, else where it starts. */
+  def position: Option[Long] = maxEventTime.orElse(firstEventTime)
   /** Where the split would be in event time after reading all it can. */
   def reach: Option[Long] = (maxEventTime ++ latestEventTime).maxOption
 }
@@ -30,7 +34,6 @@ final case class SplitToPlan(
 /** The connector's event-time index over the ranges being planned (see `SupportsEventTimeIndex`). */
 trait TimeIndex {
   def positionsBefore(eventTimeMs: Long): Map[String, Long]
-  def firstEventTimes(splitIds: Seq[String]): Map[String, Long]
 }
 
 /** How a source takes part in alignment. */
@@ -75,6 +78,11 @@ final case class SourcePlan(
  * running ahead gets an empty range (it is paused), one behind reads up to the horizon. With a
  * read limit, the horizon is lowered (binary search over the index) until the ranges fit it, so
  * all splits move forward in event time together rather than in proportion to their backlog.
+ *
+ * A cut never stalls a source: when it would read nothing at all although splits whose watermark
+ * is within the limit have data (their next record lies beyond the horizon — out-of-order
+ * timestamps, sparse data, another member just behind), those splits read up to their next
+ * record's event time, as Flink would let them emit it and pause them afterwards.
  */
 object HorizonPlanner {
 
@@ -89,35 +97,59 @@ object HorizonPlanner {
       othersFrontier: Option[Long],
       budgetRecords: Option[Long],
       index: Option[TimeIndex],
-      mode: AlignmentMode): SourcePlan = {
+      mode: AlignmentMode,
+      nextEventTimes: Seq[String] => Map[String, Long] = _ => Map.empty): SourcePlan = {
     val constraining = splits.filter(s => !s.idle && !s.finished)
-    def current(s: SplitToPlan) = s.maxEventTime.map(watermarkOf)
+    def current(s: SplitToPlan) = s.position.map(watermarkOf)
     mode match {
       case AlignmentMode.Hold =>
         val ends = splits.map(s => s.splitId -> s.from).toMap
-        SourcePlan(ends, None, None, heldBack(splits, ends), frontier(constraining, ends, None, watermarkOf, index))
+        SourcePlan(ends, None, None, heldBack(splits, ends), frontier(constraining, ends, None, watermarkOf))
 
       case AlignmentMode.SplitsByIndex =>
         val idx = index.getOrElse(throw new IllegalArgumentException("planning by index needs a time index"))
         val ownMin = constraining.flatMap(_.reach).map(watermarkOf).minOption
         val limit = AlignmentPolicy.limit(ownMin ++ othersFrontier, maxDriftMs)
-        val (ends, horizon) = cutByIndex(splits, limit.map(l => saturatingAdd(l, saturatingAdd(maxOutOfOrdernessMs, 1))),
-          budgetRecords, idx)
-        SourcePlan(ends, limit, horizon, heldBack(splits, ends), frontier(constraining, ends, horizon, watermarkOf, index))
+        val driftHorizon = limit.map(l => saturatingAdd(l, saturatingAdd(maxOutOfOrdernessMs, 1)))
+        val (cut, horizon) = cutByIndex(splits, driftHorizon, budgetRecords, idx)
+        val withinLimit = splits.filter(s => !s.finished && s.readable > 0 && !AlignmentPolicy.isAhead(current(s), s.finished, limit))
+        val ends = if (splits.exists(s => cut(s.splitId) > s.from)) cut else unstall(withinLimit, cut, idx, nextEventTimes)
+        // paused: ahead of the event time this batch reads up to; a split whose next record merely
+        // lies past a horizon the read limit lowered is waiting its turn, not paused
+        val paused = heldBack(splits, ends).filter { id =>
+          val s = splits.find(_.splitId == id).get
+          horizon.forall(h => s.position.forall(_ >= h)) || AlignmentPolicy.isAhead(current(s), s.finished, limit)
+        }
+        SourcePlan(ends, limit, horizon, paused, frontier(constraining, ends, horizon, watermarkOf))
 
       case AlignmentMode.SplitsByWatermark =>
         val limit = AlignmentPolicy.limit(constraining.flatMap(current) ++ othersFrontier, maxDriftMs)
         val ahead = splits.filter(s => AlignmentPolicy.isAhead(current(s), s.finished, limit)).map(_.splitId).toSet
         val ends = shareBudget(splits, ahead, budgetRecords)
-        SourcePlan(ends, limit, None, heldBack(splits, ends), frontier(constraining, ends, None, watermarkOf, None))
+        SourcePlan(ends, limit, None, heldBack(splits, ends), frontier(constraining, ends, None, watermarkOf))
 
       case AlignmentMode.WholeSource =>
         val limit = AlignmentPolicy.limit(othersFrontier, maxDriftMs)
         val sourceWatermark = constraining.flatMap(current).minOption
         val ahead = if (AlignmentPolicy.isAhead(sourceWatermark, finished = false, limit)) splits.map(_.splitId).toSet else Set.empty[String]
         val ends = shareBudget(splits, ahead, budgetRecords)
-        SourcePlan(ends, limit, None, heldBack(splits, ends), frontier(constraining, ends, None, watermarkOf, None))
+        SourcePlan(ends, limit, None, heldBack(splits, ends), frontier(constraining, ends, None, watermarkOf))
     }
+  }
+
+  /** Lets splits within the limit read up to their next record's event time (at least one position). */
+  private def unstall(
+      candidates: Seq[SplitToPlan],
+      ends: Map[String, Long],
+      index: TimeIndex,
+      nextEventTimes: Seq[String] => Map[String, Long]): Map[String, Long] = {
+    if (candidates.isEmpty) return ends
+    val next = nextEventTimes(candidates.map(_.splitId))
+    val upTo = next.values.toSeq.distinct.flatMap { t =>
+      val found = index.positionsBefore(saturatingAdd(t, 1))
+      candidates.filter(s => next.get(s.splitId).contains(t)).map(s => s.splitId -> found.getOrElse(s.splitId, s.from))
+    }.toMap
+    ends ++ candidates.map(s => s.splitId -> math.min(s.end, math.max(s.from + 1, upTo.getOrElse(s.splitId, s.from))))
   }
 
   private def saturatingAdd(a: Long, b: Long): Long =
@@ -145,8 +177,7 @@ object HorizonPlanner {
       case Some(b) if records(atLimit) > b =>
         // count(t) grows with t; find the largest t with count(t) <= b below the horizon.
         var hi = horizon.getOrElse(readable.flatMap(_.reach).maxOption.map(saturatingAdd(_, 1)).getOrElse(Long.MaxValue))
-        val starts = readable.flatMap(_.maxEventTime) ++ index.firstEventTimes(readable.filter(_.maxEventTime.isEmpty).map(_.splitId)).values
-        val base = math.min(hi, starts.minOption.getOrElse(hi))
+        val base = math.min(hi, readable.flatMap(_.position).minOption.getOrElse(hi))
         var lo = base
         var step = 1000L
         var steps = 0
@@ -161,13 +192,15 @@ object HorizonPlanner {
           steps += 1
         }
         val atLo = endsBefore(Some(lo))
-        if (records(atLo) > 0) (atLo, Some(lo))
+        val n = records(atLo)
+        if (n > 0 && n <= b) (atLo, Some(lo))
         else {
-          // Even the earliest records exceed the budget: read a budget's share of them, never nothing.
-          val atHi = endsBefore(Some(hi))
-          val shares = AdmissionPlanner.shareRecords(readable.map(s => s.splitId -> (atHi(s.splitId) - s.from)), b,
+          // Even the earliest records exceed the budget (or the search could not get down to them):
+          // read a budget's share of what lies below the bound, never nothing and never more.
+          val (bound, t) = if (n > b) (atLo, lo) else (endsBefore(Some(hi)), hi)
+          val shares = AdmissionPlanner.shareRecords(readable.map(s => s.splitId -> (bound(s.splitId) - s.from)), b,
             id => readable.find(_.splitId == id).get.positionsPerRecord)
-          (untouched ++ shares.map { case (id, n) => id -> (untouched(id) + n) }, Some(hi))
+          (untouched ++ shares.map { case (id, k) => id -> (untouched(id) + k) }, Some(t))
         }
       case _ => (atLimit, horizon)
     }
@@ -196,15 +229,11 @@ object HorizonPlanner {
       constraining: Seq[SplitToPlan],
       ends: Map[String, Long],
       horizon: Option[Long],
-      watermarkOf: Long => Long,
-      index: Option[TimeIndex]): Option[Long] = {
-    lazy val firstTimes = index.map(_.firstEventTimes(
-      constraining.filter(s => s.maxEventTime.isEmpty && s.readable > 0).map(_.splitId))).getOrElse(Map.empty)
+      watermarkOf: Long => Long): Option[Long] =
     constraining.flatMap { s =>
       val end = ends(s.splitId)
       if (s.readable > 0 && end >= s.end) s.reach
       else if (end > s.from) (s.reach.toSeq ++ horizon.map(_ - 1)).minOption
-      else s.maxEventTime.orElse(firstTimes.get(s.splitId))
+      else s.position
     }.map(watermarkOf).minOption
-  }
 }

@@ -5,7 +5,7 @@ package sluice.api
  * range to end exactly where a split would pass the group's limit (Kafka's offsetsForTimes, a
  * generator's formula). Event time here is the connector's record time.
  */
-trait SupportsEventTimeIndex[SplitT <: SourceSplit] {
+trait SupportsEventTimeIndex[SplitT <: SourceSplit] extends SupportsStartEventTime[SplitT] {
 
   /** False when the index cannot answer now (e.g. a hybrid whose active source has none). */
   def hasEventTimeIndex: Boolean = true
@@ -21,7 +21,4 @@ trait SupportsEventTimeIndex[SplitT <: SourceSplit] {
    * can tell (e.g. the partition's largest timestamp); absent when the range is empty.
    */
   def latestEventTimes(ranges: Seq[SplitRange[SplitT]]): Map[String, Long]
-
-  /** For each non-empty range, the event time of its first record: where the split starts in time. */
-  def firstEventTimes(ranges: Seq[SplitRange[SplitT]]): Map[String, Long]
 }

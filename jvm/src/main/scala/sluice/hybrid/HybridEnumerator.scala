@@ -96,27 +96,32 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
     case _ => None
   }
 
+  private def childStartTimes: Option[SupportsStartEventTime[SourceSplit]] = child match {
+    case i: SupportsStartEventTime[SourceSplit @unchecked] => Some(i)
+    case _ => None
+  }
+
   override def hasEventTimeIndex: Boolean = childIndex.isDefined
 
-  /** Asks the active source's index about its ranges, under the hybrid's split ids. */
-  private def viaChild(ranges: Seq[SplitRange[HybridSplit]])(
-      ask: (SupportsEventTimeIndex[SourceSplit], Seq[SplitRange[SourceSplit]]) => Map[String, Long]): Map[String, Long] = {
+  /** Asks the active source's enumerator (if it can answer) about its ranges, under the hybrid's split ids. */
+  private def viaChild[C](capability: Option[C], ranges: Seq[SplitRange[HybridSplit]])(
+      ask: (C, Seq[SplitRange[SourceSplit]]) => Map[String, Long]): Map[String, Long] = {
     val active = ranges.filter(_.split.sourceIndex == index)
-    childIndex.filter(_ => active.nonEmpty).map { i =>
-      val answers = ask(i, active.map(r => SplitRange(r.split.child, r.from, r.until)))
+    capability.filter(_ => active.nonEmpty).map { c =>
+      val answers = ask(c, active.map(r => SplitRange(r.split.child, r.from, r.until)))
       active.flatMap(r => answers.get(r.split.child.splitId).map(r.split.splitId -> _)).toMap
     }.getOrElse(Map.empty)
   }
 
   override def positionsBefore(ranges: Seq[SplitRange[HybridSplit]], eventTimeMs: Long): Map[String, Long] =
     // earlier sources' ranges are empty (finished): nothing to cut there
-    ranges.map(r => r.split.splitId -> r.from).toMap ++ viaChild(ranges)(_.positionsBefore(_, eventTimeMs))
+    ranges.map(r => r.split.splitId -> r.from).toMap ++ viaChild(childIndex, ranges)(_.positionsBefore(_, eventTimeMs))
 
   override def latestEventTimes(ranges: Seq[SplitRange[HybridSplit]]): Map[String, Long] =
-    viaChild(ranges)(_.latestEventTimes(_))
+    viaChild(childIndex, ranges)(_.latestEventTimes(_))
 
   override def firstEventTimes(ranges: Seq[SplitRange[HybridSplit]]): Map[String, Long] =
-    viaChild(ranges)(_.firstEventTimes(_))
+    viaChild(childStartTimes, ranges)(_.firstEventTimes(_))
 
   override def snapshotState(): HybridEnumeratorState = {
     val serializer = active.enumeratorStateSerializer

@@ -32,13 +32,13 @@ final class HybridReader extends SplitReader[HybridSplit] {
     new Prefixed(index, records)
   }
 
-  override def pauseOrResumeSplits(toPause: Seq[HybridSplit], toResume: Seq[HybridSplit]): Unit = {
-    val indexes = (toPause ++ toResume).map(_.sourceIndex).distinct
-    indexes.flatMap(i => readers.get(i).map(i -> _)).foreach { case (i, reader) =>
+  override def pauseOrResumeSplits(toPause: Seq[HybridSplit], toResume: Seq[HybridSplit]): Unit =
+    (toPause ++ toResume).groupBy(_.sourceIndex).foreach { case (i, splits) =>
+      // the child's reader answers, even before it has ranges: one that cannot pause says so
+      val reader = readers.getOrElseUpdate(i, splits.head.source.createReader())
       reader.pauseOrResumeSplits(toPause.filter(_.sourceIndex == i).map(_.child),
         toResume.filter(_.sourceIndex == i).map(_.child))
     }
-  }
 
   override def wakeUp(): Unit = readers.values.foreach(_.wakeUp())
 

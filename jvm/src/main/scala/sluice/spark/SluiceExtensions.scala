@@ -2,7 +2,8 @@ package sluice.spark
 
 import org.apache.spark.sql.{AnalysisException, SparkSessionExtensions}
 import org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute
-import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.catalyst.expressions.Alias
+import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, Project}
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.streaming.StreamingRelationV2
 
@@ -27,7 +28,11 @@ object CompactColumnCheck extends Rule[LogicalPlan] {
         }.collect { case t: SluiceTable if t.compact => t }
         val names = node.expressions.flatMap(_.collect { case u: UnresolvedAttribute => u.nameParts.last })
         names.foreach { name =>
-          val visible = node.children.exists(_.output.exists(_.name.equalsIgnoreCase(name)))
+          val visible = node.children.exists(_.output.exists(_.name.equalsIgnoreCase(name))) ||
+            (node match { // a lateral alias defined in the same select list resolves later
+              case p: Project => p.projectList.exists { case a: Alias => a.name.equalsIgnoreCase(name); case _ => false }
+              case _ => false
+            })
           if (!visible) compactTables.find(_.leftOut.exists(_.equalsIgnoreCase(name))).foreach { t =>
             throw new AnalysisException(t.compactColumnMessage(name), None, None, None, None, Map.empty, Array.empty)
           }

@@ -40,7 +40,9 @@ final class SluiceTable(source: Source[SourceSplit, Any], options: StreamOptions
 
   /** Columns the full layout has and compact rows leave out, `event_time` included. */
   lazy val leftOut: Seq[String] = if (!compact) Nil else {
-    val full = sluice.Sources.fromOptions(source.options - sluice.config.RecordLayout.Option.name).schema.fieldNames
+    // the same source in the full layout: without the layout option at any level (a hybrid's sources carry it too)
+    val fullOptions = source.options.filterNot(_._1.toLowerCase.endsWith(sluice.config.RecordLayout.Option.name.toLowerCase))
+    val full = sluice.Sources.fromOptions(fullOptions).schema.fieldNames
     (full.filterNot(source.schema.fieldNames.contains) :+ sluice.eventtime.EventTimeSettings.EventTimeColumn).toSeq
   }
 

@@ -59,23 +59,26 @@ final class SourceEventTime(
         val ranges = splits.filterNot(s => finished.contains(s.splitId))
           .map(s => SplitRange(s, from(s.splitId), readableEnd(s.splitId)))
         val latest = index.map(_.latestEventTimes(ranges.filterNot(_.isEmpty))).getOrElse(Map.empty)
+        val firsts = firstEventTimes(enumerator, ranges.filter(r => !r.isEmpty && progress(r.split.splitId).maxEventTime.isEmpty))
         val toPlan = splits.map { s =>
           val id = s.splitId
           SplitToPlan(id, from(id), readableEnd(id), progress(id).maxEventTime, latest.get(id),
-            idle.contains(id), finished.contains(id), positionsPerRecord.getOrElse(id, 1.0))
+            idle.contains(id), finished.contains(id), positionsPerRecord.getOrElse(id, 1.0), firsts.get(id))
         }
+        // FLIP-182's check first, so that a member waiting for its group fails as early as the others
+        val splitsPause = splitsCanPause(ranges.map(_.split), a)
         val mode =
           if (g.othersUnknown(memberId)) AlignmentMode.Hold
-          else if (!splitsCanPause(ranges.map(_.split), a)) AlignmentMode.WholeSource
+          else if (!splitsPause) AlignmentMode.WholeSource
           else if (index.isDefined) AlignmentMode.SplitsByIndex
           else AlignmentMode.SplitsByWatermark
         val timeIndex = index.map(i => new TimeIndex {
           override def positionsBefore(t: Long): Map[String, Long] = i.positionsBefore(ranges.filterNot(_.isEmpty), t)
-          override def firstEventTimes(ids: Seq[String]): Map[String, Long] =
-            if (ids.isEmpty) Map.empty else i.firstEventTimes(ranges.filter(r => ids.contains(r.split.splitId) && !r.isEmpty))
         })
+        def nextEventTimes(ids: Seq[String]) =
+          firstEventTimes(enumerator, ranges.filter(r => ids.contains(r.split.splitId) && !r.isEmpty))
         val plan = HorizonPlanner.plan(toPlan, settings.watermarkFor, settings.maxOutOfOrdernessMs, a.maxDriftMs,
-          g.othersFrontier(memberId), budgetRecords, timeIndex, mode)
+          g.othersFrontier(memberId), budgetRecords, timeIndex, mode, nextEventTimes)
         g.publish(memberId, plan.frontier)
         watermarks.setPaused(plan.heldBack)
         lastPlan = Some(plan)
@@ -84,6 +87,24 @@ final class SourceEventTime(
       case _ => unaligned
     }
   }
+
+  /**
+   * The event time of the record at each range's start — where a split not read yet starts, or
+   * what a held-back split would read next — asked of the connector once per split and position
+   * (a split held back for many batches is not looked up again).
+   */
+  private def firstEventTimes(enumerator: SplitEnumerator[SourceSplit, Any], ranges: Seq[SplitRange[SourceSplit]]): Map[String, Long] =
+    enumerator match {
+      case e: SupportsStartEventTime[SourceSplit @unchecked] =>
+        val unknown = ranges.filterNot(r => startTimes.contains((r.split.splitId, r.from)))
+        if (unknown.nonEmpty) {
+          val found = e.firstEventTimes(unknown)
+          unknown.foreach(r => startTimes((r.split.splitId, r.from)) = found.get(r.split.splitId))
+        }
+        ranges.flatMap(r => startTimes((r.split.splitId, r.from)).map(r.split.splitId -> _)).toMap
+      case _ => Map.empty
+    }
+  private val startTimes = scala.collection.mutable.Map[(String, Long), Option[Long]]()
 
   /**
    * FLIP-182: aligning several splits needs a reader that can pause them. Asks a fresh reader

@@ -6,7 +6,7 @@ import scala.jdk.CollectionConverters._
 
 import com.fasterxml.jackson.databind.ObjectMapper
 import org.apache.spark.sql.DataFrame
-import org.apache.spark.sql.functions.{col, window}
+import org.apache.spark.sql.functions.{col, expr, window}
 import org.apache.spark.sql.streaming.{OutputMode, StreamingQuery, StreamingQueryProgress, Trigger}
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -121,28 +121,46 @@ class AlignedStreamSuite extends AnyFunSuite with SparkSuiteBase {
     expectedCounts.count { case (w, n) => !counts.get(w).contains(n) } + (counts.keySet -- expectedCounts.keySet).size
 
   test("a reader that cannot pause splits fails with FLIP-182's message, unless unaligned splits are allowed") {
-    val dir = tempDir("files")
-    (0 until 2).foreach { f =>
-      java.nio.file.Files.write(dir.resolve(s"part-$f.json"), (0 until 50).map(i =>
-        s"""{"id": $i, "ts": ${1700000000000L + f * 3600000L + i * Minute}}""").mkString("\n").getBytes("UTF-8"))
-    }
-    val files = sluice.connector.file.FileSource.builder().path(dir.toString).format("json")
-      .schema("id INT, ts LONG").timestampColumn("ts").build()
-    val aligned = strategy.withWatermarkAlignment("files", Duration.ofMinutes(5))
-    def start(s: WatermarkStrategy) = Sluice.fromSource(spark, files, s, null).writeStream.format("noop")
+    // a hybrid whose second source (built by a factory) has a reader that cannot pause its two splits
+    def hybrid = sluice.hybrid.HybridSource.builder(GeneratorSource.builder().splits(1).recordsPerSplit(10).build())
+      .addSource((_: sluice.hybrid.SourceSwitchContext) =>
+        new UnpausableSource(GeneratorSource.builder().splits(2).recordsPerSplit(50).build()), sluice.api.Boundedness.Bounded)
+      .build()
+    val aligned = strategy.withWatermarkAlignment("unpausable", Duration.ofMinutes(5))
+    def start(s: WatermarkStrategy) = Sluice.fromSource(spark, hybrid, s, null).writeStream.format("noop")
       .trigger(Trigger.AvailableNow()).option("checkpointLocation", tempDir("ckpt").toString).start()
 
     val failed = start(aligned)
     val e = intercept[org.apache.spark.sql.streaming.StreamingQueryException](failed.awaitTermination(60000))
     assert(e.getCause.isInstanceOf[UnsupportedOperationException])
-    assert(e.getCause.getMessage.startsWith("This source reader does not support pause or resume splits. The file " +
-      "source reads 2 splits with watermark alignment (group 'files')"))
+    assert(e.getCause.getMessage.startsWith("This source reader does not support pause or resume splits. The hybrid " +
+      "source reads 2 splits with watermark alignment (group 'unpausable')"), e.getCause.getMessage)
 
     val allowed = start(aligned.withAllowUnalignedSourceSplits(true))
     assert(allowed.awaitTermination(60000))
     assert(allowed.exception.isEmpty)
-    assert(allowed.recentProgress.map(_.numInputRows).sum == 100)
-    assert(allowed.recentProgress.last.sources.head.metrics.get("alignment.mode") == "WholeSource")
+    assert(allowed.recentProgress.map(_.numInputRows).sum == 110)
+    assert(allowed.recentProgress.filter(_.numInputRows > 0).last.sources.head.metrics.get("alignment.mode") == "WholeSource")
+  }
+
+  test("files that hold different stretches of time are read in event-time order, from the first batch on") {
+    val dir = tempDir("files")
+    // file f holds 60 records, one a minute, starting f hours after the first
+    (0 until 3).foreach { f =>
+      java.nio.file.Files.write(dir.resolve(s"part-$f.json"), (0 until 60).map(i =>
+        s"""{"id": ${f * 100 + i}, "ts": ${1700000000000L / Minute * Minute + f * 60 * Minute + i * Minute}}""")
+        .mkString("\n").getBytes("UTF-8"))
+    }
+    val files = sluice.connector.file.FileSource.builder().path(dir.toString).format("json")
+      .schema("id INT, ts LONG").timestampColumn("ts").build()
+    val df = Sluice.fromSource(spark, files, strategy.withWatermarkAlignment("files", Duration.ofMinutes(5)), "files",
+      Map("maxRecordsPerTrigger" -> "25"))
+    val q = windowCounts(df, "file_counts")
+    assert(dropped(q) == 0)
+    assert(spark.table("file_counts").groupBy("window").agg(expr("max(count) as n")).agg(expr("sum(n)")).head().getLong(0) == 180)
+    val first = splitStates(q.recentProgress.filter(_.numInputRows > 0).head)
+    assert(first.count(_.paused) == 2) // the later files wait for the first, placed by their first record
+    assert(q.recentProgress.filter(_.numInputRows > 0).last.sources.head.metrics.get("alignment.mode") == "SplitsByWatermark")
   }
 
   private def dropped(q: StreamingQuery): Long =
@@ -161,4 +179,26 @@ object AlignedStreamSuite {
         n.get("paused").asBoolean, n.get("finished").asBoolean)
     }.toSeq
 
+}
+
+/** A generator whose reader cannot pause splits: a reader not adapted to FLIP-182. */
+final class UnpausableSource(inner: GeneratorSource)
+  extends sluice.api.Source[sluice.connector.generator.GeneratorSplit, sluice.connector.generator.GeneratorEnumeratorState] {
+  import sluice.api._
+  import sluice.connector.generator._
+  override def sourceType: String = inner.sourceType
+  override def boundedness: Boundedness = inner.boundedness
+  override def schema: org.apache.spark.sql.types.StructType = inner.schema
+  override def options: Map[String, String] = inner.options
+  override def createEnumerator(): SplitEnumerator[GeneratorSplit, GeneratorEnumeratorState] = inner.createEnumerator()
+  override def restoreEnumerator(state: GeneratorEnumeratorState): SplitEnumerator[GeneratorSplit, GeneratorEnumeratorState] =
+    inner.restoreEnumerator(state)
+  override def createReader(): SplitReader[GeneratorSplit] = new SplitReader[GeneratorSplit] {
+    private val reader = inner.createReader()
+    override def handleSplitsChanges(ranges: Seq[SplitRange[GeneratorSplit]]): Unit = reader.handleSplitsChanges(ranges)
+    override def fetch(): RecordsWithSplitIds = reader.fetch()
+    override def close(): Unit = reader.close()
+  }
+  override def splitSerializer: VersionedSerializer[GeneratorSplit] = inner.splitSerializer
+  override def enumeratorStateSerializer: VersionedSerializer[GeneratorEnumeratorState] = inner.enumeratorStateSerializer
 }

@@ -15,19 +15,19 @@ class HorizonPlannerSuite extends AnyFunSuite {
   private final class Index(series: Seq[Series], from: Map[String, Long]) extends TimeIndex {
     override def positionsBefore(t: Long): Map[String, Long] =
       series.map(s => s.id -> math.max(from(s.id), s.firstAtOrAfter(t))).toMap
-    override def firstEventTimes(ids: Seq[String]): Map[String, Long] =
-      series.filter(s => ids.contains(s.id) && from(s.id) < s.records).map(s => s.id -> s.timeOf(from(s.id))).toMap
   }
 
   private def toPlan(s: Series, from: Long, idle: Boolean = false) = SplitToPlan(s.id, from, s.records,
     maxEventTime = if (from == 0) None else Some(s.timeOf(from - 1)),
     latestEventTime = if (from < s.records) Some(s.timeOf(s.records - 1)) else None,
-    idle = idle, finished = from >= s.records)
+    idle = idle, finished = from >= s.records,
+    firstEventTime = if (from == 0 && s.records > 0) Some(s.timeOf(0)) else None)
 
   private def plan(series: Seq[Series], at: Map[String, Long], driftMs: Long, budget: Option[Long],
       others: Option[Long] = None, mode: AlignmentMode = AlignmentMode.SplitsByIndex, oooMs: Long = 0): SourcePlan =
     HorizonPlanner.plan(series.map(s => toPlan(s, at(s.id))), _ - oooMs, oooMs, driftMs, others, budget,
-      Some(new Index(series, at)), mode)
+      Some(new Index(series, at)), mode,
+      ids => series.filter(s => ids.contains(s.id) && at(s.id) < s.records).map(s => s.id -> s.timeOf(at(s.id))).toMap)
 
   /** Plans batches until everything is read; returns each batch's end positions. */
   private def runAll(series: Seq[Series], driftMs: Long, budget: Option[Long]): Seq[Map[String, Long]] = {
@@ -150,6 +150,24 @@ class HorizonPlannerSuite extends AnyFunSuite {
       5 * Minute, None, None, None, AlignmentMode.SplitsByWatermark)
     assert(p.limit.contains(14 * Minute))
     assert(p.heldBack == Set("b") && p.ends("a") == 100)
+  }
+
+  test("a cut never stalls: a split within the limit whose next record lies beyond the horizon reads up to it") {
+    // another member, also waiting, sits at 0; this split read record 0 (time 0), its next is at 30 min
+    val sparse = Seq(Series("a", 0, 30 * Minute, 10))
+    val p = plan(sparse, Map("a" -> 1L), 5 * Minute, None, others = Some(0L))
+    assert(p.limit.contains(5 * Minute))
+    assert(p.ends("a") == 2) // the 30-min record, as Flink would emit it before pausing
+    // a split above the limit still waits
+    val ahead = plan(sparse, Map("a" -> 3L), 5 * Minute, None, others = Some(0L))
+    assert(ahead.ends("a") == 3 && ahead.heldBack == Set("a"))
+  }
+
+  test("without any event time to search by, the read limit still holds") {
+    val blind = Seq("x", "y").map(id => SplitToPlan(id, 0, 1000, None, None, idle = false, finished = false))
+    val p = HorizonPlanner.plan(blind, identity, 0, Minute, None, Some(100),
+      Some(new TimeIndex { def positionsBefore(t: Long) = Map("x" -> 1000L, "y" -> 1000L) }), AlignmentMode.SplitsByIndex)
+    assert(p.ends.values.sum == 100)
   }
 }
 

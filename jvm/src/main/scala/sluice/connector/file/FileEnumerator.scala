@@ -7,7 +7,7 @@ import com.fasterxml.jackson.databind.ObjectMapper
 import com.fasterxml.jackson.databind.node.ArrayNode
 import org.apache.hadoop.conf.Configuration
 
-import sluice.api.{EnumeratorEndState, SplitEnumerator, SplitProgress, VersionedSerializer}
+import sluice.api._
 
 /** A file the enumerator has found and turned into splits. */
 final case class DiscoveredFile(path: String, length: Long, modificationTime: Long)
@@ -18,13 +18,17 @@ final case class FileEnumeratorState(files: Seq[DiscoveredFile], listed: Boolean
 /**
  * Lists the paths on the driver: once for a bounded source, every `monitorIntervalMs` when
  * monitoring. New files become splits in a deterministic order (path, then start byte).
+ *
+ * With a `timestampColumn`, it can tell where a range starts in event time (its first record's),
+ * for alignment; positions are bytes, so it has no index to cut ranges at a time.
  */
 final class FileEnumerator(
     config: FileConfig,
     restored: FileEnumeratorState,
     hadoopConf: () => Configuration,
     clock: () => Long)
-  extends SplitEnumerator[FileSplit, FileEnumeratorState] {
+  extends SplitEnumerator[FileSplit, FileEnumeratorState]
+  with SupportsStartEventTime[FileSplit] {
 
   private val known = mutable.LinkedHashMap[String, DiscoveredFile]()
   restored.files.foreach(f => known(f.path) = f)
@@ -56,6 +60,31 @@ final class FileEnumerator(
     splits.map(s => s.splitId -> s.end).toMap
 
   override def noMoreSplits: Boolean = config.monitorIntervalMs.isEmpty && listed
+
+  override def firstEventTimes(ranges: Seq[SplitRange[FileSplit]]): Map[String, Long] =
+    if (config.timestampColumn.isEmpty) Map.empty
+    else ranges.filterNot(_.isEmpty).flatMap(r => firstEventTime(r).map(r.split.splitId -> _)).toMap
+
+  /** Reads the range's first records with the source's own reader until one has an event time. */
+  private def firstEventTime(range: SplitRange[FileSplit]): Option[Long] = {
+    val reader = new FileReader(config, hadoopConf)
+    try {
+      reader.handleSplitsChanges(Seq(range))
+      var looked = 0
+      var finished = false
+      while (!finished && looked < FileEnumerator.RecordsToFindStartTime) {
+        val batch = reader.fetch()
+        while (batch.nextSplit() != null) {
+          while (looked < FileEnumerator.RecordsToFindStartTime && batch.nextRecord()) {
+            looked += 1
+            if (batch.eventTime != RecordsWithSplitIds.NoTimestamp) return Some(batch.eventTime)
+          }
+        }
+        finished = batch.finishedSplits.nonEmpty
+      }
+      None
+    } finally reader.close()
+  }
 
   override def snapshotState(): FileEnumeratorState = FileEnumeratorState(known.values.toSeq, listed)
 
@@ -91,4 +120,9 @@ private[file] object FileEnumeratorStateSerializer extends VersionedSerializer[F
     }.toSeq
     FileEnumeratorState(files, root.get("listed").asBoolean)
   }
+}
+
+private object FileEnumerator {
+  /** Records looked at, at most, to find where a range starts in event time. */
+  val RecordsToFindStartTime = 1000
 }

@@ -15,7 +15,8 @@ import sluice.connector.format.Provenance
 /**
  * Reads split ranges one after the other: a range `[from, until)` yields the rows of every line
  * that starts in it, parsed by the shared payload parser, followed by the provenance columns.
- * Counts per split the records dropped as malformed and a missing file skipped.
+ * Counts per split the records dropped as malformed and a missing file skipped. A paused range
+ * (FLIP-217) is set aside, still open, and the next one is read meanwhile.
  */
 final class FileReader(config: FileConfig, hadoopConf: () => Configuration) extends SplitReader[FileSplit] {
   import FileReader._
@@ -27,6 +28,9 @@ final class FileReader(config: FileConfig, hadoopConf: () => Configuration) exte
   private val pending = mutable.Queue[SplitRange[FileSplit]]()
   private val counters = mutable.Map[String, Map[String, Long]]()
   private var current: Cursor = _
+  /** Splits paused by alignment (FLIP-217), and the open ranges set aside while paused. */
+  private val paused = mutable.Set[String]()
+  private val parked = mutable.LinkedHashMap[String, Cursor]()
 
   /** An open range: where its lines are, and the dropped-record count when it was opened. */
   private final class Cursor(val range: SplitRange[FileSplit]) {
@@ -97,8 +101,25 @@ final class FileReader(config: FileConfig, hadoopConf: () => Configuration) exte
       finished = Set(current.split.splitId)
       current = null
     }
-    if (current == null && pending.nonEmpty) current = new Cursor(pending.dequeue())
+    if (current != null && paused.contains(current.split.splitId)) {
+      parked(current.split.splitId) = current // keeps its place in the file
+      current = null
+    }
+    if (current == null) current = nextUnpaused()
     if (current == null) RecordsWithSplitIds.empty(finished) else new Batch(current, finished)
+  }
+
+  /** A resumed range first (it is open already), else the next range not paused. */
+  private def nextUnpaused(): Cursor =
+    parked.find { case (id, _) => !paused.contains(id) }.map { case (id, c) => parked.remove(id); c }
+      .orElse(pending.dequeueFirst(r => !paused.contains(r.split.splitId)).map(new Cursor(_)))
+      .orNull
+
+  override def pauseOrResumeSplits(toPause: Seq[FileSplit], toResume: Seq[FileSplit]): Unit = {
+    // Splits this reader does not own (any more) are ignored, never an error (FLINK-39728).
+    val owned = pending.map(_.split.splitId).toSet ++ parked.keySet ++ Option(current).map(_.split.splitId)
+    paused ++= toPause.map(_.splitId).filter(owned.contains)
+    paused --= toResume.map(_.splitId)
   }
 
   private def finish(c: Cursor): Unit = {
@@ -114,6 +135,8 @@ final class FileReader(config: FileConfig, hadoopConf: () => Configuration) exte
 
   override def close(): Unit = {
     if (current != null) { current.close() }
+    parked.values.foreach(_.close())
+    parked.clear()
     pending.clear()
   }
 

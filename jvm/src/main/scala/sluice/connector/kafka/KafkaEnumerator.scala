@@ -93,11 +93,22 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
     }.toMap
   }
 
+  /**
+   * The partition's largest timestamp (KIP-734, brokers 3.0 and later): an upper bound of the
+   * range's, exact when the range reaches the partition's end. Brokers that cannot answer leave
+   * alignment with the splits' reported event times only.
+   */
   override def latestEventTimes(ranges: Seq[SplitRange[KafkaPartitionSplit]]): Map[String, Long] = {
-    if (ranges.isEmpty) return Map.empty
-    val found = listOffsetInfos(ranges.map(_.split.topicPartition), OffsetSpec.maxTimestamp(), tolerateMissing = true)
+    if (ranges.isEmpty || !maxTimestampSupported) return Map.empty
+    val found = try listOffsetInfos(ranges.map(_.split.topicPartition), OffsetSpec.maxTimestamp(), tolerateMissing = true)
+    catch {
+      case e: IllegalStateException if e.getCause.isInstanceOf[org.apache.kafka.common.errors.UnsupportedVersionException] =>
+        maxTimestampSupported = false
+        Map.empty[TopicPartition, ListOffsetsResultInfo]
+    }
     ranges.flatMap(r => found.get(r.split.topicPartition).filter(_.offset() >= 0).map(r.split.splitId -> _.timestamp())).toMap
   }
+  private var maxTimestampSupported = true
 
   override def firstEventTimes(ranges: Seq[SplitRange[KafkaPartitionSplit]]): Map[String, Long] = {
     val wanted = ranges.filterNot(_.isEmpty)
@@ -112,7 +123,13 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
       val times = scala.collection.mutable.Map[String, Long]()
       val deadline = System.currentTimeMillis() + FirstRecordTimeoutMs
       while (times.size < wanted.size && System.currentTimeMillis() < deadline) {
-        consumer.poll(java.time.Duration.ofMillis(200)).asScala.foreach { rec =>
+        val polled = try consumer.poll(java.time.Duration.ofMillis(200)) catch {
+          case e: org.apache.kafka.clients.consumer.OffsetOutOfRangeException =>
+            // gone by retention: unknown here; the reader decides about the loss (failOnDataLoss)
+            consumer.pause(e.offsetOutOfRangePartitions().keySet())
+            org.apache.kafka.clients.consumer.ConsumerRecords.empty[Array[Byte], Array[Byte]]()
+        }
+        polled.asScala.foreach { rec =>
           val tp = new TopicPartition(rec.topic, rec.partition)
           byTp.get(tp).filter(r => rec.offset >= r.from).foreach { r =>
             times.getOrElseUpdate(r.split.splitId, rec.timestamp)
@@ -208,8 +225,8 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
 }
 
 private object KafkaEnumerator {
-  /** How long finding the first record's timestamp of the partitions may take. */
-  val FirstRecordTimeoutMs = 10000L
+  /** How long finding the first record's timestamp of the partitions may take (answers are cached). */
+  val FirstRecordTimeoutMs = 5000L
 }
 
 final case class KafkaEnumeratorState(discovered: Set[TopicPartition], initialDiscoveryDone: Boolean)
