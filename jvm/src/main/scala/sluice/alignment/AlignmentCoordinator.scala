@@ -48,8 +48,6 @@ final class AlignmentGroup(val name: String) {
     val all = members.values.flatMap(_.watermarks)
     if (all.isEmpty) None else Some(all.max - all.min)
   }
-
-  def size: Int = synchronized(members.size)
 }
 
 private object AlignmentGroup {
