@@ -29,6 +29,8 @@ final class AlignmentGroup(val name: String) {
     members.exists { case (id, m) => id != memberId && !m.published }
   }
 
+  def hasOtherMembers(memberId: String): Boolean = synchronized(members.keys.exists(_ != memberId))
+
   /** The smallest frontier among the other members (None: they constrain nobody). */
   def othersFrontier(memberId: String): Option[Long] = synchronized {
     members.collect { case (id, m) if id != memberId => m.frontier }.flatten.minOption

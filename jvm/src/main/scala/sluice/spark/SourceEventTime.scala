@@ -59,12 +59,6 @@ final class SourceEventTime(
         val ranges = splits.filterNot(s => finished.contains(s.splitId))
           .map(s => SplitRange(s, from(s.splitId), readableEnd(s.splitId)))
         val latest = index.map(_.latestEventTimes(ranges.filterNot(_.isEmpty))).getOrElse(Map.empty)
-        val firsts = firstEventTimes(enumerator, ranges.filter(r => !r.isEmpty && progress(r.split.splitId).maxEventTime.isEmpty))
-        val toPlan = splits.map { s =>
-          val id = s.splitId
-          SplitToPlan(id, from(id), readableEnd(id), progress(id).maxEventTime, latest.get(id),
-            idle.contains(id), finished.contains(id), positionsPerRecord.getOrElse(id, 1.0), firsts.get(id))
-        }
         // FLIP-182's check first, so that a member waiting for its group fails as early as the others
         val splitsPause = splitsCanPause(ranges.map(_.split), a)
         val mode =
@@ -72,6 +66,16 @@ final class SourceEventTime(
           else if (!splitsPause) AlignmentMode.WholeSource
           else if (index.isDefined) AlignmentMode.SplitsByIndex
           else AlignmentMode.SplitsByWatermark
+        // Where unread splits start matters without an index, and to the other members; a single
+        // source cut by an exact index needs no look-up (a split starting later gets nothing).
+        val placeUnread = mode != AlignmentMode.SplitsByIndex || g.hasOtherMembers(memberId)
+        val firsts = if (!placeUnread) Map.empty[String, Long]
+          else firstEventTimes(enumerator, ranges.filter(r => !r.isEmpty && progress(r.split.splitId).maxEventTime.isEmpty))
+        val toPlan = splits.map { s =>
+          val id = s.splitId
+          SplitToPlan(id, from(id), readableEnd(id), progress(id).maxEventTime, latest.get(id),
+            idle.contains(id), finished.contains(id), positionsPerRecord.getOrElse(id, 1.0), firsts.get(id))
+        }
         val timeIndex = index.map(i => new TimeIndex {
           override def positionsBefore(t: Long): Map[String, Long] = i.positionsBefore(ranges.filterNot(_.isEmpty), t)
         })

@@ -18,24 +18,29 @@ private[testkit] object BenchLoad {
 
   /**
    * Writes `count` records round-robin over the topic's partitions: key = the record number,
-   * value = `valueBytes` bytes, timestamp = `baseTimestampMs` + the record number. A record the
-   * producer gave up on (e.g. its delivery timed out on a busy machine) fails the command.
+   * value = `valueBytes` bytes, timestamp = `baseTimestampMs` + the record number. Records the
+   * producer gave up on (a batch for a just-created topic can expire before its leader is known)
+   * are sent again, up to three rounds; what still fails fails the command.
    */
   def produce(producer: KafkaProducer[Array[Byte], Array[Byte]], topic: String, partitions: Int,
       count: Long, valueBytes: Int, baseTimestampMs: Long): Long = {
     val value = Array.tabulate[Byte](valueBytes)(i => ('a' + i % 26).toByte)
-    val failed = new java.util.concurrent.atomic.AtomicLong()
-    val firstError = new java.util.concurrent.atomic.AtomicReference[Exception]()
-    var i = 0L
-    while (i < count) {
-      val key = java.lang.Long.toString(i).getBytes("UTF-8")
-      producer.send(new ProducerRecord(topic, Int.box((i % partitions).toInt), Long.box(baseTimestampMs + i), key, value),
-        (_, e) => if (e != null) { failed.incrementAndGet(); firstError.compareAndSet(null, e) })
-      i += 1
-    }
-    producer.flush()
-    if (failed.get > 0) {
-      throw new IllegalStateException(s"${failed.get} of $count records were not written to $topic", firstError.get)
+    var toSend: Iterator[Long] = Iterator.range(0L, count)
+    var round = 0
+    var lastError: Exception = null
+    while (toSend.hasNext) {
+      if (round == 3) {
+        throw new IllegalStateException(s"records of $topic could not be written after 3 rounds (last error: $lastError)", lastError)
+      }
+      val failed = new java.util.concurrent.ConcurrentLinkedQueue[java.lang.Long]()
+      toSend.foreach { i =>
+        val key = java.lang.Long.toString(i).getBytes("UTF-8")
+        producer.send(new ProducerRecord(topic, Int.box((i % partitions).toInt), Long.box(baseTimestampMs + i), key, value),
+          (_, e) => if (e != null) { failed.add(i); lastError = e })
+      }
+      producer.flush()
+      toSend = failed.asScala.iterator.map(_.longValue()).toSeq.sorted.iterator
+      round += 1
     }
     count
   }
