@@ -113,11 +113,13 @@ object HorizonPlanner {
         val driftHorizon = limit.map(l => saturatingAdd(l, saturatingAdd(maxOutOfOrdernessMs, 1)))
         val (cut, horizon) = cutByIndex(splits, driftHorizon, budgetRecords, idx)
         val withinLimit = splits.filter(s => !s.finished && s.readable > 0 && !AlignmentPolicy.isAhead(current(s), s.finished, limit))
-        val ends = if (splits.exists(s => cut(s.splitId) > s.from)) cut else unstall(withinLimit, cut, idx, nextEventTimes)
+        val ends = if (splits.exists(s => cut(s.splitId) > s.from)) cut
+          else withinBudget(unstall(withinLimit, cut, idx, nextEventTimes), splits, budgetRecords)
         // paused: ahead of the event time this batch reads up to; a split whose next record merely
         // lies past a horizon the read limit lowered is waiting its turn, not paused
         val paused = heldBack(splits, ends).filter { id =>
           val s = splits.find(_.splitId == id).get
+          // a split not read yet and not looked up starts at or after the horizon: count it paused
           horizon.forall(h => s.position.forall(_ >= h)) || AlignmentPolicy.isAhead(current(s), s.finished, limit)
         }
         SourcePlan(ends, limit, horizon, paused, frontier(constraining, ends, horizon, watermarkOf))
@@ -151,6 +153,16 @@ object HorizonPlanner {
     }.toMap
     ends ++ candidates.map(s => s.splitId -> math.min(s.end, math.max(s.from + 1, upTo.getOrElse(s.splitId, s.from))))
   }
+
+  /** `ends` shared by the read limit when they exceed it. */
+  private def withinBudget(ends: Map[String, Long], splits: Seq[SplitToPlan], budget: Option[Long]): Map[String, Long] =
+    budget match {
+      case Some(b) =>
+        val wanted = splits.map(s => s.splitId -> (ends(s.splitId) - s.from))
+        val shares = AdmissionPlanner.shareRecords(wanted, b, id => splits.find(_.splitId == id).get.positionsPerRecord)
+        splits.map(s => s.splitId -> (s.from + shares.getOrElse(s.splitId, 0L))).toMap
+      case None => ends
+    }
 
   private def saturatingAdd(a: Long, b: Long): Long =
     if (b > 0 && a > Long.MaxValue - b) Long.MaxValue else a + b
@@ -232,8 +244,9 @@ object HorizonPlanner {
       watermarkOf: Long => Long): Option[Long] =
     constraining.flatMap { s =>
       val end = ends(s.splitId)
-      if (s.readable > 0 && end >= s.end) s.reach
-      else if (end > s.from) (s.reach.toSeq ++ horizon.map(_ - 1)).minOption
+      // reach unknown (no index): where the split starts is a lower bound of where it will be
+      if (s.readable > 0 && end >= s.end) s.reach.orElse(s.position)
+      else if (end > s.from) (s.reach.toSeq ++ horizon.map(_ - 1)).minOption.orElse(s.position)
       else s.position
     }.map(watermarkOf).minOption
 }

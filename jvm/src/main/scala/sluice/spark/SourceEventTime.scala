@@ -83,6 +83,8 @@ final class SourceEventTime(
           firstEventTimes(enumerator, ranges.filter(r => ids.contains(r.split.splitId) && !r.isEmpty))
         val plan = HorizonPlanner.plan(toPlan, settings.watermarkFor, settings.maxOutOfOrdernessMs, a.maxDriftMs,
           g.othersFrontier(memberId), budgetRecords, timeIndex, mode, nextEventTimes)
+        // look-ups stay valid while a split stays where it is; forget the ones it moved past
+        startTimes.filterInPlace { case ((id, at), _) => plan.ends.get(id).contains(at) }
         g.publish(memberId, plan.frontier)
         watermarks.setPaused(plan.heldBack)
         lastPlan = Some(plan)

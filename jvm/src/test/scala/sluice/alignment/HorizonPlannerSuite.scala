@@ -163,6 +163,23 @@ class HorizonPlannerSuite extends AnyFunSuite {
     assert(ahead.ends("a") == 3 && ahead.heldBack == Set("a"))
   }
 
+  test("a split let through a stall still keeps to the read limit") {
+    // 50 records at one instant, 30 min after where the split is; another member holds the limit at 0
+    val burst = Seq(Series("a", 30 * Minute, 0, 50))
+    val at = Map("a" -> 0L)
+    val p = HorizonPlanner.plan(Seq(toPlan(burst.head, 0).copy(maxEventTime = Some(0L), firstEventTime = None)),
+      identity, 0, 5 * Minute, Some(0L), Some(10), Some(new Index(burst, at)), AlignmentMode.SplitsByIndex,
+      _ => Map("a" -> 30 * Minute))
+    assert(p.ends("a") == 10)
+  }
+
+  test("a split read for the first time without a reach still places its source for the others") {
+    val noReach = SplitToPlan("f", 0, 100, None, None, idle = false, finished = false, firstEventTime = Some(7 * Minute))
+    val p = HorizonPlanner.plan(Seq(noReach), identity, 0, Minute, None, None, None, AlignmentMode.SplitsByWatermark)
+    assert(p.ends("f") == 100)
+    assert(p.frontier.contains(7 * Minute))
+  }
+
   test("without any event time to search by, the read limit still holds") {
     val blind = Seq("x", "y").map(id => SplitToPlan(id, 0, 1000, None, None, idle = false, finished = false))
     val p = HorizonPlanner.plan(blind, identity, 0, Minute, None, Some(100),

@@ -37,7 +37,10 @@ final class FileReader(config: FileConfig, hadoopConf: () => Configuration) exte
     val split: FileSplit = range.split
     val id: UTF8String = UTF8String.fromString(split.splitId)
     val mtimeMicros: Long = split.modificationTime * 1000L
-    private val droppedAtOpen = parser.malformedDropped
+    // The parser is shared: count what it dropped while this range was the one being read.
+    private var droppedBefore = 0L
+    private var baseline = parser.malformedDropped
+    private var reading = true
     private var stream: FSDataInputStream = _
     var lines: LineReader = _
     var done = false
@@ -87,7 +90,11 @@ final class FileReader(config: FileConfig, hadoopConf: () => Configuration) exte
       true
     }
 
-    def dropped: Long = parser.malformedDropped - droppedAtOpen
+    def dropped: Long = droppedBefore + (if (reading) parser.malformedDropped - baseline else 0L)
+
+    /** Set aside while paused: what was dropped so far stays with this range. */
+    def park(): Unit = { droppedBefore = dropped; reading = false }
+    def resume(): Unit = { baseline = parser.malformedDropped; reading = true }
 
     def close(): Unit = if (stream != null) { stream.close(); stream = null }
   }
@@ -102,6 +109,7 @@ final class FileReader(config: FileConfig, hadoopConf: () => Configuration) exte
       current = null
     }
     if (current != null && paused.contains(current.split.splitId)) {
+      current.park()
       parked(current.split.splitId) = current // keeps its place in the file
       current = null
     }
@@ -111,7 +119,7 @@ final class FileReader(config: FileConfig, hadoopConf: () => Configuration) exte
 
   /** A resumed range first (it is open already), else the next range not paused. */
   private def nextUnpaused(): Cursor =
-    parked.find { case (id, _) => !paused.contains(id) }.map { case (id, c) => parked.remove(id); c }
+    parked.find { case (id, _) => !paused.contains(id) }.map { case (id, c) => parked.remove(id); c.resume(); c }
       .orElse(pending.dequeueFirst(r => !paused.contains(r.split.splitId)).map(new Cursor(_)))
       .orNull
 
@@ -129,9 +137,9 @@ final class FileReader(config: FileConfig, hadoopConf: () => Configuration) exte
 
   override def splitCounters(splitId: String): Map[String, Long] =
     counters.getOrElse(splitId,
-      if (current != null && current.split.splitId == splitId)
-        Map(MalformedRecordsDropped -> current.dropped, MissingFilesSkipped -> current.missing)
-      else Map.empty)
+      (Option(current).filter(_.split.splitId == splitId) ++ parked.get(splitId)).headOption
+        .map(c => Map(MalformedRecordsDropped -> c.dropped, MissingFilesSkipped -> c.missing))
+        .getOrElse(Map.empty))
 
   override def close(): Unit = {
     if (current != null) { current.close() }
