@@ -67,8 +67,13 @@ def from_source(
 ) -> DataFrame:
     """A streaming DataFrame reading ``source``.
 
-    ``options`` are read options of the Spark binding, e.g. ``{"maxRecordsPerTrigger": 10000}``
-    (see docs/options.md).
+    ``watermark_strategy`` (see :class:`WatermarkStrategy`) adds an ``event_time`` column for
+    Spark's ``withWatermark`` and, with ``with_watermark_alignment``, aligns the source's splits
+    and the query's sources of the same group (docs/event-time.md).
+
+    ``options`` are read options of the Spark binding, e.g. ``{"maxRecordsPerTrigger": 10000}``,
+    ``{"forceTimestampSupport": False}`` for compact rows (docs/compact.md), or
+    ``{"latencyTrackingInterval": "1s"}`` (see docs/options.md).
 
     In classic PySpark this calls the Scala ``Sluice.fromSource``; under Spark Connect it reads
     through ``spark.readStream.format("sluice")`` with the same options (the jar must be on the
