@@ -1,0 +1,287 @@
+"""`python -m bench.report`: writes the figures of docs/benchmarks.md from bench/results/*.json.
+
+`make bench` runs it after the benchmarks. It replaces what stands between marker comments in
+docs/benchmarks.md and leaves the prose around them alone:
+
+- `<!-- results:begin -->` … `<!-- results:end -->`: the summary table, one row per result file
+  (a benchmark without a result file keeps a row saying so);
+- `<!-- results:group_join:begin -->` … `<!-- results:group_join:end -->`: the group_join
+  section's table, with bench/results/group_join.baseline.json beside it when that file exists.
+
+Figures are never typed into the page by hand: change a row's wording here, and the figures by
+running the benchmark. This module defines no `run()`, so bench.run does not take it for a
+benchmark.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+RESULTS = ROOT / "results"
+DOC = ROOT.parent / "docs" / "benchmarks.md"
+
+HEADER = [
+    "| benchmark | data | Spark rows/s | Sluice rows/s | ratio (goal) |",
+    "|---|---|---|---|---|",
+]
+
+
+def _n(value: float) -> str:
+    """12,345 (rounded)."""
+    return f"{value:,.0f}"
+
+
+def _millions(value: float) -> str:
+    """5, 9.76, 1.5, 0.5 (millions, at most two decimals)."""
+    return f"{value / 1e6:.2f}".rstrip("0").rstrip(".")
+
+
+def _pct(value: float) -> str:
+    """−0.4 % (a typographic minus), 3.1 %."""
+    text = f"{value:.1f}"
+    return ("−" + text[1:] if text.startswith("-") else text) + " %"
+
+
+def _minutes(delay: str) -> str:
+    """'10 minutes' -> '10-minute'."""
+    number, unit = delay.split()
+    return f"{number}-{unit.rstrip('s')}"
+
+
+def _step(step_ms: int) -> str:
+    return (
+        "one event a second"
+        if step_ms == 1000
+        else f"one event every {step_ms / 1000:g} s"
+    )
+
+
+def _kafka_throughput(r: dict) -> str:
+    return (
+        f"| `kafka_throughput` | {_millions(r['records'])} M records of {r['value_bytes']} bytes in "
+        f"{r['partitions']} partitions, raw rows, `Trigger.AvailableNow` into the no-op sink; Spark: "
+        '`format("kafka")` (spark-sql-kafka 4.2.0 on Spark 4.3) | '
+        f"{_n(r['spark_rps'])} | {_n(r['sluice_rps'])} | {r['ratio']:.2f} (≥ 1.0); a plain "
+        f"`KafkaConsumer` loop in one JVM: {_n(r['ceiling_rps'])}/s, Sluice at "
+        f"{r['fraction_of_ceiling']:.0%} of it |"
+    )
+
+
+def _file_throughput(r: dict) -> str:
+    # the file count is not in the result file; 17 is what the recorded data set had
+    return (
+        f"| `file_throughput` | {r['data_bytes'] / 1024**3:.2f} GB of JSON lines "
+        f"({_millions(r['rows'])} M rows, {r.get('files', 17)} files, nested struct + array), "
+        "`Trigger.AvailableNow` into the no-op sink; Spark: `spark.readStream.schema(s).json(dir)` | "
+        f"{_n(r['spark_rps'])} | {_n(r['sluice_rps'])} | {r['ratio']:.2f} (≥ 0.9) |"
+    )
+
+
+def _hybrid_switch(r: dict) -> str:
+    rows, data = r["rows"], r["data"]
+    return (
+        f"| `hybrid_switch` | {_millions(rows['total'])} M events: {_millions(rows['files'])} M in "
+        f"{data['files']} JSON-lines files ({data['file_bytes'] / 1024**2:.0f} MiB), then "
+        f"{_millions(rows['kafka'])} M JSON values in Kafka ({data['kafka_partitions']} partitions), "
+        "`Trigger.AvailableNow` into the no-op sink; Sluice: one files→Kafka hybrid query; Spark: "
+        "`readStream.json(dir)`, then a separate `kafka` query with `from_json` | "
+        f"{_n(rows['total'] / r['spark_seconds'])} ({r['spark_seconds']:.2f} s, two queries) | "
+        f"{_n(rows['total'] / r['sluice_seconds'])} ({r['sluice_seconds']:.2f} s, one query) | "
+        f"{r['ratio']:.2f}; switch latency {_n(r['switch_latency_ms'])} ms (goal ≤ one "
+        f"{_n(r['trigger_interval_ms'])} ms trigger) |"
+    )
+
+
+def _skew(r: dict) -> str:
+    data = r["data"]
+    return (
+        f"| `skew` | {_n(data['events'])} events, {data['partitions']} partitions: partition 0's "
+        f"backlog 24 h, the others' 2 h, {_step(data['event_step_ms'])} each; 1-minute window "
+        f"counts, {_minutes(data['watermark_delay'])} watermark, {_n(data['read_limit_per_batch'])} "
+        "records per batch, `Trigger.AvailableNow`; Sluice aligned with a "
+        f"{data['max_drift_ms'] / 60_000:g}-minute drift | "
+        f"{_n(r['spark_records_per_second'])} ({_n(r['spark_late_dropped'])} rows dropped as late, "
+        f"{_n(r['spark_wrong_windows'])} of {_n(r['windows'])} windows wrong) | "
+        f"{_n(r['sluice_records_per_second'])} ({_n(r['sluice_late_dropped'])} dropped, "
+        f"{_n(r['sluice_wrong_windows'])} wrong) | alignment overhead on unskewed data "
+        f"{_pct(r['overhead_pct'])} (goal ≤ 5 %) |"
+    )
+
+
+def _compact(r: dict) -> str:
+    if r["spark_row_bytes"] == r["full_row_bytes"]:
+        sizes = f"{r['spark_row_bytes']:.0f} B (Spark, full)"
+    else:
+        sizes = (
+            f"{r['spark_row_bytes']:.0f} B (Spark), {r['full_row_bytes']:.0f} B (full)"
+        )
+    return (
+        f"| `compact` | {_millions(r['records'])} M records of {r['value_bytes']} B in "
+        f"{r['partitions']} partitions, the value column only, `Trigger.AvailableNow` into the "
+        'no-op sink; Spark: `format("kafka").load().select("value")`; Sluice full: the same select; '
+        "Sluice compact: `forceTimestampSupport=false` | "
+        f"{_n(r['spark_rps'])} | full {_n(r['full_rps'])}; compact {_n(r['compact_rps'])} | "
+        f"compact / Spark **{r['ratio']:.2f}** (goal ≥ 1.3); rows {sizes} vs "
+        f"{r['compact_row_bytes']:.0f} B (compact) |"
+    )
+
+
+def _ratio(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def _group_join(r: dict) -> str:
+    data = r["data"]
+    density = data["left_step_ms_per_partition"] / data["right_step_ms_per_partition"]
+    return (
+        f"| `group_join` | {_n(data['left_events'])} + {_n(data['right_events'])} events: the same "
+        f"{data['hours']} h of event time in two topics of {data['partitions']} partitions (`right` "
+        f"{density:g}× denser), {data['keys']} keys; inner join on the key within ±1 minute, "
+        f"{_minutes(data['watermark_delay'])} watermarks, {_n(data['read_limit_per_source'])} "
+        "records per batch and source, `Trigger.AvailableNow` into the no-op sink; Sluice: both "
+        f"sources in one alignment group, {data['max_drift_ms'] / 60_000:g}-minute drift | "
+        f"{_n(r['spark_rps'])} ({r['spark_seconds']:.1f} s; peak state {_n(r['spark_peak_state_rows'])} "
+        f"rows, {_n(r['spark_late_dropped'])} dropped) | "
+        f"{_n(r['sluice_rps'])} ({r['sluice_seconds']:.1f} s; peak state "
+        f"{_n(r['sluice_peak_state_rows'])} rows, {_n(r['sluice_late_dropped'])} dropped, "
+        f"{r['sluice_empty_member_batches']} empty member "
+        f"{'batch' if r['sluice_empty_member_batches'] == 1 else 'batches'}) | "
+        f"time {r['time_ratio']:.2f} (goal ≤ 1.0), state {_ratio(r['state_ratio'])} (goal ≤ 0.2) |"
+    )
+
+
+#: The summary table's rows, in the page's order: benchmark name -> row renderer.
+ROWS: dict[str, Callable[[dict], str]] = {
+    "kafka_throughput": _kafka_throughput,
+    "file_throughput": _file_throughput,
+    "hybrid_switch": _hybrid_switch,
+    "skew": _skew,
+    "compact": _compact,
+    "group_join": _group_join,
+}
+
+
+def _load(name: str) -> dict | None:
+    path = RESULTS / f"{name}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def summary_table() -> list[str]:
+    lines = list(HEADER)
+    for name, render in ROWS.items():
+        result = _load(name)
+        if result is None:
+            lines.append(
+                f"| `{name}` | no result yet: `make bench BENCH={name}` | | | |"
+            )
+        else:
+            lines.append(render(result))
+    return lines
+
+
+def _group_join_column(r: dict) -> list[str]:
+    """The Sluice figures of one group_join result, row by row (see group_join_section)."""
+    return [
+        f"{r['sluice_seconds']:.1f} s",
+        f"{r['time_ratio']:.2f} ({r['time_ratio_min']:.2f} – {r['time_ratio_max']:.2f})",
+        _n(r["sluice_peak_state_rows"]),
+        _ratio(r["state_ratio"]),
+        _n(r["sluice_late_dropped"]),
+        str(r["sluice_batches"]),
+        str(r["sluice_empty_member_batches"]),
+        f"{_n(r['sluice_joined_rows'])}{'' if r['sluice_complete'] else ' (incomplete)'}",
+    ]
+
+
+def group_join_section() -> list[str]:
+    result = _load("group_join")
+    if result is None:
+        return ["No result yet: run `make bench BENCH=group_join`."]
+    baseline = _load("group_join.baseline")
+    measures = [
+        ("wall time, median", f"{result['spark_seconds']:.1f} s", "—"),
+        ("time ratio Sluice / Spark, median of the pairs (min – max)", "—", "≤ 1.0"),
+        ("peak state rows (`numRowsTotal`)", _n(result["spark_peak_state_rows"]), "—"),
+        ("state ratio Sluice / Spark", "—", "≤ 0.2"),
+        (
+            "rows dropped as late (`numRowsDroppedByWatermark`)",
+            _n(result["spark_late_dropped"]),
+            "0 (Sluice)",
+        ),
+        ("batches", str(result["spark_batches"]), "—"),
+        ("empty member batches (a source with a backlog read nothing)", "—", "0"),
+        (
+            f"joined rows (expected {_n(result['expected_joined_rows'])})",
+            f"{_n(result['spark_joined_rows'])}"
+            f"{'' if result['spark_complete'] else ' (incomplete)'}",
+            "all",
+        ),
+    ]
+    ours = _group_join_column(result)
+    before = _group_join_column(baseline) if baseline else None
+    head = "| measure | Spark `kafka` | Sluice, one group |"
+    rule = "|---|---|---|"
+    if before:
+        head += " Sluice before the one-round group planning |"
+        rule += "---|"
+    head += " goal |"
+    rule += "---|"
+    lines = [head, rule]
+    for i, (measure, spark, goal) in enumerate(measures):
+        row = f"| {measure} | {spark} | {ours[i]} |"
+        if before:
+            row += f" {before[i]} |"
+        lines.append(row + f" {goal} |")
+    machine = result.get("machine", {})
+    note = (
+        f"{result['runs']} interleaved pairs after a warm-up each, "
+        f"{machine.get('spark_master', 'local[2]')}, {machine.get('cpus', '?')} cores; the Spark "
+        "column and the ratios are from the same runs"
+    )
+    if baseline:
+        note += (
+            "; the baseline column is `bench/results/group_join.baseline.json`, measured the same "
+            f"way (its own Spark side: {baseline['spark_seconds']:.1f} s, peak state "
+            f"{_n(baseline['spark_peak_state_rows'])} rows)"
+        )
+    lines += ["", *textwrap.wrap(note + ".", width=100, break_on_hyphens=False)]
+    return lines
+
+
+#: marker name -> the lines between `<!-- results:<name>begin -->` and `<!-- results:<name>end -->`
+BLOCKS: dict[str, Callable[[], list[str]]] = {
+    "": summary_table,
+    "group_join:": group_join_section,
+}
+
+
+def render(text: str) -> str:
+    for prefix, block in BLOCKS.items():
+        begin, end = f"<!-- results:{prefix}begin -->", f"<!-- results:{prefix}end -->"
+        pattern = re.compile(re.escape(begin) + r"\n.*?" + re.escape(end), re.DOTALL)
+        if not pattern.search(text):
+            raise SystemExit(f"{DOC}: the markers {begin} … {end} are missing")
+        body = "\n".join([begin, *block(), end])
+        text = pattern.sub(lambda _: body, text, count=1)
+    return text
+
+
+def main() -> int:
+    text = DOC.read_text(encoding="utf-8")
+    updated = render(text)
+    if updated != text:
+        DOC.write_text(updated, encoding="utf-8")
+        print(f"bench.report: updated {DOC.relative_to(ROOT.parent)}")
+    else:
+        print(f"bench.report: {DOC.relative_to(ROOT.parent)} is up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
