@@ -1,16 +1,16 @@
 # Entry points. Each target installs what it needs and caches it:
 #   build/sbt-launch-*.jar   the sbt launcher (Maven Central)
 #   .venv/                   Python with pyspark==4.3.0, pytest, ruff (PyPI)
-#   jvm/target/.../*.jar     the Sluice jar; python/sluice/jars/ carries a copy for pip installs
+#   spark/target/.../*.jar   the Sluice jar; python/sluice/jars/ carries a copy for pip installs
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 SBT := build/sbt
 VERSION := $(shell sed -n 's/^ThisBuild \/ version := "\(.*\)"/\1/p' build.sbt)
-ASSEMBLY := jvm/target/scala-2.13/sluice-spark-assembly-$(VERSION).jar
+ASSEMBLY := spark/target/scala-2.13/sluice-spark-assembly-$(VERSION).jar
 BROKER_CP := testkit/target/broker-classpath.txt
-SCALA_SOURCES := $(shell find jvm/src/main testkit/src/main -name '*.scala' 2>/dev/null) build.sbt project/plugins.sbt
+SCALA_SOURCES := $(shell find api/src/main core/src/main connectors/src/main spark/src/main bench/jvm/src/main testkit/src/main -name '*.scala' 2>/dev/null) build.sbt project/plugins.sbt
 export SPARK_JARS_DIR := $(abspath $(VENV))/lib/python3.11/site-packages/pyspark/jars
 
 .PHONY: demo test test-scala test-python test-fast build bench kafka clean docs
@@ -21,33 +21,38 @@ demo: build
 test: test-scala test-python
 
 test-scala: $(VENV)/.ok
-	$(SBT) 'jvm/test'
+	$(SBT) 'core/test' 'spark/test'
 
 test-python: build
 	$(PY) -m pytest -q tests
 
 # Everything but the end-to-end suites tagged slow (ScalaTest tag sluice.Slow, pytest marker slow).
 test-fast: build
-	$(SBT) 'jvm/testOnly -- -l sluice.Slow'
+	$(SBT) 'core/test' 'spark/testOnly -- -l sluice.Slow'
 	$(PY) -m pytest -q -m 'not slow' tests
 
 build: $(VENV)/.ok $(ASSEMBLY) $(BROKER_CP) $(VENV)/.sluice-installed
 
 bench: build
 	$(PY) -m bench.run $(if $(BENCH),--only $(BENCH),)
+	$(PY) -m bench.report
 
 kafka: build
 	$(PY) -m sluice.testing
 
-# Regenerates the option reference (docs/options.md) from the option declarations.
+# Regenerates the option reference (docs/options.md) and the Python package's copy of the option
+# declarations (python/sluice/_options.json: names, defaults, allowed values, secret flags).
 docs: $(VENV)/.ok
-	mkdir -p target && $(SBT) 'jvm/runMain sluice.Sources' | grep -v '^\[' | sed -n '/^## /,$$p' > target/options.generated
+	mkdir -p target && rm -f target/options.json && $(SBT) 'spark/runMain sluice.Sources' \
+	  'spark/runMain sluice.spark.OptionDeclarations $(abspath target/options.json)' | grep -v '^\[' | sed -n '/^## /,$$p' > target/options.generated
 	test -s target/options.generated || { echo "make docs: sbt printed no reference (is another sbt running?)" >&2; exit 1; }
+	test -s target/options.json || { echo "make docs: sbt wrote no target/options.json" >&2; exit 1; }
 	{ sed '/<!-- generated from the option declarations/q' docs/options.md; cat target/options.generated; } > target/options.md
 	mv target/options.md docs/options.md
+	mv target/options.json python/sluice/_options.json
 
 clean:
-	rm -rf jvm/target testkit/target target project/target project/project python/sluice/jars \
+	rm -rf api/target core/target connectors/target spark/target bench/jvm/target testkit/target target project/target project/project python/sluice/jars \
 	  python/build $(VENV)/.sluice-installed bench/scratch
 
 $(VENV)/.ok: python/requirements-dev.txt
@@ -56,7 +61,7 @@ $(VENV)/.ok: python/requirements-dev.txt
 	touch $@
 
 $(ASSEMBLY): $(VENV)/.ok $(SCALA_SOURCES)
-	$(SBT) 'jvm/assembly' 'jvm/publishM2' 'jvm/publishLocal' 'jvm/writeSparkKafkaClasspath'
+	$(SBT) 'spark/assembly' 'spark/publishM2' 'spark/publishLocal' 'spark/writeSparkKafkaClasspath' 'benchkit/package'
 	touch $@
 
 $(BROKER_CP): $(VENV)/.ok $(SCALA_SOURCES)

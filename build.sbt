@@ -16,7 +16,7 @@ val kafkaVersion = "3.9.2"
 lazy val sparkJarsDir = settingKey[File]("directory holding Spark 4.3.0's jars")
 lazy val sparkProvided = Seq(
   sparkJarsDir := file(sys.env.getOrElse("SPARK_JARS_DIR",
-    (baseDirectory.value / ".." / ".venv/lib/python3.11/site-packages/pyspark/jars").getPath)),
+    ((ThisBuild / baseDirectory).value / ".venv/lib/python3.11/site-packages/pyspark/jars").getPath)),
   Compile / unmanagedJars ++= {
     val dir = sparkJarsDir.value
     if (!dir.isDirectory)
@@ -61,14 +61,44 @@ lazy val testkit = (project in file("testkit"))
     }
   )
 
-lazy val jvm = (project in file("jvm"))
+// ---- Sluice: four subprojects whose dependencies are the architecture ---------------------------
+//   api  <-  core        (the Spark-free driver runtime: no Spark jar on its classpath at all)
+//   api  <-  connectors  (sources built on the model; Spark's row and parser types only)
+//   core, connectors  <-  spark   (the DataSource V2 binding and the entry points; the one artifact)
+// A reversed import does not compile: core cannot see Spark, connectors cannot see core or spark.
+
+lazy val scalaTest = "org.scalatest" %% "scalatest" % "3.2.19" % Test
+
+lazy val api = (project in file("api"))
+  .settings(sparkProvided)
+  .settings(name := "sluice-api", publish / skip := true)
+
+lazy val core = (project in file("core"))
+  .dependsOn(api)
+  .settings(
+    name := "sluice-core",
+    publish / skip := true,
+    libraryDependencies += scalaTest,
+    // api's Spark jars (which sbt passes on to dependent projects) are taken off: core compiles
+    // against the model alone. Its tests may implement a source (whose schema is a Spark type),
+    // but never start Spark.
+    Compile / dependencyClasspath := {
+      val spark = (api / sparkJarsDir).value.getCanonicalPath
+      (Compile / dependencyClasspath).value.filterNot(_.data.getCanonicalPath.startsWith(spark))
+    }
+  )
+
+lazy val connectors = (project in file("connectors"))
+  .dependsOn(api)
+  .settings(sparkProvided)
+  .settings(name := "sluice-connectors", publish / skip := true, libraryDependencies += kafkaClients)
+
+lazy val spark = (project in file("spark"))
+  .dependsOn(core, connectors)
   .settings(sparkProvided)
   .settings(
     name := "sluice-spark",
-    libraryDependencies ++= Seq(
-      kafkaClients,
-      "org.scalatest" %% "scalatest" % "3.2.19" % Test
-    ) ++ sparkKafkaConnector.map(_ % Test),
+    libraryDependencies ++= Seq(kafkaClients, scalaTest) ++ sparkKafkaConnector.map(_ % Test),
     // One JVM per test run, sized for a 2-core machine; the broker runs in its own process.
     Test / fork := true,
     Test / parallelExecution := false,
@@ -101,7 +131,7 @@ lazy val jvm = (project in file("jvm"))
     Test / test := (Test / test).dependsOn(testkit / writeBrokerClasspath).value,
     Test / testOnly := (Test / testOnly).dependsOn(testkit / writeBrokerClasspath).evaluated,
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"),
-    // The self-contained jar for spark.jars: our classes plus kafka-clients; Spark's jars stay out.
+    // The self-contained jar for spark.jars: the four subprojects' classes plus kafka-clients.
     assembly / assemblyJarName := s"sluice-spark-assembly-${version.value}.jar",
     assembly / assemblyExcludedJars := {
       val spark = sparkJarsDir.value.getCanonicalPath
@@ -115,6 +145,11 @@ lazy val jvm = (project in file("jvm"))
       case PathList("module-info.class") => MergeStrategy.discard
       case x => (assembly / assemblyMergeStrategy).value(x)
     },
+    // One artifact for users: `dev.sluice:sluice-spark_2.13`, carrying the classes of api, core and
+    // connectors too (the internal subprojects are not published).
+    Compile / packageBin / mappings ++= Seq(api, core, connectors).map(p => p / Compile / packageBin / mappings).join.value.flatten,
+    Compile / packageSrc / mappings ++= Seq(api, core, connectors).map(p => p / Compile / packageSrc / mappings).join.value.flatten,
+    projectDependencies := Seq.empty,
     // `--packages dev.sluice:sluice-spark_2.13:<version>` resolves from ~/.m2 after `publishM2`.
     publishMavenStyle := true,
     publishM2Configuration := publishM2Configuration.value.withOverwrite(true),
@@ -124,6 +159,11 @@ lazy val jvm = (project in file("jvm"))
     pomIncludeRepository := (_ => false)
   )
 
+// Helpers the benchmarks put on spark.jars (row sizes); never part of the Sluice jar.
+lazy val benchkit = (project in file("bench/jvm"))
+  .settings(sparkProvided)
+  .settings(name := "sluice-benchkit", publish / skip := true)
+
 lazy val root = (project in file("."))
-  .aggregate(jvm, testkit)
+  .aggregate(api, core, connectors, spark, benchkit, testkit)
   .settings(publish / skip := true)

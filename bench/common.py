@@ -14,7 +14,7 @@ from pyspark.sql.streaming import DataStreamWriter
 import sluice
 
 SPARK_KAFKA_JARS = (
-    Path(__file__).resolve().parent.parent / "jvm" / "target" / "spark-kafka-jars.txt"
+    Path(__file__).resolve().parent.parent / "spark" / "target" / "spark-kafka-jars.txt"
 )
 
 

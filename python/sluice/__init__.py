@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sluice._jvm import SluiceConfigError, call_jvm, is_remote, jar_path, java_map
+from sluice._jvm import SluiceConfigError, call_jvm, is_remote, jar_path
+from sluice._options import FORMAT, read_options
 from sluice.sources import FileSource, GeneratorSource, Source
 from sluice.hybrid import HybridSource
 from sluice.kafka import KafkaSource, OffsetsInitializer
 from sluice.watermarks import WatermarkStrategy
+from sluice.batch import read
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -33,6 +35,7 @@ __all__ = [
     "configure",
     "from_source",
     "jar_path",
+    "read",
 ]
 
 __version__ = "0.1.0"
@@ -75,38 +78,14 @@ def from_source(
     ``{"forceTimestampSupport": False}`` for compact rows (docs/compact.md), or
     ``{"latencyTrackingInterval": "1s"}`` (see docs/options.md).
 
-    In classic PySpark this calls the Scala ``Sluice.fromSource``; under Spark Connect it reads
-    through ``spark.readStream.format("sluice")`` with the same options (the jar must be on the
-    Connect server).
+    Reads through ``spark.readStream.format("sluice")`` with the source's, the strategy's and these
+    options, as the Scala ``Sluice.fromSource`` does, in classic PySpark and under Spark Connect
+    alike (there the jar must be on the Connect server).
     """
-    read_options = {key: str(value) for key, value in (options or {}).items()}
-    if is_remote(spark):
-        all_options = dict(source.options)
-        if watermark_strategy is not None:
-            all_options.update(watermark_strategy.options)
-        if name is not None:
-            all_options["name"] = name
-        all_options.update(read_options)
-        return spark.readStream.format("sluice").options(**all_options).load()
-
-    from pyspark.sql import DataFrame
-
-    jvm = spark._jvm  # noqa: SLF001
-    jsource = call_jvm(lambda: jvm.sluice.Sources.fromJavaOptions(java_map(spark, source.options)))
-    jstrategy = None
-    if watermark_strategy is not None:
-        jstrategy = call_jvm(
-            lambda: jvm.sluice.eventtime.WatermarkStrategy.fromJavaOptions(
-                java_map(spark, watermark_strategy.options)
-            )
-        )
-    jdf = call_jvm(
-        lambda: jvm.sluice.Sluice.fromSource(
-            spark._jsparkSession,  # noqa: SLF001
-            jsource,
-            jstrategy,
-            name,
-            java_map(spark, read_options),
-        )
+    reader = spark.readStream.format(FORMAT).options(
+        **read_options(source, watermark_strategy, name, options)
     )
-    return DataFrame(jdf, spark)
+    if is_remote(spark):
+        return reader.load()
+    # classic: load() builds and checks the source now; a bad option becomes a SluiceConfigError
+    return call_jvm(reader.load)

@@ -8,7 +8,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sluice._jvm import SluiceConfigError, active_classic_session
+from sluice._options import declared
 from sluice.sources import Source, _Builder
+
+# Source i's options are its own under hybrid.<i>., next to the keys saying how it comes to be.
+_HYBRID = declared("hybrid")
+_ENTRY = _HYBRID["hybrid.<i>.<option>"]
+_FACTORY = _HYBRID["factory"]
+_FACTORY_BOUNDEDNESS = _HYBRID["boundedness"]
+_MARGIN = _HYBRID["startAtPreviousEndMinusMs"]
 
 
 @dataclass(frozen=True)
@@ -62,9 +70,9 @@ class HybridSourceBuilder(_Builder["HybridSourceBuilder"]):
 
     def _add(self, options: dict[str, str]) -> HybridSourceBuilder:
         for key, value in options.items():
-            self._options[f"hybrid.{self._count}.{key}"] = value
+            self._options[_ENTRY.fill(i=self._count, option=key)] = value
         self._count += 1
-        self._options["hybrid.sources"] = str(self._count)
+        self._options[self._key("hybrid.sources")] = str(self._count)
         return self
 
     def add_source_factory(
@@ -87,7 +95,9 @@ class HybridSourceBuilder(_Builder["HybridSourceBuilder"]):
         gateway = spark.sparkContext._gateway  # noqa: SLF001 - py4j callbacks need the gateway
         ensure_callback_server_started(gateway)
         factory_id = spark._jvm.sluice.hybrid.PythonSourceFactory.register(_FactoryCallback(factory, gateway))  # noqa: SLF001
-        return self._add({"factory": factory_id, "boundedness": "bounded" if bounded else "unbounded"})
+        return self._add(
+            {_FACTORY.name: factory_id, _FACTORY_BOUNDEDNESS.name: "bounded" if bounded else "unbounded"}
+        )
 
     def add_source(
         self, source: Source, *, start_at_previous_end_minus_ms: int | None = None
@@ -101,9 +111,8 @@ class HybridSourceBuilder(_Builder["HybridSourceBuilder"]):
         """
         options = dict(source.options)
         if start_at_previous_end_minus_ms is not None:
-            if int(start_at_previous_end_minus_ms) < 0:
-                raise SluiceConfigError(
-                    f"HybridSource: start_at_previous_end_minus_ms must be >= 0, not {start_at_previous_end_minus_ms}."
-                )
-            options["startAtPreviousEndMinusMs"] = str(int(start_at_previous_end_minus_ms))
+            margin = int(start_at_previous_end_minus_ms)
+            # checked now, not at build(): under Spark Connect nothing checks before the query starts
+            _MARGIN.check_early(margin, "HybridSource", _ENTRY.fill(i=self._count, option=_MARGIN.name))
+            options[_MARGIN.name] = str(margin)
         return self._add(options)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from sluice._options import declared
 from sluice.sources import Source, _Builder
 
 
@@ -56,15 +57,17 @@ class KafkaSource(Source):
         return KafkaSourceBuilder()
 
 
+_KAFKA = declared("kafka")
+# The option each kind of OffsetsInitializer sets, at the start and at the end.
 _STARTING = {
-    "offsets": "startingOffsets",
-    "timestamp": "startingTimestamp",
-    "timestamps": "startingOffsetsByTimestamp",
+    "offsets": _KAFKA["startingOffsets"].name,
+    "timestamp": _KAFKA["startingTimestamp"].name,
+    "timestamps": _KAFKA["startingOffsetsByTimestamp"].name,
 }
 _ENDING = {
-    "offsets": "endingOffsets",
-    "timestamp": "endingTimestamp",
-    "timestamps": "endingOffsetsByTimestamp",
+    "offsets": _KAFKA["endingOffsets"].name,
+    "timestamp": _KAFKA["endingTimestamp"].name,
+    "timestamps": _KAFKA["endingOffsetsByTimestamp"].name,
 }
 
 
@@ -73,17 +76,17 @@ class KafkaSourceBuilder(_Builder["KafkaSourceBuilder"]):
     _source_class = KafkaSource
 
     def bootstrap_servers(self, servers: str) -> KafkaSourceBuilder:
-        return self._set("kafka.bootstrap.servers", servers)
+        return self._set(self._key("kafka.bootstrap.servers"), servers)
 
     def topics(self, *topics: str) -> KafkaSourceBuilder:
-        return self._set("subscribe", ",".join(topics))
+        return self._set(self._key("subscribe"), ",".join(topics))
 
     def topic_pattern(self, regex: str) -> KafkaSourceBuilder:
-        return self._set("subscribePattern", regex)
+        return self._set(self._key("subscribePattern"), regex)
 
     def property(self, key: str, value: str) -> KafkaSourceBuilder:
         """A Kafka consumer property (e.g. ``security.protocol``), passed to every consumer."""
-        return self._set(f"kafka.{key}", value)
+        return self._set(_KAFKA["kafka.<property>"].fill(property=key), value)
 
     def starting_offsets(self, initializer: OffsetsInitializer) -> KafkaSourceBuilder:
         for name in _STARTING.values():
@@ -97,14 +100,14 @@ class KafkaSourceBuilder(_Builder["KafkaSourceBuilder"]):
         return self._set(_ENDING[initializer.option], initializer.value)
 
     def fail_on_data_loss(self, fail: bool) -> KafkaSourceBuilder:
-        return self._set("failOnDataLoss", fail)
+        return self._set(self._key("failOnDataLoss"), fail)
 
     def include_headers(self, include: bool) -> KafkaSourceBuilder:
-        return self._set("includeHeaders", include)
+        return self._set(self._key("includeHeaders"), include)
 
     def include_key(self, include: bool = True) -> KafkaSourceBuilder:
         """Compact rows (``forceTimestampSupport=false``) hold ``value`` only unless this is set."""
-        return self._set("includeKey", include)
+        return self._set(self._key("includeKey"), include)
 
     def partition_discovery_interval_ms(self, ms: int) -> KafkaSourceBuilder:
-        return self._set("partitionDiscoveryIntervalMs", ms)
+        return self._set(self._key("partitionDiscoveryIntervalMs"), ms)

@@ -1,12 +1,14 @@
 """Typed source builders. Each mirrors its Scala builder (snake_case here, camelCase there) and
-collects the same options; `build()` validates them with the JVM builder when a classic
-SparkSession is active, so a bad value fails at once with the JVM's message."""
+collects the same options, named as the JVM declares them (sluice._options); `build()` validates
+them with the JVM builder when a classic SparkSession is active, so a bad value fails at once with
+the JVM's message."""
 
 from __future__ import annotations
 
 from typing import Any, Generic, TypeVar
 
 from sluice._jvm import active_classic_session, call_jvm, java_map
+from sluice._options import TYPE_OPTION, declared, shown
 
 B = TypeVar("B", bound="_Builder")
 
@@ -14,9 +16,8 @@ B = TypeVar("B", bound="_Builder")
 class Source:
     """A built source: its options are all it is (they rebuild it on the JVM side)."""
 
-    def __init__(self, options: dict[str, str], jsource: Any = None) -> None:
+    def __init__(self, options: dict[str, str]) -> None:
         self._options = dict(options)
-        self._jsource = jsource
 
     @property
     def options(self) -> dict[str, str]:
@@ -25,24 +26,12 @@ class Source:
 
     @property
     def source_type(self) -> str:
-        return self._options["source"]
+        return self._options[TYPE_OPTION]
 
     def __repr__(self) -> str:
-        pairs = ", ".join(f"{k}={_shown(k, v)}" for k, v in sorted(self._options.items()))
+        # values of options the JVM declares secret (Kafka consumer properties) are masked
+        pairs = ", ".join(f"{k}={shown(k, v)}" for k, v in sorted(self._options.items()))
         return f"{type(self).__name__}({pairs})"
-
-
-_SECRET_WORDS = ("password", "secret", "token", "jaas", "credential", ".key")
-
-
-def _shown(key: str, value: str) -> str:
-    """Option values as a repr may show them: Kafka client properties other than the brokers and
-    anything that looks like a credential are hidden, as notebooks print reprs freely."""
-    lowered = key.lower()
-    hidden = any(word in lowered for word in _SECRET_WORDS) or (
-        ".kafka." in f".{lowered}" and not lowered.endswith("bootstrap.servers")
-    )
-    return "***" if hidden else value
 
 
 class _Builder(Generic[B]):
@@ -50,7 +39,12 @@ class _Builder(Generic[B]):
     _source_class: type[Source] = Source
 
     def __init__(self) -> None:
-        self._options: dict[str, str] = {"source": self._source_type}
+        self._options: dict[str, str] = {TYPE_OPTION: self._source_type}
+
+    @classmethod
+    def _key(cls, name: str) -> str:
+        """An option's name as the JVM declares it for this source type (KeyError if it does not)."""
+        return declared(cls._source_type)[name].name
 
     def _set(self: B, name: str, value: Any) -> B:
         self._options[name] = str(value).lower() if isinstance(value, bool) else str(value)
@@ -62,11 +56,11 @@ class _Builder(Generic[B]):
 
     def build(self) -> Source:
         spark = active_classic_session()
-        jsource = None
         if spark is not None:
+            # built only to validate: the options are the source (from_source reads them)
             options = java_map(spark, self._options)
-            jsource = call_jvm(lambda: spark._jvm.sluice.Sources.fromJavaOptions(options))  # noqa: SLF001
-        return self._source_class(self._options, jsource)
+            call_jvm(lambda: spark._jvm.sluice.Sources.fromJavaOptions(options))  # noqa: SLF001
+        return self._source_class(self._options)
 
 
 class GeneratorSource(Source):
@@ -83,30 +77,31 @@ class GeneratorSourceBuilder(_Builder["GeneratorSourceBuilder"]):
 
     def splits(self, n: int) -> GeneratorSourceBuilder:
         """Number of splits (parallel record streams), 1 to 100000."""
-        return self._set("splits", n)
+        return self._set(self._key("splits"), n)
 
     def records_per_split(self, n: int) -> GeneratorSourceBuilder:
         """Records in each split; makes the source bounded."""
-        return self._set("recordsPerSplit", n)
+        return self._set(self._key("recordsPerSplit"), n)
 
     def rows_per_second(self, n: int) -> GeneratorSourceBuilder:
         """Records per second and split that become available (unbounded sources)."""
-        return self._set("rowsPerSecond", n)
+        return self._set(self._key("rowsPerSecond"), n)
 
     def event_time_start_ms(self, ms: int) -> GeneratorSourceBuilder:
-        return self._set("eventTimeStartMs", ms)
+        return self._set(self._key("eventTimeStartMs"), ms)
 
     def event_time_step_ms(self, ms: int) -> GeneratorSourceBuilder:
-        return self._set("eventTimeStepMs", ms)
+        return self._set(self._key("eventTimeStepMs"), ms)
 
     def split_skew_ms(self, split: int, offset_ms: int) -> GeneratorSourceBuilder:
         """Shifts one split's event times by ``offset_ms`` (negative: it lags behind)."""
-        previous = self._options.get("splitSkewMs")
+        key = self._key("splitSkewMs")
+        previous = self._options.get(key)
         pair = f"{split}:{offset_ms}"
-        return self._set("splitSkewMs", f"{previous},{pair}" if previous else pair)
+        return self._set(key, f"{previous},{pair}" if previous else pair)
 
     def payload_bytes(self, n: int) -> GeneratorSourceBuilder:
-        return self._set("payloadBytes", n)
+        return self._set(self._key("payloadBytes"), n)
 
 
 class FileSource(Source):
@@ -126,28 +121,29 @@ class FileSourceBuilder(_Builder["FileSourceBuilder"]):
         return self.paths(path)
 
     def paths(self, *paths: str) -> FileSourceBuilder:
-        previous = [p for p in [self._options.get("path")] if p]
-        return self._set("path", ",".join(previous + list(paths)))
+        key = self._key("path")
+        previous = [p for p in [self._options.get(key)] if p]
+        return self._set(key, ",".join(previous + list(paths)))
 
     def format(self, fmt: str) -> FileSourceBuilder:
         """``json`` (default), ``csv`` or ``text``."""
-        return self._set("format", fmt)
+        return self._set(self._key("format"), fmt)
 
     def schema(self, schema: Any) -> FileSourceBuilder:
         """A DDL string (``"a INT, b STRING"``) or a ``pyspark.sql.types.StructType``."""
-        return self._set("schema", schema if isinstance(schema, str) else schema.json())
+        return self._set(self._key("schema"), schema if isinstance(schema, str) else schema.json())
 
     def timestamp_column(self, column: str) -> FileSourceBuilder:
         """A TIMESTAMP or epoch-milliseconds BIGINT column whose value is the event time."""
-        return self._set("timestampColumn", column)
+        return self._set(self._key("timestampColumn"), column)
 
     def monitor_interval_ms(self, ms: int) -> FileSourceBuilder:
         """Lists the paths again at this interval for new files; makes the source unbounded."""
-        return self._set("monitorIntervalMs", ms)
+        return self._set(self._key("monitorIntervalMs"), ms)
 
     def ignore_missing_files(self, ignore: bool = True) -> FileSourceBuilder:
-        return self._set("ignoreMissingFiles", ignore)
+        return self._set(self._key("ignoreMissingFiles"), ignore)
 
     def max_split_bytes(self, n: int) -> FileSourceBuilder:
         """Files larger than this are read as several byte-range splits."""
-        return self._set("maxSplitBytes", n)
+        return self._set(self._key("maxSplitBytes"), n)

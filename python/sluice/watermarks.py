@@ -14,6 +14,19 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from sluice._options import declared
+
+# The strategy's options are read options of the binding, declared with the JVM's EventTimeSettings.
+_READ = declared("read")
+_KIND = _READ["watermark.kind"].name
+_MAX_OUT_OF_ORDERNESS = _READ["watermark.maxOutOfOrdernessMs"].name
+_TIMESTAMP_COLUMN = _READ["watermark.timestampColumn"].name
+_IDLE_TIMEOUT = _READ["watermark.idleTimeoutMs"].name
+_GROUP = _READ["watermark.alignment.group"].name
+_MAX_DRIFT = _READ["watermark.alignment.maxDriftMs"].name
+_UPDATE_INTERVAL = _READ["watermark.alignment.updateIntervalMs"].name
+_ALLOW_UNALIGNED = _READ["watermark.alignment.allowUnalignedSourceSplits"].name
+
 
 def _millis(value: timedelta | int, what: str) -> int:
     if isinstance(value, timedelta):
@@ -37,35 +50,33 @@ class WatermarkStrategy:
     def options(self) -> dict[str, str]:
         return dict(self._options)
 
-    def _with(self, **updates: str) -> WatermarkStrategy:
+    def _with(self, updates: dict[str, str]) -> WatermarkStrategy:
         return WatermarkStrategy({**self._options, **updates})
 
     @staticmethod
     def no_watermarks() -> WatermarkStrategy:
         """No event time: the source emits no watermarks and rows carry no ``event_time``."""
-        return WatermarkStrategy({"watermark.kind": "none"})
+        return WatermarkStrategy({_KIND: "none"})
 
     @staticmethod
     def for_bounded_out_of_orderness(max_out_of_orderness: timedelta | int) -> WatermarkStrategy:
         """Watermark = largest event time seen in a split minus ``max_out_of_orderness``."""
         ms = _millis(max_out_of_orderness, "max_out_of_orderness")
-        return WatermarkStrategy(
-            {"watermark.kind": "boundedOutOfOrderness", "watermark.maxOutOfOrdernessMs": str(ms)}
-        )
+        return WatermarkStrategy({_KIND: "boundedOutOfOrderness", _MAX_OUT_OF_ORDERNESS: str(ms)})
 
     @staticmethod
     def for_monotonous_timestamps() -> WatermarkStrategy:
         """Event time never decreases within a split: watermark = largest event time seen."""
-        return WatermarkStrategy({"watermark.kind": "monotonous"})
+        return WatermarkStrategy({_KIND: "monotonous"})
 
     def with_timestamp_column(self, column: str) -> WatermarkStrategy:
         """Event time from this column (timestamp, or long epoch milliseconds) instead of the
         connector's record time (the Kafka record timestamp)."""
-        return self._with(**{"watermark.timestampColumn": column})
+        return self._with({_TIMESTAMP_COLUMN: column})
 
     def with_idleness(self, timeout: timedelta | int) -> WatermarkStrategy:
         """A split that reads nothing for ``timeout`` (while not paused) turns idle."""
-        return self._with(**{"watermark.idleTimeoutMs": str(_millis(timeout, "timeout"))})
+        return self._with({_IDLE_TIMEOUT: str(_millis(timeout, "timeout"))})
 
     def with_watermark_alignment(
         self,
@@ -75,17 +86,14 @@ class WatermarkStrategy:
     ) -> WatermarkStrategy:
         """Keeps this source's splits, and the sources of the query naming ``group``, within
         ``max_drift`` of the slowest of them by pausing what runs ahead."""
-        updates = {
-            "watermark.alignment.group": group,
-            "watermark.alignment.maxDriftMs": str(_millis(max_drift, "max_drift")),
-        }
+        updates = {_GROUP: group, _MAX_DRIFT: str(_millis(max_drift, "max_drift"))}
         if update_interval is not None:
-            updates["watermark.alignment.updateIntervalMs"] = str(_millis(update_interval, "update_interval"))
-        return self._with(**updates)
+            updates[_UPDATE_INTERVAL] = str(_millis(update_interval, "update_interval"))
+        return self._with(updates)
 
     def with_allow_unaligned_source_splits(self, allow: bool = True) -> WatermarkStrategy:
         """Lets a reader that cannot pause splits align as a whole only (FLIP-182)."""
-        return self._with(**{"watermark.alignment.allowUnalignedSourceSplits": str(bool(allow)).lower()})
+        return self._with({_ALLOW_UNALIGNED: str(bool(allow)).lower()})
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, WatermarkStrategy) and other._options == self._options

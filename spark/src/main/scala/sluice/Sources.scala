@@ -1,6 +1,6 @@
 package sluice
 
-import sluice.api.{Source, SourceSplit}
+import sluice.api.{Source, SourceResolver, SourceSplit}
 import sluice.config.OptionsReference
 import sluice.config.OptionsReference.Section
 import sluice.connector.file.{FileConfig, FileSource}
@@ -13,7 +13,7 @@ import sluice.spark.StreamOptions
  * Rebuilds a source from its options: the one way a source crosses from a builder (Scala or
  * Python) to Spark's DataSource API and back from a checkpointed query's options.
  */
-object Sources {
+object Sources extends SourceResolver {
   /** The option naming the source type. */
   val TypeOption = "source"
 
@@ -21,11 +21,11 @@ object Sources {
     GeneratorSource.Type -> (GeneratorSource.fromOptions _),
     FileSource.Type -> (FileSource.fromOptions _),
     KafkaSource.Type -> (KafkaSource.fromOptions _),
-    HybridSource.Type -> (HybridSource.fromOptions _))
+    HybridSource.Type -> (options => HybridSource.fromOptions(options, this)))
 
   def types: Seq[String] = factories.keys.toSeq.sorted
 
-  def fromOptions(options: Map[String, String]): Source[_ <: SourceSplit, _] = {
+  override def fromOptions(options: Map[String, String]): Source[_ <: SourceSplit, _] = {
     val (typeEntries, rest) = options.partition(_._1.equalsIgnoreCase(TypeOption))
     val sourceType = typeEntries.values.headOption.map(_.trim.toLowerCase).getOrElse(
       throw new IllegalArgumentException(

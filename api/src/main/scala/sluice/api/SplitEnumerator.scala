@@ -16,9 +16,6 @@ trait SplitEnumerator[SplitT <: SourceSplit, StateT] extends AutoCloseable {
    */
   def availablePositions(splits: Seq[SplitT]): Map[String, Long]
 
-  /** Splits handed back (e.g. a split whose reader failed); they are offered again. */
-  def addSplitsBack(splits: Seq[SplitT]): Unit = ()
-
   /** True once no split will ever be discovered again (bounded sources). */
   def noMoreSplits: Boolean
 

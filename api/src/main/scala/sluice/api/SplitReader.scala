@@ -24,17 +24,6 @@ trait SplitReader[SplitT <: SourceSplit] extends AutoCloseable {
   def fetch(): RecordsWithSplitIds
 
   /**
-   * Stops or restarts fetching from splits (FLIP-217). Readers that cannot pause keep the default,
-   * which throws; the engine then refuses split alignment unless unaligned splits are allowed.
-   */
-  def pauseOrResumeSplits(toPause: Seq[SplitT], toResume: Seq[SplitT]): Unit =
-    throw new UnsupportedOperationException(
-      s"${getClass.getName} does not support pausing or resuming splits.")
-
-  /** Interrupts a blocking `fetch()`. */
-  def wakeUp(): Unit = ()
-
-  /**
    * Counters this reader kept for a split's range (e.g. `malformedRecordsDropped`), summed over
    * splits into the source's metrics in query progress.
    */
@@ -60,7 +49,10 @@ trait RecordsWithSplitIds {
    */
   def arrivalTime: Long = eventTime
 
-  /** The split position just after the current record. */
+  /**
+   * The split position just after the current record. The engine checks it against the range's
+   * `until`: a reader that reads past its range would hand the next batch's records to this one.
+   */
   def position: Long
 
   /** Splits whose range is fully read as of this fetch. */
@@ -79,4 +71,14 @@ object RecordsWithSplitIds {
     override def position: Long = throw new NoSuchElementException("no record")
     override def finishedSplits: Set[String] = finished
   }
+}
+
+/**
+ * FLIP-217: a reader that can stop and restart fetching from some of its splits while it keeps
+ * reading the others. Its source declares it with `SupportsSplitPausing`, so the driver knows
+ * without creating a reader.
+ */
+trait PausableSplitReader[SplitT <: SourceSplit] extends SplitReader[SplitT] {
+  /** Pausing a split this reader does not hold, or one already finished, is a no-op (FLINK-39728). */
+  def pauseOrResumeSplits(toPause: Seq[SplitT], toResume: Seq[SplitT]): Unit
 }

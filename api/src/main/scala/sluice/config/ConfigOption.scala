@@ -13,22 +13,28 @@ final case class ConfigOption[T](
     default: Option[T],
     allowed: String,
     parse: String => Option[T],
-    check: T => Boolean = (_: T) => true) {
+    check: T => Boolean = (_: T) => true,
+    /** Values may be credentials: no message, log or repr shows them (Python's reprs follow this flag). */
+    secret: Boolean = false) {
 
   def withDefault(value: T): ConfigOption[T] = copy(default = Some(value))
   def withCheck(allowedText: String)(ok: T => Boolean): ConfigOption[T] =
     copy(allowed = allowedText, check = ok)
+  def asSecret: ConfigOption[T] = copy(secret = true)
 
   /** The value as the options map stores it. */
   def render(value: T): String = value.toString
 
   private[config] def read(raw: String, context: String): T = {
     val parsed = parse(raw.trim).filter(check)
-    parsed.getOrElse(throw ConfigOption.invalid(context, name, raw, allowed))
+    parsed.getOrElse(throw ConfigOption.invalid(context, name, if (secret) ConfigOption.Mask else raw, allowed))
   }
 }
 
 object ConfigOption {
+  /** What stands for the value of a secret option wherever options are shown. */
+  val Mask = "***"
+
   def long(name: String, doc: String): ConfigOption[Long] =
     ConfigOption(name, doc, None, "an integer", s => Try(s.toLong).toOption)
   def int(name: String, doc: String): ConfigOption[Int] =

@@ -5,22 +5,13 @@ package sluice.config
  * plus provenance), with record times extracted for watermarks and progress. `Compact`: the
  * payload only (FLIP-371's "no timestamps" mode), built directly by the reader, no times read.
  *
- * Users choose it with `forceTimestampSupport=false` (see `StreamOptions`), which checks that
- * nothing needs event time; the binding then hands the connector `recordLayout=compact`.
+ * A fact of the binding, not of the connector: users choose it with `forceTimestampSupport=false`,
+ * the binding checks that nothing needs event time and hands it to readers in their
+ * `ReaderContext` and to the source when it asks for the schema (`Source.schema(layout)`).
  */
 sealed abstract class RecordLayout(val name: String)
 
 object RecordLayout {
   case object Full extends RecordLayout("full")
   case object Compact extends RecordLayout("compact")
-
-  val Option: ConfigOption[String] = ConfigOption.string("recordLayout",
-    "full or compact (payload only); set by Sluice from forceTimestampSupport, not by hand")
-    .withCheck("full or compact")(v => v == Full.name || v == Compact.name).withDefault(Full.name)
-
-  def from(options: Options): RecordLayout =
-    if (options.get(Option).contains(Compact.name)) Compact else Full
-
-  /** The option that puts a source into `layout`. */
-  def entry(layout: RecordLayout): (String, String) = Option.name -> layout.name
 }

@@ -50,7 +50,7 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
     val found = mutable.ArrayBuffer[HybridSplit]()
     def discover(): Unit = child.discoverSplits().foreach { s =>
       activeSplits.getOrElseUpdate(s.splitId, (s, s.startPosition))
-      found += HybridSplit(index, active, s)
+      found += HybridSplit(index, s)
     }
     discover()
     while (activeIsFinished && index < hybrid.size - 1) {

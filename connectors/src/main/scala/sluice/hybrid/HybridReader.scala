@@ -10,14 +10,14 @@ import sluice.api._
  * Reads a hybrid's splits with the readers of the sources they belong to (normally one: the
  * active source), and forwards pause/resume to them (FLINK-37308 forgot this).
  */
-final class HybridReader extends SplitReader[HybridSplit] {
+final class HybridReader(hybrid: HybridSource, context: ReaderContext) extends PausableSplitReader[HybridSplit] {
   private val readers = mutable.LinkedHashMap[Int, SplitReader[SourceSplit]]()
   private val unfinished = mutable.Map[Int, Int]()
   private var turn = 0
 
   override def handleSplitsChanges(ranges: Seq[SplitRange[HybridSplit]]): Unit =
     ranges.groupBy(_.split.sourceIndex).toSeq.sortBy(_._1).foreach { case (index, rs) =>
-      val reader = readers.getOrElseUpdate(index, rs.head.split.source.createReader())
+      val reader = readerOf(index)
       reader.handleSplitsChanges(rs.map(r => SplitRange(r.split.child, r.from, r.until)))
       unfinished(index) = unfinished.getOrElse(index, 0) + rs.size
     }
@@ -33,14 +33,18 @@ final class HybridReader extends SplitReader[HybridSplit] {
   }
 
   override def pauseOrResumeSplits(toPause: Seq[HybridSplit], toResume: Seq[HybridSplit]): Unit =
-    (toPause ++ toResume).groupBy(_.sourceIndex).foreach { case (i, splits) =>
-      // the child's reader answers, even before it has ranges: one that cannot pause says so
-      val reader = readers.getOrElseUpdate(i, splits.head.source.createReader())
-      reader.pauseOrResumeSplits(toPause.filter(_.sourceIndex == i).map(_.child),
-        toResume.filter(_.sourceIndex == i).map(_.child))
+    (toPause ++ toResume).map(_.sourceIndex).distinct.foreach { i =>
+      readerOf(i) match {
+        case reader: PausableSplitReader[SourceSplit @unchecked] =>
+          reader.pauseOrResumeSplits(toPause.filter(_.sourceIndex == i).map(_.child),
+            toResume.filter(_.sourceIndex == i).map(_.child))
+        case _ => throw new UnsupportedOperationException(
+          s"HybridSource: the readers of source $i (${hybrid.resolvedSourceAt(i).sourceType}) cannot pause splits.")
+      }
     }
 
-  override def wakeUp(): Unit = readers.values.foreach(_.wakeUp())
+  private def readerOf(index: Int): SplitReader[SourceSplit] =
+    readers.getOrElseUpdate(index, hybrid.resolvedSourceAt(index).createReader(context))
 
   override def splitCounters(splitId: String): Map[String, Long] = {
     val (index, childId) = HybridSplit.parseId(splitId)

@@ -1,11 +1,9 @@
 package sluice.hybrid
 
 import scala.collection.concurrent.TrieMap
-import scala.util.Try
 
 import org.apache.spark.sql.types.StructType
 
-import sluice.Sources
 import sluice.api._
 import sluice.config.RecordLayout
 
@@ -16,12 +14,15 @@ import sluice.config.RecordLayout
  * so it also works from Python and Spark Connect — started at the previous source's largest
  * event time minus a margin.
  */
-final class HybridSource private (val entries: IndexedSeq[HybridSource.Entry])
-  extends Source[HybridSplit, HybridEnumeratorState] {
+final class HybridSource private (val entries: IndexedSeq[HybridSource.Entry], resolver: SourceResolver)
+  extends Source[HybridSplit, HybridEnumeratorState] with SupportsSplitPausing[HybridSplit] {
   import HybridSource._
 
-  /** Sources built so far in this driver, by index (factories run at most once per index here). */
-  @transient private lazy val built = TrieMap[Int, Source[SourceSplit, Any]]()
+  /**
+   * Sources built so far, by index (factories run at most once per index, in the driver). They
+   * travel with the hybrid to executors, where a factory's source could not be built again.
+   */
+  private val built = TrieMap[Int, Source[SourceSplit, Any]]()
 
   def size: Int = entries.size
 
@@ -31,23 +32,35 @@ final class HybridSource private (val entries: IndexedSeq[HybridSource.Entry])
 
   override def schema: StructType = entries.head.asInstanceOf[Fixed].source.schema
 
+  /** Compact rows are the first source's; a source started at the previous one's event time needs full rows. */
+  override def schema(layout: RecordLayout): StructType = {
+    if (layout == RecordLayout.Compact) {
+      entries.zipWithIndex.collectFirst { case (_: StartAtPreviousEnd, i) => i }.foreach { i =>
+        throw new IllegalArgumentException(s"HybridSource: source $i starts at the previous source's last event " +
+          "time, but compact rows (forceTimestampSupport=false) carry no event time; give it fixed start positions " +
+          "or set forceTimestampSupport=true.")
+      }
+    }
+    entries.head.asInstanceOf[Fixed].source.schema(layout)
+  }
+
+  /** Whether the readers of these splits' sources can pause them (each source answers for its own). */
+  override def canPauseSplits(splits: Seq[HybridSplit]): Boolean =
+    splits.groupBy(_.sourceIndex).forall { case (i, own) =>
+      resolvedSourceAt(i) match {
+        case p: SupportsSplitPausing[SourceSplit @unchecked] => p.canPauseSplits(own.map(_.child))
+        case _ => false
+      }
+    }
+
   override def options: Map[String, String] =
     Map("source" -> Type, SourcesOption -> entries.size.toString) ++
-      entries.zipWithIndex.flatMap { case (e, i) => e.options.map { case (k, v) => s"hybrid.$i.$k" -> v } }
-
-  /** Compact when its first source is: `fromOptions` puts every given source in one layout. */
-  private def layout: RecordLayout = entries.head match {
-    case Fixed(s) if s.options.get(RecordLayout.Option.name).contains(RecordLayout.Compact.name) => RecordLayout.Compact
-    case _ => RecordLayout.Full
-  }
+      entries.zipWithIndex.flatMap { case (e, i) => e.options.map { case (k, v) => HybridOptions.entryKey(i, k) -> v } }
 
   /** The source at `index`, built (once) from the context of the switch into it. */
   private[hybrid] def sourceAt(index: Int, context: Option[SourceSwitchContext]): Source[SourceSplit, Any] =
     built.getOrElseUpdate(index, {
-      val made = entries(index).build(context)
-      // a factory's source in the hybrid's layout: sources are values, rebuilt from their options
-      val source: Source[_, _] =
-        if (layout == RecordLayout.Compact) Sources.fromOptions(made.options + RecordLayout.entry(layout)) else made
+      val source = entries(index).build(context, resolver)
       if (source.schema != schema) {
         throw new IllegalStateException(
           s"HybridSource: source $index (${source.sourceType}) built at the switch has schema " +
@@ -72,7 +85,7 @@ final class HybridSource private (val entries: IndexedSeq[HybridSource.Entry])
     state.switches.foreach(s => sourceAt(s.toIndex, Some(s.context)))
     new HybridEnumerator(this, Some(state))
   }
-  override def createReader(): HybridReader = new HybridReader
+  override def createReader(context: ReaderContext): HybridReader = new HybridReader(this, context)
 
   override def splitSerializer: VersionedSerializer[HybridSplit] = new HybridSplitSerializer(this)
   override def enumeratorStateSerializer: VersionedSerializer[HybridEnumeratorState] = HybridStateSerializer
@@ -82,30 +95,33 @@ final class HybridSource private (val entries: IndexedSeq[HybridSource.Entry])
 
 object HybridSource {
   val Type = "hybrid"
-  val SourcesOption = "hybrid.sources"
-  private val FactoryKey = "factory"
-  private val BoundednessKey = "boundedness"
-  private val MarginKey = "startAtPreviousEndMinusMs"
+  val SourcesOption: String = HybridOptions.Sources.name
+  private val FactoryKey = HybridOptions.Factory.name
+  private val BoundednessKey = HybridOptions.FactoryBoundedness.name
+  private val MarginKey = HybridOptions.StartAtPreviousEndMinusMs.name
 
   /** One position in the chain: how its source comes to be. */
   sealed trait Entry extends Serializable {
     def boundedness: Boundedness
     def options: Map[String, String]
-    def build(context: Option[SourceSwitchContext]): Source[_, _]
+    def build(context: Option[SourceSwitchContext], resolver: SourceResolver): Source[_, _]
   }
 
   final case class Fixed(source: Source[_, _]) extends Entry {
     override def boundedness: Boundedness = source.boundedness
     override def options: Map[String, String] = source.options
-    override def build(context: Option[SourceSwitchContext]): Source[_, _] = source
+    override def build(context: Option[SourceSwitchContext], resolver: SourceResolver): Source[_, _] = source
   }
 
   /** A source built at the switch by the factory registered under `factoryId`. */
   final case class FromFactory(factoryId: String, boundedness: Boundedness) extends Entry {
     override def options: Map[String, String] = Map(FactoryKey -> factoryId,
       BoundednessKey -> (if (boundedness == Boundedness.Bounded) "bounded" else "unbounded"))
-    override def build(context: Option[SourceSwitchContext]): Source[_, _] =
-      SourceFactories.get(factoryId).create(context.get)
+    override def build(context: Option[SourceSwitchContext], resolver: SourceResolver): Source[_, _] =
+      SourceFactories.get(factoryId) match {
+        case f: OptionsSourceFactory => resolver.fromOptions(f.createOptions(context.get))
+        case f => f.create(context.get)
+      }
     override def toString: String = s"FromFactory($boundedness)"
   }
 
@@ -113,7 +129,7 @@ object HybridSource {
   final case class StartAtPreviousEnd(base: Source[_, _] with SupportsStartAtTimestamp, marginMs: Long) extends Entry {
     override def boundedness: Boundedness = base.boundedness
     override def options: Map[String, String] = base.options + (MarginKey -> marginMs.toString)
-    override def build(context: Option[SourceSwitchContext]): Source[_, _] =
+    override def build(context: Option[SourceSwitchContext], resolver: SourceResolver): Source[_, _] =
       context.flatMap(_.previousMaxEventTime) match {
         case Some(ts) => base.startingAtTimestamp(math.max(0L, ts - marginMs))
         case None => base // no event time in the previous source: the base's own start positions
@@ -135,10 +151,20 @@ object HybridSource {
         s"HybridSource: a ${other.sourceType} source cannot be started at a timestamp; give it fixed " +
           "start positions or a SourceFactory.")
     }
-    def build(): HybridSource = validated(entries)
+    def build(): HybridSource = validated(entries, BuiltInScala)
   }
 
-  private def validated(entries: IndexedSeq[Entry]): HybridSource = {
+  /**
+   * A hybrid built with the Scala builder resolves no options: its factories are Scala ones. The
+   * binding rebuilds every source from its options (with the binding's registry) before reading.
+   */
+  private object BuiltInScala extends SourceResolver {
+    override def fromOptions(options: Map[String, String]): Source[_ <: SourceSplit, _] =
+      throw new IllegalStateException("HybridSource: this hybrid was built in Scala; read it through Sluice " +
+        "(Sluice.fromSource, or format(\"sluice\") with its options), which rebuilds it with every source type.")
+  }
+
+  private def validated(entries: IndexedSeq[Entry], resolver: SourceResolver): HybridSource = {
     if (entries.isEmpty) throw new IllegalArgumentException("HybridSource: give at least one source.")
     entries.zipWithIndex.init.collectFirst { case (e, i) if e.boundedness != Boundedness.Bounded => (e, i) }.foreach {
       case (e, i) => throw new IllegalArgumentException(
@@ -151,7 +177,7 @@ object HybridSource {
       case (StartAtPreviousEnd(s, _), i) if s.schema != schema => throw schemaMismatch(i, s, schema)
       case _ =>
     }
-    new HybridSource(entries)
+    new HybridSource(entries, resolver)
   }
 
   private def describe(e: Entry): String = e match {
@@ -169,22 +195,21 @@ object HybridSource {
         s"[${other.diff(first).mkString(", ")}].")
   }
 
-  def fromOptions(options: Map[String, String]): HybridSource = {
+  /** Rebuilds a hybrid from its options; `resolver` builds its sources from theirs. */
+  def fromOptions(options: Map[String, String], resolver: SourceResolver): HybridSource = {
     val count = options.collectFirst { case (k, v) if k.equalsIgnoreCase(SourcesOption) => v }
-      .flatMap(v => Try(v.trim.toInt).toOption).filter(_ >= 1).getOrElse(throw new IllegalArgumentException(
-        s"HybridSource: option '$SourcesOption' must be the number of sources (an integer >= 1)."))
-    val layout = options.collectFirst { case (k, v) if k.equalsIgnoreCase(RecordLayout.Option.name) => v }
-    val unknown = options.keys.filterNot(k => k.equalsIgnoreCase(SourcesOption) || k.equalsIgnoreCase(RecordLayout.Option.name) ||
-      (0 until count).exists(i => k.toLowerCase.startsWith(s"hybrid.$i.")))
+      .flatMap(v => HybridOptions.Sources.parse(v.trim)).filter(HybridOptions.Sources.check)
+      .getOrElse(throw new IllegalArgumentException(
+        s"HybridSource: option '$SourcesOption' must be the number of sources (${HybridOptions.Sources.allowed})."))
+    val unknown = options.keys.filterNot(k => k.equalsIgnoreCase(SourcesOption) ||
+      (0 until count).exists(i => k.toLowerCase.startsWith(HybridOptions.entryPrefix(i))))
     if (unknown.nonEmpty) {
       throw new IllegalArgumentException(s"HybridSource: unknown options ${unknown.toSeq.sorted.mkString(", ")}; " +
-        s"options of source i are given as 'hybrid.<i>.<option>' for i from 0 to ${count - 1}.")
+        s"options of source i are given as '${HybridOptions.Entry.name}' for i from 0 to ${count - 1}.")
     }
     val entries = (0 until count).map { i =>
-      val prefix = s"hybrid.$i."
-      // the binding's layout reaches every source given by options
-      val own = options.collect { case (k, v) if k.toLowerCase.startsWith(prefix) => k.substring(prefix.length) -> v } ++
-        layout.map(RecordLayout.Option.name -> _)
+      val prefix = HybridOptions.entryPrefix(i)
+      val own = options.collect { case (k, v) if k.toLowerCase.startsWith(prefix) => k.substring(prefix.length) -> v }
       def key(name: String) = own.collectFirst { case (k, v) if k.equalsIgnoreCase(name) => v }
       val rest = own.filterNot { case (k, _) => Seq(FactoryKey, BoundednessKey, MarginKey).exists(_.equalsIgnoreCase(k)) }
       (key(FactoryKey), key(MarginKey)) match {
@@ -193,29 +218,25 @@ object HybridSource {
             case Some("bounded") => Boundedness.Bounded
             case Some("unbounded") => Boundedness.ContinuousUnbounded
             case other => throw new IllegalArgumentException(
-              s"HybridSource: option 'hybrid.$i.$BoundednessKey' must be bounded or unbounded, not ${other.getOrElse("missing")}.")
+              s"HybridSource: option '${HybridOptions.entryKey(i, BoundednessKey)}' must be " +
+                s"${HybridOptions.FactoryBoundedness.allowed}, not ${other.getOrElse("missing")}.")
           }
           SourceFactories.get(f) // fails now, naming the fix, if this driver does not know it
           FromFactory(f, bounded)
-        case (None, Some(_)) if layout.contains(RecordLayout.Compact.name) =>
-          throw new IllegalArgumentException(s"HybridSource: source $i starts at the previous source's last event " +
-            "time, but compact rows (forceTimestampSupport=false) carry no event time; give it fixed start positions " +
-            "or set forceTimestampSupport=true.")
         case (None, Some(margin)) =>
-          val ms = Try(margin.trim.toLong).toOption.filter(_ >= 0).getOrElse(throw new IllegalArgumentException(
-            s"HybridSource: invalid value '$margin' for option 'hybrid.$i.$MarginKey'; allowed: an integer >= 0."))
-          Sources.fromOptions(rest) match {
+          val ms = HybridOptions.margin(i, margin)
+          resolver.fromOptions(rest) match {
             case s: SupportsStartAtTimestamp => StartAtPreviousEnd(s, ms)
             case other => throw new IllegalArgumentException(
-              s"HybridSource: option 'hybrid.$i.$MarginKey' needs a source that can start at a timestamp; " +
+              s"HybridSource: option '${HybridOptions.entryKey(i, MarginKey)}' needs a source that can start at a timestamp; " +
                 s"a ${other.sourceType} source cannot.")
           }
-        case (None, None) => Fixed(Sources.fromOptions(rest))
+        case (None, None) => Fixed(resolver.fromOptions(rest))
       }
     }
     if (!entries.head.isInstanceOf[Fixed]) {
       throw new IllegalArgumentException("HybridSource: the first source must be given, not built by a factory.")
     }
-    validated(entries)
+    validated(entries, resolver)
   }
 }

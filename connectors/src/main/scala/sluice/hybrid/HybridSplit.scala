@@ -1,13 +1,12 @@
 package sluice.hybrid
 
-import sluice.api.{Source, SourceSplit, VersionedSerializer}
+import sluice.api.{SourceSplit, VersionedSerializer}
 
 /**
- * A split of the hybrid's `sourceIndex`-th source. It carries that source, so an executor can
- * create the right reader even for a source a factory built at switch time.
+ * A split of the hybrid's `sourceIndex`-th source (its member), wrapping that member's split. The
+ * member itself travels once, inside the hybrid the reader factory carries.
  */
-final case class HybridSplit(sourceIndex: Int, source: Source[SourceSplit, Any], child: SourceSplit)
-  extends SourceSplit {
+final case class HybridSplit(sourceIndex: Int, child: SourceSplit) extends SourceSplit {
   override def splitId: String = HybridSplit.id(sourceIndex, child.splitId)
   override def startPosition: Long = child.startPosition
   override def stopPosition: Option[Long] = child.stopPosition
@@ -30,13 +29,13 @@ object HybridSplit {
 private[hybrid] final class HybridSplitSerializer(hybrid: HybridSource) extends VersionedSerializer[HybridSplit] {
   override val version: Int = 1
   override def serialize(split: HybridSplit): String = {
-    val child = split.source.splitSerializer
+    val child = hybrid.resolvedSourceAt(split.sourceIndex).splitSerializer
     s"${split.sourceIndex};${child.version};${child.serialize(split.child)}"
   }
   override def deserialize(version: Int, text: String): HybridSplit = {
     if (version > this.version) throw VersionedSerializer.unsupported("a hybrid split", version, this.version)
     val Array(index, childVersion, childText) = text.split(";", 3)
     val source = hybrid.resolvedSourceAt(index.toInt)
-    HybridSplit(index.toInt, source, source.splitSerializer.deserialize(childVersion.toInt, childText))
+    HybridSplit(index.toInt, source.splitSerializer.deserialize(childVersion.toInt, childText))
   }
 }

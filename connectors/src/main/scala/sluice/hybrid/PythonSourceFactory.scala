@@ -4,8 +4,6 @@ import scala.jdk.CollectionConverters._
 
 import com.fasterxml.jackson.databind.ObjectMapper
 
-import sluice.Sources
-import sluice.api.Source
 
 /**
  * A Python callable that builds a hybrid's next source, called back over py4j in the driver
@@ -17,9 +15,9 @@ trait PythonSourceFactoryCallback {
 }
 
 /** Adapts a Python callback to a `SourceFactory`; registered like any other factory. */
-final class PythonSourceFactory(callback: PythonSourceFactoryCallback) extends SourceFactory {
-  override def create(context: SourceSwitchContext): Source[_, _] =
-    Sources.fromOptions(callback.create(PythonSourceFactory.toJson(context)).asScala.toMap)
+final class PythonSourceFactory(callback: PythonSourceFactoryCallback) extends OptionsSourceFactory {
+  override def createOptions(context: SourceSwitchContext): Map[String, String] =
+    callback.create(PythonSourceFactory.toJson(context)).asScala.toMap
 }
 
 object PythonSourceFactory {

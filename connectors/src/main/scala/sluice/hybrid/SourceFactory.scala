@@ -19,6 +19,16 @@ trait SourceFactory {
   def create(context: SourceSwitchContext): Source[_, _]
 }
 
+/**
+ * A factory that answers with the next source's options rather than a source (a Python callback):
+ * the hybrid builds the source from them with the binding's registry of source types.
+ */
+trait OptionsSourceFactory extends SourceFactory {
+  def createOptions(context: SourceSwitchContext): Map[String, String]
+  override def create(context: SourceSwitchContext): Source[_, _] =
+    throw new IllegalStateException("an options factory is resolved by its hybrid source")
+}
+
 object SourceFactory {
   def apply(f: SourceSwitchContext => Source[_, _]): SourceFactory = (context: SourceSwitchContext) => f(context)
 }

@@ -1,6 +1,6 @@
 package sluice.alignment
 
-import sluice.spark.AdmissionPlanner
+import sluice.runtime.AdmissionPlanner
 
 /**
  * One split of a source as alignment sees it while a batch is planned.
@@ -45,8 +45,6 @@ object AlignmentMode {
   case object SplitsByWatermark extends AlignmentMode
   /** The reader cannot pause splits and unaligned splits are allowed: the source aligns as a whole. */
   case object WholeSource extends AlignmentMode
-  /** The group is still gathering: read nothing this batch, only report where the source is. */
-  case object Hold extends AlignmentMode
 }
 
 /**
@@ -102,10 +100,6 @@ object HorizonPlanner {
     val constraining = splits.filter(s => !s.idle && !s.finished)
     def current(s: SplitToPlan) = s.position.map(watermarkOf)
     mode match {
-      case AlignmentMode.Hold =>
-        val ends = splits.map(s => s.splitId -> s.from).toMap
-        SourcePlan(ends, None, None, heldBack(splits, ends), frontier(constraining, ends, None, watermarkOf))
-
       case AlignmentMode.SplitsByIndex =>
         val idx = index.getOrElse(throw new IllegalArgumentException("planning by index needs a time index"))
         val ownMin = constraining.flatMap(_.reach).map(watermarkOf).minOption

@@ -1,41 +1,42 @@
-package sluice.spark
+package sluice.alignment
 
-import scala.util.control.NonFatal
+import scala.collection.mutable
 
-import org.apache.spark.internal.Logging
-
-import sluice.alignment._
 import sluice.api._
-import sluice.eventtime.{AlignmentSettings, EventTimeSettings, SplitEventTime, SplitWatermarks, WatermarkStatus}
+import sluice.eventtime.{AlignmentSettings, EventTimeSettings}
 
 /**
  * A source's event time in the driver: per-split watermarks and idleness, and — when the
- * strategy asks for alignment — its membership in the query's alignment group and the planning
- * of each batch's ranges under the group's limit.
+ * strategy asks for alignment — how each batch's ranges are cut under the group's limit.
+ *
+ * Planning is two steps, so that an alignment group can plan all its members in one round:
+ * `prepare` looks at the splits as they stand (idleness, finished splits, where unread splits
+ * start) and returns an `AlignedBatch` that plans against any frontier of the other members;
+ * `applied` records the plan that was taken (paused splits, the figures for query progress).
  */
 final class SourceEventTime(
     settings: EventTimeSettings,
     source: Source[SourceSplit, Any],
-    queryKey: String,
-    memberId: String,
     allowUnalignedByDefault: Boolean,
-    clock: () => Long = () => System.currentTimeMillis()) extends Logging {
+    clock: () => Long) {
 
   private val watermarks = new SplitWatermarks(settings, clock)
-  private val alignment = settings.alignment
-  private val group: Option[AlignmentGroup] = alignment.map(a => AlignmentCoordinator.join(queryKey, a.group, memberId))
+  val alignment: Option[AlignmentSettings] = settings.alignment
   private var lastPlan: Option[SourcePlan] = None
   private var lastMode: Option[AlignmentMode] = None
   private var idle = Set.empty[String]
   private var finished = Set.empty[String]
-  /** Splits whose reader was asked whether it can pause them, and its answer. */
-  private var pausable = Map.empty[String, Boolean]
+  /** Event times of the record at (split, position), asked of the connector once each. */
+  private val startTimes = mutable.Map[(String, Long), Option[Long]]()
 
   /**
-   * Plans the ends of a batch. `unaligned` are the ends planned without alignment (the read
-   * limit shared by backlog); they are returned unchanged when the source does not align.
+   * Looks at the splits before a batch is planned: which are finished (`isFinished`), which went
+   * idle. Returns the aligned planning of the batch, when the source aligns.
+   *
+   * @param withOthers whether other members share the group (unread splits are then placed in
+   *                   event time even when an exact index could cut them)
    */
-  def planBatch(
+  def prepare(
       splits: Seq[SourceSplit],
       from: Map[String, Long],
       readableEnd: Map[String, Long],
@@ -44,54 +45,52 @@ final class SourceEventTime(
       budgetRecords: Option[Long],
       positionsPerRecord: Map[String, Double],
       enumerator: SplitEnumerator[SourceSplit, Any],
-      unaligned: Map[String, Long]): Map[String, Long] = {
+      withOthers: Boolean): Option[AlignedBatch] = {
     finished = splits.map(_.splitId).filter(isFinished).toSet
     idle = splits.filter { s =>
       val id = s.splitId
       watermarks.observe(id, progress(id).records, readableEnd(id) - from(id), finished.contains(id))
     }.map(_.splitId).toSet
-    (alignment, group) match {
-      case (Some(a), Some(g)) =>
-        val index = enumerator match {
-          case i: SupportsEventTimeIndex[SourceSplit @unchecked] if i.hasEventTimeIndex => Some(i)
-          case _ => None
-        }
-        val ranges = splits.filterNot(s => finished.contains(s.splitId))
-          .map(s => SplitRange(s, from(s.splitId), readableEnd(s.splitId)))
-        val latest = index.map(_.latestEventTimes(ranges.filterNot(_.isEmpty))).getOrElse(Map.empty)
-        // FLIP-182's check first, so that a member waiting for its group fails as early as the others
-        val splitsPause = splitsCanPause(ranges.map(_.split), a)
-        val mode =
-          if (g.othersUnknown(memberId)) AlignmentMode.Hold
-          else if (!splitsPause) AlignmentMode.WholeSource
-          else if (index.isDefined) AlignmentMode.SplitsByIndex
-          else AlignmentMode.SplitsByWatermark
-        // Where unread splits start matters without an index, and to the other members; a single
-        // source cut by an exact index needs no look-up (a split starting later gets nothing).
-        val placeUnread = mode != AlignmentMode.SplitsByIndex || g.hasOtherMembers(memberId)
-        val firsts = if (!placeUnread) Map.empty[String, Long]
-          else firstEventTimes(enumerator, ranges.filter(r => !r.isEmpty && progress(r.split.splitId).maxEventTime.isEmpty))
-        val toPlan = splits.map { s =>
-          val id = s.splitId
-          SplitToPlan(id, from(id), readableEnd(id), progress(id).maxEventTime, latest.get(id),
-            idle.contains(id), finished.contains(id), positionsPerRecord.getOrElse(id, 1.0), firsts.get(id))
-        }
-        val timeIndex = index.map(i => new TimeIndex {
-          override def positionsBefore(t: Long): Map[String, Long] = i.positionsBefore(ranges.filterNot(_.isEmpty), t)
-        })
-        def nextEventTimes(ids: Seq[String]) =
-          firstEventTimes(enumerator, ranges.filter(r => ids.contains(r.split.splitId) && !r.isEmpty))
-        val plan = HorizonPlanner.plan(toPlan, settings.watermarkFor, settings.maxOutOfOrdernessMs, a.maxDriftMs,
-          g.othersFrontier(memberId), budgetRecords, timeIndex, mode, nextEventTimes)
-        // look-ups stay valid while a split stays where it is; forget the ones it moved past
-        startTimes.filterInPlace { case ((id, at), _) => plan.ends.get(id).contains(at) }
-        g.publish(memberId, plan.frontier)
-        watermarks.setPaused(plan.heldBack)
-        lastPlan = Some(plan)
-        lastMode = Some(mode)
-        plan.ends
-      case _ => unaligned
+    alignment.map { a =>
+      val index = enumerator match {
+        case i: SupportsEventTimeIndex[SourceSplit @unchecked] if i.hasEventTimeIndex => Some(i)
+        case _ => None
+      }
+      val ranges = splits.filterNot(s => finished.contains(s.splitId))
+        .map(s => SplitRange(s, from(s.splitId), readableEnd(s.splitId)))
+      val latest = index.map(_.latestEventTimes(ranges.filterNot(_.isEmpty))).getOrElse(Map.empty)
+      val mode =
+        if (!splitsCanPause(ranges.map(_.split), a)) AlignmentMode.WholeSource
+        else if (index.isDefined) AlignmentMode.SplitsByIndex
+        else AlignmentMode.SplitsByWatermark
+      // Where unread splits start matters without an index, and to the other members; a single
+      // source cut by an exact index needs no look-up (a split starting later gets nothing).
+      val placeUnread = mode != AlignmentMode.SplitsByIndex || withOthers
+      val firsts = if (!placeUnread) Map.empty[String, Long]
+        else firstEventTimes(enumerator, ranges.filter(r => !r.isEmpty && progress(r.split.splitId).maxEventTime.isEmpty))
+      val toPlan = splits.map { s =>
+        val id = s.splitId
+        SplitToPlan(id, from(id), readableEnd(id), progress(id).maxEventTime, latest.get(id),
+          idle.contains(id), finished.contains(id), positionsPerRecord.getOrElse(id, 1.0), firsts.get(id))
+      }
+      val timeIndex = index.map(i => new TimeIndex {
+        override def positionsBefore(t: Long): Map[String, Long] = i.positionsBefore(ranges.filterNot(_.isEmpty), t)
+      })
+      def nextEventTimes(ids: Seq[String]) =
+        firstEventTimes(enumerator, ranges.filter(r => ids.contains(r.split.splitId) && !r.isEmpty))
+      new AlignedBatch(mode, othersFrontier =>
+        HorizonPlanner.plan(toPlan, settings.watermarkFor, settings.maxOutOfOrdernessMs, a.maxDriftMs,
+          othersFrontier, budgetRecords, timeIndex, mode, nextEventTimes))
     }
+  }
+
+  /** Records the plan the batch was given: its paused splits and the figures for query progress. */
+  def applied(batch: AlignedBatch, plan: SourcePlan): Unit = {
+    // look-ups stay valid while a split stays where it is; forget the ones it moved past
+    startTimes.filterInPlace { case ((id, at), _) => plan.ends.get(id).contains(at) }
+    watermarks.setPaused(plan.heldBack)
+    lastPlan = Some(plan)
+    lastMode = Some(batch.mode)
   }
 
   /**
@@ -110,28 +109,17 @@ final class SourceEventTime(
         ranges.flatMap(r => startTimes((r.split.splitId, r.from)).map(r.split.splitId -> _)).toMap
       case _ => Map.empty
     }
-  private val startTimes = scala.collection.mutable.Map[(String, Long), Option[Long]]()
 
   /**
-   * FLIP-182: aligning several splits needs a reader that can pause them. Asks a fresh reader
-   * once per new set of splits (a hybrid's next source brings a new reader).
+   * FLIP-182: aligning several splits needs readers that can pause them; the source declares it
+   * (`SupportsSplitPausing`). Without it, the source aligns as a whole when unaligned splits are
+   * allowed, and fails otherwise.
    */
   private def splitsCanPause(unfinished: Seq[SourceSplit], a: AlignmentSettings): Boolean = {
     if (unfinished.size <= 1) return true
-    val known = unfinished.flatMap(s => pausable.get(s.splitId))
-    val canPause = known.headOption.getOrElse {
-      val probe = unfinished.head
-      val reader = source.createReader()
-      val answer = try {
-        reader.pauseOrResumeSplits(Seq(probe), Nil)
-        true
-      } catch {
-        case _: UnsupportedOperationException => false
-      } finally {
-        try reader.close() catch { case NonFatal(e) => logWarning("closing a probe reader failed", e) }
-      }
-      pausable += probe.splitId -> answer
-      answer
+    val canPause = source match {
+      case p: SupportsSplitPausing[SourceSplit @unchecked] => p.canPauseSplits(unfinished)
+      case _ => false
     }
     if (!canPause && !a.allowUnalignedSourceSplits.getOrElse(allowUnalignedByDefault)) {
       throw new UnsupportedOperationException(
@@ -156,11 +144,13 @@ final class SourceEventTime(
       SplitEventTime(id, wm, status, watermarks.isPaused(id) && !done, done)
     }
 
-  /** Figures for query progress. */
-  def metrics(splits: Seq[SourceSplit], progress: String => Option[SplitProgress]): Map[String, String] = {
-    val states = splitStates(splits, progress)
-    val constraining = states.filter(s => s.status == WatermarkStatus.Active && !s.finished).flatMap(_.watermark)
-    group.foreach(_.publishWatermarks(memberId, constraining))
+  /** The watermarks of the splits that constrain the group (active, unfinished). */
+  def constrainingWatermarks(states: Seq[SplitEventTime]): Seq[Long] =
+    states.filter(s => s.status == WatermarkStatus.Active && !s.finished).flatMap(_.watermark)
+
+  /** Figures for query progress; `groupSpread` as the group last saw it. */
+  def metrics(states: Seq[SplitEventTime], groupSpread: Option[Long]): Map[String, String] = {
+    val constraining = constrainingWatermarks(states)
     val unfinished = states.filterNot(_.finished)
     val sourceStatus =
       if (unfinished.nonEmpty && unfinished.forall(_.status == WatermarkStatus.Idle)) WatermarkStatus.Idle
@@ -169,36 +159,21 @@ final class SourceEventTime(
       "watermark.status" -> sourceStatus.name,
       "watermark.idleSplits" -> states.count(_.status == WatermarkStatus.Idle).toString,
       "watermark.pausedSplits" -> states.count(_.paused).toString,
-      "watermark.splits" -> SourceEventTime.splitsJson(states)) ++
+      "watermark.splits" -> SplitEventTime.json(states)) ++
       states.filterNot(_.finished).flatMap(_.watermark).minOption.map("watermarkMs" -> _.toString) ++
       (if (constraining.isEmpty) None else Some("watermark.spreadMs" -> (constraining.max - constraining.min).toString))
-    val aligned = for (a <- alignment; g <- group) yield Map(
+    val aligned = alignment.map(a => Map(
       "alignment.group" -> a.group,
       "alignment.maxDriftMs" -> a.maxDriftMs.toString,
       "alignment.mode" -> lastMode.map(_.toString).getOrElse("")) ++
       lastPlan.flatMap(_.limit).map("alignment.maxAllowedWatermarkMs" -> _.toString) ++
       lastPlan.flatMap(_.horizon).map("alignment.horizonMs" -> _.toString) ++
-      g.spread.map("alignment.groupSpreadMs" -> _.toString)
+      groupSpread.map("alignment.groupSpreadMs" -> _.toString))
     base ++ aligned.getOrElse(Map.empty)
   }
-
-  def close(): Unit = alignment.foreach(a => AlignmentCoordinator.leave(queryKey, a.group, memberId))
 }
 
-object SourceEventTime {
-  private val Mapper = new com.fasterxml.jackson.databind.ObjectMapper()
-
-  /** `[{"split", "watermarkMs", "status", "paused", "finished"}]`; a split without a watermark yet has none. */
-  private[spark] def splitsJson(states: Seq[SplitEventTime]): String = {
-    val array = Mapper.createArrayNode()
-    states.foreach { s =>
-      val node = array.addObject()
-      node.put("split", s.splitId)
-      s.watermark.foreach(node.put("watermarkMs", _))
-      node.put("status", s.status.name)
-      node.put("paused", s.paused)
-      node.put("finished", s.finished)
-    }
-    Mapper.writeValueAsString(array)
-  }
+/** One source's batch, prepared for aligned planning: plans against any frontier of the others. */
+final class AlignedBatch(val mode: AlignmentMode, planAgainst: Option[Long] => SourcePlan) {
+  def plan(othersFrontier: Option[Long]): SourcePlan = planAgainst(othersFrontier)
 }

@@ -1,6 +1,8 @@
-package sluice.eventtime
+package sluice.alignment
 
 import scala.collection.mutable
+
+import sluice.eventtime.EventTimeSettings
 
 /** FLIP-180's watermark status: it concerns watermarks only, never whether records flow. */
 sealed abstract class WatermarkStatus(val name: String)
@@ -16,6 +18,25 @@ final case class SplitEventTime(
     status: WatermarkStatus,
     paused: Boolean,
     finished: Boolean)
+
+object SplitEventTime {
+  /** `[{"split", "watermarkMs", "status", "paused", "finished"}]`; a split without a watermark yet has none. */
+  def json(states: Seq[SplitEventTime]): String = states.map { s =>
+    val wm = s.watermark.map(w => s""","watermarkMs":$w""").getOrElse("")
+    s"""{"split":${quote(s.splitId)}$wm,"status":"${s.status.name}","paused":${s.paused},"finished":${s.finished}}"""
+  }.mkString("[", ",", "]")
+
+  private def quote(text: String): String = {
+    val out = new StringBuilder("\"")
+    text.foreach {
+      case '"' => out.append("\\\"")
+      case '\\' => out.append("\\\\")
+      case c if c < ' ' => out.append(f"\\u${c.toInt}%04x")
+      case c => out.append(c)
+    }
+    out.append('"').toString
+  }
+}
 
 /**
  * The driver's per-split watermark and idleness bookkeeping, updated at every batch planning.

@@ -1,4 +1,4 @@
-package sluice.spark
+package sluice.runtime
 
 /**
  * Splits a per-batch record budget across splits in proportion to their backlog (as Spark's

@@ -1,4 +1,4 @@
-package sluice.spark
+package sluice.runtime
 
 /**
  * Latency tracking without marker records (FLIP-371: markers never travel as rows). Executor

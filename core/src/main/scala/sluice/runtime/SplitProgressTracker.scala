@@ -1,4 +1,4 @@
-package sluice.spark
+package sluice.runtime
 
 import scala.collection.mutable
 

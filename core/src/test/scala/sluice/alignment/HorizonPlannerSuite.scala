@@ -120,14 +120,6 @@ class HorizonPlannerSuite extends AnyFunSuite {
     assert(plan(series, Map("a" -> 0), 5 * Minute, None).ends("a") == 100)
   }
 
-  test("holding for the group reads nothing and reports where the source starts") {
-    val series = Seq(Series("a", 7 * Minute, Minute, 10), Series("b", 3 * Minute, Minute, 10))
-    val p = plan(series, Map("a" -> 0, "b" -> 0), Minute, Some(5), mode = AlignmentMode.Hold)
-    assert(p.ends == Map("a" -> 0L, "b" -> 0L))
-    assert(p.frontier.contains(3 * Minute))
-    assert(p.heldBack == Set("a", "b"))
-  }
-
   test("a read limit below the records of one instant still makes progress") {
     val series = Seq(Series("a", 0, 0, 50), Series("b", 0, 0, 50)) // all records at the same time
     val p = plan(series, Map("a" -> 0, "b" -> 0), Minute, Some(10))

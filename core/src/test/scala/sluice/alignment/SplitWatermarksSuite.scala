@@ -1,6 +1,8 @@
-package sluice.eventtime
+package sluice.alignment
 
 import org.scalatest.funsuite.AnyFunSuite
+
+import sluice.eventtime.EventTimeSettings
 
 /** FLIP-180's idleness at batch boundaries, and the traps Flink fell into with it. */
 class SplitWatermarksSuite extends AnyFunSuite {

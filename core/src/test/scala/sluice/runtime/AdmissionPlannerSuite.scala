@@ -1,4 +1,4 @@
-package sluice.spark
+package sluice.runtime
 
 import org.scalatest.funsuite.AnyFunSuite
 

@@ -1,4 +1,4 @@
-package sluice.spark
+package sluice.runtime
 
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -14,15 +14,6 @@ class SplitProgressTrackerSuite extends AnyFunSuite {
     tracker.fold(Seq(second, first))
     tracker.fold(Seq(first, second)) // a re-executed batch reports the same ranges again
     assert(tracker.get("0").contains(SplitProgress("0", 250, Some(30L), 250)))
-  }
-
-  test("the accumulator merges a retried task's report instead of adding it") {
-    val acc = new SplitProgressAccumulator
-    acc.add(SplitReport("0", 0, 100, Some(10L), 100))
-    val retry = new SplitProgressAccumulator
-    retry.add(SplitReport("0", 0, 100, Some(10L), 100))
-    acc.merge(retry)
-    assert(acc.value == Seq(SplitReport("0", 0, 100, Some(10L), 100)))
   }
 
   test("restoring keeps the more advanced progress") {

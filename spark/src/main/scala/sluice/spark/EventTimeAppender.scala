@@ -1,10 +1,11 @@
-package sluice.eventtime
+package sluice.spark
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{JoinedRow, SpecificInternalRow}
 import org.apache.spark.sql.types.{LongType, StructType, TimestampType}
 
 import sluice.api.RecordsWithSplitIds
+import sluice.eventtime.EventTimeSettings
 
 /**
  * Executor side of event time: takes each record's event time — from the strategy's timestamp

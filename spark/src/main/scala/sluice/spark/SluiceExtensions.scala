@@ -6,6 +6,7 @@ import org.apache.spark.sql.catalyst.expressions.Alias
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, Project}
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.streaming.StreamingRelationV2
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
 
 /**
  * `spark.sql.extensions=sluice.spark.SluiceExtensions` (`sluice.configure` sets it): analysis
@@ -25,6 +26,7 @@ object CompactColumnCheck extends Rule[LogicalPlan] {
       if (node.children.nonEmpty && node.childrenResolved) {
         lazy val compactTables = node.collectLeaves().collect {
           case r: StreamingRelationV2 => r.table
+          case r: DataSourceV2Relation => r.table // a batch read (spark.read)
         }.collect { case t: SluiceTable if t.compact => t }
         val names = node.expressions.flatMap(_.collect { case u: UnresolvedAttribute => u.nameParts.last })
         names.foreach { name =>

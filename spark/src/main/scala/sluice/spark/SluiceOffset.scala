@@ -6,43 +6,30 @@ import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import com.fasterxml.jackson.databind.node.ObjectNode
 import org.apache.spark.sql.connector.read.streaming.{Offset => SparkOffset}
 
-/**
- * One split's entry in an offset: the split itself (serialised by its source), the position the
- * batch ending at this offset reads up to, and the progress readers reported for the batches
- * before it (`reportedPosition`: the position up to which `maxEventTime` and `records` count).
- */
-final case class SplitEntry(
-    splitId: String,
-    splitVersion: Int,
-    split: String,
-    position: Long,
-    reportedPosition: Long,
-    maxEventTime: Option[Long],
-    records: Long)
+import sluice.runtime.{SourceCheckpoint, SplitEntry}
 
 /**
- * Everything that decides a batch, written to Spark's offset log before the batch runs: the
- * enumerator's state and every split with its position. Versioned JSON; every version ever
- * written stays readable.
+ * A source's checkpoint in Spark's offset log, written before the batch runs: versioned JSON;
+ * every version ever written stays readable. `member` names the source's folder in the query
+ * checkpoint (`sources/<n>`), so that an alignment group can find a member's last offset in the
+ * log before Spark hands it over (absent in offsets written before it existed).
  */
-final case class SluiceOffset(
-    sourceType: String,
-    enumeratorVersion: Int,
-    enumeratorState: String,
-    splits: Seq[SplitEntry]) extends SparkOffset {
-
-  lazy val byId: Map[String, SplitEntry] = splits.map(s => s.splitId -> s).toMap
+final case class SluiceOffset(checkpoint: SourceCheckpoint, member: Option[String] = None) extends SparkOffset {
+  def sourceType: String = checkpoint.sourceType
+  def splits: Seq[SplitEntry] = checkpoint.splits
+  def byId: Map[String, SplitEntry] = checkpoint.byId
 
   override def json(): String = {
     val mapper = SluiceOffset.Mapper
     val root = mapper.createObjectNode()
     root.put("version", SluiceOffset.CurrentVersion)
-    root.put("source", sourceType)
+    root.put("source", checkpoint.sourceType)
+    member.foreach(root.put("member", _))
     val enumerator = root.putObject("enumerator")
-    enumerator.put("version", enumeratorVersion)
-    enumerator.put("state", enumeratorState)
+    enumerator.put("version", checkpoint.enumeratorVersion)
+    enumerator.put("state", checkpoint.enumeratorState)
     val array = root.putArray("splits")
-    splits.foreach { s =>
+    checkpoint.splits.foreach { s =>
       val node = array.addObject()
       node.put("id", s.splitId)
       node.put("version", s.splitVersion)
@@ -99,6 +86,7 @@ object SluiceOffset {
         maxEventTime = Option(n.get("maxEventTime")).map(_.asLong),
         records = text(n, "records").toLong)
     }.toSeq
-    SluiceOffset(text(root, "source"), text(enumerator, "version").toInt, text(enumerator, "state"), splits)
+    SluiceOffset(SourceCheckpoint(text(root, "source"), text(enumerator, "version").toInt, text(enumerator, "state"), splits),
+      Option(root.get("member")).map(_.asText))
   }
 }

@@ -3,8 +3,9 @@ package sluice.spark
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
 
-import sluice.api.{RecordsWithSplitIds, Source, SourceSplit, SplitRange}
-import sluice.eventtime.{EventTimeAppender, EventTimeSettings}
+import sluice.api.{ReaderContext, RecordsWithSplitIds, Source, SourceSplit, SplitRange}
+import sluice.eventtime.EventTimeSettings
+import sluice.runtime.{LatencyMarkers, SplitReport}
 
 /** The split ranges one Spark task reads. */
 final case class SluiceInputPartition(ranges: Seq[SplitRange[SourceSplit]]) extends InputPartition
@@ -12,17 +13,27 @@ final case class SluiceInputPartition(ranges: Seq[SplitRange[SourceSplit]]) exte
 /** What a task does with each record besides handing it to Spark. */
 final case class RecordTiming(
     eventTime: EventTimeSettings,
-    timestamps: TimestampSupport)
+    timestamps: TimestampSupport) {
+  def readerContext: ReaderContext = ReaderContext.of(timestamps.layout)
+}
 
-/** Serialised to executors with the source's options, its record timing settings and the progress accumulator. */
+/**
+ * Serialised to executors with the source's options, its record timing settings and the progress
+ * accumulator. A batch read (`spark.read`) has no runtime waiting for progress, hence no accumulator.
+ */
 final class SluiceReaderFactory(
     source: Source[SourceSplit, Any],
     timing: RecordTiming,
-    progress: SplitProgressAccumulator) extends PartitionReaderFactory {
+    progress: Option[SplitProgressAccumulator]) extends PartitionReaderFactory {
+  def this(source: Source[SourceSplit, Any], timing: RecordTiming, progress: SplitProgressAccumulator) =
+    this(source, timing, Some(progress))
+
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] = {
-    val appender = Option.when(timing.eventTime.enabled)(new EventTimeAppender(timing.eventTime, source.schema))
+    val context = timing.readerContext
+    val appender = Option.when(timing.eventTime.enabled)(
+      new EventTimeAppender(timing.eventTime, source.schema(context.recordLayout)))
     val latency = timing.timestamps.latencyTrackingIntervalMs.map(new LatencyMarkers(_))
-    new SluicePartitionReader(partition.asInstanceOf[SluiceInputPartition], source, appender,
+    new SluicePartitionReader(partition.asInstanceOf[SluiceInputPartition], source, context, appender,
       tracksEventTime = timing.timestamps.force, latency, progress)
   }
 }
@@ -38,20 +49,23 @@ final class SluiceReaderFactory(
 final class SluicePartitionReader(
     partition: SluiceInputPartition,
     source: Source[SourceSplit, Any],
+    context: ReaderContext,
     eventTime: Option[EventTimeAppender],
     tracksEventTime: Boolean,
     latency: Option[LatencyMarkers],
-    progress: SplitProgressAccumulator) extends PartitionReader[InternalRow] {
+    progress: Option[SplitProgressAccumulator]) extends PartitionReader[InternalRow] {
 
   private final class Stats(val range: SplitRange[SourceSplit]) {
     var maxEventTime: Long = RecordsWithSplitIds.NoTimestamp
     var records: Long = 0L
+    /** Where the split stands after the current record; the next record must start inside the range. */
+    var position: Long = range.from
     val latencyMarkers = scala.collection.mutable.ArrayBuffer[Long]()
   }
 
   private val stats: Map[String, Stats] = partition.ranges.map(r => r.split.splitId -> new Stats(r)).toMap
   private var unfinished: Set[String] = stats.keySet
-  private val reader = source.createReader()
+  private val reader = source.createReader(context)
   try reader.handleSplitsChanges(partition.ranges) catch {
     case e: Throwable =>
       reader.close() // Spark never sees this reader, so it would never close it
@@ -66,6 +80,11 @@ final class SluicePartitionReader(
     while (true) {
       if (current != null) {
         if (fetched.nextRecord()) {
+          val position = fetched.position
+          if (position != current.position) { // a new record (several rows may share one)
+            if (current.position >= current.range.until) readPastRange(current)
+            current.position = position
+          }
           current.records += 1
           eventTime match {
             case Some(appender) =>
@@ -102,19 +121,27 @@ final class SluicePartitionReader(
 
   override def get(): InternalRow = row
 
+  /** A record that starts past the range belongs to the next batch: emitting it would read it twice. */
+  private def readPastRange(stats: Stats): Nothing = {
+    val r = stats.range
+    throw new IllegalStateException(s"Sluice: the ${source.sourceType} reader returned a record of split " +
+      s"${r.split.splitId} that starts at position ${stats.position}, past the range [${r.from}, ${r.until}) " +
+      "this task reads; it would be read again by the next batch. This is a bug in the connector's reader.")
+  }
+
   private def mark(stats: Stats): Unit = {
     val marker = latency.get.maybeMark(fetched.arrivalTime)
     if (marker >= 0 && stats.latencyMarkers.size < LatencyMarkers.MaxPerRange) stats.latencyMarkers += marker
   }
 
   override def close(): Unit = {
-    try {
+    try progress.foreach { channel =>
       stats.values.foreach { s =>
         val maxTs = if (s.maxEventTime == RecordsWithSplitIds.NoTimestamp) None else Some(s.maxEventTime)
         val id = s.range.split.splitId
         // only a task that finished every range reports (Spark drops failed tasks' accumulators),
         // so each range was read to its `until`
-        progress.add(SplitReport(id, s.range.from, s.range.until, maxTs, s.records, reader.splitCounters(id),
+        channel.add(SplitReport(id, s.range.from, s.range.until, maxTs, s.records, reader.splitCounters(id),
           s.latencyMarkers.toSeq))
       }
     } finally reader.close()

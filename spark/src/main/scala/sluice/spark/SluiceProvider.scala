@@ -4,19 +4,25 @@ import java.util
 
 import scala.jdk.CollectionConverters._
 
-import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.{SQLContext, SparkSession}
+import org.apache.spark.sql.catalyst.util.CaseInsensitiveMap
 import org.apache.spark.sql.connector.catalog.{SupportsRead, Table, TableCapability, TableProvider}
 import org.apache.spark.sql.connector.expressions.Transform
-import org.apache.spark.sql.connector.read.{Scan, ScanBuilder}
+import org.apache.spark.sql.connector.read.{Batch, Scan, ScanBuilder}
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream
-import org.apache.spark.sql.sources.DataSourceRegister
+import org.apache.spark.sql.sources.{BaseRelation, DataSourceRegister, RelationProvider}
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
 import sluice.api.{Source, SourceSplit}
+import sluice.config.RecordLayout
+import sluice.eventtime.EventTimeSettings
 
-/** `spark.readStream.format("sluice")`: builds the source from the options, then the stream. */
-final class SluiceProvider extends TableProvider with DataSourceRegister {
+/**
+ * `spark.readStream.format("sluice")` and, for bounded sources, `spark.read.format("sluice")`:
+ * builds the source from the options, then the stream or the batch.
+ */
+final class SluiceProvider extends TableProvider with DataSourceRegister with RelationProvider {
   override def shortName(): String = sluice.Sluice.Format
 
   override def inferSchema(options: CaseInsensitiveStringMap): StructType = {
@@ -25,14 +31,35 @@ final class SluiceProvider extends TableProvider with DataSourceRegister {
   }
 
   override def getTable(schema: StructType, partitioning: Array[Transform], properties: util.Map[String, String]): Table = {
-    val (streamOptions, source) = StreamOptions.parse(properties.asScala.toMap)
-    new SluiceTable(source, streamOptions)
+    val raw = properties.asScala.toMap
+    val (streamOptions, source) = StreamOptions.parse(raw)
+    new SluiceTable(source, streamOptions, BatchReadability.refusal(source, streamOptions, raw.keySet))
   }
 
   override def supportsExternalMetadata(): Boolean = false
+
+  /**
+   * Not a data source V1: `spark.read` falls back here only when the table lacks BATCH_READ, that
+   * is when the source cannot be read as a batch. Refusing here, with the reason, is what makes
+   * `load()` fail at once; Spark would otherwise say "not a valid Spark SQL Data Source".
+   */
+  override def createRelation(sqlContext: SQLContext, parameters: Map[String, String]): BaseRelation = {
+    val raw = parameters match { // Spark hands V1 options lower-cased; connectors get them as given
+      case m: CaseInsensitiveMap[String @unchecked] => m.originalMap
+      case m => m
+    }
+    val (streamOptions, source) = StreamOptions.parse(raw)
+    throw new IllegalArgumentException(BatchReadability.refusal(source, streamOptions, raw.keySet).getOrElse(
+      s"Sluice: the ${source.sourceType} source cannot be read as a batch here; read it with spark.readStream."))
+  }
 }
 
-final class SluiceTable(source: Source[SourceSplit, Any], options: StreamOptions) extends Table with SupportsRead {
+/**
+ * One table for both reads: a stream always, a batch when `batchRefusal` is empty (a bounded
+ * source, no stream-only options). Spark checks BATCH_READ when `load()` builds a batch read.
+ */
+final class SluiceTable(source: Source[SourceSplit, Any], options: StreamOptions, batchRefusal: Option[String])
+  extends Table with SupportsRead {
   override def name(): String = s"sluice:${options.name.getOrElse(source.sourceType)}"
 
   /** Whether the source runs compact (`forceTimestampSupport=false`): payload-only rows. */
@@ -40,23 +67,25 @@ final class SluiceTable(source: Source[SourceSplit, Any], options: StreamOptions
 
   /** Columns the full layout has and compact rows leave out, `event_time` included. */
   lazy val leftOut: Seq[String] = if (!compact) Nil else {
-    // the same source in the full layout: without the layout option at any level (a hybrid's sources carry it too)
-    val fullOptions = source.options.filterNot(_._1.toLowerCase.endsWith(sluice.config.RecordLayout.Option.name.toLowerCase))
-    val full = sluice.Sources.fromOptions(fullOptions).schema.fieldNames
-    (full.filterNot(source.schema.fieldNames.contains) :+ sluice.eventtime.EventTimeSettings.EventTimeColumn).toSeq
+    val kept = source.schema(RecordLayout.Compact).fieldNames
+    (source.schema(RecordLayout.Full).fieldNames.filterNot(kept.contains) :+ EventTimeSettings.EventTimeColumn).toSeq
   }
 
   def compactColumnMessage(column: String): String =
     s"Column '$column' does not exist: the Sluice ${source.sourceType} source" +
       s"${options.name.fold("")(n => s" '$n'")} runs in compact mode (forceTimestampSupport=false), whose rows hold " +
-      s"only ${source.schema.fieldNames.mkString(", ")}. Set the source option forceTimestampSupport=true (or the " +
+      s"only ${source.schema(RecordLayout.Compact).fieldNames.mkString(", ")}. Set the source option forceTimestampSupport=true (or the " +
       s"Spark setting ${TimestampSupport.ForceConf}=true) to read event_time, timestamps and provenance."
   override def schema(): StructType = options.outputSchema(source)
-  override def capabilities(): util.Set[TableCapability] = util.EnumSet.of(TableCapability.MICRO_BATCH_READ)
-  override def newScanBuilder(ignored: CaseInsensitiveStringMap): ScanBuilder = () => new SluiceScan(source, options)
+  override def capabilities(): util.Set[TableCapability] =
+    if (batchRefusal.isEmpty) util.EnumSet.of(TableCapability.MICRO_BATCH_READ, TableCapability.BATCH_READ)
+    else util.EnumSet.of(TableCapability.MICRO_BATCH_READ)
+  override def newScanBuilder(ignored: CaseInsensitiveStringMap): ScanBuilder =
+    () => new SluiceScan(source, options, batchRefusal)
 }
 
-final class SluiceScan(source: Source[SourceSplit, Any], options: StreamOptions) extends Scan {
+final class SluiceScan(source: Source[SourceSplit, Any], options: StreamOptions, batchRefusal: Option[String])
+  extends Scan {
   override def readSchema(): StructType = options.outputSchema(source)
   override def description(): String = s"Sluice ${source.sourceType} source${options.name.fold("")(n => s" '$n'")}"
   /**
@@ -66,5 +95,11 @@ final class SluiceScan(source: Source[SourceSplit, Any], options: StreamOptions)
   override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
     val own = sluice.Sources.fromOptions(source.options).asInstanceOf[Source[SourceSplit, Any]]
     new SluiceMicroBatchStream(own, options, checkpointLocation, SparkSession.active)
+  }
+
+  /** A batch read gets its own source too, for the same reasons; `load()` already refused what cannot be read. */
+  override def toBatch(): Batch = {
+    batchRefusal.foreach(why => throw new IllegalArgumentException(why))
+    new SluiceBatch(sluice.Sources.fromOptions(source.options).asInstanceOf[Source[SourceSplit, Any]], options)
   }
 }

@@ -10,16 +10,18 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
 
 import sluice.api.{SplitProgress, SplitProgressJson}
+import sluice.runtime.ProgressStore
 
 /**
  * The files a Sluice source keeps in its own folder of the query checkpoint
  * (`<checkpoint>/sources/<n>`), each written atomically:
  *  - the initial offset, written once when a new query first asks for it, so that a restart
  *    replays batch 0 from the same resolved start positions (Spark asks more than once);
- *  - the progress readers reported, written after each batch, so that a driver that dies before
- *    the next offset is written does not forget what that batch read (DESIGN.md).
+ *  - the progress readers reported, written as their tasks end (the runtime's `ProgressStore`),
+ *    so that a driver that dies before the next offset is written does not forget what the
+ *    batch read (DESIGN.md).
  */
-final class SourceMetadata(metadataPath: String, hadoopConf: Configuration) {
+final class SourceMetadata(metadataPath: String, hadoopConf: Configuration) extends ProgressStore {
   private val root = new Path(metadataPath)
   private val initialFile = new Path(root, "sluice-initial-offset.json")
   private val progressFile = new Path(root, "sluice-progress.json")
@@ -29,7 +31,7 @@ final class SourceMetadata(metadataPath: String, hadoopConf: Configuration) {
   def readInitialOffset(): Option[String] = read(initialFile)
   def writeInitialOffset(json: String): Unit = write(initialFile, json)
 
-  def writeProgress(progress: Seq[SplitProgress]): Unit = {
+  override def write(progress: Seq[SplitProgress]): Unit = {
     val doc = mapper.createObjectNode()
     doc.put("version", 1)
     val splits = doc.putArray("splits")
@@ -37,7 +39,7 @@ final class SourceMetadata(metadataPath: String, hadoopConf: Configuration) {
     write(progressFile, mapper.writeValueAsString(doc))
   }
 
-  def readProgress(): Seq[SplitProgress] = read(progressFile).toSeq.flatMap { text =>
+  override def read(): Seq[SplitProgress] = read(progressFile).toSeq.flatMap { text =>
     mapper.readTree(text).get("splits").elements().asScala.map(SplitProgressJson.read)
   }
 

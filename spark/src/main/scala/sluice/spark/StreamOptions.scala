@@ -4,7 +4,7 @@ import org.apache.spark.sql.SparkSession
 
 import sluice.Sources
 import sluice.api.{Source, SourceSplit}
-import sluice.config.{ConfigOption, Options, RecordLayout}
+import sluice.config.{ConfigOption, Options}
 import sluice.eventtime.EventTimeSettings
 
 /**
@@ -16,9 +16,9 @@ final case class StreamOptions(
     maxRecordsPerTrigger: Option[Long],
     eventTime: EventTimeSettings,
     timestamps: TimestampSupport = TimestampSupport(force = true, None)) {
-  /** The rows the stream emits: the source's, plus `event_time` under a watermark strategy. */
+  /** The rows the stream emits: the source's in its layout, plus `event_time` under a watermark strategy. */
   def outputSchema(source: Source[_, _]): org.apache.spark.sql.types.StructType =
-    eventTime.outputSchema(source.schema, s"Sluice ${source.sourceType} source")
+    eventTime.outputSchema(source.schema(timestamps.layout), s"Sluice ${source.sourceType} source")
 }
 
 object StreamOptions {
@@ -38,15 +38,10 @@ object StreamOptions {
       sparkConf: String => Option[String] = activeConf): (StreamOptions, Map[String, String]) = {
     val names = all.map(_.name.toLowerCase).toSet
     val (mine, sourceOptions) = options.partition { case (k, _) => names.contains(k.toLowerCase) }
-    if (sourceOptions.keys.exists(_.equalsIgnoreCase(RecordLayout.Option.name))) {
-      throw new IllegalArgumentException(
-        s"Sluice: '${RecordLayout.Option.name}' is set by Sluice; use ${TimestampSupport.Force.name}=false for compact records.")
-    }
     val o = new Options(mine, all, "Sluice")
     val eventTime = EventTimeSettings.parse(o, "Sluice")
     val timestamps = TimestampSupport.resolve(o, sparkConf, eventTime)
-    val layout = if (timestamps.layout == RecordLayout.Compact) Map(RecordLayout.entry(RecordLayout.Compact)) else Map.empty
-    (StreamOptions(o.get(Name), o.get(MaxRecordsPerTrigger), eventTime, timestamps), sourceOptions ++ layout)
+    (StreamOptions(o.get(Name), o.get(MaxRecordsPerTrigger), eventTime, timestamps), sourceOptions)
   }
 
   private def activeConf(key: String): Option[String] = SparkSession.getActiveSession.flatMap(_.conf.getOption(key))
@@ -54,7 +49,7 @@ object StreamOptions {
   def parse(options: Map[String, String]): (StreamOptions, Source[SourceSplit, Any]) = {
     val (stream, sourceOptions) = split(options)
     val source = Sources.fromOptions(sourceOptions).asInstanceOf[Source[SourceSplit, Any]]
-    stream.outputSchema(source) // checks the timestamp column now, when the source is built
+    stream.outputSchema(source) // checks the layout and the timestamp column now, when the source is built
     (stream, source)
   }
 }

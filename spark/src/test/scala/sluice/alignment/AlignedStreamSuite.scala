@@ -193,8 +193,8 @@ final class UnpausableSource(inner: GeneratorSource)
   override def createEnumerator(): SplitEnumerator[GeneratorSplit, GeneratorEnumeratorState] = inner.createEnumerator()
   override def restoreEnumerator(state: GeneratorEnumeratorState): SplitEnumerator[GeneratorSplit, GeneratorEnumeratorState] =
     inner.restoreEnumerator(state)
-  override def createReader(): SplitReader[GeneratorSplit] = new SplitReader[GeneratorSplit] {
-    private val reader = inner.createReader()
+  override def createReader(context: ReaderContext): SplitReader[GeneratorSplit] = new SplitReader[GeneratorSplit] {
+    private val reader = inner.createReader(context)
     override def handleSplitsChanges(ranges: Seq[SplitRange[GeneratorSplit]]): Unit = reader.handleSplitsChanges(ranges)
     override def fetch(): RecordsWithSplitIds = reader.fetch()
     override def close(): Unit = reader.close()

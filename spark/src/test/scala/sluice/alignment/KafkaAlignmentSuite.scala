@@ -119,7 +119,12 @@ class KafkaAlignmentSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuit
     val expected = (0 until 7200).map(j => Row(j / 10, j))
     assert(spark.table("join_spark").collect().toSeq.sortBy(_.getInt(1)) == expected)
     assert(spark.table("join_sluice").collect().toSeq.sortBy(_.getInt(1)) == expected)
-    assert(peakStateRows(ours) * 5 <= peakStateRows(theirs), s"peak state ${peakStateRows(ours)} vs ${peakStateRows(theirs)}")
+    // The dense side's batch (its read limit) stays in the join's state until the next watermark,
+    // aligned or not; what alignment removes is the sparse side racing hours ahead of it.
+    assert(peakStateRows(ours) * 2 <= peakStateRows(theirs), s"peak state ${peakStateRows(ours)} vs ${peakStateRows(theirs)}")
+    // planned as one round, the group reads what the read limits allow: no more batches than Spark
+    assert(dataBatches(ours).size <= dataBatches(theirs).size,
+      s"${dataBatches(ours).size} batches against Spark's ${dataBatches(theirs).size}")
     // the group's members stay within the drift of each other at every batch end (+ one record's step)
     dataBatches(ours).foreach { p =>
       val m = p.sources.map(_.metrics.asScala)

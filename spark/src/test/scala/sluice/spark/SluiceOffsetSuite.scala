@@ -2,11 +2,13 @@ package sluice.spark
 
 import org.scalatest.funsuite.AnyFunSuite
 
+import sluice.runtime.{SourceCheckpoint, SplitEntry}
+
 class SluiceOffsetSuite extends AnyFunSuite {
 
-  private val offset = SluiceOffset("generator", 1, "1700000000000:true", Seq(
+  private val offset = SluiceOffset(SourceCheckpoint("generator", 1, "1700000000000:true", Seq(
     SplitEntry("0", 1, "0:100", 40, 20, Some(1700000019000L), 20),
-    SplitEntry("1", 1, "1:100", 100, 100, None, 100)))
+    SplitEntry("1", 1, "1:100", 100, 100, None, 100))), Some("sources/0"))
 
   test("an offset survives a JSON round trip") {
     assert(SluiceOffset.fromJson(offset.json()) == offset)
@@ -16,7 +18,8 @@ class SluiceOffsetSuite extends AnyFunSuite {
     val v1 = scala.io.Source.fromResource("offsets/v1-generator.json").mkString
     val read = SluiceOffset.fromJson(v1)
     assert(read.sourceType == "generator")
-    assert(read.enumeratorState == "1700000000000:true")
+    assert(read.checkpoint.enumeratorState == "1700000000000:true")
+    assert(read.member.isEmpty, "offsets written before they named their member have none")
     assert(read.splits.map(s => (s.splitId, s.position, s.records, s.maxEventTime)) == Seq(
       ("0", 4000L, 3000L, Some(1700002999000L)),
       ("1", 4000L, 3000L, Some(1700002999000L))))

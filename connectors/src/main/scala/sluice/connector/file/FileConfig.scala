@@ -4,7 +4,7 @@ import scala.collection.mutable
 
 import org.apache.spark.sql.types.{LongType, StructType, TimestampType}
 
-import sluice.config.{ConfigOption, Options, RecordLayout}
+import sluice.config.{ConfigOption, Options}
 import sluice.connector.format.PayloadFormat
 
 /** The file source's settings: where the files are, how to split and follow them, how to parse them. */
@@ -16,11 +16,7 @@ final case class FileConfig(
     maxSplitBytes: Long,
     timestampColumn: Option[String],
     /** The options this config was read from, which rebuild it. */
-    options: Map[String, String],
-    layout: RecordLayout = RecordLayout.Full) {
-
-  /** Full rows: data then provenance. Compact rows: the data only, no file times read. */
-  def compact: Boolean = layout == RecordLayout.Compact
+    options: Map[String, String]) {
 
   /** Index and type of the event-time column in the data row, if one is configured. */
   def timestampIndex: Int = timestampColumn.map(payload.outputSchema.fieldIndex).getOrElse(-1)
@@ -50,7 +46,7 @@ object FileConfig {
       "event time (max event time in progress and in the end state)")
 
   val own: Seq[ConfigOption[_]] =
-    Seq(Path, MonitorIntervalMs, IgnoreMissingFiles, MaxSplitBytes, TimestampColumn, RecordLayout.Option)
+    Seq(Path, MonitorIntervalMs, IgnoreMissingFiles, MaxSplitBytes, TimestampColumn)
   val all: Seq[ConfigOption[_]] = own ++ PayloadFormat.all
 
   def fromOptions(raw: Map[String, String]): FileConfig = {
@@ -65,13 +61,8 @@ object FileConfig {
           "a TIMESTAMP or BIGINT column of the schema: " + describe(payload.outputSchema))
       }
     }
-    val layout = RecordLayout.from(o)
-    if (layout == RecordLayout.Compact && ts.isDefined) {
-      throw new IllegalArgumentException(s"$Context: option '${TimestampColumn.name}' gives records an event time, " +
-        "but compact rows (forceTimestampSupport=false) carry none; remove it or set forceTimestampSupport=true.")
-    }
     FileConfig(o.required(Path), payload, o.get(MonitorIntervalMs), o.get(IgnoreMissingFiles).get,
-      o.get(MaxSplitBytes).get, ts, raw, layout)
+      o.get(MaxSplitBytes).get, ts, raw)
   }
 
   private def describe(s: StructType): String = {

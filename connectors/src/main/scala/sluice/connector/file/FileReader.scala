@@ -9,7 +9,7 @@ import org.apache.hadoop.fs.{FSDataInputStream, Path}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.unsafe.types.UTF8String
 
-import sluice.api.{RecordsWithSplitIds, SplitRange, SplitReader}
+import sluice.api.{PausableSplitReader, RecordsWithSplitIds, SplitRange}
 import sluice.connector.format.Provenance
 
 /**
@@ -18,7 +18,8 @@ import sluice.connector.format.Provenance
  * Counts per split the records dropped as malformed and a missing file skipped. A paused range
  * (FLIP-217) is set aside, still open, and the next one is read meanwhile.
  */
-final class FileReader(config: FileConfig, hadoopConf: () => Configuration) extends SplitReader[FileSplit] {
+final class FileReader(config: FileConfig, compact: Boolean, hadoopConf: () => Configuration)
+  extends PausableSplitReader[FileSplit] {
   import FileReader._
 
   private val parser = config.payload.newParser()
@@ -161,7 +162,7 @@ final class FileReader(config: FileConfig, hadoopConf: () => Configuration) exte
       if (splitGiven) null
       else {
         splitGiven = true
-        if (!config.compact) appender.split(c.id)
+        if (!compact) appender.split(c.id)
         c.split.splitId
       }
 
@@ -178,7 +179,7 @@ final class FileReader(config: FileConfig, hadoopConf: () => Configuration) exte
         }
       }
       val data = rows.next()
-      if (config.compact) current = data
+      if (compact) current = data
       else {
         ts = eventTime(data)
         current = appender(data, lineStart, c.mtimeMicros, hasTimestamp = true)

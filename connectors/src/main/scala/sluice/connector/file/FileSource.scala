@@ -6,6 +6,7 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.types.StructType
 
 import sluice.api._
+import sluice.config.RecordLayout
 import sluice.connector.format.{PayloadFormat, Provenance}
 
 /**
@@ -16,16 +17,24 @@ import sluice.connector.format.{PayloadFormat, Provenance}
  * modification time).
  */
 final class FileSource private[file] (val config: FileConfig)
-  extends Source[FileSplit, FileEnumeratorState] {
+  extends Source[FileSplit, FileEnumeratorState] with SupportsSplitPausing[FileSplit] {
 
   override def sourceType: String = FileSource.Type
 
   override def boundedness: Boundedness =
     if (config.monitorIntervalMs.isEmpty) Boundedness.Bounded else Boundedness.ContinuousUnbounded
 
-  override val schema: StructType =
-    if (config.compact) config.payload.outputSchema
-    else Provenance.appendTo(config.payload.outputSchema, FileConfig.Context)
+  override val schema: StructType = Provenance.appendTo(config.payload.outputSchema, FileConfig.Context)
+
+  /** Full rows: data then provenance. Compact rows: the data only, no file times read. */
+  override def schema(layout: RecordLayout): StructType = layout match {
+    case RecordLayout.Full => schema
+    case RecordLayout.Compact if config.timestampColumn.isDefined =>
+      throw new IllegalArgumentException(s"${FileConfig.Context}: option '${FileConfig.TimestampColumn.name}' gives " +
+        "records an event time, but compact rows (forceTimestampSupport=false) carry none; remove it or set " +
+        "forceTimestampSupport=true.")
+    case RecordLayout.Compact => config.payload.outputSchema
+  }
 
   override def options: Map[String, String] = config.options + (FileSource.TypeOption -> sourceType)
 
@@ -34,7 +43,8 @@ final class FileSource private[file] (val config: FileConfig)
   override def restoreEnumerator(state: FileEnumeratorState): FileEnumerator =
     new FileEnumerator(config, state, () => FileSource.driverHadoopConf(), () => System.currentTimeMillis())
 
-  override def createReader(): FileReader = new FileReader(config, () => FileSource.executorHadoopConf())
+  override def createReader(context: ReaderContext): FileReader =
+    new FileReader(config, context.recordLayout == RecordLayout.Compact, () => FileSource.executorHadoopConf())
 
   override def splitSerializer: VersionedSerializer[FileSplit] = FileSplitSerializer
   override def enumeratorStateSerializer: VersionedSerializer[FileEnumeratorState] = FileEnumeratorStateSerializer

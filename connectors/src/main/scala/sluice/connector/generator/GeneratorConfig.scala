@@ -2,7 +2,7 @@ package sluice.connector.generator
 
 import scala.util.Try
 
-import sluice.config.{ConfigOption, Options, RecordLayout}
+import sluice.config.{ConfigOption, Options}
 
 /**
  * The generator's settings, and the pure functions that define its records: record `i` of split
@@ -16,8 +16,7 @@ final case class GeneratorConfig(
     eventTimeStartMs: Long,
     eventTimeStepMs: Long,
     splitSkewMs: Map[Int, Long],
-    payloadBytes: Int,
-    layout: RecordLayout = RecordLayout.Full) {
+    payloadBytes: Int) {
 
   def recordId(split: Int, index: Long): Long = index * splits + split
   def eventTimeMs(split: Int, index: Long): Long =
@@ -34,7 +33,6 @@ final case class GeneratorConfig(
       EventTimeStartMs.name -> eventTimeStartMs.toString,
       EventTimeStepMs.name -> eventTimeStepMs.toString,
       PayloadBytes.name -> payloadBytes.toString) ++
-      (if (layout == RecordLayout.Full) Nil else Seq(RecordLayout.entry(layout))) ++
       recordsPerSplit.map(RecordsPerSplit.name -> _.toString) ++
       rowsPerSecond.map(RowsPerSecond.name -> _.toString) ++
       (if (splitSkewMs.isEmpty) Nil
@@ -66,8 +64,7 @@ object GeneratorConfig {
     .withDefault(16).withCheck("an integer from 0 to 1048576")(n => n >= 0 && n <= 1048576)
 
   val all: Seq[ConfigOption[_]] =
-    Seq(Splits, RecordsPerSplit, RowsPerSecond, EventTimeStartMs, EventTimeStepMs, SplitSkewMs, PayloadBytes,
-      RecordLayout.Option)
+    Seq(Splits, RecordsPerSplit, RowsPerSecond, EventTimeStartMs, EventTimeStepMs, SplitSkewMs, PayloadBytes)
 
   def fromOptions(raw: Map[String, String]): GeneratorConfig = {
     val o = new Options(raw, all, "GeneratorSource")
@@ -86,6 +83,6 @@ object GeneratorConfig {
       }.get, s"split indexes from 0 to ${splits - 1} (split $s does not exist)")
     }
     GeneratorConfig(splits, records, rate, o.get(EventTimeStartMs).get, o.get(EventTimeStepMs).get,
-      skew, o.get(PayloadBytes).get, RecordLayout.from(o))
+      skew, o.get(PayloadBytes).get)
   }
 }

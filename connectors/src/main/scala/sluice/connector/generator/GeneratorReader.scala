@@ -6,14 +6,14 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
 import org.apache.spark.unsafe.types.UTF8String
 
-import sluice.api.{RecordsWithSplitIds, SplitRange, SplitReader}
+import sluice.api.{PausableSplitReader, RecordsWithSplitIds, SplitRange}
 import sluice.config.RecordLayout
 
 /**
  * Computes records on the fly. Supports pause/resume, so the generator can stand in for a
  * pausable connector in alignment tests.
  */
-final class GeneratorReader(config: GeneratorConfig) extends SplitReader[GeneratorSplit] {
+final class GeneratorReader(config: GeneratorConfig, layout: RecordLayout) extends PausableSplitReader[GeneratorSplit] {
   import GeneratorReader._
 
   private final class Cursor(val split: GeneratorSplit, var next: Long, val until: Long)
@@ -45,7 +45,7 @@ final class GeneratorReader(config: GeneratorConfig) extends SplitReader[Generat
     private var cursor: Cursor = _
     private var remaining = 0L
     private var current = -1L
-    private val compact = config.layout == RecordLayout.Compact
+    private val compact = layout == RecordLayout.Compact
     private val values = new Array[Any](if (compact) 2 else 4)
     private val theRow = new GenericInternalRow(values)
 

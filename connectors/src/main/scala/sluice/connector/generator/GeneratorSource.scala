@@ -11,15 +11,16 @@ import sluice.config.RecordLayout
  * The demo, the tests and the benchmarks read from it.
  */
 final class GeneratorSource private[generator] (val config: GeneratorConfig)
-  extends Source[GeneratorSplit, GeneratorEnumeratorState] {
+  extends Source[GeneratorSplit, GeneratorEnumeratorState] with SupportsSplitPausing[GeneratorSplit] {
 
   override def sourceType: String = GeneratorSource.Type
 
   override def boundedness: Boundedness =
     if (config.recordsPerSplit.isDefined) Boundedness.Bounded else Boundedness.ContinuousUnbounded
 
-  override def schema: StructType =
-    if (config.layout == RecordLayout.Compact) GeneratorSource.CompactSchema else GeneratorSource.Schema
+  override def schema: StructType = GeneratorSource.Schema
+  override def schema(layout: RecordLayout): StructType =
+    if (layout == RecordLayout.Compact) GeneratorSource.CompactSchema else GeneratorSource.Schema
 
   override def options: Map[String, String] = config.toOptions + ("source" -> sourceType)
 
@@ -32,7 +33,7 @@ final class GeneratorSource private[generator] (val config: GeneratorConfig)
     enumerator
   }
 
-  override def createReader(): GeneratorReader = new GeneratorReader(config)
+  override def createReader(context: ReaderContext): GeneratorReader = new GeneratorReader(config, context.recordLayout)
 
   override def splitSerializer: VersionedSerializer[GeneratorSplit] = GeneratorSplitSerializer
   override def enumeratorStateSerializer: VersionedSerializer[GeneratorEnumeratorState] =

@@ -36,15 +36,30 @@ final case class KafkaConfig(
     includeHeaders: Boolean,
     partitionDiscoveryIntervalMs: Long,
     pollTimeoutMs: Long,
-    decoder: KafkaRecordDecoder) {
+    /** The value's format when parsed (json, csv, text); None for raw rows. */
+    payload: Option[PayloadFormat],
+    includeKey: Boolean) {
+
+  /**
+   * How readers turn records into rows in `layout`. Compact raw rows hold the value (and the key
+   * with `includeKey`), never headers; compact parsed rows drop the provenance columns.
+   */
+  def decoder(layout: RecordLayout): KafkaRecordDecoder = (payload, layout) match {
+    case (None, RecordLayout.Full) => KafkaRecordDecoder.Raw(includeHeaders)
+    case (None, RecordLayout.Compact) if includeHeaders =>
+      throw new IllegalArgumentException("KafkaSource: compact rows (forceTimestampSupport=false) hold the value, " +
+        "and the key with includeKey=true, never headers; remove includeHeaders or set forceTimestampSupport=true.")
+    case (None, RecordLayout.Compact) => KafkaRecordDecoder.RawCompact(includeKey)
+    case (Some(format), _) => KafkaRecordDecoder.Parsed(format, withProvenance = layout == RecordLayout.Full)
+  }
 
   def readCommitted: Boolean =
     consumerProperties.get("isolation.level").exists(_.equalsIgnoreCase("read_committed"))
 
-  /** For messages and logs: the consumer properties never appear, credentials least of all. */
+  /** For messages and logs: the consumer properties (declared secret, `ConsumerProperty`) never appear. */
   override def toString: String =
     s"KafkaConfig(subscription=$subscription, starting=$starting, stopping=$stopping, " +
-      s"failOnDataLoss=$failOnDataLoss, includeHeaders=$includeHeaders, decoder=$decoder)"
+      s"failOnDataLoss=$failOnDataLoss, includeHeaders=$includeHeaders, payload=${payload.getOrElse("raw")})"
 }
 
 object KafkaConfig {
@@ -52,8 +67,9 @@ object KafkaConfig {
 
   val BootstrapServers: ConfigOption[String] =
     ConfigOption.string("kafka.bootstrap.servers", "the Kafka brokers, host:port[,host:port...]")
+  /** Secret: consumer properties carry the credentials (sasl.jaas.config, ssl.*.password). */
   val ConsumerProperty: ConfigOption[String] = ConfigOption.string("kafka.<property>",
-    "any Kafka consumer property, e.g. kafka.security.protocol, kafka.sasl.jaas.config")
+    "any Kafka consumer property, e.g. kafka.security.protocol, kafka.sasl.jaas.config").asSecret
   val Subscribe: ConfigOption[String] = ConfigOption.string("subscribe",
     "comma-separated topics to read; give this or subscribePattern")
   val SubscribePattern: ConfigOption[String] = ConfigOption[String]("subscribePattern",
@@ -105,8 +121,7 @@ object KafkaConfig {
 
   private val own: Seq[ConfigOption[_]] = Seq(BootstrapServers, Subscribe, SubscribePattern, StartingOffsets,
     StartingTimestamp, StartingOffsetsByTimestamp, EndingOffsets, EndingTimestamp, EndingOffsetsByTimestamp,
-    FailOnDataLoss, IncludeHeaders, IncludeKey, PartitionDiscoveryIntervalMs, PollTimeoutMs, Format,
-    RecordLayout.Option)
+    FailOnDataLoss, IncludeHeaders, IncludeKey, PartitionDiscoveryIntervalMs, PollTimeoutMs, Format)
 
   val all: Seq[ConfigOption[_]] = own ++ formatOptions
 
@@ -167,18 +182,13 @@ object KafkaConfig {
       .orElse(o.get(EndingOffsetsByTimestamp).map(j => OffsetsInitializer.TimestampPerPartition(OffsetsInitializer.parseJson(j).get)))
       .orElse(o.get(EndingOffsets).map(initializer))
 
-    val layout = RecordLayout.from(o)
-    val decoder = o.get(Format).get.toLowerCase match {
+    val payload = o.get(Format).get.toLowerCase match {
       case "raw" =>
         formatOptions.find(o.contains).foreach { opt =>
           throw new IllegalArgumentException(
             s"KafkaSource: option '${opt.name}' applies to parsed formats; set 'format' to json, csv or text.")
         }
-        if (layout == RecordLayout.Full) KafkaRecordDecoder.Raw(o.get(IncludeHeaders).get)
-        else if (o.get(IncludeHeaders).get) {
-          throw new IllegalArgumentException("KafkaSource: compact rows (forceTimestampSupport=false) hold the value, " +
-            "and the key with includeKey=true, never headers; remove includeHeaders or set forceTimestampSupport=true.")
-        } else KafkaRecordDecoder.RawCompact(o.get(IncludeKey).get)
+        None
       case parsed =>
         Seq(IncludeHeaders, IncludeKey).find(o.contains).foreach { opt =>
           throw new IllegalArgumentException(s"KafkaSource: option '${opt.name}' applies to format raw only.")
@@ -189,11 +199,11 @@ object KafkaConfig {
         if (payload.hasHeader) {
           throw new IllegalArgumentException("KafkaSource: option 'header' means nothing for Kafka values; remove it.")
         }
-        KafkaRecordDecoder.Parsed(payload, withProvenance = layout == RecordLayout.Full)
+        Some(payload)
     }
 
     KafkaConfig(consumer + ("bootstrap.servers" -> servers.trim), subscription,
       starting, stopping, o.get(FailOnDataLoss).get, o.get(IncludeHeaders).get,
-      o.get(PartitionDiscoveryIntervalMs).get, o.get(PollTimeoutMs).get, decoder)
+      o.get(PartitionDiscoveryIntervalMs).get, o.get(PollTimeoutMs).get, payload, o.get(IncludeKey).get)
   }
 }

@@ -4,7 +4,7 @@ import org.apache.kafka.common.TopicPartition
 import org.apache.spark.sql.types.StructType
 
 import sluice.api._
-import sluice.config.ConfigOption
+import sluice.config.{ConfigOption, RecordLayout}
 
 /**
  * Kafka as a FLIP-27 source: one split per topic-partition, discovered in the driver, read in
@@ -12,20 +12,23 @@ import sluice.config.ConfigOption
  * offsets are given.
  */
 final class KafkaSource private (rawOptions: Map[String, String], val config: KafkaConfig)
-  extends Source[KafkaPartitionSplit, KafkaEnumeratorState] with SupportsStartAtTimestamp {
+  extends Source[KafkaPartitionSplit, KafkaEnumeratorState]
+  with SupportsStartAtTimestamp
+  with SupportsSplitPausing[KafkaPartitionSplit] {
 
   override def sourceType: String = KafkaSource.Type
 
   override def boundedness: Boundedness =
     if (config.stopping.isDefined) Boundedness.Bounded else Boundedness.ContinuousUnbounded
 
-  override def schema: StructType = config.decoder.schema
+  override def schema: StructType = config.decoder(RecordLayout.Full).schema
+  override def schema(layout: RecordLayout): StructType = config.decoder(layout).schema
 
   override def options: Map[String, String] = rawOptions + ("source" -> sourceType)
 
   override def createEnumerator(): KafkaEnumerator = new KafkaEnumerator(config, None)
   override def restoreEnumerator(state: KafkaEnumeratorState): KafkaEnumerator = new KafkaEnumerator(config, Some(state))
-  override def createReader(): KafkaSplitReader = new KafkaSplitReader(config)
+  override def createReader(context: ReaderContext): KafkaSplitReader = new KafkaSplitReader(config, context)
 
   override def splitSerializer: VersionedSerializer[KafkaPartitionSplit] = KafkaSplitSerializer
   override def enumeratorStateSerializer: VersionedSerializer[KafkaEnumeratorState] = KafkaEnumeratorStateSerializer

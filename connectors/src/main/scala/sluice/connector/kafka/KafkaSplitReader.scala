@@ -9,7 +9,7 @@ import org.apache.kafka.clients.consumer.{ConsumerRecord, ConsumerRecords, Offse
 import org.apache.kafka.common.TopicPartition
 import org.apache.spark.sql.catalyst.InternalRow
 
-import sluice.api.{RecordsWithSplitIds, SplitRange, SplitReader}
+import sluice.api.{PausableSplitReader, ReaderContext, RecordsWithSplitIds, SplitRange}
 
 /**
  * Reads offset ranges of topic-partitions with one pooled `KafkaConsumer` (assign + seek + poll).
@@ -19,7 +19,8 @@ import sluice.api.{RecordsWithSplitIds, SplitRange, SplitReader}
  * and offsets when `failOnDataLoss` is true; otherwise the reader skips to what exists and counts
  * the skipped offsets as `dataLossOffsets`.
  */
-final class KafkaSplitReader(config: KafkaConfig) extends SplitReader[KafkaPartitionSplit] {
+final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
+  extends PausableSplitReader[KafkaPartitionSplit] {
   import KafkaSplitReader._
 
   private final class Assignment(val split: KafkaPartitionSplit, val from: Long, val until: Long) {
@@ -32,13 +33,14 @@ final class KafkaSplitReader(config: KafkaConfig) extends SplitReader[KafkaParti
   private val assigned = mutable.LinkedHashMap[TopicPartition, Assignment]()
   private val paused = mutable.Set[TopicPartition]()
   private val lostBySplit = mutable.Map[String, Long]()
-  private val (converter, parsed): (RawRowConverter, ParsedRecords) = config.decoder match {
+  private val decoder = config.decoder(context.recordLayout)
+  private val (converter, parsed): (RawRowConverter, ParsedRecords) = decoder match {
     case KafkaRecordDecoder.Raw(headers) => (new KafkaRowConverter(headers), null)
     case KafkaRecordDecoder.RawCompact(key) => (new CompactKafkaRowConverter(key), null)
     case KafkaRecordDecoder.Parsed(format, provenance) => (null, new ParsedRecords(format, provenance))
   }
-  private val readsTimestamps = config.decoder.readsTimestamps
-  private var lastProgressMs = System.currentTimeMillis()
+  private val readsTimestamps = decoder.readsTimestamps
+  private var lastProgressMs = context.currentTimeMillis()
   /** Splits given up because their partition was deleted, to report as finished. */
   private val finishedGone = mutable.Set[String]()
 
@@ -71,7 +73,7 @@ final class KafkaSplitReader(config: KafkaConfig) extends SplitReader[KafkaParti
       checkStalled()
       RecordsWithSplitIds.empty(finishedNow())
     } else {
-      lastProgressMs = System.currentTimeMillis()
+      lastProgressMs = context.currentTimeMillis()
       new Batch(records)
     }
   }
@@ -147,7 +149,7 @@ final class KafkaSplitReader(config: KafkaConfig) extends SplitReader[KafkaParti
         consumer.seek(a.tp, a.until)
       }
     }
-    if (System.currentTimeMillis() - lastProgressMs > config.pollTimeoutMs) {
+    if (context.currentTimeMillis() - lastProgressMs > config.pollTimeoutMs) {
       throw new IllegalStateException(
         s"KafkaSource: no records arrived within kafkaConsumer.pollTimeoutMs=${config.pollTimeoutMs} ms for " +
           active.map(a => s"${a.split.splitId} at offset ${consumer.position(a.tp)} (to read up to ${a.until})")

@@ -159,7 +159,7 @@ class KafkaSourceSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBa
     def readerOn(topic: String, failOnDataLoss: Boolean) = {
       val source = KafkaSource.builder().bootstrapServers(kafka.bootstrapServers).topics(topic)
         .failOnDataLoss(failOnDataLoss).build()
-      val reader = source.createReader()
+      val reader = source.createReader(sluice.api.ReaderContext.Default)
       reader.handleSplitsChanges(Seq(sluice.api.SplitRange(KafkaPartitionSplit(topic, 0, 0, None), 0L, 10L)))
       reader
     }

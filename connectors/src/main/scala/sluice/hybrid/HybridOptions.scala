@@ -1,0 +1,43 @@
+package sluice.hybrid
+
+import sluice.config.ConfigOption
+
+/**
+ * The hybrid source's option names, declared once: `HybridSource` reads them, and the Python
+ * builder takes them from the generated declarations (python/sluice/_options.json).
+ * Source i's options are its own options under `hybrid.<i>.`; three more keys there say how the
+ * source comes to be.
+ */
+object HybridOptions {
+  val Sources: ConfigOption[Int] = ConfigOption.int("hybrid.sources",
+    "the number of sources, read one after the other; every source but the last must be bounded")
+    .withCheck("an integer >= 1")(_ >= 1)
+  /** A template: `<i>` is the source's index from 0, `<option>` one of its options. */
+  val Entry: ConfigOption[String] = ConfigOption[String]("hybrid.<i>.<option>",
+    "option <option> of source i (from 0): `source` and that type's options, or factory, boundedness, " +
+      "startAtPreviousEndMinusMs", None, "what <option> allows", s => Some(s))
+  val Factory: ConfigOption[String] = ConfigOption.string("factory",
+    "hybrid.<i>.factory: the id of a factory registered in this driver that builds source i at the switch " +
+      "(Python add_source_factory, Scala SourceFactory)")
+  val FactoryBoundedness: ConfigOption[String] = ConfigOption.string("boundedness",
+    "hybrid.<i>.boundedness, with factory: whether the source the factory builds is bounded")
+    .withCheck("bounded or unbounded")(b => Seq("bounded", "unbounded").contains(b.toLowerCase))
+  val StartAtPreviousEndMinusMs: ConfigOption[Long] = ConfigOption.long("startAtPreviousEndMinusMs",
+    "hybrid.<i>.startAtPreviousEndMinusMs: start source i (one that can start at a timestamp, e.g. Kafka) at " +
+      "the previous source's largest event time minus this")
+    .withCheck("an integer >= 0")(_ >= 0)
+
+  val all: Seq[ConfigOption[_]] = Seq(Sources, Entry, Factory, FactoryBoundedness, StartAtPreviousEndMinusMs)
+
+  /** Option `option` of source `index`, as the template `Entry` names it. */
+  def entryKey(index: Int, option: String): String =
+    Entry.name.replace("<i>", index.toString).replace("<option>", option)
+
+  /** The common start of the keys of source `index`. */
+  def entryPrefix(index: Int): String = entryKey(index, "")
+
+  /** The margin of `hybrid.<index>.startAtPreviousEndMinusMs`, checked as declared. */
+  def margin(index: Int, raw: String): Long =
+    StartAtPreviousEndMinusMs.parse(raw.trim).filter(StartAtPreviousEndMinusMs.check).getOrElse(throw ConfigOption.invalid(
+      "HybridSource", entryKey(index, StartAtPreviousEndMinusMs.name), raw, StartAtPreviousEndMinusMs.allowed))
+}

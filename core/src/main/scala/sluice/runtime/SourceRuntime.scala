@@ -1,0 +1,278 @@
+package sluice.runtime
+
+import scala.collection.mutable
+
+import sluice.alignment._
+import sluice.api._
+
+/**
+ * The driver side of one source of a query, whatever the execution mode: the enumerator, the
+ * splits it discovered, the progress readers reported, event time and membership in an
+ * alignment group. Execution modes are thin adapters over it: they restore it from a
+ * checkpoint, ask it to plan a batch into per-split ranges, feed it the readers' reports and
+ * write its checkpoints where their engine keeps them. Nothing here knows Spark.
+ *
+ * Planning runs on the engine's query thread; reports may arrive on another thread (when tasks
+ * end), hence the locking.
+ *
+ * @param store        keeps reported progress until a checkpoint carries it
+ * @param resumePoint  where this source's next batch starts, for a group that plans a round
+ *                     before the engine asked this source (after a restart); None when the
+ *                     binding cannot tell
+ * @param defaultLimit this source's own read limit, for rounds other members start
+ */
+final class SourceRuntime(
+    source: Source[SourceSplit, Any],
+    settings: RuntimeSettings,
+    store: ProgressStore,
+    resumePoint: () => Option[SourceCheckpoint],
+    defaultLimit: BatchLimit) extends AlignmentMember {
+
+  private val tracker = new SplitProgressTracker
+  private val splits = mutable.LinkedHashMap[String, SourceSplit]()
+  private var enumerator: SplitEnumerator[SourceSplit, Any] = _
+  private var progressRestored = false
+  /** Under an AvailableNow trigger: how far each split may be read by it (fixed at its start). */
+  private var availableNowRequested = false
+  private var availableNowBound: Option[Map[String, Long]] = None
+  /** How far each split could be read at the last planning, for the backlog in progress. */
+  private var lastAvailable: Map[String, Long] = Map.empty
+  /** The end of the batch planned last: where the next one starts. */
+  private var lastEnd: Option[SourceCheckpoint] = None
+  /** Latency markers that arrived since the last progress report. */
+  private val latencyMarkers = mutable.ArrayBuffer[Long]()
+
+  private val eventTime: Option[SourceEventTime] = Option.when(settings.eventTime.enabled)(
+    new SourceEventTime(settings.eventTime, source, settings.allowUnalignedSourceSplitsByDefault, settings.clock))
+  private val group: Option[AlignmentGroup] = settings.eventTime.alignment.map(a =>
+    AlignmentCoordinator.join(settings.queryKey, a.group, settings.memberId, this))
+
+  // ---- checkpoints ----------------------------------------------------------------------------
+
+  /** A new query's first checkpoint: the splits discovered now, each at its start position. */
+  def start(): SourceCheckpoint = synchronized {
+    enumerator = source.createEnumerator()
+    progressRestored = true
+    enumerator.discoverSplits().foreach(track)
+    checkpointAt(splits.values.map(s => s.splitId -> s.startPosition).toMap)
+  }
+
+  /**
+   * Takes in a checkpoint the engine hands back. The first one after a restart rebuilds the
+   * enumerator, the splits and their progress (plus what the store kept since); later ones only
+   * add splits not known yet.
+   */
+  def restore(checkpoint: SourceCheckpoint): Unit = synchronized {
+    if (enumerator == null) {
+      val stateSerializer = source.enumeratorStateSerializer
+      enumerator = source.restoreEnumerator(stateSerializer.deserialize(checkpoint.enumeratorVersion, checkpoint.enumeratorState))
+    }
+    checkpoint.splits.filterNot(e => splits.contains(e.splitId)).foreach { e =>
+      splits(e.splitId) = source.splitSerializer.deserialize(e.splitVersion, e.split)
+      tracker.restore(SplitProgress(e.splitId, e.reportedPosition, e.maxEventTime, e.records))
+    }
+    if (!progressRestored) {
+      progressRestored = true
+      store.read().filter(p => splits.contains(p.splitId)).foreach(tracker.restore)
+    }
+  }
+
+  /** The split ranges a batch reads from `start` to `end` (empty ones left out). */
+  def ranges(start: Option[SourceCheckpoint], end: SourceCheckpoint): Seq[SplitRange[SourceSplit]] = {
+    restore(end)
+    val from = start.map(_.byId).getOrElse(Map.empty)
+    end.splits.flatMap { e =>
+      val split = source.splitSerializer.deserialize(e.splitVersion, e.split)
+      val begin = from.get(e.splitId).map(_.position).getOrElse(split.startPosition)
+      Some(SplitRange(split, begin, e.position)).filterNot(_.isEmpty)
+    }
+  }
+
+  // ---- reports --------------------------------------------------------------------------------
+
+  /**
+   * Folds what readers reported (idempotent: a range counts once however often it is reported)
+   * and keeps it in the store, so that it survives the driver until a checkpoint carries it.
+   */
+  def fold(reports: Seq[SplitReport]): Unit = if (reports.nonEmpty) {
+    val constraining = synchronized {
+      latencyMarkers ++= reports.flatMap(_.latencyMarkersMs)
+      if (tracker.fold(reports)) {
+        store.write(tracker.all)
+        if (enumerator != null) enumerator.progressUpdated(splitsWithProgress)
+      }
+      eventTime.map(et => et.constrainingWatermarks(et.splitStates(splits.values.toSeq, tracker.get)))
+    }
+    // outside this runtime's lock: a group round takes the group's lock, then its members'
+    constraining.foreach(w => group.foreach(_.reportWatermarks(settings.memberId, w)))
+  }
+
+  // ---- planning -------------------------------------------------------------------------------
+
+  /** Under an AvailableNow trigger the end is fixed at the first planning: what exists then. */
+  def prepareForAvailableNow(): Unit = synchronized { availableNowRequested = true }
+
+  /**
+   * Plans the batch that starts at `start`: the checkpoint it ends at, `start` itself when there
+   * is nothing to read. In an alignment group, the first member asked plans the round of every
+   * member and the others take their part of it.
+   */
+  def planBatch(start: SourceCheckpoint, limit: BatchLimit): SourceCheckpoint = synchronized {
+    val part = group.flatMap(_.takePart(settings.memberId) {
+      case p: PreparedBatch => (p.owner eq this) && p.start.positions == start.positions && p.limit == limit
+      case _ => false
+    })
+    part match {
+      case Some(AlignmentGroup.Part(prepared: PreparedBatch, plan)) => finish(prepared, Some(plan))
+      case _ =>
+        val prepared = prepare(start, limit)
+        val plan = prepared.aligned.map { aligned =>
+          group.map(_.planRound(settings.memberId, prepared)).getOrElse(aligned.plan(None))
+        }
+        finish(prepared, plan)
+    }
+  }
+
+  override def prepareForRound(): Option[PreparedMemberBatch] = synchronized {
+    lastEnd.orElse(resumePoint()).map(prepare(_, defaultLimit))
+  }
+
+  private def prepare(start: SourceCheckpoint, limit: BatchLimit): PreparedBatch = {
+    restore(start)
+    // The engine plans a batch only after the previous one committed, so every range up to
+    // `start` was read in full, even if its report died with a previous driver: a finished split
+    // must not look unfinished forever (a hybrid would never switch).
+    start.splits.foreach(e => tracker.advanceTo(e.splitId, e.position))
+    enumerator.progressUpdated(splitsWithProgress)
+    enumerator.discoverSplits().foreach(track)
+
+    val available = enumerator.availablePositions(splits.values.toSeq)
+    lastAvailable = available
+    if (availableNowRequested) {
+      // Fixed when the trigger starts; a split first seen during the trigger (a hybrid's next
+      // source, a new partition) is bounded by what it held when it was first seen.
+      availableNowBound = Some(available ++ availableNowBound.getOrElse(Map.empty))
+    }
+    val from = splits.keys.map(id => id -> start.byId.get(id).map(_.position).getOrElse(splits(id).startPosition)).toMap
+    def bound(id: String) = availableNowBound.flatMap(_.get(id)).getOrElse(Long.MaxValue)
+    val readableEnd = splits.keys.map(id => id -> math.max(from(id), math.min(available.getOrElse(id, from(id)), bound(id)))).toMap
+    val readable = splits.keys.toSeq.map(id => id -> (readableEnd(id) - from(id)))
+    val ppr = positionsPerRecord
+    val shares = limit.maxRecords match {
+      case Some(b) => AdmissionPlanner.shareRecords(readable, b, ppr)
+      case None => readable.toMap
+    }
+    val unaligned = from.map { case (id, pos) => id -> (pos + shares.getOrElse(id, 0L)) }
+    // a split read to its stop, or to the end of this AvailableNow trigger, is finished for alignment
+    def finished(id: String) = splits(id).stopPosition.exists(from(id) >= _) || from(id) >= bound(id)
+    val aligned = eventTime.flatMap(_.prepare(splits.values.toSeq, from, readableEnd, finished,
+      id => tracker.get(id).get, limit.maxRecords, ppr, enumerator,
+      withOthers = group.exists(_.hasOtherMembers(settings.memberId))))
+    new PreparedBatch(this, start, limit, from, unaligned, aligned)
+  }
+
+  private def finish(prepared: PreparedBatch, plan: Option[SourcePlan]): SourceCheckpoint = {
+    for (p <- plan; a <- prepared.aligned; et <- eventTime) et.applied(a, p)
+    val ends = plan.map(_.ends).getOrElse(prepared.unaligned)
+    val next = checkpointAt(prepared.unaligned ++ ends)
+    val end = if (next.positions == prepared.start.positions) prepared.start else next
+    lastEnd = Some(end)
+    end
+  }
+
+  /**
+   * Positions per record for each split: 1 where positions count records; for byte positions,
+   * the bytes per record read so far over all such splits (a default before anything was read).
+   */
+  private def positionsPerRecord: Map[String, Double] = {
+    val bytewise = splits.values.filterNot(_.positionsCountRecords).toSeq
+    val read = bytewise.flatMap(s => tracker.get(s.splitId).map(p => (p.position - s.startPosition, p.records)))
+      .filter(_._2 > 0)
+    val bytesPerRecord =
+      if (read.isEmpty) AdmissionPlanner.DefaultBytesPerRecord
+      else math.max(1.0, read.map(_._1).sum.toDouble / read.map(_._2).sum)
+    splits.values.map(s => s.splitId -> (if (s.positionsCountRecords) 1.0 else bytesPerRecord)).toMap
+  }
+
+  private def splitsWithProgress: Seq[(SourceSplit, SplitProgress)] =
+    splits.values.toSeq.map(s => s -> tracker.get(s.splitId).get)
+
+  private def track(split: SourceSplit): Unit = if (!splits.contains(split.splitId)) {
+    splits(split.splitId) = split
+    tracker.restore(SplitProgress(split.splitId, split.startPosition, None, 0L))
+  }
+
+  private def checkpointAt(positions: Map[String, Long]): SourceCheckpoint = {
+    val serializer = source.splitSerializer
+    SourceCheckpoint(
+      source.sourceType,
+      source.enumeratorStateSerializer.version,
+      source.enumeratorStateSerializer.serialize(enumerator.snapshotState()),
+      splits.values.toSeq.map { s =>
+        val p = tracker.get(s.splitId).get
+        SplitEntry(s.splitId, serializer.version, serializer.serialize(s), positions(s.splitId),
+          p.position, p.maxEventTime, p.records)
+      })
+  }
+
+  // ---- status ---------------------------------------------------------------------------------
+
+  /**
+   * Figures for query progress, from the state as it is: no enumerator call that reaches a
+   * system, no write. `consumed` is the checkpoint of the last batch run, for the backlog.
+   */
+  def metrics(consumed: Option[SourceCheckpoint]): Map[String, String] = synchronized {
+    val progress = tracker.all
+    val backlog = consumed.toSeq.flatMap(_.splits).flatMap { e =>
+      lastAvailable.get(e.splitId).map(available => math.max(0L, available - e.position))
+    }
+    val m = mutable.LinkedHashMap[String, String](
+      "source" -> settings.displayName,
+      "sourceType" -> source.sourceType,
+      "splits" -> splits.size.toString,
+      "recordsRead" -> progress.map(_.records).sum.toString)
+    // unknown after a restart until the first planning asks the enumerator again
+    if (backlog.nonEmpty || consumed.exists(_.splits.isEmpty)) m("backlogRecords") = backlog.sum.toString
+    progress.flatMap(_.maxEventTime).maxOption.foreach(ts => m("maxEventTimeMs") = ts.toString)
+    if (enumerator != null) m ++= enumerator.metrics
+    eventTime.foreach { et =>
+      m ++= et.metrics(et.splitStates(splits.values.toSeq, tracker.get), group.flatMap(_.spread))
+    }
+    if (settings.latencyTracking) {
+      m ++= LatencyMarkers.metrics(latencyMarkers.toSeq)
+      latencyMarkers.clear()
+    }
+    if (settings.compact) m("recordLayout") = "compact"
+    progress.map(_.counters).foldLeft(Map.empty[String, Long])(SplitProgress.sumCounters)
+      .toSeq.sortBy(_._1).foreach { case (k, v) => m(k) = v.toString }
+    m.toMap
+  }
+
+  def close(): Unit = synchronized {
+    try {
+      if (enumerator != null) enumerator.close()
+    } finally {
+      for (a <- settings.eventTime.alignment) AlignmentCoordinator.leave(settings.queryKey, a.group, settings.memberId)
+    }
+  }
+
+  override def toString: String = s"SourceRuntime[${settings.displayName}]"
+}
+
+/**
+ * A batch prepared from where it starts (`from`, per split): the ends without alignment, and the
+ * aligned planning.
+ */
+private final class PreparedBatch(
+    val owner: SourceRuntime,
+    val start: SourceCheckpoint,
+    val limit: BatchLimit,
+    val from: Map[String, Long],
+    val unaligned: Map[String, Long],
+    val aligned: Option[AlignedBatch]) extends PreparedMemberBatch {
+  override def plan(othersFrontier: Option[Long]): SourcePlan = aligned match {
+    case Some(a) => a.plan(othersFrontier)
+    case None => SourcePlan(unaligned, None, None, Set.empty, None)
+  }
+  override def hold: SourcePlan = SourcePlan(from, None, None, Set.empty, None)
+}

@@ -1,0 +1,147 @@
+package sluice.runtime
+
+import scala.collection.mutable
+
+import org.scalatest.funsuite.AnyFunSuite
+
+import sluice.api.SourceSplit
+import sluice.eventtime.{AlignmentSettings, EventTimeSettings}
+
+/**
+ * The driver runtime on its own: no SparkSession, no Spark. An engine is simulated the way
+ * Spark's micro-batch engine drives the adapter: sources asked one after the other for their
+ * next checkpoint, every planned range "read" and reported as tasks would, checkpoints kept in an
+ * offset log, and restarts that rebuild every runtime from that log.
+ */
+class SourceRuntimeSuite extends AnyFunSuite {
+  private val Minute = 60000L
+  private val Drift = 5 * Minute
+
+  private def settings(member: String, group: Option[String]) = RuntimeSettings(
+    displayName = member,
+    eventTime = EventTimeSettings(EventTimeSettings.Kind.BoundedOutOfOrderness, 0, None, None,
+      group.map(g => AlignmentSettings(g, Drift, 1000, None))),
+    compact = false, latencyTracking = false, queryKey = "query", memberId = member)
+
+  /** One query: its sources, its offset log and what each batch read. */
+  private final class Engine(sources: Seq[(String, Seq[MemSplit])], limit: Option[Long], group: Option[String] = Some("g")) {
+    val log = mutable.ArrayBuffer[Map[String, SourceCheckpoint]]()
+    val read = mutable.ArrayBuffer[Map[String, Long]]() // records per member and batch
+    private val splitsOf = sources.toMap
+    var runtimes: Map[String, SourceRuntime] = Map.empty
+    private var initial: Map[String, SourceCheckpoint] = Map.empty
+    private var order: Seq[String] = sources.map(_._1)
+
+    def start(askOrder: Seq[String] = sources.map(_._1)): Unit = {
+      runtimes.values.foreach(_.close())
+      order = askOrder
+      runtimes = sources.map { case (id, splits) =>
+        id -> new SourceRuntime(new InMemorySource(splits).asInstanceOf[sluice.api.Source[SourceSplit, Any]],
+          settings(id, group), new ProgressStore.InMemory,
+          resumePoint = () => log.lastOption.map(_(id)).orElse(Some(initialOf(id))),
+          defaultLimit = BatchLimit(limit))
+      }.toMap
+    }
+
+    private def initialOf(id: String): SourceCheckpoint = initial.getOrElse(id, {
+      val c = runtimes(id).start()
+      initial += id -> c
+      c
+    })
+
+    /** Plans one batch for every source in the engine's order, runs it, reports it; false when nothing was read. */
+    def batch(): Boolean = {
+      val starts = sources.map { case (id, _) => id -> log.lastOption.map(_(id)).getOrElse(initialOf(id)) }.toMap
+      val ends = order.map(id => id -> runtimes(id).planBatch(starts(id), BatchLimit(limit))).toMap
+      if (ends.forall { case (id, e) => e.positions == starts(id).positions }) return false
+      log += ends
+      read += ends.map { case (id, end) =>
+        val ranges = runtimes(id).ranges(Some(starts(id)), end)
+        runtimes(id).fold(ranges.map { r =>
+          val s = r.split.asInstanceOf[MemSplit]
+          SplitReport(s.splitId, r.from, r.until, Some(s.eventTime(r.until - 1)), r.until - r.from)
+        })
+        id -> ranges.map(r => r.until - r.from).sum
+      }
+      true
+    }
+
+    /** Where every split of every member stands after the last batch, in event time. */
+    def watermarks: Map[String, Long] = log.last.flatMap { case (member, c) =>
+      c.splits.filter(e => e.position > 0 && e.position < splitsOf(member).find(_.splitId == e.splitId).get.records)
+        .map(e => s"$member/${e.splitId}" -> splitsOf(member).find(_.splitId == e.splitId).get.eventTime(e.position - 1))
+    }
+  }
+
+  private def series(id: String, startMs: Long, stepMs: Long, records: Long) = MemSplit(id, startMs, stepMs, records)
+
+  test("a source alone: plan, read, report, and the checkpoint replays the same ranges") {
+    val e = new Engine(Seq("a" -> Seq(series("0", 0, 1000, 100), series("1", 0, 1000, 100))), limit = Some(50), group = None)
+    e.start()
+    assert(e.batch())
+    assert(e.read.head("a") == 50)
+    val checkpoint = e.log.head("a")
+    val again = e.runtimes("a").ranges(None, checkpoint).map(r => (r.split.splitId, r.from, r.until))
+    assert(again.map(r => r._3 - r._2).sum == 50)
+    while (e.batch()) {}
+    assert(e.read.map(_("a")).sum == 200, "every record read once")
+    assert(e.runtimes("a").metrics(Some(e.log.last("a")))("recordsRead") == "200")
+  }
+
+  test("three members after a restart: every member with backlog reads in the first batch, and the bound holds") {
+    val sources = Seq(
+      "a" -> Seq(series("0", 0, 1000, 20000)),         // one event a second
+      "b" -> Seq(series("0", 0, 4000, 5000)),          // four times sparser
+      "c" -> Seq(series("0", 0, 250, 80000), series("1", 0, 500, 40000)))
+    val e = new Engine(sources, limit = Some(2000))
+    e.start()
+    (1 to 3).foreach(_ => assert(e.batch()))
+    e.start(askOrder = Seq("c", "b", "a")) // a restart, and Spark asking in another order
+    assert(e.batch())
+    assert(e.read.last.values.forall(_ > 0), s"a member with backlog read nothing after the restart: ${e.read.last}")
+    while (e.batch()) {
+      assert(e.read.last.values.count(_ > 0) >= 1)
+      val wm = e.watermarks.values
+      if (wm.nonEmpty) assert(wm.max - wm.min <= Drift + 2 * Minute, s"bound broken: ${e.watermarks}")
+    }
+    assert(e.read.map(_.values.sum).sum == 20000 + 5000 + 80000 + 40000, "every record read once")
+  }
+
+  test("from the very first batch, no member reads nothing because of the order it is asked in") {
+    for (askOrder <- Seq(Seq("a", "b"), Seq("b", "a"))) {
+      val e = new Engine(Seq("a" -> Seq(series("0", 0, 1000, 5000)), "b" -> Seq(series("0", 0, 4000, 5000))), limit = Some(500))
+      e.start(askOrder)
+      assert(e.batch())
+      assert(e.read.head.values.forall(_ > 0), s"asked ${askOrder.mkString(",")}: ${e.read.head}")
+      var batches = 1
+      while (e.batch()) {
+        batches += 1
+        val ahead = e.read.last.filter(_._2 == 0).keys.toSeq
+        // a member may wait only when it is ahead of the other by the drift, never for its turn
+        ahead.foreach { id =>
+          val others = e.watermarks.filterNot(_._1.startsWith(id + "/")).values
+          val own = e.watermarks.filter(_._1.startsWith(id + "/")).values
+          assert(others.isEmpty || own.isEmpty || own.min >= others.min, s"$id read nothing while behind: ${e.watermarks}")
+        }
+      }
+      assert(e.read.map(_.values.sum).sum == 10000)
+    }
+  }
+
+  test("a member with no data holds nobody back") {
+    val e = new Engine(Seq("a" -> Seq(series("0", 0, 1000, 3000)), "empty" -> Seq(series("0", 0, 1000, 0))), limit = Some(500))
+    e.start()
+    while (e.batch()) {}
+    assert(e.read.map(_("a")).sum == 3000)
+    assert(e.read.map(_("empty")).sum == 0)
+  }
+
+  test("a member that finishes stops constraining the others") {
+    // b ends after 10 minutes of event time; a goes on for an hour
+    val e = new Engine(Seq("a" -> Seq(series("0", 0, 1000, 3600)), "b" -> Seq(series("0", 0, 1000, 600))), limit = Some(300))
+    e.start()
+    while (e.batch()) {}
+    assert(e.read.map(_("a")).sum == 3600, "a read to its end past b's last event time")
+    assert(e.read.map(_("b")).sum == 600)
+  }
+}

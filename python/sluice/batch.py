@@ -1,0 +1,45 @@
+"""Batch reads: a bounded source read whole as a DataFrame (``spark.read``), FLIP-27's unification
+of streaming and batch. The rows are the ones a streaming read of the same source gives."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sluice._jvm import call_jvm, is_remote
+from sluice._options import FORMAT, read_options
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from sluice.sources import Source
+    from sluice.watermarks import WatermarkStrategy
+
+
+def read(
+    spark: SparkSession,
+    source: Source,
+    watermark_strategy: WatermarkStrategy | None = None,
+    name: str | None = None,
+    options: dict[str, object] | None = None,
+) -> DataFrame:
+    """A (batch) DataFrame holding every record of the bounded ``source``.
+
+    Same rows and schema as :func:`sluice.from_source` gives for the source: ``event_time`` under
+    ``watermark_strategy`` (alignment and idleness have no effect: nothing is read in rounds),
+    compact rows with ``{"forceTimestampSupport": False}``.
+
+    Refused when ``load()`` is called, with a message naming the fix: an unbounded source (Kafka
+    without stopping offsets, files with ``monitorIntervalMs``, a generator without
+    ``recordsPerSplit``), a hybrid whose later sources are derived from where the previous one
+    ended, and ``maxRecordsPerTrigger`` or ``latencyTrackingInterval`` (streaming only). See
+    docs/batch.md.
+
+    Reads through ``spark.read.format("sluice")`` with the source's, the strategy's and these
+    options, as the Scala ``Sluice.read`` does, in classic PySpark and under Spark Connect alike
+    (there the jar must be on the Connect server, and refusals come with the first action).
+    """
+    reader = spark.read.format(FORMAT).options(**read_options(source, watermark_strategy, name, options))
+    if is_remote(spark):
+        return reader.load()
+    # classic: load() builds the source and refuses what cannot be read as a batch, now
+    return call_jvm(reader.load)

@@ -1,0 +1,26 @@
+package sluice.spark
+
+import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReaderFactory}
+
+import sluice.api.{Source, SourceSplit, SplitRange}
+import sluice.runtime.BoundedPlan
+
+/**
+ * `spark.read.format("sluice")`: a bounded source read whole in one Spark job, FLIP-27's batch
+ * mode. The runtime in core plans every split from its start to its stop; each non-empty range
+ * is one task, read by the same readers as a micro-batch's, so the rows are the stream's rows.
+ * No progress travels back: there is no later batch to plan and no query progress to report.
+ */
+final class SluiceBatch(source: Source[SourceSplit, Any], options: StreamOptions) extends Batch {
+
+  /** Planned once: Spark may ask again, and a stop resolved as "latest" must not move between asks. */
+  private lazy val ranges: Seq[SplitRange[SourceSplit]] = BoundedPlan.ranges(source)
+
+  override def planInputPartitions(): Array[InputPartition] =
+    ranges.map(range => SluiceInputPartition(Seq(range)): InputPartition).toArray
+
+  override def createReaderFactory(): PartitionReaderFactory =
+    // latency markers are reported in streaming query progress only; a batch read takes none
+    new SluiceReaderFactory(source, RecordTiming(options.eventTime, options.timestamps.copy(latencyTrackingIntervalMs = None)),
+      progress = None)
+}

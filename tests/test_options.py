@@ -1,0 +1,124 @@
+"""The Python builders mirror the JVM's option declarations (python/sluice/_options.json)."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import pytest
+from pyspark.sql import SparkSession
+
+from sluice import (
+    FileSource,
+    GeneratorSource,
+    HybridSource,
+    KafkaSource,
+    OffsetsInitializer,
+    SluiceConfigError,
+    WatermarkStrategy,
+)
+from sluice import _options
+from sluice.sources import Source, _Builder
+
+
+def test_shipped_declarations_are_the_jvms(spark: SparkSession) -> None:
+    shipped = resources.files("sluice").joinpath("_options.json").read_text("utf-8")
+    printed = spark._jvm.sluice.spark.OptionDeclarations.json()  # noqa: SLF001
+    assert (
+        shipped == printed
+    ), "python/sluice/_options.json is stale: regenerate it with `make docs`"
+
+
+def _unbuilt(builder: _Builder) -> Source:
+    # the options as built, without the JVM check (which needs a session)
+    return builder._source_class(builder._options)  # noqa: SLF001
+
+
+def _every_builder_method() -> list[Source]:
+    generator = _unbuilt(
+        GeneratorSource.builder()
+        .splits(2)
+        .records_per_split(3)
+        .rows_per_second(1)
+        .event_time_start_ms(0)
+        .event_time_step_ms(1)
+        .split_skew_ms(0, -1)
+        .payload_bytes(4)
+    )
+    file = _unbuilt(
+        FileSource.builder()
+        .paths("/a", "/b")
+        .format("csv")
+        .schema("a INT")
+        .timestamp_column("a")
+        .monitor_interval_ms(1)
+        .ignore_missing_files()
+        .max_split_bytes(1)
+    )
+    kafka = _unbuilt(
+        KafkaSource.builder()
+        .bootstrap_servers("b:9")
+        .topics("t")
+        .topic_pattern("t.*")
+        .property("security.protocol", "SSL")
+        .starting_offsets(OffsetsInitializer.timestamps({("t", 0): 1}))
+        .stopping_offsets(OffsetsInitializer.timestamp(2))
+        .fail_on_data_loss(False)
+        .include_headers(True)
+        .include_key()
+        .partition_discovery_interval_ms(5)
+    )
+    hybrid = _unbuilt(
+        HybridSource.builder(file).add_source(kafka, start_at_previous_end_minus_ms=1)
+    )
+    return [generator, file, kafka, hybrid]
+
+
+def test_every_option_a_builder_sets_is_declared_on_the_jvm() -> None:
+    for source in _every_builder_method():
+        undeclared = [key for key in source.options if not _options.declarations(key)]
+        assert not undeclared, f"{source.source_type}: {undeclared}"
+    strategy = (
+        WatermarkStrategy.for_bounded_out_of_orderness(1)
+        .with_timestamp_column("ts")
+        .with_idleness(1)
+        .with_watermark_alignment("g", 1, 1)
+        .with_allow_unaligned_source_splits()
+    )
+    read = _options.declared("read")
+    assert all(key in read for key in strategy.options)
+    for kind in (
+        WatermarkStrategy.no_watermarks(),
+        strategy,
+        WatermarkStrategy.for_monotonous_timestamps(),
+    ):
+        assert kind.options["watermark.kind"] in read["watermark.kind"].allowed.split(
+            ", "
+        )
+
+
+def test_repr_masks_what_the_jvm_declares_secret_even_inside_a_hybrid() -> None:
+    secret = "PLANTED-SECRET-hybrid"
+    live = _unbuilt(
+        KafkaSource.builder()
+        .bootstrap_servers("127.0.0.1:9")
+        .topics("t")
+        .property("sasl.jaas.config", secret)
+    )
+    text = repr(_unbuilt(HybridSource.builder(live)))
+    assert secret not in text
+    assert f"hybrid.0.kafka.sasl.jaas.config={_options.MASK}" in text
+    assert "hybrid.0.kafka.bootstrap.servers=127.0.0.1:9" in text
+
+
+def test_a_negative_margin_fails_early_with_the_declared_rule() -> None:
+    first = _unbuilt(GeneratorSource.builder().records_per_split(1))
+    with pytest.raises(
+        SluiceConfigError,
+        match="'hybrid.1.startAtPreviousEndMinusMs'; allowed: an integer >= 0",
+    ):
+        HybridSource.builder(first).add_source(first, start_at_previous_end_minus_ms=-1)
+
+
+def test_an_undeclared_name_says_where_names_come_from() -> None:
+    with pytest.raises(KeyError, match="make docs"):
+        _options.declared("kafka")["startingOffset"]
