@@ -13,9 +13,10 @@ from pyspark.sql.streaming import DataStreamWriter
 
 import sluice
 
-SPARK_KAFKA_JARS = (
-    Path(__file__).resolve().parent.parent / "spark" / "target" / "spark-kafka-jars.txt"
-)
+ROOT = Path(__file__).resolve().parent.parent
+SPARK_KAFKA_JARS = ROOT / "spark" / "target" / "spark-kafka-jars.txt"
+# Diagnostics the benchmarks call on the JVM (row sizes); never part of the Sluice jar.
+BENCHKIT_JARS = ROOT / "bench" / "jvm" / "target" / "scala-2.13"
 
 
 def session(
@@ -24,8 +25,10 @@ def session(
     master: str = "local[2]",
     driver_memory: str = "4g",
     spark_kafka: bool = False,
+    benchkit: bool = False,
 ) -> SparkSession:
-    """A quiet session with the Sluice jar; `spark_kafka` adds Spark's own Kafka connector."""
+    """A quiet session with the Sluice jar; `spark_kafka` adds Spark's own Kafka connector,
+    `benchkit` the benchmarks' JVM diagnostics (bench/jvm)."""
     builder = (
         SparkSession.builder.master(master)
         .appName(app)
@@ -34,10 +37,20 @@ def session(
         .config("spark.driver.memory", driver_memory)
         .config("spark.sql.shuffle.partitions", "2")
     )
+    jars: list[str] = []
     if spark_kafka:
         if not SPARK_KAFKA_JARS.exists():
             raise FileNotFoundError(f"{SPARK_KAFKA_JARS} is missing: run `make build`")
-        builder = builder.config("spark.jars", SPARK_KAFKA_JARS.read_text().strip())
+        jars.append(SPARK_KAFKA_JARS.read_text().strip())
+    if benchkit:
+        found = sorted(BENCHKIT_JARS.glob("sluice-benchkit_2.13-*.jar"))
+        if not found:
+            raise FileNotFoundError(
+                f"no benchkit jar in {BENCHKIT_JARS}: run `make build`"
+            )
+        jars.append(str(found[-1]))
+    if jars:
+        builder = builder.config("spark.jars", ",".join(jars))
     spark = sluice.configure(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark

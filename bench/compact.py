@@ -11,7 +11,7 @@ embedded broker, round-robin over 8 partitions. Two queries, each under Trigger.
 
 Runs alternate the three sides after one warm-up each; records/s are medians of SLUICE_BENCH_RUNS
 (default 3). Bytes per row are the mean `UnsafeRow` size of the rows each source emits (before
-any select), over the first micro-batch of 20,000 records (`sluice.spark.RowSizes`).
+any select), over the first micro-batch of 20,000 records (`sluice.bench.RowSizes`, bench/jvm).
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def _row_bytes(spark: SparkSession, bootstrap: str, side: str) -> float:
         if not sizes:
             jvm = spark._jvm  # noqa: SLF001
             sizes.append(
-                jvm.sluice.spark.RowSizes.meanUnsafeRowBytes(batch._jdf, 20_000)
+                jvm.sluice.bench.RowSizes.meanUnsafeRowBytes(batch._jdf, 20_000)
             )  # noqa: SLF001
 
     with tempfile.TemporaryDirectory(prefix="bench-compact-") as checkpoint:
@@ -125,7 +125,7 @@ def _medians(
 def run() -> dict:
     records = int(os.environ.get("SLUICE_BENCH_COMPACT_RECORDS", "3000000"))
     runs = int(os.environ.get("SLUICE_BENCH_RUNS", "3"))
-    spark = session("bench-compact", spark_kafka=True)
+    spark = session("bench-compact", spark_kafka=True, benchkit=True)
     with EmbeddedKafka() as kafka:
         kafka.create_topic(TOPIC, PARTITIONS)
         kafka.produce_generated(TOPIC, records, VALUE_BYTES)

@@ -163,6 +163,42 @@ class AlignedStreamSuite extends AnyFunSuite with SparkSuiteBase {
     assert(q.recentProgress.filter(_.numInputRows > 0).last.sources.head.metrics.get("alignment.mode") == "SplitsByWatermark")
   }
 
+  test("three sources in one group: every member reads in every batch, also right after a restart") {
+    // one record a second, every 4 s, every 2 s: the same hundred records cover different stretches of time
+    def gen(stepMs: Long) = GeneratorSource.builder().splits(1).recordsPerSplit(3000)
+      .eventTimeStartMs(1700000000000L).eventTimeStepMs(stepMs).build()
+    val grouped = strategy.withWatermarkAlignment("trio", Duration.ofMinutes(5))
+    def union = Seq(1000L, 4000L, 2000L).zipWithIndex
+      .map { case (step, i) => Sluice.fromSource(spark, gen(step), grouped, s"m$i", Map("maxRecordsPerTrigger" -> "100")) }
+      .reduce(_ union _)
+    val checkpoint = tempDir("trio").toString
+    def start() = union.writeStream.format("noop").option("checkpointLocation", checkpoint)
+      .trigger(Trigger.ProcessingTime(0)).start()
+    def readByMember(p: StreamingQueryProgress) = p.sources.map(_.numInputRows).toSeq
+
+    val first = start()
+    try {
+      eventually(first)(_.lastProgress != null && first.lastProgress.batchId >= 3)
+    } finally first.stop()
+    val before = first.recentProgress.filter(_.numInputRows > 0)
+    assert(before.head.batchId == 0)
+    before.foreach(p => assert(readByMember(p).forall(_ > 0), s"batch ${p.batchId} read ${readByMember(p)}"))
+
+    val again = start() // a restart: the group's round finds where the others start in the offset log
+    try {
+      eventually(again)(_.recentProgress.count(_.numInputRows > 0) >= 3)
+    } finally again.stop()
+    val after = again.recentProgress.filter(_.numInputRows > 0).take(3)
+    after.foreach(p => assert(readByMember(p).forall(_ > 0), s"batch ${p.batchId} after the restart read ${readByMember(p)}"))
+  }
+
+  private def eventually(q: StreamingQuery)(done: StreamingQuery => Boolean): Unit = {
+    val deadline = System.currentTimeMillis() + 120000
+    while (!done(q) && q.exception.isEmpty && System.currentTimeMillis() < deadline) Thread.sleep(50)
+    assert(q.exception.isEmpty, q.exception)
+    assert(done(q), "the query did not get there in time")
+  }
+
   private def dropped(q: StreamingQuery): Long =
     q.recentProgress.flatMap(_.stateOperators).map(_.numRowsDroppedByWatermark).sum
 }

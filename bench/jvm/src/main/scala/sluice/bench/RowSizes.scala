@@ -1,4 +1,4 @@
-package sluice.spark
+package sluice.bench
 
 import org.apache.spark.sql.{DataFrame, Row}
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection
