@@ -22,12 +22,6 @@ trait SplitReader[SplitT <: SourceSplit] extends AutoCloseable {
    * one result once its `until` is reached. May block briefly while waiting for data.
    */
   def fetch(): RecordsWithSplitIds
-
-  /**
-   * Counters this reader kept for a split's range (e.g. `malformedRecordsDropped`), summed over
-   * splits into the source's metrics in query progress.
-   */
-  def splitCounters(splitId: String): Map[String, Long] = Map.empty
 }
 
 /**

@@ -5,6 +5,7 @@ import scala.collection.mutable
 import org.apache.spark.sql.catalyst.InternalRow
 
 import sluice.api._
+import sluice.config.RecordLayout
 
 /**
  * Reads a hybrid's splits with the readers of the sources they belong to (normally one: the
@@ -44,11 +45,14 @@ final class HybridReader(hybrid: HybridSource, context: ReaderContext) extends P
     }
 
   private def readerOf(index: Int): SplitReader[SourceSplit] =
-    readers.getOrElseUpdate(index, hybrid.resolvedSourceAt(index).createReader(context))
+    readers.getOrElseUpdate(index, hybrid.resolvedSourceAt(index).createReader(new MemberContext(index)))
 
-  override def splitCounters(splitId: String): Map[String, Long] = {
-    val (index, childId) = HybridSplit.parseId(splitId)
-    readers.get(index).map(_.splitCounters(childId)).getOrElse(Map.empty)
+  /** The hybrid's context as a member's reader sees it: counters go to the hybrid's split ids. */
+  private final class MemberContext(index: Int) extends ReaderContext {
+    override def recordLayout: RecordLayout = context.recordLayout
+    override def currentTimeMillis(): Long = context.currentTimeMillis()
+    override def count(splitId: String, name: String, delta: Long): Unit =
+      context.count(HybridSplit.id(index, splitId), name, delta)
   }
 
   override def close(): Unit = readers.values.foreach(_.close())

@@ -29,6 +29,7 @@ final class SourceRuntime(
     defaultLimit: BatchLimit) extends AlignmentMember {
 
   private val tracker = new SplitProgressTracker
+  private val progressWriter = new ProgressWriter(store, settings.displayName)
   private val splits = mutable.LinkedHashMap[String, SourceSplit]()
   private var enumerator: SplitEnumerator[SourceSplit, Any] = _
   private var progressRestored = false
@@ -92,13 +93,14 @@ final class SourceRuntime(
 
   /**
    * Folds what readers reported (idempotent: a range counts once however often it is reported)
-   * and keeps it in the store, so that it survives the driver until a checkpoint carries it.
+   * and keeps it in the store, so that it survives the driver until a checkpoint carries it. Runs
+   * on Spark's scheduler thread as tasks end: the store is written on the writer's own thread.
    */
   def fold(reports: Seq[SplitReport]): Unit = if (reports.nonEmpty) {
     val constraining = synchronized {
       latencyMarkers ++= reports.flatMap(_.latencyMarkersMs)
       if (tracker.fold(reports)) {
-        store.write(tracker.all)
+        progressWriter.submit(tracker.all)
         if (enumerator != null) enumerator.progressUpdated(splitsWithProgress)
       }
       eventTime.map(et => et.constrainingWatermarks(et.splitStates(splits.values.toSeq, tracker.get)))
@@ -138,6 +140,7 @@ final class SourceRuntime(
   }
 
   private def prepare(start: SourceCheckpoint, limit: BatchLimit): PreparedBatch = {
+    progressWriter.flush() // what the last batch read is kept before the next one is planned
     restore(start)
     // The engine plans a batch only after the previous one committed, so every range up to
     // `start` was read in full, even if its report died with a previous driver: a finished split
@@ -168,7 +171,7 @@ final class SourceRuntime(
     val aligned = eventTime.flatMap(_.prepare(splits.values.toSeq, from, readableEnd, finished,
       id => tracker.get(id).get, limit.maxRecords, ppr, enumerator,
       withOthers = group.exists(_.hasOtherMembers(settings.memberId))))
-    new PreparedBatch(this, start, limit, from, unaligned, aligned)
+    new PreparedBatch(this, start, limit, unaligned, aligned)
   }
 
   private def finish(prepared: PreparedBatch, plan: Option[SourcePlan]): SourceCheckpoint = {
@@ -250,7 +253,7 @@ final class SourceRuntime(
 
   def close(): Unit = synchronized {
     try {
-      if (enumerator != null) enumerator.close()
+      try progressWriter.close() finally if (enumerator != null) enumerator.close()
     } finally {
       for (a <- settings.eventTime.alignment) AlignmentCoordinator.leave(settings.queryKey, a.group, settings.memberId)
     }
@@ -260,19 +263,16 @@ final class SourceRuntime(
 }
 
 /**
- * A batch prepared from where it starts (`from`, per split): the ends without alignment, and the
- * aligned planning.
+ * A batch prepared from where it starts: the ends without alignment, and the aligned planning.
  */
 private final class PreparedBatch(
     val owner: SourceRuntime,
     val start: SourceCheckpoint,
     val limit: BatchLimit,
-    val from: Map[String, Long],
     val unaligned: Map[String, Long],
     val aligned: Option[AlignedBatch]) extends PreparedMemberBatch {
   override def plan(othersFrontier: Option[Long]): SourcePlan = aligned match {
     case Some(a) => a.plan(othersFrontier)
     case None => SourcePlan(unaligned, None, None, Set.empty, None)
   }
-  override def hold: SourcePlan = SourcePlan(from, None, None, Set.empty, None)
 }

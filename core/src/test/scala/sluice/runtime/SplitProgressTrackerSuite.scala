@@ -30,4 +30,15 @@ class SplitProgressTrackerSuite extends AnyFunSuite {
     assert(tracker.get("0").contains(SplitProgress("0", 300, Some(30L), 200)))
     assert(!tracker.fold(Seq(SplitReport("0", 200, 300, Some(30L), 100))))
   }
+
+  test("a task stopped early reports how far it got; the full read of the same range then counts, once") {
+    val tracker = new SplitProgressTracker
+    tracker.restore(SplitProgress("0", 0, None, 0))
+    tracker.fold(Seq(SplitReport("0", 0, 1, Some(1L), 1, Map("dropped" -> 0L)))) // df.isEmpty in foreachBatch
+    tracker.fold(Seq(SplitReport("0", 0, 100, Some(99L), 100, Map("dropped" -> 3L)))) // the write
+    tracker.fold(Seq(SplitReport("0", 0, 100, Some(99L), 100, Map("dropped" -> 3L)))) // a retried task
+    assert(tracker.get("0").contains(SplitProgress("0", 100, Some(99L), 100, Map("dropped" -> 3L))))
+    tracker.fold(Seq(SplitReport("0", 100, 150, Some(149L), 50, Map("dropped" -> 1L))))
+    assert(tracker.get("0").contains(SplitProgress("0", 150, Some(149L), 150, Map("dropped" -> 4L))))
+  }
 }

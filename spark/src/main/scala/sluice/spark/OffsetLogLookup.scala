@@ -4,7 +4,8 @@ import scala.util.Try
 
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.execution.streaming.checkpointing.OffsetSeqLog
+import org.apache.spark.sql.connector.read.streaming.{Offset => SparkOffset}
+import org.apache.spark.sql.execution.streaming.checkpointing.{OffsetMap, OffsetSeqBase, OffsetSeqLog}
 
 /**
  * Finds a source's offset in the latest batch of its query's offset log, before Spark hands it
@@ -18,20 +19,32 @@ object OffsetLogLookup {
 
   /**
    * The source's offset in the latest logged batch; `Right(None)` when the log has no batch yet,
-   * `Left` when the log has batches but none of its offsets names this source (it was written
-   * before offsets named their member, or the source is new in the query).
+   * `Left` when the log has batches but none of its offsets can be told to be this source's.
    */
   def latest(spark: SparkSession, metadataPath: String): Either[String, Option[SluiceOffset]] = {
     val checkpointRoot = new Path(metadataPath).getParent.getParent
     val log = new OffsetSeqLog(spark, new Path(checkpointRoot, "offsets").toString)
-    val member = memberName(metadataPath)
     log.getLatest() match {
       case None => Right(None)
       case Some((batchId, seq)) =>
-        val mine = Try(seq.offsets).toOption.toSeq.flatten.flatten
-          .flatMap(o => Try(SluiceOffset.fromJson(o.json())).toOption)
-          .find(_.member.contains(member))
-        mine.map(o => Right(Some(o))).getOrElse(Left(s"batch $batchId of the offset log has no offset of $member"))
+        find(seq, memberName(metadataPath), Try(new Path(metadataPath).getName.toInt).toOption)
+          .map(o => Right(Some(o)))
+          .getOrElse(Left(s"batch $batchId of the offset log has no offset of ${memberName(metadataPath)}"))
     }
+  }
+
+  /**
+   * The offset that names `member`. Offsets written before they named their member are matched
+   * by position: Spark numbers a query's sources (`sources/<n>`) in the order it logs their
+   * offsets (format 1; format 2 keys them by that number).
+   */
+  private def find(seq: OffsetSeqBase, member: String, index: Option[Int]): Option[SluiceOffset] = {
+    def sluice(o: Option[SparkOffset]) = o.flatMap(x => Try(SluiceOffset.fromJson(x.json())).toOption)
+    val (all, byIndex) = seq match {
+      case m: OffsetMap =>
+        (m.offsetsMap.values.toSeq.map(sluice), index.flatMap(i => m.offsetsMap.get(i.toString)).flatMap(sluice))
+      case s => (s.offsets.map(sluice), index.flatMap(i => s.offsets.lift(i)).flatMap(sluice))
+    }
+    all.flatten.find(_.member.contains(member)).orElse(byIndex.filter(_.member.isEmpty))
   }
 }

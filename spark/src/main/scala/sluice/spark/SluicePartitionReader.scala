@@ -14,7 +14,8 @@ final case class SluiceInputPartition(ranges: Seq[SplitRange[SourceSplit]]) exte
 final case class RecordTiming(
     eventTime: EventTimeSettings,
     timestamps: TimestampSupport) {
-  def readerContext: ReaderContext = ReaderContext.of(timestamps.layout)
+  /** A task's context: its own counters, the layout the binding chose. */
+  def readerContext: ReaderContext.Local = ReaderContext(timestamps.layout)
 }
 
 /**
@@ -49,7 +50,7 @@ final class SluiceReaderFactory(
 final class SluicePartitionReader(
     partition: SluiceInputPartition,
     source: Source[SourceSplit, Any],
-    context: ReaderContext,
+    context: ReaderContext.Local,
     eventTime: Option[EventTimeAppender],
     tracksEventTime: Boolean,
     latency: Option[LatencyMarkers],
@@ -82,7 +83,9 @@ final class SluicePartitionReader(
         if (fetched.nextRecord()) {
           val position = fetched.position
           if (position != current.position) { // a new record (several rows may share one)
-            if (current.position >= current.range.until) readPastRange(current)
+            // where it starts: its own position where positions count records, else where the last one ended
+            val start = if (current.range.split.positionsCountRecords) position - 1 else current.position
+            if (start >= current.range.until) readPastRange(current, start)
             current.position = position
           }
           current.records += 1
@@ -121,11 +124,14 @@ final class SluicePartitionReader(
 
   override def get(): InternalRow = row
 
+  override def currentMetricsValues(): Array[org.apache.spark.sql.connector.metric.CustomTaskMetric] =
+    ReaderMetrics.current(context, stats.keys)
+
   /** A record that starts past the range belongs to the next batch: emitting it would read it twice. */
-  private def readPastRange(stats: Stats): Nothing = {
+  private def readPastRange(stats: Stats, start: Long): Nothing = {
     val r = stats.range
     throw new IllegalStateException(s"Sluice: the ${source.sourceType} reader returned a record of split " +
-      s"${r.split.splitId} that starts at position ${stats.position}, past the range [${r.from}, ${r.until}) " +
+      s"${r.split.splitId} that starts at position $start, past the range [${r.from}, ${r.until}) " +
       "this task reads; it would be read again by the next batch. This is a bug in the connector's reader.")
   }
 
@@ -139,10 +145,14 @@ final class SluicePartitionReader(
       stats.values.foreach { s =>
         val maxTs = if (s.maxEventTime == RecordsWithSplitIds.NoTimestamp) None else Some(s.maxEventTime)
         val id = s.range.split.splitId
-        // only a task that finished every range reports (Spark drops failed tasks' accumulators),
-        // so each range was read to its `until`
-        channel.add(SplitReport(id, s.range.from, s.range.until, maxTs, s.records, reader.splitCounters(id),
-          s.latencyMarkers.toSeq))
+        // A failed task's accumulators are dropped by Spark, but a task may succeed without reading
+        // its ranges to the end (`limit`, `take`, `isEmpty` in foreachBatch): it reports how far it
+        // got, and the task that reads the range in full reports again (the larger report counts).
+        val reached = if (!unfinished.contains(id)) s.range.until else s.position
+        if (reached > s.range.from) {
+          channel.add(SplitReport(id, s.range.from, reached, maxTs, s.records, context.countersOf(id),
+            s.latencyMarkers.toSeq))
+        }
       }
     } finally reader.close()
   }

@@ -88,6 +88,7 @@ final class SluiceScan(source: Source[SourceSplit, Any], options: StreamOptions,
   extends Scan {
   override def readSchema(): StructType = options.outputSchema(source)
   override def description(): String = s"Sluice ${source.sourceType} source${options.name.fold("")(n => s" '$n'")}"
+  override def supportedCustomMetrics(): Array[org.apache.spark.sql.connector.metric.CustomMetric] = ReaderMetrics.supported
   /**
    * Each query gets its own source object, rebuilt from the options: a DataFrame can start several
    * queries, and a source may keep per-query state (a hybrid's sources built at its switches).

@@ -147,7 +147,7 @@ class HybridSourceSuite extends AnyFunSuite with SparkSuiteBase {
     val source = HybridSource.builder(gen(10, 0L)).build()
     val enumerator = source.createEnumerator()
     val splits = enumerator.discoverSplits()
-    val reader = source.createReader(sluice.api.ReaderContext.Default)
+    val reader = source.createReader(sluice.api.ReaderContext())
     reader.handleSplitsChanges(splits.map(s => SplitRange(s, 0L, 10L)))
     reader.pauseOrResumeSplits(Seq(splits.head), Nil)
     def readIds(records: RecordsWithSplitIds): Set[String] = {

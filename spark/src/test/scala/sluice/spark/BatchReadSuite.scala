@@ -100,6 +100,19 @@ class BatchReadSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase
     assert(expected.count() >= 7)
   }
 
+  test("files: records dropped as malformed are counted in the scan's SQL metrics, not silently lost") {
+    val dir = Files.createTempDirectory("malformed")
+    Files.write(dir.resolve("a.json"), "{\"id\": 1}\nnot json\n{\"id\": 2}\nnor this\n".getBytes(UTF_8))
+    val source = FileSource.builder().path(dir.toString).format("json").schema("id BIGINT")
+      .option("mode", "DROPMALFORMED").build()
+    val ids = Sluice.read(spark, source).select("id")
+    assert(ids.collect().map(_.getLong(0)).sorted.toSeq == Seq(1L, 2L))
+    val scans = ids.queryExecution.executedPlan.collect {
+      case scan: org.apache.spark.sql.execution.datasources.v2.BatchScanExec => scan
+    }
+    assert(scans.map(_.metrics("malformedRecordsDropped").value).sum == 2)
+  }
+
   test("files: a watermark strategy over a timestamp column adds that column as event_time") {
     val source = FileSource.builder().path(jsonDir.toString).format("json").schema(FileTestData.JsonSchema).build()
     val strategy = WatermarkStrategy.forMonotonousTimestamps().withTimestampColumn("ts")

@@ -51,6 +51,22 @@ class MicroBatchSuite extends AnyFunSuite with SparkSuiteBase {
     assert(metrics("recordsRead").toLong >= 4000 - 700)
   }
 
+  test("a batch looked at with isEmpty before it is written counts every record once, not the peek") {
+    val source = GeneratorSource.builder().splits(2).recordsPerSplit(500).build()
+    val written = new java.util.concurrent.atomic.AtomicLong
+    val q = Sluice.fromSource(spark, source, null, "peeked").writeStream
+      .foreachBatch { (batch: DataFrame, _: Long) =>
+        if (!batch.isEmpty) written.addAndGet(batch.count()) // isEmpty reads one row of one task and stops
+        ()
+      }
+      .option("checkpointLocation", tempDir("ckpt").toString).trigger(Trigger.AvailableNow()).start()
+    q.awaitTermination(120000)
+    assert(q.exception.isEmpty)
+    assert(written.get == 1000)
+    val metrics = q.recentProgress.filter(_.numInputRows > 0).last.sources.head.metrics.asScala
+    assert(metrics("recordsRead") == "1000", "the peek's one-row report must not stand for the range")
+  }
+
   test("AvailableNow terminates on an unbounded source, reading what existed when it started") {
     val source = GeneratorSource.builder().splits(2).rowsPerSecond(1000).build()
     val q = runToMemory(Sluice.fromSource(spark, source, null, "unbounded"), "gen_unbounded", Trigger.AvailableNow())

@@ -67,7 +67,7 @@ final class FileEnumerator(
 
   /** Reads the range's first records with the source's own reader until one has an event time. */
   private def firstEventTime(range: SplitRange[FileSplit]): Option[Long] = {
-    val reader = new FileReader(config, compact = false, hadoopConf)
+    val reader = new FileReader(config, ReaderContext(), hadoopConf)
     try {
       reader.handleSplitsChanges(Seq(range))
       var looked = 0

@@ -9,7 +9,8 @@ import org.apache.hadoop.fs.{FSDataInputStream, Path}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.unsafe.types.UTF8String
 
-import sluice.api.{PausableSplitReader, RecordsWithSplitIds, SplitRange}
+import sluice.api.{PausableSplitReader, ReaderContext, RecordsWithSplitIds, SplitRange}
+import sluice.config.RecordLayout
 import sluice.connector.format.Provenance
 
 /**
@@ -18,7 +19,7 @@ import sluice.connector.format.Provenance
  * Counts per split the records dropped as malformed and a missing file skipped. A paused range
  * (FLIP-217) is set aside, still open, and the next one is read meanwhile.
  */
-final class FileReader(config: FileConfig, compact: Boolean, hadoopConf: () => Configuration)
+final class FileReader(config: FileConfig, context: ReaderContext, hadoopConf: () => Configuration)
   extends PausableSplitReader[FileSplit] {
   import FileReader._
 
@@ -27,7 +28,7 @@ final class FileReader(config: FileConfig, compact: Boolean, hadoopConf: () => C
   private val tsIndex = config.timestampIndex
   private val tsMillis = config.timestampIsMillis
   private val pending = mutable.Queue[SplitRange[FileSplit]]()
-  private val counters = mutable.Map[String, Map[String, Long]]()
+  private val compact = context.recordLayout == RecordLayout.Compact
   private var current: Cursor = _
   /** Splits paused by alignment (FLIP-217), and the open ranges set aside while paused. */
   private val paused = mutable.Set[String]()
@@ -133,14 +134,9 @@ final class FileReader(config: FileConfig, compact: Boolean, hadoopConf: () => C
 
   private def finish(c: Cursor): Unit = {
     c.close()
-    counters(c.split.splitId) = Map(MalformedRecordsDropped -> c.dropped, MissingFilesSkipped -> c.missing)
+    context.count(c.split.splitId, MalformedRecordsDropped, c.dropped)
+    context.count(c.split.splitId, MissingFilesSkipped, c.missing)
   }
-
-  override def splitCounters(splitId: String): Map[String, Long] =
-    counters.getOrElse(splitId,
-      (Option(current).filter(_.split.splitId == splitId) ++ parked.get(splitId)).headOption
-        .map(c => Map(MalformedRecordsDropped -> c.dropped, MissingFilesSkipped -> c.missing))
-        .getOrElse(Map.empty))
 
   override def close(): Unit = {
     if (current != null) { current.close() }
@@ -200,8 +196,8 @@ final class FileReader(config: FileConfig, compact: Boolean, hadoopConf: () => C
 }
 
 object FileReader {
-  val MalformedRecordsDropped = "malformedRecordsDropped"
-  val MissingFilesSkipped = "missingFilesSkipped"
+  val MalformedRecordsDropped: String = sluice.api.ReaderCounters.MalformedRecordsDropped
+  val MissingFilesSkipped: String = sluice.api.ReaderCounters.MissingFilesSkipped
   private val LinesPerFetch = 8192
   private val BufferBytes = 64 * 1024
 }

@@ -44,7 +44,7 @@ final class FileSource private[file] (val config: FileConfig)
     new FileEnumerator(config, state, () => FileSource.driverHadoopConf(), () => System.currentTimeMillis())
 
   override def createReader(context: ReaderContext): FileReader =
-    new FileReader(config, context.recordLayout == RecordLayout.Compact, () => FileSource.executorHadoopConf())
+    new FileReader(config, context, () => FileSource.executorHadoopConf())
 
   override def splitSerializer: VersionedSerializer[FileSplit] = FileSplitSerializer
   override def enumeratorStateSerializer: VersionedSerializer[FileEnumeratorState] = FileEnumeratorStateSerializer

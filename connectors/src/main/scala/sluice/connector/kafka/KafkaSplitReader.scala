@@ -32,7 +32,6 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
   private var healthy = true
   private val assigned = mutable.LinkedHashMap[TopicPartition, Assignment]()
   private val paused = mutable.Set[TopicPartition]()
-  private val lostBySplit = mutable.Map[String, Long]()
   private val decoder = config.decoder(context.recordLayout)
   private val (converter, parsed): (RawRowConverter, ParsedRecords) = decoder match {
     case KafkaRecordDecoder.Raw(headers) => (new KafkaRowConverter(headers), null)
@@ -78,17 +77,6 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
     }
   }
 
-  override def splitCounters(splitId: String): Map[String, Long] = {
-    val lost = lostBySplit.get(splitId).filter(_ > 0).map("dataLossOffsets" -> _)
-    val decoding = Option(parsed).toSeq.flatMap { p =>
-      droppedBySplit.get(splitId).filter(_ > 0).map("malformedRecordsDropped" -> _) ++
-        nullsBySplit.get(splitId).filter(_ > 0).map("nullValuesSkipped" -> _)
-    }
-    (lost ++ decoding).toMap
-  }
-  // Parser counters are per reader; these attribute them to the split being read.
-  private val droppedBySplit = mutable.Map[String, Long]()
-  private val nullsBySplit = mutable.Map[String, Long]()
 
   override def close(): Unit = {
     assigned.clear()
@@ -178,7 +166,7 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
   }
 
   private def recordLoss(a: Assignment, offsets: Long): Unit =
-    if (offsets > 0) lostBySplit(a.split.splitId) = lostBySplit.getOrElse(a.split.splitId, 0L) + offsets
+    if (offsets > 0) context.count(a.split.splitId, DataLossOffsets, offsets)
 
   private def guarded[T](body: => T): T =
     try body catch {
@@ -229,8 +217,9 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
         val (dropped, nulls) = (parsed.malformedDropped, parsed.nullValuesSkipped)
         parsed.start(record, splitId)
         val hasRows = parsed.hasNext // parsing is lazy: counters move once it ran
-        if (parsed.malformedDropped > dropped) droppedBySplit(splitId) = droppedBySplit.getOrElse(splitId, 0L) + 1
-        if (parsed.nullValuesSkipped > nulls) nullsBySplit(splitId) = nullsBySplit.getOrElse(splitId, 0L) + 1
+        // parser counters are per reader: attribute what this record moved to its split
+        if (parsed.malformedDropped > dropped) context.count(splitId, MalformedRecordsDropped, 1)
+        if (parsed.nullValuesSkipped > nulls) context.count(splitId, NullValuesSkipped, 1)
         if (hasRows) {
           theRow = parsed.next()
           return true
@@ -248,6 +237,10 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
 }
 
 private object KafkaSplitReader {
+  import sluice.api.ReaderCounters
+  val DataLossOffsets: String = ReaderCounters.DataLossOffsets
+  val MalformedRecordsDropped: String = ReaderCounters.MalformedRecordsDropped
+  val NullValuesSkipped: String = ReaderCounters.NullValuesSkipped
   /** How long one fetch() may block; short, so pause/resume and finishing react quickly. */
   val PollSliceMs = 500L
   /** Metadata lookups that a deleted topic never answers are given up after this. */

@@ -73,7 +73,7 @@ class FileReaderSuite extends AnyFunSuite with SparkSuiteBase {
       "b.txt" -> (0 until 10).map(i => s"b$i").mkString("\n")))
     val source = FileSource.builder().path(files.toString).format("text").build()
     val Seq(a, b) = source.createEnumerator().discoverSplits()
-    val reader = source.createReader(sluice.api.ReaderContext.Default)
+    val reader = source.createReader(sluice.api.ReaderContext())
     try {
       reader.handleSplitsChanges(Seq(SplitRange(a, a.start, a.end), SplitRange(b, b.start, b.end)))
       val seen = mutable.ArrayBuffer[String]()
@@ -140,7 +140,7 @@ object FileReaderSuite {
   }
 
   def readAll(source: FileSource, ranges: Seq[(FileSplit, (Long, Long))]): (Seq[(Long, Long, String)], Set[String]) = {
-    val reader = source.createReader(sluice.api.ReaderContext.Default)
+    val reader = source.createReader(sluice.api.ReaderContext())
     try drain(reader, ranges.map { case (s, (a, b)) => SplitRange(s, a, b) })
     finally reader.close()
   }

@@ -217,10 +217,11 @@ class FileSourceSuite extends AnyFunSuite with SparkSuiteBase {
     assert(e.getMessage.contains("gone.json") && e.getMessage.contains("ignoreMissingFiles"), e.getMessage)
 
     val lenient = FileSource.builder().path(dir.toString).schema("a INT").ignoreMissingFiles(true).build()
-    val reader = lenient.createReader(sluice.api.ReaderContext.Default)
+    val context = sluice.api.ReaderContext()
+    val reader = lenient.createReader(context)
     val (rows, _) = FileReaderSuite.drain(reader, splits.map(s => sluice.api.SplitRange(s, 0L, s.end)))
     assert(rows.map(_._1) == Seq("{\"a\": 1}".length.toLong + 1))
-    assert(reader.splitCounters(gone.splitId)("missingFilesSkipped") == 1L)
+    assert(context.countersOf(gone.splitId)("missingFilesSkipped") == 1L)
   }
 
   test("bad options fail at build, naming the option, the value and what is allowed") {

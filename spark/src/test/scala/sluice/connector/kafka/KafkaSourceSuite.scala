@@ -156,10 +156,11 @@ class KafkaSourceSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBa
   }
 
   test("a reader whose partition is deleted under it fails clearly, or skips and counts") {
+    val context = sluice.api.ReaderContext()
     def readerOn(topic: String, failOnDataLoss: Boolean) = {
       val source = KafkaSource.builder().bootstrapServers(kafka.bootstrapServers).topics(topic)
         .failOnDataLoss(failOnDataLoss).build()
-      val reader = source.createReader(sluice.api.ReaderContext.Default)
+      val reader = source.createReader(context)
       reader.handleSplitsChanges(Seq(sluice.api.SplitRange(KafkaPartitionSplit(topic, 0, 0, None), 0L, 10L)))
       reader
     }
@@ -178,7 +179,7 @@ class KafkaSourceSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBa
     var finished = Set.empty[String]
     while (finished.isEmpty && System.currentTimeMillis() < deadline) finished = skipping.fetch().finishedSplits
     assert(finished == Set("vanishing-b-0"))
-    assert(skipping.splitCounters("vanishing-b-0") == Map("dataLossOffsets" -> 10L))
+    assert(context.countersOf("vanishing-b-0") == Map("dataLossOffsets" -> 10L))
     skipping.close()
   }
 

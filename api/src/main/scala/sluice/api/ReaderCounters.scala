@@ -1,0 +1,19 @@
+package sluice.api
+
+/**
+ * The counters readers keep per split (`ReaderContext.count`): what a reader skipped instead of
+ * failing, so that a skip is counted, never silent. Summed per source in streaming query progress
+ * and shown as SQL metrics of the scan (Spark UI, and the plan of a batch read).
+ */
+object ReaderCounters {
+  /** Records a parser dropped (mode DROPMALFORMED). */
+  val MalformedRecordsDropped = "malformedRecordsDropped"
+  /** Files that vanished between listing and reading (ignoreMissingFiles). */
+  val MissingFilesSkipped = "missingFilesSkipped"
+  /** Kafka offsets gone before they were read (failOnDataLoss=false). */
+  val DataLossOffsets = "dataLossOffsets"
+  /** Kafka records without a value, which a parsed format skips. */
+  val NullValuesSkipped = "nullValuesSkipped"
+
+  val all: Seq[String] = Seq(MalformedRecordsDropped, MissingFilesSkipped, DataLossOffsets, NullValuesSkipped)
+}
