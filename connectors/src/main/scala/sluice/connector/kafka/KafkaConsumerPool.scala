@@ -39,6 +39,10 @@ private[kafka] object KafkaConsumerPool {
     if (!kept) closeQuietly(consumer)
   }
 
+  /** Consumers waiting in the pool for this configuration. */
+  private[kafka] def idleCount(properties: Map[String, String]): Int =
+    Option(idle.get(properties)).map(q => q.synchronized(q.size)).getOrElse(0)
+
   private def create(properties: Map[String, String]): Consumer = {
     val props = new Properties()
     properties.foreach { case (k, v) => props.put(k, v) }

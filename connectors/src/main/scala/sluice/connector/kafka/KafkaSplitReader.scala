@@ -60,9 +60,14 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
   }
 
   override def fetch(): RecordsWithSplitIds = guarded {
+    // no `return` in here: inside `guarded` it would throw, and mark the consumer unhealthy
     val finished = finishedNow()
-    if (finished.nonEmpty) return RecordsWithSplitIds.empty(finished)
-    if (assigned.keys.forall(paused.contains)) return RecordsWithSplitIds.empty(Set.empty)
+    if (finished.nonEmpty) RecordsWithSplitIds.empty(finished)
+    else if (assigned.keys.forall(paused.contains)) RecordsWithSplitIds.empty(Set.empty)
+    else poll()
+  }
+
+  private def poll(): RecordsWithSplitIds = {
     val records = try consumer.poll(Duration.ofMillis(PollSliceMs)) catch {
       case e: OffsetOutOfRangeException =>
         e.offsetOutOfRangePartitions().asScala.foreach { case (tp, offset) => handleOutOfRange(tp, offset) }
@@ -168,8 +173,10 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
   private def recordLoss(a: Assignment, offsets: Long): Unit =
     if (offsets > 0) context.count(a.split.splitId, DataLossOffsets, offsets)
 
+  /** A consumer whose call failed is in an unknown state: it goes back to the pool only to be closed. */
   private def guarded[T](body: => T): T =
     try body catch {
+      case e: scala.util.control.ControlThrowable => throw e // control flow, not a failure
       case e: Throwable =>
         healthy = false
         throw e

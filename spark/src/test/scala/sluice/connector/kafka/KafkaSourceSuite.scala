@@ -201,4 +201,32 @@ class KafkaSourceSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBa
     assert(sluice.spark.SluiceOffset.of(restarted.initialOffset()) == initial)
     restarted.stop()
   }
+  test("a reader that read its range to the end returns its consumer to the pool for the next task") {
+    val topic = "pooled"
+    kafka.createTopic(topic, 1)
+    produce(topic, 0, 0, 20)
+    // a consumer property of this test only: the pool's entry for it is this test's alone
+    val source = KafkaSource.builder().bootstrapServers(kafka.bootstrapServers).topics(topic)
+      .property("client.rack", "pool-reuse-test").build()
+    val properties = source.config.consumerProperties
+    def readRange(from: Long, until: Long): Seq[Long] = {
+      val reader = source.createReader(sluice.api.ReaderContext())
+      reader.handleSplitsChanges(Seq(sluice.api.SplitRange(KafkaPartitionSplit(topic, 0, 0, None), from, until)))
+      val offsets = scala.collection.mutable.ArrayBuffer[Long]()
+      var finished = Set.empty[String]
+      val deadline = System.currentTimeMillis() + 60000
+      while (finished.isEmpty && System.currentTimeMillis() < deadline) {
+        val records = reader.fetch()
+        finished = records.finishedSplits
+        while (records.nextSplit() != null) while (records.nextRecord()) offsets += records.position - 1
+      }
+      assert(finished == Set(s"$topic-0"))
+      reader.close()
+      offsets.toSeq
+    }
+    assert(readRange(0, 10) == (0L until 10L))
+    assert(KafkaConsumerPool.idleCount(properties) == 1, "the consumer of a finished range is kept")
+    assert(readRange(10, 20) == (10L until 20L))
+    assert(KafkaConsumerPool.idleCount(properties) == 1, "the second reader reused it")
+  }
 }
