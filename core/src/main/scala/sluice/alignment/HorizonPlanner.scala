@@ -86,6 +86,11 @@ object HorizonPlanner {
 
   /** At most this many index look-ups per batch when a read limit lowers the horizon. */
   val MaxSearchSteps = 48
+  /**
+   * A horizon the read limit lowered is good enough once the batch reads this close to the limit
+   * (a fraction of it): each further look-up costs a request and would add a few records at most.
+   */
+  val SearchTolerance = 0.02
 
   def plan(
       splits: Seq[SplitToPlan],
@@ -179,22 +184,43 @@ object HorizonPlanner {
     def records(ends: Map[String, Long]): Long =
       readable.map(s => math.ceil((ends(s.splitId) - s.from) / s.positionsPerRecord).toLong).sum
     val atLimit = endsBefore(horizon)
+    val atLimitRecords = records(atLimit)
     budget match {
-      case Some(b) if records(atLimit) > b =>
-        // count(t) grows with t; find the largest t with count(t) <= b below the horizon.
+      case Some(b) if atLimitRecords > b =>
+        // count(t) grows with t; find a large t with count(t) <= b below the horizon.
         var hi = horizon.getOrElse(readable.flatMap(_.reach).maxOption.map(saturatingAdd(_, 1)).getOrElse(Long.MaxValue))
+        var countHi = if (horizon.isDefined) atLimitRecords else records(endsBefore(Some(hi)))
         val base = math.min(hi, readable.flatMap(_.position).minOption.getOrElse(hi))
         var lo = base
+        var countLo = records(endsBefore(Some(lo)))
         var step = 1000L
-        var steps = 0
-        while (records(endsBefore(Some(lo))) > b && steps < MaxSearchSteps / 2) {
+        var steps = 1
+        while (countLo > b && steps < MaxSearchSteps / 2) {
+          hi = lo
+          countHi = countLo
           lo = if (base < Long.MinValue / 2 + step) Long.MinValue / 2 else base - step
+          countLo = records(endsBefore(Some(lo)))
           step = if (step > Long.MaxValue / 8) step else step * 4
           steps += 1
         }
-        while (hi - lo > 1 && steps < MaxSearchSteps) {
-          val mid = lo + (hi - lo) / 2
-          if (records(endsBefore(Some(mid))) <= b) lo = mid else hi = mid
+        // Every look-up is a request to the system: stop once the batch is within the tolerance
+        // of the read limit. Records are spread evenly in time more often than not, so the next
+        // guess interpolates between the bounds; a guess that does not halve the interval is
+        // followed by a bisection, so the search is never much slower than a binary one.
+        val enough = b - (b * SearchTolerance).toLong // exact for small limits
+        var bisect = false
+        while (hi - lo > 1 && countLo < enough && countLo <= b && steps < MaxSearchSteps) {
+          val width = hi - lo
+          val mid =
+            if (bisect || countHi <= countLo) lo + width / 2
+            else {
+              val aim = (b + enough) / 2.0
+              val guess = lo + ((aim - countLo) / (countHi - countLo) * width.toDouble).toLong
+              math.min(hi - 1, math.max(lo + 1, guess))
+            }
+          val count = records(endsBefore(Some(mid)))
+          if (count <= b) { lo = mid; countLo = count } else { hi = mid; countHi = count }
+          bisect = !bisect && hi - lo > width / 2
           steps += 1
         }
         val atLo = endsBefore(Some(lo))

@@ -28,6 +28,8 @@ final class SourceEventTime(
   private var finished = Set.empty[String]
   /** Event times of the record at (split, position), asked of the connector once each. */
   private val startTimes = mutable.Map[(String, Long), Option[Long]]()
+  /** Latest event times up to (split, end): unchanged while the split does not grow. */
+  private val latestTimes = mutable.Map[(String, Long), Option[Long]]()
 
   /**
    * Looks at the splits before a batch is planned: which are finished (`isFinished`), which went
@@ -58,7 +60,7 @@ final class SourceEventTime(
       }
       val ranges = splits.filterNot(s => finished.contains(s.splitId))
         .map(s => SplitRange(s, from(s.splitId), readableEnd(s.splitId)))
-      val latest = index.map(_.latestEventTimes(ranges.filterNot(_.isEmpty))).getOrElse(Map.empty)
+      val latest = index.map(latestEventTimes(_, ranges.filterNot(_.isEmpty))).getOrElse(Map.empty)
       val mode =
         if (!splitsCanPause(ranges.map(_.split), a)) AlignmentMode.WholeSource
         else if (index.isDefined) AlignmentMode.SplitsByIndex
@@ -74,7 +76,10 @@ final class SourceEventTime(
           idle.contains(id), finished.contains(id), positionsPerRecord.getOrElse(id, 1.0), firsts.get(id))
       }
       val timeIndex = index.map(i => new TimeIndex {
-        override def positionsBefore(t: Long): Map[String, Long] = i.positionsBefore(ranges.filterNot(_.isEmpty), t)
+        // a group's round may plan this batch against several frontiers: each time asked once
+        private val answers = mutable.Map[Long, Map[String, Long]]()
+        override def positionsBefore(t: Long): Map[String, Long] =
+          answers.getOrElseUpdate(t, i.positionsBefore(ranges.filterNot(_.isEmpty), t))
       })
       def nextEventTimes(ids: Seq[String]) =
         firstEventTimes(enumerator, ranges.filter(r => ids.contains(r.split.splitId) && !r.isEmpty))
@@ -91,6 +96,17 @@ final class SourceEventTime(
     watermarks.setPaused(plan.heldBack)
     lastPlan = Some(plan)
     lastMode = Some(batch.mode)
+  }
+
+  /** The connector's latest event time of each range, asked again only for a split that grew. */
+  private def latestEventTimes(index: SupportsEventTimeIndex[SourceSplit], ranges: Seq[SplitRange[SourceSplit]]): Map[String, Long] = {
+    val unknown = ranges.filterNot(r => latestTimes.contains((r.split.splitId, r.until)))
+    if (unknown.nonEmpty) {
+      val found = index.latestEventTimes(unknown)
+      latestTimes.filterInPlace { case ((id, _), _) => !unknown.exists(_.split.splitId == id) }
+      unknown.foreach(r => latestTimes((r.split.splitId, r.until)) = found.get(r.split.splitId))
+    }
+    ranges.flatMap(r => latestTimes((r.split.splitId, r.until)).map(r.split.splitId -> _)).toMap
   }
 
   /**
