@@ -89,6 +89,16 @@ final class SourceRuntime(
     }
   }
 
+  /**
+   * The tasks a batch from `start` to `end` runs: its ranges packed into at most `slots` tasks
+   * (the engine's parallelism), so splits with little to read share one (`TaskPacking`).
+   */
+  def tasks(start: Option[SourceCheckpoint], end: SourceCheckpoint, slots: Int): Seq[Seq[SplitRange[SourceSplit]]] = {
+    val batch = ranges(start, end)
+    val ppr = synchronized(positionsPerRecord)
+    TaskPacking.pack(batch, slots, r => (r.until - r.from) / ppr.getOrElse(r.split.splitId, 1.0))
+  }
+
   // ---- reports --------------------------------------------------------------------------------
 
   /**
@@ -149,7 +159,10 @@ final class SourceRuntime(
     enumerator.progressUpdated(splitsWithProgress)
     enumerator.discoverSplits().foreach(track)
 
-    val available = enumerator.availablePositions(splits.values.toSeq)
+    // A split bounded by the current AvailableNow trigger is read to that bound: no need to ask
+    // the system again every batch (what is left to read is then the trigger's backlog).
+    val fixed = availableNowBound.getOrElse(Map.empty)
+    val available = fixed ++ enumerator.availablePositions(splits.values.filterNot(s => fixed.contains(s.splitId)).toSeq)
     lastAvailable = available
     if (availableNowRequested) {
       // Fixed when the trigger starts; a split first seen during the trigger (a hybrid's next

@@ -125,9 +125,10 @@ final class SluiceMicroBatchStream(
 
   // ---- planning and reading -------------------------------------------------------------------
 
+  /** No more tasks than the cluster runs at once: splits with little to read share one. */
   override def planInputPartitions(start: SparkOffset, end: SparkOffset): Array[InputPartition] =
-    runtime.ranges(Some(SluiceOffset.of(start).checkpoint), SluiceOffset.of(end).checkpoint)
-      .map(range => SluiceInputPartition(Seq(range)): InputPartition).toArray
+    runtime.tasks(Some(SluiceOffset.of(start).checkpoint), SluiceOffset.of(end).checkpoint, spark.sparkContext.defaultParallelism)
+      .map(ranges => SluiceInputPartition(ranges): InputPartition).toArray
 
   override def createReaderFactory(): PartitionReaderFactory =
     new SluiceReaderFactory(source, RecordTiming(options.eventTime, options.timestamps), accumulator)

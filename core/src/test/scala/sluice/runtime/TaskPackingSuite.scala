@@ -1,0 +1,40 @@
+package sluice.runtime
+
+import org.scalatest.funsuite.AnyFunSuite
+
+import sluice.api.SplitRange
+
+class TaskPackingSuite extends AnyFunSuite {
+
+  private def range(id: String, records: Long) = SplitRange(MemSplit(id, 0L, 1L, 1000000L), 0L, records)
+  private def pack(ranges: Seq[SplitRange[MemSplit]], slots: Int) =
+    TaskPacking.pack[MemSplit](ranges, slots, r => (r.until - r.from).toDouble)
+  private def loads(tasks: Seq[Seq[SplitRange[MemSplit]]]) = tasks.map(_.map(r => r.until - r.from).sum)
+
+  test("no more ranges than slots: one task per range, as Spark's Kafka source plans") {
+    val ranges = Seq(range("a", 10), range("b", 5000))
+    assert(pack(ranges, 2) == ranges.map(Seq(_)))
+    assert(pack(ranges, 8) == ranges.map(Seq(_)))
+  }
+
+  test("more ranges than slots: every range in exactly one of `slots` tasks of about equal size") {
+    // a stream-stream join's batch: four dense partitions and four sparse ones, two cores
+    val ranges = (0 until 4).map(i => range(s"right-$i", 500)) ++ (0 until 4).map(i => range(s"left-$i", 125))
+    val tasks = pack(ranges, 2)
+    assert(tasks.size == 2)
+    assert(tasks.flatten.map(_.split.splitId).sorted == ranges.map(_.split.splitId).sorted)
+    assert(loads(tasks) == Seq(1250L, 1250L))
+  }
+
+  test("a range larger than the others' sum gets a task of its own") {
+    val ranges = Seq(range("hot", 100000)) ++ (0 until 6).map(i => range(s"cold-$i", 100))
+    val tasks = pack(ranges, 3)
+    assert(tasks.find(_.exists(_.split.splitId == "hot")).get.map(_.split.splitId) == Seq("hot"))
+    assert(loads(tasks).sorted == Seq(300L, 300L, 100000L))
+  }
+
+  test("the same ranges always give the same tasks (a replayed batch reads the same partitions)") {
+    val ranges = (0 until 9).map(i => range(s"p$i", 100))
+    assert(pack(ranges, 4) == pack(ranges.reverse, 4))
+  }
+}
