@@ -1,47 +1,85 @@
 package sluice.connector.kafka
 
 import java.util.Properties
-import java.util.concurrent.ConcurrentHashMap
 
+import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
 import org.apache.kafka.clients.consumer.{ConsumerConfig, KafkaConsumer}
+import org.apache.kafka.common.TopicPartition
 import org.apache.kafka.common.serialization.ByteArrayDeserializer
 
 /**
  * Keeps idle consumers per executor JVM between batches, keyed by their configuration, so a
  * micro-batch does not pay for a new connection and metadata fetch per task (what Spark's
  * consumer pool does for its Kafka source).
+ *
+ * An idle consumer keeps its partitions assigned, paused: the records it fetched beyond the last
+ * range stay in its buffer, and the next batch's reader of the same partitions, which starts
+ * exactly there, takes them without a round trip to the broker.
  */
 private[kafka] object KafkaConsumerPool {
   type Consumer = KafkaConsumer[Array[Byte], Array[Byte]]
 
-  private val MaxIdlePerKey = 4
-  private val idle = new ConcurrentHashMap[Map[String, String], java.util.ArrayDeque[Consumer]]()
+  /** Idle consumers kept per configuration: enough for every partition a few queries read. */
+  private val MaxIdlePerKey = 32
+  /** An idle consumer unused this long is closed (a query that stopped, partitions read no more). */
+  private val MaxIdleMs = 5 * 60 * 1000L
 
-  def borrow(properties: Map[String, String]): Consumer = {
-    val queue = idle.computeIfAbsent(properties, _ => new java.util.ArrayDeque[Consumer]())
-    val pooled = queue.synchronized(queue.pollFirst())
-    if (pooled != null) pooled else create(properties)
+  private final class Idle(val consumer: Consumer, val since: Long)
+  private val idle = new java.util.HashMap[Map[String, String], java.util.ArrayDeque[Idle]]()
+
+  /**
+   * A consumer for `properties`: preferably the idle one that has the most of `partitions`
+   * assigned (what it fetched for them is kept when it is assigned the rest), else the one idle
+   * the longest, else a new one. Its assignment and paused partitions are as it was left.
+   */
+  def borrow(properties: Map[String, String], partitions: Set[TopicPartition] = Set.empty): Consumer = {
+    val pooled = idle.synchronized {
+      Option(idle.get(properties)).flatMap { queue =>
+        def shared(i: Idle) = i.consumer.assignment().asScala.count(partitions.contains)
+        val best = if (queue.isEmpty) None else Some(queue.asScala.maxBy(shared)).filter(shared(_) > 0)
+        val chosen = best.orElse(Option(queue.peekLast()))
+        chosen.foreach(queue.remove)
+        chosen.map(_.consumer)
+      }
+    }
+    pooled.getOrElse(create(properties))
   }
 
-  /** Returns a consumer, unassigned; one that failed is closed instead (its state is unknown). */
+  /** Assigns exactly `partitions` and resumes them (a pooled consumer comes back paused). */
+  def assign(consumer: Consumer, partitions: Iterable[TopicPartition]): Unit = {
+    val wanted = partitions.toSet
+    if (consumer.assignment().asScala != wanted) consumer.assign(wanted.asJava)
+    consumer.resume(consumer.assignment())
+  }
+
+  /**
+   * Returns a consumer with its partitions paused, so it fetches nothing while idle; one that
+   * failed is closed instead (its state is unknown), as is the one idle the longest when full.
+   */
   def release(properties: Map[String, String], consumer: Consumer, healthy: Boolean): Unit =
     withoutInterrupt(releaseNow(properties, consumer, healthy))
 
   private def releaseNow(properties: Map[String, String], consumer: Consumer, healthy: Boolean): Unit = {
-    val queue = idle.computeIfAbsent(properties, _ => new java.util.ArrayDeque[Consumer]())
-    val kept = healthy && {
-      try { consumer.unsubscribe(); true } catch { case NonFatal(_) => false }
-    } && queue.synchronized {
-      if (queue.size < MaxIdlePerKey) { queue.addFirst(consumer); true } else false
+    val paused = healthy && {
+      try { consumer.pause(consumer.assignment()); true } catch { case NonFatal(_) => false }
     }
-    if (!kept) closeQuietly(consumer)
+    val now = System.currentTimeMillis()
+    val evicted = idle.synchronized {
+      val queue = idle.computeIfAbsent(properties, _ => new java.util.ArrayDeque[Idle]())
+      if (paused) queue.addFirst(new Idle(consumer, now))
+      val stale = queue.asScala.filter(i => now - i.since > MaxIdleMs).toSeq ++
+        (if (queue.size > MaxIdlePerKey) Option(queue.peekLast()) else None)
+      stale.foreach(queue.remove)
+      stale.map(_.consumer).distinct
+    }
+    (if (paused) evicted else consumer +: evicted).foreach(closeQuietly)
   }
 
   /** Consumers waiting in the pool for this configuration. */
   private[kafka] def idleCount(properties: Map[String, String]): Int =
-    Option(idle.get(properties)).map(q => q.synchronized(q.size)).getOrElse(0)
+    idle.synchronized(Option(idle.get(properties)).map(_.size).getOrElse(0))
 
   private def create(properties: Map[String, String]): Consumer = {
     val props = new Properties()

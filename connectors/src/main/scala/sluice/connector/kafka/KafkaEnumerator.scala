@@ -114,11 +114,11 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
     val wanted = ranges.filterNot(_.isEmpty)
     if (wanted.isEmpty) return Map.empty
     // Only a fetch can tell the timestamp at an offset: seek a consumer there and read one record each.
-    val consumer = KafkaConsumerPool.borrow(config.consumerProperties)
+    val byTp = wanted.map(r => r.split.topicPartition -> r).toMap
+    val consumer = KafkaConsumerPool.borrow(config.consumerProperties, byTp.keySet)
     var healthy = false
     try {
-      val byTp = wanted.map(r => r.split.topicPartition -> r).toMap
-      consumer.assign(byTp.keys.toSeq.asJava)
+      KafkaConsumerPool.assign(consumer, byTp.keys)
       wanted.foreach(r => consumer.seek(r.split.topicPartition, r.from))
       val times = scala.collection.mutable.Map[String, Long]()
       val deadline = System.currentTimeMillis() + FirstRecordTimeoutMs

@@ -28,7 +28,8 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
     var lost = 0L
   }
 
-  private val consumer = KafkaConsumerPool.borrow(config.consumerProperties)
+  /** Borrowed with the first splits, to get one that may already hold their next records. */
+  private var consumer: KafkaConsumerPool.Consumer = _
   private var healthy = true
   private val assigned = mutable.LinkedHashMap[TopicPartition, Assignment]()
   private val paused = mutable.Set[TopicPartition]()
@@ -45,7 +46,10 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
 
   override def handleSplitsChanges(ranges: Seq[SplitRange[KafkaPartitionSplit]]): Unit = guarded {
     ranges.foreach(r => assigned(r.split.topicPartition) = new Assignment(r.split, r.from, r.until))
-    consumer.assign(assigned.keys.toSeq.asJava)
+    if (consumer == null) consumer = KafkaConsumerPool.borrow(config.consumerProperties, assigned.keySet.toSet)
+    KafkaConsumerPool.assign(consumer, assigned.keys)
+    if (paused.nonEmpty) consumer.pause(paused.asJava)
+    // seeking to where the consumer stands keeps the records it already fetched from there
     ranges.foreach(r => consumer.seek(r.split.topicPartition, r.from))
   }
 
@@ -85,7 +89,7 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
 
   override def close(): Unit = {
     assigned.clear()
-    KafkaConsumerPool.release(config.consumerProperties, consumer, healthy)
+    if (consumer != null) KafkaConsumerPool.release(config.consumerProperties, consumer, healthy)
   }
 
   /** Partitions whose range is read: the consumer's position passed `until`, records or not. */
@@ -97,7 +101,8 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
       assigned.remove(a.tp)
       paused -= a.tp
     }
-    if (done.nonEmpty) consumer.assign(assigned.keys.toSeq.asJava)
+    // paused, not unassigned: what it fetched past the range serves the next batch's reader
+    if (done.nonEmpty) consumer.pause(done.map(_.tp).asJava)
     done.map(_.split.splitId).toSet ++ gone
   }
 
