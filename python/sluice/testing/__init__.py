@@ -391,6 +391,20 @@ class EmbeddedKafka:
             )
         )
 
+    def produce_steady(
+        self, topic: str, records_per_second: int, seconds: int, timestamp_shift_ms: int = 0
+    ) -> None:
+        """Starts a producer inside the broker at a steady rate for ``seconds`` and returns at once:
+        round-robin over partitions, value = send time (epoch ms, as text), timestamp = send time
+        + ``timestamp_shift_ms`` (negative: a topic that lags in event time)."""
+        self._command(
+            "produce-steady",
+            _word(topic),
+            str(int(records_per_second)),
+            str(int(seconds)),
+            str(int(timestamp_shift_ms)),
+        )
+
     def consume_count(self, topic: str) -> tuple[int, float]:
         """Reads the whole topic with one plain KafkaConsumer loop: (records, seconds)."""
         records, millis = self._command("consume-count", _word(topic), timeout=3600).split()

@@ -2,9 +2,19 @@ package sluice.api
 
 import org.apache.spark.sql.catalyst.InternalRow
 
-/** A split to read from `from` (inclusive) to `until` (exclusive). */
+/**
+ * A split to read from `from` (inclusive) to `until` (exclusive). An open range (`until` =
+ * `SplitRange.OpenEnd`) is read for as long as the engine keeps the reader, as real-time mode
+ * and continuous processing do: its reader waits for new data instead of reporting it finished,
+ * and a gap between the end of the data and `until` is no loss.
+ */
 final case class SplitRange[SplitT <: SourceSplit](split: SplitT, from: Long, until: Long) {
   def isEmpty: Boolean = from >= until
+  def isOpen: Boolean = until == SplitRange.OpenEnd
+}
+
+object SplitRange {
+  val OpenEnd: Long = Long.MaxValue
 }
 
 /**

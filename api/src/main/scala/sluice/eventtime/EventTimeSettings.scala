@@ -80,7 +80,7 @@ object EventTimeSettings {
     "how far a split's watermark may run ahead of the slowest split of the group")
     .withCheck("an integer >= 0")(_ >= 0)
   val AlignmentUpdateIntervalMs: ConfigOption[Long] = ConfigOption.long("watermark.alignment.updateIntervalMs",
-    "how often a continuous engine re-evaluates the limit; micro-batches re-evaluate it every batch")
+    "in real-time mode, how often running readers report their splits' watermarks to the driver and get the group's limit back; micro-batches re-evaluate the limit every batch")
     .withCheck("an integer >= 1")(_ >= 1).withDefault(1000L)
   val AllowUnalignedSourceSplits: ConfigOption[Boolean] = ConfigOption.boolean(
     "watermark.alignment.allowUnalignedSourceSplits",

@@ -131,6 +131,28 @@ final class SourceEventTime(
    * (`SupportsSplitPausing`). Without it, the source aligns as a whole when unaligned splits are
    * allowed, and fails otherwise.
    */
+  /**
+   * Where each split of a long-running batch stands in event time as it opens: the largest event
+   * time read from it, else — under alignment — the event time of its next record, asked of the
+   * connector. Readers then know every split's watermark from their first record, rather than
+   * after the coordinator's first answer (the window FLIP-182 leaves open at a start).
+   */
+  def openingEventTimes(
+      ranges: Seq[SplitRange[SourceSplit]],
+      progress: String => Option[SplitProgress],
+      enumerator: SplitEnumerator[SourceSplit, Any]): Map[String, Long] = {
+    val read = ranges.flatMap(r => progress(r.split.splitId).flatMap(_.maxEventTime).map(r.split.splitId -> _)).toMap
+    val unread = ranges.filter(r => !read.contains(r.split.splitId) && !r.isEmpty)
+    read ++ (if (alignment.isEmpty || unread.isEmpty) Map.empty else firstEventTimes(enumerator, unread))
+  }
+
+  /**
+   * Whether long-running readers (real-time mode, continuous) pause the splits they hold on the
+   * coordinator's word; None without alignment. Refuses as micro-batch planning does.
+   */
+  def livePausing(splits: Seq[SourceSplit]): Option[Boolean] =
+    settings.alignment.map(a => splitsCanPause(splits, a))
+
   private def splitsCanPause(unfinished: Seq[SourceSplit], a: AlignmentSettings): Boolean = {
     if (unfinished.size <= 1) return true
     val canPause = source match {

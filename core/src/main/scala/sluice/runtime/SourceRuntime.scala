@@ -149,7 +149,11 @@ final class SourceRuntime(
     lastEnd.orElse(resumePoint()).map(prepare(_, defaultLimit))
   }
 
-  private def prepare(start: SourceCheckpoint, limit: BatchLimit): PreparedBatch = {
+  /**
+   * Brings the runtime to `start` before a batch from there is planned, and lets the enumerator
+   * discover splits (a hybrid may switch sources here).
+   */
+  private def catchUp(start: SourceCheckpoint): Unit = {
     progressWriter.flush() // what the last batch read is kept before the next one is planned
     restore(start)
     // The engine plans a batch only after the previous one committed, so every range up to
@@ -158,6 +162,10 @@ final class SourceRuntime(
     start.splits.foreach(e => tracker.advanceTo(e.splitId, e.position))
     enumerator.progressUpdated(splitsWithProgress)
     enumerator.discoverSplits().foreach(track)
+  }
+
+  private def prepare(start: SourceCheckpoint, limit: BatchLimit): PreparedBatch = {
+    catchUp(start)
 
     // A split bounded by the current AvailableNow trigger is read to that bound: no need to ask
     // the system again every batch (what is left to read is then the trigger's backlog).
@@ -194,6 +202,53 @@ final class SourceRuntime(
     val end = if (next.positions == prepared.start.positions) prepared.start else next
     lastEnd = Some(end)
     end
+  }
+
+  // ---- long-running batches (real-time mode, continuous processing) ---------------------------
+
+  /**
+   * A long-running batch from `start`: every split known now, each from where `start` has it
+   * (new ones from their start) to its stop, open-ended where it has none. Readers keep reading
+   * until the engine ends the batch; `endOfOpenBatch` turns where they got into the next
+   * checkpoint.
+   */
+  def openBatch(start: SourceCheckpoint): OpenBatch = synchronized {
+    catchUp(start)
+    val from = splits.keys.map(id => id -> start.byId.get(id).map(_.position).getOrElse(splits(id).startPosition)).toMap
+    val begin = checkpointAt(from)
+    val ranges = splits.values.toSeq.map(s => SplitRange(s, from(s.splitId), s.stopPosition.getOrElse(SplitRange.OpenEnd)))
+      .filterNot(_.isEmpty)
+    lastEnd = Some(begin)
+    OpenBatch(begin, ranges,
+      eventTimes = eventTime.map(_.openingEventTimes(ranges, tracker.get, enumerator)).getOrElse(Map.empty),
+      pauseSplits = eventTime.flatMap(_.livePausing(ranges.map(_.split))).getOrElse(false))
+  }
+
+  /** How far each split of `start` could be read now: what an engine that only looks asks for. */
+  def available(start: SourceCheckpoint): SourceCheckpoint = synchronized {
+    restore(start)
+    lastAvailable = enumerator.availablePositions(splits.values.toSeq)
+    val next = checkpointAt(splits.keys.map { id =>
+      val from = start.byId.get(id).map(_.position).getOrElse(splits(id).startPosition)
+      id -> math.max(from, lastAvailable.getOrElse(id, from))
+    }.toMap)
+    if (next.positions == start.positions) start else next
+  }
+
+  /**
+   * Where a long-running batch from `start` ended: each split at the furthest position readers
+   * reported (reports fold as usual, idempotently), the others where they started.
+   */
+  def endOfOpenBatch(start: SourceCheckpoint, reports: Seq[SplitReport]): SourceCheckpoint = {
+    fold(reports)
+    synchronized {
+      restore(start)
+      val reached = reports.groupMapReduce(_.splitId)(_.until)(math.max)
+      val positions = start.splits.map(e => e.splitId -> math.max(e.position, reached.getOrElse(e.splitId, e.position))).toMap
+      val end = checkpointAt(splits.keys.map(id => id -> positions.getOrElse(id, splits(id).startPosition)).toMap)
+      lastEnd = Some(end)
+      end
+    }
   }
 
   /**
@@ -274,6 +329,21 @@ final class SourceRuntime(
 
   override def toString: String = s"SourceRuntime[${settings.displayName}]"
 }
+
+/**
+ * A long-running batch (real-time mode, continuous processing) as the runtime opened it.
+ *
+ * @param start         the checkpoint it starts at, with the splits discovered when it opened
+ * @param ranges        what readers read: to a split's stop, or open-ended
+ * @param eventTimes    where each split stands in event time (largest read, else its next
+ *                      record's), so readers know every watermark from their first record
+ * @param pauseSplits   readers pause and resume their splits on the alignment coordinator's word
+ */
+final case class OpenBatch(
+    start: SourceCheckpoint,
+    ranges: Seq[SplitRange[SourceSplit]],
+    eventTimes: Map[String, Long],
+    pauseSplits: Boolean)
 
 /**
  * A batch prepared from where it starts: the ends without alignment, and the aligned planning.

@@ -11,15 +11,22 @@ import org.apache.spark.sql.connector.read.{InputPartition, PartitionReaderFacto
 import org.apache.spark.sql.connector.read.streaming._
 import org.apache.spark.sql.connector.read.streaming.{Offset => SparkOffset}
 
+import sluice.alignment.LiveSplitState
 import sluice.api._
 import sluice.eventtime.EventTimeSettings
-import sluice.runtime.{BatchLimit, RuntimeSettings, SourceCheckpoint, SourceRuntime}
+import sluice.runtime.{BatchLimit, OpenBatch, RuntimeSettings, SourceCheckpoint, SourceRuntime, TaskPacking}
 
 /**
  * A Sluice source inside Spark's micro-batch engine: a thin adapter over the source's
  * `SourceRuntime`. Spark's offsets are the runtime's checkpoints, written to the offset log
  * before each batch runs, so a restarted query replays exactly the same batch; the readers'
  * reports reach the runtime through the progress accumulator as tasks end.
+ *
+ * Real-time mode (`Trigger.RealTime`) runs the same engine with long batches whose end is not
+ * known in advance: the runtime opens a batch (every split from where it stands, open-ended),
+ * tasks read as records arrive until Spark ends the batch, and `mergeOffsets` turns where the
+ * readers got into the next offset. Alignment then works live, through the driver's
+ * `LiveAlignmentChannel` (see `SluicePartitionReader`).
  */
 final class SluiceMicroBatchStream(
     source: Source[SourceSplit, Any],
@@ -30,11 +37,14 @@ final class SluiceMicroBatchStream(
   with SupportsAdmissionControl
   with SupportsTriggerAvailableNow
   with ReportsSourceMetrics
+  with SupportsRealTimeMode
   with Logging {
 
   private val displayName = options.name.getOrElse(source.sourceType)
   private val metadata = new SourceMetadata(metadataPath, spark.sessionState.newHadoopConf())
   private val member = OffsetLogLookup.memberName(metadataPath)
+  /** sources/<n> under the checkpoint: the parent of `sources` names the query. */
+  private val queryKey = new Path(metadataPath).getParent.getParent.toString
 
   private val runtime = new SourceRuntime(source,
     RuntimeSettings(
@@ -42,8 +52,7 @@ final class SluiceMicroBatchStream(
       options.eventTime,
       compact = !options.timestamps.force,
       latencyTracking = options.timestamps.latencyTrackingIntervalMs.isDefined,
-      // sources/<n> under the checkpoint: the parent of `sources` names the query
-      queryKey = new Path(metadataPath).getParent.getParent.toString,
+      queryKey = queryKey,
       memberId = metadataPath,
       allowUnalignedSourceSplitsByDefault = spark.conf.getOption(EventTimeSettings.AllowUnalignedSourceSplitsConf)
         .exists(_.trim.equalsIgnoreCase("true"))),
@@ -108,9 +117,13 @@ final class SluiceMicroBatchStream(
   override def latestOffset(): SparkOffset =
     throw new UnsupportedOperationException("latestOffset(Offset, ReadLimit) is used instead")
 
+  /**
+   * Micro-batch: plans the next batch. Real-time mode asks too, once per long batch, but takes the
+   * batch's end from `mergeOffsets`: it gets what exists now, and nothing is planned.
+   */
   override def latestOffset(startOffset: SparkOffset, limit: ReadLimit): SparkOffset = {
     val start = SluiceOffset.of(startOffset).checkpoint
-    val end = runtime.planBatch(start, BatchLimit(maxRows(limit)))
+    val end = if (realTime) runtime.available(start) else runtime.planBatch(start, BatchLimit(maxRows(limit)))
     if (end eq start) startOffset else offset(end)
   }
 
@@ -131,7 +144,51 @@ final class SluiceMicroBatchStream(
       .map(ranges => SluiceInputPartition(ranges): InputPartition).toArray
 
   override def createReaderFactory(): PartitionReaderFactory =
-    new SluiceReaderFactory(source, RecordTiming(options.eventTime, options.timestamps), accumulator)
+    new SluiceReaderFactory(source, RecordTiming(options.eventTime, options.timestamps), accumulator, liveAlignment)
+
+  // ---- real-time mode -------------------------------------------------------------------------
+
+  @volatile private var realTime = false
+  /** The long batch running now: where it started, as the runtime opened it. */
+  @volatile private var openBatch: Option[OpenBatch] = None
+
+  override def prepareForRealTimeMode(): Unit = {
+    realTime = true
+    if (options.eventTime.alignment.isDefined) LiveAlignmentChannel.serve()
+  }
+
+  /** Who this source is in its live alignment group, for the readers' reports. */
+  private def liveAlignment: Option[LiveAlignmentMember] = Option.when(realTime)(()).flatMap(_ =>
+    options.eventTime.alignment.map(a => LiveAlignmentMember(queryKey, a.group, metadataPath, a.maxDriftMs, a.updateIntervalMs)))
+
+  /**
+   * A long batch reads every split from where `start` has it, open-ended: the tasks run until
+   * Spark ends the batch, so all of them must run at once. Splits share tasks so that a source
+   * needs no more task slots than the cluster has.
+   */
+  override def planInputPartitions(start: SparkOffset): Array[InputPartition] = {
+    val batch = runtime.openBatch(SluiceOffset.of(start).checkpoint)
+    openBatch = Some(batch)
+    val initialLimit = liveAlignment.flatMap(LiveAlignmentChannel.seed(_, batch.ranges.map { r =>
+      val id = r.split.splitId
+      LiveSplitState(id, batch.eventTimes.get(id).map(options.eventTime.watermarkFor), idle = false, paused = false, finished = false)
+    }))
+    TaskPacking.pack[SourceSplit](batch.ranges, spark.sparkContext.defaultParallelism, _ => 1.0).map { ranges =>
+      val ids = ranges.map(_.split.splitId).toSet
+      SluiceInputPartition(ranges, realTime = true, eventTimes = batch.eventTimes.filter { case (id, _) => ids.contains(id) },
+        initialLimit = initialLimit, pauseSplits = batch.pauseSplits): InputPartition
+    }.toArray
+  }
+
+  /** Where the long batch's readers got is where the next one starts. */
+  override def mergeOffsets(offsets: Array[PartitionOffset]): SparkOffset = {
+    val batch = openBatch.getOrElse(throw new IllegalStateException(s"$this: mergeOffsets before planInputPartitions"))
+    val reports = offsets.toSeq.flatMap {
+      case o: SluicePartitionOffset => o.reports
+      case other => throw new IllegalStateException(s"$this: not a Sluice partition offset: $other")
+    }
+    offset(runtime.endOfOpenBatch(batch.start, reports))
+  }
 
   /** Progress reached the runtime as tasks ended; a commit only makes sure the splits are known. */
   override def commit(end: SparkOffset): Unit = runtime.restore(SluiceOffset.of(end).checkpoint)
@@ -143,7 +200,7 @@ final class SluiceMicroBatchStream(
 
   override def metrics(latestConsumedOffset: Optional[SparkOffset]): java.util.Map[String, String] = {
     val consumed = latestConsumedOffset.map[Option[SourceCheckpoint]](o => Some(SluiceOffset.of(o).checkpoint)).orElse(None)
-    runtime.metrics(consumed).asJava
+    (runtime.metrics(consumed) ++ liveAlignment.map(LiveAlignmentChannel.metrics).getOrElse(Map.empty)).asJava
   }
 
   override def toString: String = s"SluiceMicroBatchStream[$displayName]"

@@ -1,14 +1,37 @@
 package sluice.spark
 
+import org.apache.spark.TaskContext
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
+import org.apache.spark.sql.connector.read.streaming.{PartitionOffset, SupportsRealTimeRead}
 
-import sluice.api.{ReaderContext, RecordsWithSplitIds, Source, SourceSplit, SplitRange}
+import sluice.alignment.LiveSplitState
+import sluice.api.{PausableSplitReader, ReaderContext, RecordsWithSplitIds, Source, SourceSplit, SplitRange}
 import sluice.eventtime.EventTimeSettings
 import sluice.runtime.{LatencyMarkers, SplitReport}
 
-/** The split ranges one Spark task reads. */
-final case class SluiceInputPartition(ranges: Seq[SplitRange[SourceSplit]]) extends InputPartition
+/**
+ * The split ranges one Spark task reads. In real-time mode (`realTime`) the task runs for the
+ * whole long batch: its ranges are open-ended (or end where a bounded split stops), and a task
+ * that has read everything waits for the batch to end rather than finishing. There, with
+ * alignment, `eventTimes` says where each split stands in event time before its first record of
+ * the batch, `initialLimit` is the group's limit when the batch was planned, and `pauseSplits`
+ * says whether the reader pauses splits on the coordinator's word.
+ */
+final case class SluiceInputPartition(
+    ranges: Seq[SplitRange[SourceSplit]],
+    realTime: Boolean = false,
+    eventTimes: Map[String, Long] = Map.empty,
+    initialLimit: Option[Long] = None,
+    pauseSplits: Boolean = false)
+  extends InputPartition
+
+/**
+ * Where a real-time task's splits stand: per split, the range read so far (`from` to the position
+ * reached) with its largest event time and record count. Spark collects one per task when a long
+ * batch ends and hands them to `mergeOffsets`, which turns them into the next offset.
+ */
+final case class SluicePartitionOffset(reports: Seq[SplitReport]) extends PartitionOffset
 
 /** What a task does with each record besides handing it to Spark. */
 final case class RecordTiming(
@@ -25,17 +48,26 @@ final case class RecordTiming(
 final class SluiceReaderFactory(
     source: Source[SourceSplit, Any],
     timing: RecordTiming,
-    progress: Option[SplitProgressAccumulator]) extends PartitionReaderFactory {
-  def this(source: Source[SourceSplit, Any], timing: RecordTiming, progress: SplitProgressAccumulator) =
-    this(source, timing, Some(progress))
+    progress: Option[SplitProgressAccumulator],
+    liveAlignment: Option[LiveAlignmentMember] = None) extends PartitionReaderFactory {
+  def this(source: Source[SourceSplit, Any], timing: RecordTiming, progress: SplitProgressAccumulator,
+      liveAlignment: Option[LiveAlignmentMember]) =
+    this(source, timing, Some(progress), liveAlignment)
 
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] = {
     val context = timing.readerContext
     val appender = Option.when(timing.eventTime.enabled)(
       new EventTimeAppender(timing.eventTime, source.schema(context.recordLayout)))
     val latency = timing.timestamps.latencyTrackingIntervalMs.map(new LatencyMarkers(_))
-    new SluicePartitionReader(partition.asInstanceOf[SluiceInputPartition], source, context, appender,
-      tracksEventTime = timing.timestamps.force, latency, progress)
+    val task = partition.asInstanceOf[SluiceInputPartition]
+    val live = if (!task.realTime || !timing.eventTime.enabled) None
+      else liveAlignment.map(new LiveAlignmentChannel.ReaderSide(_, timing.eventTime.idleTimeoutMs, task.initialLimit,
+        initiallyConfirmed = task.eventTimes.keySet, () => context.currentTimeMillis()))
+    val reader = new SluicePartitionReader(task, source, context, appender,
+      tracksEventTime = timing.timestamps.force, latency, progress, live, timing.eventTime)
+    // Spark's real-time wrapper never closes the reader it wraps: the task's end does.
+    if (task.realTime) Option(TaskContext.get()).foreach(_.addTaskCompletionListener[Unit](_ => reader.close()))
+    reader
   }
 }
 
@@ -54,7 +86,11 @@ final class SluicePartitionReader(
     eventTime: Option[EventTimeAppender],
     tracksEventTime: Boolean,
     latency: Option[LatencyMarkers],
-    progress: Option[SplitProgressAccumulator]) extends PartitionReader[InternalRow] {
+    progress: Option[SplitProgressAccumulator],
+    live: Option[LiveAlignmentChannel.ReaderSide] = None,
+    eventTimeSettings: EventTimeSettings = EventTimeSettings(EventTimeSettings.Kind.None, 0L, None, None, None))
+  extends PartitionReader[InternalRow] with SupportsRealTimeRead[InternalRow] {
+  import SluicePartitionReader._
 
   private final class Stats(val range: SplitRange[SourceSplit]) {
     var maxEventTime: Long = RecordsWithSplitIds.NoTimestamp
@@ -73,11 +109,37 @@ final class SluicePartitionReader(
       throw e
   }
 
+  private val realTime = partition.realTime
   private var fetched: RecordsWithSplitIds = _
   private var current: Stats = _
   private var row: InternalRow = _
+  /** The current record's arrival time (real-time mode), for Spark's latency metrics. */
+  private var arrivalTime: Long = RecordsWithSplitIds.NoTimestamp
+  /** True from a fetch until it yields a record or finishes a split. */
+  private var fetchWasEmpty = false
 
-  override def next(): Boolean = {
+  override def next(): Boolean = advance(Long.MaxValue) == Advanced.Record
+
+  /**
+   * Real-time mode: the next record if one arrives within `timeoutMs`. Ranges are open-ended
+   * there, so a reader that has nothing now is waiting for data, not done.
+   */
+  override def nextWithTimeout(timeoutMs: java.lang.Long): SupportsRealTimeRead.RecordStatus = {
+    val deadline = context.currentTimeMillis() + math.max(0L, timeoutMs.longValue())
+    if (advance(deadline) == Advanced.Record) {
+      if (arrivalTime == RecordsWithSplitIds.NoTimestamp) SupportsRealTimeRead.RecordStatus.newStatusWithoutArrivalTime(true)
+      else SupportsRealTimeRead.RecordStatus.newStatusWithArrivalTimeMs(arrivalTime)
+    } else SupportsRealTimeRead.RecordStatus.newStatusWithoutArrivalTime(false)
+  }
+
+  /** Real-time mode: where every split of this task stands now, with what was read so far. */
+  override def getOffset(): SluicePartitionOffset = SluicePartitionOffset(reports)
+
+  /**
+   * Moves to the next record: `Record` when there is one, `Finished` once every range is read,
+   * `Waiting` when the reader had nothing by `deadline` (epoch ms; only open ranges wait).
+   */
+  private def advance(deadline: Long): Advanced = {
     while (true) {
       if (current != null) {
         if (fetched.nextRecord()) {
@@ -102,7 +164,9 @@ final class SluicePartitionReader(
               }
           }
           if (latency.isDefined) mark(current)
-          return true
+          if (realTime) arrivalTime = fetched.arrivalTime
+          fetchWasEmpty = false
+          return Advanced.Record
         }
         current = null
       }
@@ -110,19 +174,49 @@ final class SluicePartitionReader(
         val splitId = fetched.nextSplit()
         if (splitId != null) current = stats(splitId)
         else {
+          if (fetched.finishedSplits.nonEmpty) fetchWasEmpty = false
           unfinished --= fetched.finishedSplits
           fetched = null
         }
-      } else if (unfinished.isEmpty) {
-        return false
+      } else if (unfinished.isEmpty && !realTime) {
+        return Advanced.Finished
       } else {
-        fetched = reader.fetch()
+        val now = context.currentTimeMillis()
+        if (now >= deadline) return Advanced.Waiting
+        // In real-time mode a reader whose splits are all paused or read returns nothing at once:
+        // after an empty fetch, wait a little rather than spin on the task's core.
+        if (realTime && (fetchWasEmpty || unfinished.isEmpty)) Thread.sleep(math.min(IdleWaitMs, deadline - now))
+        if (live.isDefined) align(now)
+        if (unfinished.nonEmpty) {
+          fetched = reader.fetch()
+          fetchWasEmpty = true
+        }
       }
     }
-    false
+    Advanced.Waiting
   }
 
   override def get(): InternalRow = row
+
+  /**
+   * Live alignment (FLIP-217 inside a running task): reports this task's splits to the driver's
+   * coordinator and pauses or resumes them on its latest limit.
+   */
+  private def align(now: Long): Unit = {
+    val states = stats.values.toSeq.map { s =>
+      val id = s.range.split.splitId
+      // where the split stood when the batch was planned counts until a record moves it further
+      val known = (partition.eventTimes.get(id) ++ Some(s.maxEventTime).filter(_ != RecordsWithSplitIds.NoTimestamp)).maxOption
+      val wm = known.map(eventTimeSettings.watermarkFor)
+      LiveSplitState(id, wm, idle = false, paused = false, finished = !unfinished.contains(id))
+    }
+    val (toPause, toResume) = live.get.tick(now, states, stats.map { case (id, s) => id -> s.records })
+    if (partition.pauseSplits && (toPause.nonEmpty || toResume.nonEmpty)) reader match {
+      case pausable: PausableSplitReader[SourceSplit @unchecked] =>
+        pausable.pauseOrResumeSplits(toPause.toSeq.map(stats(_).range.split), toResume.toSeq.map(stats(_).range.split))
+      case _ => // planning refused non-pausing readers unless unaligned splits are allowed
+    }
+  }
 
   override def currentMetricsValues(): Array[org.apache.spark.sql.connector.metric.CustomTaskMetric] =
     ReaderMetrics.current(context, stats.keys)
@@ -140,20 +234,36 @@ final class SluicePartitionReader(
     if (marker >= 0 && stats.latencyMarkers.size < LatencyMarkers.MaxPerRange) stats.latencyMarkers += marker
   }
 
-  override def close(): Unit = {
-    try progress.foreach { channel =>
-      stats.values.foreach { s =>
-        val maxTs = if (s.maxEventTime == RecordsWithSplitIds.NoTimestamp) None else Some(s.maxEventTime)
-        val id = s.range.split.splitId
-        // A failed task's accumulators are dropped by Spark, but a task may succeed without reading
-        // its ranges to the end (`limit`, `take`, `isEmpty` in foreachBatch): it reports how far it
-        // got, and the task that reads the range in full reports again (the larger report counts).
-        val reached = if (!unfinished.contains(id)) s.range.until else s.position
-        if (reached > s.range.from) {
-          channel.add(SplitReport(id, s.range.from, reached, maxTs, s.records, context.countersOf(id),
-            s.latencyMarkers.toSeq))
-        }
-      }
-    } finally reader.close()
+  /** Per range: how far this task got, what it saw. A range read to its end counts to `until`. */
+  private def reports: Seq[SplitReport] = stats.values.toSeq.flatMap { s =>
+    val maxTs = if (s.maxEventTime == RecordsWithSplitIds.NoTimestamp) None else Some(s.maxEventTime)
+    val id = s.range.split.splitId
+    // an open range is never read to its end (a split given up, e.g. a deleted partition, stays where it got)
+    val reached = if (!unfinished.contains(id) && !s.range.isOpen) s.range.until else s.position
+    Option.when(reached > s.range.from)(
+      SplitReport(id, s.range.from, reached, maxTs, s.records, context.countersOf(id), s.latencyMarkers.toSeq))
   }
+
+  private var closed = false
+
+  override def close(): Unit = if (!closed) {
+    closed = true
+    // A failed task's accumulators are dropped by Spark, but a task may succeed without reading
+    // its ranges to the end (`limit`, `take`, `isEmpty` in foreachBatch): it reports how far it
+    // got, and the task that reads the range in full reports again (the larger report counts).
+    try progress.foreach(channel => reports.foreach(channel.add)) finally reader.close()
+  }
+}
+
+private object SluicePartitionReader {
+  /** What `advance` found. */
+  sealed trait Advanced
+  object Advanced {
+    case object Record extends Advanced
+    case object Waiting extends Advanced
+    case object Finished extends Advanced
+  }
+
+  /** How long a real-time task waits after a fetch that gave nothing, before fetching again. */
+  val IdleWaitMs = 5L
 }

@@ -78,6 +78,11 @@ final class Commands(bootstrapServers: String) extends AutoCloseable {
         if (args.size != 4) usage("produce-generated <topic> <count> <valueBytes> <baseTimestampMs>")
         BenchLoad.produce(producer, args(0), partitionsOf(args(0)).size, long(args(1), "count"),
           int(args(2), "valueBytes"), long(args(3), "baseTimestampMs")).toString
+      case "produce-steady" =>
+        if (args.size != 4) usage("produce-steady <topic> <recordsPerSecond> <seconds> <timestampShiftMs>")
+        SteadyLoad.start(producer, args(0), partitionsOf(args(0)).size, int(args(1), "recordsPerSecond"),
+          int(args(2), "seconds"), long(args(3), "timestampShiftMs"))
+        "started"
       case "consume-count" =>
         if (args.size != 1) usage("consume-count <topic>")
         val (records, millis) = BenchLoad.consumeAll(bootstrapServers, partitionsOf(args(0)))
@@ -87,7 +92,8 @@ final class Commands(bootstrapServers: String) extends AutoCloseable {
       case other =>
         throw new IllegalArgumentException(
           s"unknown command '$other' (commands: create-topic, add-partitions, delete-topic, " +
-            "produce, consume, delete-records, end-offsets, start-offsets, ping, stop)")
+            "produce, consume, delete-records, end-offsets, start-offsets, produce-generated, produce-steady, " +
+            "consume-count, ping, stop)")
     }
   }
 

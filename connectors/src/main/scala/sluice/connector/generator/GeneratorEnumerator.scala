@@ -18,19 +18,12 @@ final class GeneratorEnumerator(config: GeneratorConfig, startTimeMs: Long, cloc
     if (discovered) Nil
     else {
       discovered = true
-      (0 until config.splits).map(i => GeneratorSplit(i, config.recordsPerSplit))
+      (0 until config.splits).map(i => GeneratorSplit(i, config.recordsPerSplit, config.rowsPerSecond.map(_ => startTimeMs)))
     }
 
   override def availablePositions(splits: Seq[GeneratorSplit]): Map[String, Long] = {
-    val generated = config.rowsPerSecond match {
-      case Some(rate) =>
-        val elapsedMs = math.max(0L, clock() - startTimeMs)
-        // rate * seconds without overflowing for large rates or long-running queries
-        val byRate = BigInt(rate) * elapsedMs / 1000
-        if (byRate > Long.MaxValue) Long.MaxValue else byRate.toLong
-      case None => Long.MaxValue
-    }
-    splits.map(s => s.splitId -> s.stopPosition.fold(generated)(math.min(_, generated))).toMap
+    val now = clock()
+    splits.map(s => s.splitId -> GeneratorEnumerator.available(config, s, startTimeMs, now)).toMap
   }
 
   override def noMoreSplits: Boolean = discovered
@@ -55,6 +48,20 @@ final class GeneratorEnumerator(config: GeneratorConfig, startTimeMs: Long, cloc
 
   override def snapshotState(): GeneratorEnumeratorState =
     GeneratorEnumeratorState(startTimeMs, discovered)
+}
+
+private[generator] object GeneratorEnumerator {
+  /** How many records of `split` exist at `nowMs`: `rowsPerSecond` per second since `sinceMs`, up to its stop. */
+  def available(config: GeneratorConfig, split: GeneratorSplit, sinceMs: Long, nowMs: Long): Long = {
+    val generated = config.rowsPerSecond match {
+      case Some(rate) =>
+        // rate * seconds without overflowing for large rates or long-running queries
+        val byRate = BigInt(rate) * math.max(0L, nowMs - sinceMs) / 1000
+        if (byRate > Long.MaxValue) Long.MaxValue else byRate.toLong
+      case None => Long.MaxValue
+    }
+    split.stopPosition.fold(generated)(math.min(_, generated))
+  }
 }
 
 final case class GeneratorEnumeratorState(startTimeMs: Long, splitsDiscovered: Boolean)

@@ -16,7 +16,12 @@ import sluice.config.RecordLayout
 final class GeneratorReader(config: GeneratorConfig, layout: RecordLayout) extends PausableSplitReader[GeneratorSplit] {
   import GeneratorReader._
 
-  private final class Cursor(val split: GeneratorSplit, var next: Long, val until: Long)
+  private final class Cursor(val split: GeneratorSplit, var next: Long, val until: Long) {
+    /** Open-ended (real-time mode): records exist as the rate makes them, from the split's start time. */
+    private val pacedSince = if (until == SplitRange.OpenEnd) config.rowsPerSecond.map(_ =>
+      split.generatingSinceMs.getOrElse(System.currentTimeMillis() - next * 1000 / config.rowsPerSecond.get)) else None
+    def end: Long = pacedSince.fold(until)(since => GeneratorEnumerator.available(config, split, since, System.currentTimeMillis()))
+  }
 
   private val active = mutable.LinkedHashMap[String, Cursor]()
   private val paused = mutable.Set[String]()
@@ -54,7 +59,7 @@ final class GeneratorReader(config: GeneratorConfig, layout: RecordLayout) exten
       if (splitIdx >= cursors.size) null
       else {
         cursor = cursors(splitIdx)
-        remaining = math.min(RecordsPerFetch, cursor.until - cursor.next)
+        remaining = math.max(0L, math.min(RecordsPerFetch, cursor.end - cursor.next))
         cursor.split.splitId
       }
     }

@@ -26,6 +26,8 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
   private final class Assignment(val split: KafkaPartitionSplit, val from: Long, val until: Long) {
     val tp: TopicPartition = split.topicPartition
     var lost = 0L
+    /** Read for as long as the task runs (real-time, continuous): waiting for data is normal. */
+    def open: Boolean = until == SplitRange.OpenEnd
   }
 
   /** Borrowed with the first splits, to get one that may already hold their next records. */
@@ -122,9 +124,12 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
     consumer.seek(tp, resumeAt)
   }
 
-  /** Nothing arrived: either the records we know exist are gone, or the brokers are unreachable. */
+  /**
+   * Nothing arrived: either the records we know exist are gone, or the brokers are unreachable.
+   * Open ranges expect no particular records, so only planned ends are checked.
+   */
   private def checkStalled(): Unit = {
-    val active = assigned.values.filterNot(a => paused.contains(a.tp)).toSeq
+    val active = assigned.values.filterNot(a => paused.contains(a.tp) || a.open).toSeq
     if (active.isEmpty) return
     val ends = try consumer.endOffsets(active.map(_.tp).asJava, Duration.ofMillis(MetadataTimeoutMs)) catch {
       case e: org.apache.kafka.common.errors.TimeoutException =>

@@ -1,0 +1,132 @@
+package sluice.alignment
+
+import scala.collection.mutable
+
+/**
+ * One split as a long-running reader reports it to the coordinator every `updateInterval`
+ * (FLIP-182's `ReportedWatermarkEvent`): its watermark (none before its first record), and
+ * whether it is idle, paused or read to its end.
+ */
+final case class LiveSplitState(
+    splitId: String,
+    watermark: Option[Long],
+    idle: Boolean,
+    paused: Boolean,
+    finished: Boolean) {
+  /** FLIP-180/217: only active splits with a watermark hold the group back. */
+  def constrains: Boolean = watermark.isDefined && !idle && !finished
+}
+
+/** A reader's report: the group it belongs to, who it is, and its splits now. */
+final case class LiveReport(
+    queryKey: String,
+    group: String,
+    memberId: String,
+    maxDriftMs: Long,
+    splits: Seq[LiveSplitState])
+
+/**
+ * The coordinator's answer (FLIP-182's `WatermarkAlignmentEvent`): the group's maximum allowed
+ * watermark, None when no split constrains (nothing to pause, never `Long.MaxValue + drift`).
+ */
+final case class LiveDecision(maxAllowedWatermark: Option[Long])
+
+/**
+ * The driver side of alignment while readers run (real-time mode, continuous processing): the
+ * latest state of every split of every member of a group, from whichever task reads it, and the
+ * group's `min(watermark) + maxDrift` over the splits that constrain.
+ *
+ * A split not reported for `expiryMs` (its task ended, its executor died) leaves the minimum, so
+ * a reader that stopped reporting never holds the others back forever (FLINK-32414, FLINK-25982).
+ * Nothing here knows Spark: the binding carries reports over Spark's RPC and asks `report`.
+ */
+final class LiveAlignment(clock: () => Long = () => System.currentTimeMillis()) {
+  private final class Entry(val state: LiveSplitState, val atMs: Long, val reports: Int)
+  /** (query, group) -> (member, split) -> latest state. */
+  private val groups = mutable.Map[(String, String), mutable.Map[(String, String), Entry]]()
+  /**
+   * Largest watermark spread per group between splits that read (constraining, not paused), each
+   * counted from its second report on (after the first answer it could act on).
+   */
+  private val spreads = mutable.Map[(String, String), Long]()
+
+  def report(r: LiveReport, expiryMs: Long): LiveDecision = synchronized {
+    val now = clock()
+    val key = (r.queryKey, r.group)
+    val splits = groups.getOrElseUpdate(key, mutable.Map.empty)
+    r.splits.foreach { s =>
+      val reports = splits.get((r.memberId, s.splitId)).map(_.reports + 1).getOrElse(1)
+      splits((r.memberId, s.splitId)) = new Entry(s, now, reports)
+    }
+    splits.filterInPlace { case (_, e) => now - e.atMs <= expiryMs }
+    // the spread between splits that read, once each had an answer to act on
+    val reading = splits.values.filter(e => e.reports > 1 && e.state.constrains && !e.state.paused).flatMap(_.state.watermark)
+    if (reading.nonEmpty) spreads(key) = math.max(spreads.getOrElse(key, 0L), reading.max - reading.min)
+    LiveDecision(LiveAlignment.limitOf(splits.values.map(_.state), r.maxDriftMs))
+  }
+
+  /** The states a group holds now, for metrics and tests. */
+  def states(queryKey: String, group: String): Seq[(String, LiveSplitState)] = synchronized {
+    groups.get((queryKey, group)).toSeq.flatMap(_.toSeq.map { case ((member, _), e) => member -> e.state })
+  }
+
+  /** The largest spread between the watermarks of splits that read the group has shown. */
+  def maxObservedSpread(queryKey: String, group: String): Option[Long] = synchronized(spreads.get((queryKey, group)))
+
+  /** A query's group ends with the query. */
+  def forget(queryKey: String, group: String): Unit = synchronized {
+    groups.remove((queryKey, group))
+    spreads.remove((queryKey, group))
+  }
+}
+
+object LiveAlignment {
+  /** FLIP-217's `min(watermark) + maxDrift` over the splits that constrain; None when none does. */
+  def limitOf(states: Iterable[LiveSplitState], maxDriftMs: Long): Option[Long] =
+    AlignmentPolicy.limit(states.filter(_.constrains).flatMap(_.watermark), maxDriftMs)
+}
+
+/**
+ * A reader's side of live alignment: which of its splits to pause under the coordinator's
+ * latest limit, and when each split turns idle. A paused split never turns idle, and the time it
+ * spends paused does not count toward its idleness (FLINK-35886, FLINK-40093).
+ */
+final class LiveSplitGate(idleTimeoutMs: Option[Long], clock: () => Long) {
+  private final class Split(var lastActiveMs: Long, var paused: Boolean)
+  private val splits = mutable.LinkedHashMap[String, Split]()
+
+  def track(splitId: String): Unit = splits.getOrElseUpdate(splitId, new Split(clock(), paused = false))
+
+  /** A record of the split was read: it is active again. */
+  def recordRead(splitId: String, nowMs: Long): Unit = splits.get(splitId).foreach(_.lastActiveMs = nowMs)
+
+  def isPaused(splitId: String): Boolean = splits.get(splitId).exists(_.paused)
+
+  def isIdle(splitId: String, nowMs: Long): Boolean = splits.get(splitId).exists { s =>
+    !s.paused && idleTimeoutMs.exists(nowMs - s.lastActiveMs >= _)
+  }
+
+  /**
+   * Applies a limit: returns the splits to pause and those to resume. A split is paused when its
+   * watermark is above the limit, or `unconfirmed` (its watermark not yet answered for), and it is
+   * not finished (FLINK-39728); resuming restarts its idleness clock.
+   */
+  def decide(
+      watermarks: Map[String, Option[Long]],
+      finished: Set[String],
+      limit: Option[Long],
+      unconfirmed: Set[String] = Set.empty): (Set[String], Set[String]) = {
+    val now = clock()
+    val toPause = mutable.Set[String]()
+    val toResume = mutable.Set[String]()
+    splits.foreach { case (id, s) =>
+      // a split whose watermark the coordinator has not seen yet waits for its answer: without
+      // it, a split that starts far ahead would run until the next update
+      val ahead = (unconfirmed.contains(id) && !finished.contains(id)) ||
+        AlignmentPolicy.isAhead(watermarks.getOrElse(id, None), finished.contains(id), limit)
+      if (ahead && !s.paused) { s.paused = true; toPause += id }
+      else if (!ahead && s.paused) { s.paused = false; s.lastActiveMs = now; toResume += id }
+    }
+    (toPause.toSet, toResume.toSet)
+  }
+}

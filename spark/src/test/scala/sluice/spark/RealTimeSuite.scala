@@ -1,0 +1,183 @@
+package sluice.spark
+
+import java.nio.file.Files
+
+import scala.jdk.CollectionConverters._
+
+import com.fasterxml.jackson.databind.ObjectMapper
+import org.apache.spark.sql.{DataFrame, Row}
+import org.apache.spark.sql.streaming.{StreamingQuery, Trigger}
+import org.scalatest.funsuite.AnyFunSuite
+
+import sluice.{Sluice, Slow, SparkSuiteBase}
+import sluice.connector.file.FileSource
+import sluice.connector.kafka.{KafkaSource, OffsetsInitializer}
+import sluice.eventtime.WatermarkStrategy
+import sluice.hybrid.HybridSource
+import sluice.testkit.{KafkaSuiteBase, ProducedRecord}
+
+/**
+ * Real-time mode (`Trigger.RealTime`) against the real broker: long batches whose tasks emit each
+ * record as it arrives, the next offset taken from where the readers got, alignment applied live.
+ */
+class RealTimeSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase {
+  private val base = 1700000000000L
+
+  override protected def beforeAll(): Unit = {
+    super.beforeAll()
+    spark.conf.set("spark.sql.streaming.realTimeMode.minBatchDuration", "1s") // short batches keep the suite quick
+  }
+
+  private def kafkaSource(topic: String, strategy: WatermarkStrategy = null, maxPollRecords: Int = 500): DataFrame =
+    Sluice.fromSource(spark, KafkaSource.builder().bootstrapServers(kafka.bootstrapServers).topics(topic)
+      .startingOffsets(OffsetsInitializer.earliest()).option("kafka.max.poll.records", maxPollRecords.toString).build(),
+      strategy, topic)
+
+  private def startRealTime(df: DataFrame, sink: String, checkpoint: String, batch: String): StreamingQuery =
+    df.writeStream.foreach(RealTimeSink.writer(sink)).outputMode("update")
+      .option("checkpointLocation", checkpoint).trigger(Trigger.RealTime(batch)).start()
+
+  private def produce(topic: String, partitions: Int, from: Int, until: Int): Unit =
+    kafka.produce(topic, (from until until).map(i => ProducedRecord.text(key = Some(s"k$i"), value = Some(s"v$i"),
+      partition = Some(i % partitions), timestamp = Some(base + i * 1000L))))
+
+  /** (partition, offset, key, value, timestamp) of Kafka rows. */
+  private def kafkaRow(r: Row): (Int, Long, String, String, java.sql.Timestamp) =
+    (r.getAs[Int]("partition"), r.getAs[Long]("offset"), new String(r.getAs[Array[Byte]]("key"), "UTF-8"),
+      new String(r.getAs[Array[Byte]]("value"), "UTF-8"), r.getAs[java.sql.Timestamp]("timestamp"))
+
+  private def microBatchRows(df: DataFrame, table: String): Seq[Row] = {
+    val q = df.writeStream.format("memory").queryName(table).trigger(Trigger.AvailableNow()).start()
+    assert(q.awaitTermination(120000), s"the micro-batch read of $table did not end")
+    assert(q.exception.isEmpty, q.exception)
+    spark.table(table).collect().toSeq
+  }
+
+  private def offsetLogEntries(checkpoint: String): Int =
+    Option(new java.io.File(checkpoint, "offsets").listFiles()).map(_.count(_.getName.forall(_.isDigit))).getOrElse(0)
+
+  /** The Kafka positions (partition -> next offset) of the last batch in the offset log. */
+  private def lastLoggedPositions(checkpoint: String): Map[Int, Long] = {
+    val last = new java.io.File(checkpoint, "offsets").listFiles().filter(_.getName.forall(_.isDigit)).maxBy(_.getName.toLong)
+    val json = Files.readAllLines(last.toPath).asScala.last
+    new ObjectMapper().readTree(json).get("splits").elements().asScala.map { s =>
+      s.get("id").asText.split("-").last.toInt -> s.get("position").asLong
+    }.toMap
+  }
+
+  test("Kafka in real-time mode: the micro-batch rows, and records produced while a batch runs arrive in it", Slow) {
+    val topic = "rt-rows"
+    kafka.createTopic(topic, 3)
+    produce(topic, 3, 0, 300)
+    val q = startRealTime(kafkaSource(topic), "rows", tempDir("ckpt").toString, "20 seconds")
+    try {
+      RealTimeSink.await("rows", "the 300 records already in the topic")(_.size >= 300)
+      produce(topic, 3, 300, 400) // while the first long batch runs
+      val got = RealTimeSink.await("rows", "the records produced while the batch ran")(_.size >= 400)
+      assert(q.lastProgress == null || q.lastProgress.batchId == 0, "the records arrived within the first long batch")
+      val expected = microBatchRows(kafkaSource(topic), "rt_rows_micro")
+      assert(got.map(kafkaRow).sortBy(r => (r._1, r._2)) == expected.map(kafkaRow).sortBy(r => (r._1, r._2)))
+    } finally q.stop()
+  }
+
+  test("a query stopped in the middle of a long batch loses nothing on restart; only that batch is read again", Slow) {
+    val topic = "rt-restart"
+    kafka.createTopic(topic, 2)
+    produce(topic, 2, 0, 100)
+    val ckpt = tempDir("ckpt").toString
+    val first = startRealTime(kafkaSource(topic), "restart", ckpt, "2 seconds")
+    // let a few long batches commit, then stop one in its middle with more data in it
+    val deadline = System.currentTimeMillis() + 60000
+    while (offsetLogEntries(ckpt) < 2) {
+      assert(System.currentTimeMillis() < deadline, "no real-time batch ended within 60 s")
+      Thread.sleep(50)
+    }
+    produce(topic, 2, 100, 200)
+    RealTimeSink.await("restart", "the second 100 records")(_.size >= 200)
+    first.stop()
+    val committedAtStop = lastLoggedPositions(ckpt)
+
+    produce(topic, 2, 200, 250)
+    val second = startRealTime(kafkaSource(topic), "restart", ckpt, "2 seconds")
+    try {
+      val got = RealTimeSink.await("restart", "every record after the restart")(rows =>
+        rows.map(kafkaRow).map(r => (r._1, r._2)).distinct.size >= 250)
+      val values = got.map(kafkaRow).map(_._4)
+      assert(values.toSet == (0 until 250).map(i => s"v$i").toSet, "nothing is lost")
+      // At least once, as Spark's own Kafka source in real-time mode: what the stopped batch had
+      // emitted before it was stopped is emitted again, nothing a committed batch read.
+      val committed = committedAtStop
+      val duplicated = got.map(kafkaRow).groupBy(r => (r._1, r._2)).collect { case (key, rs) if rs.size > 1 => key }
+      duplicated.foreach { case (partition, offset) =>
+        assert(offset >= committed(partition), s"partition $partition offset $offset, read by a committed batch, was read again")
+      }
+    } finally second.stop()
+  }
+
+  test("files and a files-then-Kafka hybrid in real-time mode: every row, the switch at a batch end", Slow) {
+    val dir = tempDir("rt-files")
+    Files.write(dir.resolve("a.json"), (0 until 50).map(i => s"""{"id":$i,"ts":${base + i * 1000L}}""").mkString("\n").getBytes("UTF-8"))
+    Files.write(dir.resolve("b.json"), (50 until 80).map(i => s"""{"id":$i,"ts":${base + i * 1000L}}""").mkString("\n").getBytes("UTF-8"))
+    def files = FileSource.builder().path(dir.toString).format("json").schema("id BIGINT, ts BIGINT").build()
+
+    val plain = startRealTime(Sluice.fromSource(spark, files), "files", tempDir("ckpt").toString, "3 seconds")
+    try {
+      val got = RealTimeSink.await("files", "the 80 file rows")(_.size >= 80)
+      val expected = microBatchRows(Sluice.fromSource(spark, files), "rt_files_micro")
+      assert(got.map(r => r.getAs[Long]("id")).sorted == expected.map(r => r.getAs[Long]("id")).sorted)
+    } finally plain.stop()
+
+    val topic = "rt-tail"
+    kafka.createTopic(topic, 2)
+    kafka.produce(topic, (100 until 130).map(i => ProducedRecord.text(value = Some(s"""{"id":$i,"ts":0}"""),
+      partition = Some(i % 2))))
+    val tail = KafkaSource.builder().bootstrapServers(kafka.bootstrapServers).topics(topic)
+      .startingOffsets(OffsetsInitializer.earliest()).option("format", "json").option("schema", "id BIGINT, ts BIGINT").build()
+    val hybrid = Sluice.fromSource(spark, HybridSource.builder(files).addSource(tail).build(), null, "rt-hybrid",
+      Map.empty[String, String])
+    val q = startRealTime(hybrid.select("id"), "hybrid", tempDir("ckpt").toString, "2 seconds")
+    try {
+      val got = RealTimeSink.await("hybrid", "the file rows, then the Kafka rows")(_.size >= 110)
+      assert(got.map(_.getLong(0)).sorted == ((0L until 80L) ++ (100L until 130L)))
+      val deadline = System.currentTimeMillis() + 30000
+      while (!q.recentProgress.exists(_.sources.head.metrics.asScala.get("activeSource").contains("1"))) {
+        assert(System.currentTimeMillis() < deadline, "no batch reported the switch to the Kafka source within 30 s")
+        Thread.sleep(50)
+      }
+      kafka.produce(topic, (130 until 140).map(i => ProducedRecord.text(value = Some(s"""{"id":$i,"ts":0}"""), partition = Some(0))))
+      RealTimeSink.await("hybrid", "records produced after the switch")(_.size >= 120)
+    } finally q.stop()
+  }
+
+  test("live alignment: a partition ahead in event time is paused while the lagging one catches up, " +
+      "and runs on once the lagging one is idle", Slow) {
+    val topic = "rt-aligned"
+    kafka.createTopic(topic, 2)
+    // partition 0: two hours of event time from `base`; partition 1: starts two hours later
+    kafka.produce(topic, (0 until 1440).map(i => ProducedRecord.text(value = Some(s"p0-$i"), partition = Some(0),
+      timestamp = Some(base + i * 5000L))))
+    kafka.produce(topic, (0 until 400).map(i => ProducedRecord.text(value = Some(s"p1-$i"), partition = Some(1),
+      timestamp = Some(base + 7200000L + i * 5000L))))
+    val drift = 60000L
+    // partition 0 runs out of records below partition 1's start: only its idleness lets partition 1 finish
+    val strategy = WatermarkStrategy.forMonotonousTimestamps().withIdleness(java.time.Duration.ofSeconds(2))
+      .withWatermarkAlignment("rt", java.time.Duration.ofMillis(drift), java.time.Duration.ofMillis(100))
+    val q = startRealTime(kafkaSource(topic, strategy, maxPollRecords = 50), "aligned", tempDir("ckpt").toString, "5 seconds")
+    try {
+      RealTimeSink.await("aligned", "both partitions in full")(_.size >= 1840)
+      val arrivals = RealTimeSink.arrivals("aligned")
+      def eventTime(a: RealTimeSink.Arrival) = a.row.getAs[java.sql.Timestamp]("timestamp").getTime
+      val firstAhead = arrivals.filter(_.row.getAs[Int]("partition") == 1)
+      val lagging = arrivals.filter(_.row.getAs[Int]("partition") == 0)
+      // Records of partition 1 that arrived while partition 0 was still being read, ahead of it
+      // by more than the drift: only what one poll (50 records) or one update interval let through.
+      val lastLagging = lagging.last.sequence
+      val early = firstAhead.count { a =>
+        val caughtUp = lagging.filter(_.sequence < a.sequence).map(eventTime).maxOption.getOrElse(Long.MinValue)
+        a.sequence < lastLagging && eventTime(a) - caughtUp > drift
+      }
+      assert(early <= 100, s"$early records of the partition ahead arrived before the lagging one caught up")
+      assert(lagging.map(eventTime) == lagging.map(eventTime).sorted, "the lagging partition was read in order")
+    } finally q.stop()
+  }
+}
