@@ -224,6 +224,21 @@ final class SourceRuntime(
       pauseSplits = eventTime.flatMap(_.livePausing(ranges.map(_.split))).getOrElse(false))
   }
 
+  /**
+   * Whether the enumerator, told what readers reported so far, finds splits not known yet (a new
+   * partition or file, a hybrid's next source once the active one is read): a long-running
+   * engine then restarts its tasks, and the next `openBatch` opens the new splits too.
+   */
+  def discoverNewSplits(): Boolean = synchronized {
+    if (enumerator == null) false
+    else {
+      enumerator.progressUpdated(splitsWithProgress)
+      val found = enumerator.discoverSplits().filterNot(s => splits.contains(s.splitId))
+      found.foreach(track)
+      found.nonEmpty
+    }
+  }
+
   /** How far each split of `start` could be read now: what an engine that only looks asks for. */
   def available(start: SourceCheckpoint): SourceCheckpoint = synchronized {
     restore(start)

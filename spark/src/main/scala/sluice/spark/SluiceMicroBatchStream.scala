@@ -1,26 +1,18 @@
 package sluice.spark
 
-import java.util.Optional
-
-import scala.jdk.CollectionConverters._
-
-import org.apache.hadoop.fs.Path
-import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReaderFactory}
 import org.apache.spark.sql.connector.read.streaming._
 import org.apache.spark.sql.connector.read.streaming.{Offset => SparkOffset}
 
-import sluice.alignment.LiveSplitState
 import sluice.api._
-import sluice.eventtime.EventTimeSettings
-import sluice.runtime.{BatchLimit, OpenBatch, RuntimeSettings, SourceCheckpoint, SourceRuntime, TaskPacking}
+import sluice.runtime.BatchLimit
 
 /**
  * A Sluice source inside Spark's micro-batch engine: a thin adapter over the source's
- * `SourceRuntime`. Spark's offsets are the runtime's checkpoints, written to the offset log
- * before each batch runs, so a restarted query replays exactly the same batch; the readers'
- * reports reach the runtime through the progress accumulator as tasks end.
+ * `SourceRuntime` (see `SluiceStream`). Spark's offsets are the runtime's checkpoints, written to
+ * the offset log before each batch runs, so a restarted query replays exactly the same batch; the
+ * readers' reports reach the runtime through the progress accumulator as tasks end.
  *
  * Real-time mode (`Trigger.RealTime`) runs the same engine with long batches whose end is not
  * known in advance: the runtime opens a batch (every split from where it stands, open-ended),
@@ -33,83 +25,11 @@ final class SluiceMicroBatchStream(
     options: StreamOptions,
     metadataPath: String,
     spark: SparkSession)
-  extends MicroBatchStream
+  extends SluiceStream(source, options, metadataPath, spark)
+  with MicroBatchStream
   with SupportsAdmissionControl
   with SupportsTriggerAvailableNow
-  with ReportsSourceMetrics
-  with SupportsRealTimeMode
-  with Logging {
-
-  private val displayName = options.name.getOrElse(source.sourceType)
-  private val metadata = new SourceMetadata(metadataPath, spark.sessionState.newHadoopConf())
-  private val member = OffsetLogLookup.memberName(metadataPath)
-  /** sources/<n> under the checkpoint: the parent of `sources` names the query. */
-  private val queryKey = new Path(metadataPath).getParent.getParent.toString
-
-  private val runtime = new SourceRuntime(source,
-    RuntimeSettings(
-      displayName,
-      options.eventTime,
-      compact = !options.timestamps.force,
-      latencyTracking = options.timestamps.latencyTrackingIntervalMs.isDefined,
-      queryKey = queryKey,
-      memberId = metadataPath,
-      allowUnalignedSourceSplitsByDefault = spark.conf.getOption(EventTimeSettings.AllowUnalignedSourceSplitsConf)
-        .exists(_.trim.equalsIgnoreCase("true"))),
-    store = metadata,
-    resumePoint = () => resumePoint(),
-    defaultLimit = BatchLimit(options.maxRecordsPerTrigger))
-
-  private val accumulator = {
-    val acc = new SplitProgressAccumulator().deliverTo(runtime.fold)
-    spark.sparkContext.register(acc) // unnamed: named accumulators are rendered into the UI and event log per task
-    acc
-  }
-
-  private def offset(checkpoint: SourceCheckpoint): SluiceOffset = SluiceOffset(checkpoint, Some(member))
-
-  // ---- offsets --------------------------------------------------------------------------------
-
-  /**
-   * Spark asks for the initial offset more than once (and again when it replays batch 0 after a
-   * restart). Start positions are resolved once — "latest" or a timestamp must not move — and
-   * kept in the source's checkpoint folder.
-   */
-  override def initialOffset(): SparkOffset = synchronized {
-    if (initial == null) {
-      initial = metadata.readInitialOffset() match {
-        case Some(json) =>
-          val restored = offset(SluiceOffset.fromJson(json).checkpoint)
-          runtime.restore(restored.checkpoint)
-          restored
-        case None =>
-          val fresh = offset(runtime.start())
-          metadata.writeInitialOffset(fresh.json())
-          fresh
-      }
-    }
-    initial
-  }
-  private var initial: SluiceOffset = _
-
-  /** Where the next batch starts, when an alignment round needs it before Spark said. */
-  private def resumePoint(): Option[SourceCheckpoint] = OffsetLogLookup.latest(spark, metadataPath) match {
-    case Right(Some(logged)) => Some(logged.checkpoint)
-    case Right(None) => Some(SluiceOffset.of(initialOffset()).checkpoint)
-    case Left(why) =>
-      logInfo(s"$this cannot take part in its alignment group's round yet: $why")
-      None
-  }
-
-  override def deserializeOffset(json: String): SparkOffset = {
-    val offset = SluiceOffset.fromJson(json)
-    if (offset.sourceType != source.sourceType) {
-      throw new IllegalStateException(
-        s"Sluice: the checkpoint was written by a '${offset.sourceType}' source, but this query " +
-          s"reads a '${source.sourceType}' source. Use a new checkpoint location for a different source.")
-    }
-    offset
-  }
+  with SupportsRealTimeMode {
 
   override def getDefaultReadLimit: ReadLimit =
     options.maxRecordsPerTrigger.map(ReadLimit.maxRows).getOrElse(ReadLimit.allAvailable())
@@ -123,7 +43,7 @@ final class SluiceMicroBatchStream(
    */
   override def latestOffset(startOffset: SparkOffset, limit: ReadLimit): SparkOffset = {
     val start = SluiceOffset.of(startOffset).checkpoint
-    val end = if (realTime) runtime.available(start) else runtime.planBatch(start, BatchLimit(maxRows(limit)))
+    val end = if (longRunning) runtime.available(start) else runtime.planBatch(start, BatchLimit(maxRows(limit)))
     if (end eq start) startOffset else offset(end)
   }
 
@@ -143,65 +63,18 @@ final class SluiceMicroBatchStream(
     runtime.tasks(Some(SluiceOffset.of(start).checkpoint), SluiceOffset.of(end).checkpoint, spark.sparkContext.defaultParallelism)
       .map(ranges => SluiceInputPartition(ranges): InputPartition).toArray
 
-  override def createReaderFactory(): PartitionReaderFactory =
-    new SluiceReaderFactory(source, RecordTiming(options.eventTime, options.timestamps), accumulator, liveAlignment)
-
-  // ---- real-time mode -------------------------------------------------------------------------
-
-  @volatile private var realTime = false
-  /** The long batch running now: where it started, as the runtime opened it. */
-  @volatile private var openBatch: Option[OpenBatch] = None
-
-  override def prepareForRealTimeMode(): Unit = {
-    realTime = true
-    if (options.eventTime.alignment.isDefined) LiveAlignmentChannel.serve()
-  }
-
-  /** Who this source is in its live alignment group, for the readers' reports. */
-  private def liveAlignment: Option[LiveAlignmentMember] = Option.when(realTime)(()).flatMap(_ =>
-    options.eventTime.alignment.map(a => LiveAlignmentMember(queryKey, a.group, metadataPath, a.maxDriftMs, a.updateIntervalMs)))
-
-  /**
-   * A long batch reads every split from where `start` has it, open-ended: the tasks run until
-   * Spark ends the batch, so all of them must run at once. Splits share tasks so that a source
-   * needs no more task slots than the cluster has.
-   */
-  override def planInputPartitions(start: SparkOffset): Array[InputPartition] = {
-    val batch = runtime.openBatch(SluiceOffset.of(start).checkpoint)
-    openBatch = Some(batch)
-    val initialLimit = liveAlignment.flatMap(LiveAlignmentChannel.seed(_, batch.ranges.map { r =>
-      val id = r.split.splitId
-      LiveSplitState(id, batch.eventTimes.get(id).map(options.eventTime.watermarkFor), idle = false, paused = false, finished = false)
-    }))
-    TaskPacking.pack[SourceSplit](batch.ranges, spark.sparkContext.defaultParallelism, _ => 1.0).map { ranges =>
-      val ids = ranges.map(_.split.splitId).toSet
-      SluiceInputPartition(ranges, realTime = true, eventTimes = batch.eventTimes.filter { case (id, _) => ids.contains(id) },
-        initialLimit = initialLimit, pauseSplits = batch.pauseSplits): InputPartition
-    }.toArray
-  }
-
-  /** Where the long batch's readers got is where the next one starts. */
-  override def mergeOffsets(offsets: Array[PartitionOffset]): SparkOffset = {
-    val batch = openBatch.getOrElse(throw new IllegalStateException(s"$this: mergeOffsets before planInputPartitions"))
-    val reports = offsets.toSeq.flatMap {
-      case o: SluicePartitionOffset => o.reports
-      case other => throw new IllegalStateException(s"$this: not a Sluice partition offset: $other")
-    }
-    offset(runtime.endOfOpenBatch(batch.start, reports))
-  }
-
-  /** Progress reached the runtime as tasks ended; a commit only makes sure the splits are known. */
-  override def commit(end: SparkOffset): Unit = runtime.restore(SluiceOffset.of(end).checkpoint)
+  override def createReaderFactory(): PartitionReaderFactory = readerFactory
 
   /** Spark calls this before restoring offsets; the bound is taken at the first planning. */
   override def prepareForTriggerAvailableNow(): Unit = runtime.prepareForAvailableNow()
 
-  override def stop(): Unit = runtime.close()
+  // ---- real-time mode -------------------------------------------------------------------------
 
-  override def metrics(latestConsumedOffset: Optional[SparkOffset]): java.util.Map[String, String] = {
-    val consumed = latestConsumedOffset.map[Option[SourceCheckpoint]](o => Some(SluiceOffset.of(o).checkpoint)).orElse(None)
-    (runtime.metrics(consumed) ++ liveAlignment.map(LiveAlignmentChannel.metrics).getOrElse(Map.empty)).asJava
-  }
+  override def prepareForRealTimeMode(): Unit = startLongRunning()
+
+  override def planInputPartitions(start: SparkOffset): Array[InputPartition] = planOpenBatch(start)
+
+  override def mergeOffsets(offsets: Array[PartitionOffset]): SparkOffset = endOfOpenBatch(offsets)
 
   override def toString: String = s"SluiceMicroBatchStream[$displayName]"
 }

@@ -2,8 +2,8 @@ package sluice.spark
 
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
-import org.apache.spark.sql.connector.read.streaming.{PartitionOffset, SupportsRealTimeRead}
+import org.apache.spark.sql.connector.read.InputPartition
+import org.apache.spark.sql.connector.read.streaming.{ContinuousPartitionReader, ContinuousPartitionReaderFactory, PartitionOffset, SupportsRealTimeRead}
 
 import sluice.alignment.LiveSplitState
 import sluice.api.{PausableSplitReader, ReaderContext, RecordsWithSplitIds, Source, SourceSplit, SplitRange}
@@ -49,12 +49,12 @@ final class SluiceReaderFactory(
     source: Source[SourceSplit, Any],
     timing: RecordTiming,
     progress: Option[SplitProgressAccumulator],
-    liveAlignment: Option[LiveAlignmentMember] = None) extends PartitionReaderFactory {
+    liveAlignment: Option[LiveAlignmentMember] = None) extends ContinuousPartitionReaderFactory {
   def this(source: Source[SourceSplit, Any], timing: RecordTiming, progress: SplitProgressAccumulator,
       liveAlignment: Option[LiveAlignmentMember]) =
     this(source, timing, Some(progress), liveAlignment)
 
-  override def createReader(partition: InputPartition): PartitionReader[InternalRow] = {
+  override def createReader(partition: InputPartition): SluicePartitionReader = {
     val context = timing.readerContext
     val appender = Option.when(timing.eventTime.enabled)(
       new EventTimeAppender(timing.eventTime, source.schema(context.recordLayout)))
@@ -65,7 +65,7 @@ final class SluiceReaderFactory(
         initiallyConfirmed = task.eventTimes.keySet, () => context.currentTimeMillis()))
     val reader = new SluicePartitionReader(task, source, context, appender,
       tracksEventTime = timing.timestamps.force, latency, progress, live, timing.eventTime)
-    // Spark's real-time wrapper never closes the reader it wraps: the task's end does.
+    // Spark's real-time wrapper never closes the reader it wraps: the task's end does (idempotent).
     if (task.realTime) Option(TaskContext.get()).foreach(_.addTaskCompletionListener[Unit](_ => reader.close()))
     reader
   }
@@ -89,7 +89,7 @@ final class SluicePartitionReader(
     progress: Option[SplitProgressAccumulator],
     live: Option[LiveAlignmentChannel.ReaderSide] = None,
     eventTimeSettings: EventTimeSettings = EventTimeSettings(EventTimeSettings.Kind.None, 0L, None, None, None))
-  extends PartitionReader[InternalRow] with SupportsRealTimeRead[InternalRow] {
+  extends SupportsRealTimeRead[InternalRow] with ContinuousPartitionReader[InternalRow] {
   import SluicePartitionReader._
 
   private final class Stats(val range: SplitRange[SourceSplit]) {
@@ -132,7 +132,10 @@ final class SluicePartitionReader(
     } else SupportsRealTimeRead.RecordStatus.newStatusWithoutArrivalTime(false)
   }
 
-  /** Real-time mode: where every split of this task stands now, with what was read so far. */
+  /**
+   * Real-time mode (at the batch's end) and continuous processing (after every record): where
+   * every split of this task stands now, with what was read so far.
+   */
   override def getOffset(): SluicePartitionOffset = SluicePartitionOffset(reports)
 
   /**

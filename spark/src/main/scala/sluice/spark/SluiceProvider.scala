@@ -9,7 +9,7 @@ import org.apache.spark.sql.catalyst.util.CaseInsensitiveMap
 import org.apache.spark.sql.connector.catalog.{SupportsRead, Table, TableCapability, TableProvider}
 import org.apache.spark.sql.connector.expressions.Transform
 import org.apache.spark.sql.connector.read.{Batch, Scan, ScanBuilder}
-import org.apache.spark.sql.connector.read.streaming.MicroBatchStream
+import org.apache.spark.sql.connector.read.streaming.{ContinuousStream, MicroBatchStream}
 import org.apache.spark.sql.sources.{BaseRelation, DataSourceRegister, RelationProvider}
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
@@ -78,8 +78,8 @@ final class SluiceTable(source: Source[SourceSplit, Any], options: StreamOptions
       s"Spark setting ${TimestampSupport.ForceConf}=true) to read event_time, timestamps and provenance."
   override def schema(): StructType = options.outputSchema(source)
   override def capabilities(): util.Set[TableCapability] =
-    if (batchRefusal.isEmpty) util.EnumSet.of(TableCapability.MICRO_BATCH_READ, TableCapability.BATCH_READ)
-    else util.EnumSet.of(TableCapability.MICRO_BATCH_READ)
+    if (batchRefusal.isEmpty) util.EnumSet.of(TableCapability.MICRO_BATCH_READ, TableCapability.CONTINUOUS_READ, TableCapability.BATCH_READ)
+    else util.EnumSet.of(TableCapability.MICRO_BATCH_READ, TableCapability.CONTINUOUS_READ)
   override def newScanBuilder(ignored: CaseInsensitiveStringMap): ScanBuilder =
     () => new SluiceScan(source, options, batchRefusal)
 }
@@ -90,12 +90,17 @@ final class SluiceScan(source: Source[SourceSplit, Any], options: StreamOptions,
   override def description(): String = s"Sluice ${source.sourceType} source${options.name.fold("")(n => s" '$n'")}"
   override def supportedCustomMetrics(): Array[org.apache.spark.sql.connector.metric.CustomMetric] = ReaderMetrics.supported
   /**
-   * Each query gets its own source object, rebuilt from the options: a DataFrame can start several
+   * Each query gets its own source object (for either engine), rebuilt from the options: a DataFrame can start several
    * queries, and a source may keep per-query state (a hybrid's sources built at its switches).
    */
   override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
     val own = sluice.Sources.fromOptions(source.options).asInstanceOf[Source[SourceSplit, Any]]
     new SluiceMicroBatchStream(own, options, checkpointLocation, SparkSession.active)
+  }
+
+  override def toContinuousStream(checkpointLocation: String): ContinuousStream = {
+    val own = sluice.Sources.fromOptions(source.options).asInstanceOf[Source[SourceSplit, Any]]
+    new SluiceContinuousStream(own, options, checkpointLocation, SparkSession.active)
   }
 
   /** A batch read gets its own source too, for the same reasons; `load()` already refused what cannot be read. */

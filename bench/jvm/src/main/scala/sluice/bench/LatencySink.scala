@@ -7,15 +7,16 @@ import org.apache.spark.sql.{ForeachWriter, Row}
 /**
  * A foreach sink for real-time mode benchmarks: each row's value is the time (epoch ms, as text)
  * its record was sent; the sink keeps `arrival - sent` per run, in this JVM (local mode), for
- * the Python side to read through py4j. Measured in the writer with the wall clock, since
+ * the Python side to read through py4j; records sent before `sentSinceMs` are not counted. Measured in the writer with the wall clock, since
  * `current_timestamp()` is fixed per batch in real-time mode.
  */
-final class LatencySink(run: String) extends ForeachWriter[Row] {
+final class LatencySink(run: String, sentSinceMs: Long) extends ForeachWriter[Row] {
   override def open(partitionId: Long, epochId: Long): Boolean = true
   override def process(row: Row): Unit = {
     val now = System.currentTimeMillis()
     val sent = new String(row.getAs[Array[Byte]]("value"), "UTF-8").trim.toLong
-    LatencySink.add(run, now - sent)
+    // records sent before the query started wait for it by design: not a latency of the source
+    if (sent >= sentSinceMs) LatencySink.add(run, now - sent)
   }
   override def close(errorOrNull: Throwable): Unit = ()
 }

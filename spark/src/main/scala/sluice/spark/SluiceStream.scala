@@ -1,0 +1,164 @@
+package sluice.spark
+
+import java.util.Optional
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.hadoop.fs.Path
+import org.apache.spark.internal.Logging
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.connector.read.InputPartition
+import org.apache.spark.sql.connector.read.streaming._
+import org.apache.spark.sql.connector.read.streaming.{Offset => SparkOffset}
+
+import sluice.alignment.LiveSplitState
+import sluice.api._
+import sluice.eventtime.EventTimeSettings
+import sluice.runtime.{BatchLimit, OpenBatch, RuntimeSettings, SourceCheckpoint, SourceRuntime, TaskPacking}
+
+/**
+ * What every Sluice stream shares, whatever engine runs it: the source's `SourceRuntime`, its
+ * checkpoint folder, offsets, the executor -> driver progress channel and query-progress metrics;
+ * and the long-running batches of real-time mode and continuous processing, whose readers run
+ * until the engine ends the batch (or the epoch) and report where they got (`mergeOffsets`).
+ * `SluiceMicroBatchStream` and `SluiceContinuousStream` are the engines' adapters over it.
+ */
+abstract class SluiceStream(
+    source: Source[SourceSplit, Any],
+    options: StreamOptions,
+    metadataPath: String,
+    spark: SparkSession)
+  extends SparkDataStream
+  with ReportsSourceMetrics
+  with Logging {
+
+  protected val displayName: String = options.name.getOrElse(source.sourceType)
+  private val metadata = new SourceMetadata(metadataPath, spark.sessionState.newHadoopConf())
+  private val member = OffsetLogLookup.memberName(metadataPath)
+  /** sources/<n> under the checkpoint: the parent of `sources` names the query. */
+  private val queryKey = new Path(metadataPath).getParent.getParent.toString
+
+  protected val runtime = new SourceRuntime(source,
+    RuntimeSettings(
+      displayName,
+      options.eventTime,
+      compact = !options.timestamps.force,
+      latencyTracking = options.timestamps.latencyTrackingIntervalMs.isDefined,
+      queryKey = queryKey,
+      memberId = metadataPath,
+      allowUnalignedSourceSplitsByDefault = spark.conf.getOption(EventTimeSettings.AllowUnalignedSourceSplitsConf)
+        .exists(_.trim.equalsIgnoreCase("true"))),
+    store = metadata,
+    resumePoint = () => resumePoint(),
+    defaultLimit = BatchLimit(options.maxRecordsPerTrigger))
+
+  private val accumulator = {
+    val acc = new SplitProgressAccumulator().deliverTo(runtime.fold)
+    spark.sparkContext.register(acc) // unnamed: named accumulators are rendered into the UI and event log per task
+    acc
+  }
+
+  protected def offset(checkpoint: SourceCheckpoint): SluiceOffset = SluiceOffset(checkpoint, Some(member))
+
+  // ---- offsets --------------------------------------------------------------------------------
+
+  /**
+   * Spark asks for the initial offset more than once (and again when it replays batch 0 after a
+   * restart). Start positions are resolved once — "latest" or a timestamp must not move — and
+   * kept in the source's checkpoint folder.
+   */
+  override def initialOffset(): SparkOffset = synchronized {
+    if (initial == null) {
+      initial = metadata.readInitialOffset() match {
+        case Some(json) =>
+          val restored = offset(SluiceOffset.fromJson(json).checkpoint)
+          runtime.restore(restored.checkpoint)
+          restored
+        case None =>
+          val fresh = offset(runtime.start())
+          metadata.writeInitialOffset(fresh.json())
+          fresh
+      }
+    }
+    initial
+  }
+  private var initial: SluiceOffset = _
+
+  /** Where the next batch starts, when an alignment round needs it before Spark said. */
+  private def resumePoint(): Option[SourceCheckpoint] = OffsetLogLookup.latest(spark, metadataPath) match {
+    case Right(Some(logged)) => Some(logged.checkpoint)
+    case Right(None) => Some(SluiceOffset.of(initialOffset()).checkpoint)
+    case Left(why) =>
+      logInfo(s"$this cannot take part in its alignment group's round yet: $why")
+      None
+  }
+
+  override def deserializeOffset(json: String): SparkOffset = {
+    val offset = SluiceOffset.fromJson(json)
+    if (offset.sourceType != source.sourceType) {
+      throw new IllegalStateException(
+        s"Sluice: the checkpoint was written by a '${offset.sourceType}' source, but this query " +
+          s"reads a '${source.sourceType}' source. Use a new checkpoint location for a different source.")
+    }
+    offset
+  }
+
+  /** Progress reached the runtime as tasks ended; a commit only makes sure the splits are known. */
+  override def commit(end: SparkOffset): Unit = runtime.restore(SluiceOffset.of(end).checkpoint)
+
+  override def stop(): Unit = runtime.close()
+
+  override def metrics(latestConsumedOffset: Optional[SparkOffset]): java.util.Map[String, String] = {
+    val consumed = latestConsumedOffset.map[Option[SourceCheckpoint]](o => Some(SluiceOffset.of(o).checkpoint)).orElse(None)
+    (runtime.metrics(consumed) ++ liveAlignment.map(LiveAlignmentChannel.metrics).getOrElse(Map.empty)).asJava
+  }
+
+  protected def readerFactory: SluiceReaderFactory =
+    new SluiceReaderFactory(source, RecordTiming(options.eventTime, options.timestamps), accumulator, liveAlignment)
+
+  // ---- long-running batches (real-time mode, continuous processing) ---------------------------
+
+  /** Set by the engine before it plans: readers run until the engine ends the batch. */
+  @volatile protected var longRunning = false
+  /** The long batch running now: where it started, as the runtime opened it. */
+  @volatile protected var openBatch: Option[OpenBatch] = None
+
+  /** Prepares the driver side of live alignment before readers start. */
+  protected def startLongRunning(): Unit = {
+    longRunning = true
+    if (options.eventTime.alignment.isDefined) LiveAlignmentChannel.serve()
+  }
+
+  /** Who this source is in its live alignment group, for the readers' reports. */
+  private def liveAlignment: Option[LiveAlignmentMember] = Option.when(longRunning)(()).flatMap(_ =>
+    options.eventTime.alignment.map(a => LiveAlignmentMember(queryKey, a.group, metadataPath, a.maxDriftMs, a.updateIntervalMs)))
+
+  /**
+   * A long batch reads every split from where `start` has it, open-ended: the tasks run until
+   * the engine ends the batch, so all of them must run at once. Splits share tasks so that a
+   * source needs no more task slots than the cluster has.
+   */
+  protected def planOpenBatch(start: SparkOffset): Array[InputPartition] = {
+    val batch = runtime.openBatch(SluiceOffset.of(start).checkpoint)
+    openBatch = Some(batch)
+    val initialLimit = liveAlignment.flatMap(LiveAlignmentChannel.seed(_, batch.ranges.map { r =>
+      val id = r.split.splitId
+      LiveSplitState(id, batch.eventTimes.get(id).map(options.eventTime.watermarkFor), idle = false, paused = false, finished = false)
+    }))
+    TaskPacking.pack[SourceSplit](batch.ranges, spark.sparkContext.defaultParallelism, _ => 1.0).map { ranges =>
+      val ids = ranges.map(_.split.splitId).toSet
+      SluiceInputPartition(ranges, realTime = true, eventTimes = batch.eventTimes.filter { case (id, _) => ids.contains(id) },
+        initialLimit = initialLimit, pauseSplits = batch.pauseSplits): InputPartition
+    }.toArray
+  }
+
+  /** Where the long batch's readers got is where the next batch (or epoch) starts. */
+  protected def endOfOpenBatch(offsets: Array[PartitionOffset]): SparkOffset = {
+    val batch = openBatch.getOrElse(throw new IllegalStateException(s"$this: mergeOffsets before planInputPartitions"))
+    val reports = offsets.toSeq.flatMap {
+      case o: SluicePartitionOffset => o.reports
+      case other => throw new IllegalStateException(s"$this: not a Sluice partition offset: $other")
+    }
+    offset(runtime.endOfOpenBatch(batch.start, reports))
+  }
+}

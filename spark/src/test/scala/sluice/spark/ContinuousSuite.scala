@@ -1,0 +1,81 @@
+package sluice.spark
+
+import java.nio.file.Files
+
+import org.apache.spark.sql.{DataFrame, Row}
+import org.apache.spark.sql.streaming.{StreamingQuery, Trigger}
+import org.scalatest.funsuite.AnyFunSuite
+
+import sluice.{Sluice, Slow, SparkSuiteBase}
+import sluice.connector.file.FileSource
+import sluice.connector.kafka.{KafkaSource, OffsetsInitializer}
+import sluice.hybrid.HybridSource
+import sluice.testkit.{KafkaSuiteBase, ProducedRecord}
+
+/**
+ * Continuous processing (`Trigger.Continuous`) against the real broker: tasks that read until the
+ * query stops, epochs whose offsets come from where the readers got, and a restart of the tasks
+ * when the set of splits changes.
+ */
+class ContinuousSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase {
+
+  private def kafkaSource(topic: String): DataFrame =
+    Sluice.fromSource(spark, KafkaSource.builder().bootstrapServers(kafka.bootstrapServers).topics(topic)
+      .startingOffsets(OffsetsInitializer.earliest()).option("partitionDiscoveryIntervalMs", "500").build())
+
+  private def startContinuous(df: DataFrame, sink: String, checkpoint: String): StreamingQuery =
+    df.writeStream.foreach(RealTimeSink.writer(sink)).option("checkpointLocation", checkpoint)
+      .trigger(Trigger.Continuous("1 second")).start()
+
+  private def produce(topic: String, partitions: Int, from: Int, until: Int): Unit =
+    kafka.produce(topic, (from until until).map(i => ProducedRecord.text(key = Some(s"k$i"), value = Some(s"v$i"),
+      partition = Some(i % partitions))))
+
+  private def values(rows: Seq[Row]): Seq[String] = rows.map(r => new String(r.getAs[Array[Byte]]("value"), "UTF-8"))
+
+  test("Kafka in continuous mode: every record, a partition added while running, nothing lost across a restart", Slow) {
+    val topic = "cont-rows"
+    kafka.createTopic(topic, 2)
+    produce(topic, 2, 0, 100)
+    val ckpt = tempDir("ckpt").toString
+    val first = startContinuous(kafkaSource(topic), "cont", ckpt)
+    try {
+      RealTimeSink.await("cont", "the first 100 records")(_.size >= 100)
+      kafka.addPartitions(topic, 3)
+      produce(topic, 3, 100, 160) // a third of them in the new partition
+      val got = RealTimeSink.await("cont", "the records of the new partition too")(rows => values(rows).toSet.size >= 160)
+      assert(values(got).toSet == (0 until 160).map(i => s"v$i").toSet)
+      // let epochs commit what was read, then stop
+      val deadline = System.currentTimeMillis() + 30000
+      def committed = Option(new java.io.File(ckpt, "commits").listFiles()).map(_.count(_.getName.forall(_.isDigit))).getOrElse(0)
+      val before = committed
+      while (committed < before + 2) {
+        assert(System.currentTimeMillis() < deadline, "no epoch committed within 30 s")
+        Thread.sleep(100)
+      }
+    } finally first.stop()
+    produce(topic, 3, 160, 200)
+    val second = startContinuous(kafkaSource(topic), "cont", ckpt)
+    try {
+      val got = RealTimeSink.await("cont", "the records produced while stopped")(rows => values(rows).toSet.size >= 200)
+      assert(values(got).toSet == (0 until 200).map(i => s"v$i").toSet, "nothing lost")
+    } finally second.stop()
+  }
+
+  test("a files-then-Kafka hybrid in continuous mode switches by restarting its tasks", Slow) {
+    val dir = tempDir("cont-files")
+    Files.write(dir.resolve("a.json"), (0 until 40).map(i => s"""{"id":$i}""").mkString("\n").getBytes("UTF-8"))
+    val topic = "cont-tail"
+    kafka.createTopic(topic, 2)
+    kafka.produce(topic, (100 until 130).map(i => ProducedRecord.text(value = Some(s"""{"id":$i}"""), partition = Some(i % 2))))
+    val files = FileSource.builder().path(dir.toString).format("json").schema("id BIGINT").build()
+    val tail = KafkaSource.builder().bootstrapServers(kafka.bootstrapServers).topics(topic)
+      .startingOffsets(OffsetsInitializer.earliest()).option("format", "json").option("schema", "id BIGINT").build()
+    val q = startContinuous(Sluice.fromSource(spark, HybridSource.builder(files).addSource(tail).build()).select("id"),
+      "cont-hybrid", tempDir("ckpt").toString)
+    try {
+      val got = RealTimeSink.await("cont-hybrid", "the file rows, then the Kafka rows")(_.size >= 70)
+      assert(got.map(_.getLong(0)).sorted == ((0L until 40L) ++ (100L until 130L)))
+    } finally q.stop()
+  }
+}
