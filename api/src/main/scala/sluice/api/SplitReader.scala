@@ -32,6 +32,13 @@ trait SplitReader[SplitT <: SourceSplit] extends AutoCloseable {
    * one result once its `until` is reached. May block briefly while waiting for data.
    */
   def fetch(): RecordsWithSplitIds
+
+  /**
+   * As `fetch()`, blocking for at most about `maxWaitMs` while waiting for data: a long-running
+   * engine (real-time mode) ends its batch at a deadline and must not wait a whole poll past it.
+   * Readers that never block need not override it.
+   */
+  def fetch(maxWaitMs: Long): RecordsWithSplitIds = fetch()
 }
 
 /**

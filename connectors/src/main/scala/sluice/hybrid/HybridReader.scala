@@ -23,12 +23,14 @@ final class HybridReader(hybrid: HybridSource, context: ReaderContext) extends P
       unfinished(index) = unfinished.getOrElse(index, 0) + rs.size
     }
 
-  override def fetch(): RecordsWithSplitIds = {
+  override def fetch(): RecordsWithSplitIds = fetch(Long.MaxValue)
+
+  override def fetch(maxWaitMs: Long): RecordsWithSplitIds = {
     val pending = readers.keys.filter(i => unfinished.getOrElse(i, 0) > 0).toIndexedSeq
     if (pending.isEmpty) return RecordsWithSplitIds.empty(Set.empty)
     turn = (turn + 1) % pending.size
     val index = pending(turn)
-    val records = readers(index).fetch()
+    val records = if (maxWaitMs == Long.MaxValue) readers(index).fetch() else readers(index).fetch(maxWaitMs)
     unfinished(index) -= records.finishedSplits.size
     new Prefixed(index, records)
   }

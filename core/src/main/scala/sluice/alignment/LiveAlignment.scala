@@ -50,13 +50,22 @@ final class LiveAlignment(clock: () => Long = () => System.currentTimeMillis()) 
    */
   private val spreads = mutable.Map[(String, String), Long]()
 
-  def report(r: LiveReport, expiryMs: Long): LiveDecision = synchronized {
+  /** A reader's report: its splits' states now, and the group's limit in answer. */
+  def report(r: LiveReport, expiryMs: Long): LiveDecision = update(r, expiryMs, fromReader = true)
+
+  /**
+   * What the driver knows of a member's splits when it plans a long batch (where each stands in
+   * event time), so that the first answers already count them; not a reader's report.
+   */
+  def seed(r: LiveReport, expiryMs: Long): LiveDecision = update(r, expiryMs, fromReader = false)
+
+  private def update(r: LiveReport, expiryMs: Long, fromReader: Boolean): LiveDecision = synchronized {
     val now = clock()
     val key = (r.queryKey, r.group)
     val splits = groups.getOrElseUpdate(key, mutable.Map.empty)
     r.splits.foreach { s =>
-      val reports = splits.get((r.memberId, s.splitId)).map(_.reports + 1).getOrElse(1)
-      splits((r.memberId, s.splitId)) = new Entry(s, now, reports)
+      val before = splits.get((r.memberId, s.splitId)).map(_.reports).getOrElse(0)
+      splits((r.memberId, s.splitId)) = new Entry(s, now, if (fromReader) before + 1 else 0)
     }
     splits.filterInPlace { case (_, e) => now - e.atMs <= expiryMs }
     // the spread between splits that read, once each had an answer to act on

@@ -221,7 +221,8 @@ final class SourceRuntime(
     lastEnd = Some(begin)
     OpenBatch(begin, ranges,
       eventTimes = eventTime.map(_.openingEventTimes(ranges, tracker.get, enumerator)).getOrElse(Map.empty),
-      pauseSplits = eventTime.flatMap(_.livePausing(ranges.map(_.split))).getOrElse(false))
+      pauseSplits = eventTime.flatMap(_.livePausing(ranges.map(_.split))).getOrElse(false),
+      sharedGroup = group.exists(_.hasOtherMembers(settings.memberId)))
   }
 
   /**
@@ -353,12 +354,16 @@ final class SourceRuntime(
  * @param eventTimes    where each split stands in event time (largest read, else its next
  *                      record's), so readers know every watermark from their first record
  * @param pauseSplits   readers pause and resume their splits on the alignment coordinator's word
+ * @param sharedGroup   other sources share the alignment group: the limit known when this batch
+ *                      was planned may not count them yet, so readers confirm their splits'
+ *                      watermarks with the coordinator before reading on
  */
 final case class OpenBatch(
     start: SourceCheckpoint,
     ranges: Seq[SplitRange[SourceSplit]],
     eventTimes: Map[String, Long],
-    pauseSplits: Boolean)
+    pauseSplits: Boolean,
+    sharedGroup: Boolean = false)
 
 /**
  * A batch prepared from where it starts: the ends without alignment, and the aligned planning.

@@ -48,7 +48,7 @@ object LiveAlignmentChannel extends Logging {
    * returns the group's limit for its readers to start with.
    */
   def seed(member: LiveAlignmentMember, splits: Seq[LiveSplitState]): Option[Long] =
-    coordinator.report(LiveReport(member.queryKey, member.group, member.memberId, member.maxDriftMs, splits),
+    coordinator.seed(LiveReport(member.queryKey, member.group, member.memberId, member.maxDriftMs, splits),
       expiryMs(member.updateIntervalMs)).maxAllowedWatermark
 
   /** What query progress shows of a member's group while its readers run. */

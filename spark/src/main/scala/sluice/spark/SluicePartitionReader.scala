@@ -15,15 +15,17 @@ import sluice.runtime.{LatencyMarkers, SplitReport}
  * whole long batch: its ranges are open-ended (or end where a bounded split stops), and a task
  * that has read everything waits for the batch to end rather than finishing. There, with
  * alignment, `eventTimes` says where each split stands in event time before its first record of
- * the batch, `initialLimit` is the group's limit when the batch was planned, and `pauseSplits`
- * says whether the reader pauses splits on the coordinator's word.
+ * the batch, `initialLimit` is the group's limit when the batch was planned (`limitComplete`
+ * when it counts every member of the group: otherwise splits wait for the coordinator's first
+ * answer), and `pauseSplits` says whether the reader pauses splits on the coordinator's word.
  */
 final case class SluiceInputPartition(
     ranges: Seq[SplitRange[SourceSplit]],
     realTime: Boolean = false,
     eventTimes: Map[String, Long] = Map.empty,
     initialLimit: Option[Long] = None,
-    pauseSplits: Boolean = false)
+    pauseSplits: Boolean = false,
+    limitComplete: Boolean = true)
   extends InputPartition
 
 /**
@@ -62,7 +64,7 @@ final class SluiceReaderFactory(
     val task = partition.asInstanceOf[SluiceInputPartition]
     val live = if (!task.realTime || !timing.eventTime.enabled) None
       else liveAlignment.map(new LiveAlignmentChannel.ReaderSide(_, timing.eventTime.idleTimeoutMs, task.initialLimit,
-        initiallyConfirmed = task.eventTimes.keySet, () => context.currentTimeMillis()))
+        initiallyConfirmed = if (task.limitComplete) task.eventTimes.keySet else Set.empty, () => context.currentTimeMillis()))
     val reader = new SluicePartitionReader(task, source, context, appender,
       tracksEventTime = timing.timestamps.force, latency, progress, live, timing.eventTime)
     // Spark's real-time wrapper never closes the reader it wraps: the task's end does (idempotent).
@@ -191,7 +193,8 @@ final class SluicePartitionReader(
         if (realTime && (fetchWasEmpty || unfinished.isEmpty)) Thread.sleep(math.min(IdleWaitMs, deadline - now))
         if (live.isDefined) align(now)
         if (unfinished.nonEmpty) {
-          fetched = reader.fetch()
+          // long-running: never wait in the reader past the batch's deadline
+          fetched = if (realTime) reader.fetch(math.max(1L, deadline - context.currentTimeMillis())) else reader.fetch()
           fetchWasEmpty = true
         }
       }

@@ -148,7 +148,7 @@ abstract class SluiceStream(
     TaskPacking.pack[SourceSplit](batch.ranges, spark.sparkContext.defaultParallelism, _ => 1.0).map { ranges =>
       val ids = ranges.map(_.split.splitId).toSet
       SluiceInputPartition(ranges, realTime = true, eventTimes = batch.eventTimes.filter { case (id, _) => ids.contains(id) },
-        initialLimit = initialLimit, pauseSplits = batch.pauseSplits): InputPartition
+        initialLimit = initialLimit, pauseSplits = batch.pauseSplits, limitComplete = !batch.sharedGroup): InputPartition
     }.toArray
   }
 

@@ -65,16 +65,18 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
     paused --= resume
   }
 
-  override def fetch(): RecordsWithSplitIds = guarded {
+  override def fetch(): RecordsWithSplitIds = fetch(PollSliceMs)
+
+  override def fetch(maxWaitMs: Long): RecordsWithSplitIds = guarded {
     // no `return` in here: inside `guarded` it would throw, and mark the consumer unhealthy
     val finished = finishedNow()
     if (finished.nonEmpty) RecordsWithSplitIds.empty(finished)
     else if (assigned.keys.forall(paused.contains)) RecordsWithSplitIds.empty(Set.empty)
-    else poll()
+    else poll(math.max(0L, math.min(PollSliceMs, maxWaitMs)))
   }
 
-  private def poll(): RecordsWithSplitIds = {
-    val records = try consumer.poll(Duration.ofMillis(PollSliceMs)) catch {
+  private def poll(waitMs: Long): RecordsWithSplitIds = {
+    val records = try consumer.poll(Duration.ofMillis(waitMs)) catch {
       case e: OffsetOutOfRangeException =>
         e.offsetOutOfRangePartitions().asScala.foreach { case (tp, offset) => handleOutOfRange(tp, offset) }
         ConsumerRecords.empty[Array[Byte], Array[Byte]]()
