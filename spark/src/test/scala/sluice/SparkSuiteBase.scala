@@ -9,10 +9,13 @@ import org.scalatest.{BeforeAndAfterAll, Suite}
 trait SparkSuiteBase extends BeforeAndAfterAll { self: Suite =>
   @transient protected var spark: SparkSession = _
 
+  /** Spark's master; a suite whose queries run all their tasks at once may need more task slots. */
+  protected def master: String = "local[2]"
+
   override protected def beforeAll(): Unit = {
     super.beforeAll()
     spark = SparkSession.builder()
-      .master("local[2]")
+      .master(master)
       .appName(getClass.getSimpleName)
       .config("spark.sql.shuffle.partitions", "2")
       .config("spark.ui.enabled", "false")

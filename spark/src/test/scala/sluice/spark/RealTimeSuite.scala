@@ -23,6 +23,12 @@ import sluice.testkit.{KafkaSuiteBase, ProducedRecord}
 class RealTimeSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase {
   private val base = 1700000000000L
 
+  /**
+   * Real-time mode runs every task of a batch at once: two sources of two splits each need four
+   * task slots (threads here; the tasks mostly wait for records).
+   */
+  override protected def master: String = "local[4]"
+
   override protected def beforeAll(): Unit = {
     super.beforeAll()
     spark.conf.set("spark.sql.streaming.realTimeMode.minBatchDuration", "1s") // short batches keep the suite quick
@@ -149,6 +155,25 @@ class RealTimeSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase 
     } finally q.stop()
   }
 
+  /**
+   * Records of `ahead` that arrived while `lagging` was still being read and were more than
+   * `drift` ahead of what `lagging` had delivered by then.
+   */
+  private def earlyArrivals(ahead: Seq[RealTimeSink.Arrival], lagging: Seq[RealTimeSink.Arrival], drift: Long): Int = {
+    def eventTime(a: RealTimeSink.Arrival) = a.row.getAs[java.sql.Timestamp]("timestamp").getTime
+    val lastLagging = lagging.last.sequence
+    ahead.count { a =>
+      val caughtUp = lagging.filter(_.sequence < a.sequence).map(eventTime).maxOption.getOrElse(Long.MinValue)
+      a.sequence < lastLagging && eventTime(a) - caughtUp > drift
+    }
+  }
+
+  private val drift = 60000L
+  /** The lagging side runs out of records below the other's start: only its idleness lets the other finish. */
+  private def alignedStrategy(group: String) = WatermarkStrategy.forMonotonousTimestamps()
+    .withIdleness(java.time.Duration.ofSeconds(2))
+    .withWatermarkAlignment(group, java.time.Duration.ofMillis(drift), java.time.Duration.ofMillis(100))
+
   test("live alignment: a partition ahead in event time is paused while the lagging one catches up, " +
       "and runs on once the lagging one is idle", Slow) {
     val topic = "rt-aligned"
@@ -158,26 +183,37 @@ class RealTimeSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase 
       timestamp = Some(base + i * 5000L))))
     kafka.produce(topic, (0 until 400).map(i => ProducedRecord.text(value = Some(s"p1-$i"), partition = Some(1),
       timestamp = Some(base + 7200000L + i * 5000L))))
-    val drift = 60000L
-    // partition 0 runs out of records below partition 1's start: only its idleness lets partition 1 finish
-    val strategy = WatermarkStrategy.forMonotonousTimestamps().withIdleness(java.time.Duration.ofSeconds(2))
-      .withWatermarkAlignment("rt", java.time.Duration.ofMillis(drift), java.time.Duration.ofMillis(100))
-    val q = startRealTime(kafkaSource(topic, strategy, maxPollRecords = 50), "aligned", tempDir("ckpt").toString, "5 seconds")
+    val q = startRealTime(kafkaSource(topic, alignedStrategy("rt"), maxPollRecords = 50), "aligned",
+      tempDir("ckpt").toString, "5 seconds")
     try {
       RealTimeSink.await("aligned", "both partitions in full")(_.size >= 1840)
       val arrivals = RealTimeSink.arrivals("aligned")
-      def eventTime(a: RealTimeSink.Arrival) = a.row.getAs[java.sql.Timestamp]("timestamp").getTime
-      val firstAhead = arrivals.filter(_.row.getAs[Int]("partition") == 1)
       val lagging = arrivals.filter(_.row.getAs[Int]("partition") == 0)
-      // Records of partition 1 that arrived while partition 0 was still being read, ahead of it
-      // by more than the drift: only what one poll (50 records) or one update interval let through.
-      val lastLagging = lagging.last.sequence
-      val early = firstAhead.count { a =>
-        val caughtUp = lagging.filter(_.sequence < a.sequence).map(eventTime).maxOption.getOrElse(Long.MinValue)
-        a.sequence < lastLagging && eventTime(a) - caughtUp > drift
-      }
+      // only what one poll (50 records) or one update interval could let through
+      val early = earlyArrivals(arrivals.filter(_.row.getAs[Int]("partition") == 1), lagging, drift)
       assert(early <= 100, s"$early records of the partition ahead arrived before the lagging one caught up")
-      assert(lagging.map(eventTime) == lagging.map(eventTime).sorted, "the lagging partition was read in order")
+      val times = lagging.map(_.row.getAs[java.sql.Timestamp]("timestamp").getTime)
+      assert(times == times.sorted, "the lagging partition was read in order")
+    } finally q.stop()
+  }
+
+  test("live alignment across two sources of one group: the source ahead waits from its first record", Slow) {
+    kafka.createTopic("rt-ahead", 2)
+    kafka.createTopic("rt-behind", 2)
+    kafka.produce("rt-behind", (0 until 1440).map(i => ProducedRecord.text(value = Some(s"b$i"), partition = Some(i % 2),
+      timestamp = Some(base + i * 5000L))))
+    kafka.produce("rt-ahead", (0 until 400).map(i => ProducedRecord.text(value = Some(s"a$i"), partition = Some(i % 2),
+      timestamp = Some(base + 7200000L + i * 5000L))))
+    val ahead = kafkaSource("rt-ahead", alignedStrategy("rt2"), maxPollRecords = 50)
+    val behind = kafkaSource("rt-behind", alignedStrategy("rt2"), maxPollRecords = 50)
+    val q = startRealTime(ahead.unionByName(behind), "aligned-sources", tempDir("ckpt").toString, "5 seconds")
+    try {
+      RealTimeSink.await("aligned-sources", "both topics in full")(_.size >= 1840)
+      val arrivals = RealTimeSink.arrivals("aligned-sources")
+      def of(topic: String) = arrivals.filter(_.row.getAs[String]("topic") == topic)
+      // the source ahead is planned first, before the group knows the other: it still waits
+      val early = earlyArrivals(of("rt-ahead"), of("rt-behind"), drift)
+      assert(early <= 100, s"$early records of the source ahead arrived before the lagging one caught up")
     } finally q.stop()
   }
 }
