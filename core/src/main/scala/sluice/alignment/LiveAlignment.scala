@@ -5,14 +5,16 @@ import scala.collection.mutable
 /**
  * One split as a long-running reader reports it to the coordinator every `updateInterval`
  * (FLIP-182's `ReportedWatermarkEvent`): its watermark (none before its first record), and
- * whether it is idle, paused or read to its end.
+ * whether it is idle, paused or read to its end, and when it last read a record (or was resumed):
+ * its idleness clock, which must outlive the task (a long batch ends, the next task goes on).
  */
 final case class LiveSplitState(
     splitId: String,
     watermark: Option[Long],
     idle: Boolean,
     paused: Boolean,
-    finished: Boolean) {
+    finished: Boolean,
+    lastActiveMs: Option[Long] = None) {
   /** FLIP-180/217: only active splits with a watermark hold the group back. */
   def constrains: Boolean = watermark.isDefined && !idle && !finished
 }
@@ -64,14 +66,25 @@ final class LiveAlignment(clock: () => Long = () => System.currentTimeMillis()) 
     val key = (r.queryKey, r.group)
     val splits = groups.getOrElseUpdate(key, mutable.Map.empty)
     r.splits.foreach { s =>
-      val before = splits.get((r.memberId, s.splitId)).map(_.reports).getOrElse(0)
-      splits((r.memberId, s.splitId)) = new Entry(s, now, if (fromReader) before + 1 else 0)
+      val previous = splits.get((r.memberId, s.splitId))
+      val state =
+        if (fromReader) s
+        // the driver knows where a split stands, its last reader knew whether it is idle
+        else previous.map(p => s.copy(idle = p.state.idle, lastActiveMs = p.state.lastActiveMs)).getOrElse(s)
+      splits((r.memberId, s.splitId)) = new Entry(state, now, if (fromReader) previous.map(_.reports).getOrElse(0) + 1 else 0)
     }
     splits.filterInPlace { case (_, e) => now - e.atMs <= expiryMs }
     // the spread between splits that read, once each had an answer to act on
     val reading = splits.values.filter(e => e.reports > 1 && e.state.constrains && !e.state.paused).flatMap(_.state.watermark)
     if (reading.nonEmpty) spreads(key) = math.max(spreads.getOrElse(key, 0L), reading.max - reading.min)
     LiveDecision(LiveAlignment.limitOf(splits.values.map(_.state), r.maxDriftMs))
+  }
+
+  /** When each split of a member last read a record, as its readers reported: for the next tasks' idleness clocks. */
+  def lastActive(queryKey: String, group: String, memberId: String): Map[String, Long] = synchronized {
+    groups.get((queryKey, group)).toSeq.flatMap(_.toSeq.collect {
+      case ((m, id), e) if m == memberId && e.state.lastActiveMs.isDefined => id -> e.state.lastActiveMs.get
+    }).toMap
   }
 
   /** The states a group holds now, for metrics and tests. */
@@ -104,7 +117,11 @@ final class LiveSplitGate(idleTimeoutMs: Option[Long], clock: () => Long) {
   private final class Split(var lastActiveMs: Long, var paused: Boolean)
   private val splits = mutable.LinkedHashMap[String, Split]()
 
-  def track(splitId: String): Unit = splits.getOrElseUpdate(splitId, new Split(clock(), paused = false))
+  /** Starts watching a split whose last record was read at `lastActiveMs` (by an earlier task), else now. */
+  def track(splitId: String, lastActiveMs: Option[Long] = None): Unit =
+    splits.getOrElseUpdate(splitId, new Split(lastActiveMs.getOrElse(clock()), paused = false))
+
+  def lastActive(splitId: String): Option[Long] = splits.get(splitId).map(_.lastActiveMs)
 
   /** A record of the split was read: it is active again. */
   def recordRead(splitId: String, nowMs: Long): Unit = splits.get(splitId).foreach(_.lastActiveMs = nowMs)

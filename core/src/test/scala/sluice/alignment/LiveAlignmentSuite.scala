@@ -46,7 +46,7 @@ class LiveAlignmentSuite extends AnyFunSuite {
   test("the gate pauses what is ahead or unconfirmed, resumes what falls within the limit") {
     var now = 0L
     val gate = new LiveSplitGate(idleTimeoutMs = Some(1000), () => now)
-    Seq("x", "y", "z").foreach(gate.track)
+    Seq("x", "y", "z").foreach(gate.track(_))
     val wms = Map("x" -> Some(100L), "y" -> Some(500L), "z" -> Some(50L))
     assert(gate.decide(wms, Set.empty, Some(200), unconfirmed = Set("z")) == (Set("y", "z"), Set.empty))
     assert(gate.decide(wms, Set.empty, Some(600)) == (Set.empty, Set("y", "z")))
@@ -66,5 +66,17 @@ class LiveAlignmentSuite extends AnyFunSuite {
     assert(gate.isIdle("x", 6000), "no record for the timeout after it resumed")
     gate.recordRead("x", 6100)
     assert(!gate.isIdle("x", 6500), "a record makes it active again")
+  }
+
+  test("idleness outlives a task: the next task's clock starts from the split's last record, and seeds keep it") {
+    var now = 10000L
+    val c = new LiveAlignment(() => now)
+    c.report(LiveReport("q", "g", "m", 100, Seq(split("s", Some(5)).copy(lastActiveMs = Some(9000L)))), 1000)
+    c.seed(LiveReport("q", "g", "m", 100, Seq(split("s", Some(5)))), 1000)
+    assert(c.lastActive("q", "g", "m") == Map("s" -> 9000L), "a seed keeps what the readers knew")
+    val gate = new LiveSplitGate(idleTimeoutMs = Some(2000), () => now)
+    gate.track("s", c.lastActive("q", "g", "m").get("s"))
+    assert(!gate.isIdle("s", 10500))
+    assert(gate.isIdle("s", 11000), "idle two seconds after its last record, though its task began later")
   }
 }

@@ -43,6 +43,10 @@ object LiveAlignmentChannel extends Logging {
    */
   def expiryMs(updateIntervalMs: Long): Long = math.max(5 * updateIntervalMs, 5000L)
 
+  /** On the driver, when a long batch is planned: when each of the member's splits last read a record. */
+  def lastActive(member: LiveAlignmentMember): Map[String, Long] =
+    coordinator.lastActive(member.queryKey, member.group, member.memberId)
+
   /**
    * On the driver, when a long batch is planned: records where the member's splits stand, and
    * returns the group's limit for its readers to start with.
@@ -68,6 +72,7 @@ object LiveAlignmentChannel extends Logging {
     node.put("idle", s.idle)
     node.put("paused", s.paused)
     node.put("finished", s.finished)
+    s.lastActiveMs.foreach(node.put("lastActiveMs", _))
     Mapper.writeValueAsString(node)
   }
 
@@ -87,7 +92,8 @@ object LiveAlignmentChannel extends Logging {
     val root = Mapper.readTree(text)
     val splits = root.get("splits").elements().asScala.map { n =>
       LiveSplitState(n.get("split").asText, Option(n.get("watermarkMs")).map(_.asLong),
-        n.get("idle").asBoolean, n.get("paused").asBoolean, n.get("finished").asBoolean)
+        n.get("idle").asBoolean, n.get("paused").asBoolean, n.get("finished").asBoolean,
+        Option(n.get("lastActiveMs")).map(_.asLong))
     }.toSeq
     (LiveReport(root.get("query").asText, root.get("group").asText, root.get("member").asText,
       root.get("maxDriftMs").asLong, splits), root.get("updateIntervalMs").asLong)
@@ -110,6 +116,7 @@ object LiveAlignmentChannel extends Logging {
       idleTimeoutMs: Option[Long],
       initialLimit: Option[Long],
       initiallyConfirmed: Set[String],
+      initiallyActive: Map[String, Long],
       clock: () => Long) {
     val gate = new LiveSplitGate(idleTimeoutMs, clock)
     private lazy val client = DriverChannel.connect(EndpointName, math.max(member.updateIntervalMs * 10, 10000L).millis)
@@ -129,7 +136,7 @@ object LiveAlignmentChannel extends Logging {
      */
     def tick(now: Long, splits: Seq[LiveSplitState], records: Map[String, Long]): (Set[String], Set[String]) = {
       records.foreach { case (id, n) =>
-        gate.track(id)
+        gate.track(id, initiallyActive.get(id))
         if (lastRecords.getOrElse(id, 0L) != n) gate.recordRead(id, now)
       }
       lastRecords = records
@@ -149,7 +156,8 @@ object LiveAlignmentChannel extends Logging {
             }
         }
       }
-      val withStatus = splits.map(s => s.copy(idle = gate.isIdle(s.splitId, now), paused = gate.isPaused(s.splitId)))
+      val withStatus = splits.map(s => s.copy(idle = gate.isIdle(s.splitId, now), paused = gate.isPaused(s.splitId),
+        lastActiveMs = gate.lastActive(s.splitId)))
       val unconfirmed = splits.filter(s => s.watermark.isDefined && !confirmed.contains(s.splitId)).map(_.splitId).toSet
       // a split that just got its first watermark is reported at once, not at the next interval
       if (pending.isEmpty && (now >= nextReportMs || (unconfirmed -- inFlight).nonEmpty)) {

@@ -17,7 +17,8 @@ import sluice.runtime.{LatencyMarkers, SplitReport}
  * alignment, `eventTimes` says where each split stands in event time before its first record of
  * the batch, `initialLimit` is the group's limit when the batch was planned (`limitComplete`
  * when it counts every member of the group: otherwise splits wait for the coordinator's first
- * answer), and `pauseSplits` says whether the reader pauses splits on the coordinator's word.
+ * answer), `pauseSplits` says whether the reader pauses splits on the coordinator's word, and
+ * `lastActiveMs` when each split last read a record in an earlier task (its idleness clock).
  */
 final case class SluiceInputPartition(
     ranges: Seq[SplitRange[SourceSplit]],
@@ -25,7 +26,8 @@ final case class SluiceInputPartition(
     eventTimes: Map[String, Long] = Map.empty,
     initialLimit: Option[Long] = None,
     pauseSplits: Boolean = false,
-    limitComplete: Boolean = true)
+    limitComplete: Boolean = true,
+    lastActiveMs: Map[String, Long] = Map.empty)
   extends InputPartition
 
 /**
@@ -64,7 +66,8 @@ final class SluiceReaderFactory(
     val task = partition.asInstanceOf[SluiceInputPartition]
     val live = if (!task.realTime || !timing.eventTime.enabled) None
       else liveAlignment.map(new LiveAlignmentChannel.ReaderSide(_, timing.eventTime.idleTimeoutMs, task.initialLimit,
-        initiallyConfirmed = if (task.limitComplete) task.eventTimes.keySet else Set.empty, () => context.currentTimeMillis()))
+        initiallyConfirmed = if (task.limitComplete) task.eventTimes.keySet else Set.empty,
+        initiallyActive = task.lastActiveMs, () => context.currentTimeMillis()))
     val reader = new SluicePartitionReader(task, source, context, appender,
       tracksEventTime = timing.timestamps.force, latency, progress, live, timing.eventTime)
     // Spark's real-time wrapper never closes the reader it wraps: the task's end does (idempotent).
@@ -138,7 +141,7 @@ final class SluicePartitionReader(
    * Real-time mode (at the batch's end) and continuous processing (after every record): where
    * every split of this task stands now, with what was read so far.
    */
-  override def getOffset(): SluicePartitionOffset = SluicePartitionOffset(reports)
+  override def getOffset(): SluicePartitionOffset = SluicePartitionOffset(reports(latencyMarkers = false))
 
   /**
    * Moves to the next record: `Record` when there is one, `Finished` once every range is read,
@@ -240,14 +243,19 @@ final class SluicePartitionReader(
     if (marker >= 0 && stats.latencyMarkers.size < LatencyMarkers.MaxPerRange) stats.latencyMarkers += marker
   }
 
-  /** Per range: how far this task got, what it saw. A range read to its end counts to `until`. */
-  private def reports: Seq[SplitReport] = stats.values.toSeq.flatMap { s =>
+  /**
+   * Per range: how far this task got, what it saw. A range read to its end counts to `until`.
+   * Latency markers travel once, in the report the task's end sends: positions are reported
+   * again and again (continuous processing: every epoch), markers must not be.
+   */
+  private def reports(latencyMarkers: Boolean): Seq[SplitReport] = stats.values.toSeq.flatMap { s =>
     val maxTs = if (s.maxEventTime == RecordsWithSplitIds.NoTimestamp) None else Some(s.maxEventTime)
     val id = s.range.split.splitId
     // an open range is never read to its end (a split given up, e.g. a deleted partition, stays where it got)
     val reached = if (!unfinished.contains(id) && !s.range.isOpen) s.range.until else s.position
     Option.when(reached > s.range.from)(
-      SplitReport(id, s.range.from, reached, maxTs, s.records, context.countersOf(id), s.latencyMarkers.toSeq))
+      SplitReport(id, s.range.from, reached, maxTs, s.records, context.countersOf(id),
+        if (latencyMarkers) s.latencyMarkers.toSeq else Nil))
   }
 
   private var closed = false
@@ -257,7 +265,7 @@ final class SluicePartitionReader(
     // A failed task's accumulators are dropped by Spark, but a task may succeed without reading
     // its ranges to the end (`limit`, `take`, `isEmpty` in foreachBatch): it reports how far it
     // got, and the task that reads the range in full reports again (the larger report counts).
-    try progress.foreach(channel => reports.foreach(channel.add)) finally reader.close()
+    try progress.foreach(channel => reports(latencyMarkers = true).foreach(channel.add)) finally reader.close()
   }
 }
 

@@ -106,7 +106,8 @@ abstract class SluiceStream(
   /** Progress reached the runtime as tasks ended; a commit only makes sure the splits are known. */
   override def commit(end: SparkOffset): Unit = runtime.restore(SluiceOffset.of(end).checkpoint)
 
-  override def stop(): Unit = runtime.close()
+  override def stop(): Unit =
+    try runtime.close() finally liveAlignment.foreach(m => LiveAlignmentChannel.coordinator.forget(m.queryKey, m.group))
 
   override def metrics(latestConsumedOffset: Optional[SparkOffset]): java.util.Map[String, String] = {
     val consumed = latestConsumedOffset.map[Option[SourceCheckpoint]](o => Some(SluiceOffset.of(o).checkpoint)).orElse(None)
@@ -141,6 +142,7 @@ abstract class SluiceStream(
   protected def planOpenBatch(start: SparkOffset): Array[InputPartition] = {
     val batch = runtime.openBatch(SluiceOffset.of(start).checkpoint)
     openBatch = Some(batch)
+    val lastActive = liveAlignment.map(LiveAlignmentChannel.lastActive).getOrElse(Map.empty)
     val initialLimit = liveAlignment.flatMap(LiveAlignmentChannel.seed(_, batch.ranges.map { r =>
       val id = r.split.splitId
       LiveSplitState(id, batch.eventTimes.get(id).map(options.eventTime.watermarkFor), idle = false, paused = false, finished = false)
@@ -148,7 +150,8 @@ abstract class SluiceStream(
     TaskPacking.pack[SourceSplit](batch.ranges, spark.sparkContext.defaultParallelism, _ => 1.0).map { ranges =>
       val ids = ranges.map(_.split.splitId).toSet
       SluiceInputPartition(ranges, realTime = true, eventTimes = batch.eventTimes.filter { case (id, _) => ids.contains(id) },
-        initialLimit = initialLimit, pauseSplits = batch.pauseSplits, limitComplete = !batch.sharedGroup): InputPartition
+        initialLimit = initialLimit, pauseSplits = batch.pauseSplits, limitComplete = !batch.sharedGroup,
+        lastActiveMs = lastActive.filter { case (id, _) => ids.contains(id) }): InputPartition
     }.toArray
   }
 

@@ -60,6 +60,14 @@ class ContinuousSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBas
       val got = RealTimeSink.await("cont", "the records produced while stopped")(rows => values(rows).toSet.size >= 200)
       assert(values(got).toSet == (0 until 200).map(i => s"v$i").toSet, "nothing lost")
     } finally second.stop()
+    // the same rows as a micro-batch read of the topic, column for column (duplicates aside); after
+    // the continuous query stopped, whose tasks held every task slot
+    val micro = kafkaSource(topic).writeStream.format("memory").queryName("cont_micro").trigger(Trigger.AvailableNow()).start()
+    assert(micro.awaitTermination(120000), "the micro-batch read did not end")
+    def key(r: Row) = (r.getAs[Int]("partition"), r.getAs[Long]("offset"), values(Seq(r)).head,
+      r.getAs[java.sql.Timestamp]("timestamp"), r.getAs[Int]("timestampType"))
+    val continuousRows = RealTimeSink.arrivals("cont").map(_.row).map(key).distinct.sortBy(k => (k._1, k._2))
+    assert(continuousRows == spark.table("cont_micro").collect().toSeq.map(key).sortBy(k => (k._1, k._2)))
   }
 
   test("a files-then-Kafka hybrid in continuous mode switches by restarting its tasks", Slow) {

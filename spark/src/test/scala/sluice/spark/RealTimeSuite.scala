@@ -178,22 +178,47 @@ class RealTimeSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase 
       "and runs on once the lagging one is idle", Slow) {
     val topic = "rt-aligned"
     kafka.createTopic(topic, 2)
-    // partition 0: two hours of event time from `base`; partition 1: starts two hours later
-    kafka.produce(topic, (0 until 1440).map(i => ProducedRecord.text(value = Some(s"p0-$i"), partition = Some(0),
-      timestamp = Some(base + i * 5000L))))
+    // partition 1: starts two hours after partition 0, all there from the start
     kafka.produce(topic, (0 until 400).map(i => ProducedRecord.text(value = Some(s"p1-$i"), partition = Some(1),
       timestamp = Some(base + 7200000L + i * 5000L))))
+    // partition 0: two hours of event time from `base`, arriving over a few seconds
+    def lagging(from: Int, until: Int) = kafka.produce(topic, (from until until).map(i =>
+      ProducedRecord.text(value = Some(s"p0-$i"), partition = Some(0), timestamp = Some(base + i * 5000L))))
+    lagging(0, 180)
     val q = startRealTime(kafkaSource(topic, alignedStrategy("rt"), maxPollRecords = 50), "aligned",
-      tempDir("ckpt").toString, "5 seconds")
+      tempDir("ckpt").toString, "1 second")
     try {
+      (1 until 8).foreach { chunk =>
+        Thread.sleep(700)
+        lagging(chunk * 180, (chunk + 1) * 180)
+      }
       RealTimeSink.await("aligned", "both partitions in full")(_.size >= 1840)
       val arrivals = RealTimeSink.arrivals("aligned")
-      val lagging = arrivals.filter(_.row.getAs[Int]("partition") == 0)
+      val laggingArrivals = arrivals.filter(_.row.getAs[Int]("partition") == 0)
       // only what one poll (50 records) or one update interval could let through
-      val early = earlyArrivals(arrivals.filter(_.row.getAs[Int]("partition") == 1), lagging, drift)
+      val early = earlyArrivals(arrivals.filter(_.row.getAs[Int]("partition") == 1), laggingArrivals, drift)
       assert(early <= 100, s"$early records of the partition ahead arrived before the lagging one caught up")
-      val times = lagging.map(_.row.getAs[java.sql.Timestamp]("timestamp").getTime)
+      val times = laggingArrivals.map(_.row.getAs[java.sql.Timestamp]("timestamp").getTime)
       assert(times == times.sorted, "the lagging partition was read in order")
+
+      // what query progress reported: the split ahead paused, more than the drift ahead of the
+      // lagging one, while the lagging one moved up
+      val reported = q.recentProgress.toSeq.flatMap(_.sources.head.metrics.asScala.get("liveSplits")).map { json =>
+        new ObjectMapper().readTree(json).elements().asScala.map { n =>
+          n.get("split").asText -> (Option(n.get("watermarkMs")).map(_.asLong), n.get("paused").asBoolean)
+        }.toMap
+      }
+      val whilePaused = reported.filter(s => s.get(s"$topic-1").exists(_._2))
+      assert(whilePaused.nonEmpty, s"no progress showed the split ahead paused: $reported")
+      // (each split's state is its latest report, up to one update interval old: compare one sample at least)
+      assert(whilePaused.exists { s =>
+        val ahead = s(s"$topic-1")._1
+        val behind = s(s"$topic-0")._1
+        ahead.isDefined && behind.isDefined && ahead.get - behind.get > drift
+      }, s"no progress showed the split ahead paused more than the drift ahead: $whilePaused")
+      val laggingWatermarks = whilePaused.flatMap(_(s"$topic-0")._1)
+      assert(laggingWatermarks.distinct.size > 1 && laggingWatermarks == laggingWatermarks.sorted,
+        s"the lagging split's reported watermark rose while the other waited: $laggingWatermarks")
     } finally q.stop()
   }
 
