@@ -70,6 +70,25 @@ class ContinuousSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBas
     assert(continuousRows == spark.table("cont_micro").collect().toSeq.map(key).sortBy(k => (k._1, k._2)))
   }
 
+  test("files in continuous mode: the micro-batch rows; a file added while running is read after a reconfiguration", Slow) {
+    val dir = tempDir("cont-plain-files")
+    Files.write(dir.resolve("a.csv"), (0 until 30).map(i => s"$i,name$i").mkString("\n").getBytes("UTF-8"))
+    def files = Sluice.fromSource(spark, FileSource.builder().path(dir.toString).format("csv").schema("id BIGINT, name STRING")
+      .option("monitorIntervalMs", "200").build())
+    val q = startContinuous(files, "cont-files", tempDir("ckpt").toString)
+    try {
+      RealTimeSink.await("cont-files", "the first file")(_.size >= 30)
+      Files.write(dir.resolve("b.csv"), (30 until 45).map(i => s"$i,name$i").mkString("\n").getBytes("UTF-8"))
+      RealTimeSink.await("cont-files", "the file added while the query ran")(_.size >= 45)
+    } finally q.stop()
+    val micro = files.writeStream.format("memory").queryName("cont_files_micro").trigger(Trigger.AvailableNow()).start()
+    assert(micro.awaitTermination(120000), "the micro-batch read did not end")
+    def key(r: Row) = (r.getAs[Long]("id"), r.getAs[String]("name"), r.getAs[String]("_split"), r.getAs[Long]("_position"))
+    // at least once: the reconfiguration restarts the tasks from the last committed epoch
+    val continuousRows = RealTimeSink.arrivals("cont-files").map(a => key(a.row)).distinct
+    assert(continuousRows.sorted == spark.table("cont_files_micro").collect().toSeq.map(key).sorted)
+  }
+
   test("a files-then-Kafka hybrid in continuous mode switches by restarting its tasks", Slow) {
     val dir = tempDir("cont-files")
     Files.write(dir.resolve("a.json"), (0 until 40).map(i => s"""{"id":$i}""").mkString("\n").getBytes("UTF-8"))
