@@ -212,7 +212,13 @@ final class SourceRuntime(
    * until the engine ends the batch; `endOfOpenBatch` turns where they got into the next
    * checkpoint.
    */
-  def openBatch(start: SourceCheckpoint): OpenBatch = synchronized {
+  def openBatch(start: SourceCheckpoint): OpenBatch = {
+    // asked before this runtime's lock is taken: a group's round takes the group's lock, then its members'
+    val sharedGroup = group.exists(_.hasOtherMembers(settings.memberId))
+    synchronized(openBatchLocked(start, sharedGroup))
+  }
+
+  private def openBatchLocked(start: SourceCheckpoint, sharedGroup: Boolean): OpenBatch = {
     catchUp(start)
     val from = splits.keys.map(id => id -> start.byId.get(id).map(_.position).getOrElse(splits(id).startPosition)).toMap
     val begin = checkpointAt(from)
@@ -222,7 +228,7 @@ final class SourceRuntime(
     OpenBatch(begin, ranges,
       eventTimes = eventTime.map(_.openingEventTimes(ranges, tracker.get, enumerator)).getOrElse(Map.empty),
       pauseSplits = eventTime.flatMap(_.livePausing(ranges.map(_.split))).getOrElse(false),
-      sharedGroup = group.exists(_.hasOtherMembers(settings.memberId)))
+      sharedGroup = sharedGroup)
   }
 
   /**
