@@ -86,6 +86,23 @@ class RealTimeSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase 
     } finally q.stop()
   }
 
+  test("the generator in real-time mode: records at its rate, each split from 0 without gap or repeat, across batches", Slow) {
+    val generator = sluice.connector.generator.GeneratorSource.builder().splits(2).rowsPerSecond(100).build()
+    val started = System.currentTimeMillis()
+    val q = startRealTime(Sluice.fromSource(spark, generator), "generator", tempDir("ckpt").toString, "1 second")
+    try {
+      val got = RealTimeSink.await("generator", "three seconds of records")(_.size >= 600)
+      val elapsedSeconds = (System.currentTimeMillis() - started) / 1000.0
+      // paced: no more than the rate allows since the query started (plus what one fetch adds)
+      assert(got.size <= (elapsedSeconds * 200).toLong + 200, s"${got.size} records in $elapsedSeconds s at 2 x 100/s")
+      assert(q.recentProgress.length >= 1, "at least one long batch ended and the next went on")
+      got.groupBy(_.getAs[Int]("split")).foreach { case (split, rows) =>
+        val ids = rows.map(_.getAs[Long]("id")).sorted
+        assert(ids == ids.indices.map(i => i * 2L + split), s"split $split: ids with a gap or a repeat")
+      }
+    } finally q.stop()
+  }
+
   test("a query stopped in the middle of a long batch loses nothing on restart; only that batch is read again", Slow) {
     val topic = "rt-restart"
     kafka.createTopic(topic, 2)
