@@ -68,6 +68,13 @@ trait RecordsWithSplitIds {
 
   /** Splits whose range is fully read as of this fetch. */
   def finishedSplits: Set[String]
+
+  /**
+   * Whether the current record has rows still to come (a JSON array in one Kafka message or one
+   * line): an engine that reports positions while reading must not report one past a record it
+   * has only partly handed out.
+   */
+  def recordHasMoreRows: Boolean = false
 }
 
 object RecordsWithSplitIds {

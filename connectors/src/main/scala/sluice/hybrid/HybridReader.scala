@@ -66,6 +66,7 @@ final class HybridReader(hybrid: HybridSource, context: ReaderContext) extends P
       if (id == null) null else HybridSplit.id(index, id)
     }
     override def nextRecord(): Boolean = records.nextRecord()
+    override def recordHasMoreRows: Boolean = records.recordHasMoreRows
     override def row: InternalRow = records.row
     override def eventTime: Long = records.eventTime
     override def arrivalTime: Long = records.arrivalTime

@@ -121,7 +121,8 @@ final class LiveSplitGate(idleTimeoutMs: Option[Long], clock: () => Long) {
   def track(splitId: String, lastActiveMs: Option[Long] = None): Unit =
     splits.getOrElseUpdate(splitId, new Split(lastActiveMs.getOrElse(clock()), paused = false))
 
-  def lastActive(splitId: String): Option[Long] = splits.get(splitId).map(_.lastActiveMs)
+  /** When the split last read a record; now while it is paused, whose time paused does not count. */
+  def lastActive(splitId: String): Option[Long] = splits.get(splitId).map(s => if (s.paused) clock() else s.lastActiveMs)
 
   /** A record of the split was read: it is active again. */
   def recordRead(splitId: String, nowMs: Long): Unit = splits.get(splitId).foreach(_.lastActiveMs = nowMs)

@@ -117,6 +117,7 @@ object LiveAlignmentChannel extends Logging {
       initialLimit: Option[Long],
       initiallyConfirmed: Set[String],
       initiallyActive: Map[String, Long],
+      pausesSplits: Boolean,
       clock: () => Long) {
     val gate = new LiveSplitGate(idleTimeoutMs, clock)
     private lazy val client = DriverChannel.connect(EndpointName, math.max(member.updateIntervalMs * 10, 10000L).millis)
@@ -134,10 +135,10 @@ object LiveAlignmentChannel extends Logging {
      * knows) and how many records were read from it so far: returns the splits to pause and to
      * resume now.
      */
-    def tick(now: Long, splits: Seq[LiveSplitState], records: Map[String, Long]): (Set[String], Set[String]) = {
+    def tick(now: Long, splits: Seq[LiveSplitState], records: Map[String, Long], waiting: Set[String]): (Set[String], Set[String]) = {
       records.foreach { case (id, n) =>
         gate.track(id, initiallyActive.get(id))
-        if (lastRecords.getOrElse(id, 0L) != n) gate.recordRead(id, now)
+        if (lastRecords.getOrElse(id, 0L) != n || waiting.contains(id)) gate.recordRead(id, now)
       }
       lastRecords = records
       pending.filter(_.isCompleted).foreach { f =>
@@ -156,9 +157,14 @@ object LiveAlignmentChannel extends Logging {
             }
         }
       }
+      val unconfirmed = splits.filter(s => s.watermark.isDefined && !confirmed.contains(s.splitId)).map(_.splitId).toSet
+      // decided before the report: a split paused now is not idle now (a new task starts unpaused)
+      val decision =
+        if (!pausesSplits) (Set.empty[String], Set.empty[String])
+        else gate.decide(splits.map(s => s.splitId -> s.watermark).toMap, splits.filter(_.finished).map(_.splitId).toSet,
+          limit, unconfirmed)
       val withStatus = splits.map(s => s.copy(idle = gate.isIdle(s.splitId, now), paused = gate.isPaused(s.splitId),
         lastActiveMs = gate.lastActive(s.splitId)))
-      val unconfirmed = splits.filter(s => s.watermark.isDefined && !confirmed.contains(s.splitId)).map(_.splitId).toSet
       // a split that just got its first watermark is reported at once, not at the next interval
       if (pending.isEmpty && (now >= nextReportMs || (unconfirmed -- inFlight).nonEmpty)) {
         nextReportMs = now + member.updateIntervalMs
@@ -166,8 +172,7 @@ object LiveAlignmentChannel extends Logging {
         val report = LiveReport(member.queryKey, member.group, member.memberId, member.maxDriftMs, withStatus)
         pending = Some(client.ask(encodeReport(report, member.updateIntervalMs)))
       }
-      gate.decide(splits.map(s => s.splitId -> s.watermark).toMap, splits.filter(_.finished).map(_.splitId).toSet,
-        limit, unconfirmed)
+      decision
     }
   }
 }

@@ -67,7 +67,7 @@ final class SluiceReaderFactory(
     val live = if (!task.realTime || !timing.eventTime.enabled) None
       else liveAlignment.map(new LiveAlignmentChannel.ReaderSide(_, timing.eventTime.idleTimeoutMs, task.initialLimit,
         initiallyConfirmed = if (task.limitComplete) task.eventTimes.keySet else Set.empty,
-        initiallyActive = task.lastActiveMs, () => context.currentTimeMillis()))
+        initiallyActive = task.lastActiveMs, pausesSplits = task.pauseSplits, () => context.currentTimeMillis()))
     val reader = new SluicePartitionReader(task, source, context, appender,
       tracksEventTime = timing.timestamps.force, latency, progress, live, timing.eventTime)
     // Spark's real-time wrapper never closes the reader it wraps: the task's end does (idempotent).
@@ -102,13 +102,16 @@ final class SluicePartitionReader(
     var records: Long = 0L
     /** Where the split stands after the current record; the next record must start inside the range. */
     var position: Long = range.from
+    /** Where the current record starts, and whether rows of it are still to be handed out. */
+    var recordStart: Long = range.from
+    var midRecord = false
     val latencyMarkers = scala.collection.mutable.ArrayBuffer[Long]()
   }
 
   private val stats: Map[String, Stats] = partition.ranges.map(r => r.split.splitId -> new Stats(r)).toMap
   private var unfinished: Set[String] = stats.keySet
   private val reader = source.createReader(context)
-  try reader.handleSplitsChanges(partition.ranges) catch {
+  try if (partition.ranges.nonEmpty) reader.handleSplitsChanges(partition.ranges) catch {
     case e: Throwable =>
       reader.close() // Spark never sees this reader, so it would never close it
       throw e
@@ -156,8 +159,10 @@ final class SluicePartitionReader(
             // where it starts: its own position where positions count records, else where the last one ended
             val start = if (current.range.split.positionsCountRecords) position - 1 else current.position
             if (start >= current.range.until) readPastRange(current, start)
+            current.recordStart = start
             current.position = position
           }
+          if (realTime) current.midRecord = fetched.recordHasMoreRows
           current.records += 1
           eventTime match {
             case Some(appender) =>
@@ -219,8 +224,10 @@ final class SluicePartitionReader(
       val wm = known.map(eventTimeSettings.watermarkFor)
       LiveSplitState(id, wm, idle = false, paused = false, finished = !unfinished.contains(id))
     }
-    val (toPause, toResume) = live.get.tick(now, states, stats.map { case (id, s) => id -> s.records })
-    if (partition.pauseSplits && (toPause.nonEmpty || toResume.nonEmpty)) reader match {
+    // a bounded range not read to its end has records waiting (a file queued behind another): not idle
+    val waiting = stats.values.filter(s => !s.range.isOpen && unfinished.contains(s.range.split.splitId)).map(_.range.split.splitId)
+    val (toPause, toResume) = live.get.tick(now, states, stats.map { case (id, s) => id -> s.records }, waiting.toSet)
+    if (toPause.nonEmpty || toResume.nonEmpty) reader match {
       case pausable: PausableSplitReader[SourceSplit @unchecked] =>
         pausable.pauseOrResumeSplits(toPause.toSeq.map(stats(_).range.split), toResume.toSeq.map(stats(_).range.split))
       case _ => // planning refused non-pausing readers unless unaligned splits are allowed
@@ -252,7 +259,9 @@ final class SluicePartitionReader(
     val maxTs = if (s.maxEventTime == RecordsWithSplitIds.NoTimestamp) None else Some(s.maxEventTime)
     val id = s.range.split.splitId
     // an open range is never read to its end (a split given up, e.g. a deleted partition, stays where it got)
-    val reached = if (!unfinished.contains(id) && !s.range.isOpen) s.range.until else s.position
+    // a record handed out in part is read again from its start: at least once, never a row lost
+    val reached = if (!unfinished.contains(id) && !s.range.isOpen) s.range.until
+      else if (s.midRecord) s.recordStart else s.position
     Option.when(reached > s.range.from)(
       SplitReport(id, s.range.from, reached, maxTs, s.records, context.countersOf(id),
         if (latencyMarkers) s.latencyMarkers.toSeq else Nil))

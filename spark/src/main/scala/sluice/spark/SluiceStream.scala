@@ -147,7 +147,11 @@ abstract class SluiceStream(
       val id = r.split.splitId
       LiveSplitState(id, batch.eventTimes.get(id).map(options.eventTime.watermarkFor), idle = false, paused = false, finished = false)
     }))
-    TaskPacking.pack[SourceSplit](batch.ranges, spark.sparkContext.defaultParallelism, _ => 1.0).map { ranges =>
+    // Nothing to read (all read, nothing there yet) is still one task that waits for the batch
+    // to end: a long batch without tasks would end at once, and the engine would start the next
+    // one right away, again and again.
+    val tasks = TaskPacking.pack[SourceSplit](batch.ranges, spark.sparkContext.defaultParallelism, _ => 1.0)
+    (if (tasks.isEmpty) Seq(Seq.empty[SplitRange[SourceSplit]]) else tasks).map { ranges =>
       val ids = ranges.map(_.split.splitId).toSet
       SluiceInputPartition(ranges, realTime = true, eventTimes = batch.eventTimes.filter { case (id, _) => ids.contains(id) },
         initialLimit = initialLimit, pauseSplits = batch.pauseSplits, limitComplete = !batch.sharedGroup,

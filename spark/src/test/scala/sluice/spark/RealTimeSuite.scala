@@ -143,9 +143,15 @@ class RealTimeSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase 
     Files.write(dir.resolve("b.json"), (50 until 80).map(i => s"""{"id":$i,"ts":${base + i * 1000L}}""").mkString("\n").getBytes("UTF-8"))
     def files = FileSource.builder().path(dir.toString).format("json").schema("id BIGINT, ts BIGINT").build()
 
+    val started = System.currentTimeMillis()
     val plain = startRealTime(Sluice.fromSource(spark, files), "files", tempDir("ckpt").toString, "3 seconds")
     try {
       val got = RealTimeSink.await("files", "the 80 file rows")(_.size >= 80)
+      // every file read: later batches have nothing to read and still last their 3 seconds
+      Thread.sleep(4000)
+      val batches = plain.recentProgress.length
+      val elapsedMs = System.currentTimeMillis() - started
+      assert(batches <= elapsedMs / 3000 + 1, s"$batches batches in $elapsedMs ms of 3-second batches")
       val expected = microBatchRows(Sluice.fromSource(spark, files), "rt_files_micro")
       assert(got.map(r => r.getAs[Long]("id")).sorted == expected.map(r => r.getAs[Long]("id")).sorted)
     } finally plain.stop()

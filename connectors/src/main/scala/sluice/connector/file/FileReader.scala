@@ -192,6 +192,7 @@ final class FileReader(config: FileConfig, context: ReaderContext, hadoopConf: (
     override def eventTime: Long = ts
     override def arrivalTime: Long = c.mtimeMicros / 1000L
     override def position: Long = c.lines.position
+    override def recordHasMoreRows: Boolean = rows.hasNext
   }
 }
 

@@ -17,8 +17,11 @@ final class GeneratorReader(config: GeneratorConfig, layout: RecordLayout) exten
   import GeneratorReader._
 
   private final class Cursor(val split: GeneratorSplit, var next: Long, val until: Long) {
-    /** Open-ended (real-time mode): records exist as the rate makes them, from the split's start time. */
-    private val pacedSince = if (until == SplitRange.OpenEnd) config.rowsPerSecond.map(_ =>
+    /**
+     * Read to its end or open-ended (real-time mode): records exist as the rate makes them, from
+     * the split's start time. (A micro-batch range ends where the rate had got when it was planned.)
+     */
+    private val pacedSince = if (until == SplitRange.OpenEnd || split.stopPosition.contains(until)) config.rowsPerSecond.map(_ =>
       split.generatingSinceMs.getOrElse(System.currentTimeMillis() - next * 1000 / config.rowsPerSecond.get)) else None
     def end: Long = pacedSince.fold(until)(since => GeneratorEnumerator.available(config, split, since, System.currentTimeMillis()))
   }

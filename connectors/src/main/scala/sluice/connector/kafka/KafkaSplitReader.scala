@@ -252,6 +252,7 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
     override def arrivalTime: Long = record.timestamp
     override def position: Long = record.offset + 1
     override def finishedSplits: Set[String] = Set.empty
+    override def recordHasMoreRows: Boolean = parsed != null && parsed.hasNext
   }
 }
 
