@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
+import tempfile
 import time
 from pathlib import Path
 
@@ -90,7 +92,7 @@ def _run(spark: SparkSession, df: DataFrame, run: str, seconds: int, batch: str,
     jvm = spark._jvm
     sink = jvm.sluice.bench.LatencySink
     sink.reset(run)
-    checkpoint = f"/tmp/sluice-bench-rt-{run}-{time.time_ns()}"
+    checkpoint = tempfile.mkdtemp(prefix=f"bench-rt-{run.replace(' ', '-')}-")
     # what was sent before the query ran steadily (its start: planning, the first tasks) waits for
     # it by design and is not a per-record latency
     steady_from_ms = int(time.time() * 1000) + STARTUP_EXCLUDED_MS
@@ -113,6 +115,7 @@ def _run(spark: SparkSession, df: DataFrame, run: str, seconds: int, batch: str,
             raise RuntimeError(exception.get().toString())
     finally:
         query.stop()
+        shutil.rmtree(checkpoint, ignore_errors=True)
     drifts = [
         int(s["metrics"]["liveMaxObservedDriftMs"])
         for p in progress
