@@ -70,7 +70,7 @@ final class SluiceReaderFactory(
         initiallyActive = task.lastActiveMs, pausesSplits = task.pauseSplits, () => context.currentTimeMillis()))
     val reader = new SluicePartitionReader(task, source, context, appender,
       tracksEventTime = timing.timestamps.force, latency, progress, live, timing.eventTime)
-    // Spark's real-time wrapper never closes the reader it wraps: the task's end does (idempotent).
+    // Closed when the task ends as well: not every Spark version's real-time wrapper closes the reader it wraps (close is idempotent).
     if (task.realTime) Option(TaskContext.get()).foreach(_.addTaskCompletionListener[Unit](_ => reader.close()))
     reader
   }
