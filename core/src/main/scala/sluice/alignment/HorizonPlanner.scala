@@ -1,5 +1,7 @@
 package sluice.alignment
 
+import scala.collection.mutable
+
 import sluice.runtime.AdmissionPlanner
 
 /**
@@ -34,6 +36,12 @@ final case class SplitToPlan(
 /** The connector's event-time index over the ranges being planned (see `SupportsEventTimeIndex`). */
 trait TimeIndex {
   def positionsBefore(eventTimeMs: Long): Map[String, Long]
+  /**
+   * Event times this index has already answered for the ranges being planned, so asking again
+   * is free: a group's round plans a member against several frontiers, and each search starts
+   * from what the earlier ones learnt.
+   */
+  def answered: Iterable[Long] = Nil
 }
 
 /** How a source takes part in alignment. */
@@ -56,13 +64,16 @@ object AlignmentMode {
  * @param heldBack splits with data to read that alignment gave nothing this batch (paused)
  * @param frontier the smallest watermark the source's constraining splits will have after the
  *                 batch (None: it constrains nobody); what the other members align to
+ * @param msPerRecord when the read limit lowered the horizon: the event time one record spanned
+ *                 in this batch, from which the next batch guesses its horizon
  */
 final case class SourcePlan(
     ends: Map[String, Long],
     limit: Option[Long],
     horizon: Option[Long],
     heldBack: Set[String],
-    frontier: Option[Long])
+    frontier: Option[Long],
+    msPerRecord: Option[Double] = None)
 
 /**
  * Plans one source's batch so that, at its end, no split's watermark is above the group's limit
@@ -101,7 +112,8 @@ object HorizonPlanner {
       budgetRecords: Option[Long],
       index: Option[TimeIndex],
       mode: AlignmentMode,
-      nextEventTimes: Seq[String] => Map[String, Long] = _ => Map.empty): SourcePlan = {
+      nextEventTimes: Seq[String] => Map[String, Long] = _ => Map.empty,
+      msPerRecordHint: Option[Double] = None): SourcePlan = {
     val constraining = splits.filter(s => !s.idle && !s.finished)
     def current(s: SplitToPlan) = s.position.map(watermarkOf)
     mode match {
@@ -110,7 +122,7 @@ object HorizonPlanner {
         val ownMin = constraining.flatMap(_.reach).map(watermarkOf).minOption
         val limit = AlignmentPolicy.limit(ownMin ++ othersFrontier, maxDriftMs)
         val driftHorizon = limit.map(l => saturatingAdd(l, saturatingAdd(maxOutOfOrdernessMs, 1)))
-        val (cut, horizon) = cutByIndex(splits, driftHorizon, budgetRecords, idx)
+        val Cut(cut, horizon, msPerRecord) = cutByIndex(splits, driftHorizon, budgetRecords, idx, msPerRecordHint)
         val withinLimit = splits.filter(s => !s.finished && s.readable > 0 && !AlignmentPolicy.isAhead(current(s), s.finished, limit))
         val ends = if (splits.exists(s => cut(s.splitId) > s.from)) cut
           else withinBudget(unstall(withinLimit, cut, idx, nextEventTimes), splits, budgetRecords)
@@ -121,7 +133,7 @@ object HorizonPlanner {
           // a split not read yet and not looked up starts at or after the horizon: count it paused
           horizon.forall(h => s.position.forall(_ >= h)) || AlignmentPolicy.isAhead(current(s), s.finished, limit)
         }
-        SourcePlan(ends, limit, horizon, paused, frontier(constraining, ends, horizon, watermarkOf))
+        SourcePlan(ends, limit, horizon, paused, frontier(constraining, ends, horizon, watermarkOf), msPerRecord)
 
       case AlignmentMode.SplitsByWatermark =>
         val limit = AlignmentPolicy.limit(constraining.flatMap(current) ++ othersFrontier, maxDriftMs)
@@ -166,75 +178,118 @@ object HorizonPlanner {
   private def saturatingAdd(a: Long, b: Long): Long =
     if (b > 0 && a > Long.MaxValue - b) Long.MaxValue else a + b
 
-  /** Cuts every range at `horizon` (all of it when None), lowered until the ranges fit the budget. */
+  private final case class Cut(ends: Map[String, Long], horizon: Option[Long], msPerRecord: Option[Double])
+
+  /**
+   * Cuts every range at `horizon` (all of it when None), lowered until the ranges fit the budget.
+   *
+   * Every look-up in the index is a request to the system (Kafka's `offsetsForTimes`), so the
+   * search asks as few as it can: a time past every range's latest event time needs none (the
+   * whole range lies below it), times the index already answered in this round are free, and
+   * the first guess comes from `msPerRecordHint`, the event time a record spanned in the last
+   * batch, which on steady data lands within the tolerance at once.
+   */
   private def cutByIndex(
       splits: Seq[SplitToPlan],
       horizon: Option[Long],
       budget: Option[Long],
-      index: TimeIndex): (Map[String, Long], Option[Long]) = {
+      index: TimeIndex,
+      msPerRecordHint: Option[Double]): Cut = {
     val readable = splits.filter(s => !s.finished && s.readable > 0)
     val untouched = splits.map(s => s.splitId -> s.from).toMap
-    if (readable.isEmpty) return (untouched, horizon)
+    if (readable.isEmpty) return Cut(untouched, horizon, None)
+    val everything = untouched ++ readable.map(s => s.splitId -> s.end)
+    // below this time nothing of any range is known to lie past it: every range is read whole
+    val wholeFrom: Option[Long] =
+      if (readable.forall(_.latestEventTime.isDefined)) Some(saturatingAdd(readable.flatMap(_.latestEventTime).max, 1))
+      else None
     def endsBefore(t: Option[Long]): Map[String, Long] = t match {
-      case None => untouched ++ readable.map(s => s.splitId -> s.end)
+      case None => everything
+      case Some(ts) if wholeFrom.exists(_ <= ts) => everything
       case Some(ts) =>
         val found = index.positionsBefore(ts)
         untouched ++ readable.map(s => s.splitId -> math.min(s.end, math.max(s.from, found.getOrElse(s.splitId, s.from))))
     }
     def records(ends: Map[String, Long]): Long =
       readable.map(s => math.ceil((ends(s.splitId) - s.from) / s.positionsPerRecord).toLong).sum
-    val atLimit = endsBefore(horizon)
-    val atLimitRecords = records(atLimit)
+    def share(bound: Map[String, Long], b: Long): Map[String, Long] = {
+      val shares = AdmissionPlanner.shareRecords(readable.map(s => s.splitId -> (bound(s.splitId) - s.from)), b,
+        id => readable.find(_.splitId == id).get.positionsPerRecord)
+      untouched ++ shares.map { case (id, k) => id -> (untouched(id) + k) }
+    }
     budget match {
-      case Some(b) if atLimitRecords > b =>
-        // count(t) grows with t; find a large t with count(t) <= b below the horizon.
-        var hi = horizon.getOrElse(readable.flatMap(_.reach).maxOption.map(saturatingAdd(_, 1)).getOrElse(Long.MaxValue))
-        var countHi = if (horizon.isDefined) atLimitRecords else records(endsBefore(Some(hi)))
-        val base = math.min(hi, readable.flatMap(_.position).minOption.getOrElse(hi))
-        var lo = base
-        var countLo = records(endsBefore(Some(lo)))
+      case Some(b) if records(everything) > b =>
+        // count(t) grows with t; find a large t with count(t) <= b at or below the horizon.
+        val cap = horizon.getOrElse(readable.flatMap(_.reach).maxOption.map(saturatingAdd(_, 1)).getOrElse(Long.MaxValue))
+        val counts = mutable.TreeMap[Long, Long]()
+        def count(t: Long): Long = counts.getOrElseUpdate(t, records(endsBefore(Some(t))))
+        (index.answered ++ wholeFrom).filter(_ <= cap).foreach(count)
+        val lowest = readable.flatMap(_.position).minOption
+        val enough = b - (b * SearchTolerance).toLong // exact for small limits
+        def cutAt(t: Long): Cut = {
+          val n = counts(t)
+          Cut(endsBefore(Some(t)), Some(t), lowest.filter(l => t > l && n > 0).map(l => (t - l).toDouble / n))
+        }
+        // the horizon itself, when known to fit
+        if (horizon.exists(h => counts.get(h).exists(_ <= b))) return Cut(endsBefore(horizon), horizon, None)
+        // a time already answered that reads within the tolerance of the limit
+        counts.filter { case (_, n) => n >= enough && n <= b }.lastOption.foreach { case (t, _) => return cutAt(t) }
+        // the horizon fits unless a time at or below it is known to exceed the read limit
+        if (!counts.exists(_._2 > b) && count(cap) <= b) {
+          return if (horizon.isDefined) Cut(endsBefore(horizon), horizon, None)
+            // no horizon, and records lie past every event time known: all that is known, else a share
+            else if (count(cap) > 0) Cut(endsBefore(Some(cap)), Some(cap), None)
+            else Cut(share(everything, b), None, None)
+        }
+        def over = counts.find(_._2 > b).get
+        def under(below: Long) = counts.rangeUntil(below).filter(_._2 <= b).lastOption
+        val base = math.min(over._1, lowest.getOrElse(over._1))
+        val aim = (b + enough) / 2.0
+        var steps = 0
+        // the last batch's span per record guesses where the read limit falls now
+        if (under(over._1).forall(_._2 < enough)) msPerRecordHint.filter(_ > 0).foreach { rate =>
+          val guess = saturatingAdd(base, (aim * rate).toLong)
+          if (guess > under(over._1).fold(base)(_._1) && guess < over._1) { count(guess); steps += 1 }
+        }
+        var (hi, countHi) = over
+        var (lo, countLo) = under(hi).getOrElse { count(base); steps += 1; base -> counts(base) }
         var step = 1000L
-        var steps = 1
         while (countLo > b && steps < MaxSearchSteps / 2) {
           hi = lo
           countHi = countLo
           lo = if (base < Long.MinValue / 2 + step) Long.MinValue / 2 else base - step
-          countLo = records(endsBefore(Some(lo)))
+          countLo = count(lo)
           step = if (step > Long.MaxValue / 8) step else step * 4
           steps += 1
         }
-        // Every look-up is a request to the system: stop once the batch is within the tolerance
-        // of the read limit. Records are spread evenly in time more often than not, so the next
-        // guess interpolates between the bounds; a guess that does not halve the interval is
-        // followed by a bisection, so the search is never much slower than a binary one.
-        val enough = b - (b * SearchTolerance).toLong // exact for small limits
+        // Stop once the batch is within the tolerance of the read limit. Records are spread
+        // evenly in time more often than not, so the next guess interpolates between the bounds;
+        // a guess that does not halve the interval is followed by a bisection, so the search is
+        // never much slower than a binary one.
         var bisect = false
         while (hi - lo > 1 && countLo < enough && countLo <= b && steps < MaxSearchSteps) {
           val width = hi - lo
           val mid =
             if (bisect || countHi <= countLo) lo + width / 2
             else {
-              val aim = (b + enough) / 2.0
               val guess = lo + ((aim - countLo) / (countHi - countLo) * width.toDouble).toLong
               math.min(hi - 1, math.max(lo + 1, guess))
             }
-          val count = records(endsBefore(Some(mid)))
-          if (count <= b) { lo = mid; countLo = count } else { hi = mid; countHi = count }
+          val c = count(mid)
+          if (c <= b) { lo = mid; countLo = c } else { hi = mid; countHi = c }
           bisect = !bisect && hi - lo > width / 2
           steps += 1
         }
         val atLo = endsBefore(Some(lo))
-        val n = records(atLo)
-        if (n > 0 && n <= b) (atLo, Some(lo))
+        val n = count(lo)
+        if (n > 0 && n <= b) cutAt(lo)
         else {
           // Even the earliest records exceed the budget (or the search could not get down to them):
           // read a budget's share of what lies below the bound, never nothing and never more.
           val (bound, t) = if (n > b) (atLo, lo) else (endsBefore(Some(hi)), hi)
-          val shares = AdmissionPlanner.shareRecords(readable.map(s => s.splitId -> (bound(s.splitId) - s.from)), b,
-            id => readable.find(_.splitId == id).get.positionsPerRecord)
-          (untouched ++ shares.map { case (id, k) => id -> (untouched(id) + k) }, Some(t))
+          Cut(share(bound, b), Some(t), None)
         }
-      case _ => (atLimit, horizon)
+      case _ => Cut(endsBefore(horizon), horizon, None)
     }
   }
 

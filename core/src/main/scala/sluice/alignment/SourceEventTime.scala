@@ -24,6 +24,8 @@ final class SourceEventTime(
   val alignment: Option[AlignmentSettings] = settings.alignment
   private var lastPlan: Option[SourcePlan] = None
   private var lastMode: Option[AlignmentMode] = None
+  /** The event time one record spanned when the read limit last cut this source: the next search's first guess. */
+  private var msPerRecord: Option[Double] = None
   private var idle = Set.empty[String]
   private var finished = Set.empty[String]
   /** Event times of the record at (split, position), asked of the connector once each. */
@@ -80,12 +82,17 @@ final class SourceEventTime(
         private val answers = mutable.Map[Long, Map[String, Long]]()
         override def positionsBefore(t: Long): Map[String, Long] =
           answers.getOrElseUpdate(t, i.positionsBefore(ranges.filterNot(_.isEmpty), t))
+        override def answered: Iterable[Long] = answers.keys
       })
       def nextEventTimes(ids: Seq[String]) =
         firstEventTimes(enumerator, ranges.filter(r => ids.contains(r.split.splitId) && !r.isEmpty))
-      new AlignedBatch(mode, othersFrontier =>
-        HorizonPlanner.plan(toPlan, settings.watermarkFor, settings.maxOutOfOrdernessMs, a.maxDriftMs,
-          othersFrontier, budgetRecords, timeIndex, mode, nextEventTimes))
+      new AlignedBatch(mode, { othersFrontier =>
+        val plan = HorizonPlanner.plan(toPlan, settings.watermarkFor, settings.maxOutOfOrdernessMs, a.maxDriftMs,
+          othersFrontier, budgetRecords, timeIndex, mode, nextEventTimes, msPerRecord)
+        // what a search learnt about the density holds whichever frontier the round settles on
+        plan.msPerRecord.foreach(rate => msPerRecord = Some(rate))
+        plan
+      })
     }
   }
 
@@ -127,11 +134,6 @@ final class SourceEventTime(
     }
 
   /**
-   * FLIP-182: aligning several splits needs readers that can pause them; the source declares it
-   * (`SupportsSplitPausing`). Without it, the source aligns as a whole when unaligned splits are
-   * allowed, and fails otherwise.
-   */
-  /**
    * Where each split of a long-running batch stands in event time as it opens: the largest event
    * time read from it, else — under alignment — the event time of its next record, asked of the
    * connector. Readers then know every split's watermark from their first record, rather than
@@ -153,6 +155,11 @@ final class SourceEventTime(
   def livePausing(splits: Seq[SourceSplit]): Option[Boolean] =
     settings.alignment.map(a => splitsCanPause(splits, a))
 
+  /**
+   * FLIP-182: aligning several splits needs readers that can pause them; the source declares it
+   * (`SupportsSplitPausing`). Without it, the source aligns as a whole when unaligned splits are
+   * allowed, and fails otherwise.
+   */
   private def splitsCanPause(unfinished: Seq[SourceSplit], a: AlignmentSettings): Boolean = {
     if (unfinished.size <= 1) return true
     val canPause = source match {

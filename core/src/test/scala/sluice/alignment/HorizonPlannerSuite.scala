@@ -85,6 +85,53 @@ class HorizonPlannerSuite extends AnyFunSuite {
     assert(lookups <= 6, s"$lookups index look-ups")
   }
 
+  test("a group's rounds on steady data ask the index about three times each, and keep every batch aligned and full") {
+    // group_join's shape: two sources of 4 partitions over 12 h, one four times denser, one read
+    // limit each. A round plans each member up to three times against different frontiers; what
+    // the index answered earlier in the round, and the density the last search found, spare most
+    // look-ups (each is a request to the broker).
+    def source(name: String, step: Long) =
+      (0 until 4).map(i => Series(s"$name$i", now - 12 * Hour + i * step / 4, step, 12 * Hour / step))
+    val members = Seq("sparse" -> source("s", 4000), "dense" -> source("d", 1000))
+    val all = members.flatMap(_._2)
+    var at = all.map(_.id -> 0L).toMap
+    val hints = scala.collection.mutable.Map[String, Double]()
+    val lookupsPerRound = Seq.newBuilder[Int]
+    var lookups = 0
+    while (all.exists(s => at(s.id) < s.records)) {
+      lookups = 0
+      val prepared = members.map { case (name, series) =>
+        val start = at
+        val answers = scala.collection.mutable.Map[Long, Map[String, Long]]()
+        val index = new Index(series, start) {
+          override def positionsBefore(t: Long) = answers.getOrElseUpdate(t, { lookups += 1; super.positionsBefore(t) })
+          override def answered: Iterable[Long] = answers.keys
+        }
+        name -> new PreparedMemberBatch {
+          override def plan(others: Option[Long]): SourcePlan = {
+            val p = HorizonPlanner.plan(series.map(s => toPlan(s, start(s.id))), identity, 0, 5 * Minute, others,
+              Some(2000L), Some(index), AlignmentMode.SplitsByIndex, msPerRecordHint = hints.get(name))
+            p.msPerRecord.foreach(hints(name) = _)
+            p
+          }
+        }
+      }
+      val plans = AlignmentGroup.planTogether(prepared, fixed = Nil)
+      val next = plans.values.flatMap(_.ends).toMap
+      val dense = members(1)._2
+      val denseRead = dense.map(s => next(s.id) - at(s.id)).sum
+      if (dense.exists(s => next(s.id) < s.records)) assert(denseRead >= 2000 * (1 - HorizonPlanner.SearchTolerance), s"dense read $denseRead")
+      val wms = watermarks(all, next)
+      if (wms.nonEmpty) assert(wms.max - wms.min <= 5 * Minute + 4000, s"spread at $next")
+      at = next
+      lookupsPerRound += lookups
+    }
+    val rounds = lookupsPerRound.result()
+    assert(rounds.size <= 12 * 3600 * 4 / 2000 + 2, s"${rounds.size} rounds")
+    assert(rounds.tail.sorted.apply(rounds.size / 2) <= 3, s"look-ups per round: $rounds")
+    assert(rounds.sum <= 4 * rounds.size, s"look-ups per round: $rounds")
+  }
+
   test("without a read limit a batch reads up to the slowest split's end plus the drift") {
     val p = plan(skewed, skewed.map(_.id -> 0L).toMap, 5 * Minute, None)
     // every split reaches "now - 1 min": that plus the drift is the limit, and nothing is cut
