@@ -110,7 +110,9 @@ def _skew(r: dict) -> str:
         f"{_n(r['spark_wrong_windows'])} of {_n(r['windows'])} windows wrong) | "
         f"{_n(r['sluice_records_per_second'])} ({_n(r['sluice_late_dropped'])} dropped, "
         f"{_n(r['sluice_wrong_windows'])} wrong) | alignment overhead on unskewed data "
-        f"{_pct(r['overhead_pct'])} (goal ≤ 5 %) |"
+        f"{_pct(r['overhead_pct'])} ({_pct(r['alignment_overhead'].get('overhead_pct_min', r['overhead_pct']))}–"
+        f"{_pct(r['alignment_overhead'].get('overhead_pct_max', r['overhead_pct']))} over "
+        f"{r['alignment_overhead'].get('pairs', 1)} pairs; goal ≤ 5 %) |"
     )
 
 

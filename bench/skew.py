@@ -12,11 +12,12 @@ Reported, from one run of each: rows dropped as late (`numRowsDroppedByWatermark
 final count is wrong (missing or short), the peak state rows (`numRowsTotal`), the wall time and
 records per second.
 
-Alignment overhead on unskewed data: 1,000,000 records of 100 B written round-robin over 8
+Alignment overhead on unskewed data: 3,000,000 records of 100 B written round-robin over 8
 partitions with increasing timestamps (SLUICE_BENCH_SKEW_EVEN_ROWS), read into the no-op sink
 with `forMonotonousTimestamps()` once with alignment and once without, with a read limit of
-200,000 records per batch. Runs alternate after one warm-up each; medians of SLUICE_BENCH_RUNS
-(default 3). `overhead_pct` = how much slower (in records/s) the aligned read is.
+200,000 records per batch. After two warm-ups of each, SLUICE_BENCH_RUNS (default 5) interleaved
+pairs; `overhead_pct` = how much slower (in records/s) the aligned read is: 100 × (1 − the median
+of the per-pair ratios aligned / unaligned), with the lowest and highest pair alongside.
 """
 
 from __future__ import annotations
@@ -134,26 +135,34 @@ def _overhead(spark: SparkSession, kafka: EmbeddedKafka, rows: int, runs: int) -
             raise AssertionError(f"read {rows_read(progress)} rows, expected {rows}")
         return rows / seconds
 
-    once(plain), once(aligned)  # warm-up
+    for _ in range(2):  # warm-up
+        once(plain), once(aligned)
     off, on = [], []
     for _ in range(runs):
         off.append(once(plain))
         on.append(once(aligned))
-    off_rps, on_rps = statistics.median(off), statistics.median(on)
+    overheads = [(1 - a / b) * 100 for a, b in zip(on, off, strict=True)]
     return {
         "rows": rows,
-        "without_alignment_rps": off_rps,
-        "with_alignment_rps": on_rps,
-        "overhead_pct": (off_rps - on_rps) / off_rps * 100,
-        "all_runs": {"without_alignment_rps": off, "with_alignment_rps": on},
+        "without_alignment_rps": statistics.median(off),
+        "with_alignment_rps": statistics.median(on),
+        "overhead_pct": statistics.median(overheads),
+        "overhead_pct_min": min(overheads),
+        "overhead_pct_max": max(overheads),
+        "pairs": runs,
+        "all_runs": {
+            "without_alignment_rps": off,
+            "with_alignment_rps": on,
+            "overhead_pct": overheads,
+        },
     }
 
 
 def run() -> dict:
     step_ms = int(os.environ.get("SLUICE_BENCH_SKEW_STEP_MS", "1000"))
     limit = int(os.environ.get("SLUICE_BENCH_SKEW_LIMIT", "10000"))
-    even_rows = int(os.environ.get("SLUICE_BENCH_SKEW_EVEN_ROWS", "1000000"))
-    runs = int(os.environ.get("SLUICE_BENCH_RUNS", "3"))
+    even_rows = int(os.environ.get("SLUICE_BENCH_SKEW_EVEN_ROWS", "3000000"))
+    runs = int(os.environ.get("SLUICE_BENCH_RUNS", "5"))
     spark = session("bench-skew", spark_kafka=True)
     with EmbeddedKafka() as kafka:
         topic = "skewed"
