@@ -142,7 +142,13 @@ class FileSourceBuilder(_Builder["FileSourceBuilder"]):
         return self._set(self._key("monitorIntervalMs"), ms)
 
     def ignore_missing_files(self, ignore: bool = True) -> FileSourceBuilder:
+        """A file gone between listing and reading is skipped and counted, instead of failing."""
         return self._set(self._key("ignoreMissingFiles"), ignore)
+
+    def ignore_changed_files(self, ignore: bool = True) -> FileSourceBuilder:
+        """A file changed after it was listed has its unread part skipped and counted, instead of
+        failing the query (files must be complete when they appear: write, then rename)."""
+        return self._set(self._key("ignoreChangedFiles"), ignore)
 
     def max_split_bytes(self, n: int) -> FileSourceBuilder:
         """Files larger than this are read as several byte-range splits."""

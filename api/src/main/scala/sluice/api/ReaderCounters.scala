@@ -10,10 +10,12 @@ object ReaderCounters {
   val MalformedRecordsDropped = "malformedRecordsDropped"
   /** Files that vanished between listing and reading (ignoreMissingFiles). */
   val MissingFilesSkipped = "missingFilesSkipped"
+  /** Files that changed after they were listed, whose unread part was skipped (ignoreChangedFiles). */
+  val ChangedFilesSkipped = "changedFilesSkipped"
   /** Kafka offsets gone before they were read (failOnDataLoss=false). */
   val DataLossOffsets = "dataLossOffsets"
   /** Kafka records without a value, which a parsed format skips. */
   val NullValuesSkipped = "nullValuesSkipped"
 
-  val all: Seq[String] = Seq(MalformedRecordsDropped, MissingFilesSkipped, DataLossOffsets, NullValuesSkipped)
+  val all: Seq[String] = Seq(MalformedRecordsDropped, MissingFilesSkipped, ChangedFilesSkipped, DataLossOffsets, NullValuesSkipped)
 }

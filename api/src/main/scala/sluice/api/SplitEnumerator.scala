@@ -16,6 +16,13 @@ trait SplitEnumerator[SplitT <: SourceSplit, StateT] extends AutoCloseable {
    */
   def availablePositions(splits: Seq[SplitT]): Map[String, Long]
 
+  /**
+   * Whether nothing more will be read from `split` past `position`: it reached its stop, or — the
+   * connector knows — its data now goes on in another split (a Kafka partition whose topic was
+   * re-created). A finished split constrains no alignment and holds no hybrid switch back.
+   */
+  def isFinished(split: SplitT, position: Long): Boolean = split.stopPosition.exists(position >= _)
+
   /** True once no split will ever be discovered again (bounded sources). */
   def noMoreSplits: Boolean
 
@@ -24,6 +31,14 @@ trait SplitEnumerator[SplitT <: SourceSplit, StateT] extends AutoCloseable {
    * hybrid source decides its switch from it; most enumerators ignore it.
    */
   def progressUpdated(progress: Seq[(SplitT, SplitProgress)]): Unit = ()
+
+  /**
+   * Whether what readers reached in a split must be kept durably before the engine commits the
+   * batch that finished it: true while something is derived from the end state (a hybrid's next
+   * source and where it starts). A driver that dies between that commit and a later write would
+   * otherwise derive it from less than was read.
+   */
+  def keepsEndState: Boolean = false
 
   /** Figures for query progress, merged into the source's metrics. */
   def metrics: Map[String, String] = Map.empty

@@ -44,6 +44,7 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
     progress.filter(_._1.sourceIndex == index).foreach { case (s, p) => activeSplits(s.child.splitId) = (s.child, p.position) }
     progressBySource.clear()
     progress.foreach { case (s, p) => progressBySource(s.sourceIndex) = progressBySource.getOrElse(s.sourceIndex, 0L) + p.records }
+    child.progressUpdated(progress.collect { case (s, p) if s.sourceIndex == index => s.child -> p.copy(splitId = s.child.splitId) })
   }
 
   override def discoverSplits(): Seq[HybridSplit] = {
@@ -61,7 +62,7 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
   }
 
   private def activeIsFinished: Boolean =
-    child.noMoreSplits && activeSplits.values.forall { case (s, reached) => s.stopPosition.exists(reached >= _) }
+    child.noMoreSplits && activeSplits.values.forall { case (s, reached) => child.isFinished(s, reached) }
 
   private def switchToNext(): Unit = {
     val ended = activeSplits.values.map { case (s, _) => s.splitId }.toSet
@@ -90,6 +91,13 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
   }
 
   override def noMoreSplits: Boolean = index == hybrid.size - 1 && child.noMoreSplits
+
+  /** Earlier sources' splits are finished; the active source's, as its enumerator says. */
+  override def isFinished(split: HybridSplit, position: Long): Boolean =
+    split.sourceIndex < index || (split.sourceIndex == index && child.isFinished(split.child, position))
+
+  /** The next source is built from the active one's end state, once it is finished. */
+  override def keepsEndState: Boolean = index < hybrid.size - 1 || child.keepsEndState
 
   private def childIndex: Option[SupportsEventTimeIndex[SourceSplit]] = child match {
     case i: SupportsEventTimeIndex[SourceSplit @unchecked] if i.hasEventTimeIndex => Some(i)
@@ -130,7 +138,7 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
 
   override def endState(finished: Seq[SplitProgress]): EnumeratorEndState = child.endState(finished)
 
-  override def metrics: Map[String, String] = Map(
+  override def metrics: Map[String, String] = child.metrics ++ Map(
     "activeSource" -> index.toString,
     "activeSourceType" -> active.sourceType,
     "recordsPerSource" -> (0 until hybrid.size).map(i => progressBySource.getOrElse(i, 0L)).mkString(",")) ++

@@ -32,6 +32,12 @@ final class SourceRuntime(
   private val progressWriter = new ProgressWriter(store, settings.displayName)
   private val splits = mutable.LinkedHashMap[String, SourceSplit]()
   private var enumerator: SplitEnumerator[SourceSplit, Any] = _
+  /**
+   * The checkpoint the enumerator was restored from, until it plans: the engine may hand back a
+   * later one first (a restart replays the last logged batch, batch 0 included, before it plans
+   * the next), and the next batch must be planned from that one's enumerator state.
+   */
+  private var restoredFrom: Option[SourceCheckpoint] = None
   private var progressRestored = false
   /** Under an AvailableNow trigger: how far each split may be read by it (fixed at its start). */
   private var availableNowRequested = false
@@ -40,6 +46,8 @@ final class SourceRuntime(
   private var lastAvailable: Map[String, Long] = Map.empty
   /** The end of the batch planned last: where the next one starts. */
   private var lastEnd: Option[SourceCheckpoint] = None
+  /** A finished split's end state that could not be kept before its batch committed. */
+  private var endStateNotKept: Option[Throwable] = None
   /** Latency markers that arrived since the last progress report. */
   private val latencyMarkers = mutable.ArrayBuffer[Long]()
 
@@ -64,10 +72,7 @@ final class SourceRuntime(
    * add splits not known yet.
    */
   def restore(checkpoint: SourceCheckpoint): Unit = synchronized {
-    if (enumerator == null) {
-      val stateSerializer = source.enumeratorStateSerializer
-      enumerator = source.restoreEnumerator(stateSerializer.deserialize(checkpoint.enumeratorVersion, checkpoint.enumeratorState))
-    }
+    if (enumerator == null) restoreEnumerator(checkpoint)
     checkpoint.splits.filterNot(e => splits.contains(e.splitId)).foreach { e =>
       splits(e.splitId) = source.splitSerializer.deserialize(e.splitVersion, e.split)
       tracker.restore(SplitProgress(e.splitId, e.reportedPosition, e.maxEventTime, e.records))
@@ -76,6 +81,13 @@ final class SourceRuntime(
       progressRestored = true
       store.read().filter(p => splits.contains(p.splitId)).foreach(tracker.restore)
     }
+  }
+
+  private def restoreEnumerator(checkpoint: SourceCheckpoint): Unit = {
+    val stateSerializer = source.enumeratorStateSerializer
+    if (enumerator != null) enumerator.close()
+    enumerator = source.restoreEnumerator(stateSerializer.deserialize(checkpoint.enumeratorVersion, checkpoint.enumeratorState))
+    restoredFrom = Some(checkpoint)
   }
 
   /** The split ranges a batch reads from `start` to `end` (empty ones left out). */
@@ -111,7 +123,17 @@ final class SourceRuntime(
       latencyMarkers ++= reports.flatMap(_.latencyMarkersMs)
       if (tracker.fold(reports)) {
         progressWriter.submit(tracker.all)
-        if (enumerator != null) enumerator.progressUpdated(splitsWithProgress)
+        if (enumerator != null) {
+          enumerator.progressUpdated(splitsWithProgress)
+          // A split just finished and its end state will be derived from (a hybrid's switch):
+          // keep it before this returns. Spark applies a task's accumulator updates before the
+          // job, and so the batch, completes: the commit then never precedes the end state.
+          val finishing = reports.exists(r => splits.get(r.splitId).exists(_.stopPosition.exists(r.until >= _)))
+          if (finishing && enumerator.keepsEndState) {
+            // thrown here it would only be logged (Spark catches accumulator failures): the next planning raises it
+            try progressWriter.flush() catch { case scala.util.control.NonFatal(e) => endStateNotKept = Some(e) }
+          }
+        }
       }
       eventTime.map(et => et.constrainingWatermarks(et.splitStates(splits.values.toSeq, tracker.get)))
     }
@@ -154,8 +176,18 @@ final class SourceRuntime(
    * discover splits (a hybrid may switch sources here).
    */
   private def catchUp(start: SourceCheckpoint): Unit = {
+    endStateNotKept.foreach { e =>
+      throw new IllegalStateException(s"Sluice: source '${settings.displayName}' could not keep what readers reached in " +
+        "a finished split before its batch committed; what is derived from it (a hybrid's next source) could be " +
+        "derived from less than was read. Check that the checkpoint location is writable.", e)
+    }
     progressWriter.flush() // what the last batch read is kept before the next one is planned
     restore(start)
+    // Restored from an earlier checkpoint than the one planning starts at (the initial offset,
+    // then batch 0 replayed): what the enumerator found while planning the batches in between
+    // (a file listed for batch 0) must not be found again, and split another way.
+    if (restoredFrom.exists(_ != start)) restoreEnumerator(start)
+    restoredFrom = None
     // The engine plans a batch only after the previous one committed, so every range up to
     // `start` was read in full, even if its report died with a previous driver: a finished split
     // must not look unfinished forever (a hybrid would never switch).
@@ -188,7 +220,7 @@ final class SourceRuntime(
     }
     val unaligned = from.map { case (id, pos) => id -> (pos + shares.getOrElse(id, 0L)) }
     // a split read to its stop, or to the end of this AvailableNow trigger, is finished for alignment
-    def finished(id: String) = splits(id).stopPosition.exists(from(id) >= _) || from(id) >= bound(id)
+    def finished(id: String) = enumerator.isFinished(splits(id), from(id)) || from(id) >= bound(id)
     val aligned = eventTime.flatMap(_.prepare(splits.values.toSeq, from, readableEnd, finished,
       id => tracker.get(id).get, limit.maxRecords, ppr, enumerator,
       withOthers = group.exists(_.hasOtherMembers(settings.memberId))))
@@ -222,7 +254,8 @@ final class SourceRuntime(
     catchUp(start)
     val from = splits.keys.map(id => id -> start.byId.get(id).map(_.position).getOrElse(splits(id).startPosition)).toMap
     val begin = checkpointAt(from)
-    val ranges = splits.values.toSeq.map(s => SplitRange(s, from(s.splitId), s.stopPosition.getOrElse(SplitRange.OpenEnd)))
+    val ranges = splits.values.toSeq.filterNot(s => enumerator.isFinished(s, from(s.splitId)))
+      .map(s => SplitRange(s, from(s.splitId), s.stopPosition.getOrElse(SplitRange.OpenEnd)))
       .filterNot(_.isEmpty)
     lastEnd = Some(begin)
     OpenBatch(begin, ranges,

@@ -16,13 +16,19 @@ final case class MemSplit(splitId: String, startMs: Long, stepMs: Long, records:
   def eventTime(position: Long): Long = startMs + position * stepMs
 }
 
-final class InMemorySource(splits: Seq[MemSplit]) extends Source[MemSplit, Boolean] with SupportsSplitPausing[MemSplit] {
+/**
+ * `keepsEndState`: the enumerator says, as a hybrid does, that its end state is derived from.
+ * `later`: splits found by the second, third... discovery (files that appear, partitions added).
+ */
+final class InMemorySource(splits: Seq[MemSplit], keepsEndState: Boolean = false, later: Seq[Seq[MemSplit]] = Nil)
+  extends Source[MemSplit, Int] with SupportsSplitPausing[MemSplit] {
+  private val rounds = splits +: later
   override def sourceType: String = "memory"
   override def boundedness: Boundedness = Boundedness.Bounded
   override def schema: StructType = new StructType()
   override def options: Map[String, String] = Map("source" -> sourceType)
-  override def createEnumerator(): SplitEnumerator[MemSplit, Boolean] = new InMemoryEnumerator(splits, discovered = false)
-  override def restoreEnumerator(state: Boolean): SplitEnumerator[MemSplit, Boolean] = new InMemoryEnumerator(splits, state)
+  override def createEnumerator(): SplitEnumerator[MemSplit, Int] = new InMemoryEnumerator(rounds, discoveries = 0, keepsEndState)
+  override def restoreEnumerator(state: Int): SplitEnumerator[MemSplit, Int] = new InMemoryEnumerator(rounds, state, keepsEndState)
   override def createReader(context: ReaderContext): SplitReader[MemSplit] =
     throw new UnsupportedOperationException("runtime tests read no records")
 
@@ -34,19 +40,24 @@ final class InMemorySource(splits: Seq[MemSplit]) extends Source[MemSplit, Boole
       MemSplit(id, start.toLong, step.toLong, records.toLong, bounded.toBoolean)
     }
   }
-  override val enumeratorStateSerializer: VersionedSerializer[Boolean] = new VersionedSerializer[Boolean] {
+  override val enumeratorStateSerializer: VersionedSerializer[Int] = new VersionedSerializer[Int] {
     override def version: Int = 1
-    override def serialize(discovered: Boolean): String = discovered.toString
-    override def deserialize(version: Int, text: String): Boolean = text.toBoolean
+    override def serialize(discoveries: Int): String = discoveries.toString
+    override def deserialize(version: Int, text: String): Int = text.toInt
   }
 }
 
-final class InMemoryEnumerator(splits: Seq[MemSplit], private var discovered: Boolean)
-  extends SplitEnumerator[MemSplit, Boolean] with SupportsEventTimeIndex[MemSplit] {
-  override def discoverSplits(): Seq[MemSplit] = if (discovered) Nil else { discovered = true; splits }
+/** Its state is how many discoveries it made: the n-th finds `rounds(n)`. */
+final class InMemoryEnumerator(rounds: Seq[Seq[MemSplit]], private var discoveries: Int, override val keepsEndState: Boolean)
+  extends SplitEnumerator[MemSplit, Int] with SupportsEventTimeIndex[MemSplit] {
+  override def discoverSplits(): Seq[MemSplit] = {
+    val found = rounds.lift(discoveries).getOrElse(Nil)
+    discoveries += 1
+    found
+  }
   override def availablePositions(known: Seq[MemSplit]): Map[String, Long] = known.map(s => s.splitId -> s.records).toMap
-  override def noMoreSplits: Boolean = discovered
-  override def snapshotState(): Boolean = discovered
+  override def noMoreSplits: Boolean = discoveries >= rounds.size
+  override def snapshotState(): Int = discoveries
 
   override def positionsBefore(ranges: Seq[SplitRange[MemSplit]], eventTimeMs: Long): Map[String, Long] =
     ranges.map { r =>

@@ -93,6 +93,58 @@ class SourceRuntimeSuite extends AnyFunSuite {
     assert(e.runtimes("a").metrics(Some(e.log.last("a")))("recordsRead") == "200")
   }
 
+  test("a finished split's end state is in the store when its report is folded, if something is derived from it") {
+    // a store as slow as a checkpoint on object storage, written on the writer's thread
+    final class SlowStore extends ProgressStore {
+      @volatile var kept: Seq[sluice.api.SplitProgress] = Nil
+      override def read(): Seq[sluice.api.SplitProgress] = kept
+      override def write(progress: Seq[sluice.api.SplitProgress]): Unit = { Thread.sleep(300); kept = progress }
+    }
+    /** What the store holds when the report that finishes the split's only range is folded. */
+    def keptWhenFolded(keepsEndState: Boolean): Seq[(String, Long, Option[Long])] = {
+      val split = series("0", 0, 1000, 10)
+      val store = new SlowStore
+      val runtime = new SourceRuntime(new InMemorySource(Seq(split), keepsEndState).asInstanceOf[sluice.api.Source[SourceSplit, Any]],
+        settings("a", None), store, resumePoint = () => None, defaultLimit = BatchLimit(None))
+      try {
+        val start = runtime.start()
+        val end = runtime.planBatch(start, BatchLimit(None))
+        val range = runtime.ranges(Some(start), end).head
+        assert((range.from, range.until) == (0L, 10L))
+        // as Spark delivers a task's report: before the job, and so the batch's commit, completes
+        runtime.fold(Seq(SplitReport("0", 0L, 10L, Some(split.eventTime(9)), 10L)))
+        store.kept.map(p => (p.splitId, p.position, p.maxEventTime))
+      } finally runtime.close()
+    }
+    // an end state something is derived from is kept before the fold returns...
+    assert(keptWhenFolded(keepsEndState = true) == Seq(("0", 10L, Some(9000L))))
+    // ...other progress is written in the writer's own time, not holding up Spark's scheduler
+    assert(keptWhenFolded(keepsEndState = false).isEmpty)
+  }
+
+  test("batch 0 replayed after a restart: the next batch is planned from batch 0's enumerator state, not the initial one") {
+    // the initial checkpoint knows split a; planning batch 0 finds b, batch 1 finds c
+    val a = series("a", 0, 1000, 10)
+    val (b, c) = (series("b", 0, 1000, 10), series("c", 0, 1000, 10))
+    val source = new InMemorySource(Seq(a), later = Seq(Seq(b), Seq(c))).asInstanceOf[sluice.api.Source[SourceSplit, Any]]
+    def runtime() = new SourceRuntime(source, settings("s", None), new ProgressStore.InMemory, resumePoint = () => None,
+      defaultLimit = BatchLimit(None))
+    val first = runtime()
+    val initial = first.start()
+    val batch0 = first.planBatch(initial, BatchLimit(None))
+    assert(batch0.splits.map(_.splitId) == Seq("a", "b"))
+    first.close() // the driver dies before batch 0 commits
+
+    // a restart as Spark drives it: the initial offset (kept in the checkpoint folder) is restored,
+    // batch 0 is replayed from it, then batch 1 is planned from batch 0's logged offset
+    val second = runtime()
+    second.restore(initial)
+    assert(second.ranges(Some(initial), batch0).map(_.split.splitId) == Seq("a", "b"))
+    val batch1 = try second.planBatch(batch0, BatchLimit(None)) finally second.close()
+    // planned from the initial state, the enumerator would find b again instead of c
+    assert(batch1.splits.map(_.splitId) == Seq("a", "b", "c"))
+  }
+
   test("three members after a restart: every member with backlog reads in the first batch, and the bound holds") {
     val sources = Seq(
       "a" -> Seq(series("0", 0, 1000, 20000)),         // one event a second

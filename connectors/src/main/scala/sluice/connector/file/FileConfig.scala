@@ -13,6 +13,7 @@ final case class FileConfig(
     payload: PayloadFormat,
     monitorIntervalMs: Option[Long],
     ignoreMissingFiles: Boolean,
+    ignoreChangedFiles: Boolean,
     maxSplitBytes: Long,
     timestampColumn: Option[String],
     /** The options this config was read from, which rebuild it. */
@@ -38,6 +39,10 @@ object FileConfig {
   val IgnoreMissingFiles: ConfigOption[Boolean] = ConfigOption.boolean("ignoreMissingFiles",
     "a file that vanishes between listing and reading is skipped and counted as " +
       "`missingFilesSkipped`, instead of failing the query").withDefault(false)
+  val IgnoreChangedFiles: ConfigOption[Boolean] = ConfigOption.boolean("ignoreChangedFiles",
+    "a file whose length or modification time changed after it was listed (files must be complete " +
+      "when they appear: write them elsewhere, then rename them in) fails the query; with this option " +
+      "its unread part is skipped and counted as `changedFilesSkipped`").withDefault(false)
   val MaxSplitBytes: ConfigOption[Long] = ConfigOption.long("maxSplitBytes",
     "files larger than this are read as several splits of byte ranges, in parallel")
     .withDefault(128L * 1024 * 1024).withCheck("an integer >= 1")(_ >= 1)
@@ -46,7 +51,7 @@ object FileConfig {
       "event time (max event time in progress and in the end state)")
 
   val own: Seq[ConfigOption[_]] =
-    Seq(Path, MonitorIntervalMs, IgnoreMissingFiles, MaxSplitBytes, TimestampColumn)
+    Seq(Path, MonitorIntervalMs, IgnoreMissingFiles, IgnoreChangedFiles, MaxSplitBytes, TimestampColumn)
   val all: Seq[ConfigOption[_]] = own ++ PayloadFormat.all
 
   def fromOptions(raw: Map[String, String]): FileConfig = {
@@ -62,7 +67,7 @@ object FileConfig {
       }
     }
     FileConfig(o.required(Path), payload, o.get(MonitorIntervalMs), o.get(IgnoreMissingFiles).get,
-      o.get(MaxSplitBytes).get, ts, raw)
+      o.get(IgnoreChangedFiles).get, o.get(MaxSplitBytes).get, ts, raw)
   }
 
   private def describe(s: StructType): String = {

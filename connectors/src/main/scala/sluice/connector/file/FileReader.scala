@@ -47,15 +47,21 @@ final class FileReader(config: FileConfig, context: ReaderContext, hadoopConf: (
     var lines: LineReader = _
     var done = false
     var missing = 0L
+    var changed = 0L
     /** Start of the csv header line of this file, if this range holds it; -1 otherwise. */
     var headerStart = -1L
 
     locally {
       try {
         val path = new Path(split.path)
-        stream = path.getFileSystem(hadoopConf()).open(path, BufferBytes)
-        if (config.payload.hasHeader) headerStart = findHeader(path)
-        if (range.from > 0) {
+        val fs = path.getFileSystem(hadoopConf())
+        stream = fs.open(path, BufferBytes)
+        if (changedSinceListing()) {
+          close()
+          done = true
+        } else if (config.payload.hasHeader) headerStart = findHeader(path)
+        if (done) ()
+        else if (range.from > 0) {
           stream.seek(range.from - 1)
           lines = new LineReader(stream, range.from - 1)
           lines.skipToLineStartAfterPreviousByte()
@@ -85,10 +91,39 @@ final class FileReader(config: FileConfig, context: ReaderContext, hadoopConf: (
       } finally in.close()
     }
 
+    /**
+     * Whether the file is no longer what was listed (length or modification time): positions
+     * were planned on the listed bytes, and a file still being written would give half lines.
+     * An error, or with `ignoreChangedFiles` the unread part is skipped and counted.
+     */
+    private def changedSinceListing(): Boolean = {
+      val path = new Path(split.path)
+      val now = path.getFileSystem(hadoopConf()).getFileStatus(path)
+      val same = now.getLen == split.fileLength && now.getModificationTime == split.modificationTime
+      if (!same && !config.ignoreChangedFiles) {
+        throw new IllegalStateException(s"FileSource: file '${split.path}' changed after it was listed " +
+          s"(length ${split.fileLength} -> ${now.getLen} bytes, modified at ${split.modificationTime} -> " +
+          s"${now.getModificationTime} ms). Files must be complete when they appear: write them elsewhere " +
+          "or under a hidden name (starting with '.' or '_'), then rename them into the folder. Set option " +
+          s"'ignoreChangedFiles' to true to skip the unread part of such files (counted as $ChangedFilesSkipped).")
+      }
+      if (!same) changed = 1L
+      !same
+    }
+
     /** Moves to the next line of the range; false once the range is read. */
     def nextLine(): Boolean = {
       if (done) return false
-      if (lines.position >= range.until || !lines.next()) { done = true; close(); return false }
+      if (lines.position >= range.until || !lines.next()) {
+        done = true
+        close()
+        // the file's last range: the lines read up to its end must have been the listed ones
+        // (a file removed once read is fine)
+        if (range.until >= split.fileLength) {
+          try changedSinceListing() catch { case _: FileNotFoundException => false }
+        }
+        return false
+      }
       true
     }
 
@@ -136,6 +171,7 @@ final class FileReader(config: FileConfig, context: ReaderContext, hadoopConf: (
     c.close()
     context.count(c.split.splitId, MalformedRecordsDropped, c.dropped)
     context.count(c.split.splitId, MissingFilesSkipped, c.missing)
+    context.count(c.split.splitId, ChangedFilesSkipped, c.changed)
   }
 
   override def close(): Unit = {
@@ -199,6 +235,7 @@ final class FileReader(config: FileConfig, context: ReaderContext, hadoopConf: (
 object FileReader {
   val MalformedRecordsDropped: String = sluice.api.ReaderCounters.MalformedRecordsDropped
   val MissingFilesSkipped: String = sluice.api.ReaderCounters.MissingFilesSkipped
+  val ChangedFilesSkipped: String = sluice.api.ReaderCounters.ChangedFilesSkipped
   private val LinesPerFetch = 8192
   private val BufferBytes = 64 * 1024
 }

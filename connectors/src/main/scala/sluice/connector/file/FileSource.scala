@@ -89,6 +89,7 @@ object FileSource {
     def timestampColumn(c: String): Builder = set(TimestampColumn.name, c)
     def monitorIntervalMs(ms: Long): Builder = set(MonitorIntervalMs.name, ms)
     def ignoreMissingFiles(ignore: Boolean): Builder = set(IgnoreMissingFiles.name, ignore)
+    def ignoreChangedFiles(ignore: Boolean): Builder = set(IgnoreChangedFiles.name, ignore)
     def maxSplitBytes(n: Long): Builder = set(MaxSplitBytes.name, n)
     /** A Spark reader option (`mode`, `sep`, `header`, `timestampFormat`, ...) or any option by name. */
     def option(name: String, value: String): Builder = set(name, value)

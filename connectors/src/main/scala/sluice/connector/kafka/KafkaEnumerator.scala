@@ -29,6 +29,12 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
 
   private var discovered: Set[TopicPartition] = restored.map(_.discovered).getOrElse(Set.empty)
   private var initialDiscoveryDone = restored.exists(_.initialDiscoveryDone)
+  private var topicIds: Map[String, String] = restored.map(_.topicIds).getOrElse(Map.empty)
+  private var incarnations: Map[TopicPartition, Int] = restored.map(_.incarnations).getOrElse(Map.empty)
+  /** Where readers got in each split, as the runtime last told. */
+  private var positions: Map[String, Long] = Map.empty
+  /** Partitions whose log no longer continues where they were read, and the offset each goes on from. */
+  private var broken: Map[TopicPartition, Long] = Map.empty
   private var lastDiscoveryMs = Long.MinValue
   private var adminClient: Admin = _
   private def admin: Admin = {
@@ -43,13 +49,21 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
 
   private def bounded = config.stopping.isDefined
 
+  override def progressUpdated(progress: Seq[(KafkaPartitionSplit, SplitProgress)]): Unit =
+    positions = progress.map { case (s, p) => s.splitId -> p.position }.toMap
+
   override def discoverSplits(): Seq[KafkaPartitionSplit] = {
     val now = System.currentTimeMillis()
-    if (initialDiscoveryDone && (bounded || now - lastDiscoveryMs < config.partitionDiscoveryIntervalMs)) {
-      return Nil
+    // a restored enumerator discovers at its first planning (`now - MinValue` would overflow)
+    val due = lastDiscoveryMs == Long.MinValue || now - lastDiscoveryMs >= config.partitionDiscoveryIntervalMs
+    if (initialDiscoveryDone && (bounded || !due)) {
+      return goOnFromBroken()
     }
     lastDiscoveryMs = now
-    val fresh = (currentPartitions() -- discovered).toSeq.sortBy(tp => (tp.topic, tp.partition))
+    val (partitions, ids) = currentPartitions()
+    recreatedTopics(ids)
+    val replacements = goOnFromBroken()
+    val fresh = (partitions -- discovered).toSeq.sortBy(tp => (tp.topic, tp.partition))
     val splits = if (fresh.isEmpty) Nil else {
       // Partitions that appear after the query started are read from their beginning, as Spark does.
       val starting = if (initialDiscoveryDone) OffsetsInitializer.Earliest else config.starting
@@ -58,18 +72,80 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
       fresh.map(tp => KafkaPartitionSplit(tp.topic, tp.partition, starts(tp), stops.map(_(tp))))
     }
     discovered ++= fresh
+    topicIds ++= ids.filter { case (topic, _) => discovered.exists(_.topic == topic) }
     initialDiscoveryDone = true
-    splits
+    replacements ++ splits
+  }
+
+  /**
+   * A topic whose id changed was deleted and re-created since it was read: its old records not
+   * read yet are lost, and its offsets no longer continue the old ones. An error, or with
+   * failOnDataLoss=false every known partition goes on from the new topic's beginning.
+   */
+  private def recreatedTopics(ids: Map[String, String]): Unit = {
+    val recreated = ids.filter { case (topic, id) => topicIds.get(topic).exists(_ != id) }
+    if (recreated.isEmpty) return
+    if (config.failOnDataLoss) {
+      val (topic, id) = recreated.head
+      throw new IllegalStateException(s"KafkaSource: topic $topic was deleted and re-created (its topic id " +
+        s"changed from ${topicIds(topic)} to $id) after this query started reading it: records of the old topic " +
+        "not read yet are lost, and the new topic's offsets do not continue the old ones. Set failOnDataLoss=false " +
+        "to read the new topic from its beginning (counted as partitionsReset in the source metrics).")
+    }
+    val partitions = discovered.filter(tp => recreated.contains(tp.topic)).toSeq
+    val earliest = listOffsets(partitions, OffsetSpec.earliest(), tolerateMissing = true)
+    broken ++= partitions.flatMap(tp => earliest.get(tp).map(tp -> _))
+    topicIds ++= recreated
+  }
+
+  /**
+   * Partitions whose log no longer continues where they were read go on in a new split (their
+   * next incarnation) from the offset recorded when that was found; the old split is finished.
+   * A bounded source only finishes them: its stop offsets belonged to the old log.
+   */
+  private def goOnFromBroken(): Seq[KafkaPartitionSplit] = {
+    val splits = broken.toSeq.sortBy { case (tp, _) => (tp.topic, tp.partition) }.map { case (tp, from) =>
+      val next = incarnations.getOrElse(tp, 0) + 1
+      incarnations += tp -> next
+      log.warn(s"KafkaSource: partition $tp no longer continues where it was read; it goes on from offset " +
+        s"$from as split ${KafkaPartitionSplit(tp.topic, tp.partition, from, None, next).splitId} (failOnDataLoss=false).")
+      KafkaPartitionSplit(tp.topic, tp.partition, from, None, next)
+    }
+    broken = Map.empty
+    if (bounded) Nil else splits
+  }
+
+  /** A split of an incarnation that was replaced reads nothing more. */
+  override def isFinished(split: KafkaPartitionSplit, position: Long): Boolean =
+    super.isFinished(split, position) || split.incarnation < incarnations.getOrElse(split.topicPartition, 0)
+
+  /**
+   * A partition's log ends below the offset already read (truncated by an unclean leader election,
+   * or the topic re-created before its id was checked): an error, as in Spark's Kafka source, or
+   * with failOnDataLoss=false the partition goes on from the new end, as Spark's does.
+   */
+  private def logBelowRead(s: KafkaPartitionSplit, end: Long, read: Long): Unit = {
+    if (config.failOnDataLoss) {
+      throw new IllegalStateException(s"KafkaSource: topic ${s.topic} partition ${s.partition} now ends at offset " +
+        s"$end, below offset $read that this query already read up to: its log was truncated, or the topic was " +
+        "deleted and re-created. Records may have been lost, and offsets no longer mean what they meant. Set " +
+        s"failOnDataLoss=false to go on from offset $end (counted as partitionsReset in the source metrics).")
+    }
+    broken += s.topicPartition -> end
   }
 
   override def noMoreSplits: Boolean = bounded && initialDiscoveryDone
 
   override def availablePositions(splits: Seq[KafkaPartitionSplit]): Map[String, Long] = {
-    if (splits.isEmpty) return Map.empty
-    val latest = listOffsets(splits.map(_.topicPartition), OffsetSpec.latest(), tolerateMissing = true)
-    splits.map { s =>
+    val (finished, current) = splits.partition(s => isFinished(s, positions.getOrElse(s.splitId, s.startPosition)))
+    val done = finished.map(s => s.splitId -> positions.getOrElse(s.splitId, s.startPosition)).toMap
+    if (current.isEmpty) return done
+    val latest = listOffsets(current.map(_.topicPartition), OffsetSpec.latest(), tolerateMissing = true)
+    done ++ current.map { s =>
       val end = latest.get(s.topicPartition) match {
-        case Some(offset) => offset
+        case Some(offset) =>
+          positions.get(s.splitId).filter(offset < _).foreach(read => logBelowRead(s, offset, read))
+          offset
         case None if config.failOnDataLoss =>
           throw new IllegalStateException(
             s"KafkaSource: partition ${s.splitId} is gone (its topic or partition was deleted), so " +
@@ -142,7 +218,9 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
     } finally KafkaConsumerPool.release(config.consumerProperties, consumer, healthy)
   }
 
-  override def snapshotState(): KafkaEnumeratorState = KafkaEnumeratorState(discovered, initialDiscoveryDone)
+  override def snapshotState(): KafkaEnumeratorState = KafkaEnumeratorState(discovered, initialDiscoveryDone, topicIds, incarnations)
+
+  override def metrics: Map[String, String] = Map("partitionsReset" -> incarnations.values.sum.toString)
 
   override def endState(finished: Seq[SplitProgress]): EnumeratorEndState =
     EnumeratorEndState(finished, Map("partitions" -> finished.map(_.splitId).sorted.mkString(",")))
@@ -152,7 +230,8 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
     adminClient = null
   }
 
-  private def currentPartitions(): Set[TopicPartition] = wrap("list topics and partitions") {
+  /** The subscribed topics' partitions, and each topic's id. */
+  private def currentPartitions(): (Set[TopicPartition], Map[String, String]) = wrap("list topics and partitions") {
     val topics = config.subscription match {
       case TopicSubscription.Topics(names) =>
         val existing = admin.listTopics().names().get(60, TimeUnit.SECONDS).asScala
@@ -160,9 +239,12 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
       case p: TopicSubscription.TopicPattern =>
         admin.listTopics().names().get(60, TimeUnit.SECONDS).asScala.filter(p.matches).toSeq
     }
-    if (topics.isEmpty) Set.empty
-    else admin.describeTopics(topics.asJava).allTopicNames().get(60, TimeUnit.SECONDS).asScala.values
-      .flatMap(d => d.partitions().asScala.map(p => new TopicPartition(d.name, p.partition))).toSet
+    if (topics.isEmpty) (Set.empty, Map.empty)
+    else {
+      val described = admin.describeTopics(topics.asJava).allTopicNames().get(60, TimeUnit.SECONDS).asScala.values
+      (described.flatMap(d => d.partitions().asScala.map(p => new TopicPartition(d.name, p.partition))).toSet,
+        described.map(d => d.name -> d.topicId.toString).toMap)
+    }
   }
 
   /** Offsets an initializer designates, per partition. */
@@ -225,25 +307,51 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
 }
 
 private object KafkaEnumerator {
+  private val log = org.slf4j.LoggerFactory.getLogger(classOf[KafkaEnumerator])
   /** How long finding the first record's timestamp of the partitions may take (answers are cached). */
   val FirstRecordTimeoutMs = 5000L
 }
 
-final case class KafkaEnumeratorState(discovered: Set[TopicPartition], initialDiscoveryDone: Boolean)
+/**
+ * @param topicIds     each topic's id (KIP-516) when it was first read: a new id is a re-created topic
+ * @param incarnations the current incarnation of partitions whose log stopped continuing where
+ *                     the query read it (see `KafkaPartitionSplit`); absent = 0
+ */
+final case class KafkaEnumeratorState(
+    discovered: Set[TopicPartition],
+    initialDiscoveryDone: Boolean,
+    topicIds: Map[String, String] = Map.empty,
+    incarnations: Map[TopicPartition, Int] = Map.empty)
 
 private[kafka] object KafkaEnumeratorStateSerializer extends VersionedSerializer[KafkaEnumeratorState] {
-  override val version: Int = 1
-  // "done;p:topic,p:topic": partition first, so topic names are the free-form tail of each entry.
-  override def serialize(s: KafkaEnumeratorState): String =
-    s"${s.initialDiscoveryDone};" + s.discovered.toSeq.sortBy(tp => (tp.topic, tp.partition))
-      .map(tp => s"${tp.partition}:${tp.topic}").mkString(",")
+  /** 2 adds topic ids and incarnations; 1 still reads. */
+  override val version: Int = 2
+  // "done;p:topic,...;id:topic,...;n:p:topic,...": the topic is the free-form tail of each entry.
+  override def serialize(s: KafkaEnumeratorState): String = {
+    def partitions(tps: Iterable[TopicPartition]) = tps.toSeq.sortBy(tp => (tp.topic, tp.partition))
+    Seq(
+      s.initialDiscoveryDone.toString,
+      partitions(s.discovered).map(tp => s"${tp.partition}:${tp.topic}").mkString(","),
+      s.topicIds.toSeq.sorted.map { case (topic, id) => s"$id:$topic" }.mkString(","),
+      partitions(s.incarnations.keys).map(tp => s"${s.incarnations(tp)}:${tp.partition}:${tp.topic}").mkString(",")
+    ).mkString(";")
+  }
   override def deserialize(version: Int, text: String): KafkaEnumeratorState = {
     if (version > this.version) throw VersionedSerializer.unsupported("Kafka enumerator state", version, this.version)
-    val Array(done, list) = text.split(";", 2)
-    val partitions = list.split(",").filter(_.nonEmpty).map { e =>
+    val fields = text.split(";", -1)
+    def entries(i: Int) = fields.lift(i).toSeq.flatMap(_.split(",")).filter(_.nonEmpty)
+    val partitions = entries(1).map { e =>
       val Array(p, topic) = e.split(":", 2)
       new TopicPartition(topic, p.toInt)
     }.toSet
-    KafkaEnumeratorState(partitions, done.toBoolean)
+    val ids = entries(2).map { e =>
+      val Array(id, topic) = e.split(":", 2)
+      topic -> id
+    }.toMap
+    val incarnations = entries(3).map { e =>
+      val Array(n, p, topic) = e.split(":", 3)
+      new TopicPartition(topic, p.toInt) -> n.toInt
+    }.toMap
+    KafkaEnumeratorState(partitions, fields(0).toBoolean, ids, incarnations)
   }
 }

@@ -26,6 +26,8 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
   private final class Assignment(val split: KafkaPartitionSplit, val from: Long, val until: Long) {
     val tp: TopicPartition = split.topicPartition
     var lost = 0L
+    /** The consumer's position when progress was last seen: a poll may skip records without returning any. */
+    var positionSeen: Long = from
     /** Read for as long as the task runs (real-time, continuous): waiting for data is normal. */
     def open: Boolean = until == SplitRange.OpenEnd
   }
@@ -128,11 +130,18 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
 
   /**
    * Nothing arrived: either the records we know exist are gone, or the brokers are unreachable.
-   * Open ranges expect no particular records, so only planned ends are checked.
+   * Open ranges expect no particular records, so only planned ends are checked. A position that
+   * moved is progress too: under read_committed the consumer skips an aborted transaction's
+   * records, however many, with polls that return nothing.
    */
   private def checkStalled(): Unit = {
     val active = assigned.values.filterNot(a => paused.contains(a.tp) || a.open).toSeq
     if (active.isEmpty) return
+    val moved = active.filter(a => consumer.position(a.tp) > a.positionSeen)
+    if (moved.nonEmpty) {
+      lastProgressMs = context.currentTimeMillis()
+      moved.foreach(a => a.positionSeen = consumer.position(a.tp))
+    }
     val ends = try consumer.endOffsets(active.map(_.tp).asJava, Duration.ofMillis(MetadataTimeoutMs)) catch {
       case e: org.apache.kafka.common.errors.TimeoutException =>
         // a deleted topic answers no offset requests: find out whether that is why

@@ -224,6 +224,27 @@ class FileSourceSuite extends AnyFunSuite with SparkSuiteBase {
     assert(context.countersOf(gone.splitId)("missingFilesSkipped") == 1L)
   }
 
+  test("a file changed after listing: a clear error, or its unread part skipped and counted with ignoreChangedFiles") {
+    val dir = write(tempDir("changed"), Seq("grown.json" -> "{\"a\": 1}\n{\"a\": 2}\n", "same.json" -> "{\"a\": 3}\n"))
+    val strict = FileSource.builder().path(dir.toString).schema("a INT").build()
+    val splits = strict.createEnumerator().discoverSplits()
+    // listed while its writer was still at it: a half line, completed after the listing
+    Files.write(dir.resolve("grown.json"), "{\"a\": 4}\n".getBytes(UTF_8), java.nio.file.StandardOpenOption.APPEND)
+    val grown = splits.find(_.path.endsWith("grown.json")).get
+    val e = intercept[IllegalStateException](FileReaderSuite.readAll(strict, Seq(grown -> (0L, grown.end))))
+    assert(e.getMessage.contains("grown.json") && e.getMessage.contains("changed after it was listed") &&
+      e.getMessage.contains("ignoreChangedFiles"), e.getMessage)
+
+    val lenient = FileSource.builder().path(dir.toString).schema("a INT").ignoreChangedFiles(true).build()
+    val context = sluice.api.ReaderContext()
+    val reader = lenient.createReader(context)
+    val (rows, finished) = try FileReaderSuite.drain(reader, splits.map(s => sluice.api.SplitRange(s, 0L, s.end)))
+      finally reader.close()
+    assert(finished == splits.map(_.splitId).toSet)
+    assert(rows.map(_._3) == Seq("3"), rows)
+    assert(context.countersOf(grown.splitId)("changedFilesSkipped") == 1L)
+  }
+
   test("bad options fail at build, naming the option, the value and what is allowed") {
     def error(b: FileSource.Builder): String = intercept[IllegalArgumentException](b.build()).getMessage
     val base = FileSource.builder().path("/nowhere")

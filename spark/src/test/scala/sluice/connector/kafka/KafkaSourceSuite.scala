@@ -112,6 +112,135 @@ class KafkaSourceSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBa
     assert(e.getMessage.contains(s"partition $topic-0 is gone"), e.getMessage)
   }
 
+  /** Reads `topic` to its end under AvailableNow into parquet at `out`; the query, ended. */
+  private def readToEnd(df: DataFrame, ckpt: String, out: String): StreamingQuery = {
+    val q = df.writeStream.format("parquet").option("path", out).option("checkpointLocation", ckpt)
+      .trigger(Trigger.AvailableNow()).start()
+    // a failed query ends too: its exception is for the caller to look at
+    val ended = try q.awaitTermination(120000) catch { case _: org.apache.spark.sql.streaming.StreamingQueryException => true }
+    assert(ended, "the query did not end")
+    q
+  }
+
+  private def values(out: String): Seq[String] =
+    spark.read.parquet(out).selectExpr("CAST(value AS STRING)").collect().map(_.getString(0)).toSeq.sorted
+
+  private def sparkKafka(topic: String, failOnDataLoss: Boolean): DataFrame =
+    spark.readStream.format("kafka").option("kafka.bootstrap.servers", kafka.bootstrapServers)
+      .option("subscribe", topic).option("startingOffsets", "earliest")
+      .option("failOnDataLoss", failOnDataLoss.toString).load()
+
+  /** Reads 100 records of `topic`, re-creates it with `records` new ones, and reads on: Sluice, then Spark. */
+  private def afterRecreation(name: String, records: Int, failOnDataLoss: Boolean): (StreamingQuery, String, StreamingQuery, String) = {
+    def run(topic: String, df: String => DataFrame): (StreamingQuery, String) = {
+      val (ckpt, out) = (tempDir("ckpt").toString, tempDir("sink").toString)
+      assert(readToEnd(df(topic), ckpt, out).exception.isEmpty)
+      kafka.deleteTopic(topic)
+      kafka.createTopic(topic, 1)
+      produce(topic, 0, 1000, 1000 + records)
+      (readToEnd(df(topic), ckpt, out), out)
+    }
+    Seq(s"$name-sluice", s"$name-spark").foreach { t => kafka.createTopic(t, 1); produce(t, 0, 0, 100) }
+    val (ours, ourOut) = run(s"$name-sluice", t => source(t, "failOnDataLoss" -> failOnDataLoss.toString))
+    val (theirs, theirOut) = run(s"$name-spark", t => sparkKafka(t, failOnDataLoss))
+    (ours, ourOut, theirs, theirOut)
+  }
+
+  private def old = (0 until 100).map(i => s"v$i")
+  private def recreated(n: Int) = (1000 until 1000 + n).map(i => s"v$i")
+
+  test("a topic re-created shorter than the offsets read fails, as Spark's source does; with failOnDataLoss=false it is read from its beginning and counted") {
+    val (ours, _, theirs, _) = afterRecreation("recreated-short", 10, failOnDataLoss = true)
+    val e = ours.exception.getOrElse(fail("the query did not fail")).getMessage
+    assert(e.contains("topic recreated-short-sluice was deleted and re-created") && e.contains("failOnDataLoss=false"), e)
+    assert(theirs.exception.isDefined, "Spark's Kafka source fails here too")
+
+    val (lenient, out, _, _) = afterRecreation("recreated-short-lenient", 10, failOnDataLoss = false)
+    assert(lenient.exception.isEmpty, lenient.exception)
+    assert(values(out) == (old ++ recreated(10)).sorted)
+    assert(lenient.recentProgress.last.sources.head.metrics.get("partitionsReset") == "1")
+    // nothing of the old topic was left unread: no loss is counted
+    assert(Option(lenient.recentProgress.last.sources.head.metrics.get("dataLossOffsets")).forall(_ == "0"))
+  }
+
+  test("a topic re-created and grown past the offsets read: Spark reads on silently; Sluice sees the new topic id") {
+    val (ours, _, theirs, theirOut) = afterRecreation("recreated-long", 150, failOnDataLoss = true)
+    assert(ours.exception.exists(_.getMessage.contains("topic recreated-long-sluice was deleted and re-created")), ours.exception)
+    // Spark's source takes offset 100 of the new topic for where it stopped in the old one
+    assert(theirs.exception.isEmpty && values(theirOut) == (old ++ recreated(150).drop(100)).sorted)
+
+    val (lenient, out, _, _) = afterRecreation("recreated-long-lenient", 150, failOnDataLoss = false)
+    assert(lenient.exception.isEmpty, lenient.exception)
+    assert(values(out) == (old ++ recreated(150)).sorted)
+  }
+
+  test("a partition that ends below the offset read while the query runs: an error, or it goes on from the new end") {
+    // the enumerator alone, as planning drives it, so that the moment the topic is gone in between does not race it
+    Seq(true, false).foreach { failOnDataLoss =>
+      val topic = s"shrunk-$failOnDataLoss"
+      kafka.createTopic(topic, 1)
+      produce(topic, 0, 0, 100)
+      // no discovery while it runs: the topic's id is not looked at, only where its partition ends
+      val source = KafkaSource.builder().bootstrapServers(kafka.bootstrapServers).topics(topic)
+        .option("failOnDataLoss", failOnDataLoss.toString).option("partitionDiscoveryIntervalMs", "3600000").build()
+      val enumerator = source.createEnumerator()
+      try {
+        val Seq(split) = enumerator.discoverSplits()
+        enumerator.progressUpdated(Seq(split -> sluice.api.SplitProgress(split.splitId, 100L, None, 100L)))
+        assert(enumerator.availablePositions(Seq(split)) == Map(split.splitId -> 100L))
+        kafka.deleteTopic(topic)
+        kafka.createTopic(topic, 1)
+        produce(topic, 0, 1000, 1010)
+        if (failOnDataLoss) {
+          val e = intercept[IllegalStateException](enumerator.availablePositions(Seq(split))).getMessage
+          assert(e.contains(s"topic $topic partition 0 now ends at offset 10, below offset 100") &&
+            e.contains("failOnDataLoss=false"), e)
+        } else {
+          enumerator.availablePositions(Seq(split))
+          // as Spark's source: on from the new end (what the new topic held below it is not read)
+          val Seq(next) = enumerator.discoverSplits()
+          assert((next.splitId, next.startPosition, next.incarnation) == (s"$topic-0@1", 10L, 1))
+          assert(enumerator.isFinished(split, 100L) && !enumerator.isFinished(next, 10L))
+          assert(enumerator.metrics("partitionsReset") == "1")
+          // the replacement survives a restart from the enumerator's state
+          val restored = source.restoreEnumerator(enumerator.snapshotState())
+          try assert(restored.isFinished(split, 100L) && restored.metrics("partitionsReset") == "1")
+          finally restored.close()
+        }
+      } finally enumerator.close()
+    }
+  }
+
+  test("a large aborted transaction under read_committed is skipped, not taken for unreachable brokers") {
+    val topic = "aborted"
+    kafka.createTopic(topic, 1)
+    val props = new java.util.Properties()
+    props.put("bootstrap.servers", kafka.bootstrapServers)
+    props.put("transactional.id", "sluice-aborted")
+    props.put("batch.size", "1024") // many small record batches: skipping them takes many fetches
+    val serializer = new org.apache.kafka.common.serialization.ByteArraySerializer
+    val producer = new org.apache.kafka.clients.producer.KafkaProducer[Array[Byte], Array[Byte]](props, serializer, serializer)
+    try {
+      producer.initTransactions()
+      producer.beginTransaction()
+      val payload = Array.fill[Byte](100)('x')
+      (0 until 20000).foreach(_ => producer.send(new org.apache.kafka.clients.producer.ProducerRecord(topic, 0, null, payload)))
+      producer.flush() // written, then aborted (an abort drops what is still unsent)
+      producer.abortTransaction()
+    } finally producer.close()
+    produce(topic, 0, 0, 10)
+    assert(kafka.endOffsets(topic)(0) > 20000)
+    // each poll skips one aborted batch and returns nothing, for far longer than the poll timeout
+    val q = source(topic, "kafka.isolation.level" -> "read_committed", "kafkaConsumer.pollTimeoutMs" -> "300",
+        "kafka.max.partition.fetch.bytes" -> "1024", "kafka.fetch.max.bytes" -> "1024")
+      .writeStream.format("memory").queryName("aborted").option("checkpointLocation", tempDir("ckpt").toString)
+      .trigger(Trigger.AvailableNow()).start()
+    assert(q.awaitTermination(120000), "the query did not end")
+    q.exception.foreach(e => throw e)
+    val values = spark.table("aborted").selectExpr("CAST(value AS STRING)").collect().map(_.getString(0)).toSeq
+    assert(values.sorted == (0 until 10).map(i => s"v$i").sorted)
+  }
+
   test("bad configuration fails when the source is built, naming the option") {
     def error(b: KafkaSource.Builder) = intercept[IllegalArgumentException](b.build()).getMessage
     val base = KafkaSource.builder().bootstrapServers("127.0.0.1:1")
