@@ -13,7 +13,7 @@ BROKER_CP := testkit/target/broker-classpath.txt
 SCALA_SOURCES := $(shell find api/src/main core/src/main connectors/src/main spark/src/main bench/jvm/src/main testkit/src/main -name '*.scala' 2>/dev/null) build.sbt project/plugins.sbt
 export SPARK_JARS_DIR := $(abspath $(VENV))/lib/python3.11/site-packages/pyspark/jars
 
-.PHONY: demo test test-scala test-python test-fast build bench kafka clean docs
+.PHONY: demo test test-scala test-python test-fast build bench chaos kafka clean docs
 
 demo: build
 	$(PY) demo/demo.py
@@ -35,6 +35,12 @@ build: $(VENV)/.ok $(ASSEMBLY) $(BROKER_CP) $(VENV)/.sluice-installed
 
 bench: build
 	$(PY) -m bench.run $(if $(BENCH),--only $(BENCH),)
+	$(PY) -m bench.report
+
+# Drivers killed with SIGKILL, the broker restarted, records deleted under reading queries:
+# writes bench/results/chaos.json (about 15 minutes; a reduced run is part of `make test`).
+chaos: build
+	$(PY) -m chaos.run
 	$(PY) -m bench.report
 
 kafka: build

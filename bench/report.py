@@ -1,4 +1,4 @@
-"""`python -m bench.report`: writes the figures of docs/benchmarks.md from bench/results/*.json.
+"""`python -m bench.report`: writes the figures of docs/benchmarks.md and docs/reliability.md from bench/results/*.json.
 
 `make bench` runs it after the benchmarks. It replaces what stands between marker comments in
 docs/benchmarks.md and leaves the prose around them alone:
@@ -6,7 +6,9 @@ docs/benchmarks.md and leaves the prose around them alone:
 - `<!-- results:begin -->` … `<!-- results:end -->`: the summary table, one row per result file
   (a benchmark without a result file keeps a row saying so);
 - `<!-- results:group_join:begin -->` … `<!-- results:group_join:end -->`: the group_join
-  section's table, with bench/results/group_join.baseline.json beside it when that file exists.
+  section's table, with bench/results/group_join.baseline.json beside it when that file exists;
+- in docs/reliability.md, `<!-- results:chaos:begin -->` … `<!-- results:chaos:end -->`: the
+  scenarios of the last `make chaos` (bench/results/chaos.json).
 
 Figures are never typed into the page by hand: change a row's wording here, and the figures by
 running the benchmark. This module defines no `run()`, so bench.run does not take it for a
@@ -275,32 +277,63 @@ def group_join_section() -> list[str]:
     return lines
 
 
+def chaos_section() -> list[str]:
+    """docs/reliability.md's table: every fault scenario of the last `make chaos`."""
+    result = _load("chaos")
+    if result is None:
+        return ["No result yet: run `make chaos`."]
+    lines = [
+        "| scenario | records | driver kills | lost | duplicated | unread | passed | seconds |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, r in result["details"].items():
+        lines.append(
+            f"| {name} | {_n(r.get('records', 0))} | {r.get('kills', 0)} | {r.get('lost', '—')} | "
+            f"{r.get('duplicated', '—')} | {r.get('unread', '—')} | "
+            f"{'yes' if result['scenarios'][name] else 'no'} | {r.get('seconds', 0):.0f} |"
+        )
+    lines += [
+        "",
+        f"Seed {result['seed']}: {result['kills']} kills and {result['restarts']} restarts in all; "
+        f"lost {result['lost']}, duplicated {result['duplicated']}, unread {result['unread']} "
+        f"(goal 0 each); {result['seconds'] / 60:.1f} minutes.",
+    ]
+    return lines
+
+
 #: marker name -> the lines between `<!-- results:<name>begin -->` and `<!-- results:<name>end -->`
 BLOCKS: dict[str, Callable[[], list[str]]] = {
     "": summary_table,
     "group_join:": group_join_section,
 }
 
+#: the pages the blocks are written into
+PAGES: dict[Path, dict[str, Callable[[], list[str]]]] = {
+    DOC: BLOCKS,
+    ROOT.parent / "docs" / "reliability.md": {"chaos:": chaos_section},
+}
 
-def render(text: str) -> str:
-    for prefix, block in BLOCKS.items():
+
+def render(text: str, page: Path = DOC) -> str:
+    for prefix, block in PAGES[page].items():
         begin, end = f"<!-- results:{prefix}begin -->", f"<!-- results:{prefix}end -->"
         pattern = re.compile(re.escape(begin) + r"\n.*?" + re.escape(end), re.DOTALL)
         if not pattern.search(text):
-            raise SystemExit(f"{DOC}: the markers {begin} … {end} are missing")
+            raise SystemExit(f"{page}: the markers {begin} … {end} are missing")
         body = "\n".join([begin, *block(), end])
         text = pattern.sub(lambda _: body, text, count=1)
     return text
 
 
 def main() -> int:
-    text = DOC.read_text(encoding="utf-8")
-    updated = render(text)
-    if updated != text:
-        DOC.write_text(updated, encoding="utf-8")
-        print(f"bench.report: updated {DOC.relative_to(ROOT.parent)}")
-    else:
-        print(f"bench.report: {DOC.relative_to(ROOT.parent)} is up to date")
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        updated = render(text, page)
+        if updated != text:
+            page.write_text(updated, encoding="utf-8")
+            print(f"bench.report: updated {page.relative_to(ROOT.parent)}")
+        else:
+            print(f"bench.report: {page.relative_to(ROOT.parent)} is up to date")
     return 0
 
 

@@ -1,0 +1,146 @@
+"""One driver process of a chaos scenario: `python -m chaos.driver <config.json>`.
+
+Builds the scenario's query, always the same way, and runs it from the checkpoint: until it is
+killed, or — with `drain` — until everything written is read, then writes what the sink holds to
+`<out>.ids.json` (micro-batch: the file sink's committed files) and exits. Prints `STARTED` once
+the query runs, so that kills land in the query's life rather than in the JVM's start-up.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+
+import sluice
+from bench.common import session
+from chaos.scenarios import SCHEMA
+from chaos.sinks import epoch_ids
+from sluice import FileSource, HybridSource, KafkaSource, OffsetsInitializer, WatermarkStrategy
+
+BATCH_RECORDS = 400  # per source and micro-batch: many batches, so kills land between and inside them
+REALTIME_BATCH = "2 seconds"
+CONTINUOUS_INTERVAL = "1 second"
+
+
+def _kafka(config: dict, topic: str) -> KafkaSource:
+    return (
+        KafkaSource.builder()
+        .bootstrap_servers(config["bootstrap"])
+        .topics(topic)
+        .starting_offsets(OffsetsInitializer.earliest())
+        .option("format", "json")
+        .option("schema", SCHEMA)
+        # a broker restart must not fail the query: readers wait for it
+        .option("kafkaConsumer.pollTimeoutMs", 120_000)
+        .option("failOnDataLoss", str(config.get("failOnDataLoss", True)).lower())
+        .build()
+    )
+
+
+def source_frame(spark: SparkSession, config: dict) -> DataFrame:
+    """The scenario's records: a files -> Kafka hybrid, one topic, or an aligned group of topics."""
+    limit = {"maxRecordsPerTrigger": BATCH_RECORDS} if config["mode"] == "micro" else {}
+    strategy = WatermarkStrategy.for_monotonous_timestamps()
+    if config["files"]:
+        files = (
+            FileSource.builder().path(config["files"]).format("json").schema(SCHEMA)
+            .timestamp_column("ts").build()
+        )
+        hybrid = (
+            HybridSource.builder(files)
+            # the switch's start is derived from the files' end state: it must survive any kill
+            .add_source(_kafka(config, config["topics"][0]), start_at_previous_end_minus_ms=0)
+            .build()
+        )
+        return sluice.from_source(spark, hybrid, strategy, name="history", options=limit)
+    topics = config["topics"]
+    if len(topics) > 1:
+        strategy = strategy.with_watermark_alignment("chaos", max_drift=timedelta(minutes=1))
+    frames = [
+        sluice.from_source(spark, _kafka(config, t), strategy, name=t, options=limit)
+        for t in topics
+    ]
+    df = frames[0]
+    for other in frames[1:]:
+        df = df.union(other)
+    return df
+
+
+def _run_micro(spark: SparkSession, config: dict) -> None:
+    df = source_frame(spark, config).select("id")
+    writer = (
+        df.writeStream.format("parquet")
+        .option("path", config["out"])
+        .option("checkpointLocation", config["checkpoint"])
+    )
+    if config["drain"]:
+        query = writer.trigger(availableNow=True).start()
+        print("STARTED", flush=True)
+        query.awaitTermination()
+        if query.exception() is not None:
+            raise RuntimeError(str(query.exception()))
+        ids = [r.id for r in spark.read.parquet(config["out"]).select("id").collect()]
+        backlog = sum(
+            int(s["metrics"].get("backlogRecords", "0")) for s in query.lastProgress["sources"]
+        ) if query.lastProgress else 0
+        Path(config["out"] + ".ids.json").write_text(json.dumps({"ids": ids, "backlog": backlog}))
+        return
+    query = writer.trigger(processingTime="200 milliseconds").start()
+    print("STARTED", flush=True)
+    query.awaitTermination()
+
+
+def _run_long(spark: SparkSession, config: dict) -> None:
+    """Real-time mode or continuous processing into the epoch sink (bench/jvm): runs until the
+    committed epochs hold as many ids as were written (drain), or until killed."""
+    jvm = spark._jvm
+    df = source_frame(spark, config).select("id")
+    triggers = jvm.org.apache.spark.sql.streaming.Trigger
+    writer = (
+        df._jdf.writeStream()
+        .foreach(jvm.sluice.bench.EpochFileSink(config["out"]))
+        .option("checkpointLocation", config["checkpoint"])
+    )
+    if config["mode"] == "continuous":
+        writer = writer.trigger(triggers.Continuous(CONTINUOUS_INTERVAL))
+    else:
+        writer = writer.outputMode("update").trigger(triggers.RealTime(REALTIME_BATCH))
+    query = writer.start()
+    print("STARTED", flush=True)
+    if not config["drain"]:
+        query.awaitTermination()  # until killed
+        return
+    deadline = time.monotonic() + 300
+    while len(epoch_ids(config)) < config["expected"]:
+        if query.exception().isDefined():
+            raise RuntimeError(query.exception().get().toString())
+        if time.monotonic() > deadline:
+            raise TimeoutError("the query did not deliver what was written within 5 minutes")
+        time.sleep(0.5)
+    query.stop()
+
+
+def main(argv: list[str]) -> int:
+    config = json.loads(Path(argv[1]).read_text())
+    spark = session(
+        f"chaos-{config['scenario']}", benchkit=config["mode"] != "micro", driver_memory="1g"
+    )
+    if config["mode"] == "realtime":
+        spark.conf.set("spark.sql.streaming.realTimeMode.minBatchDuration", "1s")
+    try:
+        if config["mode"] == "micro":
+            _run_micro(spark, config)
+        else:
+            _run_long(spark, config)
+    finally:
+        spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,260 @@
+"""`make chaos`: runs every scenario under faults and checks that its sink holds every record
+exactly once; writes `bench/results/chaos.json`.
+
+Driver kills: the scenario's driver (Python and its JVM, one process group) is started from the
+checkpoint, killed with SIGKILL a random time (fixed seed) after its query started, and more
+records are written before the next start; `CHAOS_KILLS` (default 20) kills in all, shared by
+the scenarios (`Scenario.kill_share`). A last run drains what is left (AvailableNow, or until the
+committed epochs hold it) and the sink is checked. Then two faults of the system around the query: the broker stopped and restarted (same
+port and data) while a query reads, and records deleted below the read position while it reads,
+under failOnDataLoss true and false.
+
+`CHAOS_SEED` fixes the kill moments; `CHAOS_SCENARIOS` (comma-separated names) runs a part.
+
+Keys: `kills`, `restarts`, `scenarios` (name -> passed), `lost`, `duplicated`, `unread` (sums
+over the scenarios; goal 0 each), and per scenario its counts and seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from chaos.scenarios import Scenario, all_scenarios
+from chaos.sinks import committed_epochs, sink_ids
+from sluice.testing import EmbeddedKafka
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULT = ROOT / "bench" / "results" / "chaos.json"
+STARTUP_TIMEOUT_S = 180
+DRAIN_TIMEOUT_S = 600
+
+
+class Driver:
+    """One driver process of a scenario, in a process group of its own (its JVM included)."""
+
+    def __init__(self, config: dict, work: Path, label: str) -> None:
+        path = work / f"{label}.json"
+        path.write_text(json.dumps(config))
+        self.log = work / f"{label}.log"
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+        with open(self.log, "w", encoding="utf-8") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "chaos.driver", str(path)],
+                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=log, text=True,
+                start_new_session=True,
+            )
+
+    def wait_started(self) -> None:
+        """Until the query runs; raises with the driver's log if it ended first."""
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            if line.strip() == "STARTED":
+                return
+            if time.monotonic() > deadline:
+                break
+        self.kill()
+        raise RuntimeError(f"the driver did not start its query:\n{self.tail()}")
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait()
+
+    def finish(self) -> None:
+        """Waits for a draining driver to end; raises with its log if it failed."""
+        try:
+            code = self.process.wait(timeout=DRAIN_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise RuntimeError(f"the draining driver did not end:\n{self.tail()}") from None
+        if code != 0:
+            raise RuntimeError(f"the draining driver failed ({code}):\n{self.tail()}")
+
+    def tail(self, lines: int = 40) -> str:
+        return "\n".join(self.log.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+
+
+def check(scenario: Scenario, config: dict) -> dict:
+    """Lost, duplicated and unread records of a drained scenario."""
+    ids, backlog = sink_ids(config)
+    got = Counter(ids)
+    expected = set(scenario.expected)
+    missing = len(expected - got.keys())
+    unread = min(missing, backlog)
+    return {
+        "records": len(expected),
+        "lost": missing - unread,
+        "duplicated": sum(n - 1 for n in got.values() if n > 1) + sum(n for i, n in got.items() if i not in expected),
+        "unread": unread,
+    }
+
+
+def drain(scenario: Scenario, kafka: EmbeddedKafka, work: Path) -> dict:
+    config = scenario.config(kafka, work, drain=True)
+    driver = Driver(config, work, "drain")
+    driver.finish()
+    return check(scenario, config)
+
+
+def killed_runs(scenario: Scenario, kafka: EmbeddedKafka, work: Path, kills: int, rng: random.Random) -> dict:
+    """Starts and kills the scenario's driver `kills` times, then drains and checks the sink."""
+    began = time.monotonic()
+    scenario.prepare(kafka, work)
+    scenario.feed(kafka)
+    for k in range(kills):
+        driver = Driver(scenario.config(kafka, work, drain=False), work, f"run-{k}")
+        driver.wait_started()
+        time.sleep(rng.uniform(0.2, 4.0))
+        driver.kill()
+        scenario.feed(kafka)
+    result = drain(scenario, kafka, work)
+    epochs = committed_epochs(str(work / "checkpoint"))
+    return {**result, "kills": kills, "restarts": kills, "batches": len(epochs),
+            "seconds": round(time.monotonic() - began, 1)}
+
+
+def broker_restart(kafka: EmbeddedKafka, work: Path) -> dict:
+    """The broker stops and comes back (same port and data) while a query reads."""
+    began = time.monotonic()
+    scenario = Scenario("broker", "micro", ["broker"])
+    scenario.prepare(kafka, work)
+    scenario.feed(kafka, 2000)
+    driver = Driver(scenario.config(kafka, work, drain=False), work, "run")
+    driver.wait_started()
+    time.sleep(2)
+    kafka.stop()
+    time.sleep(5)
+    kafka.start()
+    scenario.feed(kafka, 1000)
+    time.sleep(5)  # the running query reads on after the broker is back
+    survived = driver.process.poll() is None
+    driver.kill()
+    result = drain(scenario, kafka, work)
+    if not survived:
+        result["failed"] = "the query did not survive the broker's restart:\n" + driver.tail()
+    return {**result, "kills": 1, "restarts": 1, "seconds": round(time.monotonic() - began, 1)}
+
+
+def _read_positions(checkpoint: Path) -> dict[str, int]:
+    """Where the last committed batch left each split (its Sluice offset in the offset log)."""
+    batch = max(committed_epochs(str(checkpoint)))
+    lines = (checkpoint / "offsets" / str(batch)).read_text().splitlines()
+    offset = json.loads(lines[-1])
+    return {s["id"]: s["position"] for s in offset["splits"]}
+
+
+def deleted_below(kafka: EmbeddedKafka, work: Path, fail_on_data_loss: bool) -> dict:
+    """Records below the position read are deleted while the query reads: nothing may fail,
+    nothing is lost or duplicated."""
+    began = time.monotonic()
+    name = f"deleted-{str(fail_on_data_loss).lower()}"
+    scenario = Scenario(name, "micro", [name])
+    scenario.prepare(kafka, work)
+    scenario.feed(kafka, 3000)
+    config = scenario.config(kafka, work, drain=False)
+    config["failOnDataLoss"] = fail_on_data_loss
+    driver = Driver(config, work, "run")
+    driver.wait_started()
+    deadline = time.monotonic() + 120
+    while len(committed_epochs(config["checkpoint"])) < 3:
+        if time.monotonic() > deadline or driver.process.poll() is not None:
+            driver.kill()
+            raise RuntimeError(f"no batches committed:\n{driver.tail()}")
+        time.sleep(0.2)
+    deleted = 0
+    for split, position in _read_positions(Path(config["checkpoint"])).items():
+        partition = int(split.rsplit("-", 1)[1])
+        kafka.delete_records(name, partition, position)
+        deleted += 1
+    scenario.feed(kafka, 1000)
+    time.sleep(3)
+    alive = driver.process.poll() is None
+    driver.kill()
+    result = drain(scenario, kafka, work) if alive else {"failed": driver.tail()}
+    return {**result, "partitions_trimmed": deleted, "kills": 1, "restarts": 1,
+            "seconds": round(time.monotonic() - began, 1)}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(kills: int, seed: int, names: list[str] | None = None) -> dict:
+    """Every scenario (or those named), each in a folder of its own, sharing `kills` driver kills
+    (each scenario at least one); the summary."""
+    rng = random.Random(seed)
+    results: dict[str, dict] = {}
+    began = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="sluice-chaos-") as scratch:
+        root = Path(scratch)
+        kafka = EmbeddedKafka(port=free_port(), data_dir=root / "kafka")
+        kafka.start()
+        try:
+            for scenario in all_scenarios():
+                if names is None or scenario.name in names:
+                    share = max(1, round(kills * scenario.kill_share))
+                    print(f"chaos: {scenario.name} ({scenario.mode}), {share} kills", flush=True)
+                    results[scenario.name] = killed_runs(scenario, kafka, root / scenario.name, share, rng)
+                    print(f"  {results[scenario.name]}", flush=True)
+            if names is None or "broker" in names:
+                print("chaos: broker stopped and restarted while a query reads", flush=True)
+                results["broker-restart"] = broker_restart(kafka, root / "broker")
+                print(f"  {results['broker-restart']}", flush=True)
+            for fail in (True, False):
+                label = f"deleted-below-read-failOnDataLoss-{str(fail).lower()}"
+                if names is None or "deleted" in names or f"deleted-{str(fail).lower()}" in names:
+                    print(f"chaos: {label}", flush=True)
+                    results[label] = deleted_below(kafka, root / label, fail)
+                    print(f"  {results[label]}", flush=True)
+        finally:
+            kafka.stop()
+
+    def total(key: str) -> int:
+        return sum(r.get(key, 0) for r in results.values())
+
+    passed = {
+        name: "failed" not in r and r["lost"] == 0 and r["duplicated"] == 0 and r["unread"] == 0
+        for name, r in results.items()
+    }
+    return {
+        "benchmark": "chaos",
+        "seed": seed,
+        "kills": total("kills"),
+        "restarts": total("restarts"),
+        "scenarios": passed,
+        "lost": total("lost"),
+        "duplicated": total("duplicated"),
+        "unread": total("unread"),
+        "seconds": round(time.monotonic() - began, 1),
+        "details": results,
+    }
+
+
+def main() -> int:
+    kills = int(os.environ.get("CHAOS_KILLS", "20"))
+    seed = int(os.environ.get("CHAOS_SEED", "20261124"))
+    only = os.environ.get("CHAOS_SCENARIOS")  # e.g. "hybrid,broker": a part of the run, for debugging
+    result = run(kills, seed, only.split(",") if only else None)
+    RESULT.parent.mkdir(parents=True, exist_ok=True)
+    RESULT.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in result.items() if k != "details"}, indent=2))
+    return 0 if all(result["scenarios"].values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+"""What a scenario's sink holds, counted the way its engine commits it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def committed_epochs(checkpoint: str) -> set[int]:
+    """Batches (epochs) the query's commit log holds."""
+    commits = Path(checkpoint) / "commits"
+    if not commits.is_dir():
+        return set()
+    return {int(f.name) for f in commits.iterdir() if f.name.isdigit()}
+
+
+def epoch_ids(config: dict) -> list[str]:
+    """The ids the epoch sink (bench/jvm `EpochFileSink`) holds for committed epochs: an epoch cut
+    by a kill is not committed, and its replay replaces what it wrote."""
+    out = Path(config["out"])
+    ids: list[str] = []
+    for epoch in sorted(committed_epochs(config["checkpoint"])):
+        folder = out / str(epoch)
+        if folder.is_dir():
+            for part in sorted(folder.iterdir()):
+                if not part.name.startswith("."):
+                    ids += [line for line in part.read_text(encoding="utf-8").splitlines() if line]
+    return ids
+
+
+def sink_ids(config: dict) -> tuple[list[str], int]:
+    """The ids a drained scenario delivered, and the records its source still had to read."""
+    if config["mode"] == "micro":
+        found = json.loads(Path(config["out"] + ".ids.json").read_text())
+        return found["ids"], found["backlog"]
+    return epoch_ids(config), 0
