@@ -283,12 +283,14 @@ def chaos_section() -> list[str]:
     if result is None:
         return ["No result yet: run `make chaos`."]
     lines = [
-        "| scenario | records | driver kills | lost | duplicated | unread | passed | seconds |",
+        "| scenario | records | driver kills (batches committed at each) | lost | duplicated | unread | passed | seconds |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for name, r in result["details"].items():
+        at = r.get("committed_at_kills")
+        kills = f"{r.get('kills', 0)}" + (f" ({', '.join(map(str, at))})" if at else "")
         lines.append(
-            f"| {name} | {_n(r.get('records', 0))} | {r.get('kills', 0)} | {r.get('lost', '—')} | "
+            f"| {name} | {_n(r.get('records', 0))} | {kills} | {r.get('lost', '—')} | "
             f"{r.get('duplicated', '—')} | {r.get('unread', '—')} | "
             f"{'yes' if result['scenarios'][name] else 'no'} | {r.get('seconds', 0):.0f} |"
         )

@@ -114,16 +114,19 @@ def killed_runs(scenario: Scenario, kafka: EmbeddedKafka, work: Path, kills: int
     began = time.monotonic()
     scenario.prepare(kafka, work)
     scenario.feed(kafka)
+    checkpoint = str(work / "checkpoint")
+    committed_at_kills = []
     for k in range(kills):
         driver = Driver(scenario.config(kafka, work, drain=False), work, f"run-{k}")
         driver.wait_started()
-        time.sleep(rng.uniform(0.2, 4.0))
+        # from planning the first batch to well into the run: the first batch of a start takes seconds
+        time.sleep(rng.uniform(0.2, 8.0))
         driver.kill()
+        committed_at_kills.append(len(committed_epochs(checkpoint)))
         scenario.feed(kafka)
     result = drain(scenario, kafka, work)
-    epochs = committed_epochs(str(work / "checkpoint"))
-    return {**result, "kills": kills, "restarts": kills, "batches": len(epochs),
-            "seconds": round(time.monotonic() - began, 1)}
+    return {**result, "kills": kills, "restarts": kills, "batches": len(committed_epochs(checkpoint)),
+            "committed_at_kills": committed_at_kills, "seconds": round(time.monotonic() - began, 1)}
 
 
 def broker_restart(kafka: EmbeddedKafka, work: Path) -> dict:

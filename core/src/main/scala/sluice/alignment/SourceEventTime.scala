@@ -24,8 +24,11 @@ final class SourceEventTime(
   val alignment: Option[AlignmentSettings] = settings.alignment
   private var lastPlan: Option[SourcePlan] = None
   private var lastMode: Option[AlignmentMode] = None
-  /** The event time one record spanned when the read limit last cut this source: the next search's first guess. */
-  private var msPerRecord: Option[Double] = None
+  /**
+   * The event time one record spanned when the read limit last cut this source: the next search's
+   * first guess. Written by plans a group's round makes on another member's thread; only a hint.
+   */
+  @volatile private var msPerRecord: Option[Double] = None
   private var idle = Set.empty[String]
   private var finished = Set.empty[String]
   /** Event times of the record at (split, position), asked of the connector once each. */
