@@ -70,7 +70,8 @@ object SparkSuiteBase {
   /** How long a test waits for a query before it fails: ample on a busy 2-core machine. */
   val WaitMs: Long = 120000
 
-  def eventually(what: String, query: Option[StreamingQuery], timeoutMs: Long)(done: => Boolean): Unit = {
+  /** As the trait's; `what` is evaluated when the wait fails, so it may say how far things got. */
+  def eventually(what: => String, query: Option[StreamingQuery], timeoutMs: Long)(done: => Boolean): Unit = {
     val deadline = System.currentTimeMillis() + timeoutMs
     while (!done) {
       query.filterNot(_.isActive).foreach { q =>
