@@ -22,7 +22,7 @@ def run(spark: SparkSession, df, table: str, checkpoint: str):  # noqa: ANN001, 
         .trigger(availableNow=True)
         .start()
     )
-    q.awaitTermination(120)
+    assert q.awaitTermination(120), "the query did not end within 120 s"
     assert q.exception() is None
     return q
 

@@ -60,7 +60,7 @@ def test_rows_equal_spark_read_json(
         .trigger(availableNow=True)
         .start()
     )
-    query.awaitTermination(120)
+    assert query.awaitTermination(120), "the query did not end within 120 s"
     assert query.exception() is None
     got = spark.table(table).collect()
     expected = spark.read.schema(schema_arg).json(str(tmp_path / "data")).collect()

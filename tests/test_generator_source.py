@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from pathlib import Path
@@ -15,6 +16,22 @@ from sluice import GeneratorSource, SluiceConfigError
 
 def expected_ids(splits: int, records: int) -> Counter[tuple[int, int]]:
     return Counter((i * splits + s, s) for s in range(splits) for i in range(records))
+
+
+def _last_sink_batch(sink: Path) -> int:
+    """The last batch a file sink committed (its _spark_metadata log): what reading it sees."""
+    names = [
+        p.name.removesuffix(".compact") for p in (sink / "_spark_metadata").iterdir()
+    ]
+    return max(int(n) for n in names if n.isdigit())
+
+
+def _logged_positions(checkpoint: Path, batch: int) -> dict[str, int]:
+    """Each split's position at the end of `batch`, from the offset log (written before it ran)."""
+    lines = (
+        (checkpoint / "offsets" / str(batch)).read_text(encoding="utf-8").splitlines()
+    )
+    return {s["id"]: s["position"] for s in json.loads(lines[2])["splits"]}
 
 
 def test_stop_and_restart_from_checkpoint_writes_each_record_exactly_once(
@@ -36,16 +53,30 @@ def test_stop_and_restart_from_checkpoint_writes_each_record_exactly_once(
         )
 
     first = start(1_500, processingTime="0 seconds")
-    deadline = time.time() + 120
-    while sum(1 for p in first.recentProgress if p["numInputRows"] > 0) < 2:
-        assert time.time() < deadline, "the first run made no progress"
-        time.sleep(0.1)
-    first.stop()
-    written_first = spark.read.json(out).count()
-    assert 3_000 <= written_first < 8_000
+    try:
+        deadline = time.time() + 120
+        while sum(1 for p in first.recentProgress if p["numInputRows"] > 0) < 2:
+            assert first.isActive, f"the first run ended: {first.exception()}"
+            assert (
+                time.time() < deadline
+            ), f"the first run made no two batches in 120 s: {first.lastProgress}"
+            time.sleep(0.1)
+    finally:
+        first.stop()
+    # The sink holds exactly the records the offset log planned up to the last batch the sink
+    # committed, however far the first run got before stop() landed (at least the two batches).
+    committed = _last_sink_batch(tmp_path / "out")
+    reached = _logged_positions(tmp_path / "checkpoint", committed)
+    first_rows = spark.read.json(out).select("id", "split").collect()
+    assert Counter((r.id, r.split) for r in first_rows) == Counter(
+        (i * 4 + int(s), int(s))
+        for s, position in reached.items()
+        for i in range(position)
+    ), f"the first run's batches 0 to {committed} end at {reached}"
+    assert len(first_rows) >= 3_000
 
     second = start(5_000, availableNow=True)
-    second.awaitTermination(180)
+    assert second.awaitTermination(180), "the restarted query did not end within 180 s"
     assert second.exception() is None
 
     rows = spark.read.json(out).select("id", "split").collect()
@@ -74,7 +105,7 @@ def test_rows_have_the_generator_schema_and_values(spark: SparkSession) -> None:
         .trigger(availableNow=True)
         .start()
     )
-    query.awaitTermination(120)
+    assert query.awaitTermination(120), "the query did not end within 120 s"
     rows = {r.id: r for r in spark.table("py_gen_values").collect()}
     assert sorted(rows) == [0, 1, 2, 3, 4, 5]
     assert rows[3].split == 1
@@ -126,7 +157,7 @@ def test_options_path_reads_the_same_rows_as_the_builder_path(
         .trigger(availableNow=True)
         .start()
     )
-    query.awaitTermination(120)
+    assert query.awaitTermination(120), "the query did not end within 120 s"
     assert Counter(
         (r.id, r.split) for r in spark.table("py_gen_opts").collect()
     ) == expected_ids(3, 50)
@@ -164,7 +195,7 @@ def test_under_spark_connect_from_source_takes_the_options_route(
         .trigger(availableNow=True)
         .start()
     )
-    query.awaitTermination(120)
+    assert query.awaitTermination(120), "the query did not end within 120 s"
     assert Counter(
         (r.id, r.split) for r in spark.table("py_gen_remote").collect()
     ) == expected_ids(2, 4)

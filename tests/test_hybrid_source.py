@@ -38,7 +38,7 @@ def run(spark: SparkSession, source, table: str) -> None:
         .trigger(availableNow=True)
         .start()
     )
-    query.awaitTermination(180)
+    assert query.awaitTermination(180), "the query did not end within 180 s"
     assert query.exception() is None
 
 

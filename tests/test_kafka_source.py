@@ -51,7 +51,7 @@ def test_raw_rows_match_what_the_broker_holds(
         .trigger(availableNow=True)
         .start()
     )
-    query.awaitTermination(120)
+    assert query.awaitTermination(120), "the query did not end within 120 s"
     assert query.exception() is None
     rows = spark.table("py_raw").collect()
     got = Counter(
@@ -101,7 +101,7 @@ def test_specific_start_offsets(spark: SparkSession, kafka: EmbeddedKafka) -> No
         .trigger(availableNow=True)
         .start()
     )
-    query.awaitTermination(120)
+    assert query.awaitTermination(120), "the query did not end within 120 s"
     offsets = sorted(
         (r.partition, r.offset) for r in spark.table("py_specific").collect()
     )

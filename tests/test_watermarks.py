@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from datetime import timedelta
 
 import pytest
@@ -13,6 +14,9 @@ import sluice
 from sluice import GeneratorSource, SluiceConfigError, WatermarkStrategy
 
 MINUTE = 60_000
+START_MS = 1_700_000_000_000
+SKEW_MS = {0: -22 * 60 * MINUTE}
+SPLITS, RECORDS_PER_SPLIT = 4, 300
 
 
 def test_builders_produce_the_documented_options() -> None:
@@ -57,12 +61,22 @@ def skewed_source() -> sluice.Source:
     # split 0 starts 22 h before the others; 300 records a split, one a minute
     return (
         GeneratorSource.builder()
-        .splits(4)
-        .records_per_split(300)
-        .event_time_start_ms(1_700_000_000_000)
+        .splits(SPLITS)
+        .records_per_split(RECORDS_PER_SPLIT)
+        .event_time_start_ms(START_MS)
         .event_time_step_ms(MINUTE)
-        .split_skew_ms(0, -22 * 60 * MINUTE)
+        .split_skew_ms(0, SKEW_MS[0])
         .build()
+    )
+
+
+def expected_window_counts() -> Counter[int]:
+    """Records per 1-minute window (by start, epoch ms), from the generator's definition: record
+    i of split s is at START_MS + skew(s) + i * MINUTE."""
+    return Counter(
+        (START_MS + SKEW_MS.get(s, 0) + i * MINUTE) // MINUTE * MINUTE
+        for s in range(SPLITS)
+        for i in range(RECORDS_PER_SPLIT)
     )
 
 
@@ -93,7 +107,7 @@ def test_alignment_keeps_every_window_count_exact(
         .trigger(availableNow=True)
         .start()
     )
-    q.awaitTermination(180)
+    assert q.awaitTermination(180), "the AvailableNow query did not end within 180 s"
     assert q.exception() is None
     dropped = sum(
         op["numRowsDroppedByWatermark"]
@@ -101,10 +115,20 @@ def test_alignment_keeps_every_window_count_exact(
         for op in p["stateOperators"]
     )
     assert dropped == 0
-    final = {}
+    # update mode writes a window again whenever its count changes: its last count is the largest
+    final: dict[int, int] = {}
     for row in spark.table("py_aligned").collect():
-        final[row.window.start] = max(final.get(row.window.start, 0), row["count"])
-    assert sum(final.values()) == 1200
+        start = round(row.window.start.timestamp() * 1000)
+        final[start] = max(final.get(start, 0), row["count"])
+    expected = expected_window_counts()
+    assert sum(expected.values()) == 1200
+    wrong = {w: (final.get(w), n) for w, n in expected.items() if final.get(w) != n}
+    assert (
+        not wrong
+    ), f"windows (start ms: (counted, expected)) with a wrong count: {wrong}"
+    assert set(final) == set(
+        expected
+    ), f"windows that hold no record: {sorted(set(final) - set(expected))}"
     batches = [p for p in q.recentProgress if p["numInputRows"] > 0]
     for p in batches:
         metrics = p["sources"][0]["metrics"]

@@ -2,8 +2,13 @@ package sluice
 
 import java.nio.file.{Files, Path}
 
+import scala.concurrent.{Await, ExecutionContext, Future, TimeoutException}
+import scala.concurrent.duration._
+import scala.jdk.CollectionConverters._
+
 import org.apache.spark.sql.SparkSession
-import org.scalatest.{BeforeAndAfterAll, Suite}
+import org.apache.spark.sql.streaming.StreamingQuery
+import org.scalatest.{Assertions, BeforeAndAfterAll, Suite}
 
 /** One local[2] SparkSession per suite, sized for a 2-core machine. */
 trait SparkSuiteBase extends BeforeAndAfterAll { self: Suite =>
@@ -33,5 +38,70 @@ trait SparkSuiteBase extends BeforeAndAfterAll { self: Suite =>
     val dir = Files.createTempDirectory(prefix)
     dir.toFile.deleteOnExit()
     dir
+  }
+
+  /**
+   * Waits until `done` holds, polling; fails after `timeoutMs` naming `what` it waited for. Given
+   * the query the condition depends on, it fails at once when that query ends first, and either
+   * failure describes the query: running or not, its exception, its last progress.
+   */
+  protected def eventually(what: String, query: StreamingQuery = null, timeoutMs: Long = SparkSuiteBase.WaitMs)(
+      done: => Boolean): Unit =
+    SparkSuiteBase.eventually(what, Option(query), timeoutMs)(done)
+
+  /** Asserts that `query` ends within `timeoutMs` (an ignored `awaitTermination` would hide a hang). */
+  protected def awaitEnd(query: StreamingQuery, timeoutMs: Long = SparkSuiteBase.WaitMs): Unit =
+    SparkSuiteBase.awaitEnd(query, timeoutMs)
+
+  /** `query.processAllAvailable()`, which has no time limit of its own, with one. */
+  protected def processAllAvailable(query: StreamingQuery, timeoutMs: Long = SparkSuiteBase.WaitMs): Unit = {
+    val waiting = Future(query.processAllAvailable())(ExecutionContext.global)
+    try Await.result(waiting, timeoutMs.millis)
+    catch {
+      // the waiting thread ends when the query stops (every test stops its queries)
+      case _: TimeoutException =>
+        Assertions.fail(s"the query did not process all available data within $timeoutMs ms; " +
+          SparkSuiteBase.describe(query))
+    }
+  }
+}
+
+object SparkSuiteBase {
+  /** How long a test waits for a query before it fails: ample on a busy 2-core machine. */
+  val WaitMs: Long = 120000
+
+  /** As the trait's; `what` is evaluated when the wait fails, so it may say how far things got. */
+  def eventually(what: => String, query: Option[StreamingQuery], timeoutMs: Long)(done: => Boolean): Unit = {
+    val deadline = System.currentTimeMillis() + timeoutMs
+    while (!done) {
+      query.filterNot(_.isActive).foreach { q =>
+        // it may have got there just before it ended
+        if (!done) failWith(s"the query ended while waiting for $what; ${describe(q)}", q.exception)
+      }
+      if (System.currentTimeMillis() > deadline) {
+        failWith(s"timed out after $timeoutMs ms waiting for $what" + query.map(q => s"; ${describe(q)}").getOrElse(""),
+          query.flatMap(_.exception))
+      }
+      Thread.sleep(50)
+    }
+  }
+
+  private def failWith(message: String, cause: Option[Throwable]): Nothing =
+    cause.fold(Assertions.fail(message))(Assertions.fail(message, _))
+
+  def awaitEnd(query: StreamingQuery, timeoutMs: Long): Unit =
+    if (!query.awaitTermination(timeoutMs)) Assertions.fail(s"the query did not end within $timeoutMs ms; ${describe(query)}")
+
+  /** A query's state for a failure message: running or not, its exception, its last progress. */
+  def describe(q: StreamingQuery): String = {
+    val name = Option(q.name).getOrElse(q.id.toString)
+    val state = if (q.isActive) s"running (${q.status.message})" else "not running"
+    val error = q.exception.map(e => s", failed with: ${e.getMessage}").getOrElse("")
+    val last = Option(q.lastProgress).map { p =>
+      val metrics = p.sources.map(_.metrics.asScala.toSeq.sortBy(_._1).map { case (k, v) => s"$k=$v" }.mkString(", "))
+      s"; last progress: batch ${p.batchId}, ${p.numInputRows} rows, source metrics ${metrics.mkString("[", "] [", "]")}"
+    }.getOrElse("; no progress yet")
+    val text = s"query $name $state$error$last"
+    if (text.length > 4000) text.take(4000) + " ..." else text
   }
 }

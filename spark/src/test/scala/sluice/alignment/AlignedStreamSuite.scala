@@ -33,8 +33,8 @@ class AlignedStreamSuite extends AnyFunSuite with SparkSuiteBase {
       .groupBy(window(col("event_time"), "1 minute")).count()
       .writeStream.format("memory").queryName(table).outputMode(OutputMode.Update())
       .option("checkpointLocation", tempDir("ckpt").toString).trigger(Trigger.AvailableNow()).start()
-    assert(q.awaitTermination(180000))
-    assert(q.exception.isEmpty)
+    awaitEnd(q, timeoutMs = 180000)
+    assert(q.exception.isEmpty, q.exception)
     q
   }
 
@@ -54,7 +54,8 @@ class AlignedStreamSuite extends AnyFunSuite with SparkSuiteBase {
     assert(df.schema.fieldNames.toSeq == GeneratorSource.Schema.fieldNames.toSeq :+ "event_time")
     val q = df.writeStream.format("memory").queryName("timed_rows").trigger(Trigger.AvailableNow())
       .option("checkpointLocation", tempDir("ckpt").toString).start()
-    q.awaitTermination(120000)
+    awaitEnd(q)
+    assert(q.exception.isEmpty, q.exception)
     val rows = spark.table("timed_rows").collect()
     assert(rows.length == 1200)
     assert(rows.forall(r => r.getAs[java.sql.Timestamp]("event_time") == r.getAs[java.sql.Timestamp]("timestamp")))
@@ -109,7 +110,8 @@ class AlignedStreamSuite extends AnyFunSuite with SparkSuiteBase {
       WatermarkStrategy.forBoundedOutOfOrderness(Duration.ofSeconds(30)).withTimestampColumn("timestamp"), "col")
     val q = df.writeStream.format("noop").trigger(Trigger.AvailableNow())
       .option("checkpointLocation", tempDir("ckpt").toString).start()
-    q.awaitTermination(120000)
+    awaitEnd(q)
+    assert(q.exception.isEmpty, q.exception)
     val states = splitStates(q.recentProgress.filter(_.numInputRows > 0).last)
     assert(states.forall(_.finished))
     val m = q.recentProgress.filter(_.numInputRows > 0).last.sources.head.metrics.asScala
@@ -137,7 +139,7 @@ class AlignedStreamSuite extends AnyFunSuite with SparkSuiteBase {
       "source reads 2 splits with watermark alignment (group 'unpausable')"), e.getCause.getMessage)
 
     val allowed = start(aligned.withAllowUnalignedSourceSplits(true))
-    assert(allowed.awaitTermination(60000))
+    awaitEnd(allowed, timeoutMs = 60000)
     assert(allowed.exception.isEmpty)
     assert(allowed.recentProgress.map(_.numInputRows).sum == 110)
     assert(allowed.recentProgress.filter(_.numInputRows > 0).last.sources.head.metrics.get("alignment.mode") == "WholeSource")
@@ -178,7 +180,7 @@ class AlignedStreamSuite extends AnyFunSuite with SparkSuiteBase {
 
     val first = start()
     try {
-      eventually(first)(_.lastProgress != null && first.lastProgress.batchId >= 3)
+      eventually("batch 3 of the first run", first)(first.lastProgress != null && first.lastProgress.batchId >= 3)
     } finally first.stop()
     val before = first.recentProgress.filter(_.numInputRows > 0)
     assert(before.head.batchId == 0)
@@ -186,17 +188,10 @@ class AlignedStreamSuite extends AnyFunSuite with SparkSuiteBase {
 
     val again = start() // a restart: the group's round finds where the others start in the offset log
     try {
-      eventually(again)(_.recentProgress.count(_.numInputRows > 0) >= 3)
+      eventually("three batches after the restart", again)(again.recentProgress.count(_.numInputRows > 0) >= 3)
     } finally again.stop()
     val after = again.recentProgress.filter(_.numInputRows > 0).take(3)
     after.foreach(p => assert(readByMember(p).forall(_ > 0), s"batch ${p.batchId} after the restart read ${readByMember(p)}"))
-  }
-
-  private def eventually(q: StreamingQuery)(done: StreamingQuery => Boolean): Unit = {
-    val deadline = System.currentTimeMillis() + 120000
-    while (!done(q) && q.exception.isEmpty && System.currentTimeMillis() < deadline) Thread.sleep(50)
-    assert(q.exception.isEmpty, q.exception)
-    assert(done(q), "the query did not get there in time")
   }
 
   private def dropped(q: StreamingQuery): Long =

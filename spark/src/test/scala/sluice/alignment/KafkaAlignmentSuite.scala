@@ -40,7 +40,7 @@ class KafkaAlignmentSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuit
   private def run(df: DataFrame, table: String, mode: OutputMode): StreamingQuery = {
     val q = df.writeStream.format("memory").queryName(table).outputMode(mode)
       .option("checkpointLocation", tempDir("ckpt").toString).trigger(Trigger.AvailableNow()).start()
-    assert(q.awaitTermination(300000))
+    awaitEnd(q, timeoutMs = 300000)
     assert(q.exception.isEmpty, q.exception)
     q
   }
@@ -91,7 +91,7 @@ class KafkaAlignmentSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuit
     assert(first.count(_.paused) == 7)
   }
 
-  test("two topics, one group: a stream-stream join keeps a fifth of the state at most, with the same output", Slow) {
+  test("two topics, one group: a stream-stream join keeps half of Spark's state at most, with the same output", Slow) {
     // 12 h of orders (one a minute) and payments (ten a minute, each within a minute of its order)
     kafka.createTopic("orders", 1)
     kafka.createTopic("payments", 1)
@@ -170,6 +170,8 @@ class KafkaAlignmentSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuit
     kafka.produce(topic, ProducedRecord.text(value = Some("p1-0"), partition = Some(1), timestamp = Some(t0)) +:
       (0 until 10).map(i => ProducedRecord.text(value = Some(s"p0-$i"), partition = Some(0), timestamp = Some(t0 + i * Minute))))
     spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "100")
+    // keep every progress (a few a second here): the checks read the whole run, by position
+    spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
     val strategy = WatermarkStrategy.forMonotonousTimestamps().withIdleness(Duration.ofSeconds(2))
       .withWatermarkAlignment("idle", Duration.ofMinutes(1))
     val q = Sluice.fromSource(spark, KafkaSource.builder().bootstrapServers(kafka.bootstrapServers).topics(topic)
@@ -177,21 +179,30 @@ class KafkaAlignmentSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuit
       .writeStream.format("memory").queryName("idle_rows").trigger(Trigger.ProcessingTime(200))
       .option("checkpointLocation", tempDir("ckpt").toString).start()
     try {
-      def states = q.recentProgress.toSeq.filter(_.sources.head.metrics.containsKey("watermark.splits")).map(splitStates(_))
-      def waitFor(what: String)(cond: => Boolean): Unit = {
-        val deadline = System.currentTimeMillis() + 60000
-        while (!cond) {
-          assert(q.exception.isEmpty, q.exception)
-          assert(System.currentTimeMillis() < deadline, s"timed out waiting for $what")
-          Thread.sleep(100)
-        }
-      }
+      def withStates = q.recentProgress.toSeq.filter(_.sources.head.metrics.containsKey("watermark.splits"))
+      def states = withStates.map(splitStates(_))
+      def waitFor(what: String)(cond: => Boolean): Unit = eventually(what, q)(cond)
+      def p0Paused(p: StreamingQueryProgress) = splitStates(p).exists(s => s.split == s"$topic-0" && s.paused)
+      def p1Idle(p: StreamingQueryProgress) = splitStates(p).exists(s => s.split == s"$topic-1" && s.status == "IDLE")
+      def recordsRead(p: StreamingQueryProgress) = p.sources.head.metrics.get("recordsRead").toLong
       // first p0 is held back by p1 (one minute of drift) ...
       waitFor("p0 paused")(states.exists(_.exists(s => s.split == s"$topic-0" && s.paused)))
-      assert(spark.table("idle_rows").count() < 11)
       // ... until p1 has been idle for 2 s: then p0 reads everything
       waitFor("all rows")(spark.table("idle_rows").count() == 11)
       waitFor("p1 idle")(states.exists(_.exists(s => s.split == s"$topic-1" && s.status == "IDLE")))
+      // What progress reported of each planning, not counts taken at some moment (which would race
+      // the idle timeout): while p0 is paused it has not read all its records, and it reads the
+      // rest only in a batch planned once p1 is idle, after it was paused.
+      waitFor("the progress of the batch that read the last record")(withStates.exists(recordsRead(_) == 11))
+      val run = withStates
+      val paused = run.indexWhere(p0Paused)
+      assert(paused >= 0, "no progress showed p0 paused")
+      run.filter(p0Paused).foreach { p =>
+        assert(recordsRead(p) < 11, s"batch ${p.batchId}: p0 paused, yet ${recordsRead(p)} records read")
+      }
+      val all = run.indexWhere(recordsRead(_) == 11)
+      assert(all > paused, s"p0 read everything at progress $all, before it was paused at $paused")
+      assert(p1Idle(run(all)), s"p0 read everything in batch ${run(all).batchId}, planned with p1 not idle: ${splitStates(run(all))}")
       // nothing arrives: both idle, and so is the source
       waitFor("source idle")(q.recentProgress.exists(_.sources.head.metrics.get("watermark.status") == "IDLE"))
       // a record on p1 makes it (and the source) active again
@@ -204,6 +215,7 @@ class KafkaAlignmentSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuit
     } finally {
       q.stop()
       spark.conf.unset("spark.sql.streaming.noDataProgressEventInterval")
+      spark.conf.unset("spark.sql.streaming.numRecentProgressUpdates")
     }
   }
 

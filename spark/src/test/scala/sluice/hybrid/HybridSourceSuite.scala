@@ -6,7 +6,7 @@ import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.streaming.{StreamingQuery, Trigger}
 import org.scalatest.funsuite.AnyFunSuite
 
-import sluice.{Sluice, SparkSuiteBase, Sources}
+import sluice.{Checkpoints, Sluice, SparkSuiteBase, Sources}
 import sluice.api.{Boundedness, RecordsWithSplitIds, SplitRange}
 import sluice.connector.generator.GeneratorSource
 
@@ -27,20 +27,53 @@ class HybridSourceSuite extends AnyFunSuite with SparkSuiteBase {
       limit: Option[Long] = None): StreamingQuery = {
     val q = df.writeStream.format("memory").queryName(table).option("checkpointLocation", ckpt)
       .trigger(Trigger.AvailableNow()).start()
-    q.awaitTermination(120000)
+    awaitEnd(q)
     assert(q.exception.isEmpty, q.exception)
     q
+  }
+
+  /**
+   * The sources whose records each batch of the offset log read: those of the splits whose
+   * position the batch moved on (generator splits start at 0).
+   */
+  private def sourcesReadByBatch(ckpt: String): Seq[(Long, Set[Int])] = {
+    val batches = Checkpoints.offsetBatches(ckpt)
+    batches.map { b =>
+      val before = if (b == batches.head) Map.empty[String, Long] else Checkpoints.positions(ckpt, b - 1)
+      b -> Checkpoints.positions(ckpt, b).collect {
+        case (id, position) if position > before.getOrElse(id, 0L) => HybridSplit.parseId(id)._1
+      }.toSet
+    }
+  }
+
+  /** The hybrid's state at the end of each batch of the offset log: (active source, switches recorded). */
+  private def hybridStates(ckpt: String): Seq[(Int, Int)] = Checkpoints.offsetBatches(ckpt).map { b =>
+    val c = Checkpoints.offset(ckpt, b).checkpoint
+    val state = HybridStateSerializer.deserialize(c.enumeratorVersion, c.enumeratorState)
+    (state.activeIndex, state.switches.size)
   }
 
   test("files-like bounded sources then another: every record once, in source order, switch visible in metrics") {
     val hybrid = HybridSource.builder(gen(300, 0L)).addSource(gen(200, 10000000L)).addSource(gen(100, 20000000L)).build()
     val df = Sluice.fromSource(spark, hybrid, null, "chain", Map("maxRecordsPerTrigger" -> "250"))
-    val q = runAvailableNow(df, "hybrid_chain")
+    val ckpt = tempDir("ckpt").toString
+    val q = runAvailableNow(df, "hybrid_chain", ckpt)
     assert(rows("hybrid_chain").sorted == expected((300, 0L), (200, 10000000L), (100, 20000000L)).sorted)
     val batches = q.recentProgress.filter(_.numInputRows > 0)
-    // no batch mixes two sources' records (each source is read to its end before the switch)
-    val perBatchSources = batches.map(_.sources.head.metrics.asScala("activeSource"))
-    assert(perBatchSources.last == "2")
+    // No batch mixes two sources' records (each source is read to its end before the switch), and
+    // the sources come in order: checked for every batch, from the ranges the offset log planned.
+    val readBy = sourcesReadByBatch(ckpt)
+    readBy.foreach { case (b, sources) => assert(sources.size <= 1, s"batch $b read sources $sources: $readBy") }
+    val dataBatches = readBy.filter(_._2.nonEmpty)
+    assert(dataBatches.flatMap(_._2) == dataBatches.flatMap(_._2).sorted, s"sources out of order: $readBy")
+    assert(dataBatches.flatMap(_._2).distinct == Seq(0, 1, 2), readBy)
+    // ... and every batch's progress names the source it read as the active one
+    assert(batches.map(_.batchId).toSeq == dataBatches.map(_._1), s"progress ${batches.map(_.batchId).toSeq}; offset log $readBy")
+    batches.foreach { p =>
+      assert(Set(p.sources.head.metrics.asScala("activeSource").toInt) == readBy.toMap.apply(p.batchId),
+        s"batch ${p.batchId}: progress says source ${p.sources.head.metrics.get("activeSource")}, offset log ${readBy.toMap.apply(p.batchId)}")
+    }
+    assert(batches.last.sources.head.metrics.asScala("activeSource") == "2")
     val last = batches.last.sources.head.metrics.asScala
     assert(last("recordsPerSource") == "600,400,200")
     assert(last.contains("lastSwitchAtMs"))
@@ -75,14 +108,13 @@ class HybridSourceSuite extends AnyFunSuite with SparkSuiteBase {
       val q = Sluice.fromSource(spark, hybrid, null, "restarts", Map("maxRecordsPerTrigger" -> "300"))
         .writeStream.format("parquet").option("path", out).option("checkpointLocation", ckpt)
         .trigger(Trigger.ProcessingTime(0)).start()
-      while (q.recentProgress.count(_.numInputRows > 0) < 1 ||
-        q.lastProgress.batchId < stopAfter) Thread.sleep(20)
-      q.stop()
+      try eventually(s"batch $stopAfter", q)(q.recentProgress.exists(_.numInputRows > 0) && q.lastProgress.batchId >= stopAfter)
+      finally q.stop()
     }
     val last = Sluice.fromSource(spark, hybrid, null, "restarts", Map("maxRecordsPerTrigger" -> "300"))
       .writeStream.format("parquet").option("path", out).option("checkpointLocation", ckpt)
       .trigger(Trigger.AvailableNow()).start()
-    last.awaitTermination(120000)
+    awaitEnd(last)
     assert(last.exception.isEmpty, last.exception)
     val got = spark.read.parquet(out).selectExpr("id", "CAST(timestamp AS LONG)").collect()
       .map(r => (r.getLong(0), r.getLong(1))).toSeq
@@ -99,9 +131,12 @@ class HybridSourceSuite extends AnyFunSuite with SparkSuiteBase {
     val failing = query(_ => throw new IllegalStateException("the archive index is unreachable"))
     val e = intercept[Exception](failing.awaitTermination(60000))
     assert(e.getMessage.contains("the archive index is unreachable"))
+    // no switch recorded: the offset log still has the first source active, and no switch in it
+    assert(hybridStates(ckpt).nonEmpty && hybridStates(ckpt).forall(_ == (0, 0)), hybridStates(ckpt))
     val fixed = query(_ => gen(20, 5000000L))
-    fixed.awaitTermination(60000)
+    awaitEnd(fixed)
     assert(fixed.exception.isEmpty, fixed.exception)
+    assert(hybridStates(ckpt).last == (1, 1), "the fixed restart records its one switch")
     val got = spark.read.parquet(out).selectExpr("id", "CAST(timestamp AS LONG)").collect()
       .map(r => (r.getLong(0), r.getLong(1))).toSeq
     assert(got.sorted == expected((100, 0L), (20, 5000000L)).sorted)
@@ -113,10 +148,7 @@ class HybridSourceSuite extends AnyFunSuite with SparkSuiteBase {
     assert(hybrid.boundedness == Boundedness.ContinuousUnbounded)
     val q = Sluice.fromSource(spark, hybrid).writeStream.format("memory").queryName("hybrid_unbounded").start()
     try {
-      val deadline = System.currentTimeMillis() + 60000
-      while (rows("hybrid_unbounded").count(_._2 >= 9000000L) < 100 && System.currentTimeMillis() < deadline) {
-        Thread.sleep(200)
-      }
+      eventually("100 rows of the unbounded last source", q)(rows("hybrid_unbounded").count(_._2 >= 9000000L) >= 100)
       assert(rows("hybrid_unbounded").count(_._2 < 9000000L) == 40)
       assert(rows("hybrid_unbounded").count(_._2 >= 9000000L) >= 100)
       assert(q.isActive)

@@ -36,12 +36,11 @@ class KafkaHybridSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBa
 
     val first = start(Trigger.ProcessingTime(0))
     // stop just after the switch: the first batch that reads the live topic
-    while (!first.recentProgress.exists(p => p.sources.head.metrics.asScala.get("activeSource").contains("1"))) {
-      Thread.sleep(20)
-    }
-    first.stop()
+    try eventually("the switch to the live topic", first) {
+      first.recentProgress.exists(p => p.sources.head.metrics.asScala.get("activeSource").contains("1"))
+    } finally first.stop()
     val second = start(Trigger.AvailableNow())
-    second.awaitTermination(120000)
+    awaitEnd(second)
     assert(second.exception.isEmpty, second.exception)
 
     val values = spark.read.parquet(out).selectExpr("CAST(value AS STRING)").collect().map(_.getString(0)).toSeq
@@ -64,7 +63,7 @@ class KafkaHybridSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBa
     val hybrid = HybridSource.builder(files(first.toString)).addSource(files(second.toString)).addSource(tail).build()
     val q = Sluice.fromSource(spark, hybrid, null, "three", Map("maxRecordsPerTrigger" -> "15"))
       .writeStream.format("memory").queryName("files_files_kafka").trigger(Trigger.AvailableNow()).start()
-    q.awaitTermination(120000)
+    awaitEnd(q)
     assert(q.exception.isEmpty, q.exception)
     val ids = spark.table("files_files_kafka").select("id").collect().map(_.getLong(0)).sorted.toSeq
     assert(ids == ((0L until 20L) ++ (100L until 140L) ++ (1000L until 1030L)))

@@ -40,30 +40,26 @@ class ContinuousSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBas
     val ckpt = tempDir("ckpt").toString
     val first = startContinuous(kafkaSource(topic), "cont", ckpt)
     try {
-      RealTimeSink.await("cont", "the first 100 records")(_.size >= 100)
+      RealTimeSink.await("cont", "the first 100 records", first)(_.size >= 100)
       kafka.addPartitions(topic, 3)
       produce(topic, 3, 100, 160) // a third of them in the new partition
-      val got = RealTimeSink.await("cont", "the records of the new partition too")(rows => values(rows).toSet.size >= 160)
+      val got = RealTimeSink.await("cont", "the records of the new partition too", first)(rows => values(rows).toSet.size >= 160)
       assert(values(got).toSet == (0 until 160).map(i => s"v$i").toSet)
       // let epochs commit what was read, then stop
-      val deadline = System.currentTimeMillis() + 30000
       def committed = Option(new java.io.File(ckpt, "commits").listFiles()).map(_.count(_.getName.forall(_.isDigit))).getOrElse(0)
       val before = committed
-      while (committed < before + 2) {
-        assert(System.currentTimeMillis() < deadline, "no epoch committed within 30 s")
-        Thread.sleep(100)
-      }
+      eventually(s"two more epochs committed after epoch ${before - 1}", first, timeoutMs = 30000)(committed >= before + 2)
     } finally first.stop()
     produce(topic, 3, 160, 200)
     val second = startContinuous(kafkaSource(topic), "cont", ckpt)
     try {
-      val got = RealTimeSink.await("cont", "the records produced while stopped")(rows => values(rows).toSet.size >= 200)
+      val got = RealTimeSink.await("cont", "the records produced while stopped", second)(rows => values(rows).toSet.size >= 200)
       assert(values(got).toSet == (0 until 200).map(i => s"v$i").toSet, "nothing lost")
     } finally second.stop()
     // the same rows as a micro-batch read of the topic, column for column (duplicates aside); after
     // the continuous query stopped, whose tasks held every task slot
     val micro = kafkaSource(topic).writeStream.format("memory").queryName("cont_micro").trigger(Trigger.AvailableNow()).start()
-    assert(micro.awaitTermination(120000), "the micro-batch read did not end")
+    awaitEnd(micro)
     def key(r: Row) = (r.getAs[Int]("partition"), r.getAs[Long]("offset"), values(Seq(r)).head,
       r.getAs[java.sql.Timestamp]("timestamp"), r.getAs[Int]("timestampType"))
     val continuousRows = RealTimeSink.arrivals("cont").map(_.row).map(key).distinct.sortBy(k => (k._1, k._2))
@@ -77,12 +73,12 @@ class ContinuousSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBas
       .option("monitorIntervalMs", "200").build())
     val q = startContinuous(files, "cont-files", tempDir("ckpt").toString)
     try {
-      RealTimeSink.await("cont-files", "the first file")(_.size >= 30)
+      RealTimeSink.await("cont-files", "the first file", q)(_.size >= 30)
       Files.write(dir.resolve("b.csv"), (30 until 45).map(i => s"$i,name$i").mkString("\n").getBytes("UTF-8"))
-      RealTimeSink.await("cont-files", "the file added while the query ran")(_.size >= 45)
+      RealTimeSink.await("cont-files", "the file added while the query ran", q)(_.size >= 45)
     } finally q.stop()
     val micro = files.writeStream.format("memory").queryName("cont_files_micro").trigger(Trigger.AvailableNow()).start()
-    assert(micro.awaitTermination(120000), "the micro-batch read did not end")
+    awaitEnd(micro)
     def key(r: Row) = (r.getAs[Long]("id"), r.getAs[String]("name"), r.getAs[String]("_split"), r.getAs[Long]("_position"))
     // at least once: the reconfiguration restarts the tasks from the last committed epoch
     val continuousRows = RealTimeSink.arrivals("cont-files").map(a => key(a.row)).distinct
@@ -101,7 +97,7 @@ class ContinuousSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBas
     val q = startContinuous(Sluice.fromSource(spark, HybridSource.builder(files).addSource(tail).build()).select("id"),
       "cont-hybrid", tempDir("ckpt").toString)
     try {
-      val got = RealTimeSink.await("cont-hybrid", "the file rows, then the Kafka rows")(_.size >= 70)
+      val got = RealTimeSink.await("cont-hybrid", "the file rows, then the Kafka rows", q)(_.size >= 70)
       assert(got.map(_.getLong(0)).sorted == ((0L until 40L) ++ (100L until 130L)))
     } finally q.stop()
   }

@@ -20,7 +20,7 @@ class MicroBatchSuite extends AnyFunSuite with SparkSuiteBase {
   private def runToMemory(df: DataFrame, table: String, trigger: Trigger): StreamingQuery = {
     val q = df.writeStream.format("memory").queryName(table).trigger(trigger)
       .option("checkpointLocation", tempDir("ckpt").toString).start()
-    q.awaitTermination(120000)
+    awaitEnd(q)
     q
   }
 
@@ -60,7 +60,7 @@ class MicroBatchSuite extends AnyFunSuite with SparkSuiteBase {
         ()
       }
       .option("checkpointLocation", tempDir("ckpt").toString).trigger(Trigger.AvailableNow()).start()
-    q.awaitTermination(120000)
+    awaitEnd(q)
     assert(q.exception.isEmpty)
     assert(written.get == 1000)
     val metrics = q.recentProgress.filter(_.numInputRows > 0).last.sources.head.metrics.asScala
@@ -91,14 +91,21 @@ class MicroBatchSuite extends AnyFunSuite with SparkSuiteBase {
         .trigger(trigger).start()
 
     val first = start(Trigger.ProcessingTime(0), "1000")
-    while (first.recentProgress.count(_.numInputRows > 0) < 2) Thread.sleep(50)
-    first.stop()
-    val partial = spark.read.parquet(out).count()
-    assert(partial >= 2000 && partial < 9000, s"first run wrote $partial rows")
+    try eventually("two batches of the first run", first)(first.recentProgress.count(_.numInputRows > 0) >= 2)
+    finally first.stop()
+    // The sink holds exactly the records the offset log planned up to the last batch the sink
+    // committed, however far the first run got before stop() landed.
+    val committed = sluice.Checkpoints.lastSinkBatch(out).getOrElse(fail("the first run committed no batch"))
+    val reached = sluice.Checkpoints.positions(ckpt, committed)
+    val partial = ids(spark.read.parquet(out).select("id", "split"))
+    val planned = for ((split, position) <- reached.toSeq; i <- 0L until position)
+      yield (source.config.recordId(split.toInt, i), split.toInt)
+    assert(partial.sorted == planned.sorted, s"the first run's batches 0 to $committed end at $reached")
+    assert(partial.size >= 2000, s"two batches of 1000 committed, yet the first run wrote ${partial.size} rows")
 
     // Restart with a different limit: the batch in flight is replayed as planned, then the rest.
     val second = start(Trigger.AvailableNow(), "4000")
-    second.awaitTermination(120000)
+    awaitEnd(second)
     assert(second.exception.isEmpty)
     assert(ids(spark.read.parquet(out).select("id", "split")).sorted == expected(source.config).sorted)
     val metrics = second.recentProgress.last.sources.head.metrics.asScala
@@ -110,7 +117,7 @@ class MicroBatchSuite extends AnyFunSuite with SparkSuiteBase {
     val source = GeneratorSource.builder().splits(1).recordsPerSplit(10).build()
     val q1 = Sluice.fromSource(spark, source).writeStream.format("noop").option("checkpointLocation", ckpt)
       .trigger(Trigger.AvailableNow()).start()
-    q1.awaitTermination(60000)
+    awaitEnd(q1)
     val offsetFile = new java.io.File(ckpt, "offsets/0")
     val text = new String(java.nio.file.Files.readAllBytes(offsetFile.toPath), "UTF-8")
     java.nio.file.Files.write(offsetFile.toPath, text.replace("\"version\":1,", "\"version\":7,").getBytes("UTF-8"))

@@ -6,6 +6,9 @@ import java.util.concurrent.atomic.AtomicLong
 import scala.jdk.CollectionConverters._
 
 import org.apache.spark.sql.{ForeachWriter, Row}
+import org.apache.spark.sql.streaming.StreamingQuery
+
+import sluice.SparkSuiteBase
 
 /**
  * A sink real-time mode allows (foreach), collecting rows per test in this JVM (local mode), each
@@ -28,16 +31,16 @@ object RealTimeSink {
   def arrivals(name: String): Seq[Arrival] =
     Option(rows.get(name)).map(_.asScala.toSeq.sortBy(_.sequence)).getOrElse(Nil)
 
-  /** Waits until `done` holds for the rows so far; fails naming `what` after `timeoutMs`. */
-  def await(name: String, what: String, timeoutMs: Long = 60000)(done: Seq[Row] => Boolean): Seq[Row] = {
-    val deadline = System.currentTimeMillis() + timeoutMs
+  /**
+   * Waits until `done` holds for the rows so far; fails naming `what` and how many rows arrived
+   * after `timeoutMs`, or at once if `query` (the one writing them) ended first, with its state.
+   */
+  def await(name: String, what: String, query: StreamingQuery, timeoutMs: Long = 60000)(
+      done: Seq[Row] => Boolean): Seq[Row] = {
     var got = arrivals(name).map(_.row)
-    while (!done(got)) {
-      if (System.currentTimeMillis() > deadline) {
-        throw new AssertionError(s"timed out after $timeoutMs ms waiting for $what; ${got.size} rows arrived")
-      }
-      Thread.sleep(50)
+    SparkSuiteBase.eventually(s"$what (${got.size} rows arrived)", Option(query), timeoutMs) {
       got = arrivals(name).map(_.row)
+      done(got)
     }
     got
   }

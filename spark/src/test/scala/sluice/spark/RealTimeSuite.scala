@@ -54,7 +54,7 @@ class RealTimeSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase 
 
   private def microBatchRows(df: DataFrame, table: String): Seq[Row] = {
     val q = df.writeStream.format("memory").queryName(table).trigger(Trigger.AvailableNow()).start()
-    assert(q.awaitTermination(120000), s"the micro-batch read of $table did not end")
+    awaitEnd(q)
     assert(q.exception.isEmpty, q.exception)
     spark.table(table).collect().toSeq
   }
@@ -75,11 +75,13 @@ class RealTimeSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase 
     val topic = "rt-rows"
     kafka.createTopic(topic, 3)
     produce(topic, 3, 0, 300)
-    val q = startRealTime(kafkaSource(topic), "rows", tempDir("ckpt").toString, "20 seconds")
+    // A first batch longer than both waits below together (60 s each): 'the records arrived within
+    // the first long batch' must not depend on how soon after its start the first records arrive.
+    val q = startRealTime(kafkaSource(topic), "rows", tempDir("ckpt").toString, "5 minutes")
     try {
-      RealTimeSink.await("rows", "the 300 records already in the topic")(_.size >= 300)
+      RealTimeSink.await("rows", "the 300 records already in the topic", q)(_.size >= 300)
       produce(topic, 3, 300, 400) // while the first long batch runs
-      val got = RealTimeSink.await("rows", "the records produced while the batch ran")(_.size >= 400)
+      val got = RealTimeSink.await("rows", "the records produced while the batch ran", q)(_.size >= 400)
       assert(q.lastProgress == null || q.lastProgress.batchId == 0, "the records arrived within the first long batch")
       val expected = microBatchRows(kafkaSource(topic), "rt_rows_micro")
       assert(got.map(kafkaRow).sortBy(r => (r._1, r._2)) == expected.map(kafkaRow).sortBy(r => (r._1, r._2)))
@@ -91,7 +93,7 @@ class RealTimeSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase 
     val started = System.currentTimeMillis()
     val q = startRealTime(Sluice.fromSource(spark, generator), "generator", tempDir("ckpt").toString, "1 second")
     try {
-      val got = RealTimeSink.await("generator", "three seconds of records")(_.size >= 600)
+      val got = RealTimeSink.await("generator", "three seconds of records", q)(_.size >= 600)
       val elapsedSeconds = (System.currentTimeMillis() - started) / 1000.0
       // paced: no more than the rate allows since the query started (plus what one fetch adds)
       assert(got.size <= (elapsedSeconds * 200).toLong + 200, s"${got.size} records in $elapsedSeconds s at 2 x 100/s")
@@ -110,20 +112,17 @@ class RealTimeSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase 
     val ckpt = tempDir("ckpt").toString
     val first = startRealTime(kafkaSource(topic), "restart", ckpt, "2 seconds")
     // let a few long batches commit, then stop one in its middle with more data in it
-    val deadline = System.currentTimeMillis() + 60000
-    while (offsetLogEntries(ckpt) < 2) {
-      assert(System.currentTimeMillis() < deadline, "no real-time batch ended within 60 s")
-      Thread.sleep(50)
-    }
-    produce(topic, 2, 100, 200)
-    RealTimeSink.await("restart", "the second 100 records")(_.size >= 200)
-    first.stop()
+    try {
+      eventually("a real-time batch to end (a second entry in the offset log)", first, timeoutMs = 60000)(offsetLogEntries(ckpt) >= 2)
+      produce(topic, 2, 100, 200)
+      RealTimeSink.await("restart", "the second 100 records", first)(_.size >= 200)
+    } finally first.stop()
     val committedAtStop = lastLoggedPositions(ckpt)
 
     produce(topic, 2, 200, 250)
     val second = startRealTime(kafkaSource(topic), "restart", ckpt, "2 seconds")
     try {
-      val got = RealTimeSink.await("restart", "every record after the restart")(rows =>
+      val got = RealTimeSink.await("restart", "every record after the restart", second)(rows =>
         rows.map(kafkaRow).map(r => (r._1, r._2)).distinct.size >= 250)
       val values = got.map(kafkaRow).map(_._4)
       assert(values.toSet == (0 until 250).map(i => s"v$i").toSet, "nothing is lost")
@@ -146,7 +145,7 @@ class RealTimeSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase 
     val started = System.currentTimeMillis()
     val plain = startRealTime(Sluice.fromSource(spark, files), "files", tempDir("ckpt").toString, "3 seconds")
     try {
-      val got = RealTimeSink.await("files", "the 80 file rows")(_.size >= 80)
+      val got = RealTimeSink.await("files", "the 80 file rows", plain)(_.size >= 80)
       // every file read: later batches have nothing to read and still last their 3 seconds
       Thread.sleep(4000)
       val batches = plain.recentProgress.length
@@ -166,15 +165,13 @@ class RealTimeSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase 
       Map.empty[String, String])
     val q = startRealTime(hybrid.select("id"), "hybrid", tempDir("ckpt").toString, "2 seconds")
     try {
-      val got = RealTimeSink.await("hybrid", "the file rows, then the Kafka rows")(_.size >= 110)
+      val got = RealTimeSink.await("hybrid", "the file rows, then the Kafka rows", q)(_.size >= 110)
       assert(got.map(_.getLong(0)).sorted == ((0L until 80L) ++ (100L until 130L)))
-      val deadline = System.currentTimeMillis() + 30000
-      while (!q.recentProgress.exists(_.sources.head.metrics.asScala.get("activeSource").contains("1"))) {
-        assert(System.currentTimeMillis() < deadline, "no batch reported the switch to the Kafka source within 30 s")
-        Thread.sleep(50)
+      eventually("a batch that reports the switch to the Kafka source", q, timeoutMs = 30000) {
+        q.recentProgress.exists(_.sources.head.metrics.asScala.get("activeSource").contains("1"))
       }
       kafka.produce(topic, (130 until 140).map(i => ProducedRecord.text(value = Some(s"""{"id":$i,"ts":0}"""), partition = Some(0))))
-      RealTimeSink.await("hybrid", "records produced after the switch")(_.size >= 120)
+      RealTimeSink.await("hybrid", "records produced after the switch", q)(_.size >= 120)
     } finally q.stop()
   }
 
@@ -215,7 +212,7 @@ class RealTimeSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase 
         Thread.sleep(700)
         lagging(chunk * 180, (chunk + 1) * 180)
       }
-      RealTimeSink.await("aligned", "both partitions in full")(_.size >= 1840)
+      RealTimeSink.await("aligned", "both partitions in full", q)(_.size >= 1840)
       val arrivals = RealTimeSink.arrivals("aligned")
       val laggingArrivals = arrivals.filter(_.row.getAs[Int]("partition") == 0)
       // only what one poll (50 records) or one update interval could let through
@@ -256,7 +253,7 @@ class RealTimeSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase 
     val behind = kafkaSource("rt-behind", alignedStrategy("rt2"), maxPollRecords = 50)
     val q = startRealTime(ahead.unionByName(behind), "aligned-sources", tempDir("ckpt").toString, "5 seconds")
     try {
-      RealTimeSink.await("aligned-sources", "both topics in full")(_.size >= 1840)
+      RealTimeSink.await("aligned-sources", "both topics in full", q)(_.size >= 1840)
       val arrivals = RealTimeSink.arrivals("aligned-sources")
       def of(topic: String) = arrivals.filter(_.row.getAs[String]("topic") == topic)
       // the source ahead is planned first, before the group knows the other: it still waits

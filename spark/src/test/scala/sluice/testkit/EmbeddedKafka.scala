@@ -131,8 +131,12 @@ final class EmbeddedKafka(
         if (stderrTail.size > StderrTailLines) stderrTail.dequeue()
       }
     } {}
-    var line = nextLine(startTimeoutMs, "to start")
-    while (!line.startsWith(ReadyPrefix)) line = nextLine(startTimeoutMs, "to start")
+    // one deadline for the whole start: a broker printing other lines must not extend it
+    val deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(startTimeoutMs)
+    def next() = nextLine(math.max(1L, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())), "to start",
+      reportedMs = startTimeoutMs)
+    var line = next()
+    while (!line.startsWith(ReadyPrefix)) line = next()
     line
   }
 
@@ -245,7 +249,8 @@ final class EmbeddedKafka(
         }
         if (!process.waitFor(30, TimeUnit.SECONDS)) {
           process.destroy()
-          if (!process.waitFor(15, TimeUnit.SECONDS)) process.destroyForcibly().waitFor()
+          if (!process.waitFor(15, TimeUnit.SECONDS) && !process.destroyForcibly().waitFor(15, TimeUnit.SECONDS))
+            System.err.println("sluice EmbeddedKafka: the broker process did not exit within 60 s of 'stop'; left behind")
         }
       } finally {
         process = null
@@ -281,11 +286,12 @@ final class EmbeddedKafka(
     else throw new IllegalStateException(s"$line: unexpected answer '$answer'")
   }
 
-  private def nextLine(timeoutMs: Long, what: String): String =
+  /** The broker's next line within `timeoutMs`; `reportedMs` is the limit a failure names (what was allowed in all). */
+  private def nextLine(timeoutMs: Long, what: String, reportedMs: Long = -1): String =
     stdout.poll(timeoutMs, TimeUnit.MILLISECONDS) match {
       case null =>
         throw new IllegalStateException(
-          s"the Kafka broker took longer than $timeoutMs ms $what$stderrText")
+          s"the Kafka broker took longer than ${if (reportedMs > 0) reportedMs else timeoutMs} ms $what$stderrText")
       case None =>
         stdout.put(None)
         val code =

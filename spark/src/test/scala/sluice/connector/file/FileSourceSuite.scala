@@ -27,7 +27,7 @@ class FileSourceSuite extends AnyFunSuite with SparkSuiteBase {
     val q = Sluice.fromSource(spark, source, null, "files", readOptions).writeStream.format("memory")
       .queryName(name).option("checkpointLocation", tempDir("ckpt").toString)
       .trigger(Trigger.AvailableNow()).start()
-    q.awaitTermination(120000)
+    awaitEnd(q)
     q.exception.foreach(e => throw e)
     (spark.table(name), q)
   }
@@ -117,10 +117,11 @@ class FileSourceSuite extends AnyFunSuite with SparkSuiteBase {
 
   test("a query stopped mid-file and restarted from its checkpoint reads every line exactly once") {
     val dir = tempDir("restart")
-    (0 until 3).foreach { f =>
+    val files = (0 until 3).map { f =>
       val lines = (0 until 1500).map(i => s"""{"a": ${f * 10000 + i}, "b": "${"y" * (i % 29)}"}""")
       Files.write(dir.resolve(s"part-$f.json"), lines.mkString("\n").getBytes(UTF_8))
-    }
+      s"part-$f.json" -> lines
+    }.toMap
     val source = FileSource.builder().path(dir.toString).schema("a INT, b STRING").build()
     val out = tempDir("sink").toString
     val ckpt = tempDir("ckpt").toString
@@ -130,13 +131,26 @@ class FileSourceSuite extends AnyFunSuite with SparkSuiteBase {
         .trigger(trigger).start()
 
     val first = start(Trigger.ProcessingTime(0), "300")
-    while (first.recentProgress.count(_.numInputRows > 0) < 2) Thread.sleep(50)
-    first.stop()
-    val partial = spark.read.parquet(out).count()
-    assert(partial > 0 && partial < 4500, s"first run wrote $partial rows")
+    try eventually("two batches of the first run", first)(first.recentProgress.count(_.numInputRows > 0) >= 2)
+    finally first.stop()
+    // The sink holds exactly the lines the offset log planned up to the last batch the sink
+    // committed, however far the first run got before stop() landed: a split at byte position p
+    // has read the lines of its range that start before p.
+    val committed = sluice.Checkpoints.lastSinkBatch(out).getOrElse(fail("the first run committed no batch"))
+    val planned = sluice.Checkpoints.offset(ckpt, committed).splits.flatMap { e =>
+      val split = FileSplitSerializer.deserialize(e.splitVersion, e.split)
+      val lines = files(split.path.split('/').last)
+      val starts = lines.scanLeft(0L)((at, line) => at + line.getBytes(UTF_8).length + 1)
+      lines.indices.filter(i => starts(i) >= split.start && starts(i) < e.position).map(lines)
+    }
+    val plannedRows = spark.read.schema("a INT, b STRING")
+      .json(spark.createDataset(planned)(org.apache.spark.sql.Encoders.STRING)).collect().toSeq
+    val partial = spark.read.parquet(out).collect().toSeq
+    assert(partial.nonEmpty, "two batches committed, yet the first run wrote nothing")
+    assert(multiset(partial) == multiset(plannedRows), s"the first run's batches 0 to $committed")
 
     val second = start(Trigger.AvailableNow(), "1000")
-    second.awaitTermination(120000)
+    awaitEnd(second)
     assert(second.exception.isEmpty)
     val got = spark.read.parquet(out).collect().toSeq
     assert(multiset(got) == multiset(sparkRead("json", "a INT, b STRING", Map.empty, dir).collect().toSeq))
@@ -150,7 +164,8 @@ class FileSourceSuite extends AnyFunSuite with SparkSuiteBase {
     val q = Sluice.fromSource(spark, source, null, "limit", Map("maxRecordsPerTrigger" -> "1000"))
       .writeStream.format("noop").option("checkpointLocation", tempDir("ckpt").toString)
       .trigger(Trigger.AvailableNow()).start()
-    q.awaitTermination(120000)
+    awaitEnd(q)
+    assert(q.exception.isEmpty, q.exception)
     val sizes = q.recentProgress.map(_.numInputRows).filter(_ > 0).toSeq
     assert(sizes.sum == 6000)
     // the first batch guesses 100 bytes per record; from then on batches hold ~1000 records
@@ -170,14 +185,13 @@ class FileSourceSuite extends AnyFunSuite with SparkSuiteBase {
     val q = Sluice.fromSource(spark, source).writeStream.format("memory").queryName("file_monitor")
       .option("checkpointLocation", tempDir("ckpt").toString).trigger(Trigger.ProcessingTime(0)).start()
     try {
-      q.processAllAvailable()
+      processAllAvailable(q)
       assert(spark.table("file_monitor").count() == 2)
       Files.write(dir.resolve(".hidden.json"), """{"a": 99}""".getBytes(UTF_8))
       put("2.json", Seq("""{"a": 3}"""))
-      val deadline = System.currentTimeMillis() + 60000
-      while (spark.table("file_monitor").count() < 3 && System.currentTimeMillis() < deadline) {
-        q.processAllAvailable()
-        Thread.sleep(50)
+      eventually("the rows of 2.json", q) {
+        processAllAvailable(q)
+        spark.table("file_monitor").count() >= 3
       }
       assert(spark.table("file_monitor").select("a").collect().map(_.getInt(0)).sorted.toSeq == Seq(1, 2, 3))
     } finally q.stop()

@@ -42,7 +42,7 @@ class KafkaDifferentialSuite extends AnyFunSuite with KafkaSuiteBase with SparkS
   private def collect(df: DataFrame, name: String): DataFrame = {
     val q = df.writeStream.format("memory").queryName(name).trigger(Trigger.AvailableNow())
       .option("checkpointLocation", tempDir("ckpt").toString).start()
-    q.awaitTermination(300000)
+    awaitEnd(q, timeoutMs = 300000)
     assert(q.exception.isEmpty, q.exception)
     spark.table(name)
   }

@@ -26,7 +26,7 @@ class KafkaParsedFormatSuite extends AnyFunSuite with KafkaSuiteBase with SparkS
   private def collect(df: DataFrame, name: String): DataFrame = {
     val q = df.writeStream.format("memory").queryName(name).trigger(Trigger.AvailableNow())
       .option("checkpointLocation", tempDir("ckpt").toString).start()
-    q.awaitTermination(60000)
+    awaitEnd(q, timeoutMs = 60000)
     assert(q.exception.isEmpty, q.exception)
     spark.table(name)
   }
@@ -67,7 +67,8 @@ class KafkaParsedFormatSuite extends AnyFunSuite with KafkaSuiteBase with SparkS
       .option("schema", "id BIGINT, name STRING").option("mode", "DROPMALFORMED").load()
     val q = df.writeStream.format("memory").queryName("parsed_drop").trigger(Trigger.AvailableNow())
       .option("checkpointLocation", tempDir("ckpt").toString).start()
-    q.awaitTermination(60000)
+    awaitEnd(q, timeoutMs = 60000)
+    assert(q.exception.isEmpty, q.exception)
     assert(spark.table("parsed_drop").selectExpr("id").collect().map(_.getLong(0)).sorted.toSeq == Seq(1L, 2L, 4L))
     val metrics = q.recentProgress.filter(_.numInputRows > 0).last.sources.head.metrics.asScala
     assert(metrics("malformedRecordsDropped") == "2")

@@ -70,7 +70,8 @@ class KafkaSecretsSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteB
     val ((progress, failure), logs) = capturingLogs {
       val ok = query(topic).writeStream.format("noop").option("checkpointLocation", ckpt.toString)
         .trigger(Trigger.AvailableNow()).start()
-      ok.awaitTermination(60000)
+      awaitEnd(ok, timeoutMs = 60000)
+      assert(ok.exception.isEmpty, ok.exception)
       val progress = ok.recentProgress.map(_.json).mkString("\n") +
         ok.recentProgress.flatMap(_.sources.map(_.metrics.toString)).mkString("\n")
       // a failing query: its error and everything logged on the way

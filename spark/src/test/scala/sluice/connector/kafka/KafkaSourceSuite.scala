@@ -34,11 +34,11 @@ class KafkaSourceSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBa
         .option("checkpointLocation", ckpt).trigger(trigger).start()
 
     val first = start(Trigger.ProcessingTime(0))
-    while (first.recentProgress.count(_.numInputRows > 0) < 3) Thread.sleep(50)
-    first.stop()
+    try eventually("three batches of the first run", first)(first.recentProgress.count(_.numInputRows > 0) >= 3)
+    finally first.stop()
     (0 until 3).foreach(p => produce(topic, p, 3000, 4000))
     val second = start(Trigger.AvailableNow())
-    second.awaitTermination(120000)
+    awaitEnd(second)
     assert(second.exception.isEmpty, second.exception)
     val got = spark.read.parquet(out).selectExpr("partition", "offset", "CAST(value AS STRING)").collect()
       .map(r => (r.getInt(0), r.getLong(1), r.getString(2))).toSeq
@@ -53,12 +53,16 @@ class KafkaSourceSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBa
     produce(topic, 1, 0, 50)
     val q = source(topic).writeStream.format("memory").queryName("growing").start()
     try {
-      q.processAllAvailable()
+      processAllAvailable(q)
       assert(ids("growing").size == 100)
       kafka.addPartitions(topic, 3)
       produce(topic, 2, 0, 30)
       produce(topic, 0, 50, 60)
-      eventually(q, () => ids("growing").size == 140)
+      eventually("the 40 records produced after the partition was added", q) {
+        processAllAvailable(q)
+        ids("growing").size >= 140
+      }
+      assert(ids("growing").size == 140)
       assert(ids("growing").count(_._1 == 2) == 30)
       assert(ids("growing").filter(_._1 == 2).map(_._2).sorted == (0L until 30L))
       assert(q.lastProgress.sources.head.metrics.asScala("splits") == "3")
@@ -92,7 +96,7 @@ class KafkaSourceSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBa
     val out = tempDir("sink").toString
     val q = source(topic, "failOnDataLoss" -> "false").writeStream.format("parquet").option("path", out)
       .option("checkpointLocation", ckpt).trigger(Trigger.AvailableNow()).start()
-    q.awaitTermination(120000)
+    awaitEnd(q)
     assert(q.exception.isEmpty, q.exception)
     assert(spark.read.parquet(s"$out/*.parquet").select("offset").collect().map(_.getLong(0)).sorted.toSeq == (50L until 100L))
     val metrics = q.recentProgress.filter(_.numInputRows > 0).last.sources.head.metrics.asScala
@@ -256,18 +260,9 @@ class KafkaSourceSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBa
   private def readFirstBatch(topic: String, ckpt: String, records: Int): Unit = {
     val q = source(topic, "maxRecordsPerTrigger" -> records.toString).writeStream.format("noop")
       .option("checkpointLocation", ckpt).trigger(Trigger.ProcessingTime(0)).start()
-    while (!q.recentProgress.exists(_.numInputRows > 0)) Thread.sleep(20)
-    q.stop()
+    try eventually(s"a first batch of $topic", q)(q.recentProgress.exists(_.numInputRows > 0))
+    finally q.stop()
     assert(q.recentProgress.filter(_.numInputRows > 0).head.numInputRows == records)
-  }
-
-  private def eventually(q: StreamingQuery, ok: () => Boolean): Unit = {
-    val deadline = System.currentTimeMillis() + 60000
-    while (!ok() && System.currentTimeMillis() < deadline) {
-      q.processAllAvailable()
-      Thread.sleep(100)
-    }
-    assert(ok())
   }
 
   test("Sluice.fromSource reads a KafkaSource built in Scala") {
@@ -280,7 +275,8 @@ class KafkaSourceSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBa
       .stoppingOffsets(OffsetsInitializer.latest()).build()
     val q = Sluice.fromSource(spark, src).writeStream.format("memory").queryName("from_builder")
       .trigger(Trigger.AvailableNow()).start()
-    q.awaitTermination(60000)
+    awaitEnd(q)
+    assert(q.exception.isEmpty, q.exception)
     assert(ids("from_builder").sorted == (2L until 5L).map(0 -> _) ++ (0L until 7L).map(1 -> _))
   }
 
@@ -299,14 +295,21 @@ class KafkaSourceSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBa
       kafka.deleteTopic(t)
     }
     val failing = readerOn("vanishing-a", failOnDataLoss = true)
-    val e = intercept[IllegalStateException](while (true) failing.fetch())
+    var failure: Option[IllegalStateException] = None
+    eventually("the reader of the deleted partition vanishing-a-0 to fail", timeoutMs = 60000) {
+      try failing.fetch() catch { case e: IllegalStateException => failure = Some(e) }
+      failure.nonEmpty
+    }
+    val e = failure.get
     assert(e.getMessage.contains("partition vanishing-a-0 is gone"), e.getMessage)
     failing.close()
 
     val skipping = readerOn("vanishing-b", failOnDataLoss = false)
-    val deadline = System.currentTimeMillis() + 60000
     var finished = Set.empty[String]
-    while (finished.isEmpty && System.currentTimeMillis() < deadline) finished = skipping.fetch().finishedSplits
+    eventually("the reader of the deleted partition vanishing-b-0 to finish it", timeoutMs = 60000) {
+      finished = skipping.fetch().finishedSplits
+      finished.nonEmpty
+    }
     assert(finished == Set("vanishing-b-0"))
     assert(context.countersOf("vanishing-b-0") == Map("dataLossOffsets" -> 10L))
     skipping.close()
@@ -343,11 +346,11 @@ class KafkaSourceSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBa
       reader.handleSplitsChanges(Seq(sluice.api.SplitRange(KafkaPartitionSplit(topic, 0, 0, None), from, until)))
       val offsets = scala.collection.mutable.ArrayBuffer[Long]()
       var finished = Set.empty[String]
-      val deadline = System.currentTimeMillis() + 60000
-      while (finished.isEmpty && System.currentTimeMillis() < deadline) {
+      eventually(s"the reader to finish $topic-0 at offset $until", timeoutMs = 60000) {
         val records = reader.fetch()
         finished = records.finishedSplits
         while (records.nextSplit() != null) while (records.nextRecord()) offsets += records.position - 1
+        finished.nonEmpty
       }
       assert(finished == Set(s"$topic-0"))
       reader.close()
