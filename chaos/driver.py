@@ -9,6 +9,7 @@ the query runs, so that kills land in the query's life rather than in the JVM's 
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
 from datetime import timedelta
@@ -19,7 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 import sluice
 from bench.common import session
 from chaos.scenarios import SCHEMA
-from chaos.sinks import epoch_ids
+from chaos.sinks import committed_epochs, epoch_ids
 from sluice import FileSource, HybridSource, KafkaSource, OffsetsInitializer, WatermarkStrategy
 
 BATCH_RECORDS = 400  # per source and micro-batch: many batches, so kills land between and inside them
@@ -98,6 +99,14 @@ def _run_micro(spark: SparkSession, config: dict) -> None:
 def _run_long(spark: SparkSession, config: dict) -> None:
     """Real-time mode or continuous processing into the epoch sink (bench/jvm): runs until the
     committed epochs hold as many ids as were written (drain), or until killed."""
+    # what a killed run wrote for epochs that never committed is rewritten by their replay, but
+    # a replay with fewer tasks would leave some of it: start those epochs afresh
+    committed = committed_epochs(config["checkpoint"])
+    out = Path(config["out"])
+    if out.is_dir():
+        for epoch in out.iterdir():
+            if epoch.name.isdigit() and int(epoch.name) not in committed:
+                shutil.rmtree(epoch)
     jvm = spark._jvm
     df = source_frame(spark, config).select("id")
     triggers = jvm.org.apache.spark.sql.streaming.Trigger

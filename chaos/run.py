@@ -20,11 +20,13 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -55,16 +57,30 @@ class Driver:
             )
 
     def wait_started(self) -> None:
-        """Until the query runs; raises with the driver's log if it ended first."""
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            if line.strip() == "STARTED":
-                return
+        """Until the query runs; raises with the driver's log if it ended first or stayed silent."""
+        started = threading.Event()
+
+        def watch() -> None:
+            assert self.process.stdout is not None
+            for line in self.process.stdout:
+                if line.strip() == "STARTED":
+                    started.set()
+
+        threading.Thread(target=watch, daemon=True).start()
+        if not started.wait(STARTUP_TIMEOUT_S):
+            self.kill()
+            raise RuntimeError(f"the driver did not start its query:\n{self.tail()}")
+
+    def wait_for_commits(self, checkpoint: str, more_than: int, what: str) -> str | None:
+        """Until the running query commits more than `more_than` batches; why not, if it did not."""
+        deadline = time.monotonic() + 120
+        while len(committed_epochs(checkpoint)) <= more_than:
+            if self.process.poll() is not None:
+                return f"the query ended {what}:\n{self.tail()}"
             if time.monotonic() > deadline:
-                break
-        self.kill()
-        raise RuntimeError(f"the driver did not start its query:\n{self.tail()}")
+                return f"the query committed no batch {what} within 120 s:\n{self.tail()}"
+            time.sleep(0.2)
+        return None
 
     def kill(self) -> None:
         try:
@@ -135,19 +151,22 @@ def broker_restart(kafka: EmbeddedKafka, work: Path) -> dict:
     scenario = Scenario("broker", "micro", ["broker"])
     scenario.prepare(kafka, work)
     scenario.feed(kafka, 2000)
-    driver = Driver(scenario.config(kafka, work, drain=False), work, "run")
+    config = scenario.config(kafka, work, drain=False)
+    driver = Driver(config, work, "run")
     driver.wait_started()
-    time.sleep(2)
-    kafka.stop()
-    time.sleep(5)
-    kafka.start()
-    scenario.feed(kafka, 1000)
-    time.sleep(5)  # the running query reads on after the broker is back
-    survived = driver.process.poll() is None
+    problem = driver.wait_for_commits(config["checkpoint"], 0, "before the broker stopped")
+    if problem is None:
+        kafka.stop()
+        time.sleep(5)
+        kafka.start()
+        scenario.feed(kafka, 1000)
+        # the same query, not a restarted one, must read on once the broker is back
+        problem = driver.wait_for_commits(
+            config["checkpoint"], len(committed_epochs(config["checkpoint"])) + 1, "after the broker came back")
     driver.kill()
     result = drain(scenario, kafka, work)
-    if not survived:
-        result["failed"] = "the query did not survive the broker's restart:\n" + driver.tail()
+    if problem is not None:
+        result["failed"] = problem
     return {**result, "kills": 1, "restarts": 1, "seconds": round(time.monotonic() - began, 1)}
 
 
@@ -171,24 +190,30 @@ def deleted_below(kafka: EmbeddedKafka, work: Path, fail_on_data_loss: bool) -> 
     config["failOnDataLoss"] = fail_on_data_loss
     driver = Driver(config, work, "run")
     driver.wait_started()
-    deadline = time.monotonic() + 120
-    while len(committed_epochs(config["checkpoint"])) < 3:
-        if time.monotonic() > deadline or driver.process.poll() is not None:
-            driver.kill()
-            raise RuntimeError(f"no batches committed:\n{driver.tail()}")
-        time.sleep(0.2)
+    problem = driver.wait_for_commits(config["checkpoint"], 2, "before records were deleted")
     deleted = 0
-    for split, position in _read_positions(Path(config["checkpoint"])).items():
-        partition = int(split.rsplit("-", 1)[1])
-        kafka.delete_records(name, partition, position)
-        deleted += 1
-    scenario.feed(kafka, 1000)
-    time.sleep(3)
-    alive = driver.process.poll() is None
+    if problem is None:
+        for split, position in _read_positions(Path(config["checkpoint"])).items():
+            kafka.delete_records(name, _partition_of(split), position)
+            deleted += 1
+        scenario.feed(kafka, 1000)
+        # the same query reads on past the deletion, failing nothing
+        problem = driver.wait_for_commits(
+            config["checkpoint"], len(committed_epochs(config["checkpoint"])) + 1, "after records were deleted")
     driver.kill()
-    result = drain(scenario, kafka, work) if alive else {"failed": driver.tail()}
+    result = drain(scenario, kafka, work)
+    if problem is not None:
+        result["failed"] = problem
     return {**result, "partitions_trimmed": deleted, "kills": 1, "restarts": 1,
             "seconds": round(time.monotonic() - began, 1)}
+
+
+def _partition_of(split_id: str) -> int:
+    """The partition of a Kafka split id: `topic-3`, or `topic-3@1` for a later incarnation."""
+    match = re.fullmatch(r"(.*)-(\d+)(@\d+)?", split_id)
+    if match is None:
+        raise ValueError(f"not a Kafka split id: {split_id}")
+    return int(match.group(2))
 
 
 def free_port() -> int:

@@ -24,9 +24,16 @@ final class ProgressWriter(store: ProgressStore, name: String) {
     notifyAll()
   }
 
-  /** Waits until everything submitted so far is in the store. */
-  def flush(): Unit = synchronized {
-    while ((latest.isDefined || writing) && failure.isEmpty && thread.isAlive) wait(100)
+  /** Waits until everything submitted so far is in the store (at most `timeoutMs`, when given). */
+  def flush(timeoutMs: Option[Long] = None): Unit = synchronized {
+    val deadline = timeoutMs.map(System.currentTimeMillis() + _)
+    while ((latest.isDefined || writing) && failure.isEmpty && thread.isAlive) {
+      if (deadline.exists(System.currentTimeMillis() >= _)) {
+        throw new IllegalStateException(
+          s"Sluice: the progress of source '$name' was not kept in the checkpoint within ${timeoutMs.get} ms")
+      }
+      wait(100)
+    }
     failure.foreach { e =>
       failure = None
       throw new IllegalStateException(s"Sluice: could not keep the progress of source '$name' in the checkpoint", e)

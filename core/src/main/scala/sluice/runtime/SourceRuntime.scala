@@ -119,6 +119,7 @@ final class SourceRuntime(
    * on Spark's scheduler thread as tasks end: the store is written on the writer's own thread.
    */
   def fold(reports: Seq[SplitReport]): Unit = if (reports.nonEmpty) {
+    import SourceRuntime.EndStateWriteTimeoutMs
     val constraining = synchronized {
       latencyMarkers ++= reports.flatMap(_.latencyMarkersMs)
       if (tracker.fold(reports)) {
@@ -130,8 +131,10 @@ final class SourceRuntime(
           // job, and so the batch, completes: the commit then never precedes the end state.
           val finishing = reports.exists(r => splits.get(r.splitId).exists(_.stopPosition.exists(r.until >= _)))
           if (finishing && enumerator.keepsEndState) {
-            // thrown here it would only be logged (Spark catches accumulator failures): the next planning raises it
-            try progressWriter.flush() catch { case scala.util.control.NonFatal(e) => endStateNotKept = Some(e) }
+            // bounded, since this holds Spark's scheduler thread; thrown here it would only be
+            // logged (Spark catches accumulator failures): the next planning writes it again
+            try progressWriter.flush(Some(EndStateWriteTimeoutMs))
+            catch { case scala.util.control.NonFatal(e) => endStateNotKept = Some(e) }
           }
         }
       }
@@ -177,9 +180,16 @@ final class SourceRuntime(
    */
   private def catchUp(start: SourceCheckpoint): Unit = {
     endStateNotKept.foreach { e =>
-      throw new IllegalStateException(s"Sluice: source '${settings.displayName}' could not keep what readers reached in " +
-        "a finished split before its batch committed; what is derived from it (a hybrid's next source) could be " +
-        "derived from less than was read. Check that the checkpoint location is writable.", e)
+      // all of it is still here: keep it now, before anything is derived from it, or stop
+      progressWriter.submit(tracker.all)
+      try progressWriter.flush() catch {
+        case scala.util.control.NonFatal(again) =>
+          again.addSuppressed(e)
+          throw new IllegalStateException(s"Sluice: source '${settings.displayName}' could not keep what readers " +
+            "reached in a finished split in the checkpoint; what is derived from it (a hybrid's next source) must " +
+            "not be derived from less than was read. Check that the checkpoint location is writable.", again)
+      }
+      endStateNotKept = None
     }
     progressWriter.flush() // what the last batch read is kept before the next one is planned
     restore(start)
@@ -383,6 +393,11 @@ final class SourceRuntime(
   }
 
   override def toString: String = s"SourceRuntime[${settings.displayName}]"
+}
+
+object SourceRuntime {
+  /** How long a task's end may wait for an end state to be kept (see `fold`). */
+  val EndStateWriteTimeoutMs = 30000L
 }
 
 /**

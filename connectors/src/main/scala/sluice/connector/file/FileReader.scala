@@ -54,12 +54,11 @@ final class FileReader(config: FileConfig, context: ReaderContext, hadoopConf: (
     locally {
       try {
         val path = new Path(split.path)
-        val fs = path.getFileSystem(hadoopConf())
-        stream = fs.open(path, BufferBytes)
-        if (changedSinceListing()) {
-          close()
-          done = true
-        } else if (config.payload.hasHeader) headerStart = findHeader(path)
+        if (changedSinceListing()) done = true
+        else {
+          stream = path.getFileSystem(hadoopConf()).open(path, BufferBytes)
+          if (config.payload.hasHeader) headerStart = findHeader(path)
+        }
         if (done) ()
         else if (range.from > 0) {
           stream.seek(range.from - 1)
@@ -99,7 +98,8 @@ final class FileReader(config: FileConfig, context: ReaderContext, hadoopConf: (
     private def changedSinceListing(): Boolean = {
       val path = new Path(split.path)
       val now = path.getFileSystem(hadoopConf()).getFileStatus(path)
-      val same = now.getLen == split.fileLength && now.getModificationTime == split.modificationTime
+      // seconds: object stores answer a listing in milliseconds and a HEAD request in seconds
+      val same = now.getLen == split.fileLength && now.getModificationTime / 1000 == split.modificationTime / 1000
       if (!same && !config.ignoreChangedFiles) {
         throw new IllegalStateException(s"FileSource: file '${split.path}' changed after it was listed " +
           s"(length ${split.fileLength} -> ${now.getLen} bytes, modified at ${split.modificationTime} -> " +

@@ -69,7 +69,7 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
       val starting = if (initialDiscoveryDone) OffsetsInitializer.Earliest else config.starting
       val starts = resolve(fresh, starting, atEnd = false)
       val stops = config.stopping.map(resolve(fresh, _, atEnd = true))
-      fresh.map(tp => KafkaPartitionSplit(tp.topic, tp.partition, starts(tp), stops.map(_(tp))))
+      fresh.map(tp => KafkaPartitionSplit(tp.topic, tp.partition, starts(tp), stops.map(_(tp)), incarnations.getOrElse(tp, 0)))
     }
     discovered ++= fresh
     topicIds ++= ids.filter { case (topic, _) => discovered.exists(_.topic == topic) }
@@ -95,6 +95,11 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
     val partitions = discovered.filter(tp => recreated.contains(tp.topic)).toSeq
     val earliest = listOffsets(partitions, OffsetSpec.earliest(), tolerateMissing = true)
     broken ++= partitions.flatMap(tp => earliest.get(tp).map(tp -> _))
+    // a partition the new topic does not have is finished; should it be added later, it is new
+    partitions.filterNot(earliest.contains).foreach { tp =>
+      incarnations += tp -> (incarnations.getOrElse(tp, 0) + 1)
+      discovered -= tp
+    }
     topicIds ++= recreated
   }
 
@@ -132,6 +137,8 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
         s"failOnDataLoss=false to go on from offset $end (counted as partitionsReset in the source metrics).")
     }
     broken += s.topicPartition -> end
+    // a re-created topic also ends early: look at its id before going on, or it would be reset twice
+    lastDiscoveryMs = Long.MinValue
   }
 
   override def noMoreSplits: Boolean = bounded && initialDiscoveryDone
