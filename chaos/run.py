@@ -29,6 +29,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from chaos.scenarios import Scenario, all_scenarios
@@ -145,29 +146,40 @@ def killed_runs(scenario: Scenario, kafka: EmbeddedKafka, work: Path, kills: int
             "committed_at_kills": committed_at_kills, "seconds": round(time.monotonic() - began, 1)}
 
 
-def broker_restart(kafka: EmbeddedKafka, work: Path) -> dict:
-    """The broker stops and comes back (same port and data) while a query reads."""
+def fault_under_query(scenario: Scenario, config: dict, kafka: EmbeddedKafka, work: Path,
+                      fault: Callable[[], None], what: str, warm: int) -> dict:
+    """Runs the scenario's query until it committed more than `warm` batches, applies `fault`,
+    writes 1,000 more records and requires the same query (not a restarted one) to commit more;
+    then drains and checks the sink."""
     began = time.monotonic()
-    scenario = Scenario("broker", "micro", ["broker"])
-    scenario.prepare(kafka, work)
-    scenario.feed(kafka, 2000)
-    config = scenario.config(kafka, work, drain=False)
     driver = Driver(config, work, "run")
     driver.wait_started()
-    problem = driver.wait_for_commits(config["checkpoint"], 0, "before the broker stopped")
+    problem = driver.wait_for_commits(config["checkpoint"], warm, f"before {what}")
     if problem is None:
-        kafka.stop()
-        time.sleep(5)
-        kafka.start()
+        fault()
         scenario.feed(kafka, 1000)
-        # the same query, not a restarted one, must read on once the broker is back
         problem = driver.wait_for_commits(
-            config["checkpoint"], len(committed_epochs(config["checkpoint"])) + 1, "after the broker came back")
+            config["checkpoint"], len(committed_epochs(config["checkpoint"])) + 1, f"after {what}")
     driver.kill()
     result = drain(scenario, kafka, work)
     if problem is not None:
         result["failed"] = problem
     return {**result, "kills": 1, "restarts": 1, "seconds": round(time.monotonic() - began, 1)}
+
+
+def broker_restart(kafka: EmbeddedKafka, work: Path) -> dict:
+    """The broker stops and comes back (same port and data) while a query reads."""
+    scenario = Scenario("broker", "micro", ["broker"])
+    scenario.prepare(kafka, work)
+    scenario.feed(kafka, 2000)
+
+    def restart() -> None:
+        kafka.stop()
+        time.sleep(5)
+        kafka.start()
+
+    return fault_under_query(scenario, scenario.config(kafka, work, drain=False), kafka, work, restart,
+                             "the broker's restart", warm=0)
 
 
 def _read_positions(checkpoint: Path) -> dict[str, int]:
@@ -181,31 +193,20 @@ def _read_positions(checkpoint: Path) -> dict[str, int]:
 def deleted_below(kafka: EmbeddedKafka, work: Path, fail_on_data_loss: bool) -> dict:
     """Records below the position read are deleted while the query reads: nothing may fail,
     nothing is lost or duplicated."""
-    began = time.monotonic()
     name = f"deleted-{str(fail_on_data_loss).lower()}"
     scenario = Scenario(name, "micro", [name])
     scenario.prepare(kafka, work)
     scenario.feed(kafka, 3000)
-    config = scenario.config(kafka, work, drain=False)
-    config["failOnDataLoss"] = fail_on_data_loss
-    driver = Driver(config, work, "run")
-    driver.wait_started()
-    problem = driver.wait_for_commits(config["checkpoint"], 2, "before records were deleted")
-    deleted = 0
-    if problem is None:
+    config = {**scenario.config(kafka, work, drain=False), "failOnDataLoss": fail_on_data_loss}
+    trimmed: list[str] = []
+
+    def delete() -> None:
         for split, position in _read_positions(Path(config["checkpoint"])).items():
             kafka.delete_records(name, _partition_of(split), position)
-            deleted += 1
-        scenario.feed(kafka, 1000)
-        # the same query reads on past the deletion, failing nothing
-        problem = driver.wait_for_commits(
-            config["checkpoint"], len(committed_epochs(config["checkpoint"])) + 1, "after records were deleted")
-    driver.kill()
-    result = drain(scenario, kafka, work)
-    if problem is not None:
-        result["failed"] = problem
-    return {**result, "partitions_trimmed": deleted, "kills": 1, "restarts": 1,
-            "seconds": round(time.monotonic() - began, 1)}
+            trimmed.append(split)
+
+    result = fault_under_query(scenario, config, kafka, work, delete, "records were deleted", warm=2)
+    return {**result, "partitions_trimmed": len(trimmed)}
 
 
 def _partition_of(split_id: str) -> int:
