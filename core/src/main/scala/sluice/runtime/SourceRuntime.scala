@@ -129,8 +129,8 @@ final class SourceRuntime(
           // A split just finished and its end state will be derived from (a hybrid's switch):
           // keep it before this returns. Spark applies a task's accumulator updates before the
           // job, and so the batch, completes: the commit then never precedes the end state.
-          val finishing = reports.exists(r => splits.get(r.splitId).exists(_.stopPosition.exists(r.until >= _)))
-          if (finishing && enumerator.keepsEndState) {
+          def finishesASplit = reports.exists(r => splits.get(r.splitId).exists(_.stopPosition.exists(r.until >= _)))
+          if (enumerator.keepsEndState && finishesASplit) {
             // bounded, since this holds Spark's scheduler thread; thrown here it would only be
             // logged (Spark catches accumulator failures): the next planning writes it again
             try progressWriter.flush(Some(EndStateWriteTimeoutMs))
