@@ -70,6 +70,9 @@ final class Options(raw: Map[String, String], declared: Seq[ConfigOption[_]], co
           unknown.map(u => s"'$u'").mkString(", ") + ". Known options: " +
           declared.map(_.name).sorted.mkString(", ") + ".")
     }
+    // every value given is checked now, before any rule that combines options: a bad value is
+    // reported as such, not as a conflict it happens to take part in
+    declared.filter(contains).foreach(get(_))
   }
 
   def get[T](option: ConfigOption[T]): Option[T] =

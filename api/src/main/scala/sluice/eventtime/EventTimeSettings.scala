@@ -33,10 +33,12 @@ final case class EventTimeSettings(
     if (!enabled) return sourceSchema
     timestampColumn.foreach { c =>
       val field = sourceSchema.find(_.name == c).getOrElse(throw new IllegalArgumentException(
-        s"$context: the watermark strategy's timestamp column '$c' is not a column of the source " +
+        s"$context: the watermark strategy's timestamp column '$c' (option '${EventTimeSettings.TimestampColumn.name}') " +
+          "is not a column of the source " +
           s"(columns: ${sourceSchema.fieldNames.mkString(", ")})."))
       if (field.dataType != TimestampType && field.dataType != LongType) {
-        throw new IllegalArgumentException(s"$context: the timestamp column '$c' is ${field.dataType.simpleString}; " +
+        throw new IllegalArgumentException(s"$context: the timestamp column '$c' (option '${EventTimeSettings.TimestampColumn.name}') is " +
+          s"${field.dataType.simpleString}; " +
           "it must be a timestamp or a long (epoch milliseconds).")
       }
     }
@@ -76,6 +78,7 @@ object EventTimeSettings {
     .withCheck("an integer >= 1")(_ >= 1)
   val AlignmentGroup: ConfigOption[String] = ConfigOption.string("watermark.alignment.group",
     "sources of one query naming the same group keep their watermarks within maxDriftMs of each other")
+    .withCheck("a non-empty name")(_.trim.nonEmpty)
   val AlignmentMaxDriftMs: ConfigOption[Long] = ConfigOption.long("watermark.alignment.maxDriftMs",
     "how far a split's watermark may run ahead of the slowest split of the group")
     .withCheck("an integer >= 0")(_ >= 0)
@@ -101,7 +104,6 @@ object EventTimeSettings {
     }
     val alignment = (o.get(AlignmentGroup), o.get(AlignmentMaxDriftMs)) match {
       case (Some(group), Some(drift)) =>
-        if (group.trim.isEmpty) fail("the watermark alignment group must not be empty.")
         Some(AlignmentSettings(group, drift, o.get(AlignmentUpdateIntervalMs).get, o.get(AllowUnalignedSourceSplits)))
       case (None, None) =>
         if (o.contains(AllowUnalignedSourceSplits) || o.contains(AlignmentUpdateIntervalMs)) {

@@ -5,7 +5,7 @@ import scala.collection.concurrent.TrieMap
 import org.apache.spark.sql.types.StructType
 
 import sluice.api._
-import sluice.config.RecordLayout
+import sluice.config.{ConfigOption, RecordLayout}
 
 /**
  * FLIP-150's hybrid source: reads its sources one after the other in one query, switching when
@@ -180,6 +180,14 @@ object HybridSource {
     new HybridSource(entries, resolver)
   }
 
+  /** Source `i` from its options; its errors say which of the hybrid's sources they are about. */
+  private def member(i: Int, resolver: SourceResolver, options: Map[String, String]): Source[_ <: SourceSplit, _] =
+    try resolver.fromOptions(options)
+    catch {
+      case e: IllegalArgumentException => throw new IllegalArgumentException(
+        s"HybridSource source $i (options '${HybridOptions.entryPrefix(i)}*'): ${e.getMessage}", e)
+    }
+
   private def describe(e: Entry): String = e match {
     case Fixed(s) => s.sourceType
     case StartAtPreviousEnd(s, _) => s.sourceType
@@ -197,45 +205,66 @@ object HybridSource {
 
   /** Rebuilds a hybrid from its options; `resolver` builds its sources from theirs. */
   def fromOptions(options: Map[String, String], resolver: SourceResolver): HybridSource = {
-    val count = options.collectFirst { case (k, v) if k.equalsIgnoreCase(SourcesOption) => v }
-      .flatMap(v => HybridOptions.Sources.parse(v.trim)).filter(HybridOptions.Sources.check)
+    def invalid(key: String, value: String, allowed: String) = ConfigOption.invalid("HybridSource", key, value, allowed)
+    val countRaw = options.collectFirst { case (k, v) if k.equalsIgnoreCase(SourcesOption) => v }
       .getOrElse(throw new IllegalArgumentException(
-        s"HybridSource: option '$SourcesOption' must be the number of sources (${HybridOptions.Sources.allowed})."))
+        s"HybridSource: missing required option '$SourcesOption' (${HybridOptions.Sources.allowed})."))
+    val count = HybridOptions.Sources.parse(countRaw.trim).filter(HybridOptions.Sources.check)
+      .getOrElse(throw invalid(SourcesOption, countRaw, HybridOptions.Sources.allowed))
     val unknown = options.keys.filterNot(k => k.equalsIgnoreCase(SourcesOption) ||
       (0 until count).exists(i => k.toLowerCase.startsWith(HybridOptions.entryPrefix(i))))
     if (unknown.nonEmpty) {
-      throw new IllegalArgumentException(s"HybridSource: unknown options ${unknown.toSeq.sorted.mkString(", ")}; " +
-        s"options of source i are given as '${HybridOptions.Entry.name}' for i from 0 to ${count - 1}.")
+      throw new IllegalArgumentException(s"HybridSource: unknown option${if (unknown.size > 1) "s" else ""} " +
+        unknown.toSeq.sorted.map(u => s"'$u'").mkString(", ") + s"; options of source i are given as " +
+        s"'${HybridOptions.Entry.name}' for i from 0 to ${count - 1} (option '$SourcesOption' is $count).")
     }
     val entries = (0 until count).map { i =>
       val prefix = HybridOptions.entryPrefix(i)
       val own = options.collect { case (k, v) if k.toLowerCase.startsWith(prefix) => k.substring(prefix.length) -> v }
       def key(name: String) = own.collectFirst { case (k, v) if k.equalsIgnoreCase(name) => v }
       val rest = own.filterNot { case (k, _) => Seq(FactoryKey, BoundednessKey, MarginKey).exists(_.equalsIgnoreCase(k)) }
-      (key(FactoryKey), key(MarginKey)) match {
-        case (Some(f), _) =>
-          val bounded = key(BoundednessKey).map(_.toLowerCase) match {
-            case Some("bounded") => Boundedness.Bounded
-            case Some("unbounded") => Boundedness.ContinuousUnbounded
-            case other => throw new IllegalArgumentException(
-              s"HybridSource: option '${HybridOptions.entryKey(i, BoundednessKey)}' must be " +
-                s"${HybridOptions.FactoryBoundedness.allowed}, not ${other.getOrElse("missing")}.")
-          }
-          SourceFactories.get(f) // fails now, naming the fix, if this driver does not know it
-          FromFactory(f, bounded)
-        case (None, Some(margin)) =>
-          val ms = HybridOptions.margin(i, margin)
-          resolver.fromOptions(rest) match {
-            case s: SupportsStartAtTimestamp => StartAtPreviousEnd(s, ms)
-            case other => throw new IllegalArgumentException(
-              s"HybridSource: option '${HybridOptions.entryKey(i, MarginKey)}' needs a source that can start at a timestamp; " +
-                s"a ${other.sourceType} source cannot.")
-          }
-        case (None, None) => Fixed(resolver.fromOptions(rest))
+      // values first, then how they combine
+      val margin = key(MarginKey).map(HybridOptions.margin(i, _))
+      val boundedness = key(BoundednessKey).map { b =>
+        HybridOptions.FactoryBoundedness.parse(b.trim).filter(HybridOptions.FactoryBoundedness.check)
+          .getOrElse(throw invalid(HybridOptions.entryKey(i, BoundednessKey), b, HybridOptions.FactoryBoundedness.allowed))
+          .toLowerCase
       }
-    }
-    if (!entries.head.isInstanceOf[Fixed]) {
-      throw new IllegalArgumentException("HybridSource: the first source must be given, not built by a factory.")
+      def conflict(message: String) = throw new IllegalArgumentException(s"HybridSource: $message")
+      if (i == 0 && key(FactoryKey).isDefined) {
+        conflict(s"the first source must be given, not built by a factory ('${HybridOptions.entryKey(0, FactoryKey)}').")
+      }
+      if (i == 0 && margin.isDefined) {
+        conflict(s"option '${HybridOptions.entryKey(0, MarginKey)}' needs a previous source; source 0 has none.")
+      }
+      if (key(FactoryKey).isEmpty && boundedness.isDefined) {
+        conflict(s"option '${HybridOptions.entryKey(i, BoundednessKey)}' applies only with " +
+          s"'${HybridOptions.entryKey(i, FactoryKey)}'; a given source knows its boundedness.")
+      }
+      (key(FactoryKey), margin) match {
+        case (Some(f), _) =>
+          if (margin.isDefined || rest.nonEmpty) {
+            conflict(s"source $i is built by a factory ('${HybridOptions.entryKey(i, FactoryKey)}'); it takes no " +
+              s"other options but '${HybridOptions.entryKey(i, BoundednessKey)}' (given: " +
+              (own.keys.toSeq.sorted.filterNot(_.equalsIgnoreCase(FactoryKey)).map(prefix + _).mkString(", ")) + ").")
+          }
+          val bounded = boundedness.getOrElse(throw new IllegalArgumentException(
+            s"HybridSource: missing required option '${HybridOptions.entryKey(i, BoundednessKey)}' " +
+              s"(${HybridOptions.FactoryBoundedness.allowed}) for a source built by a factory."))
+          if (!SourceFactories.isRegistered(f.trim)) {
+            throw invalid(HybridOptions.entryKey(i, FactoryKey), f, "the id of a factory registered in this driver " +
+              "(factories are not stored in the checkpoint: define the query again in this application, which " +
+              "registers them, or use a fixed or declarative next source)")
+          }
+          FromFactory(f.trim, if (bounded == "bounded") Boundedness.Bounded else Boundedness.ContinuousUnbounded)
+        case (None, Some(ms)) =>
+          member(i, resolver, rest) match {
+            case s: SupportsStartAtTimestamp => StartAtPreviousEnd(s, ms)
+            case other => conflict(s"option '${HybridOptions.entryKey(i, MarginKey)}' needs a source that can start " +
+              s"at a timestamp; a ${other.sourceType} source cannot.")
+          }
+        case (None, None) => Fixed(member(i, resolver, rest))
+      }
     }
     validated(entries, resolver)
   }

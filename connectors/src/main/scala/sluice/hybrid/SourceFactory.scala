@@ -48,6 +48,8 @@ object SourceFactories {
     id
   }
 
+  def isRegistered(id: String): Boolean = registered.contains(id)
+
   def get(id: String): SourceFactory = registered.getOrElse(id,
     throw new IllegalStateException(
       s"HybridSource: source factory $id is not registered in this driver. Factories are not stored " +

@@ -99,7 +99,7 @@ class AlignedStreamSuite extends AnyFunSuite with SparkSuiteBase {
     val column = intercept[IllegalArgumentException](
       Sluice.fromSource(spark, source, strategy.withTimestampColumn("nope"), null))
     assert(column.getMessage.startsWith("Sluice generator source: the watermark strategy's timestamp column 'nope' " +
-      "is not a column of the source"))
+      "(option 'watermark.timestampColumn') is not a column of the source"))
     val kind = intercept[IllegalArgumentException](
       spark.readStream.format("sluice").options(source.options).option("watermark.kind", "boundedOutOfOrderness").load())
     assert(kind.getMessage == "Sluice: watermark.kind=boundedOutOfOrderness needs 'watermark.maxOutOfOrdernessMs'.")

@@ -4,6 +4,7 @@ import scala.util.Try
 
 import org.apache.spark.sql.catalyst.csv.CSVOptions
 import org.apache.spark.sql.catalyst.expressions.ExprUtils
+import org.apache.spark.sql.catalyst.util.{DateFormatter, DateTimeUtils, TimestampFormatter}
 import org.apache.spark.sql.catalyst.json.JSONOptionsInRead
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
@@ -111,9 +112,22 @@ object PayloadFormat {
             s"format '$format'; allowed: ${SchemaOption.allowed}.")
         }
         val data = asNullable(schema)
+        readerOptions.collectFirst { case (k, v) if k.equalsIgnoreCase(TimeZone) => v }.foreach { zone =>
+          if (Try(DateTimeUtils.getZoneId(zone)).isFailure) {
+            throw ConfigOption.invalid(context, TimeZone, zone, "a region-based zone ID such as " +
+              "'America/Los_Angeles', or an offset such as '+01:00' or 'UTC'")
+          }
+        }
         val (json, csv) =
           if (format == Json) (new JSONOptionsInRead(readerOptions, tz, defaultCorrupt), null)
           else (null, new CSVOptions(readerOptions, false, tz, defaultCorrupt))
+        if (json != null) {
+          checkPatterns(json.dateFormatInRead, json.timestampFormatInRead, json.timestampNTZFormatInRead, json.zoneId,
+            json.locale, context)
+        } else {
+          checkPatterns(csv.dateFormatInRead, csv.timestampFormatInRead, csv.timestampNTZFormatInRead, csv.zoneId,
+            csv.locale, context)
+        }
         val corrupt = if (json != null) json.columnNameOfCorruptRecord else csv.columnNameOfCorruptRecord
         Try(ExprUtils.verifyColumnNameOfCorruptRecord(data, corrupt)).failed.foreach { e =>
           throw new IllegalArgumentException(s"$context: the corrupt-record column '$corrupt' " +
@@ -132,6 +146,28 @@ object PayloadFormat {
       case other =>
         throw ConfigOption.invalid(context, FormatOption.name, other, FormatOption.allowed)
     }
+  }
+
+  private val TimeZone = "timeZone"
+
+  /**
+   * Builds the date and timestamp formatters Spark's parsers build lazily on executors (with the
+   * same arguments), so that a pattern Spark cannot use fails the query's definition, named,
+   * instead of its first task.
+   */
+  private def checkPatterns(date: Option[String], timestamp: Option[String], timestampNTZ: Option[String],
+      zone: java.time.ZoneId, locale: java.util.Locale, context: String): Unit = {
+    import org.apache.spark.sql.catalyst.util.LegacyDateFormats.FAST_DATE_FORMAT
+    def check(option: String, pattern: Option[String])(build: => Any): Unit = pattern.foreach { p =>
+      Try(build).failed.foreach { e =>
+        throw ConfigOption.invalid(context, option, p, "a datetime pattern as Spark's readers take " +
+          s"(Spark's 'Datetime Patterns' reference); Spark says: ${e.getMessage}")
+      }
+    }
+    check("dateFormat", date)(DateFormatter(date, locale, FAST_DATE_FORMAT, isParsing = true))
+    check("timestampFormat", timestamp)(TimestampFormatter(timestamp, zone, locale, FAST_DATE_FORMAT, isParsing = true))
+    check("timestampNTZFormat", timestampNTZ)(
+      TimestampFormatter(timestampNTZ, zone, FAST_DATE_FORMAT, isParsing = true, forTimestampNTZ = true))
   }
 
   /** As Spark's file sources do with a user schema: every field, at every depth, nullable. */

@@ -4,6 +4,9 @@ import java.util.regex.Pattern
 
 import scala.util.Try
 
+import org.apache.kafka.clients.consumer.ConsumerConfig
+import org.apache.kafka.common.config.ConfigDef
+
 import sluice.config.{ConfigOption, Options, RecordLayout}
 import sluice.connector.format.PayloadFormat
 
@@ -137,6 +140,53 @@ object KafkaConfig {
     "value.deserializer" -> "values are always read as bytes; use format/schema or parse in the query",
     "interceptor.classes" -> "interceptors would see records read more than once on retries")
 
+  /** The option a start was taken from, by Spark's precedence, for messages. */
+  private def startingOption(o: Options): String =
+    Seq(StartingTimestamp, StartingOffsetsByTimestamp, StartingOffsets).find(o.contains).getOrElse(StartingOffsets).name
+  private def stoppingOption(o: Options): String =
+    Seq(EndingTimestamp, EndingOffsetsByTimestamp, EndingOffsets).find(o.contains).getOrElse(EndingOffsets).name
+
+  /** Positions given per partition must be for topics the source reads: another topic is a typo. */
+  private def checkSubscribed(initializer: OffsetsInitializer, option: String, subscription: TopicSubscription): Unit = {
+    val topics = initializer match {
+      case OffsetsInitializer.Specific(offsets) => offsets.keySet.map(_.topic)
+      case OffsetsInitializer.TimestampPerPartition(timestamps) => timestamps.keySet.map(_.topic)
+      case _ => Set.empty[String]
+    }
+    val stray = topics.filterNot(subscription.matches).toSeq.sorted
+    if (stray.nonEmpty) {
+      val read = subscription match {
+        case TopicSubscription.Topics(names) => s"subscribe: ${names.mkString(", ")}"
+        case TopicSubscription.TopicPattern(regex) => s"subscribePattern '$regex' does not match them"
+      }
+      throw new IllegalArgumentException(s"KafkaSource: option '$option' names topics not subscribed: " +
+        stray.map(t => s"'$t'").mkString(", ") + s" ($read).")
+    }
+  }
+
+  /**
+   * Values of known consumer properties are checked here, on the driver, as Kafka would check
+   * them when an executor opens its consumer: a typo fails the query's definition, named. Class
+   * and password properties are left to Kafka (classes may load only where the consumer runs);
+   * unknown names pass, as Kafka and Spark let them (plug-ins read their own).
+   */
+  private def checkConsumerProperties(consumer: Map[String, String]): Unit = {
+    val declared = ConsumerConfig.configDef().configKeys()
+    consumer.foreach { case (name, value) =>
+      Option(declared.get(name)).filter(k => Checked.contains(k.`type`)).foreach { key =>
+        val ok = Try(ConfigDef.parseType(name, value, key.`type`))
+          .flatMap(parsed => Try(Option(key.validator).foreach(_.ensureValid(name, parsed)))).isSuccess
+        if (!ok) {
+          val values = Option(key.validator).map(v => s", valid values $v").getOrElse("")
+          throw ConfigOption.invalid("KafkaSource", Prefix + name, ConfigOption.Mask,
+            s"what Kafka's consumer property $name takes: type ${key.`type`}$values")
+        }
+      }
+    }
+  }
+  private val Checked = Set(ConfigDef.Type.INT, ConfigDef.Type.LONG, ConfigDef.Type.SHORT, ConfigDef.Type.DOUBLE,
+    ConfigDef.Type.BOOLEAN, ConfigDef.Type.STRING)
+
   private def offsetsSpec(s: String, allowLatest: Boolean): Option[String] = s.trim.toLowerCase match {
     case "earliest" => Some("earliest")
     case "latest" if allowLatest => Some("latest")
@@ -158,6 +208,7 @@ object KafkaConfig {
         throw new IllegalArgumentException(s"KafkaSource: option 'kafka.$k' is not supported: $why.")
       }
     }
+    checkConsumerProperties(consumer)
     val servers = o.required(BootstrapServers)
     if (servers.trim.isEmpty) throw ConfigOption.invalid("KafkaSource", BootstrapServers.name, servers, "host:port[,host:port...]")
 
@@ -181,6 +232,10 @@ object KafkaConfig {
     val stopping = o.get(EndingTimestamp).map(OffsetsInitializer.Timestamp)
       .orElse(o.get(EndingOffsetsByTimestamp).map(j => OffsetsInitializer.TimestampPerPartition(OffsetsInitializer.parseJson(j).get)))
       .orElse(o.get(EndingOffsets).map(initializer))
+
+    Seq(starting -> startingOption(o), stopping.orNull -> stoppingOption(o)).foreach {
+      case (initializer, option) => checkSubscribed(initializer, option, subscription)
+    }
 
     val payload = o.get(Format).get.toLowerCase match {
       case "raw" =>
