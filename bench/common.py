@@ -26,9 +26,10 @@ def session(
     driver_memory: str = "4g",
     spark_kafka: bool = False,
     benchkit: bool = False,
+    conf: dict[str, str] | None = None,
 ) -> SparkSession:
     """A quiet session with the Sluice jar; `spark_kafka` adds Spark's own Kafka connector,
-    `benchkit` the benchmarks' JVM diagnostics (bench/jvm)."""
+    `benchkit` the benchmarks' JVM diagnostics (bench/jvm), `conf` more Spark settings."""
     builder = (
         SparkSession.builder.master(master)
         .appName(app)
@@ -37,6 +38,8 @@ def session(
         .config("spark.driver.memory", driver_memory)
         .config("spark.sql.shuffle.partitions", "2")
     )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
     jars: list[str] = []
     if spark_kafka:
         if not SPARK_KAFKA_JARS.exists():

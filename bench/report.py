@@ -283,20 +283,24 @@ def chaos_section() -> list[str]:
     if result is None:
         return ["No result yet: run `make chaos`."]
     lines = [
-        "| scenario | records | driver kills (batches committed at each) | lost | duplicated | unread | passed | seconds |",
-        "|---|---|---|---|---|---|---|---|",
+        "| scenario | records | driver kills (batches committed at each) | executor kills (tasks lost with them) "
+        "| lost | duplicated | unread | passed | seconds |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, r in result["details"].items():
         at = r.get("committed_at_kills")
         kills = f"{r.get('kills', 0)}" + (f" ({', '.join(map(str, at))})" if at else "")
+        executors = (f"{r['executor_kills']} ({r.get('tasks_lost_with_executors', 0)})"
+                     if "executor_kills" in r else "—")
         lines.append(
-            f"| {name} | {_n(r.get('records', 0))} | {kills} | {r.get('lost', '—')} | "
+            f"| {name} | {_n(r.get('records', 0))} | {kills} | {executors} | {r.get('lost', '—')} | "
             f"{r.get('duplicated', '—')} | {r.get('unread', '—')} | "
             f"{'yes' if result['scenarios'][name] else 'no'} | {r.get('seconds', 0):.0f} |"
         )
     lines += [
         "",
-        f"Seed {result['seed']}: {result['kills']} kills and {result['restarts']} restarts in all; "
+        f"Seed {result['seed']}: {result['kills']} driver kills, {result.get('executor_kills', 0)} executor "
+        f"kills and {result['restarts']} restarts in all; "
         f"lost {result['lost']}, duplicated {result['duplicated']}, unread {result['unread']} "
         f"(goal 0 each); {result['seconds'] / 60:.1f} minutes.",
     ]

@@ -72,8 +72,32 @@ def source_frame(spark: SparkSession, config: dict) -> DataFrame:
     return df
 
 
-def _run_micro(spark: SparkSession, config: dict) -> None:
+def _ids(spark: SparkSession, config: dict) -> DataFrame:
+    """The `id` column the sink receives; with `slow`, every id passes a UDF that takes a few
+    milliseconds and a shuffle, so that tasks run long enough to be killed and a lost executor
+    takes finished shuffle output with it (Spark re-runs the source's tasks that produced it)."""
     df = source_frame(spark, config).select("id")
+    if not config.get("slow"):
+        return df
+    spark.udf.registerJavaFunction("slow_identity", "sluice.bench.SlowIdentity", "string")
+    return df.selectExpr("slow_identity(id) AS id").repartition(2, "id")
+
+
+def _report_progress(query, path: Path) -> None:
+    """Until the query ends (or the driver is killed): what the sources counted as read, after
+    each batch, for a checker that compares it with what was written."""
+    while query.isActive:
+        progress = query.lastProgress
+        if progress is not None:
+            read = sum(int(s["metrics"].get("recordsRead", "0")) for s in progress["sources"])
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"batch": progress["batchId"], "recordsRead": read}))
+            tmp.replace(path)
+        time.sleep(0.5)
+
+
+def _run_micro(spark: SparkSession, config: dict) -> None:
+    df = _ids(spark, config)
     writer = (
         df.writeStream.format("parquet")
         .option("path", config["out"])
@@ -93,6 +117,8 @@ def _run_micro(spark: SparkSession, config: dict) -> None:
         return
     query = writer.trigger(processingTime="200 milliseconds").start()
     print("STARTED", flush=True)
+    if config.get("progress"):
+        _report_progress(query, Path(config["progress"]))
     query.awaitTermination()
 
 
@@ -136,9 +162,17 @@ def _run_long(spark: SparkSession, config: dict) -> None:
 
 def main(argv: list[str]) -> int:
     config = json.loads(Path(argv[1]).read_text())
+    master = config.get("master", "local[2]")
     spark = session(
-        f"chaos-{config['scenario']}", benchkit=config["mode"] != "micro", driver_memory="1g"
+        f"chaos-{config['scenario']}", master=master,
+        benchkit=config["mode"] != "micro" or bool(config.get("slow")), driver_memory="1g",
+        conf={"spark.executor.memory": "512m"} if master.startswith("local-cluster") else None,
     )
+    if master.startswith("local-cluster"):
+        # tasks lost with their executor are logged here; the checker counts them
+        jvm = spark._jvm
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+            "org.apache.spark.scheduler.TaskSetManager", jvm.org.apache.logging.log4j.Level.WARN)
     if config["mode"] == "realtime":
         spark.conf.set("spark.sql.streaming.realTimeMode.minBatchDuration", "1s")
     try:

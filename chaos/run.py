@@ -9,7 +9,8 @@ committed epochs hold it) and the sink is checked. Then two faults of the system
 port and data) while a query reads, and records deleted below the read position while it reads,
 under failOnDataLoss true and false.
 
-`CHAOS_SEED` fixes the kill moments; `CHAOS_SCENARIOS` (comma-separated names) runs a part.
+`CHAOS_SEED` fixes the kill moments; `CHAOS_SCENARIOS` (comma-separated names) runs a part
+(printed, not written to the results).
 
 Keys: `kills`, `restarts`, `scenarios` (name -> passed), `lost`, `duplicated`, `unread` (sums
 over the scenarios; goal 0 each), and per scenario its counts and seconds.
@@ -167,6 +168,68 @@ def fault_under_query(scenario: Scenario, config: dict, kafka: EmbeddedKafka, wo
     return {**result, "kills": 1, "restarts": 1, "seconds": round(time.monotonic() - began, 1)}
 
 
+LOCAL_CLUSTER = "local-cluster[2,1,768]"  # two executor JVMs of their own, as a cluster has
+EXECUTOR_WAIT_S = 120
+
+
+def _executor_pids(driver: Driver) -> list[int]:
+    """The executor JVMs of a local-cluster driver: its workers start them in its process group."""
+    found = subprocess.run(["pgrep", "-g", str(driver.process.pid), "-f", "CoarseGrainedExecutorBackend"],
+                           capture_output=True, text=True)
+    return [int(p) for p in found.stdout.split()]
+
+
+def _records_read(path: Path) -> int:
+    return json.loads(path.read_text())["recordsRead"] if path.exists() else 0
+
+
+def executor_kills(kafka: EmbeddedKafka, work: Path, kills: int, rng: random.Random) -> dict:
+    """Executor JVMs killed with SIGKILL, mid-task, while one driver reads (local-cluster mode):
+    Spark re-runs the lost tasks, and the stages whose shuffle output died with an executor, on
+    executors it starts again. Every record must reach the sink once, and the source's progress
+    must count each record once (`recordsRead` equal to what was written), although re-run tasks
+    report their ranges again."""
+    began = time.monotonic()
+    progress = work / "progress.json"
+    scenario = Scenario("executors", "micro", ["executors"],
+                        settings={"master": LOCAL_CLUSTER, "slow": True, "progress": str(progress)})
+    scenario.prepare(kafka, work)
+    scenario.feed(kafka, 1500)
+    config = scenario.config(kafka, work, drain=False)
+    driver = Driver(config, work, "run")
+    driver.wait_started()
+    problem = driver.wait_for_commits(config["checkpoint"], 0, "before the first executor kill")
+    killed = 0
+    while problem is None and killed < kills:
+        time.sleep(rng.uniform(0.5, 4.0))
+        deadline = time.monotonic() + EXECUTOR_WAIT_S
+        while not (pids := _executor_pids(driver)) and time.monotonic() < deadline and driver.process.poll() is None:
+            time.sleep(0.5)  # the cluster is starting an executor again
+        if not pids:
+            problem = f"no executor ran within {EXECUTOR_WAIT_S} s after kill {killed}:\n{driver.tail()}"
+            break
+        os.kill(rng.choice(pids), signal.SIGKILL)
+        killed += 1
+        scenario.feed(kafka)
+    deadline = time.monotonic() + DRAIN_TIMEOUT_S
+    while problem is None and _records_read(progress) < len(scenario.expected):
+        if driver.process.poll() is not None or time.monotonic() > deadline:
+            problem = f"the query read {_records_read(progress)} of {len(scenario.expected)} records:\n{driver.tail()}"
+        time.sleep(1)
+    time.sleep(3)  # a few more batches: a range reported again would show now
+    counted = _records_read(progress)
+    driver.kill()
+    log = driver.log.read_text(encoding="utf-8", errors="replace")
+    result = drain(scenario, kafka, work)
+    if problem is None and counted != len(scenario.expected):
+        problem = f"the source's progress counted {counted} records read of {len(scenario.expected)} written"
+    if problem is not None:
+        result["failed"] = problem
+    return {**result, "kills": 0, "restarts": 1, "executor_kills": killed,
+            "tasks_lost_with_executors": log.count("ExecutorLostFailure"), "records_counted": counted,
+            "seconds": round(time.monotonic() - began, 1)}
+
+
 def broker_restart(kafka: EmbeddedKafka, work: Path) -> dict:
     """The broker stops and comes back (same port and data) while a query reads."""
     scenario = Scenario("broker", "micro", ["broker"])
@@ -240,6 +303,11 @@ def run(kills: int, seed: int, names: list[str] | None = None) -> dict:
                     print(f"chaos: {scenario.name} ({scenario.mode}), {share} kills", flush=True)
                     results[scenario.name] = killed_runs(scenario, kafka, root / scenario.name, share, rng)
                     print(f"  {results[scenario.name]}", flush=True)
+            if names is None or "executors" in names:
+                share = max(1, kills // 4)
+                print(f"chaos: executors killed mid-task ({LOCAL_CLUSTER}), {share} kills", flush=True)
+                results["executors"] = executor_kills(kafka, root / "executors", share, rng)
+                print(f"  {results['executors']}", flush=True)
             if names is None or "broker" in names:
                 print("chaos: broker stopped and restarted while a query reads", flush=True)
                 results["broker-restart"] = broker_restart(kafka, root / "broker")
@@ -265,6 +333,7 @@ def run(kills: int, seed: int, names: list[str] | None = None) -> dict:
         "seed": seed,
         "kills": total("kills"),
         "restarts": total("restarts"),
+        "executor_kills": total("executor_kills"),
         "scenarios": passed,
         "lost": total("lost"),
         "duplicated": total("duplicated"),
@@ -279,8 +348,9 @@ def main() -> int:
     seed = int(os.environ.get("CHAOS_SEED", "20261124"))
     only = os.environ.get("CHAOS_SCENARIOS")  # e.g. "hybrid,broker": a part of the run, for debugging
     result = run(kills, seed, only.split(",") if only else None)
-    RESULT.parent.mkdir(parents=True, exist_ok=True)
-    RESULT.write_text(json.dumps(result, indent=2) + "\n")
+    if not only:  # a part of the run is not the run's result
+        RESULT.parent.mkdir(parents=True, exist_ok=True)
+        RESULT.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps({k: v for k, v in result.items() if k != "details"}, indent=2))
     return 0 if all(result["scenarios"].values()) else 1
 

@@ -42,6 +42,8 @@ class Scenario:
     #: this scenario's share of a run's driver kills
     kill_share: float = 0.0
     per_feed: int = 300
+    #: more of what the driver needs (e.g. `master`), passed through its config
+    settings: dict = field(default_factory=dict)
     expected: list[str] = field(default_factory=list)
     next_n: int = 0
 
@@ -97,6 +99,7 @@ class Scenario:
             "out": str(work / "out"),
             "drain": drain,
             "expected": len(self.expected),
+            **self.settings,
         }
 
 

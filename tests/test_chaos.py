@@ -1,6 +1,7 @@
 """The chaos run in small (`make chaos` is the full one): a files -> Kafka hybrid whose driver is
-killed twice, a real-time query killed once, the broker restarted under a reading query, and
-records deleted below the read position; every sink must hold every record exactly once."""
+killed twice, a real-time query killed once, an executor JVM killed under a local-cluster query,
+the broker restarted under a reading query, and records deleted below the read position; every
+sink must hold every record exactly once."""
 
 from __future__ import annotations
 
@@ -13,13 +14,15 @@ pytestmark = pytest.mark.slow
 
 def test_kills_a_broker_restart_and_deletions_lose_and_duplicate_nothing() -> None:
     # 5 kills shared: 2 for the hybrid, 1 for the real-time query
-    result = run(kills=5, seed=7, names=["hybrid", "realtime", "broker", "deleted-false"])
+    result = run(kills=5, seed=7, names=["hybrid", "realtime", "executors", "broker", "deleted-false"])
     details = {name: {k: v for k, v in r.items() if k != "failed"} for name, r in result["details"].items()}
     failures = {name: r["failed"] for name, r in result["details"].items() if "failed" in r}
     assert not failures, failures
     assert set(result["scenarios"]) == {
-        "hybrid", "realtime", "broker-restart", "deleted-below-read-failOnDataLoss-false"}
+        "hybrid", "realtime", "executors", "broker-restart", "deleted-below-read-failOnDataLoss-false"}
     assert result["details"]["hybrid"]["kills"] == 2 and result["details"]["realtime"]["kills"] == 1
+    executors = result["details"]["executors"]
+    assert executors["executor_kills"] == 1 and executors["records_counted"] == executors["records"], executors
     assert (result["lost"], result["duplicated"], result["unread"]) == (0, 0, 0), details
     # the records were there to lose: every scenario delivered what was written
     assert all(r["records"] > 0 for r in result["details"].values()), details
