@@ -10,6 +10,7 @@ df = sluice.from_source(spark, source, name="numbers")
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
 from sluice._jvm import SluiceConfigError, call_jvm, is_remote, jar_path
@@ -38,7 +39,11 @@ __all__ = [
     "read",
 ]
 
-__version__ = "0.1.0"
+try:
+    # written once, in build.sbt; the package's metadata carries it (python/VERSION at build time)
+    __version__ = version("spark-sluice")
+except PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
 
 
 EXTENSIONS = "sluice.spark.SluiceExtensions"
