@@ -13,6 +13,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
+from sluice._configure import EXTENSIONS as EXTENSIONS, configure
 from sluice._jvm import SluiceConfigError, call_jvm, is_remote, jar_path
 from sluice._options import FORMAT, read_options
 from sluice.sources import FileSource, GeneratorSource, Source
@@ -44,26 +45,6 @@ try:
     __version__ = version("spark-sluice")
 except PackageNotFoundError:  # imported from a source tree that was never installed
     __version__ = "0+unknown"
-
-
-EXTENSIONS = "sluice.spark.SluiceExtensions"
-
-
-def configure(builder: SparkSession.Builder) -> SparkSession.Builder:
-    """Returns ``builder`` set up to load the Sluice jar shipped with this package, with Sluice's
-    analysis rules (``spark.sql.extensions``: clear errors for columns a compact source leaves out).
-
-    Keeps jars and extensions already configured on the builder.
-    """
-    return _append(_append(builder, "spark.jars", jar_path()), "spark.sql.extensions", EXTENSIONS)
-
-
-def _append(builder: SparkSession.Builder, key: str, value: str) -> SparkSession.Builder:
-    existing = builder._options.get(key)  # noqa: SLF001 - the builder keeps no public getter
-    values = [v for v in (existing or "").split(",") if v]
-    if value not in values:
-        values.append(value)
-    return builder.config(key, ",".join(values))
 
 
 def from_source(
