@@ -154,7 +154,8 @@ lazy val spark = (project in file("spark"))
     // The javadoc jar documents the four subprojects' sources together, as the jar carries them.
     Compile / doc / sources ++= Seq(api, core, connectors).map(p => p / Compile / sources).join.value.flatten,
     projectDependencies := Seq.empty,
-    // POM, sources and javadoc jars, `make dist` publishing into target/maven-repo: project/Publishing.scala
+    // What a public repository requires (POM fields, sources and javadoc jars) and where `make dist`
+    // publishes (target/maven-repo): project/Publishing.scala
     Publishing.settings
   )
 
