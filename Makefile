@@ -2,6 +2,7 @@
 #   build/sbt-launch-*.jar   the sbt launcher (Maven Central)
 #   .venv/                   Python with pyspark==4.3.0, pytest, ruff (PyPI)
 #   spark/target/.../*.jar   the Sluice jar; python/sluice/jars/ carries a copy for pip installs
+#   dist/, target/maven-repo/  what is released: the wheel (jar inside) and the Maven artifacts
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -9,11 +10,18 @@ PY := $(VENV)/bin/python
 SBT := build/sbt
 VERSION := $(shell sed -n 's/^ThisBuild \/ version := "\(.*\)"/\1/p' build.sbt)
 ASSEMBLY := spark/target/scala-2.13/sluice-spark-assembly-$(VERSION).jar
+PACKAGE_JAR := python/sluice/jars/$(notdir $(ASSEMBLY))
+# Written from this checkout for the Python build: the version (from build.sbt), LICENSE and NOTICE.
+PACKAGE_META := python/VERSION python/LICENSE python/NOTICE
+PYTHON_SOURCES := $(shell find python/sluice -name '*.py' -o -name '*.json' -o -name 'py.typed') python/pyproject.toml python/README.md
+WHEEL := dist/spark_sluice-$(VERSION)-py3-none-any.whl
+MAVEN_POM := target/maven-repo/dev/sluice/sluice-spark_2.13/$(VERSION)/sluice-spark_2.13-$(VERSION).pom
 BROKER_CP := testkit/target/broker-classpath.txt
-SCALA_SOURCES := $(shell find api/src/main core/src/main connectors/src/main spark/src/main bench/jvm/src/main testkit/src/main -name '*.scala' 2>/dev/null) build.sbt project/plugins.sbt
+SCALA_SOURCES := $(shell find api/src/main core/src/main connectors/src/main spark/src/main bench/jvm/src/main testkit/src/main -name '*.scala' 2>/dev/null) build.sbt project/plugins.sbt \
+  $(wildcard project/*.scala) LICENSE NOTICE
 export SPARK_JARS_DIR := $(abspath $(VENV))/lib/python3.11/site-packages/pyspark/jars
 
-.PHONY: demo test test-scala test-python test-fast build bench chaos kafka clean docs
+.PHONY: demo test test-scala test-python test-fast build dist bench chaos kafka clean docs
 
 demo: build
 	$(PY) demo/demo.py
@@ -23,15 +31,19 @@ test: test-scala test-python
 test-scala: $(VENV)/.ok
 	$(SBT) 'core/test' 'spark/test'
 
-test-python: build
+test-python: build dist
 	$(PY) -m pytest -q tests
 
 # Everything but the end-to-end suites tagged slow (ScalaTest tag sluice.Slow, pytest marker slow).
-test-fast: build
+test-fast: build dist
 	$(SBT) 'core/test' 'spark/testOnly -- -l sluice.Slow'
 	$(PY) -m pytest -q -m 'not slow' tests
 
 build: $(VENV)/.ok $(ASSEMBLY) $(BROKER_CP) $(VENV)/.sluice-installed
+
+# The release: dist/spark_sluice-<version>-py3-none-any.whl (the self-contained jar inside) and
+# dev.sluice:sluice-spark_2.13 with POM, sources and javadoc jars in target/maven-repo.
+dist: $(WHEEL) $(MAVEN_POM)
 
 bench: build
 	$(PY) -m bench.run $(if $(BENCH),--only $(BENCH),)
@@ -59,7 +71,7 @@ docs: $(VENV)/.ok
 
 clean:
 	rm -rf api/target core/target connectors/target spark/target bench/jvm/target testkit/target target project/target project/project python/sluice/jars \
-	  python/build $(VENV)/.sluice-installed bench/scratch
+	  python/build $(PACKAGE_META) dist $(VENV)/.sluice-installed bench/scratch
 
 $(VENV)/.ok: python/requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -67,14 +79,34 @@ $(VENV)/.ok: python/requirements-dev.txt
 	touch $@
 
 $(ASSEMBLY): $(VENV)/.ok $(SCALA_SOURCES)
-	$(SBT) 'spark/assembly' 'spark/publishM2' 'spark/publishLocal' 'spark/writeSparkKafkaClasspath' 'benchkit/package'
+	$(SBT) 'spark/assembly' 'spark/writeSparkKafkaClasspath' 'benchkit/package'
 	touch $@
 
 $(BROKER_CP): $(VENV)/.ok $(SCALA_SOURCES)
 	$(SBT) 'testkit/writeBrokerClasspath'
 
 # The Python package carries the self-contained jar, so `pip install` is all a notebook needs.
-$(VENV)/.sluice-installed: $(ASSEMBLY) $(shell find python -name '*.py' -o -name 'pyproject.toml')
+$(PACKAGE_JAR): $(ASSEMBLY)
 	mkdir -p python/sluice/jars && rm -f python/sluice/jars/*.jar && cp $(ASSEMBLY) python/sluice/jars/
-	$(PY) -m pip install -q -e python
+
+python/VERSION: build.sbt
+	test -n "$(VERSION)" || { echo "no ThisBuild / version in build.sbt" >&2; exit 1; }
+	echo "$(VERSION)" > $@
+
+python/LICENSE python/NOTICE: python/%: %
+	cp $< $@
+
+# Without build isolation: the pinned setuptools of requirements-dev.txt builds, offline.
+$(VENV)/.sluice-installed: $(VENV)/.ok $(PACKAGE_JAR) $(PACKAGE_META) $(PYTHON_SOURCES)
+	$(PY) -m pip install -q --no-build-isolation -e python
+	touch $@
+
+$(WHEEL): $(VENV)/.ok $(PACKAGE_JAR) $(PACKAGE_META) $(PYTHON_SOURCES)
+	rm -rf python/build dist/spark_sluice-*.whl
+	$(PY) -m pip wheel -q --no-deps --no-build-isolation --wheel-dir dist ./python
+	rm -rf python/build
+	test -s $@
+
+$(MAVEN_POM): $(VENV)/.ok $(SCALA_SOURCES)
+	$(SBT) 'spark/publish'
 	touch $@

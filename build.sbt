@@ -140,6 +140,8 @@ lazy val spark = (project in file("spark"))
     assembly / assemblyOption ~= (_.withIncludeScala(false)),
     assembly / assemblyMergeStrategy := {
       case PathList("META-INF", "services", _*) => MergeStrategy.concat
+      // Sluice's own LICENSE and NOTICE; bundled jars' keep their names with the jar's appended
+      case PathList("META-INF", "LICENSE" | "NOTICE") => MergeStrategy.preferProject
       case PathList("META-INF", xs @ _*) if xs.lastOption.exists(_.endsWith(".SF")) => MergeStrategy.discard
       case PathList("META-INF", "versions", _*) => MergeStrategy.first
       case PathList("module-info.class") => MergeStrategy.discard
@@ -149,14 +151,12 @@ lazy val spark = (project in file("spark"))
     // connectors too (the internal subprojects are not published).
     Compile / packageBin / mappings ++= Seq(api, core, connectors).map(p => p / Compile / packageBin / mappings).join.value.flatten,
     Compile / packageSrc / mappings ++= Seq(api, core, connectors).map(p => p / Compile / packageSrc / mappings).join.value.flatten,
+    // The javadoc jar documents the four subprojects' sources together, as the jar carries them.
+    Compile / doc / sources ++= Seq(api, core, connectors).map(p => p / Compile / sources).join.value.flatten,
     projectDependencies := Seq.empty,
-    // `--packages dev.sluice:sluice-spark_2.13:<version>` resolves from ~/.m2 after `publishM2`.
-    publishMavenStyle := true,
-    publishM2Configuration := publishM2Configuration.value.withOverwrite(true),
-    publishLocalConfiguration := publishLocalConfiguration.value.withOverwrite(true),
-    // No javadoc jar: scaladoc of the whole API on every build costs more than it gives here.
-    Compile / packageDoc / publishArtifact := false,
-    pomIncludeRepository := (_ => false)
+    // What a public repository requires (POM fields, sources and javadoc jars) and where `make dist`
+    // publishes (target/maven-repo): project/Publishing.scala
+    Publishing.settings
   )
 
 // Helpers the benchmarks put on spark.jars (row sizes); never part of the Sluice jar.

@@ -10,8 +10,10 @@ df = sluice.from_source(spark, source, name="numbers")
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
+from sluice._configure import EXTENSIONS as EXTENSIONS, configure
 from sluice._jvm import SluiceConfigError, call_jvm, is_remote, jar_path
 from sluice._options import FORMAT, read_options
 from sluice.sources import FileSource, GeneratorSource, Source
@@ -38,27 +40,11 @@ __all__ = [
     "read",
 ]
 
-__version__ = "0.1.0"
-
-
-EXTENSIONS = "sluice.spark.SluiceExtensions"
-
-
-def configure(builder: SparkSession.Builder) -> SparkSession.Builder:
-    """Returns ``builder`` set up to load the Sluice jar shipped with this package, with Sluice's
-    analysis rules (``spark.sql.extensions``: clear errors for columns a compact source leaves out).
-
-    Keeps jars and extensions already configured on the builder.
-    """
-    return _append(_append(builder, "spark.jars", jar_path()), "spark.sql.extensions", EXTENSIONS)
-
-
-def _append(builder: SparkSession.Builder, key: str, value: str) -> SparkSession.Builder:
-    existing = builder._options.get(key)  # noqa: SLF001 - the builder keeps no public getter
-    values = [v for v in (existing or "").split(",") if v]
-    if value not in values:
-        values.append(value)
-    return builder.config(key, ",".join(values))
+try:
+    # written once, in build.sbt; the package's metadata carries it (python/VERSION at build time)
+    __version__ = version("spark-sluice")
+except PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
 
 
 def from_source(

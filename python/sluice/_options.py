@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 _PLACEHOLDER = re.compile(r"<(\w+)>")
 _AT_LEAST = re.compile(r"an integer >= (-?\d+)")
+_BETWEEN = re.compile(r"an integer from (-?\d+) to (-?\d+)")
 
 
 @dataclass(frozen=True)
@@ -45,11 +46,19 @@ class Declared:
             key = key.replace(f"<{part}>", str(value))
         return key
 
-    def check_early(self, value: int, context: str, key: str) -> None:
+    def check_early(self, value: int | str, context: str, key: str) -> None:
         """Fails at once, with the JVM's message, on a value the declared ``allowed`` text rules
-        out. Only "an integer >= N" is read; any other rule is left to the JVM, which checks all."""
-        bound = _AT_LEAST.fullmatch(self.allowed)
-        if bound and value < int(bound.group(1)):
+        out. Only "an integer >= N" and "an integer from N to M" are read; any other rule is left to
+        the JVM, which checks all (so a Spark Connect client, with no JVM, still fails early here)."""
+        at_least, between = _AT_LEAST.fullmatch(self.allowed), _BETWEEN.fullmatch(self.allowed)
+        if not at_least and not between:
+            return
+        low, high = (int(at_least.group(1)), None) if at_least else (int(between.group(1)), int(between.group(2)))
+        try:
+            number = int(str(value).strip())
+        except ValueError:
+            number = None
+        if number is None or number < low or (high is not None and number > high):
             raise SluiceConfigError(
                 f"{context}: invalid value '{value}' for option '{key}'; allowed: {self.allowed}."
             )

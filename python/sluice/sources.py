@@ -60,7 +60,17 @@ class _Builder(Generic[B]):
             # built only to validate: the options are the source (from_source reads them)
             options = java_map(spark, self._options)
             call_jvm(lambda: spark._jvm.sluice.Sources.fromJavaOptions(options))  # noqa: SLF001
+        else:
+            # no JVM to ask (Spark Connect, or no session yet): the integer ranges the options
+            # declare are checked here; the server checks everything when the query starts
+            self._check_declared_ranges()
         return self._source_class(self._options)
+
+    def _check_declared_ranges(self) -> None:
+        options = declared(self._source_type)
+        for key, value in self._options.items():
+            if key in options:
+                options[key].check_early(value, self._source_class.__name__, key)
 
 
 class GeneratorSource(Source):
