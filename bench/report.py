@@ -283,15 +283,16 @@ def chaos_section() -> list[str]:
     if result is None:
         return ["No result yet: run `make chaos`."]
     lines = [
-        "| scenario | records | driver kills (batches committed at each) | executor kills (tasks lost with them) "
+        "| scenario | records | driver kills (batches committed at each) | executor kills (inside a task; "
+        "tasks lost; finished map tasks re-run) "
         "| lost | duplicated | unread | passed | seconds |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, r in result["details"].items():
         at = r.get("committed_at_kills")
         kills = f"{r.get('kills', 0)}" + (f" ({', '.join(map(str, at))})" if at else "")
-        executors = (f"{r['executor_kills']} ({r.get('tasks_lost_with_executors', 0)})"
-                     if "executor_kills" in r else "—")
+        executors = (f"{r['executor_kills']} ({r.get('kills_inside_tasks', 0)}; {r.get('tasks_lost_with_executors', 0)}; "
+                     f"{r.get('finished_map_tasks_rerun', 0)})" if "executor_kills" in r else "—")
         lines.append(
             f"| {name} | {_n(r.get('records', 0))} | {kills} | {executors} | {r.get('lost', '—')} | "
             f"{r.get('duplicated', '—')} | {r.get('unread', '—')} | "

@@ -80,7 +80,10 @@ def _ids(spark: SparkSession, config: dict) -> DataFrame:
     if not config.get("slow"):
         return df
     spark.udf.registerJavaFunction("slow_identity", "sluice.bench.SlowIdentity", "string")
-    return df.selectExpr("slow_identity(id) AS id").repartition(2, "id")
+    # slow on both sides of the shuffle: a map task's output waits for the reduce side long
+    # enough that a kill can take it (Spark then re-runs the source task that produced it)
+    return (df.selectExpr("slow_identity(id) AS id").repartition(2, "id")
+            .selectExpr("slow_identity(id) AS id"))
 
 
 def _report_progress(query, path: Path) -> None:
@@ -169,10 +172,12 @@ def main(argv: list[str]) -> int:
         conf={"spark.executor.memory": "512m"} if master.startswith("local-cluster") else None,
     )
     if master.startswith("local-cluster"):
-        # tasks lost with their executor are logged here; the checker counts them
+        # tasks lost with their executor, and stages re-run for the shuffle output lost with it,
+        # are logged by these two: the checker counts them
         jvm = spark._jvm
-        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
-            "org.apache.spark.scheduler.TaskSetManager", jvm.org.apache.logging.log4j.Level.WARN)
+        for logger in ("org.apache.spark.scheduler.TaskSetManager", "org.apache.spark.scheduler.DAGScheduler"):
+            jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+                logger, jvm.org.apache.logging.log4j.Level.INFO)
     if config["mode"] == "realtime":
         spark.conf.set("spark.sql.streaming.realTimeMode.minBatchDuration", "1s")
     try:

@@ -183,15 +183,19 @@ def _records_read(path: Path) -> int:
     return json.loads(path.read_text())["recordsRead"] if path.exists() else 0
 
 
+def _log_count(driver: Driver, text: str) -> int:
+    return driver.log.read_text(encoding="utf-8", errors="replace").count(text)
+
+
 def executor_kills(kafka: EmbeddedKafka, work: Path, kills: int, rng: random.Random) -> dict:
-    """Executor JVMs killed with SIGKILL, mid-task, while one driver reads (local-cluster mode):
-    Spark re-runs the lost tasks, and the stages whose shuffle output died with an executor, on
-    executors it starts again. Every record must reach the sink once, and the source's progress
-    must count each record once (`recordsRead` equal to what was written), although re-run tasks
-    report their ranges again."""
+    """Executor JVMs killed with SIGKILL while one driver reads (local-cluster mode), until
+    `kills` of them landed inside a running task: Spark re-runs the lost tasks, and the stages
+    whose shuffle output died with an executor, on executors it starts again. Every record must
+    reach the sink once, and the source's progress must count each record once (`recordsRead`
+    equal to what was written), although re-run source tasks report their ranges again."""
     began = time.monotonic()
     progress = work / "progress.json"
-    scenario = Scenario("executors", "micro", ["executors"],
+    scenario = Scenario("executors", "micro", ["executors"], per_feed=600,
                         settings={"master": LOCAL_CLUSTER, "slow": True, "progress": str(progress)})
     scenario.prepare(kafka, work)
     scenario.feed(kafka, 1500)
@@ -199,35 +203,46 @@ def executor_kills(kafka: EmbeddedKafka, work: Path, kills: int, rng: random.Ran
     driver = Driver(config, work, "run")
     driver.wait_started()
     problem = driver.wait_for_commits(config["checkpoint"], 0, "before the first executor kill")
-    killed = 0
-    while problem is None and killed < kills:
-        time.sleep(rng.uniform(0.5, 4.0))
+    killed = landed = 0
+    while problem is None and landed < kills and killed < 4 * kills:
+        time.sleep(rng.uniform(0.5, 3.0))
         deadline = time.monotonic() + EXECUTOR_WAIT_S
         while not (pids := _executor_pids(driver)) and time.monotonic() < deadline and driver.process.poll() is None:
             time.sleep(0.5)  # the cluster is starting an executor again
         if not pids:
             problem = f"no executor ran within {EXECUTOR_WAIT_S} s after kill {killed}:\n{driver.tail()}"
             break
-        os.kill(rng.choice(pids), signal.SIGKILL)
+        lost_before = _log_count(driver, "ExecutorLostFailure")
+        try:
+            os.kill(rng.choice(pids), signal.SIGKILL)
+        except ProcessLookupError:
+            continue  # it ended between the listing and the kill
         killed += 1
         scenario.feed(kafka)
+        # the driver hears of a lost executor within a second or two; did the kill cut a task?
+        heard = time.monotonic() + 10
+        while _log_count(driver, "ExecutorLostFailure") == lost_before and time.monotonic() < heard:
+            time.sleep(0.5)
+        landed += _log_count(driver, "ExecutorLostFailure") > lost_before
+    if problem is None and landed < kills:
+        problem = f"only {landed} of {killed} executor kills landed inside a task (wanted {kills})"
     deadline = time.monotonic() + DRAIN_TIMEOUT_S
     while problem is None and _records_read(progress) < len(scenario.expected):
         if driver.process.poll() is not None or time.monotonic() > deadline:
             problem = f"the query read {_records_read(progress)} of {len(scenario.expected)} records:\n{driver.tail()}"
         time.sleep(1)
-    time.sleep(3)  # a few more batches: a range reported again would show now
     counted = _records_read(progress)
     driver.kill()
-    log = driver.log.read_text(encoding="utf-8", errors="replace")
+    tasks_lost = _log_count(driver, "ExecutorLostFailure")
+    resubmitted = _log_count(driver, "Resubmitted ShuffleMapTask")
     result = drain(scenario, kafka, work)
     if problem is None and counted != len(scenario.expected):
         problem = f"the source's progress counted {counted} records read of {len(scenario.expected)} written"
     if problem is not None:
         result["failed"] = problem
-    return {**result, "kills": 0, "restarts": 1, "executor_kills": killed,
-            "tasks_lost_with_executors": log.count("ExecutorLostFailure"), "records_counted": counted,
-            "seconds": round(time.monotonic() - began, 1)}
+    return {**result, "kills": 1, "restarts": 1, "executor_kills": killed, "kills_inside_tasks": landed,
+            "tasks_lost_with_executors": tasks_lost, "finished_map_tasks_rerun": resubmitted,
+            "records_counted": counted, "seconds": round(time.monotonic() - began, 1)}
 
 
 def broker_restart(kafka: EmbeddedKafka, work: Path) -> dict:

@@ -32,7 +32,7 @@ class BadOptionsSuite extends AnyFunSuite with SparkSuiteBase {
 
   private val generator = Map("source" -> "generator", "splits" -> "2", "recordsPerSplit" -> "1")
   private val kafka = Map("source" -> "kafka", "kafka.bootstrap.servers" -> "127.0.0.1:9", "subscribe" -> "t")
-  private def file = Map("source" -> "file", "path" -> files, "schema" -> "a INT, ts TIMESTAMP")
+  private def file = Map("source" -> "file", "path" -> files, "schema" -> "a INT, ts TIMESTAMP, d DATE, n TIMESTAMP_NTZ")
 
   /** A valid option set of `group` in which `name` is legal (the payload format it applies to). */
   private def baseFor(group: String, name: String): Map[String, String] = {
@@ -167,12 +167,7 @@ class BadOptionsSuite extends AnyFunSuite with SparkSuiteBase {
     val cases: Seq[(Map[String, String], Seq[String])] = Seq(
       kafka + ("subscribePattern" -> "t.*") -> Seq("'subscribe'", "'subscribePattern'", "exclude each other"),
       kafka - "subscribe" -> Seq("'subscribe'", "'subscribePattern'"),
-      kafka + ("startingOffsets" -> """{"other": {"0": 5}}""") -> Seq("'startingOffsets'", "other", "not subscribed"),
       kafka + ("endingOffsets" -> """{"other": {"0": 5}}""") -> Seq("'endingOffsets'", "other", "not subscribed"),
-      kafka ++ Map("startingOffsetsByTimestamp" -> """{"u": {"0": 5}}""") ->
-        Seq("'startingOffsetsByTimestamp'", "u", "not subscribed"),
-      kafka - "subscribe" ++ Map("subscribePattern" -> "t.*", "startingOffsets" -> """{"other": {"0": 5}}""") ->
-        Seq("'startingOffsets'", "other", "t.*"),
       kafka + ("schema" -> "a INT") -> Seq("'schema'", "format"),
       kafka ++ Map("format" -> "json", "schema" -> "a INT", "includeHeaders" -> "true") -> Seq("'includeHeaders'", "raw"),
       kafka ++ Map("format" -> "csv", "schema" -> "a INT", "header" -> "true") -> Seq("'header'"),
@@ -198,6 +193,44 @@ class BadOptionsSuite extends AnyFunSuite with SparkSuiteBase {
         Seq("missing required option 'hybrid.1.boundedness'"),
       hybrid + ("hybrid.1.startingOffsets" -> "earliest!") -> Seq("source 1", "'hybrid.1.*'", "'startingOffsets'"))
     report(cases.flatMap { case (options, expected) => problem(options, expected).map(p => s"$options: $p") })
+  }
+
+  private def kafkaSource(options: Map[String, String]) =
+    sluice.connector.kafka.KafkaSource.fromOptions(options - "source")
+
+  test("start positions for topics not read fail a fresh start, and are ignored by a restart") {
+    val cases = Seq(
+      kafka + ("startingOffsets" -> """{"other": {"0": 5}}""") -> Seq("'startingOffsets'", "'other'", "subscribe: t"),
+      kafka + ("startingOffsetsByTimestamp" -> """{"u": {"0": 5}}""") -> Seq("'startingOffsetsByTimestamp'", "'u'"),
+      kafka - "subscribe" ++ Map("subscribePattern" -> "t.*", "startingOffsets" -> """{"other": {"0": 5}}""") ->
+        Seq("'startingOffsets'", "'other'", "'t.*' does not match"))
+    cases.foreach { case (options, expected) =>
+      val source = kafkaSource(options) // defining the query is fine: a restart defines it again
+      val e = intercept[IllegalArgumentException](source.createEnumerator())
+      expected.foreach(x => assert(e.getMessage.contains(x), e.getMessage))
+      // a restart takes its positions from the checkpoint: a subscription narrowed since is no error
+      source.restoreEnumerator(sluice.connector.kafka.KafkaEnumeratorState(Set.empty, initialDiscoveryDone = true)).close()
+    }
+  }
+
+  test("valid values stay valid: a control for every kind of check above") {
+    val registered = sluice.hybrid.SourceFactories.register(
+      sluice.hybrid.SourceFactory(_ => kafkaSource(kafka ++ Map("format" -> "json", "schema" -> file("schema")))))
+    val accepted = Seq(
+      kafka ++ Map("kafka.isolation.level" -> " read_committed ", "kafka.security.protocol" -> "sasl_ssl",
+        "kafka.max.poll.records" -> "10", "kafka.some.plugin.setting" -> "anything"),
+      kafka ++ Map("format" -> "json", "schema" -> "a INT, b STRING", "dateFormat" -> "dd.MM.YYYY",
+        "timestampFormat" -> "not a pattern {"), // no DATE or TIMESTAMP column: Spark never builds them
+      file ++ Map("dateFormat" -> "dd.MM.yyyy", "timestampFormat" -> "yyyy-MM-dd HH:mm", "timeZone" -> "+01:00"),
+      file + ("timeZone" -> "America/Los_Angeles"),
+      generator ++ Map("watermark.kind" -> "monotonous", "watermark.alignment.group" -> " g ",
+        "watermark.alignment.maxDriftMs" -> "0", "watermark.alignment.updateIntervalMs" -> "5"),
+      hybrid - "hybrid.1.source" -- hybrid.keys.filter(_.startsWith("hybrid.1.")) ++
+        Map("hybrid.1.factory" -> s" $registered ", "hybrid.1.boundedness" -> "Bounded"),
+      hybrid + ("hybrid.1.startAtPreviousEndMinusMs" -> "0"))
+    accepted.foreach(options => StreamOptions.parse(options))
+    kafkaSource(kafka - "subscribe" ++ Map("subscribePattern" -> "t.*", "startingOffsets" -> """{"t1": {"0": 5}}"""))
+      .createEnumerator().close()
   }
 
   test("Spark's own entry points surface the same message, unwrapped") {

@@ -44,11 +44,13 @@ private[file] final class LineReader(in: InputStream, private var pos: Long, buf
   /** Moves to the next line; false at the end of the input. */
   def next(): Boolean = {
     val found = readLine()
-    // As Hadoop's LineRecordReader: a UTF-8 byte-order mark opening the file is not data.
+    // As Hadoop's LineRecordReader: a UTF-8 byte-order mark opening the file is not data, and a
+    // file that holds nothing else has no line at all.
     if (found && lineStart == 0 && length >= 3 && bytes(offset) == 0xEF.toByte && bytes(offset + 1) == 0xBB.toByte &&
       bytes(offset + 2) == 0xBF.toByte) {
       offset += 3
       length -= 3
+      if (length == 0 && pos == 3) return false
     }
     found
   }

@@ -122,11 +122,11 @@ object PayloadFormat {
           if (format == Json) (new JSONOptionsInRead(readerOptions, tz, defaultCorrupt), null)
           else (null, new CSVOptions(readerOptions, false, tz, defaultCorrupt))
         if (json != null) {
-          checkPatterns(json.dateFormatInRead, json.timestampFormatInRead, json.timestampNTZFormatInRead, json.zoneId,
-            json.locale, context)
+          checkPatterns(data, json.dateFormatInRead, json.timestampFormatInRead, json.timestampNTZFormatInRead,
+            json.zoneId, json.locale, context)
         } else {
-          checkPatterns(csv.dateFormatInRead, csv.timestampFormatInRead, csv.timestampNTZFormatInRead, csv.zoneId,
-            csv.locale, context)
+          checkPatterns(data, csv.dateFormatInRead, csv.timestampFormatInRead, csv.timestampNTZFormatInRead,
+            csv.zoneId, csv.locale, context)
         }
         val corrupt = if (json != null) json.columnNameOfCorruptRecord else csv.columnNameOfCorruptRecord
         Try(ExprUtils.verifyColumnNameOfCorruptRecord(data, corrupt)).failed.foreach { e =>
@@ -153,12 +153,14 @@ object PayloadFormat {
   /**
    * Builds the date and timestamp formatters Spark's parsers build lazily on executors (with the
    * same arguments), so that a pattern Spark cannot use fails the query's definition, named,
-   * instead of its first task.
+   * instead of its first task. Only for a type the schema holds: Spark never builds the others,
+   * so a pattern no column uses is no error there, nor here.
    */
-  private def checkPatterns(date: Option[String], timestamp: Option[String], timestampNTZ: Option[String],
-      zone: java.time.ZoneId, locale: java.util.Locale, context: String): Unit = {
+  private def checkPatterns(schema: StructType, date: Option[String], timestamp: Option[String],
+      timestampNTZ: Option[String], zone: java.time.ZoneId, locale: java.util.Locale, context: String): Unit = {
     import org.apache.spark.sql.catalyst.util.LegacyDateFormats.FAST_DATE_FORMAT
-    def check(option: String, pattern: Option[String])(build: => Any): Unit = pattern.foreach { p =>
+    def holds(t: DataType): Boolean = contains(schema, t)
+    def check(option: String, pattern: Option[String])(build: => Any): Unit = pattern.filter(_ => holds(typeOf(option))).foreach { p =>
       Try(build).failed.foreach { e =>
         throw ConfigOption.invalid(context, option, p, "a datetime pattern as Spark's readers take " +
           s"(Spark's 'Datetime Patterns' reference); Spark says: ${e.getMessage}")
@@ -168,6 +170,19 @@ object PayloadFormat {
     check("timestampFormat", timestamp)(TimestampFormatter(timestamp, zone, locale, FAST_DATE_FORMAT, isParsing = true))
     check("timestampNTZFormat", timestampNTZ)(
       TimestampFormatter(timestampNTZ, zone, FAST_DATE_FORMAT, isParsing = true, forTimestampNTZ = true))
+  }
+
+  private def contains(in: DataType, t: DataType): Boolean = in == t || (in match {
+    case s: StructType => s.fields.exists(f => contains(f.dataType, t))
+    case ArrayType(e, _) => contains(e, t)
+    case MapType(k, v, _) => contains(k, t) || contains(v, t)
+    case _ => false
+  })
+
+  private def typeOf(patternOption: String): DataType = patternOption match {
+    case "dateFormat" => DateType
+    case "timestampFormat" => TimestampType
+    case _ => TimestampNTZType
   }
 
   /** As Spark's file sources do with a user schema: every field, at every depth, nullable. */

@@ -41,7 +41,16 @@ final case class KafkaConfig(
     pollTimeoutMs: Long,
     /** The value's format when parsed (json, csv, text); None for raw rows. */
     payload: Option[PayloadFormat],
-    includeKey: Boolean) {
+    includeKey: Boolean,
+    /** The option `starting` was taken from, for messages. */
+    startingOption: String = "startingOffsets") {
+
+  /**
+   * Per-partition start positions must be for topics the source reads: another topic is a typo.
+   * Checked when a query starts afresh only: a restart takes its positions from the checkpoint,
+   * and ignores these (as Spark does), so a subscription narrowed since must not fail it.
+   */
+  def checkStartSubscribed(): Unit = KafkaConfig.checkSubscribed(starting, startingOption, subscription)
 
   /**
    * How readers turn records into rows in `layout`. Compact raw rows hold the value (and the key
@@ -147,7 +156,7 @@ object KafkaConfig {
     Seq(EndingTimestamp, EndingOffsetsByTimestamp, EndingOffsets).find(o.contains).getOrElse(EndingOffsets).name
 
   /** Positions given per partition must be for topics the source reads: another topic is a typo. */
-  private def checkSubscribed(initializer: OffsetsInitializer, option: String, subscription: TopicSubscription): Unit = {
+  private[kafka] def checkSubscribed(initializer: OffsetsInitializer, option: String, subscription: TopicSubscription): Unit = {
     val topics = initializer match {
       case OffsetsInitializer.Specific(offsets) => offsets.keySet.map(_.topic)
       case OffsetsInitializer.TimestampPerPartition(timestamps) => timestamps.keySet.map(_.topic)
@@ -233,9 +242,7 @@ object KafkaConfig {
       .orElse(o.get(EndingOffsetsByTimestamp).map(j => OffsetsInitializer.TimestampPerPartition(OffsetsInitializer.parseJson(j).get)))
       .orElse(o.get(EndingOffsets).map(initializer))
 
-    Seq(starting -> startingOption(o), stopping.orNull -> stoppingOption(o)).foreach {
-      case (initializer, option) => checkSubscribed(initializer, option, subscription)
-    }
+    stopping.foreach(checkSubscribed(_, stoppingOption(o), subscription))
 
     val payload = o.get(Format).get.toLowerCase match {
       case "raw" =>
@@ -259,6 +266,7 @@ object KafkaConfig {
 
     KafkaConfig(consumer + ("bootstrap.servers" -> servers.trim), subscription,
       starting, stopping, o.get(FailOnDataLoss).get, o.get(IncludeHeaders).get,
-      o.get(PartitionDiscoveryIntervalMs).get, o.get(PollTimeoutMs).get, payload, o.get(IncludeKey).get)
+      o.get(PartitionDiscoveryIntervalMs).get, o.get(PollTimeoutMs).get, payload, o.get(IncludeKey).get,
+      startingOption(o))
   }
 }

@@ -26,7 +26,10 @@ final class KafkaSource private (rawOptions: Map[String, String], val config: Ka
 
   override def options: Map[String, String] = rawOptions + ("source" -> sourceType)
 
-  override def createEnumerator(): KafkaEnumerator = new KafkaEnumerator(config, None)
+  override def createEnumerator(): KafkaEnumerator = {
+    config.checkStartSubscribed()
+    new KafkaEnumerator(config, None)
+  }
   override def restoreEnumerator(state: KafkaEnumeratorState): KafkaEnumerator = new KafkaEnumerator(config, Some(state))
   override def createReader(context: ReaderContext): KafkaSplitReader = new KafkaSplitReader(config, context)
 

@@ -31,7 +31,9 @@ class MalformedInputSuite extends AnyFunSuite with SparkSuiteBase {
     "utf8.json" -> (bytes("""{"a": 20, "b": "bad """) ++ invalidUtf8 ++ bytes(""" bytes"}""" + "\n") ++
       invalidUtf8 ++ bytes("\n" + """{"a": 21, "b": "after"}""" + "\r\n")),
     "bom.json" -> (bom ++ bytes("""{"a": 22, "b": "bom first"}""" + "\n" + """{"a": 23}""")),
-    "blank.json" -> bytes("\n\r\n\n"))
+    "blank.json" -> bytes("\n\r\n\n"),
+    "bom-only.json" -> bom, // no line at all, as Hadoop's line reader sees it
+    "bom-line.json" -> (bom ++ bytes("\n"))) // one empty line
   private def extraCsv: Seq[(String, Array[Byte])] = Seq(
     "utf8.csv" -> (bytes("id,name,price\n20,bad ") ++ invalidUtf8 ++ bytes(",2.0\n") ++ invalidUtf8 ++ bytes("\n21,after,1.0\r\n")),
     "crlf.csv" -> bytes("id,name,price\r\n22,x,1.0\r\n23,\"q\"\"uote\",2.0\r\n"),
