@@ -59,6 +59,7 @@ def _every_builder_method() -> list[Source]:
         .bootstrap_servers("b:9")
         .topics("t")
         .topic_pattern("t.*")
+        .partitions({"t": [1, 0]})
         .property("security.protocol", "SSL")
         .starting_offsets(OffsetsInitializer.timestamps({("t", 0): 1}))
         .stopping_offsets(OffsetsInitializer.timestamp(2))

@@ -84,6 +84,12 @@ class KafkaSourceBuilder(_Builder["KafkaSourceBuilder"]):
     def topic_pattern(self, regex: str) -> KafkaSourceBuilder:
         return self._set(self._key("subscribePattern"), regex)
 
+    def partitions(self, assigned: dict[str, list[int]]) -> KafkaSourceBuilder:
+        """Spark's ``assign``: these partitions only, e.g. ``{"events": [0, 1]}`` (give this,
+        ``topics`` or ``topic_pattern``)."""
+        by_topic = {topic: sorted(parts) for topic, parts in sorted(assigned.items())}
+        return self._set(self._key("assign"), json.dumps(by_topic, separators=(",", ":")))
+
     def property(self, key: str, value: str) -> KafkaSourceBuilder:
         """A Kafka consumer property (e.g. ``security.protocol``), passed to every consumer."""
         return self._set(_KAFKA["kafka.<property>"].fill(property=key), value)

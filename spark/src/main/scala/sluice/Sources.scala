@@ -53,9 +53,9 @@ object Sources extends SourceResolver {
         "`i * splits + s` and event time `eventTimeStartMs + skew(s) + i * eventTimeStepMs`.",
       GeneratorConfig.all),
     Section("Kafka source (`source` = `kafka`)",
-      "One split per topic-partition. Names follow Spark's Kafka source (`maxOffsetsPerTrigger` is " +
-        "`maxRecordsPerTrigger`; `assign`, `minOffsetsPerTrigger`, `maxTriggerDelay`, `minPartitions` and " +
-        "`groupIdPrefix` are not supported). " +
+      "One split per topic-partition. Names follow Spark's Kafka source, whose read options " +
+        "`maxOffsetsPerTrigger`, `minOffsetsPerTrigger` and `maxTriggerDelay` are read options of every source " +
+        "here (above); `minPartitions` is not supported (see docs/migrating-from-spark-kafka.md). " +
         "Raw rows have Spark's Kafka schema: `key`, `value`, `topic`, `partition`, `offset`, " +
         "`timestamp`, `timestampType` (and `headers`).",
       KafkaConfig.documented),

@@ -58,7 +58,12 @@ object ConfigOption {
  * (a typo must not pass silently), and each value is parsed and range-checked on access.
  * Names match case-insensitively, as Spark's own options do.
  */
-final class Options(raw: Map[String, String], declared: Seq[ConfigOption[_]], context: String) {
+final class Options(
+    raw: Map[String, String],
+    declared: Seq[ConfigOption[_]],
+    context: String,
+    /** The options an unknown name's message lists (default: all declared). */
+    listed: Seq[ConfigOption[_]] = Nil) {
   private val byLowerName: Map[String, String] = raw.map { case (k, v) => k.toLowerCase -> v }
 
   locally {
@@ -68,7 +73,7 @@ final class Options(raw: Map[String, String], declared: Seq[ConfigOption[_]], co
       throw new IllegalArgumentException(
         s"$context: unknown option${if (unknown.size > 1) "s" else ""} " +
           unknown.map(u => s"'$u'").mkString(", ") + ". Known options: " +
-          declared.map(_.name).sorted.mkString(", ") + ".")
+          (if (listed.nonEmpty) listed else declared).map(_.name).sorted.mkString(", ") + ".")
     }
     // every value given is checked now, before any rule that combines options: a bad value is
     // reported as such, not as a conflict it happens to take part in

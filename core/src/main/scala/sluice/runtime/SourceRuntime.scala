@@ -351,6 +351,18 @@ final class SourceRuntime(
       })
   }
 
+  /** The records that were available from `start` at the last planning (positions over positions per record). */
+  def recordsAvailableFrom(start: SourceCheckpoint): Long = synchronized {
+    val ppr = positionsPerRecord
+    start.splits.map { e =>
+      val ahead = math.max(0L, lastAvailable.getOrElse(e.splitId, e.position) - e.position)
+      math.ceil(ahead / ppr.getOrElse(e.splitId, 1.0)).toLong
+    }.sum + lastAvailable.keys.filterNot(start.byId.contains).map { id =>
+      // found by this planning: available from where they start
+      splits.get(id).map(s => math.max(0L, lastAvailable(id) - s.startPosition) / ppr.getOrElse(id, 1.0)).getOrElse(0.0).toLong
+    }.sum
+  }
+
   // ---- status ---------------------------------------------------------------------------------
 
   /**

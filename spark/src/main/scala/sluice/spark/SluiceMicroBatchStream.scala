@@ -31,8 +31,19 @@ final class SluiceMicroBatchStream(
   with SupportsTriggerAvailableNow
   with SupportsRealTimeMode {
 
-  override def getDefaultReadLimit: ReadLimit =
-    options.maxRecordsPerTrigger.map(ReadLimit.maxRows).getOrElse(ReadLimit.allAvailable())
+  override def getDefaultReadLimit: ReadLimit = {
+    val limits = options.minRecordsPerTrigger.map(ReadLimit.minRows(_, options.maxTriggerDelayMs)).toSeq ++
+      options.maxRecordsPerTrigger.map(ReadLimit.maxRows)
+    limits match {
+      case Seq() => ReadLimit.allAvailable()
+      case Seq(one) => one
+      case both => ReadLimit.compositeLimit(both.toArray)
+    }
+  }
+
+  /** When the last batch with data was planned, for `minRecordsPerTrigger` (0: none yet, so the first runs). */
+  private var lastTriggerMs = 0L
+  private var availableNow = false
 
   override def latestOffset(): SparkOffset =
     throw new UnsupportedOperationException("latestOffset(Offset, ReadLimit) is used instead")
@@ -44,7 +55,29 @@ final class SluiceMicroBatchStream(
   override def latestOffset(startOffset: SparkOffset, limit: ReadLimit): SparkOffset = {
     val start = SluiceOffset.of(startOffset).checkpoint
     val end = if (longRunning) runtime.available(start) else runtime.planBatch(start, BatchLimit(maxRows(limit)))
-    if (end eq start) startOffset else offset(end)
+    // asked at every trigger, data or not, as Spark's Kafka source asks: the delay counts from the last trigger
+    val delay = !longRunning && delayed(start, limit)
+    if ((end eq start) || delay) startOffset else offset(end)
+  }
+
+  /**
+   * Spark's `minOffsetsPerTrigger`: with fewer records available than the minimum, this trigger
+   * runs no batch, unless `maxTriggerDelay` has passed since the last one (Spark's Kafka source
+   * decides the same way). An AvailableNow trigger reads everything it found instead: a skipped
+   * batch would end it with records unread.
+   */
+  private def delayed(start: sluice.runtime.SourceCheckpoint, limit: ReadLimit): Boolean = {
+    val min = limit match {
+      case m: ReadMinRows => Some(m)
+      case composite: CompositeReadLimit => composite.getReadLimits.collectFirst { case m: ReadMinRows => m }
+      case _ => None
+    }
+    min.filterNot(_ => availableNow || longRunning).exists { m =>
+      val now = System.currentTimeMillis()
+      val wait = now - lastTriggerMs < m.maxTriggerDelayMs && runtime.recordsAvailableFrom(start) < m.minRows
+      if (!wait) lastTriggerMs = now
+      wait
+    }
   }
 
   override def reportLatestOffset(): SparkOffset = null
@@ -66,7 +99,10 @@ final class SluiceMicroBatchStream(
   override def createReaderFactory(): PartitionReaderFactory = readerFactory
 
   /** Spark calls this before restoring offsets; the bound is taken at the first planning. */
-  override def prepareForTriggerAvailableNow(): Unit = runtime.prepareForAvailableNow()
+  override def prepareForTriggerAvailableNow(): Unit = {
+    availableNow = true
+    runtime.prepareForAvailableNow()
+  }
 
   // ---- real-time mode -------------------------------------------------------------------------
 

@@ -15,7 +15,10 @@ final case class StreamOptions(
     name: Option[String],
     maxRecordsPerTrigger: Option[Long],
     eventTime: EventTimeSettings,
-    timestamps: TimestampSupport = TimestampSupport(force = true, None)) {
+    timestamps: TimestampSupport = TimestampSupport(force = true, None),
+    /** Fewer records than this available: no batch, until `maxTriggerDelayMs` has passed since the last. */
+    minRecordsPerTrigger: Option[Long] = None,
+    maxTriggerDelayMs: Long = StreamOptions.DefaultMaxTriggerDelayMs) {
   /** The rows the stream emits: the source's in its layout, plus `event_time` under a watermark strategy. */
   def outputSchema(source: Source[_, _]): org.apache.spark.sql.types.StructType =
     eventTime.outputSchema(source.schema(timestamps.layout), s"Sluice ${source.sourceType} source")
@@ -27,7 +30,33 @@ object StreamOptions {
     "upper bound on the records one micro-batch reads, split across splits by backlog")
     .withCheck("an integer >= 1")(_ >= 1)
 
-  val all: Seq[ConfigOption[_]] = Seq(Name, MaxRecordsPerTrigger) ++ TimestampSupport.all ++ EventTimeSettings.all
+  /** Spark's Kafka source calls it so: the same bound, under that name. */
+  val MaxOffsetsPerTrigger: ConfigOption[Long] = ConfigOption.long("maxOffsetsPerTrigger",
+    "Spark's Kafka source's name of maxRecordsPerTrigger (give one of them)")
+    .withCheck("an integer >= 1")(_ >= 1)
+  val MinRecordsPerTrigger: ConfigOption[Long] = ConfigOption.long("minRecordsPerTrigger",
+    "micro-batches: while fewer records than this are available, no batch runs, until maxTriggerDelay has " +
+      "passed since the last batch (as Spark's Kafka minOffsetsPerTrigger; not under Trigger.AvailableNow, which " +
+      "reads everything it found)").withCheck("an integer >= 1")(_ >= 1)
+  val MinOffsetsPerTrigger: ConfigOption[Long] = ConfigOption.long("minOffsetsPerTrigger",
+    "Spark's Kafka source's name of minRecordsPerTrigger (give one of them)")
+    .withCheck("an integer >= 1")(_ >= 1)
+  val DefaultMaxTriggerDelayMs: Long = 15 * 60 * 1000L
+  val MaxTriggerDelay: ConfigOption[Long] = ConfigOption[Long]("maxTriggerDelay",
+    "with minRecordsPerTrigger: the longest a batch waits for that many records (Spark's default, 15m)",
+    None, "a duration: milliseconds, or a number with a unit (500ms, 10s, 15m)",
+    s => scala.util.Try(org.apache.spark.network.util.JavaUtils.timeStringAsMs(s)).toOption.filter(_ >= 0))
+
+  val all: Seq[ConfigOption[_]] = Seq(Name, MaxRecordsPerTrigger, MaxOffsetsPerTrigger, MinRecordsPerTrigger,
+    MinOffsetsPerTrigger, MaxTriggerDelay) ++ TimestampSupport.all ++ EventTimeSettings.all
+
+  /** One value from a Sluice name and its Spark alias; both given must agree. */
+  private def eitherOf(o: Options, name: ConfigOption[Long], alias: ConfigOption[Long]): Option[Long] =
+    (o.get(name), o.get(alias)) match {
+      case (Some(a), Some(b)) if a != b => throw new IllegalArgumentException(
+        s"Sluice: options '${name.name}' ($a) and '${alias.name}' ($b) are one setting under two names; give one.")
+      case (a, b) => a.orElse(b)
+    }
 
   /**
    * Separates the binding's options from the source's (which include `source`); Spark settings
@@ -41,7 +70,13 @@ object StreamOptions {
     val o = new Options(mine, all, "Sluice")
     val eventTime = EventTimeSettings.parse(o, "Sluice")
     val timestamps = TimestampSupport.resolve(o, sparkConf, eventTime)
-    (StreamOptions(o.get(Name), o.get(MaxRecordsPerTrigger), eventTime, timestamps), sourceOptions)
+    val min = eitherOf(o, MinRecordsPerTrigger, MinOffsetsPerTrigger)
+    if (min.isEmpty && o.contains(MaxTriggerDelay)) {
+      throw new IllegalArgumentException(s"Sluice: option '${MaxTriggerDelay.name}' applies only with " +
+        s"'${MinRecordsPerTrigger.name}' (or Spark's '${MinOffsetsPerTrigger.name}').")
+    }
+    (StreamOptions(o.get(Name), eitherOf(o, MaxRecordsPerTrigger, MaxOffsetsPerTrigger), eventTime, timestamps, min,
+      o.get(MaxTriggerDelay).getOrElse(DefaultMaxTriggerDelayMs)), sourceOptions)
   }
 
   private def activeConf(key: String): Option[String] = SparkSession.getActiveSession.flatMap(_.conf.getOption(key))

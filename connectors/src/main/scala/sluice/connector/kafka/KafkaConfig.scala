@@ -22,6 +22,11 @@ object TopicSubscription {
     @transient private lazy val compiled = Pattern.compile(regex)
     override def matches(topic: String): Boolean = compiled.matcher(topic).matches()
   }
+  /** Spark's `assign`: these partitions only, no discovery of others. */
+  final case class Assigned(partitions: Map[String, Set[Int]]) extends TopicSubscription {
+    override def matches(topic: String): Boolean = partitions.contains(topic)
+    def includes(topic: String, partition: Int): Boolean = partitions.get(topic).exists(_.contains(partition))
+  }
 }
 
 /**
@@ -43,7 +48,12 @@ final case class KafkaConfig(
     payload: Option[PayloadFormat],
     includeKey: Boolean,
     /** The option `starting` was taken from, for messages. */
-    startingOption: String = "startingOffsets") {
+    startingOption: String = "startingOffsets",
+    /**
+     * A start timestamp no record of a partition reaches: fail (Spark's default strategy, `error`),
+     * or start that partition at its end (`latest`).
+     */
+    startPastLastRecordAtEnd: Boolean = false) {
 
   /**
    * Per-partition start positions must be for topics the source reads: another topic is a typo.
@@ -83,10 +93,22 @@ object KafkaConfig {
   val ConsumerProperty: ConfigOption[String] = ConfigOption.string("kafka.<property>",
     "any Kafka consumer property, e.g. kafka.security.protocol, kafka.sasl.jaas.config").asSecret
   val Subscribe: ConfigOption[String] = ConfigOption.string("subscribe",
-    "comma-separated topics to read; give this or subscribePattern")
+    "comma-separated topics to read; give one of subscribe, subscribePattern and assign")
   val SubscribePattern: ConfigOption[String] = ConfigOption[String]("subscribePattern",
-    "a Java regex of topics to read; give this or subscribe", None, "a Java regular expression",
-    s => Try(Pattern.compile(s)).toOption.map(_ => s))
+    "a Java regex of topics to read; give one of subscribe, subscribePattern and assign", None,
+    "a Java regular expression", s => Try(Pattern.compile(s)).toOption.map(_ => s))
+  val Assign: ConfigOption[Map[String, Set[Int]]] = ConfigOption[Map[String, Set[Int]]]("assign",
+    """the partitions to read, as JSON ({"topicA":[0,1],"topicB":[2,4]}); no other partitions are discovered; """ +
+      "give one of subscribe, subscribePattern and assign", None,
+    "a JSON object of partition lists per topic, e.g. {\"topicA\":[0,1]}", parseAssign)
+  val StartingOffsetsByTimestampStrategy: ConfigOption[String] = ConfigOption.string(
+    "startingOffsetsByTimestampStrategy",
+    "when no record of a partition has a timestamp at or after the start timestamp: error fails the query " +
+      "(Spark's default), latest starts that partition at its end")
+    .withDefault("error").withCheck("error or latest")(v => Seq("error", "latest").contains(v.toLowerCase))
+  val GroupIdPrefix: ConfigOption[String] = ConfigOption.string("groupIdPrefix",
+    "consumers get the group id <prefix>-<random id> (for broker ACLs and quotas keyed by group); Sluice " +
+      "never joins the group nor commits offsets to it").withCheck("a non-empty string")(_.trim.nonEmpty)
   val StartingOffsets: ConfigOption[String] = ConfigOption[String]("startingOffsets",
     "where a new query starts: earliest, latest, or JSON offsets per partition " +
       """({"topic":{"0":23,"1":-2}}, -2 earliest, -1 latest)""",
@@ -131,8 +153,9 @@ object KafkaConfig {
   /** Options of the payload format (schema, reader options), for parsed formats. */
   private val formatOptions: Seq[ConfigOption[_]] = PayloadFormat.all.filterNot(_.name == PayloadFormat.FormatOption.name)
 
-  private val own: Seq[ConfigOption[_]] = Seq(BootstrapServers, Subscribe, SubscribePattern, StartingOffsets,
-    StartingTimestamp, StartingOffsetsByTimestamp, EndingOffsets, EndingTimestamp, EndingOffsetsByTimestamp,
+  private val own: Seq[ConfigOption[_]] = Seq(BootstrapServers, Subscribe, SubscribePattern, Assign, StartingOffsets,
+    StartingTimestamp, StartingOffsetsByTimestamp, StartingOffsetsByTimestampStrategy, EndingOffsets,
+    EndingTimestamp, EndingOffsetsByTimestamp, GroupIdPrefix,
     FailOnDataLoss, IncludeHeaders, IncludeKey, PartitionDiscoveryIntervalMs, PollTimeoutMs, Format)
 
   val all: Seq[ConfigOption[_]] = own ++ formatOptions
@@ -140,9 +163,16 @@ object KafkaConfig {
   /** The reference lists the pass-through property too. */
   val documented: Seq[ConfigOption[_]] = own.head +: ConsumerProperty +: own.tail
 
+  /** Options of Spark's Kafka source that Sluice does not take, and why (see docs/migrating-from-spark-kafka.md). */
+  private val SparkOnly = Map(
+    "minpartitions" -> ("a partition's range is read by one task; more tasks come only from more partitions " +
+      "(dividing a large range among tasks is not built yet)"),
+    "fetchoffset.numretries" -> "the driver asks the brokers through Kafka's admin client, which retries by itself",
+    "fetchoffset.retryintervalms" -> "the driver asks the brokers through Kafka's admin client, which retries by itself",
+    "kafka.consumer.cache.timeout" -> "not an option of a query in Spark either (a Spark setting)")
+
   /** Consumer properties Sluice sets itself; a user value would break exactly-once reading. */
   private val Reserved = Map(
-    "group.id" -> "Sluice assigns partitions itself and commits no offsets to Kafka",
     "auto.offset.reset" -> "set startingOffsets instead",
     "enable.auto.commit" -> "Sluice commits no offsets to Kafka; positions are in the checkpoint",
     "key.deserializer" -> "keys are always read as bytes; parse them in the query",
@@ -167,6 +197,7 @@ object KafkaConfig {
       val read = subscription match {
         case TopicSubscription.Topics(names) => s"subscribe: ${names.mkString(", ")}"
         case TopicSubscription.TopicPattern(regex) => s"subscribePattern '$regex' does not match them"
+        case TopicSubscription.Assigned(partitions) => s"assign: ${partitions.keys.toSeq.sorted.mkString(", ")}"
       }
       throw new IllegalArgumentException(s"KafkaSource: option '$option' names topics not subscribed: " +
         stray.map(t => s"'$t'").mkString(", ") + s" ($read).")
@@ -196,6 +227,19 @@ object KafkaConfig {
   private val Checked = Set(ConfigDef.Type.INT, ConfigDef.Type.LONG, ConfigDef.Type.SHORT, ConfigDef.Type.DOUBLE,
     ConfigDef.Type.BOOLEAN, ConfigDef.Type.STRING)
 
+  private def parseAssign(text: String): Option[Map[String, Set[Int]]] = Try {
+    import scala.jdk.CollectionConverters._
+    val root = new com.fasterxml.jackson.databind.ObjectMapper().readTree(text)
+    require(root.isObject && root.size > 0)
+    root.properties().asScala.map { topic =>
+      require(topic.getValue.isArray && topic.getValue.size > 0)
+      topic.getKey -> topic.getValue.elements().asScala.map { p =>
+        require(p.canConvertToInt && p.asInt >= 0)
+        p.asInt
+      }.toSet
+    }.toMap
+  }.toOption
+
   private def offsetsSpec(s: String, allowLatest: Boolean): Option[String] = s.trim.toLowerCase match {
     case "earliest" => Some("earliest")
     case "latest" if allowLatest => Some("latest")
@@ -210,7 +254,15 @@ object KafkaConfig {
 
   def fromOptions(raw: Map[String, String]): KafkaConfig = {
     val (consumerRaw, own) = raw.partition(_._1.toLowerCase.startsWith(Prefix))
-    val o = new Options(own ++ consumerRaw.filter(_._1.equalsIgnoreCase(BootstrapServers.name)), all, "KafkaSource")
+    own.keys.foreach { k =>
+      SparkOnly.get(k.toLowerCase).foreach { why =>
+        throw new IllegalArgumentException(s"KafkaSource: option '$k' of Spark's Kafka source is not supported: $why.")
+      }
+    }
+    // an unknown name lists the Kafka options, and the payload options only for parsed payloads
+    val parsedPayload = own.exists { case (k, v) => k.equalsIgnoreCase(Format.name) && !v.trim.equalsIgnoreCase("raw") }
+    val o = new Options(own ++ consumerRaw.filter(_._1.equalsIgnoreCase(BootstrapServers.name)), all, "KafkaSource",
+      listed = if (parsedPayload) documented ++ formatOptions else documented)
     val consumer = consumerRaw.map { case (k, v) => k.substring(Prefix.length) -> v }
     consumer.keys.foreach { k =>
       Reserved.get(k.toLowerCase).foreach { why =>
@@ -221,17 +273,25 @@ object KafkaConfig {
     val servers = o.required(BootstrapServers)
     if (servers.trim.isEmpty) throw ConfigOption.invalid("KafkaSource", BootstrapServers.name, servers, "host:port[,host:port...]")
 
-    val subscription = (o.get(Subscribe), o.get(SubscribePattern)) match {
-      case (Some(topics), None) =>
+    val subscription = (o.get(Subscribe), o.get(SubscribePattern), o.get(Assign)) match {
+      case (Some(topics), None, None) =>
         val names = topics.split(",").map(_.trim).filter(_.nonEmpty).toSeq
         if (names.isEmpty) throw ConfigOption.invalid("KafkaSource", Subscribe.name, topics, "one or more topic names")
         TopicSubscription.Topics(names)
-      case (None, Some(pattern)) => TopicSubscription.TopicPattern(pattern)
-      case (None, None) => throw new IllegalArgumentException(
-        "KafkaSource: give the topics to read with option 'subscribe' (comma-separated topics) or " +
-          "'subscribePattern' (a regex).")
+      case (None, Some(pattern), None) => TopicSubscription.TopicPattern(pattern)
+      case (None, None, Some(partitions)) => TopicSubscription.Assigned(partitions)
+      case (None, None, None) => throw new IllegalArgumentException(
+        "KafkaSource: give what to read with option 'subscribe' (comma-separated topics), 'subscribePattern' " +
+          "(a regex) or 'assign' (partitions per topic, as JSON).")
       case _ => throw new IllegalArgumentException(
-        "KafkaSource: options 'subscribe' and 'subscribePattern' exclude each other; give one.")
+        "KafkaSource: options " + Seq(Subscribe, SubscribePattern, Assign).filter(o.contains).map(x => s"'${x.name}'")
+          .mkString(" and ") + " exclude each other; give one of 'subscribe', 'subscribePattern' and 'assign'.")
+    }
+    val groupId = (consumer.collectFirst { case (k, v) if k.equalsIgnoreCase("group.id") => v }, o.get(GroupIdPrefix)) match {
+      case (Some(_), Some(_)) => throw new IllegalArgumentException(
+        s"KafkaSource: options 'kafka.group.id' and '${GroupIdPrefix.name}' exclude each other; give one.")
+      case (Some(_), None) => Map.empty[String, String] // passed on as given
+      case (None, prefix) => prefix.map(p => "group.id" -> s"${p.trim}-${java.util.UUID.randomUUID()}").toMap
     }
 
     // Spark's precedence: a global timestamp, then timestamps per partition, then offsets.
@@ -264,9 +324,9 @@ object KafkaConfig {
         Some(payload)
     }
 
-    KafkaConfig(consumer + ("bootstrap.servers" -> servers.trim), subscription,
+    KafkaConfig(consumer ++ groupId + ("bootstrap.servers" -> servers.trim), subscription,
       starting, stopping, o.get(FailOnDataLoss).get, o.get(IncludeHeaders).get,
       o.get(PartitionDiscoveryIntervalMs).get, o.get(PollTimeoutMs).get, payload, o.get(IncludeKey).get,
-      startingOption(o))
+      startingOption(o), o.get(StartingOffsetsByTimestampStrategy).get.equalsIgnoreCase("latest"))
   }
 }

@@ -84,10 +84,10 @@ private[kafka] object KafkaConsumerPool {
   private def create(properties: Map[String, String]): Consumer = {
     val props = new Properties()
     properties.foreach { case (k, v) => props.put(k, v) }
-    // Positions come from the checkpoint, never from Kafka: no group, no commits, no reset.
+    // Positions come from the checkpoint, never from Kafka: no commits, no reset; a group id the
+    // user gave (kafka.group.id, groupIdPrefix) is only a label, as partitions are assigned.
     props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false")
     props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "none")
-    props.remove(ConsumerConfig.GROUP_ID_CONFIG)
     props.putIfAbsent(ConsumerConfig.CLIENT_ID_CONFIG, s"sluice-reader-${java.util.UUID.randomUUID()}")
     new KafkaConsumer(props, new ByteArrayDeserializer, new ByteArrayDeserializer)
   }

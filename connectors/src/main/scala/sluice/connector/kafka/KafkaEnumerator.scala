@@ -245,11 +245,19 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
         names.filter(existing.contains)
       case p: TopicSubscription.TopicPattern =>
         admin.listTopics().names().get(60, TimeUnit.SECONDS).asScala.filter(p.matches).toSeq
+      case TopicSubscription.Assigned(partitions) =>
+        val existing = admin.listTopics().names().get(60, TimeUnit.SECONDS).asScala
+        partitions.keys.filter(existing.contains).toSeq
     }
     if (topics.isEmpty) (Set.empty, Map.empty)
     else {
       val described = admin.describeTopics(topics.asJava).allTopicNames().get(60, TimeUnit.SECONDS).asScala.values
-      (described.flatMap(d => d.partitions().asScala.map(p => new TopicPartition(d.name, p.partition))).toSet,
+      val all = described.flatMap(d => d.partitions().asScala.map(p => new TopicPartition(d.name, p.partition))).toSet
+      val read = config.subscription match {
+        case a: TopicSubscription.Assigned => all.filter(tp => a.includes(tp.topic, tp.partition))
+        case _ => all
+      }
+      (read,
         described.map(d => d.name -> d.topicId.toString).toMap)
     }
   }
@@ -260,11 +268,20 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
     lazy val earliest = listOffsets(partitions, OffsetSpec.earliest(), tolerateMissing = false)
     lazy val latest = listOffsets(partitions, OffsetSpec.latest(), tolerateMissing = false)
     def byTime(times: Map[TopicPartition, Long]) = {
-      // The first offset with a timestamp >= the given one; none such: the partition's end.
+      // The first offset with a timestamp >= the given one; none such: the partition's end, or
+      // for a start under Spark's default strategy, an error.
       val found = partitions.groupBy(tp => times(tp)).flatMap { case (ts, tps) =>
         listOffsets(tps, OffsetSpec.forTimestamp(ts), tolerateMissing = false)
       }
-      partitions.map(tp => tp -> found.get(tp).filter(_ >= 0).getOrElse(latest(tp))).toMap
+      partitions.map { tp =>
+        val offset = found.get(tp).filter(_ >= 0)
+        if (offset.isEmpty && !atEnd && !config.startPastLastRecordAtEnd) {
+          throw new IllegalStateException(s"KafkaSource: no record of $tp has a timestamp at or after ${times(tp)}, " +
+            s"the start option '${config.startingOption}' gives; with startingOffsetsByTimestampStrategy=latest " +
+            "(the default is error, as in Spark) such a partition starts at its end.")
+        }
+        tp -> offset.getOrElse(latest(tp))
+      }.toMap
     }
     initializer match {
       case Earliest => earliest

@@ -40,8 +40,10 @@ final class KafkaSource private (rawOptions: Map[String, String], val config: Ka
   override def startingAtTimestamp(timestampMs: Long): KafkaSource = {
     import KafkaConfig._
     val starts = Seq(StartingOffsets, StartingTimestamp, StartingOffsetsByTimestamp).map(_.name.toLowerCase)
-    KafkaSource.fromOptions(rawOptions.filterNot(e => starts.contains(e._1.toLowerCase)) +
-      (StartingTimestamp.name -> timestampMs.toString))
+    // a partition with nothing at or after the timestamp starts at its end: nothing there to skip
+    KafkaSource.fromOptions(rawOptions.filterNot(e => (starts :+ StartingOffsetsByTimestampStrategy.name.toLowerCase)
+      .contains(e._1.toLowerCase)) + (StartingTimestamp.name -> timestampMs.toString) +
+      (StartingOffsetsByTimestampStrategy.name -> "latest"))
   }
 
   override def toString: String = s"KafkaSource($config)"
@@ -65,6 +67,11 @@ object KafkaSource {
     def bootstrapServers(servers: String): Builder = set(BootstrapServers.name, servers)
     def topics(topics: String*): Builder = set(Subscribe.name, topics.mkString(","))
     def topicPattern(regex: String): Builder = set(SubscribePattern.name, regex)
+    /** Spark's `assign`: these partitions only (give this, `topics` or `topicPattern`). */
+    def partitions(assigned: Map[String, Seq[Int]]): Builder = set(Assign.name,
+      assigned.toSeq.sortBy(_._1).map { case (t, ps) =>
+        com.fasterxml.jackson.databind.json.JsonMapper.builder().build().writeValueAsString(t) + ps.sorted.mkString(":[", ",", "]")
+      }.mkString("{", ",", "}"))
     /** A Kafka consumer property (e.g. `security.protocol`); passed to every consumer. */
     def property(key: String, value: String): Builder = set(Prefix + key, value)
 
