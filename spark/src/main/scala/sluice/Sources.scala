@@ -54,8 +54,8 @@ object Sources extends SourceResolver {
       GeneratorConfig.all),
     Section("Kafka source (`source` = `kafka`)",
       "One split per topic-partition. Names follow Spark's Kafka source, whose read options " +
-        "`maxOffsetsPerTrigger`, `minOffsetsPerTrigger` and `maxTriggerDelay` are read options of every source " +
-        "here (above); `minPartitions` is not supported (see docs/migrating-from-spark-kafka.md). " +
+        "`maxOffsetsPerTrigger`, `minOffsetsPerTrigger`, `maxTriggerDelay` and `minPartitions` are read options " +
+        "of every source here (above); see docs/migrating-from-spark-kafka.md. " +
         "Raw rows have Spark's Kafka schema: `key`, `value`, `topic`, `partition`, `offset`, " +
         "`timestamp`, `timestampType` (and `headers`).",
       KafkaConfig.documented),

@@ -21,4 +21,12 @@ trait SourceSplit extends Serializable {
    * record observed so far.
    */
   def positionsCountRecords: Boolean = true
+
+  /**
+   * True when a range of this split may be cut at any position and its parts read by different
+   * tasks at once (every position is where a record starts and a reader can start at it: Kafka
+   * offsets, generator indexes); false for byte positions (files), where a part could start
+   * mid-line.
+   */
+  def divisible: Boolean = positionsCountRecords
 }

@@ -11,6 +11,7 @@ final case class HybridSplit(sourceIndex: Int, child: SourceSplit) extends Sourc
   override def startPosition: Long = child.startPosition
   override def stopPosition: Option[Long] = child.stopPosition
   override def positionsCountRecords: Boolean = child.positionsCountRecords
+  override def divisible: Boolean = child.divisible
 }
 
 object HybridSplit {

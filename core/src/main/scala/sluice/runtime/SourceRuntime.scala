@@ -105,10 +105,15 @@ final class SourceRuntime(
    * The tasks a batch from `start` to `end` runs: its ranges packed into at most `slots` tasks
    * (the engine's parallelism), so splits with little to read share one (`TaskPacking`).
    */
-  def tasks(start: Option[SourceCheckpoint], end: SourceCheckpoint, slots: Int): Seq[Seq[SplitRange[SourceSplit]]] = {
+  def tasks(start: Option[SourceCheckpoint], end: SourceCheckpoint, slots: Int,
+      minTasks: Option[Int] = None): Seq[Seq[SplitRange[SourceSplit]]] = {
     val batch = ranges(start, end)
     val ppr = synchronized(positionsPerRecord)
-    TaskPacking.pack(batch, slots, r => (r.until - r.from) / ppr.getOrElse(r.split.splitId, 1.0))
+    def size(r: SplitRange[SourceSplit]) = (r.until - r.from) / ppr.getOrElse(r.split.splitId, 1.0)
+    minTasks.filter(_ > batch.size) match {
+      case Some(min) => TaskPacking.divide(batch, min, size)
+      case None => TaskPacking.pack(batch, slots, size)
+    }
   }
 
   // ---- reports --------------------------------------------------------------------------------
@@ -129,7 +134,9 @@ final class SourceRuntime(
           // A split just finished and its end state will be derived from (a hybrid's switch):
           // keep it before this returns. Spark applies a task's accumulator updates before the
           // job, and so the batch, completes: the commit then never precedes the end state.
-          def finishesASplit = reports.exists(r => splits.get(r.splitId).exists(_.stopPosition.exists(r.until >= _)))
+          // (the tracker's position, not the report's end: the parts of a divided range may end in any order)
+          def finishesASplit = reports.map(_.splitId).distinct.exists(id => splits.get(id).exists(s =>
+            s.stopPosition.exists(stop => tracker.get(id).exists(_.position >= stop))))
           if (enumerator.keepsEndState && finishesASplit) {
             // bounded, since this holds Spark's scheduler thread; thrown here it would only be
             // logged (Spark catches accumulator failures): the next planning writes it again

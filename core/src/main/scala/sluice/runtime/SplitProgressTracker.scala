@@ -6,7 +6,8 @@ import sluice.api.SplitProgress
 
 /**
  * The driver's view of what readers have read in each split: folds reports in range order so that
- * records are counted once, however often a range is reported.
+ * records are counted once, however often a range is reported, and in whatever order the tasks
+ * that read the parts of one divided range end.
  */
 final class SplitProgressTracker {
   private val progress = mutable.LinkedHashMap[String, SplitProgress]()
@@ -23,12 +24,32 @@ final class SplitProgressTracker {
   }
 
   /**
-   * Marks a split read up to `position` without a report for it (its report was lost with a
-   * driver); records and event times of that stretch stay unknown.
+   * Marks a split read up to `position` (the engine plans a batch only after the previous one
+   * committed). Ranges reported ahead of what was counted count now, in order; a stretch no report
+   * covers (its report was lost with a driver) is passed over, its records and event times unknown.
    */
-  def advanceTo(splitId: String, position: Long): Unit = progress.get(splitId).foreach { known =>
-    if (position > known.position) progress(splitId) = known.copy(position = position)
+  def advanceTo(splitId: String, position: Long): Unit = progress.get(splitId).foreach { _ =>
+    ahead.get(splitId).foreach { parked =>
+      parked.keys.filter(_ < position).toSeq.sorted.foreach { from =>
+        val r = parked.remove(from).get
+        progress.get(splitId).foreach { known =>
+          if (from > known.position) progress(splitId) = known.copy(position = from)
+        }
+        foldOne(r)
+      }
+    }
+    progress.get(splitId).foreach { known =>
+      if (position > known.position) progress(splitId) = known.copy(position = position)
+    }
+    drain(splitId)
   }
+
+  /**
+   * Ranges that start beyond what is counted: another task's part of the same split (a range
+   * divided among tasks), whose earlier part has not been reported yet. They count once the
+   * ranges before them did, or when the next planning moves the split past the gap.
+   */
+  private val ahead = mutable.Map[String, mutable.Map[Long, SplitReport]]()
 
   /** The range counted last in each split, so that a second report of it replaces the first. */
   private val lastCounted = mutable.Map[String, SplitProgressTracker.Counted]()
@@ -39,36 +60,50 @@ final class SplitProgressTracker {
    * read it all), the larger of the two reports counts.
    */
   def fold(reports: Seq[SplitReport]): Boolean = {
-    var changed = false
+    val touched = reports.map(_.splitId).distinct
+    val before = touched.map(progress.get)
     reports.sortBy(r => (r.splitId, r.from)).foreach { r =>
-      progress.get(r.splitId).foreach { known =>
-        val maxTs = (known.maxEventTime ++ r.maxEventTime).reduceOption(_ max _)
-        val next = lastCounted.get(r.splitId) match {
-          case Some(c) if c.from == r.from =>
-            val again = SplitProgressTracker.Counted(c.from, math.max(c.until, r.until), math.max(c.records, r.records),
-              SplitProgress.maxCounters(c.counters, r.counters))
-            lastCounted(r.splitId) = again
-            SplitProgress(r.splitId, math.max(known.position, again.until), maxTs,
-              known.records - c.records + again.records,
-              SplitProgress.sumCounters(minus(known.counters, c.counters), again.counters))
-          case _ if r.from >= known.position && r.until > known.position =>
-            // from > position: the ranges in between were read by a driver that died before it
-            // could persist their reports; their records are missing from the count, but the
-            // position and event time here are exact again.
-            lastCounted(r.splitId) = SplitProgressTracker.Counted(r.from, r.until, r.records, r.counters)
-            SplitProgress(r.splitId, r.until, maxTs, known.records + r.records,
-              SplitProgress.sumCounters(known.counters, r.counters))
-          case _ =>
-            // A range counted before the last one (a re-executed batch): only the event time may add anything.
-            known.copy(maxEventTime = maxTs)
-        }
-        if (next != known) {
-          progress(r.splitId) = next
-          changed = true
-        }
+      if (progress.contains(r.splitId)) {
+        foldOne(r)
+        drain(r.splitId)
       }
     }
-    changed
+    touched.map(progress.get) != before
+  }
+
+  private def foldOne(r: SplitReport): Unit = progress.get(r.splitId).foreach { known =>
+    val maxTs = (known.maxEventTime ++ r.maxEventTime).reduceOption(_ max _)
+    progress(r.splitId) = lastCounted.get(r.splitId) match {
+      case Some(c) if c.from == r.from =>
+        val again = SplitProgressTracker.Counted(c.from, math.max(c.until, r.until), math.max(c.records, r.records),
+          SplitProgress.maxCounters(c.counters, r.counters))
+        lastCounted(r.splitId) = again
+        SplitProgress(r.splitId, math.max(known.position, again.until), maxTs,
+          known.records - c.records + again.records,
+          SplitProgress.sumCounters(minus(known.counters, c.counters), again.counters))
+      case _ if r.from == known.position && r.until > known.position =>
+        lastCounted(r.splitId) = SplitProgressTracker.Counted(r.from, r.until, r.records, r.counters)
+        SplitProgress(r.splitId, r.until, maxTs, known.records + r.records,
+          SplitProgress.sumCounters(known.counters, r.counters))
+      case _ if r.from > known.position =>
+        // the part before it is not counted yet: keep it until it is (its event time counts now)
+        val parked = ahead.getOrElseUpdate(r.splitId, mutable.Map.empty)
+        parked(r.from) = parked.get(r.from).map(_.merge(r)).getOrElse(r)
+        known.copy(maxEventTime = maxTs)
+      case _ =>
+        // A range counted before the last one (a re-executed batch): only the event time may add anything.
+        known.copy(maxEventTime = maxTs)
+    }
+  }
+
+  /** Counts the ranges kept ahead that now follow on from what is counted. */
+  private def drain(splitId: String): Unit = ahead.get(splitId).foreach { parked =>
+    var next = progress.get(splitId).flatMap(p => parked.remove(p.position))
+    while (next.isDefined) {
+      foldOne(next.get)
+      next = progress.get(splitId).flatMap(p => parked.remove(p.position))
+    }
+    if (parked.isEmpty) ahead.remove(splitId)
   }
 
   private def minus(a: Map[String, Long], b: Map[String, Long]): Map[String, Long] =

@@ -1,5 +1,7 @@
 package sluice.runtime
 
+import scala.collection.mutable
+
 import sluice.api.{SourceSplit, SplitRange}
 
 /**
@@ -10,6 +12,31 @@ import sluice.api.{SourceSplit, SplitRange}
  * partitions). With at most `slots` ranges, each is a task of its own, as before.
  */
 object TaskPacking {
+
+  /**
+   * Spark's `minPartitions`: with fewer ranges than `minTasks`, divides the divisible ones (see
+   * `SourceSplit.divisible`) into parts of about equal size, so that the batch has about
+   * `minTasks` tasks — one per part, a large partition's backlog read by several cores at once.
+   * Parts of one range are contiguous and cover it exactly; each is at least one position.
+   */
+  def divide[S <: SourceSplit](ranges: Seq[SplitRange[S]], minTasks: Int, size: SplitRange[S] => Double): Seq[Seq[SplitRange[S]]] = {
+    val divisible = ranges.filter(r => r.split.divisible && r.until - r.from > 1)
+    if (ranges.size >= minTasks || divisible.isEmpty) return ranges.map(Seq(_))
+    val parts = mutable.Map(divisible.map(r => r -> 1): _*)
+    // one more part at a time, to the range whose parts are largest (ties: by split id, stable)
+    for (_ <- ranges.size until minTasks) {
+      val candidates = parts.filter { case (r, n) => n < r.until - r.from }
+      if (candidates.nonEmpty) {
+        val (r, n) = candidates.maxBy { case (r, n) => (size(r) / n, r.split.splitId) }
+        parts(r) = n + 1
+      }
+    }
+    ranges.flatMap { r =>
+      val n = parts.getOrElse(r, 1)
+      val length = r.until - r.from
+      (0 until n).map(i => SplitRange(r.split, r.from + length * i / n, r.from + length * (i + 1) / n))
+    }.map(Seq(_))
+  }
 
   /**
    * @param size a range's estimated records (positions over positions per record)

@@ -9,9 +9,10 @@ import sluice.api._
  * record at position `p` having event time `startMs + p * stepMs`. Its enumerator has an exact
  * event-time index, as Kafka's and the generator's have. Only the driver side exists.
  */
-final case class MemSplit(splitId: String, startMs: Long, stepMs: Long, records: Long, bounded: Boolean = true)
-  extends SourceSplit {
+final case class MemSplit(splitId: String, startMs: Long, stepMs: Long, records: Long, bounded: Boolean = true,
+    countsRecords: Boolean = true) extends SourceSplit {
   override def startPosition: Long = 0L
+  override def positionsCountRecords: Boolean = countsRecords
   override def stopPosition: Option[Long] = Option.when(bounded)(records)
   def eventTime(position: Long): Long = startMs + position * stepMs
 }

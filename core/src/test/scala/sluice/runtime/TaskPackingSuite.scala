@@ -37,4 +37,31 @@ class TaskPackingSuite extends AnyFunSuite {
     val ranges = (0 until 9).map(i => range(s"p$i", 100))
     assert(pack(ranges, 4) == pack(ranges.reverse, 4))
   }
+
+  private def divide(ranges: Seq[SplitRange[MemSplit]], min: Int) =
+    TaskPacking.divide[MemSplit](ranges, min, r => (r.until - r.from).toDouble)
+
+  test("minPartitions: fewer ranges than tasks wanted are divided into contiguous parts of about equal size") {
+    val hot = SplitRange(MemSplit("hot", 0L, 1L, 1000000L), 1000L, 11000L)
+    val cold = SplitRange(MemSplit("cold", 0L, 1L, 1000000L), 0L, 2000L)
+    val tasks = divide(Seq(hot, cold), 6)
+    assert(tasks.size == 6 && tasks.forall(_.size == 1), "one part a task: two parts of one split never share a task")
+    val parts = tasks.flatten.groupBy(_.split.splitId)
+    assert(parts("hot").size == 5 && parts("cold").size == 1)
+    for ((id, ps) <- parts; sorted = ps.sortBy(_.from)) {
+      val whole = if (id == "hot") hot else cold
+      assert(sorted.head.from == whole.from && sorted.last.until == whole.until, id)
+      sorted.sliding(2).filter(_.size == 2).foreach(p => assert(p(0).until == p(1).from, id))
+    }
+    assert(parts("hot").map(r => r.until - r.from).toSet == Set(2000L))
+  }
+
+  test("minPartitions: enough ranges already, or ranges that cannot be cut, stay whole") {
+    val ranges = (0 until 4).map(i => range(s"r$i", 100))
+    assert(divide(ranges, 4) == ranges.map(Seq(_)))
+    val one = SplitRange(MemSplit("one", 0L, 1L, 1000000L), 0L, 2L)
+    assert(divide(Seq(one), 8).flatten.map(r => (r.from, r.until)) == Seq((0L, 1L), (1L, 2L)), "a part is a position at least")
+    val bytes = SplitRange(MemSplit("file", 0L, 1L, 1000000L, countsRecords = false), 0L, 1000L)
+    assert(divide(Seq(bytes), 8) == Seq(Seq(bytes)))
+  }
 }

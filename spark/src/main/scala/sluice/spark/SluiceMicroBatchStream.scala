@@ -93,7 +93,8 @@ final class SluiceMicroBatchStream(
 
   /** No more tasks than the cluster runs at once: splits with little to read share one. */
   override def planInputPartitions(start: SparkOffset, end: SparkOffset): Array[InputPartition] =
-    runtime.tasks(Some(SluiceOffset.of(start).checkpoint), SluiceOffset.of(end).checkpoint, spark.sparkContext.defaultParallelism)
+    runtime.tasks(Some(SluiceOffset.of(start).checkpoint), SluiceOffset.of(end).checkpoint,
+      spark.sparkContext.defaultParallelism, options.minPartitions)
       .map(ranges => SluiceInputPartition(ranges): InputPartition).toArray
 
   override def createReaderFactory(): PartitionReaderFactory = readerFactory

@@ -18,7 +18,9 @@ final case class StreamOptions(
     timestamps: TimestampSupport = TimestampSupport(force = true, None),
     /** Fewer records than this available: no batch, until `maxTriggerDelayMs` has passed since the last. */
     minRecordsPerTrigger: Option[Long] = None,
-    maxTriggerDelayMs: Long = StreamOptions.DefaultMaxTriggerDelayMs) {
+    maxTriggerDelayMs: Long = StreamOptions.DefaultMaxTriggerDelayMs,
+    /** Micro-batches: at least this many tasks, dividing ranges of divisible splits (Spark's Kafka `minPartitions`). */
+    minPartitions: Option[Int] = None) {
   /** The rows the stream emits: the source's in its layout, plus `event_time` under a watermark strategy. */
   def outputSchema(source: Source[_, _]): org.apache.spark.sql.types.StructType =
     eventTime.outputSchema(source.schema(timestamps.layout), s"Sluice ${source.sourceType} source")
@@ -47,8 +49,14 @@ object StreamOptions {
     None, "a duration: milliseconds, or a number with a unit (500ms, 10s, 15m)",
     s => scala.util.Try(org.apache.spark.network.util.JavaUtils.timeStringAsMs(s)).toOption.filter(_ >= 0))
 
+  val MinPartitions: ConfigOption[Int] = ConfigOption.int("minPartitions",
+    "micro-batches: with fewer split ranges than this, the ranges of Kafka partitions (and generator splits) are " +
+      "divided so that about this many tasks read them, as Spark's Kafka minPartitions; file ranges are not " +
+      "divided; not in real-time mode or continuous processing, whose readers own their splits")
+    .withCheck("an integer >= 1")(_ >= 1)
+
   val all: Seq[ConfigOption[_]] = Seq(Name, MaxRecordsPerTrigger, MaxOffsetsPerTrigger, MinRecordsPerTrigger,
-    MinOffsetsPerTrigger, MaxTriggerDelay) ++ TimestampSupport.all ++ EventTimeSettings.all
+    MinOffsetsPerTrigger, MaxTriggerDelay, MinPartitions) ++ TimestampSupport.all ++ EventTimeSettings.all
 
   /** One value from a Sluice name and its Spark alias; both given must agree. */
   private def eitherOf(o: Options, name: ConfigOption[Long], alias: ConfigOption[Long]): Option[Long] =
@@ -76,7 +84,7 @@ object StreamOptions {
         s"'${MinRecordsPerTrigger.name}' (or Spark's '${MinOffsetsPerTrigger.name}').")
     }
     (StreamOptions(o.get(Name), eitherOf(o, MaxRecordsPerTrigger, MaxOffsetsPerTrigger), eventTime, timestamps, min,
-      o.get(MaxTriggerDelay).getOrElse(DefaultMaxTriggerDelayMs)), sourceOptions)
+      o.get(MaxTriggerDelay).getOrElse(DefaultMaxTriggerDelayMs), o.get(MinPartitions)), sourceOptions)
   }
 
   private def activeConf(key: String): Option[String] = SparkSession.getActiveSession.flatMap(_.conf.getOption(key))

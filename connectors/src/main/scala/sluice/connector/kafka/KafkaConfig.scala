@@ -165,8 +165,6 @@ object KafkaConfig {
 
   /** Options of Spark's Kafka source that Sluice does not take, and why (see docs/migrating-from-spark-kafka.md). */
   private val SparkOnly = Map(
-    "minpartitions" -> ("a partition's range is read by one task; more tasks come only from more partitions " +
-      "(dividing a large range among tasks is not built yet)"),
     "fetchoffset.numretries" -> "the driver asks the brokers through Kafka's admin client, which retries by itself",
     "fetchoffset.retryintervalms" -> "the driver asks the brokers through Kafka's admin client, which retries by itself",
     "kafka.consumer.cache.timeout" -> "not an option of a query in Spark either (a Spark setting)")

@@ -125,10 +125,41 @@ class KafkaSparkOptionsSuite extends AnyFunSuite with KafkaSuiteBase with SparkS
     assert(ignored.size == 160, "AvailableNow must read everything it found, whatever minOffsetsPerTrigger says")
   }
 
+  private def tasksOfLastBatch(q: StreamingQuery): Int =
+    q.asInstanceOf[org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper].streamingQuery
+      .lastExecution.executedPlan.collect {
+    case scan: org.apache.spark.sql.execution.datasources.v2.MicroBatchScanExec => scan.inputPartitions.size
+  }.sum
+
+  test("minPartitions divides one partition's backlog among tasks, as Spark's does; restarts stay exact") {
+    fill("one-partition", 1, 1000)
+    val options = Map("subscribe" -> "one-partition", "startingOffsets" -> "earliest", "minPartitions" -> "4")
+    val (rows, theirs, ours) = same(options)
+    assert(rows.size == 1000 && rows.map(_.getLong(2)).toSet == (0L until 1000L).toSet)
+    assert(tasksOfLastBatch(theirs) == 4 && tasksOfLastBatch(ours) == 4)
+    assert(ours.lastProgress.sources.head.metrics.get("recordsRead") == "1000", "every part counted once")
+
+    // batches of 300, each read by 3 tasks; a second run on the same checkpoint reads only what came after
+    val checkpoint = tempDir("ckpt").toString
+    val out = tempDir("divided").toString
+    def runOnce(): Seq[Long] = {
+      val q = reader("sluice", options ++ Map("minPartitions" -> "3", "maxOffsetsPerTrigger" -> "300"))
+        .selectExpr("offset").writeStream.format("parquet").option("path", out).trigger(Trigger.AvailableNow())
+        .option("checkpointLocation", checkpoint).start()
+      awaitEnd(q)
+      q.exception.foreach(e => throw e)
+      assert(tasksOfLastBatch(q) == 3)
+      spark.read.parquet(out).collect().toSeq.map(_.getLong(0))
+    }
+    assert(runOnce().sorted == (0L until 1000L))
+    fill("one-partition", 1, 500, from = 1000)
+    assert(runOnce().sorted == (0L until 1500L), "the sink holds every offset once after a restart")
+  }
+
   test("Spark options Sluice does not take are refused with the reason; unknown names list the Kafka options only") {
-    val e = intercept[IllegalArgumentException](reader("sluice", Map("subscribe" -> "t", "minPartitions" -> "8")))
-    assert(e.getMessage.startsWith("KafkaSource: option 'minPartitions' of Spark's Kafka source is not supported: "),
-      e.getMessage)
+    val e = intercept[IllegalArgumentException](reader("sluice", Map("subscribe" -> "t", "fetchOffset.numRetries" -> "8")))
+    assert(e.getMessage.startsWith("KafkaSource: option 'fetchOffset.numRetries' of Spark's Kafka source is not " +
+      "supported: "), e.getMessage)
     val unknown = intercept[IllegalArgumentException](reader("sluice", Map("subscribe" -> "t", "startingOffset" -> "1")))
     assert(unknown.getMessage.contains("startingOffsets") && !unknown.getMessage.contains("allowComments"),
       unknown.getMessage)
