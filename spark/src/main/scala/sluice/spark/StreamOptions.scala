@@ -19,7 +19,10 @@ final case class StreamOptions(
     /** Fewer records than this available: no batch, until `maxTriggerDelayMs` has passed since the last. */
     minRecordsPerTrigger: Option[Long] = None,
     maxTriggerDelayMs: Long = StreamOptions.DefaultMaxTriggerDelayMs) {
-  /** The rows the stream emits: the source's in its layout, plus `event_time` under a watermark strategy. */
+  /**
+   * The rows the stream emits: the source's in its layout, plus the event-time column
+   * (`watermark.eventTimeColumn`, default `event_time`) under a watermark strategy.
+   */
   def outputSchema(source: Source[_, _]): org.apache.spark.sql.types.StructType =
     eventTime.outputSchema(source.schema(timestamps.layout), s"Sluice ${source.sourceType} source")
 }
