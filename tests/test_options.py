@@ -81,6 +81,7 @@ def test_every_option_a_builder_sets_is_declared_on_the_jvm() -> None:
     strategy = (
         WatermarkStrategy.for_bounded_out_of_orderness(1)
         .with_timestamp_column("ts")
+        .with_event_time_column("et")
         .with_idleness(1)
         .with_watermark_alignment("g", 1, 1)
         .with_allow_unaligned_source_splits()

@@ -1,17 +1,19 @@
-"""Watermark strategies from Python: options, the event_time column, alignment through Spark."""
+"""Watermark strategies from Python: options, the event_time column (and its renaming), alignment
+through Spark."""
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 import sluice
-from sluice import GeneratorSource, SluiceConfigError, WatermarkStrategy
+from sluice import FileSource, GeneratorSource, SluiceConfigError, WatermarkStrategy
 
 MINUTE = 60_000
 START_MS = 1_700_000_000_000
@@ -45,7 +47,12 @@ def test_builders_produce_the_documented_options() -> None:
     # each with_* returns a new strategy
     base = WatermarkStrategy.for_monotonous_timestamps()
     base.with_idleness(5)
+    base.with_event_time_column("et")
     assert base == WatermarkStrategy.for_monotonous_timestamps()
+    assert base.with_event_time_column("et").options == {
+        "watermark.kind": "monotonous",
+        "watermark.eventTimeColumn": "et",
+    }
 
 
 def test_durations_are_checked() -> None:
@@ -55,6 +62,16 @@ def test_durations_are_checked() -> None:
         TypeError, match="timeout must be a datetime.timedelta or milliseconds"
     ):
         WatermarkStrategy.for_monotonous_timestamps().with_idleness("1 minute")  # type: ignore[arg-type]
+
+
+def test_the_event_time_column_name_is_checked_without_a_jvm() -> None:
+    with pytest.raises(TypeError, match="name must be a str"):
+        WatermarkStrategy.for_monotonous_timestamps().with_event_time_column(1)  # type: ignore[arg-type]
+    with pytest.raises(
+        SluiceConfigError,
+        match="invalid value ' ' for option 'watermark.eventTimeColumn'; allowed: a non-empty name",
+    ):
+        WatermarkStrategy.for_monotonous_timestamps().with_event_time_column(" ")
 
 
 def skewed_source() -> sluice.Source:
@@ -153,3 +170,108 @@ def test_alignment_without_event_time_is_refused_when_the_source_is_built(
         match="need event time, but the watermark strategy is noWatermarks",
     ):
         sluice.from_source(spark, skewed_source(), strategy)
+
+
+# JSON lines whose own column event_time holds the event time: 30 records a minute apart from
+# minute 100 on, then 10 records of minutes 0 to 9, far behind Spark's watermark after the first batch.
+BASE_MS = START_MS // MINUTE * MINUTE
+ON_TIME = {i: BASE_MS + (100 + i) * MINUTE + 123 for i in range(30)}
+LATE = {100 + i: BASE_MS + i * MINUTE + 456 for i in range(10)}
+
+
+def event_time_files(directory: Path) -> sluice.Source:
+    directory.mkdir()
+    lines = [
+        json.dumps(
+            {
+                "id": i,
+                "event_time": datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(
+                    timespec="milliseconds"
+                ),
+            }
+        )
+        for i, ms in {**ON_TIME, **LATE}.items()
+    ]
+    (directory / "part-0.json").write_text("\n".join(lines) + "\n")
+    return (
+        FileSource.builder()
+        .path(str(directory))
+        .format("json")
+        .schema("id INT, event_time TIMESTAMP")
+        .build()
+    )
+
+
+def millis(ts: datetime) -> int:
+    return round(ts.timestamp() * 1000)
+
+
+def test_a_source_with_its_own_event_time_column_renames_the_added_one(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    files = event_time_files(tmp_path / "data")
+    renamed = (
+        WatermarkStrategy.for_bounded_out_of_orderness(0)
+        .with_timestamp_column("event_time")
+        .with_event_time_column("et")
+    )
+    df = sluice.from_source(spark, files, renamed, name="renamed")
+    assert df.columns == ["id", "event_time", "_split", "_position", "_timestamp", "et"]
+    rows = (
+        df.writeStream.format("memory")
+        .queryName("py_renamed_rows")
+        .option("checkpointLocation", str(tmp_path / "rows"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert rows.awaitTermination(180), "the AvailableNow query did not end within 180 s"
+    assert rows.exception() is None
+    by_id = {r.id: millis(r.et) for r in spark.table("py_renamed_rows").collect()}
+    # the data's event times exactly, milliseconds included
+    assert by_id == {**ON_TIME, **LATE}
+
+    # Spark's watermark on et: the first batch (about 20 records) holds on-time records only, so
+    # every later batch is past the late records, which it drops, and only those
+    limited = sluice.from_source(
+        spark, files, renamed, name="renamed", options={"maxRecordsPerTrigger": 10}
+    )
+    q = (
+        limited.withWatermark("et", "10 minutes")
+        .groupBy(F.window("et", "1 minute"))
+        .count()
+        .writeStream.format("memory")
+        .queryName("py_renamed_counts")
+        .outputMode("update")
+        .option("checkpointLocation", str(tmp_path / "counts"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert q.awaitTermination(180), "the AvailableNow query did not end within 180 s"
+    assert q.exception() is None
+    assert sum(1 for p in q.recentProgress if p["numInputRows"] > 0) > 1
+    dropped = sum(
+        op["numRowsDroppedByWatermark"]
+        for p in q.recentProgress
+        for op in p["stateOperators"]
+    )
+    assert dropped == len(LATE)
+    final: dict[int, int] = {}
+    for row in spark.table("py_renamed_counts").collect():
+        start = millis(row.window.start)
+        final[start] = max(final.get(start, 0), row["count"])
+    assert final == {ms // MINUTE * MINUTE: 1 for ms in ON_TIME.values()}
+
+
+def test_a_clash_with_the_event_time_column_names_the_option(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    files = event_time_files(tmp_path / "data")
+    unrenamed = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_column(
+        "event_time"
+    )
+    with pytest.raises(
+        SluiceConfigError,
+        match=r"already has a column named 'event_time'.*option 'watermark.eventTimeColumn'.*"
+        r"choose another name",
+    ):
+        sluice.from_source(spark, files, unrenamed)

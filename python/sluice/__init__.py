@@ -56,9 +56,10 @@ def from_source(
 ) -> DataFrame:
     """A streaming DataFrame reading ``source``.
 
-    ``watermark_strategy`` (see :class:`WatermarkStrategy`) adds an ``event_time`` column for
-    Spark's ``withWatermark`` and, with ``with_watermark_alignment``, aligns the source's splits
-    and the query's sources of the same group (docs/event-time.md).
+    ``watermark_strategy`` (see :class:`WatermarkStrategy`) adds an ``event_time`` column (or
+    the name ``with_event_time_column`` gives) for Spark's ``withWatermark`` and, with
+    ``with_watermark_alignment``, aligns the source's splits and the query's sources of the same
+    group (docs/event-time.md).
 
     ``options`` are read options of the Spark binding, e.g. ``{"maxRecordsPerTrigger": 10000}``,
     ``{"forceTimestampSupport": False}`` for compact rows (docs/compact.md), or

@@ -24,9 +24,9 @@ def read(
 ) -> DataFrame:
     """A (batch) DataFrame holding every record of the bounded ``source``.
 
-    Same rows and schema as :func:`sluice.from_source` gives for the source: ``event_time`` under
-    ``watermark_strategy`` (alignment and idleness have no effect: nothing is read in rounds),
-    compact rows with ``{"forceTimestampSupport": False}``.
+    Same rows and schema as :func:`sluice.from_source` gives for the source: ``event_time`` (or the
+    name ``with_event_time_column`` gives) under ``watermark_strategy`` (alignment and idleness
+    have no effect: nothing is read in rounds), compact rows with ``{"forceTimestampSupport": False}``.
 
     Refused when ``load()`` is called, with a message naming the fix: an unbounded source (Kafka
     without stopping offsets, files with ``monitorIntervalMs``, a generator without

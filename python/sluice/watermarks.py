@@ -7,13 +7,15 @@ A strategy is a set of options the source understands; each ``with_*`` returns a
         .with_watermark_alignment("orders", max_drift=timedelta(minutes=5))
 
 Under any strategy but ``no_watermarks()`` the rows gain an ``event_time`` column to hand to
-Spark's ``withWatermark``.
+Spark's ``withWatermark``; ``with_event_time_column("et")`` names it otherwise (for a source that
+already has a column ``event_time``).
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
 
+from sluice._jvm import SluiceConfigError
 from sluice._options import declared
 
 # The strategy's options are read options of the binding, declared with the JVM's EventTimeSettings.
@@ -21,6 +23,7 @@ _READ = declared("read")
 _KIND = _READ["watermark.kind"].name
 _MAX_OUT_OF_ORDERNESS = _READ["watermark.maxOutOfOrdernessMs"].name
 _TIMESTAMP_COLUMN = _READ["watermark.timestampColumn"].name
+_EVENT_TIME_COLUMN = _READ["watermark.eventTimeColumn"]
 _IDLE_TIMEOUT = _READ["watermark.idleTimeoutMs"].name
 _GROUP = _READ["watermark.alignment.group"].name
 _MAX_DRIFT = _READ["watermark.alignment.maxDriftMs"].name
@@ -55,7 +58,7 @@ class WatermarkStrategy:
 
     @staticmethod
     def no_watermarks() -> WatermarkStrategy:
-        """No event time: the source emits no watermarks and rows carry no ``event_time``."""
+        """No event time: the source emits no watermarks and rows carry no event-time column."""
         return WatermarkStrategy({_KIND: "none"})
 
     @staticmethod
@@ -73,6 +76,19 @@ class WatermarkStrategy:
         """Event time from this column (timestamp, or long epoch milliseconds) instead of the
         connector's record time (the Kafka record timestamp)."""
         return self._with({_TIMESTAMP_COLUMN: column})
+
+    def with_event_time_column(self, name: str) -> WatermarkStrategy:
+        """Names the column the strategy adds to every row (default ``event_time``); it must not
+        be a column the source already has. For a source whose own ``event_time`` holds the event
+        time: ``.with_timestamp_column("event_time").with_event_time_column("et")``."""
+        if not isinstance(name, str):
+            raise TypeError(f"name must be a str, not {name!r}")
+        if not name.strip():
+            raise SluiceConfigError(
+                f"WatermarkStrategy: invalid value '{name}' for option '{_EVENT_TIME_COLUMN.name}'; "
+                f"allowed: {_EVENT_TIME_COLUMN.allowed}."
+            )
+        return self._with({_EVENT_TIME_COLUMN.name: name})
 
     def with_idleness(self, timeout: timedelta | int) -> WatermarkStrategy:
         """A split that reads nothing for ``timeout`` (while not paused) turns idle."""

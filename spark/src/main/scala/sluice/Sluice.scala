@@ -50,7 +50,7 @@ object Sluice {
 
   /**
    * Reads a bounded `source` whole as a DataFrame (`spark.read`): the rows and schema a streaming
-   * read of it would give, `event_time` included under `watermarkStrategy` (may be null). An
+   * read of it would give, the event-time column included under `watermarkStrategy` (may be null). An
    * unbounded source, a hybrid whose later sources are derived at the switch, or a stream-only
    * read option (`maxRecordsPerTrigger`) is refused here, naming the fix; see docs/batch.md.
    */

@@ -13,14 +13,16 @@ final case class AlignmentSettings(
 
 /**
  * A source's event-time configuration, parsed from the `watermark.*` options a
- * `WatermarkStrategy` produces. `None` as kind means no event time at all.
+ * `WatermarkStrategy` produces. `None` as kind means no event time at all. `eventTimeColumn` is
+ * the name of the column the strategy adds to every row (option `watermark.eventTimeColumn`).
  */
 final case class EventTimeSettings(
     kind: String,
     maxOutOfOrdernessMs: Long,
     timestampColumn: Option[String],
     idleTimeoutMs: Option[Long],
-    alignment: Option[AlignmentSettings]) {
+    alignment: Option[AlignmentSettings],
+    eventTimeColumn: String = EventTimeSettings.DefaultEventTimeColumn) {
 
   def enabled: Boolean = kind != EventTimeSettings.Kind.None
 
@@ -28,7 +30,10 @@ final case class EventTimeSettings(
   def watermarkFor(maxEventTimeMs: Long): Long =
     if (maxEventTimeMs < Long.MinValue + maxOutOfOrdernessMs) Long.MinValue else maxEventTimeMs - maxOutOfOrdernessMs
 
-  /** Checks the timestamp column against the source's rows; returns the rows' schema with `event_time`. */
+  /**
+   * Checks the timestamp column against the source's rows; returns the rows' schema with the
+   * event-time column (`eventTimeColumn`) added last.
+   */
   def outputSchema(sourceSchema: StructType, context: String): StructType = {
     if (!enabled) return sourceSchema
     timestampColumn.foreach { c =>
@@ -42,17 +47,19 @@ final case class EventTimeSettings(
           "it must be a timestamp or a long (epoch milliseconds).")
       }
     }
-    if (sourceSchema.fieldNames.exists(_.equalsIgnoreCase(EventTimeSettings.EventTimeColumn))) {
-      throw new IllegalArgumentException(s"$context: the source already has a column named " +
-        s"'${EventTimeSettings.EventTimeColumn}', which a watermark strategy adds; rename it.")
+    sourceSchema.fieldNames.find(_.equalsIgnoreCase(eventTimeColumn)).foreach { existing =>
+      throw new IllegalArgumentException(s"$context: the source already has a column named '$existing', and the " +
+        s"watermark strategy adds its event-time column under that name (option " +
+        s"'${EventTimeSettings.EventTimeColumn.name}' = '$eventTimeColumn'); choose another name with " +
+        s"${EventTimeSettings.EventTimeColumn.name} (WatermarkStrategy.withEventTimeColumn / with_event_time_column).")
     }
-    sourceSchema.add(EventTimeSettings.EventTimeColumn, TimestampType, nullable = true)
+    sourceSchema.add(eventTimeColumn, TimestampType, nullable = true)
   }
 }
 
 object EventTimeSettings {
-  /** The column a watermark strategy adds to every row: the event time Sluice's watermarks use. */
-  val EventTimeColumn = "event_time"
+  /** The default name of the column a watermark strategy adds to every row: the event time Sluice's watermarks use. */
+  val DefaultEventTimeColumn = "event_time"
 
   /** Spark SQL setting: the default for `watermark.alignment.allowUnalignedSourceSplits`. */
   val AllowUnalignedSourceSplitsConf = "spark.sluice.watermarkAlignment.allowUnalignedSourceSplits"
@@ -73,6 +80,10 @@ object EventTimeSettings {
   val TimestampColumn: ConfigOption[String] = ConfigOption.string("watermark.timestampColumn",
     "the column holding event time (timestamp, or long epoch ms); unset: the connector's record time " +
       "(Kafka record timestamp, the file source's timestampColumn, the generator's event time)")
+  val EventTimeColumn: ConfigOption[String] = ConfigOption.string("watermark.eventTimeColumn",
+    "the name of the column the watermark strategy adds to every row (the event time to hand to Spark's " +
+      "withWatermark); must not be a column the source already has")
+    .withCheck("a non-empty name")(_.trim.nonEmpty).withDefault(DefaultEventTimeColumn)
   val IdleTimeoutMs: ConfigOption[Long] = ConfigOption.long("watermark.idleTimeoutMs",
     "a split with nothing read for this long turns idle and stops holding back alignment; unset: never idle")
     .withCheck("an integer >= 1")(_ >= 1)
@@ -89,7 +100,7 @@ object EventTimeSettings {
     "watermark.alignment.allowUnalignedSourceSplits",
     s"let a reader that cannot pause splits align as a whole only; default: the Spark setting $AllowUnalignedSourceSplitsConf, else false")
 
-  val all: Seq[ConfigOption[_]] = Seq(KindOption, MaxOutOfOrdernessMs, TimestampColumn, IdleTimeoutMs,
+  val all: Seq[ConfigOption[_]] = Seq(KindOption, MaxOutOfOrdernessMs, TimestampColumn, EventTimeColumn, IdleTimeoutMs,
     AlignmentGroup, AlignmentMaxDriftMs, AlignmentUpdateIntervalMs, AllowUnalignedSourceSplits)
 
   def parse(o: Options, context: String): EventTimeSettings = {
@@ -113,9 +124,10 @@ object EventTimeSettings {
         None
       case _ => fail(s"watermark alignment needs both '${AlignmentGroup.name}' and '${AlignmentMaxDriftMs.name}'.")
     }
-    val settings = EventTimeSettings(kind, ooo, o.get(TimestampColumn), o.get(IdleTimeoutMs), alignment)
+    val settings = EventTimeSettings(kind, ooo, o.get(TimestampColumn), o.get(IdleTimeoutMs), alignment,
+      o.get(EventTimeColumn).get)
     if (!settings.enabled) {
-      val needsTime = Seq(TimestampColumn, IdleTimeoutMs, AlignmentGroup).filter(o.contains)
+      val needsTime = Seq(TimestampColumn, EventTimeColumn, IdleTimeoutMs, AlignmentGroup).filter(o.contains)
       if (needsTime.nonEmpty) {
         fail(s"${needsTime.map(n => s"'${n.name}'").mkString(", ")} need event time, but the watermark strategy is " +
           "noWatermarks; use forBoundedOutOfOrderness(...) or forMonotonousTimestamps().")

@@ -20,6 +20,13 @@ final class WatermarkStrategy private (val options: Map[String, String]) extends
   /** Event time from this column of the source's rows (TIMESTAMP, or LONG epoch milliseconds). */
   def withTimestampColumn(column: String): WatermarkStrategy = set(TimestampColumn.name -> column)
 
+  /**
+   * The name of the column the strategy adds to every row (default `event_time`): choose another
+   * when the source already has a column of that name, e.g. a source whose own `event_time` is the
+   * timestamp column: `.withTimestampColumn("event_time").withEventTimeColumn("et")`.
+   */
+  def withEventTimeColumn(name: String): WatermarkStrategy = set(EventTimeColumn.name -> name)
+
   /** A split that reads nothing for `timeout` (while not paused by alignment) turns idle. */
   def withIdleness(timeout: Duration): WatermarkStrategy = set(IdleTimeoutMs.name -> timeout.toMillis.toString)
 
@@ -44,7 +51,7 @@ final class WatermarkStrategy private (val options: Map[String, String]) extends
 }
 
 object WatermarkStrategy {
-  /** No event time: the source emits no watermarks and rows carry no `event_time` column. */
+  /** No event time: the source emits no watermarks and rows carry no event-time column. */
   def noWatermarks(): WatermarkStrategy = kind(Kind.None)
 
   /** Watermark = largest event time seen − `maxOutOfOrderness`, per split. */

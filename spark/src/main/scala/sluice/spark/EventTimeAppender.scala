@@ -9,7 +9,8 @@ import sluice.eventtime.EventTimeSettings
 
 /**
  * Executor side of event time: takes each record's event time — from the strategy's timestamp
- * column, or the connector's own record time — and appends it to the row as `event_time`,
+ * column, or the connector's own record time — and appends it to the row as the event-time column (`event_time` unless
+ * `watermark.eventTimeColumn` names another),
  * without copying the row (one reused joined row per task).
  */
 final class EventTimeAppender(settings: EventTimeSettings, sourceSchema: StructType) {
@@ -25,7 +26,7 @@ final class EventTimeAppender(settings: EventTimeSettings, sourceSchema: StructT
     else if (columnIsMillis) row.getLong(columnIndex)
     else Math.floorDiv(row.getLong(columnIndex), 1000L)
 
-  /** `row` followed by `event_time` (null when the record has none). */
+  /** `row` followed by the event-time column (null when the record has none). */
   def append(row: InternalRow, eventTimeMs: Long): InternalRow = {
     if (eventTimeMs == RecordsWithSplitIds.NoTimestamp) eventTimeRow.setNullAt(0)
     else eventTimeRow.setLong(0, eventTimeMs * 1000L)

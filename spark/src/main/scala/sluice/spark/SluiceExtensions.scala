@@ -11,7 +11,7 @@ import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
 /**
  * `spark.sql.extensions=sluice.spark.SluiceExtensions` (`sluice.configure` sets it): analysis
  * rules of Sluice. Today one: a query that names a column a compact source leaves out
- * (`event_time`, timestamps, provenance) gets an error naming compact mode and the setting,
+ * (the event-time column, timestamps, provenance) gets an error naming compact mode and the setting,
  * instead of Spark's bare "cannot resolve".
  */
 final class SluiceExtensions extends (SparkSessionExtensions => Unit) {

@@ -80,8 +80,8 @@ final class SluiceReaderFactory(
  * Drives a source's `SplitReader` over the task's ranges and hands its rows to Spark, keeping per
  * split the largest event time and the record count, which it reports through the accumulator
  * when the task ends. Under a watermark strategy, event time comes from the strategy's column
- * (or the connector's record time) and is appended to each row as `event_time`. Compact sources
- * (`tracksEventTime` false) read no record time at all; with latency tracking on, markers are
+ * (or the connector's record time) and is appended to each row as the event-time column
+ * (`event_time` unless `watermark.eventTimeColumn` names another). Compact sources (`tracksEventTime` false) read no record time at all; with latency tracking on, markers are
  * taken here and travel in the report, never as rows.
  */
 final class SluicePartitionReader(

@@ -65,17 +65,17 @@ final class SluiceTable(source: Source[SourceSplit, Any], options: StreamOptions
   /** Whether the source runs compact (`forceTimestampSupport=false`): payload-only rows. */
   def compact: Boolean = !options.timestamps.force
 
-  /** Columns the full layout has and compact rows leave out, `event_time` included. */
+  /** Columns the full layout has and compact rows leave out, the event-time column included. */
   lazy val leftOut: Seq[String] = if (!compact) Nil else {
     val kept = source.schema(RecordLayout.Compact).fieldNames
-    (source.schema(RecordLayout.Full).fieldNames.filterNot(kept.contains) :+ EventTimeSettings.EventTimeColumn).toSeq
+    (source.schema(RecordLayout.Full).fieldNames.filterNot(kept.contains) :+ options.eventTime.eventTimeColumn).toSeq
   }
 
   def compactColumnMessage(column: String): String =
     s"Column '$column' does not exist: the Sluice ${source.sourceType} source" +
       s"${options.name.fold("")(n => s" '$n'")} runs in compact mode (forceTimestampSupport=false), whose rows hold " +
       s"only ${source.schema(RecordLayout.Compact).fieldNames.mkString(", ")}. Set the source option forceTimestampSupport=true (or the " +
-      s"Spark setting ${TimestampSupport.ForceConf}=true) to read event_time, timestamps and provenance."
+      s"Spark setting ${TimestampSupport.ForceConf}=true) to read ${options.eventTime.eventTimeColumn}, timestamps and provenance."
   override def schema(): StructType = options.outputSchema(source)
   override def capabilities(): util.Set[TableCapability] =
     if (batchRefusal.isEmpty) util.EnumSet.of(TableCapability.MICRO_BATCH_READ, TableCapability.CONTINUOUS_READ, TableCapability.BATCH_READ)

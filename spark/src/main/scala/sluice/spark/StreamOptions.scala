@@ -21,7 +21,10 @@ final case class StreamOptions(
     maxTriggerDelayMs: Long = StreamOptions.DefaultMaxTriggerDelayMs,
     /** Micro-batches: at least this many tasks, dividing ranges of divisible splits (Spark's Kafka `minPartitions`). */
     minPartitions: Option[Int] = None) {
-  /** The rows the stream emits: the source's in its layout, plus `event_time` under a watermark strategy. */
+  /**
+   * The rows the stream emits: the source's in its layout, plus the event-time column
+   * (`watermark.eventTimeColumn`, default `event_time`) under a watermark strategy.
+   */
   def outputSchema(source: Source[_, _]): org.apache.spark.sql.types.StructType =
     eventTime.outputSchema(source.schema(timestamps.layout), s"Sluice ${source.sourceType} source")
 }

@@ -165,6 +165,72 @@ class AlignedStreamSuite extends AnyFunSuite with SparkSuiteBase {
     assert(q.recentProgress.filter(_.numInputRows > 0).last.sources.head.metrics.get("alignment.mode") == "SplitsByWatermark")
   }
 
+  /**
+   * JSON lines whose own column `event_time` holds the event time: 30 records a minute apart from
+   * minute 100 on, then 10 records of minutes 0 to 9, far behind Spark's watermark once the first batch is in.
+   */
+  private val base = 1700000000000L / Minute * Minute
+  private val onTime = (0 until 30).map(i => (i, base + (100 + i) * Minute + 123)) // ms precision kept
+  private val late = (0 until 10).map(i => (100 + i, base + i * Minute + 456))
+  private def eventTimeFiles(): java.nio.file.Path = {
+    val dir = tempDir("event-time-data")
+    java.nio.file.Files.write(dir.resolve("part-0.json"), (onTime ++ late).map { case (id, ms) =>
+      s"""{"id": $id, "event_time": "${java.time.Instant.ofEpochMilli(ms)}"}"""
+    }.mkString("", "\n", "\n").getBytes("UTF-8"))
+    dir
+  }
+  private def eventTimeSource(dir: java.nio.file.Path) = sluice.connector.file.FileSource.builder()
+    .path(dir.toString).format("json").schema("id INT, event_time TIMESTAMP").build()
+
+  test("a source with its own event_time column: timestampColumn=event_time, eventTimeColumn=et") {
+    val files = eventTimeSource(eventTimeFiles())
+    val renamed = WatermarkStrategy.forBoundedOutOfOrderness(Duration.ZERO)
+      .withTimestampColumn("event_time").withEventTimeColumn("et")
+    val df = Sluice.fromSource(spark, files, renamed, "renamed")
+    assert(df.schema.fieldNames.toSeq == Seq("id", "event_time", "_split", "_position", "_timestamp", "et"))
+    val rows = df.writeStream.format("memory").queryName("renamed_rows").trigger(Trigger.AvailableNow())
+      .option("checkpointLocation", tempDir("ckpt").toString).start()
+    awaitEnd(rows)
+    assert(rows.exception.isEmpty, rows.exception)
+    val byId = spark.table("renamed_rows").collect().map(r => r.getAs[Int]("id") -> r.getAs[java.sql.Timestamp]("et").getTime).toMap
+    assert(byId == (onTime ++ late).toMap) // exactly the data's event times, milliseconds included
+    assert(spark.table("renamed_rows").where("et <> event_time").count() == 0)
+
+    // Spark's watermark on `et`: the first batch (about 20 records: 100 bytes a record is assumed before any is read)
+    // holds on-time records only, so every later batch is past the late records, which it drops, and only those
+    val limited = Sluice.fromSource(spark, files, renamed, "renamed", Map("maxRecordsPerTrigger" -> "10"))
+    val q = limited.withWatermark("et", "10 minutes").groupBy(window(col("et"), "1 minute")).count()
+      .writeStream.format("memory").queryName("renamed_counts").outputMode(OutputMode.Update())
+      .option("checkpointLocation", tempDir("ckpt").toString).trigger(Trigger.AvailableNow()).start()
+    awaitEnd(q, timeoutMs = 180000)
+    assert(q.exception.isEmpty, q.exception)
+    assert(q.recentProgress.count(_.numInputRows > 0) > 1) // the late records came in a later batch than the first
+    assert(dropped(q) == late.size)
+    assert(finalCounts("renamed_counts") == onTime.map { case (_, ms) => Math.floorDiv(ms, Minute) * Minute -> 1L }.toMap)
+  }
+
+  test("a clash with the event-time column names the option; a configured name must be non-empty and needs event time") {
+    val files = eventTimeSource(eventTimeFiles())
+    val clash = intercept[IllegalArgumentException](Sluice.fromSource(spark, files,
+      WatermarkStrategy.forMonotonousTimestamps().withTimestampColumn("event_time"), null))
+    assert(clash.getMessage == "Sluice file source: the source already has a column named 'event_time', and the " +
+      "watermark strategy adds its event-time column under that name (option 'watermark.eventTimeColumn' = " +
+      "'event_time'); choose another name with watermark.eventTimeColumn (WatermarkStrategy.withEventTimeColumn / " +
+      "with_event_time_column).")
+    // a configured name is checked the same way, case-insensitively as Spark resolves columns
+    val id = intercept[IllegalArgumentException](Sluice.fromSource(spark, source, strategy.withEventTimeColumn("ID"), null))
+    assert(id.getMessage.startsWith("Sluice generator source: the source already has a column named 'id', and the " +
+      "watermark strategy adds its event-time column under that name (option 'watermark.eventTimeColumn' = 'ID')"))
+    val empty = intercept[IllegalArgumentException](Sluice.fromSource(spark, source, strategy.withEventTimeColumn(" "), null))
+    assert(empty.getMessage == "Sluice: invalid value ' ' for option 'watermark.eventTimeColumn'; allowed: a non-empty name.")
+    val noTime = intercept[IllegalArgumentException](Sluice.fromSource(spark, source,
+      WatermarkStrategy.noWatermarks().withEventTimeColumn("et"), null))
+    assert(noTime.getMessage == "Sluice: 'watermark.eventTimeColumn' need event time, but the watermark strategy is " +
+      "noWatermarks; use forBoundedOutOfOrderness(...) or forMonotonousTimestamps().")
+    // the default stays event_time
+    assert(Sluice.fromSource(spark, source, strategy, null).schema.fieldNames.last == "event_time")
+  }
+
   test("three sources in one group: every member reads in every batch, also right after a restart") {
     // one record a second, every 4 s, every 2 s: the same hundred records cover different stretches of time
     def gen(stepMs: Long) = GeneratorSource.builder().splits(1).recordsPerSplit(3000)

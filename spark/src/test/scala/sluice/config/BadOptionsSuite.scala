@@ -85,6 +85,7 @@ class BadOptionsSuite extends AnyFunSuite with SparkSuiteBase {
   private val DomainCases: Seq[(String, String, String, Seq[String])] = Seq(
     ("read", "watermark.timestampColumn", "nope", Seq("'nope'", "'watermark.timestampColumn'", "not a column")),
     ("read", "watermark.timestampColumn", "payload", Seq("'payload'", "'watermark.timestampColumn'", "string")),
+    ("read", "watermark.eventTimeColumn", "payload", Seq("'payload'", "'watermark.eventTimeColumn'", "choose another name")),
     ("kafka", "kafka.bootstrap.servers", " ", Seq("'kafka.bootstrap.servers'", "host:port")),
     ("kafka", "subscribe", " , ", Seq("'subscribe'", "one or more topic names")),
     ("kafka", "kafka.max.poll.records", "abc", Seq("'kafka.max.poll.records'", "INT", ConfigOption.Mask)),
@@ -229,6 +230,7 @@ class BadOptionsSuite extends AnyFunSuite with SparkSuiteBase {
       file + ("timeZone" -> "America/Los_Angeles"),
       generator ++ Map("watermark.kind" -> "monotonous", "watermark.alignment.group" -> " g ",
         "watermark.alignment.maxDriftMs" -> "0", "watermark.alignment.updateIntervalMs" -> "5"),
+      generator ++ Map("watermark.kind" -> "monotonous", "watermark.eventTimeColumn" -> " et "),
       hybrid - "hybrid.1.source" -- hybrid.keys.filter(_.startsWith("hybrid.1.")) ++
         Map("hybrid.1.factory" -> s" $registered ", "hybrid.1.boundedness" -> "Bounded"),
       hybrid + ("hybrid.1.startAtPreviousEndMinusMs" -> "0"))
