@@ -110,12 +110,12 @@ def test_specific_start_offsets(spark: SparkSession, kafka: EmbeddedKafka) -> No
 
 def test_bad_configuration_fails_at_build(spark: SparkSession) -> None:
     with pytest.raises(
-        SluiceConfigError, match="give the topics to read with option 'subscribe'"
+        SluiceConfigError, match="give what to read with option 'subscribe'"
     ):
         KafkaSource.builder().bootstrap_servers("127.0.0.1:1").build()
-    with pytest.raises(SluiceConfigError, match="'kafka.group.id' is not supported"):
+    with pytest.raises(SluiceConfigError, match="'kafka.enable.auto.commit' is not supported"):
         KafkaSource.builder().bootstrap_servers("127.0.0.1:1").topics("t").property(
-            "group.id", "g"
+            "enable.auto.commit", "true"
         ).build()
 
 
