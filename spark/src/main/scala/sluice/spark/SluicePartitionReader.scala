@@ -230,12 +230,24 @@ final class SluicePartitionReader(
     if (toPause.nonEmpty || toResume.nonEmpty) reader match {
       case pausable: PausableSplitReader[SourceSplit @unchecked] =>
         pausable.pauseOrResumeSplits(toPause.toSeq.map(stats(_).range.split), toResume.toSeq.map(stats(_).range.split))
+        toPause.foreach(id => if (!pausedSince.contains(id)) pausedSince(id) = now)
+        toResume.foreach(id => pausedSince.remove(id).foreach(since => pausedMs += math.max(0L, now - since)))
       case _ => // planning refused non-pausing readers unless unaligned splits are allowed
     }
   }
 
-  override def currentMetricsValues(): Array[org.apache.spark.sql.connector.metric.CustomTaskMetric] =
-    ReaderMetrics.current(context, stats.keys)
+  /** Splits paused by live alignment now, since when; and the milliseconds paused before. */
+  private val pausedSince = scala.collection.mutable.Map[String, Long]()
+  private var pausedMs = 0L
+
+  override def currentMetricsValues(): Array[org.apache.spark.sql.connector.metric.CustomTaskMetric] = {
+    val now = context.currentTimeMillis()
+    val paused = pausedMs + pausedSince.values.map(since => math.max(0L, now - since)).sum
+    // byte positions (files) are the bytes read; other readers count their own (Kafka: key and value sizes)
+    val bytes = context.bytesRead + stats.values.iterator.filterNot(_.range.split.positionsCountRecords)
+      .map(s => s.position - s.range.from).sum
+    ReaderMetrics.current(context, stats.keys, stats.values.iterator.map(_.records).sum, bytes, paused)
+  }
 
   /** A record that starts past the range belongs to the next batch: emitting it would read it twice. */
   private def readPastRange(stats: Stats, start: Long): Nothing = {
