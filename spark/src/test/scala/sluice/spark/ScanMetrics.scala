@@ -14,3 +14,16 @@ object ScanMetrics {
     scans.flatMap(_.metrics.toSeq).groupMapReduce(_._1)(_._2.value)(_ + _)
   }
 }
+
+/** A SQL metric as the Spark UI's SQL tab shows it, summed over every execution the UI kept. */
+object UiMetrics {
+  /** `label`: the metric's description, as the UI labels it (e.g. "Sluice: records read"). */
+  def summed(spark: org.apache.spark.sql.SparkSession, label: String): Long = {
+    val store = spark.sharedState.statusStore
+    store.executionsList().map { e =>
+      val ids = store.planGraph(e.executionId).allNodes.flatMap(_.metrics).filter(_.name == label).map(_.accumulatorId).toSet
+      val values = store.executionMetrics(e.executionId)
+      ids.toSeq.flatMap(values.get).map(v => scala.util.Try(v.trim.toLong).getOrElse(0L)).sum
+    }.sum
+  }
+}
