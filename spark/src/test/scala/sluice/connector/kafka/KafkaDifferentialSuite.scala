@@ -137,7 +137,7 @@ class KafkaDifferentialSuite extends AnyFunSuite with KafkaSuiteBase with SparkS
       .option("subscribe", one).option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", "300").load(), "spark_lag")
     val (_, ourQuery) = run(spark.readStream.format("sluice").option("source", "kafka")
       .option("kafka.bootstrap.servers", kafka.bootstrapServers).option("subscribe", one)
-      .option("startingOffsets", "earliest").option("maxRecordsPerTrigger", "300").load(), "sluice_lag")
+      .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", "300").load(), "sluice_lag")
     val theirs = sparkMetrics(theirQuery)
     assert(theirs.map(_("maxOffsetsBehindLatest")) == Seq("700", "400", "100", "0").map(Some(_)), theirs)
     assert(sparkMetrics(ourQuery) == theirs)
