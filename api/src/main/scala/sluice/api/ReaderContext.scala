@@ -19,6 +19,14 @@ trait ReaderContext {
 
   /** Adds `delta` (0 makes the counter appear) to counter `name` of the split being read. */
   def count(splitId: String, name: String, delta: Long): Unit
+
+  /**
+   * Adds `n` to the bytes this reader read, for the scan's SQL metrics only (not per split, not
+   * in query progress): cheap enough to call once per record, from the thread that reads.
+   * Readers whose positions are bytes (files) need not call it: the binding counts their
+   * positions. Kafka readers add each record's serialized key and value sizes.
+   */
+  def addBytesRead(n: Long): Unit = ()
 }
 
 object ReaderContext {
@@ -27,6 +35,7 @@ object ReaderContext {
 
   final class Local(override val recordLayout: RecordLayout) extends ReaderContext {
     private val counters = mutable.Map[String, mutable.Map[String, Long]]()
+    private var bytes = 0L
 
     override def currentTimeMillis(): Long = System.currentTimeMillis()
 
@@ -34,6 +43,11 @@ object ReaderContext {
       val split = counters.getOrElseUpdate(splitId, mutable.Map.empty)
       split(name) = split.getOrElse(name, 0L) + delta
     }
+
+    override def addBytesRead(n: Long): Unit = bytes += n
+
+    /** What `addBytesRead` added so far. */
+    def bytesRead: Long = bytes
 
     /** The counters of one split so far. */
     def countersOf(splitId: String): Map[String, Long] = synchronized {

@@ -43,6 +43,14 @@ trait SplitEnumerator[SplitT <: SourceSplit, StateT] extends AutoCloseable {
   /** Figures for query progress, merged into the source's metrics. */
   def metrics: Map[String, String] = Map.empty
 
+  /**
+   * Figures for query progress from how far each split is behind: per split whose available
+   * position the last planning asked, that position minus where the last batch ended (negative
+   * only if the system lost data already read). Merged into the source's metrics; no call that
+   * reaches a system. The Kafka source reports Spark's `*OffsetsBehindLatest` from it.
+   */
+  def backlogMetrics(behind: Seq[(SplitT, Long)]): Map[String, String] = Map.empty
+
   /** State to restore this enumerator from; taken at every batch boundary. */
   def snapshotState(): StateT
 

@@ -144,5 +144,9 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
     "recordsPerSource" -> (0 until hybrid.size).map(i => progressBySource.getOrElse(i, 0L)).mkString(",")) ++
     switches.lastOption.map(s => "lastSwitchAtMs" -> s.atMs.toString)
 
+  /** The active source's, over its splits (a hybrid reading Kafka reports Kafka's figures). */
+  override def backlogMetrics(behind: Seq[(HybridSplit, Long)]): Map[String, String] =
+    child.backlogMetrics(behind.collect { case (s, b) if s.sourceIndex == index => s.child -> b })
+
   override def close(): Unit = child.close()
 }

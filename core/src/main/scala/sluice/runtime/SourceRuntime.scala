@@ -389,7 +389,15 @@ final class SourceRuntime(
     // unknown after a restart until the first planning asks the enumerator again
     if (backlog.nonEmpty || consumed.exists(_.splits.isEmpty)) m("backlogRecords") = backlog.sum.toString
     progress.flatMap(_.maxEventTime).maxOption.foreach(ts => m("maxEventTimeMs") = ts.toString)
-    if (enumerator != null) m ++= enumerator.metrics
+    if (enumerator != null) {
+      m ++= enumerator.metrics
+      // per split the last planning asked about, as Spark's Kafka source counts its partitions
+      val ended = consumed.map(_.byId).getOrElse(Map.empty)
+      val behind = lastAvailable.toSeq.flatMap { case (id, available) =>
+        for (split <- splits.get(id); e <- ended.get(id)) yield split -> (available - e.position)
+      }
+      if (consumed.isDefined) m ++= enumerator.backlogMetrics(behind)
+    }
     eventTime.foreach { et =>
       m ++= et.metrics(et.splitStates(splits.values.toSeq, tracker.get), group.flatMap(_.spread))
     }

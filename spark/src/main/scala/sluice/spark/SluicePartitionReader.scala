@@ -230,12 +230,34 @@ final class SluicePartitionReader(
     if (toPause.nonEmpty || toResume.nonEmpty) reader match {
       case pausable: PausableSplitReader[SourceSplit @unchecked] =>
         pausable.pauseOrResumeSplits(toPause.toSeq.map(stats(_).range.split), toResume.toSeq.map(stats(_).range.split))
+        toPause.foreach(id => if (!pausedSince.contains(id)) pausedSince(id) = now)
+        toResume.foreach(id => pausedSince.remove(id).foreach(since => countPaused(id, since, now)))
       case _ => // planning refused non-pausing readers unless unaligned splits are allowed
     }
   }
 
-  override def currentMetricsValues(): Array[org.apache.spark.sql.connector.metric.CustomTaskMetric] =
-    ReaderMetrics.current(context, stats.keys)
+  /** Splits paused by live alignment now, and since when their time paused is not counted yet. */
+  private val pausedSince = scala.collection.mutable.Map[String, Long]()
+
+  /** Time paused goes into the split's counters: query progress, and the scan's SQL metrics. */
+  private def countPaused(splitId: String, since: Long, now: Long): Unit =
+    context.count(splitId, ReaderMetrics.AlignmentPausedMs, math.max(0L, now - since))
+
+  /** Counts the time of the pauses still going on, up to now (before a report, or for the metrics). */
+  private def countOngoingPauses(): Unit = if (pausedSince.nonEmpty) {
+    val now = context.currentTimeMillis()
+    pausedSince.foreach { case (id, since) => countPaused(id, since, now) }
+    pausedSince.mapValuesInPlace((_, _) => now)
+  }
+
+  override def currentMetricsValues(): Array[org.apache.spark.sql.connector.metric.CustomTaskMetric] = {
+    countOngoingPauses()
+    val paused = stats.keys.iterator.map(id => context.countersOf(id).getOrElse(ReaderMetrics.AlignmentPausedMs, 0L)).sum
+    // byte positions (files) are the bytes read; other readers count their own (Kafka: key and value sizes)
+    val bytes = context.bytesRead + stats.values.iterator.filterNot(_.range.split.positionsCountRecords)
+      .map(s => s.position - s.range.from).sum
+    ReaderMetrics.current(context, stats.keys, stats.values.iterator.map(_.records).sum, bytes, paused)
+  }
 
   /** A record that starts past the range belongs to the next batch: emitting it would read it twice. */
   private def readPastRange(stats: Stats, start: Long): Nothing = {
@@ -255,7 +277,7 @@ final class SluicePartitionReader(
    * Latency markers travel once, in the report the task's end sends: positions are reported
    * again and again (continuous processing: every epoch), markers must not be.
    */
-  private def reports(latencyMarkers: Boolean): Seq[SplitReport] = stats.values.toSeq.flatMap { s =>
+  private def reports(latencyMarkers: Boolean): Seq[SplitReport] = { countOngoingPauses(); stats.values.toSeq }.flatMap { s =>
     val maxTs = if (s.maxEventTime == RecordsWithSplitIds.NoTimestamp) None else Some(s.maxEventTime)
     val id = s.range.split.splitId
     // an open range is never read to its end (a split given up, e.g. a deleted partition, stays where it got)

@@ -239,6 +239,11 @@ class RealTimeSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase 
       val laggingWatermarks = whilePaused.flatMap(_(s"$topic-0")._1)
       assert(laggingWatermarks.distinct.size > 1 && laggingWatermarks == laggingWatermarks.sorted,
         s"the lagging split's reported watermark rose while the other waited: $laggingWatermarks")
+      // the time the split ahead spent paused, in query progress (Spark 4.3's real-time mode
+      // passes no reader task metrics to the scan's SQL metrics)
+      eventually("the time paused shows in query progress", q) {
+        q.recentProgress.exists(_.sources.head.metrics.asScala.get("alignmentPausedMs").exists(_.toLong > 0))
+      }
     } finally q.stop()
   }
 

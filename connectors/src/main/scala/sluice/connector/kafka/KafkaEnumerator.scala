@@ -229,6 +229,21 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
 
   override def metrics: Map[String, String] = Map("partitionsReset" -> incarnations.values.sum.toString)
 
+  /**
+   * Spark's Kafka source's figures, computed as it computes them: per topic-partition, the
+   * latest offset the last planning found minus the offset the last batch ended at; their
+   * minimum, maximum (as integers) and mean (as a double). A partition that went on in a new
+   * split (re-created topic) counts once, by its current split.
+   */
+  override def backlogMetrics(behind: Seq[(KafkaPartitionSplit, Long)]): Map[String, String] = {
+    val perPartition = behind.groupBy(_._1.topicPartition).values.map(_.maxBy(_._1.incarnation)._2).toSeq
+    if (perPartition.isEmpty) Map.empty
+    else Map(
+      "minOffsetsBehindLatest" -> perPartition.min.toString,
+      "maxOffsetsBehindLatest" -> perPartition.max.toString,
+      "avgOffsetsBehindLatest" -> (perPartition.sum.toDouble / perPartition.size).toString)
+  }
+
   override def endState(finished: Seq[SplitProgress]): EnumeratorEndState =
     EnumeratorEndState(finished, Map("partitions" -> finished.map(_.splitId).sorted.mkString(",")))
 

@@ -238,6 +238,8 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
           current = java.util.Collections.emptyIterator()
           return false
         }
+        // what the record weighs on the wire (a null key or value is -1): the scan's bytesRead
+        context.addBytesRead(math.max(0, record.serializedKeySize) + math.max(0, record.serializedValueSize))
         if (parsed == null) {
           theRow = converter.convert(record)
           return true

@@ -76,6 +76,18 @@ class FileSourceSuite extends AnyFunSuite with SparkSuiteBase {
     assert(metrics("missingFilesSkipped") == "0")
   }
 
+  test("json: the scan's SQL metrics count records, malformed records dropped and the bytes of the lines") {
+    val content = "{\"id\": 1}\nnot json\n{\"id\": 2, \"s\": \"wörld\"}\r\nnor this\n{\"id\": 3}\n"
+    val dir = write(tempDir("scan-metrics"), Seq("a.json" -> content))
+    val source = FileSource.builder().path(dir.toString).schema("id BIGINT, s STRING").option("mode", "DROPMALFORMED").build()
+    val (df, q) = run(source)
+    assert(df.count() == 3)
+    val scan = sluice.spark.ScanMetrics.ofLastBatch(q)
+    assert(scan("recordsRead") == 3 && scan("malformedRecordsDropped") == 2)
+    assert(scan("bytesRead") == content.getBytes(UTF_8).length)
+    assert(scan("missingFilesSkipped") == 0 && scan("alignmentPausedMs") == 0)
+  }
+
   test("json and csv: FAILFAST fails the query naming the file and the position") {
     Seq("json" -> (JsonSchema, jsonDir), "csv" -> (CsvSchema, csvDir)).foreach { case (format, (schema, dir)) =>
       val source = FileSource.builder().path(dir.toString).format(format).schema(schema)

@@ -1,7 +1,9 @@
 package sluice.connector.kafka
 
+import scala.jdk.CollectionConverters._
+
 import org.apache.spark.sql.DataFrame
-import org.apache.spark.sql.streaming.Trigger
+import org.apache.spark.sql.streaming.{StreamingQuery, Trigger}
 import org.scalatest.funsuite.AnyFunSuite
 
 import sluice.{Slow, SparkSuiteBase}
@@ -16,6 +18,8 @@ class KafkaDifferentialSuite extends AnyFunSuite with KafkaSuiteBase with SparkS
   private val topic = "differential"
   private val records = 100000
   private val baseTs = 1700000000000L
+  private val SparkMetricNames =
+    Seq("minOffsetsBehindLatest", "maxOffsetsBehindLatest", "avgOffsetsBehindLatest", "estimatedTotalBytesBehindLatest")
 
   override protected def beforeAll(): Unit = {
     super.beforeAll()
@@ -39,13 +43,22 @@ class KafkaDifferentialSuite extends AnyFunSuite with KafkaSuiteBase with SparkS
       .option("kafka.bootstrap.servers", kafka.bootstrapServers)
       .option("subscribe", topic).option("includeHeaders", "true").options(options.toMap).load()
 
-  private def collect(df: DataFrame, name: String): DataFrame = {
+  private def collect(df: DataFrame, name: String): DataFrame = run(df, name)._1
+
+  private def run(df: DataFrame, name: String): (DataFrame, StreamingQuery) = {
     val q = df.writeStream.format("memory").queryName(name).trigger(Trigger.AvailableNow())
       .option("checkpointLocation", tempDir("ckpt").toString).start()
     awaitEnd(q, timeoutMs = 300000)
     assert(q.exception.isEmpty, q.exception)
-    spark.table(name)
+    (spark.table(name), q)
   }
+
+  /** Spark's Kafka source metrics (and the one it does not report) in each batch that read rows. */
+  private def sparkMetrics(q: StreamingQuery): Seq[Map[String, Option[String]]] =
+    q.recentProgress.toSeq.filter(_.numInputRows > 0).map { p =>
+      val m = p.sources.head.metrics.asScala
+      SparkMetricNames.map(n => n -> m.get(n)).toMap
+    }
 
   private def assertSameMultiset(expected: DataFrame, actual: DataFrame, rows: Long): Unit = {
     assert(expected.schema == actual.schema)
@@ -84,5 +97,49 @@ class KafkaDifferentialSuite extends AnyFunSuite with KafkaSuiteBase with SparkS
     assert(bounded.boundedness == _root_.sluice.api.Boundedness.Bounded)
     val actual = collect(_root_.sluice.Sluice.fromSource(spark, bounded), "sluice_bounded")
     assertSameMultiset(expected, actual, 1000 + 25000 + 20000)
+  }
+
+  test("Spark's source metrics: the same names and values at the end of an AvailableNow run; scan metrics exact") {
+    val small = "differential-metrics"
+    kafka.createTopic(small, 4)
+    kafka.produce(small, (0 until 2000).map { i =>
+      ProducedRecord.text(key = if (i % 5 == 0) None else Some(s"k$i"), value = if (i % 13 == 0) None else Some(s"v-é-$i"),
+        partition = Some(i % 4))
+    })
+    def read(df: DataFrame) = df.selectExpr("key", "value", "topic", "partition", "offset")
+    val (expected, theirQuery) = run(read(spark.readStream.format("kafka").option("kafka.bootstrap.servers", kafka.bootstrapServers)
+      .option("subscribe", small).option("startingOffsets", "earliest").load()), "spark_metrics")
+    val (actual, ourQuery) = run(read(spark.readStream.format("sluice").option("source", "kafka")
+      .option("kafka.bootstrap.servers", kafka.bootstrapServers)
+      .option("subscribe", small).option("startingOffsets", "earliest").load()), "sluice_metrics")
+    assertSameMultiset(expected, actual, 2000)
+
+    val (theirs, ours) = (sparkMetrics(theirQuery).last, sparkMetrics(ourQuery).last)
+    // read to the end: 0 behind in every partition; Apache Spark reports no byte estimate
+    assert(theirs == Map("minOffsetsBehindLatest" -> Some("0"), "maxOffsetsBehindLatest" -> Some("0"),
+      "avgOffsetsBehindLatest" -> Some("0.0"), "estimatedTotalBytesBehindLatest" -> None), theirs)
+    assert(ours == theirs)
+
+    // the scan's SQL metrics of Sluice's one batch: every record, and its key and value bytes
+    assert(ourQuery.recentProgress.count(_.numInputRows > 0) == 1)
+    val scan = _root_.sluice.spark.ScanMetrics.ofLastBatch(ourQuery)
+    assert(scan("recordsRead") == 2000)
+    val bytes = expected.selectExpr("sum(coalesce(octet_length(key), 0) + coalesce(octet_length(value), 0))").head().getLong(0)
+    assert(scan("bytesRead") == bytes)
+    assert(scan("malformedRecordsDropped") == 0 && scan("alignmentPausedMs") == 0)
+  }
+
+  test("Spark's source metrics batch by batch: one partition read 300 offsets a trigger, as Spark's source reads it") {
+    val one = "differential-lag"
+    kafka.createTopic(one, 1)
+    kafka.produce(one, (0 until 1000).map(i => ProducedRecord.text(value = Some(s"v$i"), partition = Some(0))))
+    val (_, theirQuery) = run(spark.readStream.format("kafka").option("kafka.bootstrap.servers", kafka.bootstrapServers)
+      .option("subscribe", one).option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", "300").load(), "spark_lag")
+    val (_, ourQuery) = run(spark.readStream.format("sluice").option("source", "kafka")
+      .option("kafka.bootstrap.servers", kafka.bootstrapServers).option("subscribe", one)
+      .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", "300").load(), "sluice_lag")
+    val theirs = sparkMetrics(theirQuery)
+    assert(theirs.map(_("maxOffsetsBehindLatest")) == Seq("700", "400", "100", "0").map(Some(_)), theirs)
+    assert(sparkMetrics(ourQuery) == theirs)
   }
 }

@@ -58,7 +58,7 @@ class KafkaParsedFormatSuite extends AnyFunSuite with KafkaSuiteBase with SparkS
     assert(fromKafka.selectExpr("_position").collect().map(_.getLong(0)).sorted.toSeq == (0L until 5L))
   }
 
-  test("DROPMALFORMED drops and counts in query progress; option errors name the option") {
+  test("DROPMALFORMED drops and counts in query progress and scan metrics; option errors name the option") {
     kafka.createTopic("parsed-drop", 1)
     kafka.produce("parsed-drop", payloads.map(p => ProducedRecord.text(value = Some(p), partition = Some(0))))
     val df = spark.readStream.format("sluice").option("source", "kafka")
@@ -72,6 +72,11 @@ class KafkaParsedFormatSuite extends AnyFunSuite with KafkaSuiteBase with SparkS
     assert(spark.table("parsed_drop").selectExpr("id").collect().map(_.getLong(0)).sorted.toSeq == Seq(1L, 2L, 4L))
     val metrics = q.recentProgress.filter(_.numInputRows > 0).last.sources.head.metrics.asScala
     assert(metrics("malformedRecordsDropped") == "2")
+    // and in the scan's SQL metrics (the Spark UI's SQL tab): the batch read all five values
+    val scan = sluice.spark.ScanMetrics.ofLastBatch(q)
+    assert(scan("recordsRead") == 3 && scan("malformedRecordsDropped") == 2)
+    assert(scan("bytesRead") == payloads.map(_.getBytes(StandardCharsets.UTF_8).length).sum)
+    assert(scan("alignmentPausedMs") == 0)
 
     val e = intercept[IllegalArgumentException](KafkaSource.builder().bootstrapServers("127.0.0.1:1").topics("t")
       .option("schema", "a INT").build())

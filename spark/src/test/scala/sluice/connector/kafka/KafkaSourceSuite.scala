@@ -208,6 +208,9 @@ class KafkaSourceSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBa
           assert(enumerator.discoverSplits().isEmpty, "reset twice")
           assert(enumerator.isFinished(split, 100L) && !enumerator.isFinished(next, 0L))
           assert(enumerator.metrics("partitionsReset") == "1")
+          // Spark's per-partition figures count the partition once, by its current split
+          assert(enumerator.backlogMetrics(Seq(split -> 0L, next -> 10L)) == Map("minOffsetsBehindLatest" -> "10",
+            "maxOffsetsBehindLatest" -> "10", "avgOffsetsBehindLatest" -> "10.0"))
           // the replacement survives a restart from the enumerator's state
           val restored = source.restoreEnumerator(enumerator.snapshotState())
           try assert(restored.isFinished(split, 100L) && restored.metrics("partitionsReset") == "1")
