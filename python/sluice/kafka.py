@@ -95,8 +95,15 @@ class KafkaSourceBuilder(_Builder["KafkaSourceBuilder"]):
         return self._set(_KAFKA["kafka.<property>"].fill(property=key), value)
 
     def starting_offsets(self, initializer: OffsetsInitializer) -> KafkaSourceBuilder:
-        for name in _STARTING.values():
+        """Where a new query starts. A timestamp start begins a partition with no record at or
+        after it at its end, as Flink's ``OffsetsInitializer.timestamp`` does (the raw option
+        ``startingOffsetsByTimestampStrategy`` defaults to Spark's ``error``; set it after this
+        to fail instead)."""
+        strategy = _KAFKA["startingOffsetsByTimestampStrategy"].name
+        for name in [*_STARTING.values(), strategy]:
             self._options.pop(name, None)
+        if initializer.option in ("timestamp", "timestamps"):
+            self._set(strategy, "latest")
         return self._set(_STARTING[initializer.option], initializer.value)
 
     def stopping_offsets(self, initializer: OffsetsInitializer) -> KafkaSourceBuilder:

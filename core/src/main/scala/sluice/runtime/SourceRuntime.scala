@@ -110,8 +110,10 @@ final class SourceRuntime(
     val batch = ranges(start, end)
     val ppr = synchronized(positionsPerRecord)
     def size(r: SplitRange[SourceSplit]) = (r.until - r.from) / ppr.getOrElse(r.split.splitId, 1.0)
-    minTasks.filter(_ > batch.size) match {
-      case Some(min) => TaskPacking.divide(batch, min, size)
+    minTasks match {
+      case Some(min) if min > batch.size => TaskPacking.divide(batch, min, size)
+      // a minimum, as Spark's minPartitions: never fewer tasks than asked for, nor than slots
+      case Some(min) => TaskPacking.pack(batch, math.max(slots, min), size)
       case None => TaskPacking.pack(batch, slots, size)
     }
   }
@@ -366,7 +368,8 @@ final class SourceRuntime(
       math.ceil(ahead / ppr.getOrElse(e.splitId, 1.0)).toLong
     }.sum + lastAvailable.keys.filterNot(start.byId.contains).map { id =>
       // found by this planning: available from where they start
-      splits.get(id).map(s => math.max(0L, lastAvailable(id) - s.startPosition) / ppr.getOrElse(id, 1.0)).getOrElse(0.0).toLong
+      splits.get(id).map(s => math.ceil(math.max(0L, lastAvailable(id) - s.startPosition) / ppr.getOrElse(id, 1.0)).toLong)
+        .getOrElse(0L)
     }.sum
   }
 

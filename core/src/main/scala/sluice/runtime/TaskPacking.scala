@@ -24,17 +24,20 @@ object TaskPacking {
     if (ranges.size >= minTasks || divisible.isEmpty) return ranges.map(Seq(_))
     val parts = mutable.Map(divisible.map(r => r -> 1): _*)
     // one more part at a time, to the range whose parts are largest (ties: by split id, stable)
-    for (_ <- ranges.size until minTasks) {
-      val candidates = parts.filter { case (r, n) => n < r.until - r.from }
-      if (candidates.nonEmpty) {
-        val (r, n) = candidates.maxBy { case (r, n) => (size(r) / n, r.split.splitId) }
-        parts(r) = n + 1
-      }
+    var wanted = minTasks - ranges.size
+    var candidates = parts.filter { case (r, n) => n < r.until - r.from }
+    while (wanted > 0 && candidates.nonEmpty) {
+      val (r, n) = candidates.maxBy { case (r, n) => (size(r) / n, r.split.splitId) }
+      parts(r) = n + 1
+      if (n + 1 >= r.until - r.from) candidates -= r else candidates(r) = n + 1
+      wanted -= 1
     }
     ranges.flatMap { r =>
       val n = parts.getOrElse(r, 1)
       val length = r.until - r.from
-      (0 until n).map(i => SplitRange(r.split, r.from + length * i / n, r.from + length * (i + 1) / n))
+      // part i starts at from + i * (length / n) + min(i, length % n): exact, and no overflow
+      def start(i: Int) = r.from + i * (length / n) + math.min(i.toLong, length % n)
+      (0 until n).map(i => SplitRange(r.split, start(i), start(i + 1)))
     }.map(Seq(_))
   }
 

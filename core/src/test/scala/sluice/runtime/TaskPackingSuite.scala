@@ -63,5 +63,10 @@ class TaskPackingSuite extends AnyFunSuite {
     assert(divide(Seq(one), 8).flatten.map(r => (r.from, r.until)) == Seq((0L, 1L), (1L, 2L)), "a part is a position at least")
     val bytes = SplitRange(MemSplit("file", 0L, 1L, 1000000L, countsRecords = false), 0L, 1000L)
     assert(divide(Seq(bytes), 8) == Seq(Seq(bytes)))
+    // a huge minimum ends once nothing can be cut further; huge ranges are cut without overflow
+    assert(divide(Seq(one), Int.MaxValue).size == 2)
+    val huge = SplitRange(MemSplit("huge", 0L, 1L, Long.MaxValue), 0L, Long.MaxValue - 1)
+    val parts = divide(Seq(huge), 7).flatten
+    assert(parts.head.from == 0L && parts.last.until == Long.MaxValue - 1 && parts.sliding(2).forall(p => p(0).until == p(1).from))
   }
 }

@@ -54,10 +54,12 @@ final class SluiceMicroBatchStream(
    */
   override def latestOffset(startOffset: SparkOffset, limit: ReadLimit): SparkOffset = {
     val start = SluiceOffset.of(startOffset).checkpoint
+    // asked at every trigger, data or not, as Spark's Kafka source asks: the delay counts from the
+    // last trigger. Before planning: a batch planned and then not run would have moved the runtime
+    // (and an alignment group's round) on to an end that was never read.
+    if (!longRunning && delayed(start, limit)) return startOffset
     val end = if (longRunning) runtime.available(start) else runtime.planBatch(start, BatchLimit(maxRows(limit)))
-    // asked at every trigger, data or not, as Spark's Kafka source asks: the delay counts from the last trigger
-    val delay = !longRunning && delayed(start, limit)
-    if ((end eq start) || delay) startOffset else offset(end)
+    if (end eq start) startOffset else offset(end)
   }
 
   /**
@@ -74,7 +76,9 @@ final class SluiceMicroBatchStream(
     }
     min.filterNot(_ => availableNow || longRunning).exists { m =>
       val now = System.currentTimeMillis()
-      val wait = now - lastTriggerMs < m.maxTriggerDelayMs && runtime.recordsAvailableFrom(start) < m.minRows
+      // what exists now, asked without planning anything
+      val wait = now - lastTriggerMs < m.maxTriggerDelayMs && { runtime.available(start); true } &&
+        runtime.recordsAvailableFrom(start) < m.minRows
       if (!wait) lastTriggerMs = now
       wait
     }

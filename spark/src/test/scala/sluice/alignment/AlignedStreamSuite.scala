@@ -231,6 +231,27 @@ class AlignedStreamSuite extends AnyFunSuite with SparkSuiteBase {
     assert(Sluice.fromSource(spark, source, strategy, null).schema.fieldNames.last == "event_time")
   }
 
+  test("a member held back by minRecordsPerTrigger plans nothing: what it reads later is counted, once") {
+    def gen(records: Long) = GeneratorSource.builder().splits(1).recordsPerSplit(records)
+      .eventTimeStartMs(1700000000000L).eventTimeStepMs(1000L).build()
+    val grouped = strategy.withWatermarkAlignment("held", Duration.ofDays(3650))
+    val busy = Sluice.fromSource(spark, gen(400), grouped, "busy", Map("maxRecordsPerTrigger" -> "20"))
+    // 10 a batch, but a batch only with 25 available or 3 s after the last: held back while `busy` runs
+    val held = Sluice.fromSource(spark, gen(30), grouped, "held", Map("maxRecordsPerTrigger" -> "10",
+      "minRecordsPerTrigger" -> "25", "maxTriggerDelay" -> "3s"))
+    val q = busy.union(held).writeStream.format("memory").queryName("held_back")
+      .trigger(Trigger.ProcessingTime(100)).option("checkpointLocation", tempDir("held").toString).start()
+    try {
+      eventually("every record of both members", q, timeoutMs = 120000)(spark.table("held_back").count() == 430)
+      def counted(name: String) = q.recentProgress.flatMap(_.sources).filter(_.metrics.get("source") == name)
+        .map(_.metrics.get("recordsRead").toLong)
+      eventually("the last batch's progress", q)(counted("held").maxOption.contains(30L) && counted("busy").maxOption.contains(400L))
+      // the batches `held` skipped: fewer than `busy` ran, and `held` read nothing in them
+      assert(q.recentProgress.count(p => p.sources.exists(s => s.metrics.get("source") == "held" && s.numInputRows == 0 &&
+        p.numInputRows > 0)) > 0, "minRecordsPerTrigger held nothing back")
+    } finally q.stop()
+  }
+
   test("three sources in one group: every member reads in every batch, also right after a restart") {
     // one record a second, every 4 s, every 2 s: the same hundred records cover different stretches of time
     def gen(stepMs: Long) = GeneratorSource.builder().splits(1).recordsPerSplit(3000)

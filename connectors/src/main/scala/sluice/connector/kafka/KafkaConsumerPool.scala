@@ -59,20 +59,27 @@ private[kafka] object KafkaConsumerPool {
    * failed is closed instead (its state is unknown), as is the one idle the longest when full.
    */
   def release(properties: Map[String, String], consumer: Consumer, healthy: Boolean): Unit =
-    withoutInterrupt(releaseNow(properties, consumer, healthy))
+    withoutInterrupt(releaseNow(properties, consumer, healthy, System.currentTimeMillis()))
 
-  private def releaseNow(properties: Map[String, String], consumer: Consumer, healthy: Boolean): Unit = {
+  /** `now` is given by tests, to see idle consumers age. */
+  private[kafka] def releaseNow(properties: Map[String, String], consumer: Consumer, healthy: Boolean, now: Long): Unit = {
     val paused = healthy && {
       try { consumer.pause(consumer.assignment()); true } catch { case NonFatal(_) => false }
     }
-    val now = System.currentTimeMillis()
     val evicted = idle.synchronized {
       val queue = idle.computeIfAbsent(properties, _ => new java.util.ArrayDeque[Idle]())
       if (paused) queue.addFirst(new Idle(consumer, now))
-      val stale = queue.asScala.filter(i => now - i.since > MaxIdleMs).toSeq ++
-        (if (queue.size > MaxIdlePerKey) Option(queue.peekLast()) else None)
-      stale.foreach(queue.remove)
-      stale.map(_.consumer).distinct
+      val full = if (queue.size > MaxIdlePerKey) Option(queue.peekLast()) else None
+      full.foreach(queue.remove)
+      // every configuration's, not only this one's: a configuration no query uses any more (a
+      // stopped query, a group id drawn afresh for each run) is never released under again
+      val stale = idle.values().asScala.toSeq.flatMap { q =>
+        val old = q.asScala.filter(i => now - i.since > MaxIdleMs).toSeq
+        old.foreach(q.remove)
+        old
+      }
+      idle.values().removeIf(_.isEmpty)
+      (full.toSeq ++ stale).map(_.consumer).distinct
     }
     (if (paused) evicted else consumer +: evicted).foreach(closeQuietly)
   }

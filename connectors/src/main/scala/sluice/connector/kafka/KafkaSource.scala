@@ -75,14 +75,21 @@ object KafkaSource {
     /** A Kafka consumer property (e.g. `security.protocol`); passed to every consumer. */
     def property(key: String, value: String): Builder = set(Prefix + key, value)
 
+    /**
+     * A timestamp start begins a partition with no record at or after it at its end, as Flink's
+     * `OffsetsInitializer.timestamp` does (the raw option `startingOffsetsByTimestampStrategy`
+     * defaults to Spark's `error`; set it after this to fail instead).
+     */
     def startingOffsets(initializer: OffsetsInitializer): Builder = {
-      val b = without(StartingOffsets, StartingTimestamp, StartingOffsetsByTimestamp)
+      val b = without(StartingOffsets, StartingTimestamp, StartingOffsetsByTimestamp, StartingOffsetsByTimestampStrategy)
       initializer match {
         case OffsetsInitializer.Earliest => b.set(StartingOffsets.name, "earliest")
         case OffsetsInitializer.Latest => b.set(StartingOffsets.name, "latest")
         case OffsetsInitializer.Specific(o) => b.set(StartingOffsets.name, OffsetsInitializer.toJson(o))
-        case OffsetsInitializer.Timestamp(ts) => b.set(StartingTimestamp.name, ts)
+        case OffsetsInitializer.Timestamp(ts) =>
+          b.set(StartingTimestamp.name, ts).set(StartingOffsetsByTimestampStrategy.name, "latest")
         case OffsetsInitializer.TimestampPerPartition(t) => b.set(StartingOffsetsByTimestamp.name, OffsetsInitializer.toJson(t))
+          .set(StartingOffsetsByTimestampStrategy.name, "latest")
       }
     }
 

@@ -7,7 +7,7 @@ import org.apache.spark.sql.{DataFrame, Row}
 import org.apache.spark.sql.streaming.{StreamingQuery, Trigger}
 import org.scalatest.funsuite.AnyFunSuite
 
-import sluice.SparkSuiteBase
+import sluice.{Sluice, SparkSuiteBase}
 import sluice.testkit.{KafkaSuiteBase, ProducedRecord}
 
 /**
@@ -76,6 +76,19 @@ class KafkaSparkOptionsSuite extends AnyFunSuite with KafkaSuiteBase with SparkS
     assert(e.getMessage.contains("'subscribe' and 'assign' exclude each other"), e.getMessage)
   }
 
+  test("idle consumers of a configuration no query uses any more are closed (groupIdPrefix draws one per run)") {
+    val runs = Seq(1, 2).map(run => KafkaConfig.fromOptions(Map("kafka.bootstrap.servers" -> kafka.bootstrapServers,
+      "subscribe" -> "t", "groupIdPrefix" -> "p")).consumerProperties)
+    assert(runs(0)("group.id") != runs(1)("group.id"))
+    val now = System.currentTimeMillis()
+    KafkaConsumerPool.releaseNow(runs(0), KafkaConsumerPool.borrow(runs(0)), healthy = true, now)
+    assert(KafkaConsumerPool.idleCount(runs(0)) == 1)
+    // the next run releases under its own group id, well after the first run's consumer went idle
+    KafkaConsumerPool.releaseNow(runs(1), KafkaConsumerPool.borrow(runs(1)), healthy = true, now + 10 * 60 * 1000L)
+    assert(KafkaConsumerPool.idleCount(runs(0)) == 0, "the first run's consumer was never closed")
+    assert(KafkaConsumerPool.idleCount(runs(1)) == 1)
+  }
+
   test("kafka.group.id and groupIdPrefix label the consumers; nothing is committed to the group") {
     fill("grouped", 2, 200)
     same(Map("subscribe" -> "grouped", "startingOffsets" -> "earliest", "kafka.group.id" -> "sluice-test-group"))
@@ -97,6 +110,14 @@ class KafkaSparkOptionsSuite extends AnyFunSuite with KafkaSuiteBase with SparkS
     assert(text.contains("has a timestamp at or after") && text.contains("startingOffsetsByTimestampStrategy=latest"), text)
     val (rows, _, _) = same(options + ("startingOffsetsByTimestampStrategy" -> "latest"))
     assert(rows.isEmpty)
+    // the builders' timestamp start is Flink's: such a partition starts at its end
+    val built = KafkaSource.builder().bootstrapServers(kafka.bootstrapServers).topics("late-start")
+      .startingOffsets(OffsetsInitializer.Timestamp(baseTs + 1000000L)).build()
+    assert(built.options.get("startingOffsetsByTimestampStrategy").contains("latest"))
+    val ours = Sluice.fromSource(spark, built, null, "late").writeStream.format("memory").queryName("late_built")
+      .trigger(Trigger.AvailableNow()).option("checkpointLocation", tempDir("ckpt").toString).start()
+    awaitEnd(ours)
+    assert(ours.exception.isEmpty && spark.table("late_built").count() == 0, ours.exception)
   }
 
   test("minOffsetsPerTrigger holds batches back until enough records, or maxTriggerDelay, as Spark's does") {
