@@ -48,7 +48,8 @@ object StreamOptions {
     .withCheck("an integer >= 1")(_ >= 1)
   val DefaultMaxTriggerDelayMs: Long = 15 * 60 * 1000L
   val MaxTriggerDelay: ConfigOption[Long] = ConfigOption[Long]("maxTriggerDelay",
-    "with minRecordsPerTrigger: the longest a batch waits for that many records (Spark's default, 15m)",
+    "with minRecordsPerTrigger: the longest a batch waits for that many records (Spark's default, 15m); " +
+      "without it, nothing",
     None, "a duration: milliseconds, or a number with a unit (500ms, 10s, 15m)",
     s => scala.util.Try(org.apache.spark.network.util.JavaUtils.timeStringAsMs(s)).toOption.filter(_ >= 0))
 
@@ -82,11 +83,14 @@ object StreamOptions {
     val eventTime = EventTimeSettings.parse(o, "Sluice")
     val timestamps = TimestampSupport.resolve(o, sparkConf, eventTime)
     val min = eitherOf(o, MinRecordsPerTrigger, MinOffsetsPerTrigger)
-    if (min.isEmpty && o.contains(MaxTriggerDelay)) {
-      throw new IllegalArgumentException(s"Sluice: option '${MaxTriggerDelay.name}' applies only with " +
-        s"'${MinRecordsPerTrigger.name}' (or Spark's '${MinOffsetsPerTrigger.name}').")
+    val max = eitherOf(o, MaxRecordsPerTrigger, MaxOffsetsPerTrigger)
+    // maxTriggerDelay without a minimum means nothing, and Spark takes it so: a query moves over unchanged
+    for (lo <- min; hi <- max if lo > hi) {
+      throw new IllegalArgumentException(s"Sluice: the minimum records per trigger ($lo) is higher than the " +
+        s"maximum ($hi), as Spark's Kafka source refuses too; lower '${MinRecordsPerTrigger.name}' " +
+        s"('${MinOffsetsPerTrigger.name}') or raise '${MaxRecordsPerTrigger.name}' ('${MaxOffsetsPerTrigger.name}').")
     }
-    (StreamOptions(o.get(Name), eitherOf(o, MaxRecordsPerTrigger, MaxOffsetsPerTrigger), eventTime, timestamps, min,
+    (StreamOptions(o.get(Name), max, eventTime, timestamps, min,
       o.get(MaxTriggerDelay).getOrElse(DefaultMaxTriggerDelayMs), o.get(MinPartitions)), sourceOptions)
   }
 

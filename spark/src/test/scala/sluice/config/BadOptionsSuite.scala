@@ -173,7 +173,8 @@ class BadOptionsSuite extends AnyFunSuite with SparkSuiteBase {
       kafka ++ Map("kafka.group.id" -> "g", "groupIdPrefix" -> "p") -> Seq("'kafka.group.id'", "'groupIdPrefix'"),
       kafka ++ Map("assign" -> """{"t":[0]}""", "subscribePattern" -> "t.*") -> Seq("'subscribePattern'", "'assign'"),
       generator ++ Map("maxRecordsPerTrigger" -> "5", "maxOffsetsPerTrigger" -> "6") -> Seq("one setting under two names"),
-      generator + ("maxTriggerDelay" -> "5s") -> Seq("'maxTriggerDelay'", "'minRecordsPerTrigger'"),
+      generator ++ Map("minOffsetsPerTrigger" -> "20", "maxOffsetsPerTrigger" -> "15") ->
+        Seq("minimum records per trigger (20) is higher than the maximum (15)"),
       kafka ++ Map("format" -> "json", "schema" -> "a INT", "includeHeaders" -> "true") -> Seq("'includeHeaders'", "raw"),
       kafka ++ Map("format" -> "csv", "schema" -> "a INT", "header" -> "true") -> Seq("'header'"),
       kafka + ("format" -> "json") -> Seq("'schema'", "json"),
@@ -233,7 +234,8 @@ class BadOptionsSuite extends AnyFunSuite with SparkSuiteBase {
       generator ++ Map("watermark.kind" -> "monotonous", "watermark.eventTimeColumn" -> " et "),
       hybrid - "hybrid.1.source" -- hybrid.keys.filter(_.startsWith("hybrid.1.")) ++
         Map("hybrid.1.factory" -> s" $registered ", "hybrid.1.boundedness" -> "Bounded"),
-      hybrid + ("hybrid.1.startAtPreviousEndMinusMs" -> "0"))
+      hybrid + ("hybrid.1.startAtPreviousEndMinusMs" -> "0"),
+      generator + ("maxTriggerDelay" -> "5s")) // Spark takes it alone, and so does Sluice
     accepted.foreach(options => StreamOptions.parse(options))
     kafkaSource(kafka - "subscribe" ++ Map("subscribePattern" -> "t.*", "startingOffsets" -> """{"t1": {"0": 5}}"""))
       .createEnumerator().close()
