@@ -126,7 +126,14 @@ final class SluicePartitionReader(
   /** True from a fetch until it yields a record or finishes a split. */
   private var fetchWasEmpty = false
 
-  override def next(): Boolean = advance(Long.MaxValue) == Advanced.Record
+  override def next(): Boolean = {
+    val more = advance(Long.MaxValue) == Advanced.Record
+    if (!more) ended = true
+    more
+  }
+
+  /** The reader ended: the scan's metrics Spark asks for now are the task's last, and exact. */
+  private var ended = false
 
   /**
    * Real-time mode: the next record if one arrives within `timeoutMs`. Ranges are open-ended
@@ -250,7 +257,21 @@ final class SluicePartitionReader(
     pausedSince.mapValuesInPlace((_, _) => now)
   }
 
+  private var metricsAsked = 0L
+  private var lastMetrics: Array[org.apache.spark.sql.connector.metric.CustomTaskMetric] = _
+
+  /**
+   * Spark asks every 100 rows; working the figures out takes a lock and copies counters, which a
+   * reader near the consumer's ceiling need not pay that often: they are refreshed every 5,000
+   * rows, and always once the reader ended (the task's last figures are exact).
+   */
   override def currentMetricsValues(): Array[org.apache.spark.sql.connector.metric.CustomTaskMetric] = {
+    metricsAsked += 1
+    if (lastMetrics == null || ended || metricsAsked % 50 == 0) lastMetrics = metricsNow()
+    lastMetrics
+  }
+
+  private def metricsNow(): Array[org.apache.spark.sql.connector.metric.CustomTaskMetric] = {
     countOngoingPauses()
     val paused = stats.keys.iterator.map(id => context.countersOf(id).getOrElse(ReaderMetrics.AlignmentPausedMs, 0L)).sum
     // byte positions (files) are the bytes read; other readers count their own (Kafka: key and value sizes)
