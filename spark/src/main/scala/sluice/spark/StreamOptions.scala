@@ -51,7 +51,7 @@ object StreamOptions {
     "with minRecordsPerTrigger: the longest a batch waits for that many records (Spark's default, 15m); " +
       "without it, nothing",
     None, "a duration: milliseconds, or a number with a unit (500ms, 10s, 15m)",
-    s => scala.util.Try(org.apache.spark.network.util.JavaUtils.timeStringAsMs(s)).toOption.filter(_ >= 0))
+    TimestampSupport.parseDuration)
 
   val MinPartitions: ConfigOption[Int] = ConfigOption.int("minPartitions",
     "micro-batches: with fewer split ranges than this, the ranges of Kafka partitions (and generator splits) are " +

@@ -31,7 +31,8 @@ object TimestampSupport {
 
   val all: Seq[ConfigOption[_]] = Seq(Force, LatencyTrackingInterval)
 
-  private def parseDuration(s: String): Option[Long] = Try(JavaUtils.timeStringAsMs(s)).toOption.filter(_ >= 0)
+  /** A duration as Spark's settings take it: milliseconds, or a number with a unit. */
+  private[spark] def parseDuration(s: String): Option[Long] = Try(JavaUtils.timeStringAsMs(s)).toOption.filter(_ >= 0)
 
   /**
    * The source's setting from its options, else the Spark settings; refuses compact records

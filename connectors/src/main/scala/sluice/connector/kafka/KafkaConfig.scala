@@ -227,7 +227,7 @@ object KafkaConfig {
 
   private def parseAssign(text: String): Option[Map[String, Set[Int]]] = Try {
     import scala.jdk.CollectionConverters._
-    val root = new com.fasterxml.jackson.databind.ObjectMapper().readTree(text)
+    val root = OffsetsInitializer.mapper.readTree(text)
     require(root.isObject && root.size > 0)
     root.properties().asScala.map { topic =>
       require(topic.getValue.isArray && topic.getValue.size > 0)

@@ -70,7 +70,7 @@ object KafkaSource {
     /** Spark's `assign`: these partitions only (give this, `topics` or `topicPattern`). */
     def partitions(assigned: Map[String, Seq[Int]]): Builder = set(Assign.name,
       assigned.toSeq.sortBy(_._1).map { case (t, ps) =>
-        com.fasterxml.jackson.databind.json.JsonMapper.builder().build().writeValueAsString(t) + ps.sorted.mkString(":[", ",", "]")
+        OffsetsInitializer.mapper.writeValueAsString(t) + ps.sorted.mkString(":[", ",", "]")
       }.mkString("{", ",", "}"))
     /** A Kafka consumer property (e.g. `security.protocol`); passed to every consumer. */
     def property(key: String, value: String): Builder = set(Prefix + key, value)

@@ -29,7 +29,7 @@ object OffsetsInitializer {
   def timestamp(timestampMs: Long): OffsetsInitializer = Timestamp(timestampMs)
   def timestamps(timestamps: Map[TopicPartition, Long]): OffsetsInitializer = TimestampPerPartition(timestamps)
 
-  private val mapper = new ObjectMapper()
+  private[kafka] val mapper = new ObjectMapper()
 
   /** The JSON Spark's Kafka source uses for per-partition offsets or timestamps. */
   def toJson(values: Map[TopicPartition, Long]): String = {

@@ -71,6 +71,9 @@ class KafkaSparkOptionsSuite extends AnyFunSuite with KafkaSuiteBase with SparkS
     fill("assigned", 4, 400)
     val (rows, _, _) = same(Map("assign" -> """{"assigned":[1,3]}""", "startingOffsets" -> "earliest"))
     assert(rows.map(_.getInt(1)).toSet == Set(1, 3) && rows.size == 200)
+    val built = KafkaSource.builder().bootstrapServers(kafka.bootstrapServers).partitions(Map("assigned" -> Seq(3, 1)))
+      .build()
+    assert(built.options.get("assign").contains("""{"assigned":[1,3]}"""))
     val e = intercept[IllegalArgumentException](reader("sluice", Map("assign" -> """{"assigned":[1]}""",
       "subscribe" -> "assigned")))
     assert(e.getMessage.contains("'subscribe' and 'assign' exclude each other"), e.getMessage)
