@@ -236,9 +236,10 @@ class AlignedStreamSuite extends AnyFunSuite with SparkSuiteBase {
       .eventTimeStartMs(1700000000000L).eventTimeStepMs(1000L).build()
     val grouped = strategy.withWatermarkAlignment("held", Duration.ofDays(3650))
     val busy = Sluice.fromSource(spark, gen(400), grouped, "busy", Map("maxRecordsPerTrigger" -> "20"))
-    // 10 a batch, but a batch only with 25 available or 3 s after the last: held back while `busy` runs
-    val held = Sluice.fromSource(spark, gen(30), grouped, "held", Map("maxRecordsPerTrigger" -> "10",
-      "minRecordsPerTrigger" -> "25", "maxTriggerDelay" -> "3s"))
+    // 20 a batch, but a batch only with 20 available or 3 s after the last: after the first batch
+    // the last 10 are held back while `busy` runs
+    val held = Sluice.fromSource(spark, gen(30), grouped, "held", Map("maxRecordsPerTrigger" -> "20",
+      "minRecordsPerTrigger" -> "20", "maxTriggerDelay" -> "3s"))
     val q = busy.union(held).writeStream.format("memory").queryName("held_back")
       .trigger(Trigger.ProcessingTime(100)).option("checkpointLocation", tempDir("held").toString).start()
     try {
