@@ -252,9 +252,8 @@ object HybridSource {
             s"HybridSource: missing required option '${HybridOptions.entryKey(i, BoundednessKey)}' " +
               s"(${HybridOptions.FactoryBoundedness.allowed}) for a source built by a factory."))
           if (!SourceFactories.isRegistered(f.trim)) {
-            throw invalid(HybridOptions.entryKey(i, FactoryKey), f, "the id of a factory registered in this driver " +
-              "(factories are not stored in the checkpoint: define the query again in this application, which " +
-              "registers them, or use a fixed or declarative next source)")
+            throw invalid(HybridOptions.entryKey(i, FactoryKey), f,
+              s"the id of a factory registered in this driver (${SourceFactories.NotRegisteredFix})")
           }
           FromFactory(f.trim, if (bounded == "bounded") Boundedness.Bounded else Boundedness.ContinuousUnbounded)
         case (None, Some(ms)) =>

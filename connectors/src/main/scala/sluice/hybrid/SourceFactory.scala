@@ -50,9 +50,11 @@ object SourceFactories {
 
   def isRegistered(id: String): Boolean = registered.contains(id)
 
+  /** What to do about a factory id this driver does not know. */
+  val NotRegisteredFix: String = "factories are not stored in the checkpoint: define the query again in this " +
+    "application (building the HybridSource registers its factories), or use a fixed or declarative next source"
+
   def get(id: String): SourceFactory = registered.getOrElse(id,
     throw new IllegalStateException(
-      s"HybridSource: source factory $id is not registered in this driver. Factories are not stored " +
-        "in the checkpoint: define the query again in this application (building the HybridSource " +
-        "registers its factories), or use a fixed or declarative next source."))
+      s"HybridSource: source factory $id is not registered in this driver; $NotRegisteredFix."))
 }
