@@ -9,8 +9,9 @@ embedded broker, round-robin over 8 partitions. Two queries, each under Trigger.
 - shuffle: every micro-batch grouped by a hash of the value into 1,024 groups and counted
   (`foreachBatch` + `groupBy(pmod(hash(value), 1024)).count()` written to the no-op sink).
 
-Runs alternate the three sides after one warm-up each; records/s are medians of SLUICE_BENCH_RUNS
-(default 3). Bytes per row are the mean `UnsafeRow` size of the rows each source emits (before
+The three sides run as interleaved rounds after a warm-up each (bench/pairs.py); `ratio`
+(compact / Spark) and `full_ratio` (full / Spark) are medians of the per-round ratios, records/s
+medians of the rounds. Bytes per row are the mean `UnsafeRow` size of the rows each source emits (before
 any select), over the first micro-batch of 20,000 records (`sluice.bench.RowSizes`, bench/jvm).
 """
 
@@ -21,7 +22,7 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -29,6 +30,7 @@ from pyspark.sql import functions as F
 
 import sluice
 from bench.common import rows_read, run_available_now, session
+from bench.pairs import interleaved, pairs_from_env, summary
 from sluice import KafkaSource, OffsetsInitializer
 from sluice.testing import EmbeddedKafka
 
@@ -110,21 +112,9 @@ def _shuffle_seconds(df: DataFrame, expected: int) -> float:
     return seconds
 
 
-def _medians(
-    runs: int, measure: Callable[[str], float]
-) -> tuple[dict[str, float], dict[str, list[float]]]:
-    for side in SIDES:  # warm-up
-        measure(side)
-    all_runs: dict[str, list[float]] = {side: [] for side in SIDES}
-    for _ in range(runs):
-        for side in SIDES:
-            all_runs[side].append(measure(side))
-    return {side: statistics.median(v) for side, v in all_runs.items()}, all_runs
-
-
 def run() -> dict:
     records = int(os.environ.get("SLUICE_BENCH_COMPACT_RECORDS", "3000000"))
-    runs = int(os.environ.get("SLUICE_BENCH_RUNS", "3"))
+    pairs = pairs_from_env()
     spark = session("bench-compact", spark_kafka=True, benchkit=True)
     with EmbeddedKafka() as kafka:
         kafka.create_topic(TOPIC, PARTITIONS)
@@ -146,8 +136,16 @@ def run() -> dict:
                 _scan(_source(spark, bootstrap, side), side), records
             )
 
-        scan, scan_runs = _medians(runs, scan_rps)
-        shuffle, shuffle_runs = _medians(runs, shuffle_rps)
+        scan_runs = interleaved(
+            {side: partial(scan_rps, side) for side in SIDES}, pairs, label="scan "
+        )
+        shuffle_runs = interleaved(
+            {side: partial(shuffle_rps, side) for side in SIDES},
+            pairs,
+            label="shuffle ",
+        )
+        scan = {side: statistics.median(v) for side, v in scan_runs.items()}
+        shuffle = {side: statistics.median(v) for side, v in shuffle_runs.items()}
         row_bytes = {side: _row_bytes(spark, bootstrap, side) for side in SIDES}
     spark.stop()
 
@@ -156,7 +154,8 @@ def run() -> dict:
         "spark_rps": scan["spark"],
         "full_rps": scan["full"],
         "compact_rps": scan["compact"],
-        "ratio": scan["compact"] / scan["spark"],
+        **summary("ratio", scan_runs["compact"], scan_runs["spark"]),
+        **summary("full_ratio", scan_runs["full"], scan_runs["spark"]),
         "spark_row_bytes": row_bytes["spark"],
         "full_row_bytes": row_bytes["full"],
         "compact_row_bytes": row_bytes["compact"],
@@ -164,12 +163,13 @@ def run() -> dict:
             "spark_rps": shuffle["spark"],
             "full_rps": shuffle["full"],
             "compact_rps": shuffle["compact"],
-            "ratio": shuffle["compact"] / shuffle["spark"],
+            **summary("ratio", shuffle_runs["compact"], shuffle_runs["spark"]),
         },
         "records": records,
         "value_bytes": VALUE_BYTES,
         "partitions": PARTITIONS,
-        "runs": runs,
+        "pairs": pairs,
+        "machine": {"cpus": os.cpu_count(), "spark_master": "local[2]"},
         "all_runs": {"scan_rps": scan_runs, "shuffle_rps": shuffle_runs},
     }
     RESULT.parent.mkdir(parents=True, exist_ok=True)

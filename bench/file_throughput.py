@@ -1,7 +1,8 @@
 """file_throughput: Sluice's FileSource vs `spark.readStream.json` on the same JSON-lines files.
 
 Both read every file once (Trigger.AvailableNow) into the no-op sink; the measure is rows per
-second, median of several alternating runs. The data (SLUICE_BENCH_FILE_GB, default 1) is
+second, as interleaved rounds after a warm-up each (bench/pairs.py): `ratio` is the median of
+the per-round ratios. The data (SLUICE_BENCH_FILE_GB, default 1) is
 generated once into bench/scratch/ and reused while its size stays the same.
 """
 
@@ -11,24 +12,27 @@ import json
 import os
 import shutil
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 import sluice
 from bench.common import rows_read, run_available_now, session
+from bench.pairs import interleaved, pairs_from_env, summary
 
 ROOT = Path(__file__).resolve().parent
 WORK = ROOT / "scratch" / "file_throughput"
 RESULT = ROOT / "results" / "file_throughput.json"
 SCHEMA = "id BIGINT, user STRING, amount DOUBLE, ts TIMESTAMP, meta STRUCT<k: INT, tags: ARRAY<STRING>>"
+MASTER = "local[2]"  # as every benchmark: the figures are for 2 cores
 BYTES_PER_ROW = 110  # a little under the ~115 bytes of the rows generated below, so the size is reached
 
 
 def _session() -> SparkSession:
     return session(
         "sluice-bench-file",
-        master=os.environ.get("SLUICE_BENCH_MASTER", "local[*]"),
+        master=MASTER,
         driver_memory=os.environ.get("SLUICE_BENCH_DRIVER_MEMORY", "3g"),
     )
 
@@ -67,10 +71,11 @@ def _timed(df, checkpoint: Path) -> tuple[float, int]:
 
 def run() -> dict:
     gigabytes = float(os.environ.get("SLUICE_BENCH_FILE_GB", "1"))
-    runs = int(os.environ.get("SLUICE_BENCH_RUNS", "3"))
+    pairs = pairs_from_env()
     spark = _session()
     spark.sparkContext.setLogLevel("ERROR")
     data, rows, size = _data(spark, gigabytes)
+    files = len(list(data.glob("part-*")))
 
     def spark_df():
         return spark.readStream.schema(SCHEMA).json(str(data))
@@ -85,36 +90,39 @@ def run() -> dict:
         )
         return sluice.from_source(spark, source, name="files")
 
-    # one untimed run each warms the JIT and the file cache
-    _timed(spark_df(), WORK / "ckpt-warm-spark")
-    _timed(sluice_df(), WORK / "ckpt-warm-sluice")
-    spark_rps, sluice_rps = [], []
-    for i in range(runs):
-        for name, make, out in (
-            ("spark", spark_df, spark_rps),
-            ("sluice", sluice_df, sluice_rps),
-        ):
-            seconds, read = _timed(make(), WORK / f"ckpt-{name}-{i}")
+    def side(name: str, make) -> Callable[[], float]:
+        def once() -> float:
+            seconds, read = _timed(make(), WORK / f"ckpt-{name}")
             if read != rows:
                 raise RuntimeError(f"{name} read {read} rows, expected {rows}")
-            out.append(read / seconds)
-            print(
-                f"  run {i + 1} {name:6s} {seconds:7.2f} s  {read / seconds:12,.0f} rows/s"
-            )
+            return read / seconds
 
+        return once
+
+    try:
+        measured = interleaved(
+            {"spark": side("spark", spark_df), "sluice": side("sluice", sluice_df)},
+            pairs,
+        )
+    finally:
+        spark.stop()
     result = {
         "benchmark": "file_throughput",
         "data_bytes": size,
         "rows": rows,
-        "runs": runs,
-        "spark_rps": statistics.median(spark_rps),
-        "sluice_rps": statistics.median(sluice_rps),
+        "files": files,
+        "pairs": pairs,
+        "spark_rps": statistics.median(measured["spark"]),
+        "sluice_rps": statistics.median(measured["sluice"]),
+        **summary("ratio", measured["sluice"], measured["spark"]),
+        "all_runs": {"spark_rps": measured["spark"], "sluice_rps": measured["sluice"]},
+        "machine": {"cpus": os.cpu_count(), "spark_master": MASTER},
     }
-    result["ratio"] = result["sluice_rps"] / result["spark_rps"]
     RESULT.parent.mkdir(parents=True, exist_ok=True)
     RESULT.write_text(json.dumps(result, indent=2) + "\n")
     print(
-        f"| file_throughput | {size / 1024**3:.2f} GB JSON lines | {result['spark_rps']:,.0f} | "
-        f"{result['sluice_rps']:,.0f} | {result['ratio']:.2f} |"
+        f"file_throughput: {size / 1024**3:.2f} GB JSON lines, Spark {result['spark_rps']:,.0f}/s, "
+        f"Sluice {result['sluice_rps']:,.0f}/s (ratio {result['ratio']:.2f}, "
+        f"{result['ratio_min']:.2f}-{result['ratio_max']:.2f})"
     )
     return result

@@ -21,8 +21,8 @@ into the no-op sink under Trigger.AvailableNow, with the same read limit per sou
   `forMonotonousTimestamps().with_watermark_alignment("join", 5 minutes)` (one group),
   `maxRecordsPerTrigger` = the limit, event time = `event_time`.
 
-After one untimed warm-up run of each, Spark and Sluice run as SLUICE_BENCH_RUNS (default 3)
-interleaved pairs. Reported: the median wall times, `time_ratio` = the median of the per-pair
+After one untimed warm-up run of each, Spark and Sluice run as SLUICE_BENCH_PAIRS (default 5)
+interleaved pairs, the order alternating (bench/pairs.py). Reported: the median wall times, `time_ratio` = the median of the per-pair
 ratios sluice / spark (and their min and max), the peak state rows (max over batches of the sum of
 `stateOperators[].numRowsTotal`) and `state_ratio` = sluice / spark, rows dropped as late
 (`numRowsDroppedByWatermark`), batches, and `sluice_empty_member_batches`: (batch, source) pairs
@@ -47,6 +47,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import sluice
+from bench.pairs import pairs_from_env
 from bench.common import rows_read, run_available_now, session
 from sluice import KafkaSource, OffsetsInitializer, WatermarkStrategy
 from sluice.testing import EmbeddedKafka
@@ -265,7 +266,7 @@ def run() -> dict:
     right_step = _env("RIGHT_STEP_MS", 1000)
     keys = _env("KEYS", 100)
     limit = _env("LIMIT", 2000)
-    runs = int(os.environ.get("SLUICE_BENCH_RUNS", "3"))
+    runs = pairs_from_env()
 
     data = {
         "left": _events(hours, left_step, partitions, keys),
@@ -311,7 +312,8 @@ def run() -> dict:
                 warm = _once(queries[side], records, side)
                 print(f"  warm-up {side:<7} {warm['seconds']:6.1f} s")
             for i in range(runs):
-                for side in ("spark", "sluice"):
+                # the order alternates, so neither side always runs first (bench/pairs.py)
+                for side in ("spark", "sluice") if i % 2 == 0 else ("sluice", "spark"):
                     summary = _once(queries[side], records, side)
                     sides[side].append(summary)
                     extra = (

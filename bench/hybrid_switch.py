@@ -11,15 +11,15 @@ Two measures:
 - End-to-end time (Trigger.AvailableNow into the no-op sink, no read limit on either side).
   Sluice: one hybrid query, files then Kafka from the files' last event time (margin 0).
   Spark: `spark.readStream.json(dir)`, then a separate `kafka` query with
-  `from_json(CAST(value AS STRING), schema)`; its time is the sum of both. Runs alternate after
-  one untimed warm-up each; the figure is the median.
+  `from_json(CAST(value AS STRING), schema)`; its time is the sum of both. Interleaved pairs
+  after one untimed warm-up each (bench/pairs.py); `ratio` is the median of the per-pair ratios.
 - Switch latency: the hybrid query with a ProcessingTime trigger (SLUICE_BENCH_HYBRID_TRIGGER_MS,
   default 2000) and a read limit (bytes for the file source) so the file phase spans several
   batches (SLUICE_BENCH_HYBRID_LIMIT records per batch, default a sixth of the files' events).
   From the query progress: the start of the first batch that read Kafka rows
   (`activeSource` == "1") minus the end of the last batch that read file rows (its start +
   `durationMs.triggerExecution`). It should stay within one trigger interval. Median over
-  SLUICE_BENCH_RUNS runs (default 3), each with a fresh checkpoint.
+  SLUICE_BENCH_PAIRS runs (default 5), each with a fresh checkpoint.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 import sluice
+from bench.pairs import pairs_from_env, summary
 from bench.common import rows_read, run_available_now, session
 from sluice import FileSource, HybridSource, KafkaSource, OffsetsInitializer
 from sluice.testing import EmbeddedKafka
@@ -273,7 +274,7 @@ class Bench:
 
 def run() -> dict:
     total = int(os.environ.get("SLUICE_BENCH_HYBRID_ROWS", "2000000"))
-    runs = int(os.environ.get("SLUICE_BENCH_RUNS", "3"))
+    runs = pairs_from_env()
     trigger_ms = int(os.environ.get("SLUICE_BENCH_HYBRID_TRIGGER_MS", "2000"))
     files, in_files, size = _files(total)
     in_kafka = total - in_files
@@ -307,19 +308,23 @@ def run() -> dict:
                 [],
             )
             for i in range(runs):
-                f, k = bench.spark_once(str(i))
-                spark_files_s.append(f)
-                spark_kafka_s.append(k)
-                spark_s.append(f + k)
-                print(
-                    f"  run {i + 1}: spark  {f + k:6.1f} s (files {f:.1f} s + kafka {k:.1f} s)"
-                )
-                s, batches = bench.sluice_once(str(i))
-                sluice_s.append(s)
-                sluice_batches.append(batches)
-                print(
-                    f"  run {i + 1}: sluice {s:6.1f} s (one hybrid query, {batches} batches with rows)"
-                )
+                # the order alternates, so neither side always runs first (bench/pairs.py)
+                for side in ("spark", "sluice") if i % 2 == 0 else ("sluice", "spark"):
+                    if side == "spark":
+                        f, k = bench.spark_once(str(i))
+                        spark_files_s.append(f)
+                        spark_kafka_s.append(k)
+                        spark_s.append(f + k)
+                        print(
+                            f"  run {i + 1}: spark  {f + k:6.1f} s (files {f:.1f} s + kafka {k:.1f} s)"
+                        )
+                    else:
+                        s, batches = bench.sluice_once(str(i))
+                        sluice_s.append(s)
+                        sluice_batches.append(batches)
+                        print(
+                            f"  run {i + 1}: sluice {s:6.1f} s (one hybrid query, {batches} batches with rows)"
+                        )
             switches = []
             timeout = 300 + 10 * total / 100_000
             for i in range(runs):
@@ -342,7 +347,8 @@ def run() -> dict:
         "trigger_interval_ms": trigger_ms,
         "within_one_trigger": latency <= trigger_ms,
         "all_within_one_trigger": all(s["within_one_trigger"] for s in switches),
-        "ratio": statistics.median(spark_s) / statistics.median(sluice_s),
+        # records/s ratio Sluice / Spark = Spark's seconds / Sluice's, per pair
+        **summary("ratio", spark_s, sluice_s),
         "rows": {"total": total, "files": in_files, "kafka": in_kafka},
         "data": {
             "files": FILES,
@@ -350,7 +356,7 @@ def run() -> dict:
             "kafka_partitions": PARTITIONS,
             "event_step_ms": STEP_MS,
         },
-        "runs": runs,
+        "pairs": runs,
         "switch_read_limit": limit,
         "kafka_produce_seconds": produce_seconds,
         "all_runs": {

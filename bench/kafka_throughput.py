@@ -2,8 +2,9 @@
 
 One topic of 8 partitions with SLUICE_BENCH_KAFKA_RECORDS (default 5,000,000) records of ~100
 bytes in an embedded broker. Each Spark run reads the whole topic with Trigger.AvailableNow into
-the no-op sink; Spark and Sluice runs alternate, and the figure is the median of the runs. The
-ceiling is one KafkaConsumer reading everything in one loop in one JVM (the broker's).
+the no-op sink. The ceiling is one KafkaConsumer reading everything in one loop in one JVM (the
+broker's). Spark, Sluice and the ceiling run as interleaved rounds after a warm-up each
+(bench/pairs.py); `ratio` and `fraction_of_ceiling` are medians of the per-round ratios.
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ from __future__ import annotations
 import json
 import os
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 from bench.common import rows_read, run_available_now, session
+from bench.pairs import interleaved, pairs_from_env, summary
 from sluice.testing import EmbeddedKafka
 
 ROOT = Path(__file__).resolve().parent
@@ -36,7 +39,7 @@ def _time_query(
 
 def run() -> dict:
     records = int(os.environ.get("SLUICE_BENCH_KAFKA_RECORDS", "5000000"))
-    runs = int(os.environ.get("SLUICE_BENCH_RUNS", "3"))
+    pairs = pairs_from_env()
     with EmbeddedKafka(heap="1g", jvm_options=["-XX:+UseParallelGC"]) as kafka:
         kafka.create_topic(TOPIC, partitions=PARTITIONS)
         print(
@@ -49,45 +52,45 @@ def run() -> dict:
             "startingOffsets": "earliest",
         }
         spark = session("bench-kafka-throughput", spark_kafka=True)
+
+        def query(name: str, fmt: str, options: dict[str, str]) -> Callable[[], float]:
+            def once() -> float:
+                rows, seconds = _time_query(spark, fmt, options)
+                if rows != records:
+                    raise AssertionError(f"{name} read {rows} rows, expected {records}")
+                return rows / seconds
+
+            return once
+
+        def ceiling() -> float:
+            count, seconds = kafka.consume_count(TOPIC)
+            return count / seconds
+
         try:
-            _time_query(
-                spark, "kafka", common
-            )  # warm-up: class loading, JIT, consumer pools
-            _time_query(spark, "sluice", {"source": "kafka", **common})
-            spark_rps, sluice_rps, ceiling_rps = [], [], []
-            for i in range(runs):
-                for name, fmt, options, sink in (
-                    ("spark", "kafka", common, spark_rps),
-                    ("sluice", "sluice", {"source": "kafka", **common}, sluice_rps),
-                ):
-                    rows, seconds = _time_query(spark, fmt, options)
-                    if rows != records:
-                        raise AssertionError(
-                            f"{name} read {rows} rows, expected {records}"
-                        )
-                    sink.append(rows / seconds)
-                    print(
-                        f"  run {i + 1}: {name:<7} {rows / seconds:>12,.0f} records/s ({seconds:.1f} s)"
-                    )
-                count, seconds = kafka.consume_count(TOPIC)
-                ceiling_rps.append(count / seconds)
-                print(
-                    f"  run {i + 1}: ceiling {count / seconds:>12,.0f} records/s ({seconds:.1f} s)"
-                )
+            measured = interleaved(
+                {
+                    "spark": query("spark", "kafka", common),
+                    "sluice": query("sluice", "sluice", {"source": "kafka", **common}),
+                    "ceiling": ceiling,
+                },
+                pairs,
+            )
         finally:
             spark.stop()
+    spark_rps, sluice_rps, ceiling_rps = (
+        measured[s] for s in ("spark", "sluice", "ceiling")
+    )
     result = {
         "benchmark": "kafka_throughput",
         "records": records,
         "partitions": PARTITIONS,
         "value_bytes": VALUE_BYTES,
-        "runs": runs,
+        "pairs": pairs,
         "spark_rps": statistics.median(spark_rps),
         "sluice_rps": statistics.median(sluice_rps),
         "ceiling_rps": statistics.median(ceiling_rps),
-        "ratio": statistics.median(sluice_rps) / statistics.median(spark_rps),
-        "fraction_of_ceiling": statistics.median(sluice_rps)
-        / statistics.median(ceiling_rps),
+        **summary("ratio", sluice_rps, spark_rps),
+        **summary("fraction_of_ceiling", sluice_rps, ceiling_rps),
         "all_runs": {
             "spark_rps": spark_rps,
             "sluice_rps": sluice_rps,
@@ -99,7 +102,7 @@ def run() -> dict:
     RESULT.write_text(json.dumps(result, indent=2) + "\n")
     print(
         f"kafka_throughput: Spark {result['spark_rps']:,.0f}/s, Sluice {result['sluice_rps']:,.0f}/s "
-        f"(ratio {result['ratio']:.2f}), ceiling {result['ceiling_rps']:,.0f}/s "
-        f"(Sluice at {result['fraction_of_ceiling']:.0%})"
+        f"(ratio {result['ratio']:.2f}, {result['ratio_min']:.2f}-{result['ratio_max']:.2f}), "
+        f"ceiling {result['ceiling_rps']:,.0f}/s (Sluice at {result['fraction_of_ceiling']:.0%})"
     )
     return result

@@ -24,7 +24,7 @@ how long a query takes to start.
 
 - continuous: the unaligned Sluice source under `Trigger.Continuous("1 second")` instead.
 
-After one short warm-up of each side, SLUICE_BENCH_RUNS (default 2) rounds run spark, sluice,
+After one short warm-up of each side, SLUICE_BENCH_PAIRS (default 5) rounds run spark, sluice,
 aligned and continuous in turn; the figures are medians over the rounds, `p99_ratio` = the median of the
 per-round ratios sluice / spark p99 (with min and max).
 """
@@ -42,6 +42,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 
 import sluice
+from bench.pairs import pairs_from_env
 from bench.common import session
 from sluice import KafkaSource, OffsetsInitializer, WatermarkStrategy
 from sluice.testing import EmbeddedKafka
@@ -135,7 +136,7 @@ def run() -> dict:
     rate = int(os.environ.get("SLUICE_BENCH_RT_RATE", "5000"))
     seconds = int(os.environ.get("SLUICE_BENCH_RT_SECONDS", "60"))
     batch = os.environ.get("SLUICE_BENCH_RT_BATCH", "20 seconds")
-    runs = int(os.environ.get("SLUICE_BENCH_RUNS", "2"))
+    runs = pairs_from_env()
     # Real-time mode runs every task of a batch at once: Spark's source needs a slot per partition,
     # the aligned query one per task of each source (Sluice packs a source's splits into at most
     # the default parallelism). Threads, not cores: the tasks wait in poll most of the time.
@@ -171,8 +172,12 @@ def run() -> dict:
 
         for kind in KINDS:
             side(kind, 15, f"warm-up {kind}")
+        # the order rotates each round, so no side always runs first (bench/pairs.py)
         rounds = [
-            {kind: side(kind, seconds, f"run {i + 1} {kind}") for kind in KINDS}
+            {
+                kind: side(kind, seconds, f"run {i + 1} {kind}")
+                for kind in KINDS[i % len(KINDS) :] + KINDS[: i % len(KINDS)]
+            }
             for i in range(runs)
         ]
     spark.stop()

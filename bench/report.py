@@ -1,4 +1,4 @@
-"""`python -m bench.report`: writes the figures of docs/benchmarks.md and docs/reliability.md from bench/results/*.json.
+"""`python -m bench.report`: writes the figures of docs/benchmarks.md, docs/reliability.md and README.md from bench/results/*.json.
 
 `make bench` runs it after the benchmarks. It replaces what stands between marker comments in
 docs/benchmarks.md and leaves the prose around them alone:
@@ -8,7 +8,9 @@ docs/benchmarks.md and leaves the prose around them alone:
 - `<!-- results:group_join:begin -->` … `<!-- results:group_join:end -->`: the group_join
   section's table, with bench/results/group_join.baseline.json beside it when that file exists;
 - in docs/reliability.md, `<!-- results:chaos:begin -->` … `<!-- results:chaos:end -->`: the
-  scenarios of the last `make chaos` (bench/results/chaos.json).
+  scenarios of the last `make chaos` (bench/results/chaos.json);
+- in README.md, `<!-- results:headline:begin -->` … `<!-- results:headline:end -->`: the sentence
+  of headline figures.
 
 Figures are never typed into the page by hand: change a row's wording here, and the figures by
 running the benchmark. This module defines no `run()`, so bench.run does not take it for a
@@ -64,24 +66,32 @@ def _step(step_ms: int) -> str:
     )
 
 
+def _spread(r: dict, key: str = "ratio") -> str:
+    """' (1.59 – 1.96 over 5 pairs)' from a result of bench/pairs.py; '' for an older result."""
+    if f"{key}_min" not in r:
+        return ""
+    pairs = len(r.get(f"{key}_pairs", [])) or r.get("pairs", "?")
+    return f" ({r[f'{key}_min']:.2f} – {r[f'{key}_max']:.2f} over {pairs} pairs)"
+
+
 def _kafka_throughput(r: dict) -> str:
     return (
         f"| `kafka_throughput` | {_millions(r['records'])} M records of {r['value_bytes']} bytes in "
         f"{r['partitions']} partitions, raw rows, `Trigger.AvailableNow` into the no-op sink; Spark: "
         '`format("kafka")` (spark-sql-kafka 4.2.0 on Spark 4.3) | '
-        f"{_n(r['spark_rps'])} | {_n(r['sluice_rps'])} | {r['ratio']:.2f} (≥ 1.0); a plain "
-        f"`KafkaConsumer` loop in one JVM: {_n(r['ceiling_rps'])}/s, Sluice at "
-        f"{r['fraction_of_ceiling']:.0%} of it |"
+        f"{_n(r['spark_rps'])} | {_n(r['sluice_rps'])} | {r['ratio']:.2f}{_spread(r)} (≥ 2.0); a "
+        f"plain `KafkaConsumer` loop in one JVM: {_n(r['ceiling_rps'])}/s, Sluice at "
+        f"{r['fraction_of_ceiling']:.0%} of it{_spread(r, 'fraction_of_ceiling')} (≥ 0.5) |"
     )
 
 
 def _file_throughput(r: dict) -> str:
-    # the file count is not in the result file; 17 is what the recorded data set had
+    # older result files have no file count; 17 is what their data set had
     return (
         f"| `file_throughput` | {r['data_bytes'] / 1024**3:.2f} GB of JSON lines "
         f"({_millions(r['rows'])} M rows, {r.get('files', 17)} files, nested struct + array), "
         "`Trigger.AvailableNow` into the no-op sink; Spark: `spark.readStream.schema(s).json(dir)` | "
-        f"{_n(r['spark_rps'])} | {_n(r['sluice_rps'])} | {r['ratio']:.2f} (≥ 0.9) |"
+        f"{_n(r['spark_rps'])} | {_n(r['sluice_rps'])} | {r['ratio']:.2f}{_spread(r)} (≥ 1.0) |"
     )
 
 
@@ -95,13 +105,19 @@ def _hybrid_switch(r: dict) -> str:
         "`readStream.json(dir)`, then a separate `kafka` query with `from_json` | "
         f"{_n(rows['total'] / r['spark_seconds'])} ({r['spark_seconds']:.2f} s, two queries) | "
         f"{_n(rows['total'] / r['sluice_seconds'])} ({r['sluice_seconds']:.2f} s, one query) | "
-        f"{r['ratio']:.2f}; switch latency {_n(r['switch_latency_ms'])} ms (goal ≤ one "
+        f"{r['ratio']:.2f}{_spread(r)}; switch latency {_n(r['switch_latency_ms'])} ms (goal ≤ one "
         f"{_n(r['trigger_interval_ms'])} ms trigger) |"
     )
 
 
 def _skew(r: dict) -> str:
     data = r["data"]
+    overhead = r["alignment_overhead"]
+    speed = (
+        f"records/s Sluice / Spark {r['rps_ratio']:.2f}{_spread(r, 'rps_ratio')}; "
+        if "rps_ratio" in r
+        else ""
+    )
     return (
         f"| `skew` | {_n(data['events'])} events, {data['partitions']} partitions: partition 0's "
         f"backlog 24 h, the others' 2 h, {_step(data['event_step_ms'])} each; 1-minute window "
@@ -111,10 +127,10 @@ def _skew(r: dict) -> str:
         f"{_n(r['spark_records_per_second'])} ({_n(r['spark_late_dropped'])} rows dropped as late, "
         f"{_n(r['spark_wrong_windows'])} of {_n(r['windows'])} windows wrong) | "
         f"{_n(r['sluice_records_per_second'])} ({_n(r['sluice_late_dropped'])} dropped, "
-        f"{_n(r['sluice_wrong_windows'])} wrong) | alignment overhead on unskewed data "
-        f"{_pct(r['overhead_pct'])} ({_pct(r['alignment_overhead'].get('overhead_pct_min', r['overhead_pct']))}–"
-        f"{_pct(r['alignment_overhead'].get('overhead_pct_max', r['overhead_pct']))} over "
-        f"{r['alignment_overhead'].get('pairs', 1)} pairs; goal ≤ 5 %) |"
+        f"{_n(r['sluice_wrong_windows'])} wrong) | {speed}alignment overhead on unskewed data "
+        f"{_pct(r['overhead_pct'])} ({_pct(overhead.get('overhead_pct_min', r['overhead_pct']))}–"
+        f"{_pct(overhead.get('overhead_pct_max', r['overhead_pct']))} over "
+        f"{overhead.get('pairs', 1)} pairs; goal ≤ 5 %) |"
     )
 
 
@@ -131,7 +147,7 @@ def _compact(r: dict) -> str:
         'no-op sink; Spark: `format("kafka").load().select("value")`; Sluice full: the same select; '
         "Sluice compact: `forceTimestampSupport=false` | "
         f"{_n(r['spark_rps'])} | full {_n(r['full_rps'])}; compact {_n(r['compact_rps'])} | "
-        f"compact / Spark **{r['ratio']:.2f}** (goal ≥ 1.3); rows {sizes} vs "
+        f"compact / Spark **{r['ratio']:.2f}**{_spread(r)} (goal ≥ 2.0); rows {sizes} vs "
         f"{r['compact_row_bytes']:.0f} B (compact) |"
     )
 
@@ -291,8 +307,12 @@ def chaos_section() -> list[str]:
     for name, r in result["details"].items():
         at = r.get("committed_at_kills")
         kills = f"{r.get('kills', 0)}" + (f" ({', '.join(map(str, at))})" if at else "")
-        executors = (f"{r['executor_kills']} ({r.get('kills_inside_tasks', 0)}; {r.get('tasks_lost_with_executors', 0)}; "
-                     f"{r.get('finished_map_tasks_rerun', 0)})" if "executor_kills" in r else "—")
+        executors = (
+            f"{r['executor_kills']} ({r.get('kills_inside_tasks', 0)}; {r.get('tasks_lost_with_executors', 0)}; "
+            f"{r.get('finished_map_tasks_rerun', 0)})"
+            if "executor_kills" in r
+            else "—"
+        )
         lines.append(
             f"| {name} | {_n(r.get('records', 0))} | {kills} | {executors} | {r.get('lost', '—')} | "
             f"{r.get('duplicated', '—')} | {r.get('unread', '—')} | "
@@ -308,16 +328,165 @@ def chaos_section() -> list[str]:
     return lines
 
 
+def compact_section() -> list[str]:
+    """The compact section's table: each side's scan and shuffle records/s and row size."""
+    r = _load("compact")
+    if r is None:
+        return ["No result yet: run `make bench BENCH=compact`."]
+    shuffle = r["shuffle"]
+    lines = [
+        "| measure | Spark `kafka` | Sluice full | Sluice compact | compact / Spark |",
+        "|---|---|---|---|---|",
+        f"| scan of `value` into the no-op sink, records/s | {_n(r['spark_rps'])} | "
+        f"{_n(r['full_rps'])} | {_n(r['compact_rps'])} | {r['ratio']:.2f}{_spread(r)} |",
+        "| the same with every batch grouped by `pmod(hash(value), 1024)` and counted, records/s | "
+        f"{_n(shuffle['spark_rps'])} | {_n(shuffle['full_rps'])} | {_n(shuffle['compact_rps'])} | "
+        f"{shuffle['ratio']:.2f}{_spread(shuffle)} |",
+        f"| mean `UnsafeRow` size of the rows the source emits | {r['spark_row_bytes']:.0f} B | "
+        f"{r['full_row_bytes']:.0f} B | {r['compact_row_bytes']:.0f} B | — |",
+    ]
+    if "full_ratio" in r:
+        lines += [
+            "",
+            f"Full rows / Spark on the scan: {r['full_ratio']:.2f}{_spread(r, 'full_ratio')}.",
+        ]
+    return lines
+
+
+def _range(values: list[float], fmt: Callable[[float], str]) -> str:
+    return f"{fmt(min(values))} – {fmt(max(values))}"
+
+
+def hybrid_section() -> list[str]:
+    """The hybrid_switch section's table: each side's time, the switch latency and batches."""
+    r = _load("hybrid_switch")
+    if r is None:
+        return ["No result yet: run `make bench BENCH=hybrid_switch`."]
+    runs, switches = r["all_runs"], r["all_runs"]["switch"]
+    seconds = lambda v: f"{v:.2f} s"  # noqa: E731
+    within = sum(1 for sw in switches if sw["within_one_trigger"])
+    file_batches = sorted({sw["file_batches"] for sw in switches})
+    kafka_batches = sorted({sw["kafka_batches"] for sw in switches})
+    return [
+        f"| measure (median of {len(runs['spark_seconds'])} "
+        f"{'pairs' if 'ratio_min' in r else 'runs'}) | figure | runs |",
+        "|---|---|---|",
+        f"| Spark, files + Kafka (two queries) | {r['spark_seconds']:.2f} s | "
+        f"{_range(runs['spark_seconds'], seconds)} |",
+        f"| Sluice, one hybrid query | {r['sluice_seconds']:.2f} s | "
+        f"{_range(runs['sluice_seconds'], seconds)} |",
+        f"| records/s Sluice / Spark, median of the per-pair ratios | {r['ratio']:.2f} | "
+        + (
+            f"{r['ratio_min']:.2f} – {r['ratio_max']:.2f} |"
+            if "ratio_min" in r
+            else "— |"
+        ),
+        f"| switch latency, trigger {_n(r['trigger_interval_ms'])} ms | "
+        f"{_n(r['switch_latency_ms'])} ms, within one trigger in {within} of {len(switches)} runs | "
+        f"{_range([sw['switch_latency_ms'] for sw in switches], lambda v: f'{_n(v)} ms')} |",
+        f"| batches per switch run | {'/'.join(map(str, file_batches))} with file rows, then "
+        f"{'/'.join(map(str, kafka_batches))} with Kafka rows | — |",
+    ]
+
+
+def skew_section() -> list[str]:
+    """The skew section's table: what each side dropped, got wrong, kept, and how fast."""
+    r = _load("skew")
+    if r is None:
+        return ["No result yet: run `make bench BENCH=skew`."]
+    spark, ours = r["spark"], r["sluice"]
+    pairs = r.get("pairs", 1)
+    head = f"worst of {pairs} pairs" if pairs > 1 else "one run each"
+    speed = (
+        f"{r['rps_ratio']:.2f}{_spread(r, 'rps_ratio')}" if "rps_ratio" in r else "—"
+    )
+    return [
+        f"| measure ({head}; speed: medians) | " "Spark `kafka` | Sluice, aligned |",
+        "|---|---|---|",
+        "| rows dropped as late (`numRowsDroppedByWatermark`, partially aggregated rows) | "
+        f"{_n(r['spark_late_dropped'])} | {_n(r['sluice_late_dropped'])} |",
+        f"| windows with a wrong final count (of {_n(r['windows'])}) | "
+        f"{_n(r['spark_wrong_windows'])} | {_n(r['sluice_wrong_windows'])} |",
+        f"| peak state rows (`numRowsTotal`) | {_n(spark['peak_state_rows'])} | "
+        f"{_n(ours['peak_state_rows'])} |",
+        f"| batches with data | {spark['batches']} | {ours['batches']} |",
+        f"| wall time, records/s | {spark['seconds']:.1f} s, {_n(r['spark_records_per_second'])}/s | "
+        f"{ours['seconds']:.1f} s, {_n(r['sluice_records_per_second'])}/s; ratio {speed} |",
+    ]
+
+
+def _times(r: dict | None, key: str = "ratio") -> str | None:
+    """'3.86×' (or '3.86× (3.63–4.03)' with the spread of the pairs), None without a result."""
+    if r is None:
+        return None
+    spread = (
+        f" ({r[f'{key}_min']:.2f}–{r[f'{key}_max']:.2f})" if f"{key}_min" in r else ""
+    )
+    return f"{r[key]:.2f}×{spread}"
+
+
+def readme_headline() -> list[str]:
+    """The README's sentence of measured figures, from the same result files as the table."""
+    kafka, files, compact = (
+        _load("kafka_throughput"),
+        _load("file_throughput"),
+        _load("compact"),
+    )
+    hybrid, skew = _load("hybrid_switch"), _load("skew")
+    parts = []
+    if kafka:
+        parts.append(
+            f"raw Kafka reads at {_times(kafka)} the records/s of Spark's `kafka` source "
+            f"({kafka['fraction_of_ceiling']:.0%} of a plain `KafkaConsumer` loop)"
+        )
+    if compact:
+        parts.append(f"compact rows at {_times(compact)}")
+    if files:
+        parts.append(f"JSON files at {_times(files)} `spark.readStream.json`")
+    if hybrid:
+        parts.append(
+            f"a files→Kafka hybrid query at {_times(hybrid)} a file query followed by a Kafka query"
+        )
+    if skew:
+        parts.append(
+            f"on a skewed catch-up Spark's source drops {_n(skew['spark_late_dropped'])} records as "
+            f"late and gets {_n(skew['spark_wrong_windows'])} of {_n(skew['windows'])} windows "
+            f"wrong, aligned Sluice {_n(skew['sluice_late_dropped'])} and "
+            f"{_n(skew['sluice_wrong_windows'])}"
+        )
+    if not parts:
+        return ["No benchmark results yet: run `make bench`."]
+    used = [r for r in (kafka, files, compact, hybrid, skew) if r is not None]
+    method = (
+        "medians of the per-pair ratios of interleaved Spark/Sluice runs (lowest–highest pair in "
+        "brackets)"
+        if all("pairs" in r for r in used)
+        else "some figures still from the older method, a median of runs over a median of runs"
+    )
+    sentence = (
+        f"Last `make bench` on 2 cores (`local[2]`), {method}: "
+        + "; ".join(parts)
+        + "."
+    )
+    return textwrap.wrap(
+        sentence, width=100, break_on_hyphens=False, break_long_words=False
+    )
+
+
 #: marker name -> the lines between `<!-- results:<name>begin -->` and `<!-- results:<name>end -->`
 BLOCKS: dict[str, Callable[[], list[str]]] = {
     "": summary_table,
     "group_join:": group_join_section,
+    "compact:": compact_section,
+    "hybrid_switch:": hybrid_section,
+    "skew:": skew_section,
 }
 
 #: the pages the blocks are written into
 PAGES: dict[Path, dict[str, Callable[[], list[str]]]] = {
     DOC: BLOCKS,
     ROOT.parent / "docs" / "reliability.md": {"chaos:": chaos_section},
+    ROOT.parent / "README.md": {"headline:": readme_headline},
 }
 
 

@@ -8,15 +8,16 @@ default 10,000 records) into
 `withWatermark("event_time", "10 minutes").groupBy(window("event_time", "1 minute")).count()`
 (update mode, memory sink). Sluice aligns the partitions with a 5-minute maximum drift.
 
-Reported, from one run of each: rows dropped as late (`numRowsDroppedByWatermark`), windows whose
-final count is wrong (missing or short), the peak state rows (`numRowsTotal`), the wall time and
-records per second.
+Spark and Sluice run as interleaved rounds after a warm-up each (bench/pairs.py,
+SLUICE_BENCH_PAIRS rounds). Reported: rows dropped as late (`numRowsDroppedByWatermark`), windows
+whose final count is wrong (missing or short) and the peak state rows (`numRowsTotal`), each the
+worst of the timed rounds; the median wall time and records per second, and `rps_ratio`, the
+median of the per-round ratios of records per second (Sluice / Spark).
 
 Alignment overhead on unskewed data: 3,000,000 records of 100 B written round-robin over 8
 partitions with increasing timestamps (SLUICE_BENCH_SKEW_EVEN_ROWS), read into the no-op sink
 with `forMonotonousTimestamps()` once with alignment and once without, with a read limit of
-200,000 records per batch. After two warm-ups of each, SLUICE_BENCH_RUNS (default 5) interleaved
-pairs; `overhead_pct` = how much slower (in records/s) the aligned read is: 100 × (1 − the median
+200,000 records per batch. After two warm-ups of each, SLUICE_BENCH_PAIRS interleaved rounds; `overhead_pct` = how much slower (in records/s) the aligned read is: 100 × (1 − the median
 of the per-pair ratios aligned / unaligned), with the lowest and highest pair alongside.
 """
 
@@ -25,7 +26,9 @@ from __future__ import annotations
 import json
 import os
 import statistics
+from collections.abc import Callable
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -33,6 +36,7 @@ from pyspark.sql import functions as F
 
 import sluice
 from bench.common import rows_read, run_available_now, session
+from bench.pairs import interleaved, pairs_from_env, summary
 from sluice import KafkaSource, OffsetsInitializer, WatermarkStrategy
 from sluice.testing import EmbeddedKafka
 
@@ -135,12 +139,13 @@ def _overhead(spark: SparkSession, kafka: EmbeddedKafka, rows: int, runs: int) -
             raise AssertionError(f"read {rows_read(progress)} rows, expected {rows}")
         return rows / seconds
 
-    for _ in range(2):  # warm-up
-        once(plain), once(aligned)
-    off, on = [], []
-    for _ in range(runs):
-        off.append(once(plain))
-        on.append(once(aligned))
+    measured = interleaved(
+        {"unaligned": partial(once, plain), "aligned": partial(once, aligned)},
+        runs,
+        warmups=2,
+        label="overhead ",
+    )
+    off, on = measured["unaligned"], measured["aligned"]
     overheads = [(1 - a / b) * 100 for a, b in zip(on, off, strict=True)]
     return {
         "rows": rows,
@@ -158,11 +163,24 @@ def _overhead(spark: SparkSession, kafka: EmbeddedKafka, rows: int, runs: int) -
     }
 
 
+def _worst(runs: list[dict]) -> dict:
+    """The worst of a side's timed runs (most rows dropped, most windows wrong, largest state)."""
+    worst = max(
+        runs,
+        key=lambda r: (r["late_dropped"], r["wrong_windows"], r["peak_state_rows"]),
+    )
+    return {
+        **worst,
+        "records_per_second": statistics.median(r["records_per_second"] for r in runs),
+        "seconds": statistics.median(r["seconds"] for r in runs),
+    }
+
+
 def run() -> dict:
     step_ms = int(os.environ.get("SLUICE_BENCH_SKEW_STEP_MS", "1000"))
     limit = int(os.environ.get("SLUICE_BENCH_SKEW_LIMIT", "10000"))
     even_rows = int(os.environ.get("SLUICE_BENCH_SKEW_EVEN_ROWS", "3000000"))
-    runs = int(os.environ.get("SLUICE_BENCH_RUNS", "5"))
+    pairs = pairs_from_env()
     spark = session("bench-skew", spark_kafka=True)
     with EmbeddedKafka() as kafka:
         topic = "skewed"
@@ -186,19 +204,31 @@ def run() -> dict:
             .load()
             .withColumn("event_time", F.col("timestamp"))
         )
-        theirs = _window_counts(spark, theirs_df, "skew_spark", expected)
         strategy = (
             WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(
                 "skew", max_drift=DRIFT
             )
         )
-        ours = _window_counts(
-            spark,
-            _sluice_kafka(spark, kafka.bootstrap_servers, topic, strategy, limit),
-            "skew_sluice",
-            expected,
+        ours_df = _sluice_kafka(spark, kafka.bootstrap_servers, topic, strategy, limit)
+        every_run: dict[str, list[dict]] = {"spark": [], "sluice": []}
+
+        def side(name: str, df: DataFrame) -> Callable[[], float]:
+            def once() -> float:
+                table = f"skew_{name}_{len(every_run[name])}"
+                counted = _window_counts(spark, df, table, expected)
+                every_run[name].append(counted)
+                return counted["records_per_second"]
+
+            return once
+
+        measured = interleaved(
+            {"spark": side("spark", theirs_df), "sluice": side("sluice", ours_df)},
+            pairs,
         )
-        overhead = _overhead(spark, kafka, even_rows, runs)
+        # the warm-up runs come first in every_run; the figures are the timed rounds'
+        theirs_runs, ours_runs = (every_run[s][-pairs:] for s in ("spark", "sluice"))
+        theirs, ours = (_worst(r) for r in (theirs_runs, ours_runs))
+        overhead = _overhead(spark, kafka, even_rows, pairs)
     spark.stop()
 
     result = {
@@ -210,11 +240,14 @@ def run() -> dict:
         "spark_peak_state_rows": theirs["peak_state_rows"],
         "sluice_peak_state_rows": ours["peak_state_rows"],
         "overhead_pct": overhead["overhead_pct"],
-        "spark_records_per_second": theirs["records_per_second"],
-        "sluice_records_per_second": ours["records_per_second"],
+        "spark_records_per_second": statistics.median(measured["spark"]),
+        "sluice_records_per_second": statistics.median(measured["sluice"]),
+        **summary("rps_ratio", measured["sluice"], measured["spark"]),
+        "pairs": pairs,
         "windows": len(expected),
         "spark": theirs,
         "sluice": ours,
+        "all_runs": {"spark": theirs_runs, "sluice": ours_runs},
         "alignment_overhead": overhead,
         "data": {
             "partitions": PARTITIONS,

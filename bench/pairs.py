@@ -1,0 +1,79 @@
+"""Interleaved pairs: how every benchmark compares Sluice with Spark on a noisy machine.
+
+A ratio of two medians taken over separate runs hides the noise (one lucky Sluice run against one
+slow Spark run makes the headline). Instead each side runs once untimed (class loading, JIT, page
+cache), then the sides run in rounds, one run of each per round, the order rotating each round so
+that neither side always runs first (or always right after the other). A round gives one ratio
+per compared pair of sides; the figure reported is the median of those per-round ratios, with
+every round's ratio and the lowest and highest beside it.
+
+`SLUICE_BENCH_PAIRS` (default 5, at least 5 for a published figure) sets the number of rounds.
+This module defines no `run()`, so bench.run does not take it for a benchmark.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from collections.abc import Callable
+
+#: Rounds of every benchmark unless SLUICE_BENCH_PAIRS says otherwise.
+DEFAULT_PAIRS = 5
+
+
+def pairs_from_env(default: int = DEFAULT_PAIRS) -> int:
+    value = int(os.environ.get("SLUICE_BENCH_PAIRS", str(default)))
+    if value < 1:
+        raise ValueError(f"SLUICE_BENCH_PAIRS must be >= 1, got {value}")
+    return value
+
+
+def interleaved(
+    sides: dict[str, Callable[[], float]],
+    pairs: int,
+    *,
+    warmups: int = 1,
+    label: str = "",
+    unit: str = "records/s",
+) -> dict[str, list[float]]:
+    """Runs every side `warmups` times untimed, then `pairs` rounds of one run each, rotating the
+    order each round; returns each side's measurements, round by round (index i = round i)."""
+    names = list(sides)
+    for w in range(warmups):
+        for name in names:
+            value = sides[name]()
+            print(f"  {label}warm-up {w + 1}: {name:<10} {value:>14,.0f} {unit}")
+    measured: dict[str, list[float]] = {name: [] for name in names}
+    for i in range(pairs):
+        shift = i % len(names)
+        for name in names[shift:] + names[:shift]:
+            value = sides[name]()
+            measured[name].append(value)
+            print(f"  {label}round {i + 1}: {name:<10} {value:>14,.0f} {unit}")
+    return measured
+
+
+def ratios(numerators: list[float], denominators: list[float]) -> dict:
+    """The per-round ratios of two sides measured by `interleaved`, and their median, min, max."""
+    if len(numerators) != len(denominators) or not numerators:
+        raise ValueError(
+            "ratios need the same, non-zero number of rounds on both sides"
+        )
+    per_pair = [n / d for n, d in zip(numerators, denominators, strict=True)]
+    return {
+        "ratio": statistics.median(per_pair),
+        "ratio_min": min(per_pair),
+        "ratio_max": max(per_pair),
+        "pair_ratios": per_pair,
+    }
+
+
+def summary(name: str, numerators: list[float], denominators: list[float]) -> dict:
+    """`ratios` under keys prefixed by `name` (e.g. `compact_ratio`, `compact_ratio_min`, ...)."""
+    r = ratios(numerators, denominators)
+    return {
+        name: r["ratio"],
+        f"{name}_min": r["ratio_min"],
+        f"{name}_max": r["ratio_max"],
+        f"{name}_pairs": r["pair_ratios"],
+    }
