@@ -24,6 +24,9 @@ final class FileReader(config: FileConfig, context: ReaderContext, hadoopConf: (
   import FileReader._
 
   private val parser = config.payload.newParser()
+  // One configuration per reader: building one parses Hadoop's XML resources (tens of ms), which
+  // per file made a task of small files spend most of its time there.
+  private lazy val conf: Configuration = hadoopConf()
   private val appender = new Provenance.Appender
   private val tsIndex = config.timestampIndex
   private val tsMillis = config.timestampIsMillis
@@ -56,7 +59,7 @@ final class FileReader(config: FileConfig, context: ReaderContext, hadoopConf: (
         val path = new Path(split.path)
         if (changedSinceListing()) done = true
         else {
-          stream = path.getFileSystem(hadoopConf()).open(path, BufferBytes)
+          stream = path.getFileSystem(conf).open(path, BufferBytes)
           if (config.payload.hasHeader) headerStart = findHeader(path)
         }
         if (done) ()
@@ -82,7 +85,7 @@ final class FileReader(config: FileConfig, context: ReaderContext, hadoopConf: (
 
     // The header is the first line Spark's csv reader does not skip; it may precede `from`.
     private def findHeader(path: Path): Long = {
-      val in = path.getFileSystem(hadoopConf()).open(path, BufferBytes)
+      val in = path.getFileSystem(conf).open(path, BufferBytes)
       try {
         val r = new LineReader(in, 0L, 8192)
         while (r.next()) if (!parser.skipsLine(r.bytes, r.offset, r.length)) return r.lineStart
@@ -97,7 +100,7 @@ final class FileReader(config: FileConfig, context: ReaderContext, hadoopConf: (
      */
     private def changedSinceListing(): Boolean = {
       val path = new Path(split.path)
-      val now = path.getFileSystem(hadoopConf()).getFileStatus(path)
+      val now = path.getFileSystem(conf).getFileStatus(path)
       // seconds: object stores answer a listing in milliseconds and a HEAD request in seconds
       val same = now.getLen == split.fileLength && now.getModificationTime / 1000 == split.modificationTime / 1000
       if (!same && !config.ignoreChangedFiles) {
