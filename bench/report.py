@@ -194,6 +194,34 @@ def _realtime_latency(r: dict) -> str:
     )
 
 
+def _history_formats(r: dict) -> str:
+    return (
+        f"| `history_formats` | {_millions(r['rows'])} M rows as gzip JSON lines "
+        f"({r['gzip_files']} `.json.gz` files, {r['gzip_bytes'] / 1024**2:.0f} MiB) and as Parquet "
+        f"({r['parquet_files']} files, {r['parquet_bytes'] / 1024**2:.0f} MiB, 128 MB row groups), "
+        "`Trigger.AvailableNow` into the no-op sink; Spark: `readStream.json` / `.parquet` | "
+        f"gzip {_n(r['gzip_spark_rps'])}; Parquet {_n(r['parquet_spark_rps'])} | "
+        f"gzip {_n(r['gzip_sluice_rps'])}; Parquet {_n(r['parquet_sluice_rps'])} | "
+        f"gzip {r['gzip_ratio']:.2f}{_spread(r, 'gzip_ratio')} (≥ 0.9); Parquet "
+        f"{r['parquet_ratio']:.2f}{_spread(r, 'parquet_ratio')} (≥ 0.9) |"
+    )
+
+
+def _scale(r: dict) -> str:
+    return (
+        f"| `scale` | {_n(r['small_files'])} one-line JSON files, `Trigger.AvailableNow`; a generator "
+        f"of {r['planning']['splits']:,} splits in an alignment group; one partition of "
+        f"{_millions(r['one_partition_records'])} M records with `minPartitions` 2 | small files "
+        f"{_n(r['small_files_spark_rps'])}; one partition {_n(r['one_partition_spark_rps'])} | "
+        f"small files {_n(r['small_files_sluice_rps'])}; one partition "
+        f"{_n(r['one_partition_sluice_rps'])} | small files "
+        f"{r['small_files_ratio']:.2f}{_spread(r, 'small_files_ratio')} (≥ 1.0); largest offset "
+        f"{_n(r['offset_bytes_max'])} B (≤ 65,536); planning at {r['planning']['splits']:,} splits "
+        f"p50 {_n(r['splits_1024_plan_ms_p50'])} ms (≤ 50); one partition "
+        f"{r['one_partition_ratio']:.2f}{_spread(r, 'one_partition_ratio')} (≥ 1.5) |"
+    )
+
+
 #: The summary table's rows, in the page's order: benchmark name -> row renderer.
 ROWS: dict[str, Callable[[dict], str]] = {
     "kafka_throughput": _kafka_throughput,
@@ -203,6 +231,8 @@ ROWS: dict[str, Callable[[dict], str]] = {
     "compact": _compact,
     "group_join": _group_join,
     "realtime_latency": _realtime_latency,
+    "history_formats": _history_formats,
+    "scale": _scale,
 }
 
 

@@ -1,0 +1,144 @@
+"""history_formats: Sluice's FileSource over real archive formats vs Spark's file sources.
+
+The same records (SLUICE_BENCH_HISTORY_GB, default 1, of JSON lines when uncompressed: the rows
+of file_throughput) are written once into bench/scratch/history_formats/ as gzip-compressed JSON
+lines (`.json.gz`, one split per file: gzip cannot be split) and as Parquet with row groups of
+about 128 MB. Each format is read once per run with Trigger.AvailableNow into the no-op sink:
+Sluice's `FileSource` against `spark.readStream.json` / `spark.readStream.parquet` with the same
+schema. Spark and Sluice run as interleaved pairs after a warm-up each (bench/pairs.py);
+`gzip_ratio` and `parquet_ratio` are medians of the per-pair ratios of records/s (Sluice / Spark).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+
+import sluice
+from bench.common import rows_read, run_available_now, session
+from bench.pairs import interleaved, pairs_from_env, summary
+
+ROOT = Path(__file__).resolve().parent
+WORK = ROOT / "scratch" / "history_formats"
+RESULT = ROOT / "results" / "history_formats.json"
+SCHEMA = "id BIGINT, user STRING, amount DOUBLE, ts TIMESTAMP, meta STRUCT<k: INT, tags: ARRAY<STRING>>"
+BYTES_PER_ROW = 110  # of a JSON line, as in file_throughput
+ROW_GROUP_BYTES = 128 * 1024 * 1024
+MASTER = "local[2]"
+
+
+def _data(spark: SparkSession, gigabytes: float) -> tuple[dict[str, Path], int]:
+    """The gzip and Parquet folders and their row count; written when missing or resized."""
+    marker = WORK / "meta.json"
+    if marker.exists() and json.loads(marker.read_text())["gigabytes"] == gigabytes:
+        meta = json.loads(marker.read_text())
+        return {k: Path(v) for k, v in meta["folders"].items()}, meta["rows"]
+    shutil.rmtree(WORK, ignore_errors=True)
+    rows = int(gigabytes * 1024**3 / BYTES_PER_ROW)
+    files = max(2, int(gigabytes * 16))
+    records = spark.range(0, rows, 1, files).selectExpr(
+        "id",
+        "concat('user-', id % 1000) AS user",
+        "id * 0.25 AS amount",
+        "timestamp_millis(1700000000000 + id) AS ts",
+        "named_struct('k', CAST(id % 7 AS INT), 'tags', array('a', concat('t', id % 13))) AS meta",
+    )
+    folders = {"gzip": WORK / "json-gz", "parquet": WORK / "parquet"}
+    records.write.option("compression", "gzip").json(str(folders["gzip"]))
+    records.coalesce(max(1, files // 4)).write.option(
+        "parquet.block.size", ROW_GROUP_BYTES
+    ).parquet(str(folders["parquet"]))
+    WORK.mkdir(parents=True, exist_ok=True)
+    marker.write_text(
+        json.dumps(
+            {
+                "gigabytes": gigabytes,
+                "rows": rows,
+                "folders": {k: str(v) for k, v in folders.items()},
+            }
+        )
+    )
+    return folders, rows
+
+
+def _bytes(folder: Path) -> int:
+    return sum(f.stat().st_size for f in folder.glob("part-*"))
+
+
+def _sides(
+    spark: SparkSession, fmt: str, folder: Path
+) -> dict[str, Callable[[], DataFrame]]:
+    def spark_df() -> DataFrame:
+        reader = spark.readStream.schema(SCHEMA)
+        return (
+            reader.json(str(folder)) if fmt == "json" else reader.parquet(str(folder))
+        )
+
+    def sluice_df() -> DataFrame:
+        source = (
+            sluice.FileSource.builder()
+            .path(str(folder))
+            .format(fmt)
+            .schema(SCHEMA)
+            .build()
+        )
+        return sluice.from_source(spark, source, name=f"history_{fmt}")
+
+    return {"spark": spark_df, "sluice": sluice_df}
+
+
+def _rate(make: Callable[[], DataFrame], rows: int, label: str) -> Callable[[], float]:
+    def once() -> float:
+        seconds, progress = run_available_now(make())
+        if rows_read(progress) != rows:
+            raise AssertionError(
+                f"{label} read {rows_read(progress)} rows, expected {rows}"
+            )
+        return rows / seconds
+
+    return once
+
+
+def run() -> dict:
+    gigabytes = float(os.environ.get("SLUICE_BENCH_HISTORY_GB", "1"))
+    pairs = pairs_from_env()
+    spark = session("bench-history-formats", master=MASTER, driver_memory="3g")
+    try:
+        folders, rows = _data(spark, gigabytes)
+        result: dict = {"benchmark": "history_formats", "rows": rows, "pairs": pairs}
+        for key, fmt in (("gzip", "json"), ("parquet", "parquet")):
+            sides = _sides(spark, fmt, folders[key])
+            measured = interleaved(
+                {
+                    name: _rate(make, rows, f"{name} {key}")
+                    for name, make in sides.items()
+                },
+                pairs,
+                label=f"{key} ",
+            )
+            result.update(
+                {
+                    f"{key}_bytes": _bytes(folders[key]),
+                    f"{key}_files": len(list(folders[key].glob("part-*"))),
+                    f"{key}_spark_rps": statistics.median(measured["spark"]),
+                    f"{key}_sluice_rps": statistics.median(measured["sluice"]),
+                    **summary(f"{key}_ratio", measured["sluice"], measured["spark"]),
+                }
+            )
+        result["machine"] = {"cpus": os.cpu_count(), "spark_master": MASTER}
+    finally:
+        spark.stop()
+    RESULT.parent.mkdir(parents=True, exist_ok=True)
+    RESULT.write_text(json.dumps(result, indent=2) + "\n")
+    print(
+        json.dumps(
+            {k: v for k, v in result.items() if not isinstance(v, list)}, indent=2
+        )
+    )
+    return result
