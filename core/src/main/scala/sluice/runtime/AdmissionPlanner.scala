@@ -16,9 +16,9 @@ object AdmissionPlanner {
    */
   def shareRecords(backlog: Seq[(String, Long)], budget: Long, positionsPerRecord: String => Double): Map[String, Long] = {
     val inRecords = backlog.map { case (id, b) => id -> math.ceil(b / positionsPerRecord(id)).toLong }
+    val positions = backlog.toMap // by id: a search per split made planning quadratic in splits
     share(inRecords, budget).map { case (id, records) =>
-      val positions = backlog.collectFirst { case (`id`, b) => b }.get
-      id -> math.min(positions, math.ceil(records * positionsPerRecord(id)).toLong)
+      id -> math.min(positions(id), math.ceil(records * positionsPerRecord(id)).toLong)
     }
   }
 

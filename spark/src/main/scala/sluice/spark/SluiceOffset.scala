@@ -19,7 +19,13 @@ final case class SluiceOffset(checkpoint: SourceCheckpoint, member: Option[Strin
   def splits: Seq[SplitEntry] = checkpoint.splits
   def byId: Map[String, SplitEntry] = checkpoint.byId
 
-  override def json(): String = {
+  /**
+   * Written once: Spark compares offsets by their JSON (`Offset.equals`) several times per batch,
+   * and at a thousand splits writing it again each time was most of a batch's planning.
+   */
+  override def json(): String = serialized
+
+  private lazy val serialized: String = {
     val mapper = SluiceOffset.Mapper
     val root = mapper.createObjectNode()
     root.put("version", SluiceOffset.CurrentVersion)

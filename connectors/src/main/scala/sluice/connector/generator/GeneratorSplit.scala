@@ -9,7 +9,7 @@ import sluice.api.{SourceSplit, VersionedSerializer}
  */
 final case class GeneratorSplit(index: Int, stopPosition: Option[Long], generatingSinceMs: Option[Long] = None)
   extends SourceSplit {
-  override def splitId: String = index.toString
+  override val splitId: String = index.toString
   override def startPosition: Long = 0L
 }
 

@@ -18,7 +18,7 @@ final case class KafkaPartitionSplit(
     stopPosition: Option[Long],
     incarnation: Int = 0)
   extends SourceSplit {
-  override def splitId: String = if (incarnation == 0) s"$topic-$partition" else s"$topic-$partition@$incarnation"
+  override val splitId: String = if (incarnation == 0) s"$topic-$partition" else s"$topic-$partition@$incarnation"
   def topicPartition: TopicPartition = new TopicPartition(topic, partition)
 }
 
