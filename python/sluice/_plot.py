@@ -97,14 +97,18 @@ def plot(query: StreamingQuery, path: str | PathLike[str] | None = None, title: 
             member = member_of(source_type, split_id)
             if many:  # one color and one legend entry per member (or per source)
                 key = member
-                label = None if key in group_colors else (
-                    f"{source} member {member}: splits" if member is not None else f"{source}: splits")
+                label = (
+                    None
+                    if key in group_colors
+                    else (f"{source} member {member}: splits" if member is not None else f"{source}: splits")
+                )
                 color = group_colors.setdefault(key, next(colors))
             else:
                 label, color = f"{source} {_short(split_id)}", next(colors)
             xs, ys = zip(*points)
-            axes.plot(xs, ys, marker="." if len(points) < 50 else None, linewidth=1.2,
-                      label=label, color=color)
+            axes.plot(
+                xs, ys, marker="." if len(points) < 50 else None, linewidth=1.2, label=label, color=color
+            )
         group = h.last.metrics.get("alignment.group")
         limits = [
             (batch.batch_id, _time(limit))
@@ -114,15 +118,33 @@ def plot(query: StreamingQuery, path: str | PathLike[str] | None = None, title: 
         if limits and group not in limits_drawn:  # every member of a group plans against one limit
             limits_drawn.add(group)
             xs, ys = zip(*limits)
-            axes.step(xs, ys, where="post", linestyle="--", color="black", linewidth=1.5,
-                      label=f"alignment limit (group {group})")
+            axes.step(
+                xs,
+                ys,
+                where="post",
+                linestyle="--",
+                color="black",
+                linewidth=1.5,
+                label=f"alignment limit (group {group})",
+            )
         types = h.member_types()
         for batch_id, member in h.switches():
-            axes.axvline(batch_id, color="crimson", linestyle=":", linewidth=1.5,
-                         label=f"{source}: switch to member {member} ({types.get(member, '?')})")
+            axes.axvline(
+                batch_id,
+                color="crimson",
+                linestyle=":",
+                linewidth=1.5,
+                label=f"{source}: switch to member {member} ({types.get(member, '?')})",
+            )
     if not histories or not axes.lines:
-        axes.text(0.5, 0.5, "no Sluice source has reported event times yet", ha="center", va="center",
-                  transform=axes.transAxes)
+        axes.text(
+            0.5,
+            0.5,
+            "no Sluice source has reported event times yet",
+            ha="center",
+            va="center",
+            transform=axes.transAxes,
+        )
     else:
         locator = AutoDateLocator()
         axes.yaxis.set_major_locator(locator)

@@ -21,8 +21,22 @@ if TYPE_CHECKING:
     from sluice._status_table import StatusTable
 
 COLUMNS = [
-    "source", "source_type", "member", "member_type", "split", "state", "reason", "event_time",
-    "watermark", "limit", "records", "backlog", "rate", "to_switch", "to_live", "lag",
+    "source",
+    "source_type",
+    "member",
+    "member_type",
+    "split",
+    "state",
+    "reason",
+    "event_time",
+    "watermark",
+    "limit",
+    "records",
+    "backlog",
+    "rate",
+    "to_switch",
+    "to_live",
+    "lag",
     "retention_headroom",
 ]
 """The table's columns, in order (described in docs/observability.md)."""
@@ -33,6 +47,7 @@ DEFAULT_WINDOW = 5
 # A finished split holds the largest watermark there is: it constrains nobody.
 _MAX_WATERMARK = 2**63 - 1
 
+_STATES = {"finished": "finished", "alignment": "paused", "idleness": "idle"}
 _REASONS = {
     "finished": "read to its end",
     "alignment": "alignment limit",
@@ -44,9 +59,7 @@ def require_pandas() -> Any:
     try:
         import pandas
     except ImportError as e:  # pragma: no cover - pandas is PySpark's own optional dependency
-        raise ImportError(
-            "sluice.status needs pandas: pip install 'spark-sluice[plot]' (or pandas)"
-        ) from e
+        raise ImportError("sluice.status needs pandas: pip install 'spark-sluice[plot]' (or pandas)") from e
     return pandas
 
 
@@ -118,7 +131,9 @@ def source_histories(kept: list[BatchReport]) -> list[SourceHistory]:
             continue
         h = SourceHistory(i)
         for batch in kept:
-            if i < len(batch.sources) and batch.sources[i].metrics.get("source") == source.metrics.get("source"):
+            if i < len(batch.sources) and batch.sources[i].metrics.get("source") == source.metrics.get(
+                "source"
+            ):
                 h.reports.append((batch, batch.sources[i]))
         histories.append(h)
     return histories
@@ -162,7 +177,7 @@ def status(query: StreamingQuery, window: int = DEFAULT_WINDOW, batch: int | Non
     for h in source_histories(kept):
         rows.extend(_rows(pd, h, window, now_ms))
     table = StatusTable(rows, columns=COLUMNS)
-    for column in ("records", "backlog"):
+    for column in ("member", "records", "backlog"):
         table[column] = table[column].astype("Int64")
     table["rate"] = table["rate"].astype("float64")
     name = query.name or str(query.id)
@@ -170,6 +185,17 @@ def status(query: StreamingQuery, window: int = DEFAULT_WINDOW, batch: int | Non
         f"{name}: batch {kept[-1].batch_id}, {kept[-1].started:%Y-%m-%d %H:%M:%S} UTC" if kept else name
     )
     return table
+
+
+def _state(
+    reason: str | None, earlier_member: bool, backlog: int | None, rate: float | None
+) -> tuple[str, str]:
+    """The split's state and, when it does not read, why (``reason`` from ``watermark.splits``)."""
+    if reason is None and earlier_member:
+        reason = "finished"  # a hybrid's earlier member, without a watermark strategy to say so
+    if reason is not None:
+        return _STATES.get(reason, reason), _REASONS.get(reason, reason)
+    return ("reading" if (backlog or 0) > 0 or (rate or 0) > 0 else "caught up"), ""
 
 
 def _rows(pd: Any, h: SourceHistory, window: int, now_ms: float) -> list[dict[str, Any]]:
@@ -210,32 +236,37 @@ def _rows(pd: Any, h: SourceHistory, window: int, now_ms: float) -> list[dict[st
         member = member_of(source_type, split_id)
         backlog = p.get("backlogRecords")
         rate = rates.get(split_id)
-        reason = et.get("reason")
-        if reason is None and member is not None and active is not None and member < active:
-            reason = "finished"  # an earlier member of a hybrid, without a watermark strategy
-        state = {"finished": "finished", "alignment": "paused", "idleness": "idle"}.get(reason)
-        if state is None:
-            state = "reading" if (backlog or 0) > 0 or (rate or 0) > 0 else "caught up"
+        earlier_member = member is not None and active is not None and member < active
+        state, reason = _state(et.get("reason"), earlier_member, backlog, rate)
         max_event_time = p.get("maxEventTimeMs")
-        live = None if (member is not None and active is not None and member <= active and to_switch is not None) \
+        live = (
+            None
+            if (member is not None and active is not None and member <= active and to_switch is not None)
             else time_to_read(backlog, rate)
-        rows.append({
-            "source": metrics.get("source", ""),
-            "source_type": source_type,
-            "member": member,
-            "member_type": types.get(member, "") if member is not None else "",
-            "split": split_id,
-            "state": state,
-            "reason": _REASONS.get(reason, "") if reason else "",
-            "event_time": timestamp(max_event_time),
-            "watermark": timestamp(et.get("watermarkMs")),
-            "limit": limit,
-            "records": p.get("records"),
-            "backlog": backlog,
-            "rate": rate,
-            "to_switch": duration(to_switch),
-            "to_live": duration(None if state == "finished" else live),
-            "lag": duration(None if max_event_time is None or state == "finished" else (now_ms - max_event_time) / 1000.0),
-            "retention_headroom": pd.NaT if headroom is None else pd.Timedelta(milliseconds=headroom),
-        })
+        )
+        rows.append(
+            {
+                "source": metrics.get("source", ""),
+                "source_type": source_type,
+                "member": member,
+                "member_type": types.get(member, "") if member is not None else "",
+                "split": split_id,
+                "state": state,
+                "reason": reason,
+                "event_time": timestamp(max_event_time),
+                "watermark": timestamp(et.get("watermarkMs")),
+                "limit": limit,
+                "records": p.get("records"),
+                "backlog": backlog,
+                "rate": rate,
+                "to_switch": duration(to_switch),
+                "to_live": duration(None if state == "finished" else live),
+                "lag": duration(
+                    None
+                    if max_event_time is None or state == "finished"
+                    else (now_ms - max_event_time) / 1000.0
+                ),
+                "retention_headroom": pd.NaT if headroom is None else pd.Timedelta(milliseconds=headroom),
+            }
+        )
     return rows

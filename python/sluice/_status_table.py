@@ -64,7 +64,11 @@ class StatusTable(pd.DataFrame):
 
     def __repr__(self) -> str:
         title = getattr(self, "title", None) or ""
-        body = "(no Sluice source has reported progress yet)" if self.empty else self.readable().to_string(index=False)
+        body = (
+            "(no Sluice source has reported progress yet)"
+            if self.empty
+            else self.readable().to_string(index=False)
+        )
         return f"{title}\n{body}" if title else body
 
     def _repr_html_(self) -> str:
