@@ -4,6 +4,7 @@ with an idle partition, and a files → Kafka hybrid with alignment across the s
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
@@ -382,3 +383,19 @@ def test_the_listener_keeps_a_bounded_history_beyond_sparks_own(
         sluice.watch(spark, history=sluice.progress.DEFAULT_HISTORY)
     with pytest.raises(ValueError, match="history must keep at least 2 batches, got 1"):
         sluice.watch(spark, history=1)
+
+
+def test_plot_without_matplotlib_says_which_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from sluice import _plot
+
+    monkeypatch.setattr(_plot, "_figure_class", None)
+    monkeypatch.setitem(
+        sys.modules, "matplotlib.figure", None
+    )  # what an absent package looks like
+    with pytest.raises(
+        ImportError,
+        match=r"sluice.plot needs matplotlib, an optional extra: pip install 'spark-sluice\[plot\]'",
+    ):
+        sluice.plot(object())  # type: ignore[arg-type]
