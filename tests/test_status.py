@@ -37,6 +37,14 @@ def kafka() -> Iterator[EmbeddedKafka]:
         yield broker
 
 
+@pytest.fixture(scope="module", autouse=True)
+def unwatched_after(spark: SparkSession) -> Iterator[None]:
+    """The listener the status calls register stays with this module's queries, not the next suites'."""
+    yield
+    sluice.unwatch(spark)
+    sluice.unwatch(spark)  # removing twice is harmless
+
+
 def ms(value: pd.Timestamp) -> int | None:
     return None if pd.isna(value) else value.value // 1_000_000
 

@@ -23,7 +23,7 @@ from sluice.hybrid import HybridSource
 from sluice.kafka import KafkaSource, OffsetsInitializer
 from sluice.watermarks import WatermarkStrategy
 from sluice.batch import read
-from sluice.progress import watch
+from sluice.progress import unwatch, watch
 from sluice._status import COLUMNS as STATUS_COLUMNS, status
 from sluice._plot import plot
 
@@ -46,6 +46,7 @@ __all__ = [
     "plot",
     "read",
     "status",
+    "unwatch",
     "watch",
 ]
 

@@ -103,7 +103,7 @@ class _History:
 
 
 _history = _History()
-_watched: set[int] = set()
+
 _watch_lock = threading.Lock()
 
 
@@ -126,6 +126,10 @@ class _ProgressListener(StreamingQueryListener):
         pass  # kept: a finished query's status is what users look at afterwards
 
 
+_watched: dict[int, _ProgressListener] = {}
+"""The listener of each JVM session watched, by the session's identity."""
+
+
 def watch(spark: SparkSession, history: int = DEFAULT_HISTORY) -> None:
     """Keeps the progress of ``spark``'s streaming queries for :func:`sluice.status` and :func:`sluice.plot`.
 
@@ -141,11 +145,27 @@ def watch(spark: SparkSession, history: int = DEFAULT_HISTORY) -> None:
     _history.limit = history
     if is_remote(spark):
         return
-    key = id(spark._jsparkSession)  # noqa: SLF001 - identifies the JVM session the listener is on
     with _watch_lock:
+        key = _session_key(spark)
         if key not in _watched:
-            spark.streams.addListener(_ProgressListener())
-            _watched.add(key)
+            listener = _ProgressListener()
+            spark.streams.addListener(listener)
+            _watched[key] = listener
+
+
+def unwatch(spark: SparkSession) -> None:
+    """Removes the listener :func:`watch` registered on ``spark``; the batches kept so far stay."""
+    if is_remote(spark):
+        return
+    with _watch_lock:
+        listener = _watched.pop(_session_key(spark), None)
+        if listener is not None:
+            spark.streams.removeListener(listener)
+
+
+def _session_key(spark: SparkSession) -> int:
+    # the JVM session's identity: Python wrappers of one session may differ
+    return spark._jsparkSession.hashCode()  # noqa: SLF001 - the JVM session the listener is on
 
 
 def _session_of(query: StreamingQuery) -> SparkSession:
