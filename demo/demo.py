@@ -130,6 +130,22 @@ def start(spark: SparkSession, hybrid, out: str, checkpoint: str, **trigger):
     )
 
 
+PLOT = Path(__file__).resolve().parent.parent / "target" / "demo" / "backfill-then-live.png"
+
+
+def show_status(query, history: Path) -> None:
+    """Where each split ended (sluice.status) and how it got there (sluice.plot, saved as a PNG)."""
+    table = sluice.status(query)
+    # file splits are named by their files' URIs: the temporary directory says nothing here
+    table["split"] = table["split"].str.replace(history.as_uri().replace("file://", "file:") + "/", "")
+    print("Status at the end (sluice.status):")
+    print(table[["member", "member_type", "split", "state", "event_time", "records", "backlog"]])
+    PLOT.parent.mkdir(parents=True, exist_ok=True)
+    sluice.plot(query, path=PLOT)
+    shown = PLOT.relative_to(Path.cwd()) if PLOT.is_relative_to(Path.cwd()) else PLOT
+    print(f"Plot (sluice.plot): event time per split, the alignment limit and the switch: {shown}")
+
+
 def main() -> int:
     log_config = Path(__file__).with_name("log4j2.properties").resolve()
     builder = (
@@ -144,6 +160,7 @@ def main() -> int:
     )
     spark = sluice.configure(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    sluice.watch(spark)  # keeps both runs' progress (one query id) for the status table and the plot
     with (
         tempfile.TemporaryDirectory(prefix="sluice-demo-") as work,
         EmbeddedKafka() as kafka,
@@ -233,6 +250,7 @@ def main() -> int:
         )
         ok = missing == 0 and duplicated == 0 and set(got) == expected
         print("Exactly once: YES" if ok else "Exactly once: NO")
+        show_status(query, history)
     spark.stop()
     return 0 if ok else 1
 

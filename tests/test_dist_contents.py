@@ -47,8 +47,13 @@ def test_the_version_is_build_sbts_everywhere() -> None:
 def test_wheel_metadata_declares_pyspark_range_and_license() -> None:
     fields = wheel_metadata()
     assert fields["Name"] == ["spark-sluice"]
-    assert fields["Requires-Dist"] == ["pyspark<4.4,>=4.3", 'pyspark[connect]<4.4,>=4.3; extra == "connect"']
-    assert fields["Provides-Extra"] == ["connect"]
+    assert fields["Requires-Dist"] == [
+        "pyspark<4.4,>=4.3",
+        'pyspark[connect]<4.4,>=4.3; extra == "connect"',
+        'matplotlib>=3.8; extra == "plot"',
+        'pandas>=2.0; extra == "plot"',
+    ]
+    assert fields["Provides-Extra"] == ["connect", "plot"]
     assert fields["License-Expression"] == ["Apache-2.0"]
     assert sorted(fields["License-File"]) == ["LICENSE", "NOTICE"]
 

@@ -6,6 +6,8 @@ import sluice
 spark = sluice.configure(SparkSession.builder.master("local[2]")).getOrCreate()
 source = sluice.GeneratorSource.builder().splits(4).records_per_split(1000).build()
 df = sluice.from_source(spark, source, name="numbers")
+query = df.writeStream.format("noop").start()
+sluice.status(query)  # where each split stands; sluice.plot(query) draws it (the [plot] extra)
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ from sluice.hybrid import HybridSource
 from sluice.kafka import KafkaSource, OffsetsInitializer
 from sluice.watermarks import WatermarkStrategy
 from sluice.batch import read
+from sluice.progress import unwatch, watch
+from sluice._status import COLUMNS as STATUS_COLUMNS, status
+from sluice._plot import plot
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -31,13 +36,18 @@ __all__ = [
     "HybridSource",
     "KafkaSource",
     "OffsetsInitializer",
+    "STATUS_COLUMNS",
     "SluiceConfigError",
     "Source",
     "WatermarkStrategy",
     "configure",
     "from_source",
     "jar_path",
+    "plot",
     "read",
+    "status",
+    "unwatch",
+    "watch",
 ]
 
 try:

@@ -17,16 +17,33 @@ final case class SplitEventTime(
     watermark: Option[Long],
     status: WatermarkStatus,
     paused: Boolean,
-    finished: Boolean)
+    finished: Boolean) {
+
+  /**
+   * Why the split does not hold the group back or read now: `finished` (read to its stop),
+   * `alignment` (paused: at or past the event time the batch reads up to), `idleness` (nothing
+   * read or waiting for the idle timeout); None while it reads.
+   */
+  def reason: Option[String] =
+    if (finished) Some("finished")
+    else if (paused) Some("alignment")
+    else if (status == WatermarkStatus.Idle) Some("idleness")
+    else None
+}
 
 object SplitEventTime {
-  /** `[{"split", "watermarkMs", "status", "paused", "finished"}]`; a split without a watermark yet has none. */
+  /**
+   * `[{"split", "watermarkMs", "status", "paused", "finished", "reason"}]`; a split without a
+   * watermark yet has none, one that reads has no reason.
+   */
   def json(states: Seq[SplitEventTime]): String = states.map { s =>
     val wm = s.watermark.map(w => s""","watermarkMs":$w""").getOrElse("")
-    s"""{"split":${quote(s.splitId)}$wm,"status":"${s.status.name}","paused":${s.paused},"finished":${s.finished}}"""
+    val reason = s.reason.map(r => s""","reason":"$r"""").getOrElse("")
+    s"""{"split":${quote(s.splitId)}$wm,"status":"${s.status.name}","paused":${s.paused},"finished":${s.finished}$reason}"""
   }.mkString("[", ",", "]")
 
-  private def quote(text: String): String = {
+  /** A JSON string literal (split ids are file paths, topic names: any character). */
+  private[sluice] def quote(text: String): String = {
     val out = new StringBuilder("\"")
     text.foreach {
       case '"' => out.append("\\\"")

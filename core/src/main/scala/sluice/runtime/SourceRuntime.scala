@@ -401,6 +401,7 @@ final class SourceRuntime(
       }
       if (consumed.isDefined) m ++= enumerator.backlogMetrics(behind)
     }
+    consumed.foreach(c => m("splitProgress") = SplitStatus.json(splitStatuses(c)))
     eventTime.foreach { et =>
       m ++= et.metrics(et.splitStates(splits.values.toSeq, tracker.get), group.flatMap(_.spread))
     }
@@ -412,6 +413,22 @@ final class SourceRuntime(
     progress.map(_.counters).foldLeft(Map.empty[String, Long])(SplitProgress.sumCounters)
       .toSeq.sortBy(_._1).foreach { case (k, v) => m(k) = v.toString }
     m.toMap
+  }
+
+  /**
+   * Each split as of the last batch run: what was read from it, where that batch ended, how far it
+   * could be read at the last planning, and the records in between (byte positions over the bytes
+   * per record read so far). Splits found by a planning after that batch are not in it yet.
+   */
+  private def splitStatuses(consumed: SourceCheckpoint): Seq[SplitStatus] = {
+    val ppr = positionsPerRecord
+    consumed.splits.map { e =>
+      val progress = tracker.get(e.splitId)
+      val available = lastAvailable.get(e.splitId)
+      SplitStatus(e.splitId, progress.map(_.records).getOrElse(e.records), e.position, available,
+        available.map(a => math.ceil(math.max(0L, a - e.position) / ppr.getOrElse(e.splitId, 1.0)).toLong),
+        progress.flatMap(_.maxEventTime).orElse(e.maxEventTime))
+    }
   }
 
   def close(): Unit = synchronized {

@@ -93,6 +93,31 @@ class SourceRuntimeSuite extends AnyFunSuite {
     assert(e.runtimes("a").metrics(Some(e.log.last("a")))("recordsRead") == "200")
   }
 
+  test("splitProgress: per split, what was read, where the batch ended, how far it could be read, and the records between") {
+    val e = new Engine(Seq("a" -> Seq(series("0", 0, 1000, 100), series("1", 0, 1000, 300))), limit = Some(200), group = None)
+    e.start()
+    assert(e.batch())
+    val ends = e.log.last("a").byId
+    val metrics = e.runtimes("a").metrics(Some(e.log.last("a")))
+    // the read limit shares 200 records in proportion to backlog: 50 and 150
+    assert(ends("0").position == 50 && ends("1").position == 150)
+    assert(metrics("splitProgress") ==
+      """[{"split":"0","records":50,"position":50,"available":100,"backlogRecords":50,"maxEventTimeMs":49000},""" +
+        """{"split":"1","records":150,"position":150,"available":300,"backlogRecords":150,"maxEventTimeMs":149000}]""")
+    assert(metrics("backlogRecords") == "200", "the per-split figures add up to the source's")
+    while (e.batch()) {}
+    val last = e.runtimes("a").metrics(Some(e.log.last("a")))("splitProgress")
+    assert(last.contains(""""split":"0","records":100,"position":100,"available":100,"backlogRecords":0"""), last)
+    assert(last.contains(""""split":"1","records":300,"position":300,"available":300,"backlogRecords":0"""), last)
+  }
+
+  test("splitProgress is absent before a batch ran: nothing was consumed yet") {
+    val e = new Engine(Seq("a" -> Seq(series("0", 0, 1000, 100))), limit = None, group = None)
+    e.start()
+    e.runtimes("a").start()
+    assert(!e.runtimes("a").metrics(None).contains("splitProgress"))
+  }
+
   test("a finished split's end state is in the store when its report is folded, if something is derived from it") {
     // a store as slow as a checkpoint on object storage, written on the writer's thread
     final class SlowStore extends ProgressStore {

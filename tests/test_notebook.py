@@ -1,0 +1,89 @@
+"""The example notebook runs headless on a Jupyter kernel of this Python, so it cannot rot; its saved
+outputs are what users see before running it, so they must be clean and hold no machine's paths."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK = ROOT / "examples" / "backfill_then_live.ipynb"
+# an absolute path of a POSIX machine: /tmp/..., /home/..., /work/..., a file: URI
+ABSOLUTE_PATH = re.compile(
+    r"(?<![\w.])(file:)?/(tmp|home|work|root|var|Users|private)/"
+)
+PNG = "image/png"
+
+
+def outputs(notebook: nbformat.NotebookNode) -> list[tuple[int, dict]]:
+    return [
+        (i, o)
+        for i, cell in enumerate(notebook.cells)
+        if cell.cell_type == "code"
+        for o in cell.outputs
+    ]
+
+
+def text_of(output: dict) -> str:
+    parts = [output.get("text", "")] + [
+        v if isinstance(v, str) else "".join(v)
+        for k, v in output.get("data", {}).items()
+        if k.startswith("text/")
+    ]
+    return "".join("".join(p) if isinstance(p, list) else p for p in parts)
+
+
+def check(notebook: nbformat.NotebookNode) -> None:
+    errors = [o for _, o in outputs(notebook) if o.get("output_type") == "error"]
+    assert not errors, f"a cell failed: {errors}"
+    streams = [
+        o
+        for _, o in outputs(notebook)
+        if o.get("output_type") == "stream" and o.get("name") == "stderr"
+    ]
+    assert not streams, f"a cell wrote to stderr: {[o['text'] for o in streams]}"
+    for i, o in outputs(notebook):
+        match = ABSOLUTE_PATH.search(text_of(o))
+        assert (
+            match is None
+        ), f"cell {i} shows an absolute path: ...{text_of(o)[max(0, match.start() - 40):match.end() + 40]}..."
+    tables = [
+        text_of(o) for _, o in outputs(notebook) if "text/html" in o.get("data", {})
+    ]
+    assert len(tables) == 2 and all("<table" in t for t in tables)
+    assert (
+        "paused" in tables[0] and "alignment limit" in tables[0]
+    ), "the table during the backfill"
+    assert (
+        "kafka" in tables[1] and "finished" in tables[1]
+    ), "the table after the switch"
+    images = [o["data"][PNG] for _, o in outputs(notebook) if PNG in o.get("data", {})]
+    assert len(images) == 1 and len(images[0]) > 10_000, "the plot"
+
+
+def test_the_committed_notebook_shows_clean_outputs() -> None:
+    check(nbformat.read(NOTEBOOK, as_version=4))
+
+
+@pytest.mark.slow
+def test_the_notebook_runs_headless() -> None:
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+    # The kernel is this Python (jupyter_client starts a spec's "python" as sys.executable, the
+    # project's .venv), in its own process with its own Spark; it runs in examples/, where users do.
+    # The JVM's own log lines go to the kernel's stderr, not into cells (they differ per machine).
+    client = NotebookClient(
+        notebook,
+        timeout=600,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(NOTEBOOK.parent)}},
+        extra_arguments=["--IPKernelApp.capture_fd_output=False"],
+    )
+    client.execute()
+    check(notebook)
