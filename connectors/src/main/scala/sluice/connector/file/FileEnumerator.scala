@@ -93,9 +93,12 @@ final class FileEnumerator(
     if (config.timestampColumn.isEmpty) Map.empty
     else ranges.filterNot(_.isEmpty).flatMap(r => firstEventTime(r).map(r.split.splitId -> _)).toMap
 
-  /** Reads the range's first records with the source's own reader until one has an event time. */
+  /**
+   * Reads the range's first records with the source's own reader until one has an event time.
+   * (It leaves compressed files their executors keep open: in local mode they share this JVM.)
+   */
   private def firstEventTime(range: SplitRange[FileSplit]): Option[Long] = {
-    val reader = new FileReader(config, ReaderContext(), hadoopConf)
+    val reader = new FileReader(config, ReaderContext(), hadoopConf, keepFilesOpen = false)
     try {
       reader.handleSplitsChanges(Seq(range))
       var looked = 0

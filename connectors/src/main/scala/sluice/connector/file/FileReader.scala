@@ -23,7 +23,12 @@ import sluice.connector.format.Provenance
  * Counts per split the records dropped as malformed and a missing file skipped. A paused range
  * (FLIP-217) is set aside, still open, and the next one is read meanwhile.
  */
-final class FileReader(config: FileConfig, context: ReaderContext, hadoopConf: () => Configuration)
+final class FileReader(
+    config: FileConfig,
+    context: ReaderContext,
+    hadoopConf: () => Configuration,
+    /** Takes up and leaves open compressed files between ranges: readers of tasks, not the driver's look-ups. */
+    keepFilesOpen: Boolean = true)
   extends PausableSplitReader[FileSplit] {
   import FileReader._
 
@@ -65,7 +70,7 @@ final class FileReader(config: FileConfig, context: ReaderContext, hadoopConf: (
       try {
         val path = new Path(split.path)
         if (changedSinceListing()) done = true
-        else if (split.compressed && range.from > 0 && resumeOpen()) ()
+        else if (split.compressed && keepFilesOpen && range.from > 0 && resumeOpen()) ()
         else {
           stream = open(path)
           if (config.payload.hasHeader) headerStart = findHeader(path)
@@ -162,7 +167,7 @@ final class FileReader(config: FileConfig, context: ReaderContext, hadoopConf: (
       if (rangeRead || !(if (codec.isEmpty) lines.next() else decompressing(lines.next()))) {
         done = true
         // the next batch reads on from here: a compressed file is kept open for it
-        if (rangeRead && split.compressed && range.until < split.end) {
+        if (rangeRead && split.compressed && keepFilesOpen && range.until < split.end) {
           OpenDecompressedFiles.park(split, range.until, new OpenDecompressedFiles.Parked(stream, lines, headerStart))
           stream = null
         }
