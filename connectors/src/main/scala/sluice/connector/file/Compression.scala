@@ -16,7 +16,8 @@ import org.apache.spark.io.HadoopCodecStreams
  * Nothing here decompresses by hand.
  *
  * Positions in a compressed file are byte offsets in its decompressed stream: a compressed file
- * cannot be entered mid-way, so a read that starts past its beginning decompresses up to there.
+ * cannot be entered mid-way, so a read that starts past its beginning decompresses up to there,
+ * unless the range before it left the file open there (`OpenDecompressedFiles`).
  */
 private[file] object Compression {
 
