@@ -44,7 +44,8 @@ object FileConfig {
       "when they appear: write them elsewhere, then rename them in) fails the query; with this option " +
       "its unread part is skipped and counted as `changedFilesSkipped`").withDefault(false)
   val MaxSplitBytes: ConfigOption[Long] = ConfigOption.long("maxSplitBytes",
-    "files larger than this are read as several splits of byte ranges, in parallel")
+    "files larger than this are read as several splits of byte ranges, in parallel (not compressed files: " +
+      "one split each)")
     .withDefault(128L * 1024 * 1024).withCheck("an integer >= 1")(_ >= 1)
   val TimestampColumn: ConfigOption[String] = ConfigOption.string("timestampColumn",
     "a TIMESTAMP or epoch-milliseconds BIGINT column of the schema whose value is each record's " +

@@ -1,11 +1,14 @@
 package sluice.connector.file
 
+import java.io.FileNotFoundException
+
 import scala.collection.mutable
 import scala.jdk.CollectionConverters._
 
 import com.fasterxml.jackson.databind.ObjectMapper
 import com.fasterxml.jackson.databind.node.ArrayNode
 import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
 
 import sluice.api._
 
@@ -18,6 +21,9 @@ final case class FileEnumeratorState(files: Seq[DiscoveredFile], listed: Boolean
 /**
  * Lists the paths on the driver: once for a bounded source, every `monitorIntervalMs` when
  * monitoring. New files become splits in a deterministic order (path, then start byte).
+ *
+ * A compressed file is one split whose positions are offsets in its decompressed stream; it is
+ * decompressed once when found, to learn where they end.
  *
  * With a `timestampColumn`, it can tell where a range starts in event time (its first record's),
  * for alignment; positions are bytes, so it has no index to cut ranges at a time.
@@ -46,12 +52,34 @@ final class FileEnumerator(
     lastListingMs = clock()
     listed = true
     val fresh = found.filterNot(f => known.contains(f.path)).sortBy(_.path)
-    fresh.foreach(f => known(f.path) = f)
-    fresh.flatMap(splitsOf)
+    val decompressed = decompressedLengths(fresh)
+    // a compressed file that vanished before it was measured is not found (ignoreMissingFiles)
+    val kept = fresh.filter(f => decompressed.get(f.path).forall(_.isDefined))
+    kept.foreach(f => known(f.path) = f)
+    kept.flatMap(f => splitsOf(f, decompressed.get(f.path).flatten))
   }
 
-  private def splitsOf(f: DiscoveredFile): Seq[FileSplit] =
-    if (f.length <= config.maxSplitBytes) Seq(FileSplit(f.path, 0L, f.length, f.length, f.modificationTime))
+  /**
+   * The decompressed length of each compressed file, where its positions end: each is
+   * decompressed once here, on the driver (a compressed stream does not say its length).
+   */
+  private def decompressedLengths(files: Seq[DiscoveredFile]): Map[String, Option[Long]] = {
+    val conf = hadoopConf()
+    val compressed = files.map(f => new Path(f.path)).filter(p => Compression.codecOf(p, conf).isDefined)
+    Compression.decompressedLengths(compressed, conf).map { case (path, length) =>
+      if (length.isEmpty && !config.ignoreMissingFiles) {
+        throw new FileNotFoundException(s"FileSource: file '$path' was listed but no longer exists. Set option " +
+          s"'ignoreMissingFiles' to true to skip such files.")
+      }
+      path.toString -> length
+    }
+  }
+
+  /** A compressed file is one split (it cannot be entered mid-way), whatever its length. */
+  private def splitsOf(f: DiscoveredFile, decompressedLength: Option[Long]): Seq[FileSplit] =
+    if (decompressedLength.isDefined) {
+      Seq(FileSplit(f.path, 0L, decompressedLength.get, f.length, f.modificationTime, compressed = true))
+    } else if (f.length <= config.maxSplitBytes) Seq(FileSplit(f.path, 0L, f.length, f.length, f.modificationTime))
     else (0L until f.length by config.maxSplitBytes).map { start =>
       FileSplit(f.path, start, math.min(start + config.maxSplitBytes, f.length), f.length, f.modificationTime)
     }
@@ -65,9 +93,12 @@ final class FileEnumerator(
     if (config.timestampColumn.isEmpty) Map.empty
     else ranges.filterNot(_.isEmpty).flatMap(r => firstEventTime(r).map(r.split.splitId -> _)).toMap
 
-  /** Reads the range's first records with the source's own reader until one has an event time. */
+  /**
+   * Reads the range's first records with the source's own reader until one has an event time.
+   * (It leaves compressed files their executors keep open: in local mode they share this JVM.)
+   */
   private def firstEventTime(range: SplitRange[FileSplit]): Option[Long] = {
-    val reader = new FileReader(config, ReaderContext(), hadoopConf)
+    val reader = new FileReader(config, ReaderContext(), hadoopConf, keepFilesOpen = false)
     try {
       reader.handleSplitsChanges(Seq(range))
       var looked = 0

@@ -10,9 +10,6 @@ import org.apache.hadoop.fs.{FileStatus, FileSystem, Path}
 /** Lists the files under paths and globs through Hadoop's FileSystem (local, hdfs, s3a, ...). */
 private[file] object FileListing {
 
-  /** Compressed files would need positions in the decompressed stream; refused, clearly. */
-  private val CompressedSuffixes = Seq(".gz", ".bz2", ".deflate", ".snappy", ".lz4", ".zst", ".xz", ".br")
-
   def list(paths: Seq[String], conf: Configuration, mustExist: Boolean): Seq[DiscoveredFile] = {
     val out = mutable.LinkedHashMap[String, DiscoveredFile]()
     paths.foreach { p =>
@@ -25,10 +22,7 @@ private[file] object FileListing {
       }
       matched.foreach(s => leafFiles(fs, s).foreach { f =>
         val name = f.getPath.toString
-        CompressedSuffixes.find(name.toLowerCase.endsWith).foreach { suffix =>
-          throw new IllegalArgumentException(s"FileSource: '$name' is compressed ($suffix); compressed " +
-            "files are not supported yet. Decompress them, or narrow option 'path' to leave them out.")
-        }
+        Compression.checkDecodable(f.getPath, conf)
         out(name) = DiscoveredFile(name, f.getLen, f.getModificationTime)
       })
     }

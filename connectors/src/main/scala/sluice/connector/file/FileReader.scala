@@ -1,11 +1,12 @@
 package sluice.connector.file
 
-import java.io.FileNotFoundException
+import java.io.{FileNotFoundException, InputStream}
 
 import scala.collection.mutable
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FSDataInputStream, Path}
+import org.apache.hadoop.io.compress.CompressionCodec
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.unsafe.types.UTF8String
 
@@ -16,10 +17,18 @@ import sluice.connector.format.Provenance
 /**
  * Reads split ranges one after the other: a range `[from, until)` yields the rows of every line
  * that starts in it, parsed by the shared payload parser, followed by the provenance columns.
+ * A compressed file is decompressed through Spark's codec for it; positions are offsets in the
+ * decompressed stream. A range that starts past its beginning takes up the file where the range
+ * before it left it open (`OpenDecompressedFiles`), else decompresses up to there.
  * Counts per split the records dropped as malformed and a missing file skipped. A paused range
  * (FLIP-217) is set aside, still open, and the next one is read meanwhile.
  */
-final class FileReader(config: FileConfig, context: ReaderContext, hadoopConf: () => Configuration)
+final class FileReader(
+    config: FileConfig,
+    context: ReaderContext,
+    hadoopConf: () => Configuration,
+    /** Takes up and leaves open compressed files between ranges: readers of tasks, not the driver's look-ups. */
+    keepFilesOpen: Boolean = true)
   extends PausableSplitReader[FileSplit] {
   import FileReader._
 
@@ -46,7 +55,13 @@ final class FileReader(config: FileConfig, context: ReaderContext, hadoopConf: (
     private var droppedBefore = 0L
     private var baseline = parser.malformedDropped
     private var reading = true
-    private var stream: FSDataInputStream = _
+    private var stream: InputStream = _
+    /** Spark's codec for a compressed file: positions are then in its decompressed stream. */
+    private val codec: Option[CompressionCodec] =
+      if (split.compressed) Some(Compression.codecOf(new Path(split.path), conf).getOrElse(
+        throw new IllegalStateException(s"FileSource: '${split.path}' was listed as compressed, but no codec " +
+          "decompresses it now: the Hadoop configuration (io.compression.codecs) changed since it was listed.")))
+      else None
     var lines: LineReader = _
     var done = false
     var missing = 0L
@@ -58,15 +73,21 @@ final class FileReader(config: FileConfig, context: ReaderContext, hadoopConf: (
       try {
         val path = new Path(split.path)
         if (changedSinceListing()) done = true
+        else if (split.compressed && keepFilesOpen && range.from > 0 && resumeOpen()) ()
         else {
-          stream = path.getFileSystem(conf).open(path, BufferBytes)
+          stream = open(path)
           if (config.payload.hasHeader) headerStart = findHeader(path)
         }
-        if (done) ()
+        if (done || lines != null) ()
         else if (range.from > 0) {
-          stream.seek(range.from - 1)
-          lines = new LineReader(stream, range.from - 1)
-          lines.skipToLineStartAfterPreviousByte()
+          decompressing {
+            stream match {
+              case seekable: FSDataInputStream => seekable.seek(range.from - 1)
+              case decompressed => decompressed.skipNBytes(range.from - 1) // no way into it but through it
+            }
+            lines = new LineReader(stream, range.from - 1)
+            lines.skipToLineStartAfterPreviousByte()
+          }
         } else {
           lines = new LineReader(stream, 0L)
         }
@@ -83,13 +104,40 @@ final class FileReader(config: FileConfig, context: ReaderContext, hadoopConf: (
       }
     }
 
+    /** Takes up the compressed file where the range before this one left it open, if it did. */
+    private def resumeOpen(): Boolean = OpenDecompressedFiles.take(split, range.from) match {
+      case Some(parked) =>
+        stream = parked.stream
+        lines = parked.lines
+        headerStart = parked.headerStart
+        true
+      case None => false
+    }
+
+    /** The file's bytes, decompressed if it is compressed. */
+    private def open(path: Path): InputStream = {
+      val raw = path.getFileSystem(conf).open(path, BufferBytes)
+      codec.fold[InputStream](raw)(c => decompressing(Compression.decompress(path, raw, c)))
+    }
+
+    /** Reading a compressed file fails on a corrupt or truncated one: the error names the file. */
+    private def decompressing[T](read: => T): T = codec match {
+      case None => read
+      case Some(c) =>
+        try read catch {
+          case e: FileNotFoundException => throw e
+          case e @ (_: java.io.IOException | _: RuntimeException) => throw Compression.unreadable(split.path, c, e)
+        }
+    }
+
     // The header is the first line Spark's csv reader does not skip; it may precede `from`.
     private def findHeader(path: Path): Long = {
-      val in = path.getFileSystem(conf).open(path, BufferBytes)
-      try {
+      val in = open(path)
+      try decompressing {
         val r = new LineReader(in, 0L, 8192)
-        while (r.next()) if (!parser.skipsLine(r.bytes, r.offset, r.length)) return r.lineStart
-        -1L
+        var header = -1L
+        while (header < 0 && r.next()) if (!parser.skipsLine(r.bytes, r.offset, r.length)) header = r.lineStart
+        header
       } finally in.close()
     }
 
@@ -117,12 +165,19 @@ final class FileReader(config: FileConfig, context: ReaderContext, hadoopConf: (
     /** Moves to the next line of the range; false once the range is read. */
     def nextLine(): Boolean = {
       if (done) return false
-      if (lines.position >= range.until || !lines.next()) {
+      val rangeRead = lines.position >= range.until
+      // (no closure per line for plain files)
+      if (rangeRead || !(if (codec.isEmpty) lines.next() else decompressing(lines.next()))) {
         done = true
+        // the next batch reads on from here: a compressed file is kept open for it
+        if (rangeRead && split.compressed && keepFilesOpen && range.until < split.end) {
+          OpenDecompressedFiles.park(split, range.until, new OpenDecompressedFiles.Parked(stream, lines, headerStart))
+          stream = null
+        }
         close()
         // the file's last range: the lines read up to its end must have been the listed ones
         // (a file removed once read is fine)
-        if (range.until >= split.fileLength) {
+        if (split.endsFile && range.until >= split.end) {
           try changedSinceListing() catch { case _: FileNotFoundException => false }
         }
         return false

@@ -1,0 +1,119 @@
+package sluice.connector.file
+
+import java.io.{FileNotFoundException, FilterInputStream, InputStream, IOException}
+import java.util.concurrent.{Callable, ExecutionException, Executors, TimeUnit}
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+import org.apache.hadoop.io.compress.{CodecPool, CompressionCodec, Decompressor}
+import org.apache.spark.io.HadoopCodecStreams
+
+/**
+ * Compressed line files, decompressed as Spark's own line reader (`HadoopLineRecordReader`)
+ * decompresses them: the codec is Spark's choice for the file name (Hadoop's
+ * `CompressionCodecFactory` by extension, plus `.zstd` and `.gzip`), and where Hadoop's zstd
+ * codec needs native libraries Spark does not ship, Spark's own zstd stream (zstd-jni) reads it.
+ * Nothing here decompresses by hand.
+ *
+ * Positions in a compressed file are byte offsets in its decompressed stream: a compressed file
+ * cannot be entered mid-way, so a read that starts past its beginning decompresses up to there,
+ * unless the range before it left the file open there (`OpenDecompressedFiles`).
+ */
+private[file] object Compression {
+
+  /** Extensions of compression formats Spark cannot decompress either: refused, rather than read as bytes. */
+  private val Undecodable = Seq(".xz", ".br", ".lzo", ".lzma", ".lz")
+
+  /** The codec Spark would decompress `path` with; None for a file that is not compressed. */
+  def codecOf(path: Path, conf: Configuration): Option[CompressionCodec] =
+    HadoopCodecStreams.getDecompressionCodec(conf, path)
+
+  /** Refuses a file whose name says it is compressed in a format no codec decompresses. */
+  def checkDecodable(path: Path, conf: Configuration): Unit = {
+    val name = path.getName.toLowerCase(java.util.Locale.ROOT)
+    Undecodable.find(name.endsWith).filter(_ => codecOf(path, conf).isEmpty).foreach { suffix =>
+      throw new IllegalArgumentException(s"FileSource: '$path' is compressed ($suffix), a format neither Spark " +
+        "nor Hadoop can decompress (spark.read would return its compressed bytes as text). Supported: gzip (.gz), " +
+        "bzip2 (.bz2), zstd (.zst), deflate (.deflate) and Hadoop's lz4 and snappy formats. Recompress the files, " +
+        "or narrow option 'path' to leave them out.")
+    }
+  }
+
+  /**
+   * The decompressed bytes of `raw` (the file `path`, opened at its start). Closing the result
+   * closes `raw` and gives the decompressor back to Hadoop's pool.
+   */
+  def decompress(path: Path, raw: InputStream, codec: CompressionCodec): InputStream = {
+    var decompressor: Decompressor = null
+    try {
+      decompressor = CodecPool.getDecompressor(codec)
+      new Pooled(codec.createInputStream(raw, decompressor), decompressor)
+    } catch {
+      // as Spark: Hadoop's zstd codec without its native library; Spark's zstd-jni stream reads the file
+      case e: RuntimeException =>
+        if (decompressor != null) CodecPool.returnDecompressor(decompressor)
+        HadoopCodecStreams.createZstdInputStream(path, raw).getOrElse { raw.close(); throw e }
+      case e: IOException =>
+        if (decompressor != null) CodecPool.returnDecompressor(decompressor)
+        raw.close()
+        throw e
+    }
+  }
+
+  private final class Pooled(in: InputStream, decompressor: Decompressor) extends FilterInputStream(in) {
+    private var closed = false
+    override def close(): Unit = if (!closed) {
+      closed = true
+      try super.close() finally if (decompressor != null) CodecPool.returnDecompressor(decompressor)
+    }
+  }
+
+  /** Why a compressed file could not be read, naming it: corrupt or truncated. */
+  def unreadable(path: String, codec: CompressionCodec, cause: Throwable): IOException =
+    new IOException(s"FileSource: could not decompress '$path' (${codec.getClass.getSimpleName}): " +
+      s"${cause.getMessage}. The file is corrupt or truncated; files must be complete when they appear (write them " +
+      "elsewhere, then rename them in). Replace or remove it.", cause)
+
+  /** Opens `path` and decompresses it with `codec`. */
+  def open(path: Path, conf: Configuration, codec: CompressionCodec, bufferBytes: Int): InputStream =
+    decompress(path, path.getFileSystem(conf).open(path, bufferBytes), codec)
+
+  /**
+   * The decompressed length of each compressed file, which is where its positions end: every
+   * file decompressed once, a few at a time. None for a file that vanished since it was listed.
+   */
+  def decompressedLengths(paths: Seq[Path], conf: Configuration): Map[Path, Option[Long]] =
+    if (paths.isEmpty) Map.empty
+    else {
+      val threads = math.max(1, math.min(paths.size, Runtime.getRuntime.availableProcessors()))
+      val pool = Executors.newFixedThreadPool(threads, (r: Runnable) => {
+        val t = new Thread(r, "sluice-file-decompressed-length")
+        t.setDaemon(true)
+        t
+      })
+      try {
+        val futures = paths.map(p => p -> pool.submit(new Callable[Option[Long]] { def call() = lengthOf(p, conf) }))
+        futures.map { case (p, f) =>
+          try p -> f.get() catch { case e: ExecutionException => throw e.getCause }
+        }.toMap
+      } finally {
+        pool.shutdownNow()
+        pool.awaitTermination(10, TimeUnit.SECONDS)
+      }
+    }
+
+  private def lengthOf(path: Path, conf: Configuration): Option[Long] = {
+    val codec = codecOf(path, conf).getOrElse(throw new IllegalStateException(s"FileSource: '$path' is not compressed"))
+    val in = try open(path, conf, codec, 64 * 1024) catch { case _: FileNotFoundException => return None }
+    try {
+      val buf = new Array[Byte](64 * 1024)
+      var total = 0L
+      var n = in.read(buf)
+      while (n >= 0) { total += n; n = in.read(buf) }
+      Some(total)
+    } catch {
+      case e: FileNotFoundException => throw e
+      case e @ (_: IOException | _: RuntimeException) => throw unreadable(path.toString, codec, e)
+    } finally in.close()
+  }
+}
