@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -147,3 +148,23 @@ def _iso(seconds: int) -> str:
     from datetime import datetime, timezone
 
     return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat()
+
+
+def test_the_retention_check_is_a_hybrid_option_checked_before_any_jvm() -> None:
+    first = (
+        sluice.GeneratorSource.builder().splits(1).records_per_split(10).build()
+    )
+    hybrid = (
+        HybridSource.builder(first)
+        .add_source(first)
+        .retention_check(timedelta(seconds=30), timedelta(hours=12))
+        .build()
+    )
+    assert hybrid.options["hybrid.retentionCheckIntervalMs"] == "30000"
+    assert hybrid.options["hybrid.retentionWarningMs"] == str(12 * 3600 * 1000)
+    with pytest.raises(
+        sluice.SluiceConfigError,
+        match=r"HybridSource: invalid value '-1' for option 'hybrid.retentionCheckIntervalMs'; "
+        r"allowed: an integer >= 0\.",
+    ):
+        HybridSource.builder(first).retention_check(-1, 0)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.errors import AnalysisException
 from pyspark.sql import functions as F
 
 import sluice
@@ -157,6 +158,60 @@ def test_alignment_keeps_every_window_count_exact(
         ]
         if watermarks:
             assert max(watermarks) - min(watermarks) <= 6 * MINUTE
+
+
+def test_auto_drift_is_the_query_watermark_delay_minus_the_out_of_orderness(
+    spark: SparkSession, checkpoint: str
+) -> None:
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(
+        timedelta(minutes=1)
+    ).with_watermark_alignment("py-auto", max_drift="auto")
+    assert strategy.options["watermark.alignment.maxDriftMs"] == "auto"
+    df = sluice.from_source(
+        spark, skewed_source(), strategy, name="auto", options={"maxRecordsPerTrigger": 100}
+    )
+    q = (
+        df.withWatermark("event_time", "10 minutes")
+        .groupBy(F.window("event_time", "1 minute"))
+        .count()
+        .writeStream.format("memory")
+        .queryName("py_auto_drift")
+        .outputMode("update")
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert q.awaitTermination(180), "the AvailableNow query did not end within 180 s"
+    assert q.exception() is None
+    read = [p for p in q.recentProgress if p["numInputRows"] > 0]
+    assert read
+    for p in read:
+        assert p["sources"][0]["metrics"]["alignment.maxDriftMs"] == str(9 * MINUTE)
+        assert p["sources"][0]["metrics"]["alignment.maxDriftAuto"] == "true"
+    assert sum(op["numRowsDroppedByWatermark"] for p in q.recentProgress for op in p["stateOperators"]) == 0
+
+
+def test_auto_drift_without_a_query_watermark_fails_when_the_query_starts(
+    spark: SparkSession, checkpoint: str
+) -> None:
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(
+        "py-auto", max_drift="auto"
+    )
+    df = sluice.from_source(spark, skewed_source(), strategy, name="unwatched")
+    with pytest.raises(
+        AnalysisException,
+        match=r"Sluice generator source 'unwatched': maxDrift 'auto' is the withWatermark delay of "
+        r"the query on the source's event-time column 'event_time' minus the watermark "
+        r"strategy's out-of-orderness, but this query has no withWatermark on 'event_time'\. "
+        r"Add \.withWatermark\(\"event_time\", \"<delay>\"\) after reading the source, or give "
+        r"a fixed maxDrift\.",
+    ):
+        df.writeStream.format("noop").option("checkpointLocation", checkpoint).start()
+
+
+def test_auto_drift_is_the_only_word_max_drift_takes() -> None:
+    with pytest.raises(ValueError, match="max_drift must be a datetime.timedelta, milliseconds as an int, or 'auto'"):
+        WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment("g", "automatic")
 
 
 def test_alignment_without_event_time_is_refused_when_the_source_is_built(

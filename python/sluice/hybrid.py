@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from sluice._jvm import SluiceConfigError, active_classic_session
@@ -17,6 +18,16 @@ _ENTRY = _HYBRID["hybrid.<i>.<option>"]
 _FACTORY = _HYBRID["factory"]
 _FACTORY_BOUNDEDNESS = _HYBRID["boundedness"]
 _MARGIN = _HYBRID["startAtPreviousEndMinusMs"]
+_RETENTION_CHECK = _HYBRID["hybrid.retentionCheckIntervalMs"]
+_RETENTION_WARNING = _HYBRID["hybrid.retentionWarningMs"]
+
+
+def _ms(value: timedelta | int, what: str) -> int:
+    if isinstance(value, timedelta):
+        return int(value.total_seconds() * 1000)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise TypeError(f"{what} must be a datetime.timedelta or milliseconds as an int, not {value!r}")
 
 
 @dataclass(frozen=True)
@@ -98,6 +109,20 @@ class HybridSourceBuilder(_Builder["HybridSourceBuilder"]):
         return self._add(
             {_FACTORY.name: factory_id, _FACTORY_BOUNDEDNESS.name: "bounded" if bounded else "unbounded"}
         )
+
+    def retention_check(self, interval: timedelta | int, warn_below: timedelta | int) -> HybridSourceBuilder:
+        """While the bounded sources are read, checks at most every ``interval`` (0: never) that the
+        next source, if it is Kafka, still holds the records its start will need, and logs a warning
+        while they can be deleted within ``warn_below``; the query fails before the switch once they
+        are gone (metric ``retentionHeadroomMs``; see docs/hybrid.md)."""
+        for declared_option, value, what in (
+            (_RETENTION_CHECK, interval, "interval"),
+            (_RETENTION_WARNING, warn_below, "warn_below"),
+        ):
+            ms = _ms(value, what)
+            declared_option.check_early(ms, "HybridSource", declared_option.name)
+            self._options[self._key(declared_option.name)] = str(ms)
+        return self
 
     def add_source(
         self, source: Source, *, start_at_previous_end_minus_ms: int | None = None

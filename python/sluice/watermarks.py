@@ -6,6 +6,8 @@ A strategy is a set of options the source understands; each ``with_*`` returns a
         .with_idleness(timedelta(minutes=1)) \\
         .with_watermark_alignment("orders", max_drift=timedelta(minutes=5))
 
+``max_drift="auto"`` takes the drift from the query's ``withWatermark`` delay instead.
+
 Under any strategy but ``no_watermarks()`` the rows gain an ``event_time`` column to hand to
 Spark's ``withWatermark``; ``with_event_time_column("et")`` names it otherwise (for a source that
 already has a column ``event_time``).
@@ -14,6 +16,7 @@ already has a column ``event_time``).
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Literal
 
 from sluice._jvm import SluiceConfigError
 from sluice._options import declared
@@ -28,6 +31,8 @@ _IDLE_TIMEOUT = _READ["watermark.idleTimeoutMs"].name
 _GROUP = _READ["watermark.alignment.group"].name
 _MAX_DRIFT = _READ["watermark.alignment.maxDriftMs"].name
 _UPDATE_INTERVAL = _READ["watermark.alignment.updateIntervalMs"].name
+# the value of watermark.alignment.maxDriftMs that asks for the drift from the query's watermark
+_AUTO = "auto"
 _ALLOW_UNALIGNED = _READ["watermark.alignment.allowUnalignedSourceSplits"].name
 
 
@@ -97,12 +102,24 @@ class WatermarkStrategy:
     def with_watermark_alignment(
         self,
         group: str,
-        max_drift: timedelta | int,
+        max_drift: timedelta | int | Literal["auto"],
         update_interval: timedelta | int | None = None,
     ) -> WatermarkStrategy:
         """Keeps this source's splits, and the sources of the query naming ``group``, within
-        ``max_drift`` of the slowest of them by pausing what runs ahead."""
-        updates = {_GROUP: group, _MAX_DRIFT: str(_millis(max_drift, "max_drift"))}
+        ``max_drift`` of the slowest of them by pausing what runs ahead.
+
+        ``max_drift="auto"`` takes the largest drift that cannot make Spark drop a lagging split's
+        records: the ``withWatermark`` delay the query puts on the event-time column, minus this
+        strategy's out-of-orderness. It is resolved when the query starts (by the Sluice
+        extensions, which ``sluice.configure`` installs); a query without such a
+        ``withWatermark``, or with a delay smaller than the out-of-orderness, fails to start."""
+        if isinstance(max_drift, str):
+            if max_drift.strip().lower() != _AUTO:
+                raise ValueError(f"max_drift must be a datetime.timedelta, milliseconds as an int, or 'auto', not {max_drift!r}")
+            drift = _AUTO
+        else:
+            drift = str(_millis(max_drift, "max_drift"))
+        updates = {_GROUP: group, _MAX_DRIFT: drift}
         if update_interval is not None:
             updates[_UPDATE_INTERVAL] = str(_millis(update_interval, "update_interval"))
         return self._with(updates)

@@ -1,15 +1,66 @@
 package sluice.eventtime
 
+import scala.util.Try
+
 import org.apache.spark.sql.types.{LongType, StructType, TimestampType}
 
 import sluice.config.{ConfigOption, Options}
 
+/**
+ * How far a split's watermark may run ahead of the slowest split of its alignment group: a fixed
+ * number of milliseconds, or `auto` — the largest drift that cannot make Spark drop a lagging
+ * split's records, taken from the query that reads the source when it starts.
+ */
+sealed trait MaxDrift
+
+object MaxDrift {
+  /** A drift given in milliseconds. */
+  final case class Fixed(ms: Long) extends MaxDrift {
+    override def toString: String = ms.toString
+  }
+
+  /** `auto`, not resolved yet: the query's `withWatermark` delay minus the strategy's out-of-orderness. */
+  case object Auto extends MaxDrift {
+    override def toString: String = "auto"
+  }
+
+  /** `auto` as the query that reads the source resolved it when it started. */
+  final case class FromWatermark(watermarkDelayMs: Long, outOfOrdernessMs: Long) extends MaxDrift {
+    require(watermarkDelayMs >= outOfOrdernessMs, s"delay $watermarkDelayMs ms < out-of-orderness $outOfOrdernessMs ms")
+    def ms: Long = watermarkDelayMs - outOfOrdernessMs
+    override def toString: String = ms.toString
+  }
+
+  /** The option value that asks for `auto`. */
+  val AutoValue = "auto"
+
+  def parse(raw: String): Option[MaxDrift] =
+    if (raw.equalsIgnoreCase(AutoValue)) Some(Auto) else Try(raw.toLong).toOption.map(Fixed)
+}
+
 /** Alignment of a source with the other members of its group (FLIP-182/217). */
 final case class AlignmentSettings(
     group: String,
-    maxDriftMs: Long,
+    maxDrift: MaxDrift,
     updateIntervalMs: Long,
-    allowUnalignedSourceSplits: Option[Boolean])
+    allowUnalignedSourceSplits: Option[Boolean]) {
+
+  /** Whether the drift is `auto` and still waits for the query's watermark delay. */
+  def driftUnresolved: Boolean = maxDrift == MaxDrift.Auto
+
+  /** The drift in milliseconds; `auto` must have been resolved when the query started. */
+  def maxDriftMs: Long = maxDrift match {
+    case MaxDrift.Fixed(ms) => ms
+    case r: MaxDrift.FromWatermark => r.ms
+    case MaxDrift.Auto => throw new IllegalStateException(
+      s"watermark alignment group '$group': maxDrift 'auto' was not resolved from the query's withWatermark delay.")
+  }
+}
+
+object AlignmentSettings {
+  def apply(group: String, maxDriftMs: Long, updateIntervalMs: Long, allowUnalignedSourceSplits: Option[Boolean]): AlignmentSettings =
+    AlignmentSettings(group, MaxDrift.Fixed(maxDriftMs), updateIntervalMs, allowUnalignedSourceSplits)
+}
 
 /**
  * A source's event-time configuration, parsed from the `watermark.*` options a
@@ -25,6 +76,29 @@ final case class EventTimeSettings(
     eventTimeColumn: String = EventTimeSettings.DefaultEventTimeColumn) {
 
   def enabled: Boolean = kind != EventTimeSettings.Kind.None
+
+  /** Whether alignment's drift is `auto` and waits for the query's watermark delay. */
+  def driftUnresolved: Boolean = alignment.exists(_.driftUnresolved)
+
+  /**
+   * `auto` drift resolved from the `withWatermark` delay of the query reading the source. Spark
+   * drops a row once its event time is at or below (max event time seen - delay); alignment keeps
+   * every split's largest event time within `maxDrift + outOfOrderness` of the slowest split's
+   * watermark, and that split's records lie above its watermark. So `delay - outOfOrderness` is
+   * the largest drift with which no lagging split's record falls at or below Spark's watermark.
+   */
+  def withDriftFromWatermark(watermarkDelayMs: Long, context: String): EventTimeSettings = alignment match {
+    case Some(a) if a.driftUnresolved =>
+      if (watermarkDelayMs < maxOutOfOrdernessMs) {
+        throw new IllegalArgumentException(s"$context: maxDrift 'auto' of alignment group '${a.group}' is the " +
+          s"withWatermark delay minus the watermark strategy's out-of-orderness, but the delay on '$eventTimeColumn' " +
+          s"($watermarkDelayMs ms) is smaller than the out-of-orderness ($maxOutOfOrdernessMs ms): Spark would drop " +
+          "records of a split that are within the out-of-orderness even without alignment. Give withWatermark a delay " +
+          s"of at least $maxOutOfOrdernessMs ms, or a fixed maxDrift.")
+      }
+      copy(alignment = Some(a.copy(maxDrift = MaxDrift.FromWatermark(watermarkDelayMs, maxOutOfOrdernessMs))))
+    case _ => this
+  }
 
   /** A split's watermark for its largest event time, saturating at `Long.MinValue`. */
   def watermarkFor(maxEventTimeMs: Long): Long =
@@ -90,9 +164,15 @@ object EventTimeSettings {
   val AlignmentGroup: ConfigOption[String] = ConfigOption.string("watermark.alignment.group",
     "sources of one query naming the same group keep their watermarks within maxDriftMs of each other")
     .withCheck("a non-empty name")(_.trim.nonEmpty)
-  val AlignmentMaxDriftMs: ConfigOption[Long] = ConfigOption.long("watermark.alignment.maxDriftMs",
-    "how far a split's watermark may run ahead of the slowest split of the group")
-    .withCheck("an integer >= 0")(_ >= 0)
+  val AlignmentMaxDriftMs: ConfigOption[MaxDrift] = ConfigOption[MaxDrift]("watermark.alignment.maxDriftMs",
+    "how far a split's watermark may run ahead of the slowest split of the group; auto: the withWatermark delay " +
+      "of the query that reads the source minus watermark.maxOutOfOrdernessMs (resolved when the query starts; " +
+      "needs withWatermark on the event-time column), the largest drift with which Spark drops no record of a " +
+      "lagging split", None, "an integer >= 0, or auto", MaxDrift.parse)
+    .withCheck("an integer >= 0, or auto") {
+      case MaxDrift.Fixed(ms) => ms >= 0
+      case _ => true
+    }
   val AlignmentUpdateIntervalMs: ConfigOption[Long] = ConfigOption.long("watermark.alignment.updateIntervalMs",
     "in real-time mode, how often running readers report their splits' watermarks to the driver and get the group's limit back; micro-batches re-evaluate the limit every batch")
     .withCheck("an integer >= 1")(_ >= 1).withDefault(1000L)

@@ -14,6 +14,9 @@ import sluice.eventtime.EventTimeSettings._
  *   .withIdleness(Duration.ofMinutes(1))
  *   .withWatermarkAlignment("orders", Duration.ofMinutes(5))
  * }}}
+ *
+ * or, with the drift taken from the query's `withWatermark` delay (Python's `max_drift="auto"`):
+ * `.withWatermarkAlignmentFromQueryWatermark("orders")`.
  */
 final class WatermarkStrategy private (val options: Map[String, String]) extends Serializable {
 
@@ -40,6 +43,20 @@ final class WatermarkStrategy private (val options: Map[String, String]) extends
    */
   def withWatermarkAlignment(group: String, maxDrift: Duration, updateInterval: Duration): WatermarkStrategy =
     withWatermarkAlignment(group, maxDrift).set(AlignmentUpdateIntervalMs.name -> updateInterval.toMillis.toString)
+
+  /**
+   * Keeps this source within the largest drift that cannot make Spark drop a lagging split's
+   * records: the `withWatermark` delay of the query that reads the source, on its event-time
+   * column, minus this strategy's out-of-orderness. Resolved when the query starts (it needs the
+   * Sluice extensions, `spark.sql.extensions=sluice.spark.SluiceExtensions`); a query without
+   * such a `withWatermark`, or with a smaller delay than the out-of-orderness, fails to start.
+   */
+  def withWatermarkAlignmentFromQueryWatermark(group: String): WatermarkStrategy =
+    set(AlignmentGroup.name -> group, AlignmentMaxDriftMs.name -> MaxDrift.AutoValue)
+
+  /** As above, with the update interval of a continuously running engine. */
+  def withWatermarkAlignmentFromQueryWatermark(group: String, updateInterval: Duration): WatermarkStrategy =
+    withWatermarkAlignmentFromQueryWatermark(group).set(AlignmentUpdateIntervalMs.name -> updateInterval.toMillis.toString)
 
   /** Lets a reader that cannot pause splits run with source-level alignment only (FLIP-182). */
   def withAllowUnalignedSourceSplits(allow: Boolean): WatermarkStrategy =

@@ -1,6 +1,7 @@
 package sluice.hybrid
 
 import scala.collection.mutable
+import scala.util.control.NonFatal
 
 import sluice.api._
 
@@ -38,6 +39,8 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
   private val activeSplits = mutable.LinkedHashMap[String, (SourceSplit, Long)]()
   private val progressBySource = mutable.Map[Int, Long]()
   private var lastProgress: Seq[(HybridSplit, SplitProgress)] = Nil
+  /** Watches the next source's retention while the active one is read (None: nothing to watch). */
+  private var guard: Option[RetentionGuard] = retentionGuard()
 
   override def progressUpdated(progress: Seq[(HybridSplit, SplitProgress)]): Unit = {
     lastProgress = progress
@@ -58,7 +61,42 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
       switchToNext()
       discover()
     }
+    guard.foreach(_.observe(nextStart()))
     found.toSeq
+  }
+
+  /** A guard for the source after the active one, when its records can age out and checks are on. */
+  private def retentionGuard(): Option[RetentionGuard] =
+    Option.when(index < hybrid.size - 1 && hybrid.retention.checkIntervalMs > 0)(hybrid.entries(index + 1)).collect {
+      case HybridSource.Fixed(s: SupportsRetentionWatch) => (s, s.asInstanceOf[Source[_, _]].sourceType)
+      case HybridSource.StartAtPreviousEnd(s: SupportsRetentionWatch, _) => (s, s.asInstanceOf[Source[_, _]].sourceType)
+    }.map { case (s, sourceType) =>
+      new RetentionGuard(index + 1, sourceType, s.retentionWatch(), hybrid.retention.checkIntervalMs, hybrid.retention.warnBelowMs)
+    }
+
+  /**
+   * Where the next source would start, derived as the switch will derive it. Started at the
+   * active source's last event time minus a margin: that end is at least the event time read so
+   * far, and exactly known when the active source's event-time index bounds what is left to read.
+   */
+  private def nextStart(): Option[PlannedStart] = hybrid.entries(index + 1) match {
+    case _: HybridSource.Fixed => Some(PlannedStart(None, known = true, "at its own start positions"))
+    case HybridSource.StartAtPreviousEnd(_, marginMs) =>
+      val reached = lastProgress.collect { case (s, p) if s.sourceIndex == index => p.maxEventTime }.flatten.maxOption
+      val unread = activeSplits.values.collect {
+        case (s, at) if !child.isFinished(s, at) => SplitRange(s, at, s.stopPosition.getOrElse(SplitRange.OpenEnd))
+      }.filterNot(_.isEmpty).toSeq
+      val ahead = if (unread.isEmpty) Some(Map.empty[String, Long]) else childIndex.flatMap { i =>
+        try Some(i.latestEventTimes(unread)).filter(found => unread.forall(r => found.contains(r.split.splitId)))
+        catch { case NonFatal(_) => None } // unreachable now: the start is not known this time
+      }
+      (reached ++ ahead.toSeq.flatMap(_.values)).maxOption.map { end =>
+        val known = ahead.isDefined && child.noMoreSplits
+        PlannedStart(Some(math.max(0L, end - marginMs)), known,
+          s"at its first record at or after ${math.max(0L, end - marginMs)}: source $index's last event time " +
+            (if (known) s"$end" else s"(at least $end, reached so far)") + s" minus $marginMs ms")
+      }
+    case _: HybridSource.FromFactory => None
   }
 
   private def activeIsFinished: Boolean =
@@ -75,11 +113,13 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
     val next = hybrid.sourceAt(index + 1, Some(context))
     val nextEnumerator = next.createEnumerator()
     child.close()
+    guard.foreach(_.close())
     index += 1
     active = next
     child = nextEnumerator
     activeSplits.clear()
     switches :+= SwitchRecord(index, context, System.currentTimeMillis())
+    guard = retentionGuard()
   }
 
   override def availablePositions(splits: Seq[HybridSplit]): Map[String, Long] = {
@@ -142,11 +182,11 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
     "activeSource" -> index.toString,
     "activeSourceType" -> active.sourceType,
     "recordsPerSource" -> (0 until hybrid.size).map(i => progressBySource.getOrElse(i, 0L)).mkString(",")) ++
-    switches.lastOption.map(s => "lastSwitchAtMs" -> s.atMs.toString)
+    switches.lastOption.map(s => "lastSwitchAtMs" -> s.atMs.toString) ++ guard.map(_.metrics).getOrElse(Map.empty)
 
   /** The active source's, over its splits (a hybrid reading Kafka reports Kafka's figures). */
   override def backlogMetrics(behind: Seq[(HybridSplit, Long)]): Map[String, String] =
     child.backlogMetrics(behind.collect { case (s, b) if s.sourceIndex == index => s.child -> b })
 
-  override def close(): Unit = child.close()
+  override def close(): Unit = try child.close() finally guard.foreach(_.close())
 }

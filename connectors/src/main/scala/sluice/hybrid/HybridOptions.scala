@@ -27,7 +27,21 @@ object HybridOptions {
       "the previous source's largest event time minus this")
     .withCheck("an integer >= 0")(_ >= 0)
 
-  val all: Seq[ConfigOption[_]] = Seq(Sources, Entry, Factory, FactoryBoundedness, StartAtPreviousEndMinusMs)
+  val RetentionCheckIntervalMs: ConfigOption[Long] = ConfigOption.long("hybrid.retentionCheckIntervalMs",
+    "while the hybrid reads its bounded sources, how often at most (in the background, never per batch) it checks " +
+      "that the next source, if it is Kafka, still holds the records its start will need (earliest offsets and " +
+      "their timestamps, the topics' retention.ms): metric retentionHeadroomMs, a warning below " +
+      "hybrid.retentionWarningMs, and the query fails before the switch once those records are gone; 0: never check")
+    .withCheck("an integer >= 0")(_ >= 0).withDefault(60000L)
+  val RetentionWarningMs: ConfigOption[Long] = ConfigOption.long("hybrid.retentionWarningMs",
+    "a warning is logged at each retention check while retentionHeadroomMs (how long before the records the next " +
+      "source will start at can be deleted) is below this")
+    .withCheck("an integer >= 0")(_ >= 0).withDefault(6 * 3600 * 1000L)
+
+  /** Options of the hybrid as a whole (not of one source). */
+  val hybridWide: Seq[ConfigOption[Long]] = Seq(RetentionCheckIntervalMs, RetentionWarningMs)
+
+  val all: Seq[ConfigOption[_]] = Seq(Sources, Entry, Factory, FactoryBoundedness, StartAtPreviousEndMinusMs) ++ hybridWide
 
   /** Option `option` of source `index`, as the template `Entry` names it. */
   def entryKey(index: Int, option: String): String =

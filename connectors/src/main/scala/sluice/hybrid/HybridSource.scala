@@ -14,7 +14,10 @@ import sluice.config.{ConfigOption, RecordLayout}
  * so it also works from Python and Spark Connect — started at the previous source's largest
  * event time minus a margin.
  */
-final class HybridSource private (val entries: IndexedSeq[HybridSource.Entry], resolver: SourceResolver)
+final class HybridSource private (
+    val entries: IndexedSeq[HybridSource.Entry],
+    resolver: SourceResolver,
+    val retention: HybridSource.RetentionSettings)
   extends Source[HybridSplit, HybridEnumeratorState] with SupportsSplitPausing[HybridSplit] {
   import HybridSource._
 
@@ -54,7 +57,7 @@ final class HybridSource private (val entries: IndexedSeq[HybridSource.Entry], r
     }
 
   override def options: Map[String, String] =
-    Map("source" -> Type, SourcesOption -> entries.size.toString) ++
+    Map("source" -> Type, SourcesOption -> entries.size.toString) ++ retention.given ++
       entries.zipWithIndex.flatMap { case (e, i) => e.options.map { case (k, v) => HybridOptions.entryKey(i, k) -> v } }
 
   /** The source at `index`, built (once) from the context of the switch into it. */
@@ -100,6 +103,17 @@ object HybridSource {
   private val BoundednessKey = HybridOptions.FactoryBoundedness.name
   private val MarginKey = HybridOptions.StartAtPreviousEndMinusMs.name
 
+  /**
+   * How the hybrid watches the retention of its next source (`RetentionGuard`); `given` holds the
+   * options as given, so that `options` rebuilds the same hybrid.
+   */
+  final case class RetentionSettings(checkIntervalMs: Long, warnBelowMs: Long, given: Map[String, String] = Map.empty)
+
+  object RetentionSettings {
+    val Default: RetentionSettings = RetentionSettings(HybridOptions.RetentionCheckIntervalMs.default.get,
+      HybridOptions.RetentionWarningMs.default.get)
+  }
+
   /** One position in the chain: how its source comes to be. */
   sealed trait Entry extends Serializable {
     def boundedness: Boundedness
@@ -136,22 +150,40 @@ object HybridSource {
       }
   }
 
-  def builder(first: Source[_, _]): Builder = new Builder(Vector(Fixed(first)))
+  def builder(first: Source[_, _]): Builder = new Builder(Vector(Fixed(first)), RetentionSettings.Default)
 
-  final class Builder private[HybridSource] (entries: Vector[Entry]) {
-    def addSource(source: Source[_, _]): Builder = new Builder(entries :+ Fixed(source))
+  final class Builder private[HybridSource] (entries: Vector[Entry], retention: RetentionSettings) {
+    def addSource(source: Source[_, _]): Builder = new Builder(entries :+ Fixed(source), retention)
     def addSource(factory: SourceFactory, boundedness: Boundedness): Builder =
-      new Builder(entries :+ FromFactory(SourceFactories.register(factory), boundedness))
+      new Builder(entries :+ FromFactory(SourceFactories.register(factory), boundedness), retention)
     def addSource(factory: SourceSwitchContext => Source[_, _], boundedness: Boundedness): Builder =
       addSource(SourceFactory(factory), boundedness)
     /** `source`, started at the previous source's largest event time minus `marginMs`. */
     def addSourceStartingAtPreviousEnd(source: Source[_, _], marginMs: Long): Builder = source match {
-      case s: SupportsStartAtTimestamp => new Builder(entries :+ StartAtPreviousEnd(s, marginMs))
+      case s: SupportsStartAtTimestamp => new Builder(entries :+ StartAtPreviousEnd(s, marginMs), retention)
       case other => throw new IllegalArgumentException(
         s"HybridSource: a ${other.sourceType} source cannot be started at a timestamp; give it fixed " +
           "start positions or a SourceFactory.")
     }
-    def build(): HybridSource = validated(entries, BuiltInScala)
+    /**
+     * While bounded sources are read, check at most every `interval` that the next source (Kafka)
+     * still holds the records its start needs, and warn while they can be deleted within
+     * `warnBelow` (`hybrid.retentionCheckIntervalMs`, `hybrid.retentionWarningMs`; zero interval: never).
+     */
+    def retentionCheck(interval: java.time.Duration, warnBelow: java.time.Duration): Builder =
+      new Builder(entries, retentionSettings(Map(
+        HybridOptions.RetentionCheckIntervalMs.name -> interval.toMillis.toString,
+        HybridOptions.RetentionWarningMs.name -> warnBelow.toMillis.toString)))
+    def build(): HybridSource = validated(entries, BuiltInScala, retention)
+  }
+
+  /** The hybrid-wide retention options among `options` (matched case-insensitively), checked as declared. */
+  private def retentionSettings(options: Map[String, String]): RetentionSettings = {
+    val given = options.filter { case (k, _) => HybridOptions.hybridWide.exists(_.name.equalsIgnoreCase(k)) }
+    def value(o: ConfigOption[Long]): Long = given.collectFirst { case (k, v) if k.equalsIgnoreCase(o.name) =>
+      o.parse(v.trim).filter(o.check).getOrElse(throw ConfigOption.invalid("HybridSource", o.name, v, o.allowed))
+    }.getOrElse(o.default.get)
+    RetentionSettings(value(HybridOptions.RetentionCheckIntervalMs), value(HybridOptions.RetentionWarningMs), given)
   }
 
   /**
@@ -164,7 +196,7 @@ object HybridSource {
         "(Sluice.fromSource, or format(\"sluice\") with its options), which rebuilds it with every source type.")
   }
 
-  private def validated(entries: IndexedSeq[Entry], resolver: SourceResolver): HybridSource = {
+  private def validated(entries: IndexedSeq[Entry], resolver: SourceResolver, retention: RetentionSettings): HybridSource = {
     if (entries.isEmpty) throw new IllegalArgumentException("HybridSource: give at least one source.")
     entries.zipWithIndex.init.collectFirst { case (e, i) if e.boundedness != Boundedness.Bounded => (e, i) }.foreach {
       case (e, i) => throw new IllegalArgumentException(
@@ -177,7 +209,7 @@ object HybridSource {
       case (StartAtPreviousEnd(s, _), i) if s.schema != schema => throw schemaMismatch(i, s, schema)
       case _ =>
     }
-    new HybridSource(entries, resolver)
+    new HybridSource(entries, resolver, retention)
   }
 
   /** Source `i` from its options; its errors say which of the hybrid's sources they are about. */
@@ -211,12 +243,14 @@ object HybridSource {
         s"HybridSource: missing required option '$SourcesOption' (${HybridOptions.Sources.allowed})."))
     val count = HybridOptions.Sources.parse(countRaw.trim).filter(HybridOptions.Sources.check)
       .getOrElse(throw invalid(SourcesOption, countRaw, HybridOptions.Sources.allowed))
-    val unknown = options.keys.filterNot(k => k.equalsIgnoreCase(SourcesOption) ||
+    val retention = retentionSettings(options)
+    val unknown = options.keys.filterNot(k => k.equalsIgnoreCase(SourcesOption) || retention.given.contains(k) ||
       (0 until count).exists(i => k.toLowerCase.startsWith(HybridOptions.entryPrefix(i))))
     if (unknown.nonEmpty) {
       throw new IllegalArgumentException(s"HybridSource: unknown option${if (unknown.size > 1) "s" else ""} " +
         unknown.toSeq.sorted.map(u => s"'$u'").mkString(", ") + s"; options of source i are given as " +
-        s"'${HybridOptions.Entry.name}' for i from 0 to ${count - 1} (option '$SourcesOption' is $count).")
+        s"'${HybridOptions.Entry.name}' for i from 0 to ${count - 1} (option '$SourcesOption' is $count); the hybrid's " +
+        s"own options are ${(SourcesOption +: HybridOptions.hybridWide.map(_.name)).mkString(", ")}.")
     }
     val entries = (0 until count).map { i =>
       val prefix = HybridOptions.entryPrefix(i)
@@ -265,6 +299,6 @@ object HybridSource {
         case (None, None) => Fixed(member(i, resolver, rest))
       }
     }
-    validated(entries, resolver)
+    validated(entries, resolver, retention)
   }
 }

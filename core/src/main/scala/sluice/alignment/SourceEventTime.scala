@@ -3,7 +3,7 @@ package sluice.alignment
 import scala.collection.mutable
 
 import sluice.api._
-import sluice.eventtime.{AlignmentSettings, EventTimeSettings}
+import sluice.eventtime.{AlignmentSettings, EventTimeSettings, MaxDrift}
 
 /**
  * A source's event time in the driver: per-split watermarks and idleness, and — when the
@@ -213,6 +213,8 @@ final class SourceEventTime(
     val aligned = alignment.map(a => Map(
       "alignment.group" -> a.group,
       "alignment.maxDriftMs" -> a.maxDriftMs.toString,
+      // maxDrift "auto": the query's withWatermark delay it was resolved from
+      "alignment.maxDriftAuto" -> a.maxDrift.isInstanceOf[MaxDrift.FromWatermark].toString,
       "alignment.mode" -> lastMode.map(_.toString).getOrElse("")) ++
       lastPlan.flatMap(_.limit).map("alignment.maxAllowedWatermarkMs" -> _.toString) ++
       lastPlan.flatMap(_.horizon).map("alignment.horizonMs" -> _.toString) ++

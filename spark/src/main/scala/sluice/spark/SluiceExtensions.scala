@@ -10,13 +10,18 @@ import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
 
 /**
  * `spark.sql.extensions=sluice.spark.SluiceExtensions` (`sluice.configure` sets it): analysis
- * rules of Sluice. Today one: a query that names a column a compact source leaves out
- * (the event-time column, timestamps, provenance) gets an error naming compact mode and the setting,
- * instead of Spark's bare "cannot resolve".
+ * rules of Sluice:
+ *  - a query that names a column a compact source leaves out (the event-time column, timestamps,
+ *    provenance) gets an error naming compact mode and the setting, instead of Spark's bare
+ *    "cannot resolve" (`CompactColumnCheck`);
+ *  - alignment's maxDrift `auto` is resolved from the started query's `withWatermark` delay (`AutoDrift`).
  */
 final class SluiceExtensions extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit =
+  {
     extensions.injectResolutionRule(_ => CompactColumnCheck)
+    extensions.injectResolutionRule(_ => AutoDrift)
+  }
 }
 
 object CompactColumnCheck extends Rule[LogicalPlan] {

@@ -77,6 +77,20 @@ final class SluiceTable(source: Source[SourceSplit, Any], options: StreamOptions
       s"only ${source.schema(RecordLayout.Compact).fieldNames.mkString(", ")}. Set the source option forceTimestampSupport=true (or the " +
       s"Spark setting ${TimestampSupport.ForceConf}=true) to read ${options.eventTime.eventTimeColumn}, timestamps and provenance."
   override def schema(): StructType = options.outputSchema(source)
+
+  /** The event-time column of the rows this table gives, under a watermark strategy. */
+  def eventTimeColumn: Option[String] = Option.when(options.eventTime.enabled)(options.eventTime.eventTimeColumn)
+
+  /** Whether alignment's maxDrift is `auto` and waits for the watermark delay of the query reading it. */
+  def driftUnresolved: Boolean = options.eventTime.driftUnresolved
+
+  /** This table with `auto` drift resolved from the reading query's `withWatermark` delay (`SluiceExtensions`). */
+  def withWatermarkDelay(delayMs: Long): SluiceTable =
+    new SluiceTable(source, options.copy(eventTime = options.eventTime.withDriftFromWatermark(delayMs, describe)), batchRefusal)
+
+  /** The source as messages name it. */
+  def describe: String = s"Sluice ${source.sourceType} source${options.name.fold("")(n => s" '$n'")}"
+
   override def capabilities(): util.Set[TableCapability] =
     if (batchRefusal.isEmpty) util.EnumSet.of(TableCapability.MICRO_BATCH_READ, TableCapability.CONTINUOUS_READ, TableCapability.BATCH_READ)
     else util.EnumSet.of(TableCapability.MICRO_BATCH_READ, TableCapability.CONTINUOUS_READ)
@@ -94,11 +108,13 @@ final class SluiceScan(source: Source[SourceSplit, Any], options: StreamOptions,
    * queries, and a source may keep per-query state (a hybrid's sources built at its switches).
    */
   override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
+    AutoDrift.requireResolved(options, description())
     val own = sluice.Sources.fromOptions(source.options).asInstanceOf[Source[SourceSplit, Any]]
     new SluiceMicroBatchStream(own, options, checkpointLocation, SparkSession.active)
   }
 
   override def toContinuousStream(checkpointLocation: String): ContinuousStream = {
+    AutoDrift.requireResolved(options, description())
     val own = sluice.Sources.fromOptions(source.options).asInstanceOf[Source[SourceSplit, Any]]
     new SluiceContinuousStream(own, options, checkpointLocation, SparkSession.active)
   }

@@ -57,7 +57,9 @@ class BadOptionsSuite extends AnyFunSuite with SparkSuiteBase {
 
   /** Where an option of `group` goes in the options map. */
   private def keyOf(group: String, name: String): String =
-    if (group == "hybrid" && name != HybridOptions.Sources.name) HybridOptions.entryKey(1, name) else name
+    if (group == "hybrid" && name != HybridOptions.Sources.name && !HybridOptions.hybridWide.exists(_.name == name))
+      HybridOptions.entryKey(1, name)
+    else name
 
   /** The message the option's bad value must produce, or what went wrong instead. */
   private def problem(options: Map[String, String], expected: Seq[String]): Option[String] =

@@ -252,6 +252,22 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
     adminClient = null
   }
 
+  /** The subscribed topics' partitions now (one call to the brokers each time). */
+  private[kafka] def partitionsNow(): Set[TopicPartition] = currentPartitions()._1
+
+  /** Each topic's `retention.ms` (-1: records are not deleted by age). */
+  private[kafka] def retentionMs(topics: Set[String]): Map[String, Long] = wrap("describe topic configurations") {
+    import org.apache.kafka.common.config.{ConfigResource, TopicConfig}
+    val resources = topics.map(t => new ConfigResource(ConfigResource.Type.TOPIC, t))
+    admin.describeConfigs(resources.asJava).all().get(60, TimeUnit.SECONDS).asScala.map { case (r, c) =>
+      r.name -> Option(c.get(TopicConfig.RETENTION_MS_CONFIG)).flatMap(e => Option(e.value)).map(_.toLong).getOrElse(-1L)
+    }.toMap
+  }
+
+  /** The offset (and its record's timestamp) `spec` designates in each partition; a missing partition is left out. */
+  private[kafka] def offsetsAt(partitions: Seq[TopicPartition], spec: OffsetSpec): Map[TopicPartition, ListOffsetsResultInfo] =
+    listOffsetInfos(partitions, spec, tolerateMissing = true)
+
   /** The subscribed topics' partitions, and each topic's id. */
   private def currentPartitions(): (Set[TopicPartition], Map[String, String]) = wrap("list topics and partitions") {
     val topics = config.subscription match {

@@ -14,6 +14,7 @@ import sluice.config.{ConfigOption, RecordLayout}
 final class KafkaSource private (rawOptions: Map[String, String], val config: KafkaConfig)
   extends Source[KafkaPartitionSplit, KafkaEnumeratorState]
   with SupportsStartAtTimestamp
+  with SupportsRetentionWatch
   with SupportsSplitPausing[KafkaPartitionSplit] {
 
   override def sourceType: String = KafkaSource.Type
@@ -32,6 +33,8 @@ final class KafkaSource private (rawOptions: Map[String, String], val config: Ka
   }
   override def restoreEnumerator(state: KafkaEnumeratorState): KafkaEnumerator = new KafkaEnumerator(config, Some(state))
   override def createReader(context: ReaderContext): KafkaSplitReader = new KafkaSplitReader(config, context)
+
+  override def retentionWatch(): KafkaRetentionWatch = new KafkaRetentionWatch(config)
 
   override def splitSerializer: VersionedSerializer[KafkaPartitionSplit] = KafkaSplitSerializer
   override def enumeratorStateSerializer: VersionedSerializer[KafkaEnumeratorState] = KafkaEnumeratorStateSerializer

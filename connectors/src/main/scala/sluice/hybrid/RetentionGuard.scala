@@ -1,0 +1,111 @@
+package sluice.hybrid
+
+import java.util.concurrent.{ExecutorService, Executors, Future, ThreadFactory}
+
+import scala.util.control.NonFatal
+
+import sluice.api.{RetentionCheck, RetentionWatch}
+
+/**
+ * Where a hybrid's next source will start, as the switch will derive it, seen from now.
+ *
+ * @param timestampMs its first record at or after this event time; None: its own start positions
+ * @param known       true when this is where the switch will start (a fixed start, or the end the
+ *                    previous source will reach, told by its event-time index); false when it is
+ *                    only a lower bound (the event time the previous source reached so far)
+ * @param describe    how it was derived, for messages
+ */
+private[hybrid] final case class PlannedStart(timestampMs: Option[Long], known: Boolean, describe: String)
+
+/**
+ * Watches, while a hybrid reads its bounded sources, whether the next source — one whose system
+ * deletes old records (Kafka) — still holds the records its start will need.
+ *
+ * Checks call the system, so they run on a thread of their own, at most every `intervalMs`,
+ * and planning never waits for one: it reads the last answer. A check that fails (the brokers
+ * unreachable) is logged and tried again at the next interval; only an answer that the needed
+ * records are gone, for a start that is known, fails the query.
+ */
+private[hybrid] final class RetentionGuard(
+    nextIndex: Int,
+    nextType: String,
+    watch: RetentionWatch,
+    intervalMs: Long,
+    warnBelowMs: Long,
+    clock: () => Long = () => System.currentTimeMillis()) extends AutoCloseable {
+  import RetentionGuard._
+
+  private val executor: ExecutorService = Executors.newSingleThreadExecutor(DaemonThreads)
+  private var running: Option[Future[_]] = None
+  private var lastStartedMs = Long.MinValue
+  @volatile private var last: Option[Observed] = None
+
+  /**
+   * At every planning: fails when the last check found the needed records gone, and starts a new
+   * check when one is due (`start` is evaluated only then; None: nothing to check yet).
+   */
+  def observe(start: => Option[PlannedStart]): Unit = {
+    last.foreach { o =>
+      if (o.start.known) o.check.lost.foreach { what =>
+        throw new IllegalStateException(s"HybridSource: source $nextIndex ($nextType) will start ${o.start.describe}, " +
+          s"but $what The query stops now, before the switch, rather than skip those records after it. " +
+          s"(Checked every ${HybridOptions.RetentionCheckIntervalMs.name} = $intervalMs ms.)")
+      }
+    }
+    val now = clock()
+    val due = lastStartedMs == Long.MinValue || now - lastStartedMs >= intervalMs
+    if (due && running.forall(_.isDone)) {
+      start.foreach { s =>
+        lastStartedMs = now
+        running = Some(executor.submit(new Runnable { override def run(): Unit = check(s) }))
+      }
+    }
+  }
+
+  private def check(start: PlannedStart): Unit = {
+    val now = clock()
+    try {
+      val found = watch.check(start.timestampMs, now)
+      last = Some(Observed(start, found, now))
+      found.headroomMs.filter(h => start.known && found.lost.isEmpty && h < warnBelowMs).foreach { h =>
+        log.warn(s"HybridSource: the records source $nextIndex ($nextType) will start at (${start.describe}) can be " +
+          s"deleted by its retention in $h ms (below ${HybridOptions.RetentionWarningMs.name} = $warnBelowMs ms); " +
+          "once they are, the query fails before the switch. Keep them longer (raise the topic's retention.ms) or let " +
+          "the sources before it finish sooner.")
+      }
+    } catch {
+      case NonFatal(e) =>
+        log.warn(s"HybridSource: could not check the retention of source $nextIndex ($nextType); trying again in " +
+          s"$intervalMs ms: $e")
+    }
+  }
+
+  /** `retentionHeadroomMs` as the last check found it; nothing before a check succeeded or when nothing ages out. */
+  def metrics: Map[String, String] = last.map { o =>
+    o.check.headroomMs.map(HeadroomMetric -> _.toString).toMap ++
+      o.start.timestampMs.map("retentionStartMs" -> _.toString) + ("retentionCheckedAtMs" -> o.atMs.toString)
+  }.getOrElse(Map.empty)
+
+  /** Waits briefly for a check in flight: it holds the watch's client. */
+  override def close(): Unit = {
+    executor.shutdownNow()
+    try executor.awaitTermination(5, java.util.concurrent.TimeUnit.SECONDS) catch { case _: InterruptedException => }
+    try watch.close() catch { case NonFatal(_) => }
+  }
+}
+
+private[hybrid] object RetentionGuard {
+  private val log = org.slf4j.LoggerFactory.getLogger(classOf[RetentionGuard])
+
+  val HeadroomMetric = "retentionHeadroomMs"
+
+  private final case class Observed(start: PlannedStart, check: RetentionCheck, atMs: Long)
+
+  private object DaemonThreads extends ThreadFactory {
+    override def newThread(r: Runnable): Thread = {
+      val t = new Thread(r, "sluice-hybrid-retention-watch")
+      t.setDaemon(true)
+      t
+    }
+  }
+}

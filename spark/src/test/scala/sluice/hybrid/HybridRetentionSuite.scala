@@ -1,0 +1,105 @@
+package sluice.hybrid
+
+import java.time.Duration
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.spark.sql.streaming.{StreamingQuery, Trigger}
+import org.scalatest.funsuite.AnyFunSuite
+
+import sluice.{Sluice, SparkSuiteBase}
+import sluice.connector.kafka.{KafkaSource, OffsetsInitializer}
+import sluice.testkit.{KafkaSuiteBase, ProducedRecord}
+
+/**
+ * The retention-aware switch against a real broker: while the archive topic is read, the hybrid
+ * watches whether the live topic still holds the records its start will need.
+ */
+class HybridRetentionSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase {
+
+  private val Margin = 10000L
+
+  /** The archive (bounded, read 5 records a batch), then the live topic from its end minus the margin. */
+  private def hybrid(archive: String, live: String) = HybridSource.builder(
+      KafkaSource.builder().bootstrapServers(kafka.bootstrapServers).topics(archive)
+        .startingOffsets(OffsetsInitializer.earliest()).stoppingOffsets(OffsetsInitializer.latest()).build())
+    .addSourceStartingAtPreviousEnd(
+      KafkaSource.builder().bootstrapServers(kafka.bootstrapServers).topics(live)
+        .startingOffsets(OffsetsInitializer.earliest()).build(), marginMs = Margin)
+    .retentionCheck(Duration.ofMillis(500), Duration.ofHours(2))
+    .build()
+
+  private def start(source: HybridSource, name: String): StreamingQuery =
+    Sluice.fromSource(spark, source, null, name, Map("maxRecordsPerTrigger" -> "5"))
+      .writeStream.format("memory").queryName(name.replace('-', '_'))
+      .option("checkpointLocation", tempDir("ckpt").toString).trigger(Trigger.ProcessingTime(0)).start()
+
+  private def text(values: Seq[(String, Long)]): Seq[ProducedRecord] =
+    values.map { case (v, ts) => ProducedRecord.text(value = Some(v), timestamp = Some(ts)) }
+
+  test("the broker's retention deleted the records the switch needs: the query fails before the switch, saying so") {
+    val base = 1600000000000L // 2020: far older than the live topic's retention
+    kafka.createTopic("gone-archive", 1)
+    kafka.produce("gone-archive", text((0 until 100).map(i => s"a$i" -> (base + i * 1000L))))
+    // CreateTime this old makes the broker roll a segment at every write and delete it within
+    // seconds: records base+50s .. base+149s go; the record written now stays for 10 minutes
+    kafka.createTopic("gone-live", 1, Map("retention.ms" -> "600000", "segment.ms" -> "1000"))
+    kafka.produce("gone-live", text((50 until 150).map(i => s"l$i" -> (base + i * 1000L))))
+    val recent = System.currentTimeMillis()
+    kafka.produce("gone-live", text(Seq("now" -> recent)))
+    eventually("the broker's retention to delete the first segment") {
+      kafka.startOffsets("gone-live")(0) == 100L
+    }
+
+    val q = start(hybrid("gone-archive", "gone-live"), "gone")
+    val failed = try intercept[org.apache.spark.sql.streaming.StreamingQueryException](awaitEnd(q)) finally q.stop()
+    val e = failed.getCause
+    val switchStart = base + 99000L - Margin
+    assert(e.getMessage == s"HybridSource: source 1 (kafka) will start at its first record at or after $switchStart: " +
+      s"source 0's last event time ${base + 99000L} minus $Margin ms, but the records it needs are gone: " +
+      s"gone-live-0 from its first record at or after $switchStart (${java.time.Instant.ofEpochMilli(switchStart)}) (it now begins " +
+      s"at offset 100, a record of $recent (${java.time.Instant.ofEpochMilli(recent)})) " +
+      "(retention.ms of gone-live: 600000 ms). Keep them longer (raise retention.ms of gone-live), let the previous " +
+      "source reach later event times, or start this source later. The query stops now, before the switch, rather " +
+      "than skip those records after it. (Checked every hybrid.retentionCheckIntervalMs = 500 ms.)")
+    // it failed while the archive was read: nothing of the live topic was planned
+    assert(!q.recentProgress.exists(_.sources.head.metrics.asScala.get("activeSource").contains("1")))
+    val read = spark.table("gone").collect().map(r => new String(r.getAs[Array[Byte]]("value"), "UTF-8"))
+    assert(read.nonEmpty && read.forall(_.startsWith("a")))
+    assert(read.length < 100)
+  }
+
+  test("while the records are there, retentionHeadroomMs says how long before the switch's start can be deleted") {
+    val now = System.currentTimeMillis()
+    val base = now - 3600000L // an hour ago
+    val retentionMs = 86400000L
+    kafka.createTopic("kept-archive", 1)
+    kafka.produce("kept-archive", text((0 until 100).map(i => s"a$i" -> (base + i * 1000L))))
+    kafka.createTopic("kept-live", 1, Map("retention.ms" -> retentionMs.toString))
+    kafka.produce("kept-live", text((50 until 200).map(i => s"l$i" -> (base + i * 1000L))))
+
+    val startedAt = System.currentTimeMillis()
+    val q = start(hybrid("kept-archive", "kept-live"), "kept")
+    def headroom = q.recentProgress.flatMap(_.sources.head.metrics.asScala.get(RetentionGuard.HeadroomMetric)).headOption
+    try {
+      eventually("retentionHeadroomMs in the metrics", q)(headroom.isDefined)
+      // the switch starts at the archive's last record (base+99s) minus the margin; its records
+      // can be deleted once they are retention.ms old
+      val switchStart = base + 99000L - Margin
+      val h = headroom.get.toLong
+      assert(h <= switchStart + retentionMs - startedAt && h >= switchStart + retentionMs - System.currentTimeMillis(), h)
+      val withHeadroom = q.recentProgress.map(_.sources.head.metrics.asScala).find(_.contains(RetentionGuard.HeadroomMetric)).get
+      assert(withHeadroom("retentionStartMs") == switchStart.toString)
+      // and the switch goes ahead: the live topic from base+89s on
+      eventually("the switch to the live topic", q) {
+        q.recentProgress.exists(_.sources.head.metrics.asScala.get("activeSource").contains("1"))
+      }
+      processAllAvailable(q)
+    } finally q.stop()
+    assert(q.exception.isEmpty, q.exception)
+    val read = spark.table("kept").collect().map(r => new String(r.getAs[Array[Byte]]("value"), "UTF-8")).toSeq
+    assert(read.sorted == ((0 until 100).map(i => s"a$i") ++ (89 until 200).map(i => s"l$i")).sorted)
+    // after the switch there is nothing left to watch
+    assert(!q.recentProgress.last.sources.head.metrics.containsKey(RetentionGuard.HeadroomMetric))
+  }
+}

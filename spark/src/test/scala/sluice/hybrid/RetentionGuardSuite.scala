@@ -1,0 +1,72 @@
+package sluice.hybrid
+
+import java.util.concurrent.atomic.AtomicInteger
+
+import org.scalatest.funsuite.AnyFunSuite
+
+import sluice.api.{RetentionCheck, RetentionWatch}
+
+/** The guard's decisions, with a scripted watch: when it checks, what fails a query and what never does. */
+class RetentionGuardSuite extends AnyFunSuite {
+
+  private final class Scripted(answer: () => RetentionCheck) extends RetentionWatch {
+    val checks = new AtomicInteger()
+    @volatile var closed = false
+    override def check(startAtTimestamp: Option[Long], nowMs: Long): RetentionCheck = {
+      checks.incrementAndGet()
+      answer()
+    }
+    override def close(): Unit = closed = true
+  }
+
+  private val Known = PlannedStart(Some(1000L), known = true, "at 1000")
+  private val LowerBound = PlannedStart(Some(1000L), known = false, "at least at 1000")
+
+  /** Lets a check started in the background finish. */
+  private def settle(guard: RetentionGuard): Unit = Thread.sleep(300)
+
+  test("an unreachable system never fails the query, and is asked again only after the interval") {
+    var now = 0L
+    val watch = new Scripted(() => throw new IllegalStateException("KafkaSource: could not look up offsets within 60 s"))
+    val guard = new RetentionGuard(1, "kafka", watch, intervalMs = 60000, warnBelowMs = 0, clock = () => now)
+    try {
+      (1 to 20).foreach { _ => guard.observe(Some(Known)); settle(guard) }
+      assert(watch.checks.get == 1) // every 60 s at most, whatever the batch rate
+      assert(guard.metrics.isEmpty)
+      now += 60000
+      guard.observe(Some(Known)); settle(guard)
+      assert(watch.checks.get == 2)
+    } finally guard.close()
+    assert(watch.closed)
+  }
+
+  test("records found gone fail the next planning, for a known start only") {
+    val gone = RetentionCheck(Some(-5000L), Some("the records it needs are gone: t-0 ..."))
+    val lowerBound = new RetentionGuard(1, "kafka", new Scripted(() => gone), 0, 0)
+    try {
+      lowerBound.observe(Some(LowerBound)); settle(lowerBound)
+      lowerBound.observe(Some(LowerBound)) // the end may still move past the loss: no failure
+      assert(lowerBound.metrics(RetentionGuard.HeadroomMetric) == "-5000")
+    } finally lowerBound.close()
+
+    val known = new RetentionGuard(1, "kafka", new Scripted(() => gone), 0, 0)
+    try {
+      known.observe(Some(Known)); settle(known)
+      val e = intercept[IllegalStateException](known.observe(Some(Known)))
+      assert(e.getMessage == "HybridSource: source 1 (kafka) will start at 1000, but the records it needs are gone: " +
+        "t-0 ... The query stops now, before the switch, rather than skip those records after it. " +
+        "(Checked every hybrid.retentionCheckIntervalMs = 0 ms.)")
+    } finally known.close()
+  }
+
+  test("nothing to check yet (no event time read) starts no check") {
+    val watch = new Scripted(() => RetentionCheck(None, None))
+    val guard = new RetentionGuard(1, "kafka", watch, 0, 0)
+    try {
+      guard.observe(None); settle(guard)
+      assert(watch.checks.get == 0 && guard.metrics.isEmpty)
+      guard.observe(Some(Known)); settle(guard)
+      assert(watch.checks.get == 1 && guard.metrics.keySet == Set("retentionStartMs", "retentionCheckedAtMs"))
+    } finally guard.close()
+  }
+}
