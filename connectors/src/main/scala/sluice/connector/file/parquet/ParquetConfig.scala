@@ -6,7 +6,7 @@ import scala.util.control.NonFatal
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.types.{DataType, LongType, StructType, TimestampType}
+import org.apache.spark.sql.types.{LongType, StructType, TimestampType}
 
 import sluice.config.{ConfigOption, Options}
 import sluice.connector.file.FileConfig
@@ -118,7 +118,7 @@ object ParquetConfig {
         case l: LogicalRelation if l.relation.isInstanceOf[HadoopFsRelation] => l.relation.asInstanceOf[HadoopFsRelation]
       }
     } catch {
-      case NonFatal(e) if monitored && userSchema.isDefined && Try(missing(session, paths)).getOrElse(false) => None
+      case NonFatal(_) if monitored && userSchema.isDefined && Try(missing(session, paths)).getOrElse(false) => None
       case NonFatal(e) =>
         throw new IllegalArgumentException(s"$Context: cannot resolve the schema of '${paths.mkString(",")}' as " +
           s"spark.read.parquet does: ${e.getMessage}" +
@@ -143,6 +143,4 @@ object ParquetConfig {
     val fs = path.getFileSystem(session.sessionState.newHadoopConf())
     Option(fs.globStatus(path)).forall(_.isEmpty)
   }
-
-  private[parquet] def isTimestamp(t: DataType): Boolean = t == TimestampType
 }
