@@ -155,6 +155,49 @@ class ParquetSourceSuite extends AnyFunSuite with SparkSuiteBase {
       multiset(spark.read.parquet(table.toString).select(columns.map(col): _*).collect().toSeq))
   }
 
+  test("the event-time index: row-group statistics, answers at row-group granularity, off without statistics") {
+    val dir = tempDir("index")
+    withConf("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS") {
+      spark.range(0, 1000, 1, 1).selectExpr("id", s"timestamp_millis($BaseMs + id * 1000) AS ts")
+        .write.option("parquet.block.size", "2048").parquet(dir.resolve("micros").toString)
+    }
+    val source = ParquetSource.builder().path(dir.resolve("micros").toString).timestampColumn("ts").build()
+    val enumerator = source.createEnumerator()
+    val splits = enumerator.discoverSplits()
+    assert(splits.size > 3 && enumerator.hasEventTimeIndex)
+    // the statistics are the row groups' true min and max event times
+    val actual = spark.read.parquet(dir.resolve("micros").toString)
+      .selectExpr("_metadata.row_index AS r", "unix_millis(ts) AS ms").collect().map(r => r.getLong(0) -> r.getLong(1)).toMap
+    splits.foreach { s =>
+      val times = (s.firstRow until s.firstRow + s.rowCount).map(actual)
+      assert(s.minEventTime.contains(times.min) && s.maxEventTime.contains(times.max), s)
+    }
+    val ranges = splits.map(s => sluice.api.SplitRange(s, s.firstRow, s.firstRow + s.rowCount))
+    val second = splits(1)
+    // a limit inside the second row group: the first is read whole, the second (straddling) and later not at all
+    val cut = enumerator.positionsBefore(ranges, second.minEventTime.get + 1)
+    assert(cut(splits.head.splitId) == splits.head.firstRow + splits.head.rowCount)
+    assert(splits.tail.forall(s => cut(s.splitId) == s.firstRow))
+    assert(enumerator.positionsBefore(ranges, second.maxEventTime.get + 1)(second.splitId) == second.firstRow + second.rowCount)
+    assert(enumerator.latestEventTimes(ranges) == splits.map(s => s.splitId -> s.maxEventTime.get).toMap)
+    assert(enumerator.firstEventTimes(ranges) == splits.map(s => s.splitId -> s.minEventTime.get).toMap)
+    // splits and enumerator state survive the offset log
+    splits.foreach(s => assert(RowGroupSplitSerializer.deserialize(1, RowGroupSplitSerializer.serialize(s)) == s))
+    val state = enumerator.snapshotState()
+    assert(ParquetEnumeratorStateSerializer.deserialize(1, ParquetEnumeratorStateSerializer.serialize(state)) == state)
+
+    // INT96 timestamps (Spark's default) have no statistics: the source has no index
+    withConf("spark.sql.parquet.outputTimestampType", "INT96") {
+      spark.range(0, 10).selectExpr("id", s"timestamp_millis($BaseMs + id) AS ts").write.parquet(dir.resolve("int96").toString)
+    }
+    val int96 = ParquetSource.builder().path(dir.resolve("int96").toString).timestampColumn("ts").build().createEnumerator()
+    assert(int96.discoverSplits().forall(!_.indexed))
+    assert(!int96.hasEventTimeIndex)
+    // and FileSource's builder points Parquet to its source
+    val e = intercept[IllegalArgumentException](sluice.connector.file.FileSource.builder().path(dir.toString).format("parquet").build())
+    assert(e.getMessage.contains("Parquet files are read by ParquetSource"))
+  }
+
   private val Minute = 60000L
 
   /** Event-time window counts under a 10-minute watermark, and the rows the watermark dropped. */
