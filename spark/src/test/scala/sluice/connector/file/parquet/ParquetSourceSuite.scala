@@ -103,6 +103,15 @@ class ParquetSourceSuite extends AnyFunSuite with SparkSuiteBase {
     assert(multiset(compact.collect().toSeq) == multiset(expected.collect().toSeq))
   }
 
+  test("a batch read (spark.read) of Parquet files gives spark.read.parquet's rows; a monitored one is refused") {
+    val df = Sluice.read(spark, ParquetSource.builder().path(table.toString).build(), null, "batch")
+    val expected = spark.read.parquet(table.toString)
+    assert(multiset(data(df).collect().toSeq) == multiset(expected.collect().toSeq))
+    val e = intercept[Exception](Sluice.read(spark, ParquetSource.builder().path(table.toString).monitorIntervalMs(100).build(),
+      null, "monitored").collect())
+    assert(e.getMessage.contains("it lists its paths again every 100 ms for new files"), e.getMessage)
+  }
+
   test("mergeSchema merges the files' schemas as spark.read.parquet does; without it one file's schema is used") {
     val dir = tempDir("merge")
     spark.range(0, 50).selectExpr("id", "CAST(id AS STRING) AS s").write.parquet(dir.resolve("k=1").toString)
