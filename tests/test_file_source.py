@@ -96,3 +96,58 @@ def test_bad_options_fail_at_build(
     with pytest.raises(SluiceConfigError) as error:
         configure(FileSource.builder()).build()
     assert message in str(error.value)
+
+
+def test_parquet_rows_equal_spark_read_parquet(spark: SparkSession, tmp_path: Path) -> None:
+    """Parquet files in partition directories, several row groups each: the same rows (partition
+    columns typed as Spark types them) as spark.read.parquet, and one split per row group."""
+    data = str(tmp_path / "parquet")
+    (
+        spark.range(0, 900, 1, 2)
+        .selectExpr(
+            "id",
+            "CASE WHEN id % 4 = 0 THEN NULL ELSE concat('n', id) END AS name",
+            "CAST(id / 3 AS DECIMAL(10, 2)) AS amount",
+            "CASE WHEN id % 2 = 0 THEN DATE'2026-11-01' ELSE DATE'2026-11-02' END AS date",
+        )
+        .write.option("parquet.block.size", "2048")
+        .partitionBy("date")
+        .parquet(data)
+    )
+    source = (
+        FileSource.builder().path(data).format("parquet").timestamp_column("id").build()
+    )
+    df = sluice.from_source(spark, source, name="parquet")
+    query = (
+        df.writeStream.format("memory")
+        .queryName("py_parquet")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .option("maxRecordsPerTrigger", "200")
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(120), "the query did not end within 120 s"
+    assert query.exception() is None
+    table = spark.table("py_parquet")
+    got = table.drop("_split", "_position", "_timestamp")
+    expected = spark.read.parquet(data)
+    assert got.schema == expected.schema
+    assert Counter(tuple(r) for r in got.collect()) == Counter(
+        tuple(r) for r in expected.collect()
+    )
+    files = len(expected.inputFiles())
+    assert table.select("_split").distinct().count() > files
+
+
+def test_parquet_options_fail_at_build(spark: SparkSession, tmp_path: Path) -> None:
+    data = str(tmp_path / "p")
+    spark.range(3).selectExpr("id", "CAST(id AS STRING) AS s").write.parquet(data)
+    with pytest.raises(SluiceConfigError) as error:
+        FileSource.builder().path(data).format("parquet").timestamp_column("s").build()
+    assert (
+        "invalid value 's' for option 'timestampColumn'; allowed: a TIMESTAMP or BIGINT column of the schema: id"
+        in str(error.value)
+    )
+    with pytest.raises(SluiceConfigError) as error:
+        FileSource.builder().path(data).format("parquet").max_split_bytes(10).build()
+    assert "unknown option 'maxSplitBytes'" in str(error.value)

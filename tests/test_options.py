@@ -53,6 +53,7 @@ def _every_builder_method() -> list[Source]:
         .monitor_interval_ms(1)
         .ignore_missing_files()
         .max_split_bytes(1)
+        .merge_schema()
     )
     kafka = _unbuilt(
         KafkaSource.builder()

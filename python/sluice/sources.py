@@ -115,7 +115,9 @@ class GeneratorSourceBuilder(_Builder["GeneratorSourceBuilder"]):
 
 
 class FileSource(Source):
-    """JSON, CSV or text lines from files, parsed as ``spark.read.json/csv/text`` parse them."""
+    """JSON, CSV or text lines from files, parsed as ``spark.read.json/csv/text`` parse them; or
+    Parquet files (``format("parquet")``), read by Spark's own Parquet reader, one split per row
+    group."""
 
     @staticmethod
     def builder() -> FileSourceBuilder:
@@ -136,11 +138,12 @@ class FileSourceBuilder(_Builder["FileSourceBuilder"]):
         return self._set(key, ",".join(previous + list(paths)))
 
     def format(self, fmt: str) -> FileSourceBuilder:
-        """``json`` (default), ``csv`` or ``text``."""
+        """``json`` (default), ``csv``, ``text`` or ``parquet``."""
         return self._set(self._key("format"), fmt)
 
     def schema(self, schema: Any) -> FileSourceBuilder:
-        """A DDL string (``"a INT, b STRING"``) or a ``pyspark.sql.types.StructType``."""
+        """A DDL string (``"a INT, b STRING"``) or a ``pyspark.sql.types.StructType``; optional for
+        parquet (read from the files' footers, as ``spark.read.parquet`` does)."""
         return self._set(self._key("schema"), schema if isinstance(schema, str) else schema.json())
 
     def timestamp_column(self, column: str) -> FileSourceBuilder:
@@ -161,5 +164,10 @@ class FileSourceBuilder(_Builder["FileSourceBuilder"]):
         return self._set(self._key("ignoreChangedFiles"), ignore)
 
     def max_split_bytes(self, n: int) -> FileSourceBuilder:
-        """Files larger than this are read as several byte-range splits."""
+        """Files larger than this are read as several byte-range splits (line formats; Parquet
+        files are split by row group)."""
         return self._set(self._key("maxSplitBytes"), n)
+
+    def merge_schema(self, merge: bool = True) -> FileSourceBuilder:
+        """Parquet: merge the schema from every file's footer, as Spark's ``mergeSchema``."""
+        return self._set(self._key("mergeSchema"), merge)

@@ -2,6 +2,7 @@ package sluice.spark
 
 import sluice.api.{Boundedness, Source}
 import sluice.connector.file.FileSource
+import sluice.connector.file.parquet.ParquetSource
 import sluice.connector.generator.GeneratorSource
 import sluice.connector.kafka.KafkaSource
 import sluice.hybrid.HybridSource
@@ -33,6 +34,9 @@ object BatchReadability {
           "endingTimestamp or endingOffsetsByTimestamp)"
       case f: FileSource =>
         s"it lists its paths again every ${f.config.monitorIntervalMs.getOrElse(0L)} ms for new files; unset " +
+          "monitorIntervalMs to read the files there are when the read is planned"
+      case p: ParquetSource =>
+        s"it lists its paths again every ${p.config.monitorIntervalMs.getOrElse(0L)} ms for new files; unset " +
           "monitorIntervalMs to read the files there are when the read is planned"
       case _: GeneratorSource => "set recordsPerSplit (records in each split) to make it bounded"
       case h: HybridSource => s"its last source is unbounded: ${memberFix(h.entries.last)}"

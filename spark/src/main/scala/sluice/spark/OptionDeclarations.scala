@@ -9,6 +9,7 @@ import com.fasterxml.jackson.databind.json.JsonMapper
 import sluice.{Sluice, Sources}
 import sluice.config.ConfigOption
 import sluice.connector.file.{FileConfig, FileSource}
+import sluice.connector.file.parquet.ParquetConfig
 import sluice.connector.generator.{GeneratorConfig, GeneratorSource}
 import sluice.connector.kafka.{KafkaConfig, KafkaSource}
 import sluice.hybrid.{HybridOptions, HybridSource}
@@ -25,7 +26,7 @@ object OptionDeclarations {
     "read" -> StreamOptions.all,
     GeneratorSource.Type -> GeneratorConfig.all,
     KafkaSource.Type -> (KafkaConfig.documented ++ KafkaConfig.all).distinct,
-    FileSource.Type -> FileConfig.all,
+    FileSource.Type -> (FileConfig.all ++ ParquetConfig.own),
     HybridSource.Type -> HybridOptions.all)
 
   // ASCII only, so the file reads the same whatever encoding sbt's stdout or the JVM default uses.

@@ -41,6 +41,9 @@ class BadOptionsSuite extends AnyFunSuite with SparkSuiteBase {
       case "read" => generator ++ Map("watermark.kind" -> "monotonous", "watermark.alignment.group" -> "g",
         "watermark.alignment.maxDriftMs" -> "10")
       case "generator" => generator
+      // options of Parquet files only apply to format=parquet (checked before any file is read)
+      case "file" if sluice.connector.file.parquet.ParquetConfig.own.exists(_.name == name) =>
+        file - "schema" + ("format" -> "parquet")
       case "file" => file ++ format.map(f => "format" -> f)
       case "kafka" if PayloadOption(name) || format.isDefined =>
         kafka ++ Map("format" -> format.getOrElse("json"), "schema" -> "a INT")

@@ -58,7 +58,13 @@ object FileSource {
 
   def builder(): Builder = new Builder(Map.empty)
 
-  def fromOptions(options: Map[String, String]): FileSource = new FileSource(FileConfig.fromOptions(options))
+  def fromOptions(options: Map[String, String]): FileSource = {
+    if (parquet.ParquetConfig.isParquet(options)) {
+      throw new IllegalArgumentException(s"${FileConfig.Context}: Parquet files are read by ParquetSource (row-group " +
+        "splits): build it with ParquetSource.builder(), or give the options to Sluice (source=file, format=parquet).")
+    }
+    new FileSource(FileConfig.fromOptions(options))
+  }
 
   /** On the driver: the session's Hadoop configuration (with its `spark.hadoop.*` settings). */
   private def driverHadoopConf(): Configuration =

@@ -282,7 +282,9 @@ class FileSourceSuite extends AnyFunSuite with SparkSuiteBase {
     assert(error(base).contains("missing required option 'schema' for format 'json'"))
     assert(error(base.schema("a INT").option("mode", "LENIENT")) ==
       "FileSource: invalid value 'LENIENT' for option 'mode'; allowed: PERMISSIVE, DROPMALFORMED or FAILFAST.")
-    assert(error(base.format("parquet")).contains("invalid value 'parquet' for option 'format'; allowed: json, csv or text"))
+    assert(error(base.format("parquet")).contains("Parquet files are read by ParquetSource (row-group splits): build it with " +
+      "ParquetSource.builder(), or give the options to Sluice (source=file, format=parquet)."))
+    assert(error(base.format("xml")).contains("invalid value 'xml' for option 'format'; allowed: json, csv or text"))
     assert(error(base.schema("a INT").option("sep", ";")).contains("option 'sep' does not apply to format 'json'; it applies to csv"))
     assert(error(base.schema("a INT").option("multiLine", "true")).contains("option 'multiLine'"))
     assert(error(base.schema("a INT").option("mdoe", "FAILFAST")).contains("unknown option 'mdoe'"))

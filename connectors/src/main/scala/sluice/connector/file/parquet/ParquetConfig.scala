@@ -1,0 +1,146 @@
+package sluice.connector.file.parquet
+
+import scala.util.Try
+import scala.util.control.NonFatal
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types.{LongType, StructType, TimestampType}
+
+import sluice.config.{ConfigOption, Options}
+import sluice.connector.file.FileConfig
+import sluice.connector.format.{PayloadFormat, Provenance}
+
+/**
+ * The settings of a file source of Parquet files, resolved on the driver as `spark.read.parquet`
+ * resolves them: the data columns (given, or read from the files' footers, merged with
+ * `mergeSchema`), the partition columns of Hive-style directories (`date=2026-11-01/`, typed as
+ * Spark infers them) and the session settings the reader needs. Executors have no session: what
+ * they need is here, serialisable.
+ */
+final case class ParquetConfig(
+    paths: Seq[String],
+    monitorIntervalMs: Option[Long],
+    ignoreMissingFiles: Boolean,
+    ignoreChangedFiles: Boolean,
+    timestampColumn: Option[String],
+    /** Columns read from the files, as Spark reads them (nullable). */
+    dataSchema: StructType,
+    /** Columns of the partition directories, as Spark types them. */
+    partitionSchema: StructType,
+    /** The directories partition directories are found under (Spark's root paths of the listing). */
+    partitionRoots: Seq[String],
+    /** The session time zone, which partition values of timestamps are read in. */
+    timeZoneId: String,
+    caseSensitive: Boolean,
+    /** Spark's Parquet reader options given (`mergeSchema`, rebase modes), handed to Spark's reader. */
+    sparkOptions: Map[String, String],
+    /** The options this config was read from, which rebuild it. */
+    options: Map[String, String]) {
+
+  /** The rows' data: the file columns, then the partition columns, as `spark.read.parquet` returns them. */
+  val outputSchema: StructType = StructType(dataSchema.fields ++ partitionSchema.fields)
+
+  def timestampIndex: Int = timestampColumn.map(outputSchema.fieldIndex).getOrElse(-1)
+  def timestampIsMillis: Boolean = timestampColumn.exists(c => outputSchema(c).dataType == LongType)
+}
+
+object ParquetConfig {
+  val Context = "FileSource (parquet)"
+  val Parquet = "parquet"
+
+  val Format: ConfigOption[String] = ConfigOption.string("format",
+    "`parquet`: Parquet files read by Spark's own Parquet reader, split by row group")
+    .withCheck("parquet")(_.equalsIgnoreCase(Parquet))
+  val Schema: ConfigOption[StructType] = PayloadFormat.SchemaOption.copy(doc =
+    "the columns to read; when not given, read from the files' footers as `spark.read.parquet` does " +
+      "(partition columns of `name=value` directories are added either way)")
+  val MergeSchema: ConfigOption[Boolean] = ConfigOption.boolean("mergeSchema",
+    "Spark's Parquet option: the schema is merged from every file's footer rather than taken from " +
+      "one (default: the session's spark.sql.parquet.mergeSchema)")
+  private val rebaseModes = Set("EXCEPTION", "CORRECTED", "LEGACY")
+  val DatetimeRebaseMode: ConfigOption[String] = ConfigOption.string("datetimeRebaseMode",
+    "Spark's Parquet option: how dates and timestamps written in the legacy hybrid calendar are " +
+      "read (default: the session's spark.sql.parquet.datetimeRebaseModeInRead)")
+    .withCheck("EXCEPTION, CORRECTED or LEGACY")(m => rebaseModes.contains(m.toUpperCase))
+  val Int96RebaseMode: ConfigOption[String] = ConfigOption.string("int96RebaseMode",
+    "Spark's Parquet option: as datetimeRebaseMode, for INT96 timestamps " +
+      "(default: the session's spark.sql.parquet.int96RebaseModeInRead)")
+    .withCheck("EXCEPTION, CORRECTED or LEGACY")(m => rebaseModes.contains(m.toUpperCase))
+
+  /** Options of this format only (the rest are the file source's). */
+  val own: Seq[ConfigOption[_]] = Seq(MergeSchema, DatetimeRebaseMode, Int96RebaseMode)
+  val all: Seq[ConfigOption[_]] = Seq(FileConfig.Path, FileConfig.MonitorIntervalMs, FileConfig.IgnoreMissingFiles,
+    FileConfig.IgnoreChangedFiles, FileConfig.TimestampColumn, Format, Schema) ++ own
+
+  /** True when `options` ask for Parquet files (`format` = parquet, any case). */
+  def isParquet(options: Map[String, String]): Boolean =
+    options.exists { case (k, v) => k.equalsIgnoreCase(Format.name) && v.trim.equalsIgnoreCase(Parquet) }
+
+  def fromOptions(raw: Map[String, String]): ParquetConfig = {
+    val o = new Options(raw, all, Context)
+    val paths = o.required(FileConfig.Path)
+    val monitor = o.get(FileConfig.MonitorIntervalMs)
+    val sparkOptions = own.flatMap(opt => raw.collectFirst { case (k, v) if k.equalsIgnoreCase(opt.name) => opt.name -> v.trim }).toMap
+    val session = SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession).getOrElse(
+      throw new IllegalStateException(s"$Context: a Parquet source is defined on the Spark driver, with a " +
+        "SparkSession: it reads the files' schema and the session's Parquet settings there."))
+    val userSchema = o.get(Schema).map(PayloadFormat.asNullable)
+    val (data, partitions, roots) = resolve(session, paths, userSchema, sparkOptions, monitor.isDefined)
+    val output = StructType(data.fields ++ partitions.fields)
+    Provenance.appendTo(output, Context) // refuses a column named as a provenance column
+    val ts = o.get(FileConfig.TimestampColumn)
+    ts.foreach { c =>
+      val ok = output.find(_.name == c).exists(f => f.dataType == TimestampType || f.dataType == LongType)
+      if (!ok) {
+        val candidates = output.fields.filter(f => f.dataType == TimestampType || f.dataType == LongType).map(_.name)
+        throw ConfigOption.invalid(Context, FileConfig.TimestampColumn.name, c, "a TIMESTAMP or BIGINT column " +
+          "of the schema: " + (if (candidates.isEmpty) "the schema has none" else candidates.mkString(", ")))
+      }
+    }
+    val conf = SQLConf.get
+    ParquetConfig(paths, monitor, o.get(FileConfig.IgnoreMissingFiles).get, o.get(FileConfig.IgnoreChangedFiles).get,
+      ts, data, partitions, roots, conf.sessionLocalTimeZone, conf.caseSensitiveAnalysis, sparkOptions, raw)
+  }
+
+  /**
+   * Data columns, partition columns and partition roots, from Spark's own resolution of
+   * `spark.read.parquet(paths)` (with the schema when given): the listing, footer reading and
+   * partition inference `spark.read` does. A monitored source whose paths do not exist yet has
+   * no partition columns and needs `schema`.
+   */
+  private def resolve(session: SparkSession, paths: Seq[String], userSchema: Option[StructType],
+      sparkOptions: Map[String, String], monitored: Boolean): (StructType, StructType, Seq[String]) = {
+    val relation = try {
+      val reader = userSchema.foldLeft(session.read.format(Parquet).options(sparkOptions))(_.schema(_))
+      reader.load(paths: _*).queryExecution.analyzed.collectFirst {
+        case l: LogicalRelation if l.relation.isInstanceOf[HadoopFsRelation] => l.relation.asInstanceOf[HadoopFsRelation]
+      }
+    } catch {
+      case NonFatal(_) if monitored && userSchema.isDefined && Try(missing(session, paths)).getOrElse(false) => None
+      case NonFatal(e) =>
+        throw new IllegalArgumentException(s"$Context: cannot resolve the schema of '${paths.mkString(",")}' as " +
+          s"spark.read.parquet does: ${e.getMessage}" +
+          (if (userSchema.isEmpty) " Give option 'schema' to read files whose schema cannot be inferred yet." else ""), e)
+    }
+    relation match {
+      case None => (userSchema.get, new StructType(), Nil)
+      case Some(r) =>
+        val data = PayloadFormat.asNullable(r.dataSchema)
+        val parts = PayloadFormat.asNullable(r.partitionSchema)
+        if (r.schema.map(_.name) != (data.fields ++ parts.fields).map(_.name).toSeq) {
+          val overlap = parts.fieldNames.filter(p => data.fieldNames.exists(_.equalsIgnoreCase(p)))
+          throw new IllegalArgumentException(s"$Context: partition column(s) ${overlap.mkString(", ")} are also " +
+            "columns of the files; reading such data is not supported: rename the directories or the columns.")
+        }
+        (data, parts, r.location.rootPaths.map(_.toString))
+    }
+  }
+
+  private def missing(session: SparkSession, paths: Seq[String]): Boolean = paths.forall { p =>
+    val path = new org.apache.hadoop.fs.Path(p)
+    val fs = path.getFileSystem(session.sessionState.newHadoopConf())
+    Option(fs.globStatus(path)).forall(_.isEmpty)
+  }
+}

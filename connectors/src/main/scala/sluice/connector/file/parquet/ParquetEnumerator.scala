@@ -1,0 +1,123 @@
+package sluice.connector.file.parquet
+
+import scala.collection.mutable
+import scala.jdk.CollectionConverters._
+
+import com.fasterxml.jackson.databind.ObjectMapper
+import com.fasterxml.jackson.databind.node.ArrayNode
+import org.apache.hadoop.conf.Configuration
+
+import sluice.api._
+import sluice.connector.file.{DiscoveredFile, FileListing}
+
+/**
+ * Every file found so far, and whether every row group of them has statistics of the event-time
+ * column (the event-time index covers the source only then).
+ */
+final case class ParquetEnumeratorState(files: Seq[DiscoveredFile], listed: Boolean, indexed: Boolean = true)
+
+/**
+ * Lists the paths on the driver (once, or every `monitorIntervalMs`) and turns each new file into
+ * one split per row group, from its footer, in a deterministic order (path, then row group).
+ *
+ * With a `timestampColumn`, the row groups' min/max statistics are an event-time index
+ * (`SupportsEventTimeIndex`) at row-group granularity: a range is read whole when its row
+ * group's largest event time is below the limit, and not at all otherwise (a row group that
+ * straddles the limit would hand out records past it), so alignment cuts Parquet data at
+ * row-group boundaries without reading it. The index needs statistics in every row group; a
+ * file without them (INT96 timestamps, writers that skip statistics) turns it off, and alignment
+ * then works from watermarks, as for line files.
+ */
+final class ParquetEnumerator(
+    config: ParquetConfig,
+    restored: ParquetEnumeratorState,
+    hadoopConf: () => Configuration,
+    clock: () => Long)
+  extends SplitEnumerator[RowGroupSplit, ParquetEnumeratorState]
+  with SupportsEventTimeIndex[RowGroupSplit] {
+
+  private val known = mutable.LinkedHashMap[String, DiscoveredFile]()
+  restored.files.foreach(f => known(f.path) = f)
+  private var listed = restored.listed
+  private var indexed = restored.indexed
+  private var lastListingMs = Long.MinValue
+
+  override def discoverSplits(): Seq[RowGroupSplit] = {
+    val due = config.monitorIntervalMs match {
+      case None => !listed
+      case Some(interval) => lastListingMs == Long.MinValue || clock() - lastListingMs >= interval
+    }
+    if (!due) return Nil
+    val conf = hadoopConf()
+    val found = FileListing.list(config.paths, conf, mustExist = config.monitorIntervalMs.isEmpty)
+    lastListingMs = clock()
+    listed = true
+    val fresh = found.filterNot(f => known.contains(f.path)).sortBy(_.path)
+    val partitions = new PartitionDirectories(config)
+    val splits = fresh.flatMap { f =>
+      partitions.valuesOf(f.path) // a file outside the partition layout fails here, named, not in a task
+      RowGroups.splitsOf(f, conf, config)
+    }
+    // files are known once their splits are made: a failure above lists them again next time
+    fresh.foreach(f => known(f.path) = f)
+    if (config.timestampColumn.isDefined && !splits.forall(_.indexed)) indexed = false
+    splits
+  }
+
+  override def availablePositions(splits: Seq[RowGroupSplit]): Map[String, Long] =
+    splits.map(s => s.splitId -> (s.firstRow + s.rowCount)).toMap
+
+  override def noMoreSplits: Boolean = config.monitorIntervalMs.isEmpty && listed
+
+  override def hasEventTimeIndex: Boolean = config.timestampColumn.isDefined && indexed
+
+  override def positionsBefore(ranges: Seq[SplitRange[RowGroupSplit]], eventTimeMs: Long): Map[String, Long] =
+    ranges.map { r =>
+      val s = r.split
+      val whole = s.noEventTimes || s.maxEventTime.exists(_ < eventTimeMs)
+      s.splitId -> (if (whole) r.until else r.from)
+    }.toMap
+
+  override def latestEventTimes(ranges: Seq[SplitRange[RowGroupSplit]]): Map[String, Long] =
+    ranges.filterNot(_.isEmpty).flatMap(r => r.split.maxEventTime.map(r.split.splitId -> _)).toMap
+
+  /** The row group's smallest event time: exact for a range from its first row, a lower bound otherwise. */
+  override def firstEventTimes(ranges: Seq[SplitRange[RowGroupSplit]]): Map[String, Long] =
+    ranges.filterNot(_.isEmpty).flatMap(r => r.split.minEventTime.map(r.split.splitId -> _)).toMap
+
+  override def snapshotState(): ParquetEnumeratorState = ParquetEnumeratorState(known.values.toSeq, listed, indexed)
+
+  /** As for line files: the files read (a JSON array of paths) and their count, for a hybrid's next source. */
+  override def endState(finished: Seq[SplitProgress]): EnumeratorEndState = {
+    val files = ParquetEnumeratorStateSerializer.mapper.createArrayNode()
+    known.keys.toSeq.sorted.foreach(p => files.add(p))
+    EnumeratorEndState(finished, Map("files" -> files.toString, "fileCount" -> known.size.toString))
+  }
+}
+
+private[parquet] object ParquetEnumeratorStateSerializer extends VersionedSerializer[ParquetEnumeratorState] {
+  override val version: Int = 1
+  val mapper = new ObjectMapper()
+
+  override def serialize(state: ParquetEnumeratorState): String = {
+    val root = mapper.createObjectNode()
+    root.put("listed", state.listed)
+    root.put("indexed", state.indexed)
+    val files = root.putArray("files")
+    state.files.foreach { f =>
+      files.addObject().put("path", f.path).put("length", f.length).put("modificationTime", f.modificationTime)
+    }
+    mapper.writeValueAsString(root)
+  }
+
+  override def deserialize(version: Int, text: String): ParquetEnumeratorState = {
+    if (version > this.version) {
+      throw VersionedSerializer.unsupported("Parquet enumerator state", version, this.version)
+    }
+    val root = mapper.readTree(text)
+    val files = root.get("files").asInstanceOf[ArrayNode].elements().asScala.map { n =>
+      DiscoveredFile(n.get("path").asText, n.get("length").asLong, n.get("modificationTime").asLong)
+    }.toSeq
+    ParquetEnumeratorState(files, root.get("listed").asBoolean, root.get("indexed").asBoolean)
+  }
+}

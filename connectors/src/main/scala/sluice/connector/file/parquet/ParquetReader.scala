@@ -1,0 +1,210 @@
+package sluice.connector.file.parquet
+
+import java.io.{Closeable, FileNotFoundException}
+
+import scala.collection.mutable
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+import org.apache.spark.paths.SparkPath
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.execution.datasources.PartitionedFile
+import org.apache.spark.unsafe.types.UTF8String
+
+import sluice.api.{PausableSplitReader, ReaderContext, RecordsWithSplitIds, SplitRange}
+import sluice.config.RecordLayout
+import sluice.connector.file.FileReader.{ChangedFilesSkipped, MissingFilesSkipped}
+import sluice.connector.format.Provenance
+
+/**
+ * Reads row-group ranges one after the other with Spark's own Parquet reader (`rows`, built on
+ * the driver: vectorized where Spark would be). A range `[from, until)` yields the rows of those
+ * row indexes: data columns, then partition columns, then (full layout) the provenance columns
+ * `_split`, `_position` (the row index in the file) and `_timestamp` (the file's modification
+ * time).
+ *
+ * A range starting inside its row group (a restart, a batch cut by a read limit) decodes the rows
+ * before `from` and drops them: Spark's reader cannot seek to a row, so resuming costs decoding
+ * at most one row group's earlier rows, never reading other row groups.
+ */
+final class ParquetReader(
+    config: ParquetConfig,
+    rows: ParquetRows,
+    context: ReaderContext,
+    hadoopConf: () => Configuration)
+  extends PausableSplitReader[RowGroupSplit] {
+  import ParquetReader._
+
+  private val appender = new Provenance.Appender
+  private val tsIndex = config.timestampIndex
+  private val tsMillis = config.timestampIsMillis
+  private val compact = context.recordLayout == RecordLayout.Compact
+  private val partitions = new PartitionDirectories(config)
+  private val pending = mutable.Queue[SplitRange[RowGroupSplit]]()
+  private var current: Cursor = _
+  private val paused = mutable.Set[String]()
+  private val parked = mutable.LinkedHashMap[String, Cursor]()
+
+  /** An open range: Spark's row iterator over its row group, standing at row `next`. */
+  private final class Cursor(val range: SplitRange[RowGroupSplit]) {
+    val split: RowGroupSplit = range.split
+    val id: UTF8String = UTF8String.fromString(split.splitId)
+    val mtimeMicros: Long = split.modificationTime * 1000L
+    private var iterator: Iterator[InternalRow] = Iterator.empty
+    /** The row index of the next row the iterator gives. */
+    var next: Long = split.firstRow
+    var done = false
+    var missing = 0L
+    var changed = 0L
+
+    locally {
+      try {
+        if (changedSinceListing()) done = true
+        else {
+          val file = PartitionedFile(partitions.valuesOf(split.path), SparkPath.fromPath(new Path(split.path)),
+            split.start, split.length, Array.empty[String], split.modificationTime, split.fileLength, Map.empty)
+          iterator = rows.read(file)
+          while (next < range.from && advance() != null) () // decode and drop the rows before `from`
+        }
+      } catch {
+        case e: FileNotFoundException =>
+          close()
+          if (!config.ignoreMissingFiles) {
+            throw new FileNotFoundException(s"${ParquetConfig.Context}: file '${split.path}' was listed but no " +
+              "longer exists. Set option 'ignoreMissingFiles' to true to skip such files (they are counted as " +
+              s"$MissingFilesSkipped). (${e.getMessage})")
+          }
+          missing = 1L
+          done = true
+      }
+    }
+
+    /** The next row of the row group, or null past `until`; a row group shorter than its footer said fails. */
+    def advance(): InternalRow = {
+      if (done) return null
+      if (next >= range.until) { finishRange(); return null }
+      if (!iterator.hasNext) {
+        throw new IllegalStateException(s"${ParquetConfig.Context}: row group ${split.rowGroup} of '${split.path}' " +
+          s"ended at row $next, but its footer, when the file was listed, said it holds rows ${split.firstRow} to " +
+          s"${split.firstRow + split.rowCount - 1}: the file changed after it was listed.")
+      }
+      next += 1
+      iterator.next()
+    }
+
+    private def finishRange(): Unit = {
+      done = true
+      close()
+    }
+
+    /** As for line files: a file whose length or modification time changed since it was listed. */
+    private def changedSinceListing(): Boolean = {
+      val path = new Path(split.path)
+      val now = path.getFileSystem(hadoopConf()).getFileStatus(path)
+      val same = now.getLen == split.fileLength && now.getModificationTime / 1000 == split.modificationTime / 1000
+      if (!same && !config.ignoreChangedFiles) {
+        throw new IllegalStateException(s"${ParquetConfig.Context}: file '${split.path}' changed after it was " +
+          s"listed (length ${split.fileLength} -> ${now.getLen} bytes, modified at ${split.modificationTime} -> " +
+          s"${now.getModificationTime} ms). Files must be complete when they appear: write them elsewhere or under " +
+          "a hidden name (starting with '.' or '_'), then rename them into the folder. Set option " +
+          s"'ignoreChangedFiles' to true to skip the unread part of such files (counted as $ChangedFilesSkipped).")
+      }
+      if (!same) changed = 1L
+      !same
+    }
+
+    /** Ends Spark's reader now when it can be (otherwise it closes when the task completes). */
+    def close(): Unit = {
+      iterator match {
+        case c: Closeable => c.close()
+        case _ =>
+      }
+      iterator = Iterator.empty
+    }
+  }
+
+  override def handleSplitsChanges(ranges: Seq[SplitRange[RowGroupSplit]]): Unit = pending ++= ranges
+
+  override def fetch(): RecordsWithSplitIds = {
+    var finished = Set.empty[String]
+    if (current != null && current.done) {
+      finish(current)
+      finished = Set(current.split.splitId)
+      current = null
+    }
+    if (current != null && paused.contains(current.split.splitId)) {
+      parked(current.split.splitId) = current // keeps its place in the row group
+      current = null
+    }
+    if (current == null) current = nextUnpaused()
+    if (current == null) RecordsWithSplitIds.empty(finished) else new Batch(current, finished)
+  }
+
+  private def nextUnpaused(): Cursor =
+    parked.find { case (id, _) => !paused.contains(id) }.map { case (id, c) => parked.remove(id); c }
+      .orElse(pending.dequeueFirst(r => !paused.contains(r.split.splitId)).map(new Cursor(_)))
+      .orNull
+
+  override def pauseOrResumeSplits(toPause: Seq[RowGroupSplit], toResume: Seq[RowGroupSplit]): Unit = {
+    // Splits this reader does not own (any more) are ignored, never an error (FLINK-39728).
+    val owned = pending.map(_.split.splitId).toSet ++ parked.keySet ++ Option(current).map(_.split.splitId)
+    paused ++= toPause.map(_.splitId).filter(owned.contains)
+    paused --= toResume.map(_.splitId)
+  }
+
+  private def finish(c: Cursor): Unit = {
+    c.close()
+    context.count(c.split.splitId, MissingFilesSkipped, c.missing)
+    context.count(c.split.splitId, ChangedFilesSkipped, c.changed)
+  }
+
+  override def close(): Unit = {
+    if (current != null) current.close()
+    parked.values.foreach(_.close())
+    parked.clear()
+    pending.clear()
+  }
+
+  /** Up to `RowsPerFetch` rows of one range. */
+  private final class Batch(c: Cursor, override val finishedSplits: Set[String]) extends RecordsWithSplitIds {
+    private var splitGiven = false
+    private var budget = RowsPerFetch
+    private var current: InternalRow = _
+    private var ts = RecordsWithSplitIds.NoTimestamp
+
+    override def nextSplit(): String =
+      if (splitGiven) null
+      else {
+        splitGiven = true
+        if (!compact) appender.split(c.id)
+        c.split.splitId
+      }
+
+    override def nextRecord(): Boolean = {
+      if (budget <= 0) return false
+      val data = c.advance()
+      if (data == null) return false
+      budget -= 1
+      if (compact) current = data
+      else {
+        ts = eventTime(data)
+        current = appender(data, c.next - 1, c.mtimeMicros, hasTimestamp = true)
+      }
+      true
+    }
+
+    private def eventTime(data: InternalRow): Long =
+      if (tsIndex < 0 || data.isNullAt(tsIndex)) RecordsWithSplitIds.NoTimestamp
+      else if (tsMillis) data.getLong(tsIndex)
+      else Math.floorDiv(data.getLong(tsIndex), 1000L)
+
+    override def row: InternalRow = current
+    override def eventTime: Long = ts
+    override def arrivalTime: Long = c.mtimeMicros / 1000L
+    override def position: Long = c.next
+  }
+}
+
+object ParquetReader {
+  private val RowsPerFetch = 8192
+}

@@ -1,0 +1,105 @@
+package sluice.connector.file.parquet
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.spark.SparkEnv
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.types.StructType
+
+import sluice.api._
+import sluice.config.RecordLayout
+import sluice.connector.file.{FileConfig, FileSource}
+import sluice.connector.format.Provenance
+
+/**
+ * Parquet files (`source` = `file`, `format` = `parquet`): one split per row group, positions
+ * are row indexes in the file, rows are read by Spark's own Parquet reader. Bounded (the files
+ * found at the start) or, with `monitorIntervalMs`, unbounded. Rows are the files' columns, the
+ * partition columns of `name=value` directories, then the provenance columns `_split` (the file,
+ * or the file and its row group), `_position` (the row index in the file) and `_timestamp` (the
+ * file's modification time).
+ */
+final class ParquetSource private[parquet] (val config: ParquetConfig, rows: ParquetRows)
+  extends Source[RowGroupSplit, ParquetEnumeratorState] with SupportsSplitPausing[RowGroupSplit] {
+
+  override def sourceType: String = FileSource.Type
+
+  override def boundedness: Boundedness =
+    if (config.monitorIntervalMs.isEmpty) Boundedness.Bounded else Boundedness.ContinuousUnbounded
+
+  override val schema: StructType = Provenance.appendTo(config.outputSchema, ParquetConfig.Context)
+
+  /** Full rows: data, partition columns, provenance. Compact rows: data and partition columns. */
+  override def schema(layout: RecordLayout): StructType = layout match {
+    case RecordLayout.Full => schema
+    case RecordLayout.Compact if config.timestampColumn.isDefined =>
+      throw new IllegalArgumentException(s"${ParquetConfig.Context}: option '${FileConfig.TimestampColumn.name}' " +
+        "gives records an event time, but compact rows (forceTimestampSupport=false) carry none; remove it or set " +
+        "forceTimestampSupport=true.")
+    case RecordLayout.Compact => config.outputSchema
+  }
+
+  override def options: Map[String, String] = config.options + (ParquetSource.TypeOption -> sourceType)
+
+  override def createEnumerator(): ParquetEnumerator =
+    restoreEnumerator(ParquetEnumeratorState(Nil, listed = false))
+
+  override def restoreEnumerator(state: ParquetEnumeratorState): ParquetEnumerator =
+    new ParquetEnumerator(config, state, () => ParquetSource.driverHadoopConf(), () => System.currentTimeMillis())
+
+  override def createReader(context: ReaderContext): ParquetReader =
+    new ParquetReader(config, rows, context, () => ParquetSource.executorHadoopConf())
+
+  override def splitSerializer: VersionedSerializer[RowGroupSplit] = RowGroupSplitSerializer
+  override def enumeratorStateSerializer: VersionedSerializer[ParquetEnumeratorState] = ParquetEnumeratorStateSerializer
+
+  override def toString: String = s"FileSource(${config.options.toSeq.sorted.mkString(", ")})"
+}
+
+object ParquetSource {
+  private val TypeOption = "source"
+
+  def builder(): Builder = new Builder(Map(ParquetConfig.Format.name -> ParquetConfig.Parquet))
+
+  /** On the driver, with a SparkSession: resolves the schema and builds Spark's reader. */
+  def fromOptions(options: Map[String, String]): ParquetSource = {
+    val config = ParquetConfig.fromOptions(options)
+    val session = SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession).get // checked by the config
+    new ParquetSource(config, ParquetRows(session, config))
+  }
+
+  private def driverHadoopConf(): Configuration =
+    SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession)
+      .map(_.sessionState.newHadoopConf()).getOrElse(new Configuration())
+
+  private def executorHadoopConf(): Configuration = {
+    val conf = new Configuration()
+    Option(SparkEnv.get).foreach(_.conf.getAllWithPrefix("spark.hadoop.").foreach {
+      case (k, v) => conf.set(k, v)
+    })
+    conf
+  }
+
+  /** Typed setters over the option map; `build()` validates everything and names what is wrong. */
+  final class Builder private[ParquetSource] (options: Map[String, String]) {
+    import FileConfig.{IgnoreChangedFiles, IgnoreMissingFiles, MonitorIntervalMs, Path, TimestampColumn}
+    import ParquetConfig._
+    private def set(name: String, value: Any) = new Builder(options + (name -> value.toString))
+
+    /** Adds a file, directory or glob (this may be called several times). */
+    def path(p: String): Builder = paths(p)
+    def paths(ps: String*): Builder =
+      set(Path.name, (options.get(Path.name).toSeq.filter(_.nonEmpty) ++ ps).mkString(","))
+    /** The columns to read; without it, they are read from the files as `spark.read.parquet` does. */
+    def schema(ddl: String): Builder = set(Schema.name, ddl)
+    def schema(s: StructType): Builder = set(Schema.name, s.json)
+    def timestampColumn(c: String): Builder = set(TimestampColumn.name, c)
+    def monitorIntervalMs(ms: Long): Builder = set(MonitorIntervalMs.name, ms)
+    def ignoreMissingFiles(ignore: Boolean): Builder = set(IgnoreMissingFiles.name, ignore)
+    def ignoreChangedFiles(ignore: Boolean): Builder = set(IgnoreChangedFiles.name, ignore)
+    def mergeSchema(merge: Boolean): Builder = set(MergeSchema.name, merge)
+    /** Any option by name (`datetimeRebaseMode`, `int96RebaseMode`, ...). */
+    def option(name: String, value: String): Builder = set(name, value)
+
+    def build(): ParquetSource = ParquetSource.fromOptions(options)
+  }
+}

@@ -1,0 +1,69 @@
+package sluice.connector.file.parquet
+
+import sluice.api.{SourceSplit, VersionedSerializer}
+
+/**
+ * One row group of one Parquet file. Positions are row indexes in the file (Spark's
+ * `_metadata.row_index`): the split holds rows `[firstRow, firstRow + rowCount)`, so a range
+ * `[from, until)` is rows of this row group and a restart resumes at an exact row.
+ *
+ * `start` and `length` are the row group's bytes (`BlockMetaData.getStartingPos` and its
+ * compressed size): handed to Spark's Parquet reader as the file range, they select exactly this
+ * row group, as Spark selects row groups for a file split (by the row group's midpoint).
+ *
+ * `minEventTime` / `maxEventTime` are the row group's statistics of the event-time column in
+ * epoch milliseconds, when the source has one and the file has statistics for it: the
+ * enumerator's event-time index. They travel in the split (so in the offset log), so a restarted
+ * query has its index without reading footers again.
+ */
+final case class RowGroupSplit(
+    path: String,
+    rowGroup: Int,
+    rowGroups: Int,
+    firstRow: Long,
+    rowCount: Long,
+    start: Long,
+    length: Long,
+    fileLength: Long,
+    modificationTime: Long,
+    minEventTime: Option[Long],
+    maxEventTime: Option[Long],
+    /** The statistics say every event time of this row group is null: it has none to align. */
+    noEventTimes: Boolean = false)
+  extends SourceSplit {
+
+  /** The path for a file of one row group; otherwise the path and `#rowgroup=<index>`. */
+  override val splitId: String = if (rowGroups == 1) path else s"$path#rowgroup=$rowGroup"
+
+  override def startPosition: Long = firstRow
+  override def stopPosition: Option[Long] = Some(firstRow + rowCount)
+
+  /**
+   * A range could start at any row, but only by decoding the rows before it in the row group
+   * (Spark's reader cannot seek to a row), so two tasks sharing a row group would decode its
+   * first part twice: ranges are read whole by one task.
+   */
+  override def divisible: Boolean = false
+
+  /** Whether the event-time index knows this row group (statistics were present). */
+  def indexed: Boolean = noEventTimes || (minEventTime.isDefined && maxEventTime.isDefined)
+}
+
+private[parquet] object RowGroupSplitSerializer extends VersionedSerializer[RowGroupSplit] {
+  override val version: Int = 1
+
+  private def opt(v: Option[Long]): String = v.map(_.toString).getOrElse("")
+  private def opt(s: String): Option[Long] = if (s.isEmpty) None else Some(s.toLong)
+
+  // The path goes last: it may contain any character but a newline.
+  override def serialize(s: RowGroupSplit): String =
+    Seq(s.rowGroup, s.rowGroups, s.firstRow, s.rowCount, s.start, s.length, s.fileLength, s.modificationTime,
+      opt(s.minEventTime), opt(s.maxEventTime), s.noEventTimes, s.path).mkString(":")
+
+  override def deserialize(version: Int, text: String): RowGroupSplit = {
+    if (version > this.version) throw VersionedSerializer.unsupported("a Parquet row-group split", version, this.version)
+    val Array(rg, rgs, first, count, start, length, fileLength, mtime, min, max, noTimes, path) = text.split(":", 12)
+    RowGroupSplit(path, rg.toInt, rgs.toInt, first.toLong, count.toLong, start.toLong, length.toLong,
+      fileLength.toLong, mtime.toLong, opt(min), opt(max), noTimes.toBoolean)
+  }
+}

@@ -1,0 +1,260 @@
+package sluice.connector.file.parquet
+
+import java.nio.file.Path
+import java.time.Duration
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.spark.sql.{DataFrame, Row}
+import org.apache.spark.sql.functions.{col, window}
+import org.apache.spark.sql.streaming.{OutputMode, StreamingQuery, Trigger}
+import org.scalatest.funsuite.AnyFunSuite
+
+import sluice.{Sluice, SparkSuiteBase}
+import sluice.alignment.AlignedStreamSuite.splitStates
+import sluice.connector.format.Provenance
+import sluice.eventtime.WatermarkStrategy
+
+/** Parquet files end to end against `spark.read.parquet` on the same directories. */
+class ParquetSourceSuite extends AnyFunSuite with SparkSuiteBase {
+  import ParquetSourceSuite._
+
+  private var tables = 0
+
+  private def multiset(rows: Seq[Row]): Map[Row, Int] = rows.groupBy(identity).map { case (r, s) => r -> s.size }
+
+  private def withConf[T](key: String, value: String)(body: => T): T = {
+    val before = spark.conf.getOption(key)
+    spark.conf.set(key, value)
+    try body finally before match {
+      case Some(v) => spark.conf.set(key, v)
+      case None => spark.conf.unset(key)
+    }
+  }
+
+  private def run(source: ParquetSource, readOptions: Map[String, String] = Map.empty): (DataFrame, StreamingQuery) = {
+    tables += 1
+    val name = s"parquet_$tables"
+    val q = Sluice.fromSource(spark, source, null, "files", readOptions).writeStream.format("memory")
+      .queryName(name).option("checkpointLocation", tempDir("ckpt").toString)
+      .trigger(Trigger.AvailableNow()).start()
+    awaitEnd(q)
+    q.exception.foreach(e => throw e)
+    (spark.table(name), q)
+  }
+
+  private def data(df: DataFrame): DataFrame =
+    df.drop(Provenance.SplitColumn, Provenance.PositionColumn, Provenance.TimestampColumn)
+
+  /**
+   * 3000 rows in 6 partition directories (`date=.../region=...`), each file of several row groups
+   * (4 KB row groups), with nulls, decimals, dates, timestamps, a struct holding an array, and a map.
+   */
+  private lazy val table: Path = {
+    val dir = tempDir("parquet").resolve("table")
+    withConf("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS") {
+      spark.range(0, Rows, 1, 2).selectExpr(
+        "id",
+        "CASE WHEN id % 7 = 0 THEN NULL ELSE concat('name-', id) END AS name",
+        "CAST(id * 1.25 AS DECIMAL(12, 2)) AS amount",
+        "date_add(DATE'2026-01-01', CAST(id % 30 AS INT)) AS day",
+        s"timestamp_millis($BaseMs + id * 1000) AS ts",
+        "named_struct('a', id % 3, 'b', CASE WHEN id % 5 = 0 THEN NULL ELSE array(id, id + 1) END) AS nested",
+        "map('k', id) AS m",
+        "CAST(id % 3 AS INT) AS region",
+        "CASE WHEN id % 2 = 0 THEN DATE'2026-11-01' ELSE DATE'2026-11-02' END AS date")
+        .write.option("parquet.block.size", "4096").partitionBy("date", "region").parquet(dir.toString)
+    }
+    dir
+  }
+
+  test("the same rows as spark.read.parquet: inferred schema and partition columns, vectorized and not") {
+    Seq("true", "false").foreach { vectorized =>
+      withConf("spark.sql.parquet.enableVectorizedReader", vectorized) {
+        val (df, _) = run(ParquetSource.builder().path(table.toString).build())
+        val expected = spark.read.parquet(table.toString)
+        assert(data(df).schema == expected.schema)
+        assert(expected.schema.fieldNames.takeRight(2).toSeq == Seq("date", "region"))
+        assert(expected.schema("date").dataType == org.apache.spark.sql.types.DateType)
+        assert(multiset(data(df).collect().toSeq) == multiset(expected.collect().toSeq), s"vectorized=$vectorized")
+        // one split per row group: several per file
+        val files = expected.inputFiles.length
+        assert(df.select(Provenance.SplitColumn).distinct().count() > 2 * files)
+        // _position is the row index in the file, as Spark's _metadata.row_index
+        val ours = df.selectExpr("id", s"regexp_extract(${Provenance.SplitColumn}, '([^/#]+)(#.*)?$$', 1)",
+          Provenance.PositionColumn).collect().toSeq
+        val spark_ = spark.read.parquet(table.toString)
+          .selectExpr("id", "_metadata.file_name", "_metadata.row_index").collect().toSeq
+        assert(multiset(ours) == multiset(spark_))
+      }
+    }
+  }
+
+  test("a given schema (columns reordered and left out, a partition column typed) and compact rows") {
+    val schema = "ts TIMESTAMP, id BIGINT, region STRING, nested STRUCT<a: BIGINT, b: ARRAY<BIGINT>>, amount DECIMAL(12,2)"
+    val source = ParquetSource.builder().path(table.toString).schema(schema).build()
+    val expected = spark.read.schema(schema).parquet(table.toString)
+    val (df, _) = run(source)
+    assert(data(df).schema == expected.schema)
+    assert(multiset(data(df).collect().toSeq) == multiset(expected.collect().toSeq))
+
+    val (compact, _) = run(source, Map("forceTimestampSupport" -> "false"))
+    assert(compact.schema == expected.schema)
+    assert(multiset(compact.collect().toSeq) == multiset(expected.collect().toSeq))
+  }
+
+  test("a batch read (spark.read) of Parquet files gives spark.read.parquet's rows; a monitored one is refused") {
+    val df = Sluice.read(spark, ParquetSource.builder().path(table.toString).build(), null, "batch")
+    val expected = spark.read.parquet(table.toString)
+    assert(multiset(data(df).collect().toSeq) == multiset(expected.collect().toSeq))
+    val e = intercept[Exception](Sluice.read(spark, ParquetSource.builder().path(table.toString).monitorIntervalMs(100).build(),
+      null, "monitored").collect())
+    assert(e.getMessage.contains("it lists its paths again every 100 ms for new files"), e.getMessage)
+  }
+
+  test("mergeSchema merges the files' schemas as spark.read.parquet does; without it one file's schema is used") {
+    val dir = tempDir("merge")
+    spark.range(0, 50).selectExpr("id", "CAST(id AS STRING) AS s").write.parquet(dir.resolve("k=1").toString)
+    spark.range(50, 90).selectExpr("id", "id * 2 AS doubled").write.parquet(dir.resolve("k=2").toString)
+    val merged = ParquetSource.builder().path(dir.toString).mergeSchema(true).build()
+    val expected = spark.read.option("mergeSchema", "true").parquet(dir.toString)
+    assert(expected.schema.fieldNames.toSeq.sorted == Seq("doubled", "id", "k", "s"))
+    val (df, _) = run(merged)
+    assert(data(df).schema == expected.schema)
+    assert(multiset(data(df).collect().toSeq) == multiset(expected.collect().toSeq))
+  }
+
+  test("a query stopped mid-row-group and restarted from its checkpoint reads every row exactly once") {
+    val columns = Seq("id", "name", "amount", "day", "ts", "date", "region")
+    val out = tempDir("sink").toString
+    val ckpt = tempDir("ckpt").toString
+    val source = ParquetSource.builder().path(table.toString).build()
+    def start(trigger: Trigger, recordsPerBatch: String) =
+      Sluice.fromSource(spark, source, null, "restart", Map("maxRecordsPerTrigger" -> recordsPerBatch))
+        .select((columns :+ Provenance.SplitColumn :+ Provenance.PositionColumn).map(col): _*)
+        .writeStream.format("parquet").option("path", out).option("checkpointLocation", ckpt)
+        .trigger(trigger).start()
+
+    val first = start(Trigger.ProcessingTime(0), "170")
+    try eventually("three batches of the first run", first)(first.recentProgress.count(_.numInputRows > 0) >= 3)
+    finally first.stop()
+    // the sink holds exactly the rows the offset log planned up to the last batch it committed
+    val committed = sluice.Checkpoints.lastSinkBatch(out).getOrElse(fail("the first run committed no batch"))
+    val ends = sluice.Checkpoints.offset(ckpt, committed).splits.map { e =>
+      RowGroupSplitSerializer.deserialize(e.splitVersion, e.split) -> e.position
+    }
+    assert(ends.exists { case (s, p) => p > s.firstRow && p < s.firstRow + s.rowCount },
+      "no row group was stopped inside: the test would not show a restart mid-row-group")
+    // the rows of the table at the row indexes planned: [firstRow, position) of each row group
+    def key(path: String) = path.split('/').takeRight(3).mkString("/")
+    val planned = spark.read.parquet(table.toString).selectExpr("id", "_metadata.file_path", "_metadata.row_index")
+      .collect().filter { r =>
+        ends.exists { case (s, p) => key(s.path) == key(r.getString(1)) && r.getLong(2) >= s.firstRow && r.getLong(2) < p }
+      }.map(_.getLong(0)).toSeq
+    val partial = spark.read.parquet(out).select("id").collect().map(_.getLong(0)).toSeq
+    assert(partial.nonEmpty)
+    assert(partial.sorted == planned.sorted, s"the first run's batches 0 to $committed")
+
+    val second = start(Trigger.AvailableNow(), "1000")
+    awaitEnd(second)
+    assert(second.exception.isEmpty, second.exception)
+    val got = spark.read.parquet(out)
+    assert(got.select(Provenance.SplitColumn, Provenance.PositionColumn).distinct().count() == Rows)
+    assert(multiset(got.select(columns.map(col): _*).collect().toSeq) ==
+      multiset(spark.read.parquet(table.toString).select(columns.map(col): _*).collect().toSeq))
+  }
+
+  test("the event-time index: row-group statistics, answers at row-group granularity, off without statistics") {
+    val dir = tempDir("index")
+    withConf("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS") {
+      spark.range(0, 1000, 1, 1).selectExpr("id", s"timestamp_millis($BaseMs + id * 1000) AS ts")
+        .write.option("parquet.block.size", "2048").parquet(dir.resolve("micros").toString)
+    }
+    val source = ParquetSource.builder().path(dir.resolve("micros").toString).timestampColumn("ts").build()
+    val enumerator = source.createEnumerator()
+    val splits = enumerator.discoverSplits()
+    assert(splits.size > 3 && enumerator.hasEventTimeIndex)
+    // the statistics are the row groups' true min and max event times
+    val actual = spark.read.parquet(dir.resolve("micros").toString)
+      .selectExpr("_metadata.row_index AS r", "unix_millis(ts) AS ms").collect().map(r => r.getLong(0) -> r.getLong(1)).toMap
+    splits.foreach { s =>
+      val times = (s.firstRow until s.firstRow + s.rowCount).map(actual)
+      assert(s.minEventTime.contains(times.min) && s.maxEventTime.contains(times.max), s)
+    }
+    val ranges = splits.map(s => sluice.api.SplitRange(s, s.firstRow, s.firstRow + s.rowCount))
+    val second = splits(1)
+    // a limit inside the second row group: the first is read whole, the second (straddling) and later not at all
+    val cut = enumerator.positionsBefore(ranges, second.minEventTime.get + 1)
+    assert(cut(splits.head.splitId) == splits.head.firstRow + splits.head.rowCount)
+    assert(splits.tail.forall(s => cut(s.splitId) == s.firstRow))
+    assert(enumerator.positionsBefore(ranges, second.maxEventTime.get + 1)(second.splitId) == second.firstRow + second.rowCount)
+    assert(enumerator.latestEventTimes(ranges) == splits.map(s => s.splitId -> s.maxEventTime.get).toMap)
+    assert(enumerator.firstEventTimes(ranges) == splits.map(s => s.splitId -> s.minEventTime.get).toMap)
+    // splits and enumerator state survive the offset log
+    splits.foreach(s => assert(RowGroupSplitSerializer.deserialize(1, RowGroupSplitSerializer.serialize(s)) == s))
+    val state = enumerator.snapshotState()
+    assert(ParquetEnumeratorStateSerializer.deserialize(1, ParquetEnumeratorStateSerializer.serialize(state)) == state)
+
+    // INT96 timestamps (Spark's default) have no statistics: the source has no index
+    withConf("spark.sql.parquet.outputTimestampType", "INT96") {
+      spark.range(0, 10).selectExpr("id", s"timestamp_millis($BaseMs + id) AS ts").write.parquet(dir.resolve("int96").toString)
+    }
+    val int96 = ParquetSource.builder().path(dir.resolve("int96").toString).timestampColumn("ts").build().createEnumerator()
+    assert(int96.discoverSplits().forall(!_.indexed))
+    assert(!int96.hasEventTimeIndex)
+    // and FileSource's builder points Parquet to its source
+    val e = intercept[IllegalArgumentException](sluice.connector.file.FileSource.builder().path(dir.toString).format("parquet").build())
+    assert(e.getMessage.contains("Parquet files are read by ParquetSource"))
+  }
+
+  private val Minute = 60000L
+
+  /** Event-time window counts under a 10-minute watermark, and the rows the watermark dropped. */
+  private def windowCounts(df: DataFrame, table: String): (StreamingQuery, Map[Long, Long]) = {
+    val q = df.withWatermark("event_time", "10 minutes")
+      .groupBy(window(col("event_time"), "1 minute")).count()
+      .writeStream.format("memory").queryName(table).outputMode(OutputMode.Update())
+      .option("checkpointLocation", tempDir("ckpt").toString).trigger(Trigger.AvailableNow()).start()
+    awaitEnd(q, timeoutMs = 180000)
+    assert(q.exception.isEmpty, q.exception)
+    val counts = spark.table(table).collect().map(r => r.getStruct(0).getTimestamp(0).getTime -> r.getLong(1))
+      .groupBy(_._1).map { case (w, cs) => w -> cs.map(_._2).max }
+    (q, counts)
+  }
+
+  private def dropped(q: StreamingQuery): Long = q.recentProgress.flatMap(_.stateOperators).map(_.numRowsDroppedByWatermark).sum
+
+  test("alignment by the row-group index: files hours apart are read in event-time order, nothing dropped") {
+    val dir = tempDir("aligned")
+    // file f: 600 rows a second apart, starting f hours after file 0, in row groups of about 100 rows
+    (0 until 3).foreach { f =>
+      spark.range(0, 600, 1, 1).selectExpr("id + " + f * 1000 + " AS id", s"${BaseMs + f * 60 * Minute} + id * 1000 AS ts")
+        .write.option("parquet.block.size", "2048").parquet(dir.resolve(s"f=$f").toString)
+    }
+    val expected = spark.read.parquet(dir.toString).collect()
+      .map(r => Math.floorDiv(r.getAs[Long]("ts"), Minute) * Minute).groupBy(identity).map { case (w, s) => w -> s.length.toLong }
+    val source = ParquetSource.builder().path(dir.toString).timestampColumn("ts").build()
+    val splits = source.createEnumerator().discoverSplits()
+    assert(splits.size >= 9 && splits.forall(_.indexed))
+    val strategy = WatermarkStrategy.forMonotonousTimestamps()
+    val limit = Map("maxRecordsPerTrigger" -> "250")
+
+    val (plain, plainCounts) = windowCounts(Sluice.fromSource(spark, source, strategy, "plain", limit), "plain_pq")
+    assert(dropped(plain) > 0 && plainCounts != expected, "without alignment the watermark should drop the late files' rows")
+
+    val (aligned, counts) = windowCounts(Sluice.fromSource(spark, source,
+      strategy.withWatermarkAlignment("g", Duration.ofMinutes(5)), "aligned", limit), "aligned_pq")
+    assert(dropped(aligned) == 0)
+    assert(counts == expected)
+    val batches = aligned.recentProgress.filter(_.numInputRows > 0)
+    assert(batches.forall(_.sources.head.metrics.asScala("alignment.mode") == "SplitsByIndex"))
+    // the first batch reads the first hour only: the later files' row groups wait, placed by their statistics
+    val later = splits.filter(s => !s.path.contains("/f=0/")).map(_.splitId).toSet
+    assert(splitStates(batches.head).filter(s => later.contains(s.split)).forall(s => s.paused || s.watermark.isEmpty))
+  }
+}
+
+object ParquetSourceSuite {
+  val Rows = 3000L
+  val BaseMs = 1767225600000L // 2026-01-01T00:00:00Z
+}
