@@ -62,10 +62,11 @@ class HybridRetentionSuite extends AnyFunSuite with KafkaSuiteBase with SparkSui
       "(retention.ms of gone-live: 600000 ms). Keep them longer (raise retention.ms of gone-live), let the previous " +
       "source reach later event times, or start this source later. The query stops now, before the switch, rather " +
       "than skip those records after it. (Checked every hybrid.retentionCheckIntervalMs = 500 ms.)")
-    // it failed while the archive was read: nothing of the live topic was planned
+    // it failed before the switch: nothing of the live topic was planned or read. (How much of
+    // the archive was read first depends on when the guard's thread checked, so it may be none.)
     assert(!q.recentProgress.exists(_.sources.head.metrics.asScala.get("activeSource").contains("1")))
     val read = spark.table("gone").collect().map(r => new String(r.getAs[Array[Byte]]("value"), "UTF-8"))
-    assert(read.nonEmpty && read.forall(_.startsWith("a")))
+    assert(read.forall(_.startsWith("a")))
     assert(read.length < 100)
   }
 
