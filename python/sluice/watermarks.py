@@ -110,7 +110,7 @@ class WatermarkStrategy:
 
         ``max_drift="auto"`` takes the largest drift that cannot make Spark drop a lagging split's
         records: the ``withWatermark`` delay the query puts on the event-time column, minus this
-        strategy's out-of-orderness. It is resolved when the query starts (by the Sluice
+        strategy's out-of-orderness, minus 1 ms (Spark drops a row at its watermark). It is resolved when the query starts (by the Sluice
         extensions, which ``sluice.configure`` installs); a query without such a
         ``withWatermark``, or with a delay smaller than the out-of-orderness, fails to start."""
         if isinstance(max_drift, str):

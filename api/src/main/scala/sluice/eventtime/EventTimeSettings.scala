@@ -19,7 +19,7 @@ object MaxDrift {
     override def toString: String = ms.toString
   }
 
-  /** `auto`, not resolved yet: the query's `withWatermark` delay minus the strategy's out-of-orderness. */
+  /** `auto`, not resolved yet: the query's `withWatermark` delay minus the strategy's out-of-orderness, minus 1 ms. */
   case object Auto extends MaxDrift {
     override def toString: String = "auto"
   }
@@ -27,7 +27,9 @@ object MaxDrift {
   /** `auto` as the query that reads the source resolved it when it started. */
   final case class FromWatermark(watermarkDelayMs: Long, outOfOrdernessMs: Long) extends MaxDrift {
     require(watermarkDelayMs >= outOfOrdernessMs, s"delay $watermarkDelayMs ms < out-of-orderness $outOfOrdernessMs ms")
-    def ms: Long = watermarkDelayMs - outOfOrdernessMs
+    // one millisecond under: Spark drops a row whose event time equals its watermark, and the
+    // lagging split's next record may lie exactly at its own watermark
+    def ms: Long = math.max(0L, watermarkDelayMs - outOfOrdernessMs - 1)
     override def toString: String = ms.toString
   }
 
@@ -84,8 +86,9 @@ final case class EventTimeSettings(
    * `auto` drift resolved from the `withWatermark` delay of the query reading the source. Spark
    * drops a row once its event time is at or below (max event time seen - delay); alignment keeps
    * every split's largest event time within `maxDrift + outOfOrderness` of the slowest split's
-   * watermark, and that split's records lie above its watermark. So `delay - outOfOrderness` is
-   * the largest drift with which no lagging split's record falls at or below Spark's watermark.
+   * watermark, and that split's records lie at or above its watermark. So `delay -
+   * outOfOrderness - 1` is the largest drift with which no lagging split's record falls at or
+   * below Spark's watermark.
    */
   def withDriftFromWatermark(watermarkDelayMs: Long, context: String): EventTimeSettings = alignment match {
     case Some(a) if a.driftUnresolved =>

@@ -57,6 +57,8 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
       found += HybridSplit(index, s)
     }
     discover()
+    // the start is exact now: the records it needs must still be there as the switch happens
+    if (activeIsFinished && index < hybrid.size - 1) guard.foreach(_.confirmBeforeSwitch(nextStart()))
     while (activeIsFinished && index < hybrid.size - 1) {
       switchToNext()
       discover()

@@ -62,6 +62,27 @@ private[hybrid] final class RetentionGuard(
     }
   }
 
+  /**
+   * Right before the switch, with the start now exact: one more check, waited for (at most
+   * `timeoutMs`, queued behind a check in flight, which holds the watch's client), then fails as
+   * `observe` does when the records are gone. A check that cannot answer in time lets the switch
+   * go ahead, as an unreachable system never fails the query. Without it, a loss that happened
+   * since the last periodic check (up to an interval ago) would only show after the switch.
+   */
+  def confirmBeforeSwitch(start: Option[PlannedStart], timeoutMs: Long = SwitchCheckTimeoutMs): Unit = {
+    start.filter(_.known).foreach { s =>
+      val done = executor.submit(new Runnable { override def run(): Unit = check(s) })
+      try done.get(timeoutMs, java.util.concurrent.TimeUnit.MILLISECONDS) catch {
+        case _: java.util.concurrent.TimeoutException =>
+          done.cancel(true)
+          log.warn(s"HybridSource: the retention of source $nextIndex ($nextType) could not be checked within " +
+            s"$timeoutMs ms before the switch; switching on the last check's answer.")
+      }
+      lastStartedMs = clock()
+    }
+    observe(None)
+  }
+
   private def check(start: PlannedStart): Unit = {
     val now = clock()
     try {
@@ -98,6 +119,9 @@ private[hybrid] object RetentionGuard {
   private val log = org.slf4j.LoggerFactory.getLogger(classOf[RetentionGuard])
 
   val HeadroomMetric = "retentionHeadroomMs"
+
+  /** How long the switch waits for its own last check. */
+  val SwitchCheckTimeoutMs = 10000L
 
   private final case class Observed(start: PlannedStart, check: RetentionCheck, atMs: Long)
 

@@ -59,6 +59,28 @@ class RetentionGuardSuite extends AnyFunSuite {
     } finally known.close()
   }
 
+  test("the switch checks once more and fails on a loss the periodic checks have not seen yet") {
+    val gone = RetentionCheck(Some(-1L), Some("the records it needs are gone: t-0 ..."))
+    var lost = false
+    val watch = new Scripted(() => if (lost) gone else RetentionCheck(Some(60000L), None))
+    val guard = new RetentionGuard(1, "kafka", watch, intervalMs = 3600000, warnBelowMs = 0)
+    try {
+      guard.observe(Some(Known)); settle(guard)
+      lost = true // deleted since; the next periodic check is an hour away
+      guard.observe(Some(Known))
+      assert(watch.checks.get == 1)
+      val e = intercept[IllegalStateException](guard.confirmBeforeSwitch(Some(Known)))
+      assert(e.getMessage.startsWith("HybridSource: source 1 (kafka) will start at 1000, but the records it needs are gone"))
+      assert(watch.checks.get == 2)
+    } finally guard.close()
+  }
+
+  test("a switch-time check that cannot answer in time lets the switch go ahead") {
+    val watch = new Scripted(() => { Thread.sleep(2000); RetentionCheck(None, Some("gone")) })
+    val guard = new RetentionGuard(1, "kafka", watch, intervalMs = 3600000, warnBelowMs = 0)
+    try guard.confirmBeforeSwitch(Some(Known), timeoutMs = 100) finally guard.close()
+  }
+
   test("nothing to check yet (no event time read) starts no check") {
     val watch = new Scripted(() => RetentionCheck(None, None))
     val guard = new RetentionGuard(1, "kafka", watch, 0, 0)

@@ -69,6 +69,21 @@ private[file] object Compression {
   }
 
   /** Why a compressed file could not be read, naming it: corrupt or truncated. */
+  /**
+   * Reads and drops the next `n` bytes of a decompressed stream: the way to a position inside it.
+   * Never `InputStream.skip`: Hadoop's decompressor streams narrow its count to an int, so past
+   * 2 GiB a skip fails or never ends.
+   */
+  def discard(in: InputStream, n: Long): Unit = {
+    val buffer = new Array[Byte](64 * 1024)
+    var left = n
+    while (left > 0) {
+      val read = in.read(buffer, 0, math.min(buffer.length.toLong, left).toInt)
+      if (read < 0) throw new java.io.EOFException(s"the decompressed stream ended ${left} bytes before position $n")
+      left -= read
+    }
+  }
+
   def unreadable(path: String, codec: CompressionCodec, cause: Throwable): IOException =
     new IOException(s"FileSource: could not decompress '$path' (${codec.getClass.getSimpleName}): " +
       s"${cause.getMessage}. The file is corrupt or truncated; files must be complete when they appear (write them " +

@@ -83,7 +83,7 @@ final class FileReader(
           decompressing {
             stream match {
               case seekable: FSDataInputStream => seekable.seek(range.from - 1)
-              case decompressed => decompressed.skipNBytes(range.from - 1) // no way into it but through it
+              case decompressed => Compression.discard(decompressed, range.from - 1) // no way into it but through it
             }
             lines = new LineReader(stream, range.from - 1)
             lines.skipToLineStartAfterPreviousByte()

@@ -152,6 +152,19 @@ class CompressedFilesSuite extends AnyFunSuite with SparkSuiteBase {
     assert(OpenDecompressedFiles.resumed.get() - before == cuts.size - 2) // every range but the first
   }
 
+  test("the way to a position past 2 GiB of a gzip stream reads through it, never Hadoop's int-narrowed skip") {
+    // Hadoop's DecompressorStream.skip narrows its count to an int: at 2^31 + 5 it throws at once
+    // (and at 2^32 + k it never ends). Reading through ends at the stream's real end instead.
+    val dir = writeCompressed(tempDir("far"), Seq("f.json" -> jsonLines(0, 100).getBytes(UTF_8)), "gz")
+    val path = new org.apache.hadoop.fs.Path(dir.resolve("f.json.gz").toString)
+    val conf = new org.apache.hadoop.conf.Configuration()
+    val in = Compression.open(path, conf, Compression.codecOf(path, conf).get, 4096)
+    try {
+      val e = intercept[java.io.EOFException](Compression.discard(in, (1L << 31) + 5))
+      assert(e.getMessage.endsWith(s"bytes before position ${(1L << 31) + 5}"))
+    } finally in.close()
+  }
+
   test("a truncated or corrupt compressed file fails the query with a message that names it") {
     val dir = tempDir("truncated")
     val whole = compress(jsonLines(0, 500).getBytes(UTF_8), "gz")
