@@ -1,10 +1,15 @@
 package sluice.connector.file.parquet
 
-import java.nio.file.Path
+import java.io.{ByteArrayInputStream, ByteArrayOutputStream}
+import java.nio.{ByteBuffer, ByteOrder}
+import java.nio.charset.StandardCharsets
+import java.nio.file.{Files, Path}
 import java.time.Duration
 
 import scala.jdk.CollectionConverters._
 
+import org.apache.parquet.format.Util
+import org.apache.parquet.format.converter.ParquetMetadataConverter
 import org.apache.spark.sql.{DataFrame, Row}
 import org.apache.spark.sql.functions.{col, window}
 import org.apache.spark.sql.streaming.{OutputMode, StreamingQuery, Trigger}
@@ -122,6 +127,42 @@ class ParquetSourceSuite extends AnyFunSuite with SparkSuiteBase {
     val (df, _) = run(merged)
     assert(data(df).schema == expected.schema)
     assert(multiset(data(df).collect().toSeq) == multiset(expected.collect().toSeq))
+  }
+
+  test("a footer with dictionary_page_offset 0 (PARQUET-1402): each split reads its own row group, as Spark does") {
+    val dir = tempDir("dict0")
+    val written = dir.resolve("written")
+    spark.range(0, 3000, 1, 1).selectExpr("id", "concat('v-', id, repeat('x', CAST(id % 13 AS INT))) AS s")
+      .write.option("parquet.block.size", "4096").option("parquet.enable.dictionary", "false")
+      .parquet(written.toString)
+    val src = Files.list(written).iterator().asScala.find(_.toString.endsWith(".parquet")).get
+    val bytes = Files.readAllBytes(src)
+    val footerLength = ByteBuffer.wrap(bytes, bytes.length - 8, 4).order(ByteOrder.LITTLE_ENDIAN).getInt
+    val footerStart = bytes.length - 8 - footerLength
+    val meta = Util.readFileMetaData(new ByteArrayInputStream(bytes, footerStart, footerLength))
+    val groups = meta.getRow_groups.asScala.toSeq
+    assert(groups.size >= 3)
+    // as old parquet-mr wrote files without dictionaries: dictionary_page_offset set, to 0
+    groups.foreach(_.getColumns.get(0).getMeta_data.setDictionary_page_offset(0L))
+    val mids = RowGroups.midpoints(meta)
+    val blocks = new ParquetMetadataConverter().fromParquetMetadata(meta).getBlocks.asScala.toSeq
+    assert(blocks.zip(mids).exists { case (b, m) => m < b.getStartingPos || m >= b.getStartingPos + b.getCompressedSize },
+      "every midpoint lies in its row group's own bytes: the test would not show the difference")
+    val out = new ByteArrayOutputStream()
+    out.write(bytes, 0, footerStart)
+    val footer = new ByteArrayOutputStream()
+    Util.writeFileMetaData(meta, footer)
+    footer.writeTo(out)
+    out.write(ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN).putInt(footer.size).array())
+    out.write("PAR1".getBytes(StandardCharsets.US_ASCII))
+    val table = Files.createDirectories(dir.resolve("table"))
+    Files.write(table.resolve("part-0.parquet"), out.toByteArray)
+
+    val expected = spark.read.parquet(table.toString).selectExpr("id", "s", "_metadata.row_index").collect().toSeq
+    assert(expected.size == 3000)
+    val (df, _) = run(ParquetSource.builder().path(table.toString).build())
+    assert(multiset(df.select(col("id"), col("s"), col(Provenance.PositionColumn)).collect().toSeq) == multiset(expected))
+    assert(df.select(Provenance.SplitColumn).distinct().count() == groups.size)
   }
 
   test("a query stopped mid-row-group and restarted from its checkpoint reads every row exactly once") {
