@@ -2,10 +2,13 @@ package sluice.connector.file.parquet
 
 import java.io.Closeable
 
+import org.apache.hadoop.conf.Configuration
+import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{BoundReference, UnsafeProjection}
 import org.apache.spark.sql.types.{LongType, StructType}
+import org.apache.spark.util.SerializableConfiguration
 import org.apache.spark.sql.execution.datasources.{FileFormat, PartitionedFile}
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 
@@ -29,8 +32,12 @@ import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 final class ParquetRows private (
     reader: PartitionedFile => Iterator[InternalRow],
     dataSchema: StructType,
-    partitionSchema: StructType)
+    partitionSchema: StructType,
+    conf: Broadcast[SerializableConfiguration])
   extends Serializable {
+
+  /** The Hadoop configuration the reader reads files with (the session's, with the source's options). */
+  def hadoopConf: Configuration = conf.value.value
 
   def read(file: PartitionedFile): ParquetRows.IndexedRows = {
     val n = dataSchema.length
@@ -47,7 +54,8 @@ object ParquetRows {
     val required = config.dataSchema.add(ParquetFileFormat.ROW_INDEX_TEMPORARY_COLUMN_NAME, LongType, nullable = true) // nullable: a missing column Spark fills
     val build = new ParquetFileFormat().buildReaderWithPartitionValues(
       session, config.dataSchema, config.partitionSchema, required, Nil, options, hadoopConf)
-    new ParquetRows(build, config.dataSchema, config.partitionSchema)
+    new ParquetRows(build, config.dataSchema, config.partitionSchema,
+      session.sparkContext.broadcast(new SerializableConfiguration(hadoopConf)))
   }
 
   /** Rows without the row-index column; `rowIndex` is the row index in the file of the last row given. */
