@@ -38,7 +38,7 @@ private[parquet] object RowGroups {
     val firstRows = blocks.scanLeft(0L)(_ + _.getRowCount)
     blocks.indices.filter(i => blocks(i).getRowCount > 0).map { i =>
       val b = blocks(i)
-      val times = config.timestampColumn.flatMap(c => eventTimes(b, c, config))
+      val times = config.timestampColumn.flatMap(c => eventTimes(file.path, b, c, config))
       RowGroupSplit(file.path, i, blocks.size, firstRows(i), b.getRowCount, mids(i), 1L,
         file.length, file.modificationTime, times.flatMap(_._1), times.flatMap(_._2), times.exists(_._1.isEmpty))
     }
@@ -104,10 +104,20 @@ private[parquet] object RowGroups {
    * (None, None) when statistics say every value is null; None when they cannot tell (no
    * statistics, INT96 timestamps, a partition column).
    */
-  private def eventTimes(b: BlockMetaData, column: String, config: ParquetConfig): Option[(Option[Long], Option[Long])] = {
+  private def eventTimes(path: String, b: BlockMetaData, column: String, config: ParquetConfig): Option[(Option[Long], Option[Long])] = {
     val chunk = b.getColumns.asScala.find { c =>
       val p = c.getPath.toArray
       p.length == 1 && (if (config.caseSensitive) p(0) == column else p(0).equalsIgnoreCase(column))
+    }
+    chunk.foreach { c =>
+      c.getPrimitiveType.getLogicalTypeAnnotation match {
+        case ts: TimestampLogicalTypeAnnotation if config.timestampIsMillis =>
+          throw new IllegalArgumentException(s"${ParquetConfig.Context}: timestampColumn '$column' is read by Spark " +
+            s"as BIGINT, which this source takes as epoch milliseconds, but in '$path' it is a Parquet TIMESTAMP(" +
+            s"${ts.getUnit}) (a BIGINT schema over a timestamp column, or spark.sql.legacy.parquet.nanosAsLong): " +
+            "its event times would be wrong. Read the column as TIMESTAMP, or use a BIGINT column of epoch milliseconds.")
+        case _ =>
+      }
     }
     chunk.flatMap { c =>
       val stats: Statistics[_] = c.getStatistics

@@ -165,6 +165,39 @@ class ParquetSourceSuite extends AnyFunSuite with SparkSuiteBase {
     assert(df.select(Provenance.SplitColumn).distinct().count() == groups.size)
   }
 
+  private def failure(source: ParquetSource): String = {
+    val q = Sluice.fromSource(spark, source, null, "failing", Map.empty[String, String]).writeStream.format("noop")
+      .option("checkpointLocation", tempDir("ckpt").toString).trigger(Trigger.AvailableNow()).start()
+    try awaitEnd(q) catch { case _: Exception => }
+    val e = q.exception.getOrElse(fail("the query did not fail"))
+    Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).map(_.getMessage).mkString(" / ")
+  }
+
+  test("a BIGINT timestampColumn over a Parquet TIMESTAMP column is refused: its units would be wrong") {
+    val dir = tempDir("units").resolve("t")
+    withConf("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS") {
+      spark.range(0, 10, 1, 1).selectExpr("id", s"timestamp_millis($BaseMs + id) AS ts").write.parquet(dir.toString)
+    }
+    val message = failure(ParquetSource.builder().path(dir.toString).schema("id BIGINT, ts BIGINT")
+      .timestampColumn("ts").build())
+    assert(message.contains("TIMESTAMP(MICROS)") && message.contains("'ts'"), message)
+  }
+
+  test("a partition value that does not fit the partition column's type fails naming the file and column") {
+    val dir = tempDir("partvalues")
+    spark.range(0, 10, 1, 1).selectExpr("id").write.parquet(dir.resolve("p=1").toString)
+    val source = ParquetSource.builder().path(dir.toString).schema("id BIGINT, p INT").monitorIntervalMs(100).build()
+    val q = Sluice.fromSource(spark, source, null, "late", Map.empty[String, String]).writeStream.format("noop")
+      .option("checkpointLocation", tempDir("ckpt").toString).trigger(Trigger.ProcessingTime(100)).start()
+    eventually("a first batch", q)(q.recentProgress.exists(_.numInputRows > 0))
+    // a directory appearing while the query runs
+    spark.range(0, 10, 1, 1).selectExpr("id").write.parquet(dir.resolve("p=abc").toString)
+    try q.awaitTermination(60000) catch { case _: Exception => }
+    val message = q.exception.map(e => Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null)
+      .map(_.getMessage).mkString(" / ")).getOrElse { q.stop(); fail("the query did not fail") }
+    assert(message.contains("p=abc") && message.contains("partition column 'p'"), message)
+  }
+
   test("a query stopped mid-row-group and restarted from its checkpoint reads every row exactly once") {
     val columns = Seq("id", "name", "amount", "day", "ts", "date", "region")
     val out = tempDir("sink").toString
