@@ -198,6 +198,33 @@ class ParquetSourceSuite extends AnyFunSuite with SparkSuiteBase {
     assert(message.contains("p=abc") && message.contains("partition column 'p'"), message)
   }
 
+  test("a file without a readable footer: monitored, read once complete; bounded (or old), fails naming it") {
+    val dir = tempDir("notready").resolve("t")
+    spark.range(0, 10, 1, 1).selectExpr("id").write.parquet(dir.toString)
+    val staged = tempDir("staged").resolve("t")
+    spark.range(10, 20, 1, 1).selectExpr("id").write.parquet(staged.toString)
+    val complete = Files.list(staged).iterator().asScala.find(_.toString.endsWith(".parquet")).get
+    val inPlace = dir.resolve("late.parquet")
+    Files.write(inPlace, "PAR1 still being written".getBytes(StandardCharsets.US_ASCII))
+
+    val source = ParquetSource.builder().path(dir.toString).schema("id BIGINT").monitorIntervalMs(100).build()
+    tables += 1
+    val name = s"parquet_$tables"
+    val q = Sluice.fromSource(spark, source, null, "notready", Map.empty[String, String]).writeStream.format("memory")
+      .queryName(name).option("checkpointLocation", tempDir("ckpt").toString).trigger(Trigger.ProcessingTime(100)).start()
+    try {
+      eventually("the complete file's rows", q)(spark.table(name).count() == 10)
+      Thread.sleep(500) // several listings with the incomplete file
+      assert(q.isActive && q.exception.isEmpty)
+      Files.copy(complete, inPlace, java.nio.file.StandardCopyOption.REPLACE_EXISTING)
+      eventually("the file's rows once complete", q)(spark.table(name).count() == 20)
+    } finally q.stop()
+
+    Files.write(inPlace, "PAR1 still being written".getBytes(StandardCharsets.US_ASCII))
+    val bounded = failure(ParquetSource.builder().path(dir.toString).schema("id BIGINT").build())
+    assert(bounded.contains("late.parquet") && bounded.contains("cannot read the Parquet footer"), bounded)
+  }
+
   test("a query stopped mid-row-group and restarted from its checkpoint reads every row exactly once") {
     val columns = Seq("id", "name", "amount", "day", "ts", "date", "region")
     val out = tempDir("sink").toString
