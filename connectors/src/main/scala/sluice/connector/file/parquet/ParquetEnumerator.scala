@@ -54,12 +54,23 @@ final class ParquetEnumerator(
     listed = true
     val fresh = found.filterNot(f => known.contains(f.path)).sortBy(_.path)
     val partitions = new PartitionDirectories(config)
-    val splits = fresh.flatMap { f =>
-      partitions.valuesOf(f.path) // a file outside the partition layout fails here, named, not in a task
-      RowGroups.splitsOf(f, conf, config)
+    fresh.foreach(f => partitions.valuesOf(f.path)) // a file outside the partition layout fails here, named
+    val footers = ParquetEnumerator.readFooters(fresh, f => RowGroups.splitsOf(f, conf, config))
+    val ready = footers.flatMap {
+      case (f, Right(splits)) => Some(f -> splits)
+      case (f, Left(e)) =>
+        val age = clock() - f.modificationTime
+        // A file written in place has no footer until it is complete: monitored, it is retried at
+        // the next listing, until it has not changed for NotReadyLimitMs.
+        if (config.monitorIntervalMs.isDefined && age < ParquetEnumerator.NotReadyLimitMs) None
+        else throw new IllegalStateException(s"${ParquetConfig.Context}: cannot read the Parquet footer of file " +
+          s"'${f.path}'" + (if (config.monitorIntervalMs.isDefined) s", unchanged for ${age / 1000} s" else "") +
+          ": it is not a complete Parquet file. Files must be complete when they appear: write them elsewhere or " +
+          s"under a hidden name (starting with '.' or '_'), then rename them into the folder. (${e.getMessage})", e)
     }
-    // files are known once their splits are made: a failure above lists them again next time
-    fresh.foreach(f => known(f.path) = f)
+    val splits = ready.flatMap(_._2)
+    // files are known once their splits are made: a failure or a file not ready is listed again next time
+    ready.foreach { case (f, _) => known(f.path) = f }
     if (config.timestampColumn.isDefined && !splits.forall(_.indexed)) indexed = false
     splits
   }
@@ -119,5 +130,37 @@ private[parquet] object ParquetEnumeratorStateSerializer extends VersionedSerial
       DiscoveredFile(n.get("path").asText, n.get("length").asLong, n.get("modificationTime").asLong)
     }.toSeq
     ParquetEnumeratorState(files, root.get("listed").asBoolean, root.get("indexed").asBoolean)
+  }
+}
+
+object ParquetEnumerator {
+  /** How long after its last modification a monitored file may still have no readable footer. */
+  val NotReadyLimitMs: Long = 10 * 60 * 1000L
+
+  private val FooterThreads = 8
+
+  /** Reads the files' footers, several at once; an unreadable footer is a Left (a refusal still throws). */
+  private[parquet] def readFooters[T](files: Seq[DiscoveredFile], read: DiscoveredFile => Seq[T])
+      : Seq[(DiscoveredFile, Either[Throwable, Seq[T]])] = {
+    def one(f: DiscoveredFile): Either[Throwable, Seq[T]] =
+      try Right(read(f))
+      catch {
+        case e: IllegalArgumentException => throw e // a refusal (units), not a file still being written
+        case e: java.io.IOException => Left(e)
+        case e: RuntimeException => Left(e)
+      }
+    if (files.size <= 1) files.map(f => f -> one(f))
+    else {
+      val pool = java.util.concurrent.Executors.newFixedThreadPool(math.min(FooterThreads, files.size))
+      try {
+        val futures = files.map(f => f -> pool.submit(new java.util.concurrent.Callable[Either[Throwable, Seq[T]]] {
+          override def call(): Either[Throwable, Seq[T]] = one(f)
+        }))
+        futures.map { case (f, future) =>
+          try f -> future.get()
+          catch { case e: java.util.concurrent.ExecutionException => throw e.getCause }
+        }
+      } finally pool.shutdownNow()
+    }
   }
 }

@@ -1,6 +1,6 @@
 package sluice.connector.file.parquet
 
-import java.io.{Closeable, FileNotFoundException}
+import java.io.FileNotFoundException
 
 import scala.collection.mutable
 
@@ -50,7 +50,7 @@ final class ParquetReader(
     val split: RowGroupSplit = range.split
     val id: UTF8String = UTF8String.fromString(split.splitId)
     val mtimeMicros: Long = split.modificationTime * 1000L
-    private var iterator: Iterator[InternalRow] = Iterator.empty
+    private var iterator: ParquetRows.IndexedRows = _
     /** The row index of the next row the iterator gives. */
     var next: Long = split.firstRow
     var done = false
@@ -83,13 +83,26 @@ final class ParquetReader(
     def advance(): InternalRow = {
       if (done) return null
       if (next >= range.until) { finishRange(); return null }
-      if (!iterator.hasNext) {
-        throw new IllegalStateException(s"${ParquetConfig.Context}: row group ${split.rowGroup} of '${split.path}' " +
-          s"ended at row $next, but its footer, when the file was listed, said it holds rows ${split.firstRow} to " +
-          s"${split.firstRow + split.rowCount - 1}: the file changed after it was listed.")
+      var row: InternalRow = null
+      // Rows of an earlier row group at the same midpoint (old footers: PARQUET-1402) come first: skipped.
+      while (row == null || iterator.rowIndex < next) {
+        if (!iterator.hasNext) {
+          throw new IllegalStateException(s"${ParquetConfig.Context}: row group ${split.rowGroup} of '${split.path}' " +
+            s"ended at row $next, but its footer, when the file was listed, said it holds rows ${split.firstRow} to " +
+            s"${split.firstRow + split.rowCount - 1}" + (if (next == split.firstRow) " (Spark's Parquet reader " +
+            s"selected no row group for byte ${split.start}, the row group's midpoint when listed)" else "") +
+            ": the file changed after it was listed.")
+        }
+        row = iterator.next()
+      }
+      if (iterator.rowIndex != next) {
+        throw new IllegalStateException(s"${ParquetConfig.Context}: reading row group ${split.rowGroup} of " +
+          s"'${split.path}' (rows ${split.firstRow} to ${split.firstRow + split.rowCount - 1}) Spark's Parquet reader " +
+          s"gave row ${iterator.rowIndex} where row $next was expected: the byte range given for the row group " +
+          "(its midpoint) selected another row group, or the file changed after it was listed.")
       }
       next += 1
-      iterator.next()
+      row
     }
 
     private def finishRange(): Unit = {
@@ -115,11 +128,8 @@ final class ParquetReader(
 
     /** Ends Spark's reader now when it can be (otherwise it closes when the task completes). */
     def close(): Unit = {
-      iterator match {
-        case c: Closeable => c.close()
-        case _ =>
-      }
-      iterator = Iterator.empty
+      if (iterator != null) iterator.close()
+      iterator = null
     }
   }
 

@@ -1,7 +1,14 @@
 package sluice.connector.file.parquet
 
+import java.io.Closeable
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{BoundReference, UnsafeProjection}
+import org.apache.spark.sql.types.{LongType, StructType}
+import org.apache.spark.util.SerializableConfiguration
 import org.apache.spark.sql.execution.datasources.{FileFormat, PartitionedFile}
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 
@@ -17,17 +24,53 @@ import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
  * Each call reads one `PartitionedFile` (a row group's byte range and the file's partition
  * values) and returns its rows: data columns then partition columns. Rows are not returned as
  * columnar batches, and no filter is pushed down (every row is read).
+ *
+ * The reader is also asked for Spark's temporary row-index column (what `_metadata.row_index`
+ * is made of), so each row comes with its row index in the file (`IndexedRows.rowIndex`): the
+ * caller checks that the rows are those of the row group it meant to read.
  */
-final class ParquetRows private (reader: PartitionedFile => Iterator[InternalRow]) extends Serializable {
-  def read(file: PartitionedFile): Iterator[InternalRow] = reader(file)
+final class ParquetRows private (
+    reader: PartitionedFile => Iterator[InternalRow],
+    dataSchema: StructType,
+    partitionSchema: StructType,
+    conf: Broadcast[SerializableConfiguration])
+  extends Serializable {
+
+  /** The Hadoop configuration the reader reads files with (the session's, with the source's options). */
+  def hadoopConf: Configuration = conf.value.value
+
+  def read(file: PartitionedFile): ParquetRows.IndexedRows = {
+    val n = dataSchema.length
+    val refs = dataSchema.fields.toIndexedSeq.zipWithIndex.map { case (f, i) => BoundReference(i, f.dataType, f.nullable) } ++
+      partitionSchema.fields.toIndexedSeq.zipWithIndex.map { case (f, i) => BoundReference(n + 1 + i, f.dataType, f.nullable) }
+    new ParquetRows.IndexedRows(reader(file), n, UnsafeProjection.create(refs))
+  }
 }
 
 object ParquetRows {
   def apply(session: SparkSession, config: ParquetConfig): ParquetRows = {
     val options = config.sparkOptions + (FileFormat.OPTION_RETURNING_BATCH -> "false")
     val hadoopConf = session.sessionState.newHadoopConfWithOptions(options)
+    val required = config.dataSchema.add(ParquetFileFormat.ROW_INDEX_TEMPORARY_COLUMN_NAME, LongType, nullable = true) // nullable: a missing column Spark fills
     val build = new ParquetFileFormat().buildReaderWithPartitionValues(
-      session, config.dataSchema, config.partitionSchema, config.dataSchema, Nil, options, hadoopConf)
-    new ParquetRows(build)
+      session, config.dataSchema, config.partitionSchema, required, Nil, options, hadoopConf)
+    new ParquetRows(build, config.dataSchema, config.partitionSchema,
+      session.sparkContext.broadcast(new SerializableConfiguration(hadoopConf)))
+  }
+
+  /** Rows without the row-index column; `rowIndex` is the row index in the file of the last row given. */
+  final class IndexedRows private[ParquetRows] (rows: Iterator[InternalRow], indexOrdinal: Int, project: UnsafeProjection)
+    extends Iterator[InternalRow] with Closeable {
+    var rowIndex: Long = -1L
+    override def hasNext: Boolean = rows.hasNext
+    override def next(): InternalRow = {
+      val r = rows.next()
+      rowIndex = r.getLong(indexOrdinal)
+      project(r)
+    }
+    override def close(): Unit = rows match {
+      case c: Closeable => c.close()
+      case _ =>
+    }
   }
 }

@@ -1,7 +1,6 @@
 package sluice.connector.file.parquet
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.spark.SparkEnv
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.types.StructType
 
@@ -44,10 +43,10 @@ final class ParquetSource private[parquet] (val config: ParquetConfig, rows: Par
     restoreEnumerator(ParquetEnumeratorState(Nil, listed = false))
 
   override def restoreEnumerator(state: ParquetEnumeratorState): ParquetEnumerator =
-    new ParquetEnumerator(config, state, () => ParquetSource.driverHadoopConf(), () => System.currentTimeMillis())
+    new ParquetEnumerator(config, state, () => rows.hadoopConf, () => System.currentTimeMillis())
 
   override def createReader(context: ReaderContext): ParquetReader =
-    new ParquetReader(config, rows, context, () => ParquetSource.executorHadoopConf())
+    new ParquetReader(config, rows, context, () => rows.hadoopConf)
 
   override def splitSerializer: VersionedSerializer[RowGroupSplit] = RowGroupSplitSerializer
   override def enumeratorStateSerializer: VersionedSerializer[ParquetEnumeratorState] = ParquetEnumeratorStateSerializer
@@ -65,18 +64,6 @@ object ParquetSource {
     val config = ParquetConfig.fromOptions(options)
     val session = SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession).get // checked by the config
     new ParquetSource(config, ParquetRows(session, config))
-  }
-
-  private def driverHadoopConf(): Configuration =
-    SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession)
-      .map(_.sessionState.newHadoopConf()).getOrElse(new Configuration())
-
-  private def executorHadoopConf(): Configuration = {
-    val conf = new Configuration()
-    Option(SparkEnv.get).foreach(_.conf.getAllWithPrefix("spark.hadoop.").foreach {
-      case (k, v) => conf.set(k, v)
-    })
-    conf
   }
 
   /** Typed setters over the option map; `build()` validates everything and names what is wrong. */

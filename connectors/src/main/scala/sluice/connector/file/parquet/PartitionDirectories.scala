@@ -3,6 +3,7 @@ package sluice.connector.file.parquet
 import java.time.ZoneId
 
 import scala.collection.mutable
+import scala.util.control.NonFatal
 
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.catalyst.InternalRow
@@ -37,7 +38,13 @@ private[parquet] final class PartitionDirectories(config: ParquetConfig) {
       val value = raw.getOrElse(key(f.name), throw new IllegalStateException(s"${ParquetConfig.Context}: file " +
         s"'$file' is not under a '${f.name}=<value>' directory, but '${f.name}' is a partition column of this source " +
         s"(found when the source was defined, from its paths). Keep files of one source in one directory layout."))
-      PartitioningUtils.castPartValueToDesiredType(f.dataType, value, zone)
+      try PartitioningUtils.castPartValueToDesiredType(f.dataType, value, zone)
+      catch {
+        case NonFatal(e) => throw new IllegalStateException(s"${ParquetConfig.Context}: file '$file' is under " +
+          s"'${f.name}=$value', which is not a ${f.dataType.sql}, the type of partition column '${f.name}' (inferred " +
+          "from the directories found when the source was defined, or given in its schema). Give the column a " +
+          s"type every value fits (option 'schema', e.g. STRING). (${e.getMessage})", e)
+      }
     })
   }
 }

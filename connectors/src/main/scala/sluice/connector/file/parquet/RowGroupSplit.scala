@@ -7,9 +7,12 @@ import sluice.api.{SourceSplit, VersionedSerializer}
  * `_metadata.row_index`): the split holds rows `[firstRow, firstRow + rowCount)`, so a range
  * `[from, until)` is rows of this row group and a restart resumes at an exact row.
  *
- * `start` and `length` are the row group's bytes (`BlockMetaData.getStartingPos` and its
- * compressed size): handed to Spark's Parquet reader as the file range, they select exactly this
- * row group, as Spark selects row groups for a file split (by the row group's midpoint).
+ * `start` and `length` are the file range handed to Spark's Parquet reader: the one byte at the
+ * row group's midpoint as parquet-mr computes it from the footer (`RowGroups.midpoints`), so the
+ * reader selects this row group as it selects row groups for any file split. Row groups of old
+ * footers can share a midpoint; the reader then gives several, and `ParquetReader` keeps this
+ * one's rows by their row index (Spark's `_metadata.row_index`), and fails on any other mismatch.
+ * (Splits in offset logs written before this carry the row group's own bytes instead.)
  *
  * `minEventTime` / `maxEventTime` are the row group's statistics of the event-time column in
  * epoch milliseconds, when the source has one and the file has statistics for it: the

@@ -1,10 +1,16 @@
 package sluice.connector.file.parquet
 
+import java.io.{ByteArrayInputStream, IOException}
+import java.nio.{ByteBuffer, ByteOrder}
+import java.nio.charset.StandardCharsets
+
 import scala.jdk.CollectionConverters._
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.parquet.column.statistics.Statistics
+import org.apache.parquet.format.{FileMetaData, Util}
+import org.apache.parquet.format.converter.ParquetMetadataConverter
 import org.apache.parquet.hadoop.ParquetFileReader
 import org.apache.parquet.hadoop.metadata.BlockMetaData
 import org.apache.parquet.hadoop.util.HadoopInputFile
@@ -20,14 +26,76 @@ import sluice.connector.file.DiscoveredFile
 private[parquet] object RowGroups {
 
   def splitsOf(file: DiscoveredFile, conf: Configuration, config: ParquetConfig): Seq[RowGroupSplit] = {
-    val reader = ParquetFileReader.open(HadoopInputFile.fromPath(new Path(file.path), conf))
-    val blocks = try reader.getFooter.getBlocks.asScala.toIndexedSeq finally reader.close()
+    val path = new Path(file.path)
+    val (blocks, mids) = footer(path, file.length, conf) match {
+      case Some(raw) =>
+        (new ParquetMetadataConverter().fromParquetMetadata(raw).getBlocks.asScala.toIndexedSeq, midpoints(raw))
+      case None => // an encrypted footer: parquet-mr decrypts it; the converted footer's offsets are used
+        val reader = ParquetFileReader.open(HadoopInputFile.fromPath(path, conf))
+        val bs = try reader.getFooter.getBlocks.asScala.toIndexedSeq finally reader.close()
+        (bs, bs.map(b => b.getStartingPos + b.getCompressedSize / 2))
+    }
     val firstRows = blocks.scanLeft(0L)(_ + _.getRowCount)
     blocks.indices.filter(i => blocks(i).getRowCount > 0).map { i =>
       val b = blocks(i)
-      val times = config.timestampColumn.flatMap(c => eventTimes(b, c, config))
-      RowGroupSplit(file.path, i, blocks.size, firstRows(i), b.getRowCount, b.getStartingPos, b.getCompressedSize,
+      val times = config.timestampColumn.flatMap(c => eventTimes(file.path, b, c, config))
+      RowGroupSplit(file.path, i, blocks.size, firstRows(i), b.getRowCount, mids(i), 1L,
         file.length, file.modificationTime, times.flatMap(_._1), times.flatMap(_._2), times.exists(_._1.isEmpty))
+    }
+  }
+
+  /** The file's footer as stored (Thrift), or None for an encrypted footer ("PARE"). */
+  private def footer(path: Path, length: Long, conf: Configuration): Option[FileMetaData] = {
+    val in = path.getFileSystem(conf).open(path)
+    try {
+      if (length < 12) throw new IOException(s"'$path' is $length bytes long: too short for a Parquet file")
+      val tail = new Array[Byte](8)
+      in.readFully(length - 8, tail)
+      val magic = new String(tail, 4, 4, StandardCharsets.US_ASCII)
+      if (magic == "PARE") None
+      else if (magic != "PAR1") throw new IOException(s"'$path' does not end with Parquet's magic bytes (found '$magic')")
+      else {
+        val size = ByteBuffer.wrap(tail, 0, 4).order(ByteOrder.LITTLE_ENDIAN).getInt
+        if (size <= 0 || size > length - 12) throw new IOException(s"'$path' has a footer length $size out of the file")
+        val bytes = new Array[Byte](size)
+        in.readFully(length - 8 - size, bytes)
+        Some(Util.readFileMetaData(new ByteArrayInputStream(bytes)))
+      }
+    } finally in.close()
+  }
+
+  /**
+   * Each row group's midpoint as parquet-mr's reader computes it to select the row groups of a
+   * byte range (`ParquetMetadataConverter`'s midpoint filter, which Spark's Parquet readers use):
+   * the first column chunk's offset (its data page offset, or its dictionary page offset when that
+   * is set and smaller, even 0, as old writers left it: PARQUET-1402), plus half the row group's
+   * `total_compressed_size` when set, else half the sum of its column chunks' compressed sizes.
+   * Without column metadata in the footer (encrypted columns) the row group's `file_offset`,
+   * corrected as parquet-mr corrects it (PARQUET-2078).
+   */
+  private[parquet] def midpoints(meta: FileMetaData): IndexedSeq[Long] = {
+    val groups = meta.getRow_groups.asScala.toIndexedSeq
+    val withMetadata = groups.isEmpty || groups.head.getColumns.get(0).isSetMeta_data
+    var previousStart = 0L
+    var previousSize = 0L
+    groups.map { g =>
+      val start =
+        if (withMetadata) {
+          val md = g.getColumns.get(0).getMeta_data
+          val data = md.getData_page_offset
+          if (md.isSetDictionary_page_offset && data > md.getDictionary_page_offset) md.getDictionary_page_offset else data
+        } else {
+          var s = g.getFile_offset
+          val invalid = if (previousStart == 0L) s != 4L else s < previousStart + previousSize
+          if (invalid) s = if (previousStart == 0L) 4L else previousStart + previousSize
+          previousStart = s
+          previousSize = g.getTotal_compressed_size
+          s
+        }
+      val total =
+        if (g.isSetTotal_compressed_size) g.getTotal_compressed_size
+        else g.getColumns.asScala.map(_.getMeta_data.getTotal_compressed_size).sum
+      start + total / 2
     }
   }
 
@@ -36,10 +104,20 @@ private[parquet] object RowGroups {
    * (None, None) when statistics say every value is null; None when they cannot tell (no
    * statistics, INT96 timestamps, a partition column).
    */
-  private def eventTimes(b: BlockMetaData, column: String, config: ParquetConfig): Option[(Option[Long], Option[Long])] = {
+  private def eventTimes(path: String, b: BlockMetaData, column: String, config: ParquetConfig): Option[(Option[Long], Option[Long])] = {
     val chunk = b.getColumns.asScala.find { c =>
       val p = c.getPath.toArray
       p.length == 1 && (if (config.caseSensitive) p(0) == column else p(0).equalsIgnoreCase(column))
+    }
+    chunk.foreach { c =>
+      c.getPrimitiveType.getLogicalTypeAnnotation match {
+        case ts: TimestampLogicalTypeAnnotation if config.timestampIsMillis =>
+          throw new IllegalArgumentException(s"${ParquetConfig.Context}: timestampColumn '$column' is read by Spark " +
+            s"as BIGINT, which this source takes as epoch milliseconds, but in '$path' it is a Parquet TIMESTAMP(" +
+            s"${ts.getUnit}) (a BIGINT schema over a timestamp column, or spark.sql.legacy.parquet.nanosAsLong): " +
+            "its event times would be wrong. Read the column as TIMESTAMP, or use a BIGINT column of epoch milliseconds.")
+        case _ =>
+      }
     }
     chunk.flatMap { c =>
       val stats: Statistics[_] = c.getStatistics

@@ -1,10 +1,15 @@
 package sluice.connector.file.parquet
 
-import java.nio.file.Path
+import java.io.{ByteArrayInputStream, ByteArrayOutputStream}
+import java.nio.{ByteBuffer, ByteOrder}
+import java.nio.charset.StandardCharsets
+import java.nio.file.{Files, Path}
 import java.time.Duration
 
 import scala.jdk.CollectionConverters._
 
+import org.apache.parquet.format.Util
+import org.apache.parquet.format.converter.ParquetMetadataConverter
 import org.apache.spark.sql.{DataFrame, Row}
 import org.apache.spark.sql.functions.{col, window}
 import org.apache.spark.sql.streaming.{OutputMode, StreamingQuery, Trigger}
@@ -122,6 +127,102 @@ class ParquetSourceSuite extends AnyFunSuite with SparkSuiteBase {
     val (df, _) = run(merged)
     assert(data(df).schema == expected.schema)
     assert(multiset(data(df).collect().toSeq) == multiset(expected.collect().toSeq))
+  }
+
+  test("a footer with dictionary_page_offset 0 (PARQUET-1402): each split reads its own row group, as Spark does") {
+    val dir = tempDir("dict0")
+    val written = dir.resolve("written")
+    spark.range(0, 3000, 1, 1).selectExpr("id", "concat('v-', id, repeat('x', CAST(id % 13 AS INT))) AS s")
+      .write.option("parquet.block.size", "4096").option("parquet.enable.dictionary", "false")
+      .parquet(written.toString)
+    val src = Files.list(written).iterator().asScala.find(_.toString.endsWith(".parquet")).get
+    val bytes = Files.readAllBytes(src)
+    val footerLength = ByteBuffer.wrap(bytes, bytes.length - 8, 4).order(ByteOrder.LITTLE_ENDIAN).getInt
+    val footerStart = bytes.length - 8 - footerLength
+    val meta = Util.readFileMetaData(new ByteArrayInputStream(bytes, footerStart, footerLength))
+    val groups = meta.getRow_groups.asScala.toSeq
+    assert(groups.size >= 3)
+    // as old parquet-mr wrote files without dictionaries: dictionary_page_offset set, to 0
+    groups.foreach(_.getColumns.get(0).getMeta_data.setDictionary_page_offset(0L))
+    val mids = RowGroups.midpoints(meta)
+    val blocks = new ParquetMetadataConverter().fromParquetMetadata(meta).getBlocks.asScala.toSeq
+    assert(blocks.zip(mids).exists { case (b, m) => m < b.getStartingPos || m >= b.getStartingPos + b.getCompressedSize },
+      "every midpoint lies in its row group's own bytes: the test would not show the difference")
+    val out = new ByteArrayOutputStream()
+    out.write(bytes, 0, footerStart)
+    val footer = new ByteArrayOutputStream()
+    Util.writeFileMetaData(meta, footer)
+    footer.writeTo(out)
+    out.write(ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN).putInt(footer.size).array())
+    out.write("PAR1".getBytes(StandardCharsets.US_ASCII))
+    val table = Files.createDirectories(dir.resolve("table"))
+    Files.write(table.resolve("part-0.parquet"), out.toByteArray)
+
+    val expected = spark.read.parquet(table.toString).selectExpr("id", "s", "_metadata.row_index").collect().toSeq
+    assert(expected.size == 3000)
+    val (df, _) = run(ParquetSource.builder().path(table.toString).build())
+    assert(multiset(df.select(col("id"), col("s"), col(Provenance.PositionColumn)).collect().toSeq) == multiset(expected))
+    assert(df.select(Provenance.SplitColumn).distinct().count() == groups.size)
+  }
+
+  private def failure(source: ParquetSource): String = {
+    val q = Sluice.fromSource(spark, source, null, "failing", Map.empty[String, String]).writeStream.format("noop")
+      .option("checkpointLocation", tempDir("ckpt").toString).trigger(Trigger.AvailableNow()).start()
+    try awaitEnd(q) catch { case _: Exception => }
+    val e = q.exception.getOrElse(fail("the query did not fail"))
+    Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).map(_.getMessage).mkString(" / ")
+  }
+
+  test("a BIGINT timestampColumn over a Parquet TIMESTAMP column is refused: its units would be wrong") {
+    val dir = tempDir("units").resolve("t")
+    withConf("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS") {
+      spark.range(0, 10, 1, 1).selectExpr("id", s"timestamp_millis($BaseMs + id) AS ts").write.parquet(dir.toString)
+    }
+    val message = failure(ParquetSource.builder().path(dir.toString).schema("id BIGINT, ts BIGINT")
+      .timestampColumn("ts").build())
+    assert(message.contains("TIMESTAMP(MICROS)") && message.contains("'ts'"), message)
+  }
+
+  test("a partition value that does not fit the partition column's type fails naming the file and column") {
+    val dir = tempDir("partvalues")
+    spark.range(0, 10, 1, 1).selectExpr("id").write.parquet(dir.resolve("p=1").toString)
+    val source = ParquetSource.builder().path(dir.toString).schema("id BIGINT, p INT").monitorIntervalMs(100).build()
+    val q = Sluice.fromSource(spark, source, null, "late", Map.empty[String, String]).writeStream.format("noop")
+      .option("checkpointLocation", tempDir("ckpt").toString).trigger(Trigger.ProcessingTime(100)).start()
+    eventually("a first batch", q)(q.recentProgress.exists(_.numInputRows > 0))
+    // a directory appearing while the query runs
+    spark.range(0, 10, 1, 1).selectExpr("id").write.parquet(dir.resolve("p=abc").toString)
+    try q.awaitTermination(60000) catch { case _: Exception => }
+    val message = q.exception.map(e => Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null)
+      .map(_.getMessage).mkString(" / ")).getOrElse { q.stop(); fail("the query did not fail") }
+    assert(message.contains("p=abc") && message.contains("partition column 'p'"), message)
+  }
+
+  test("a file without a readable footer: monitored, read once complete; bounded (or old), fails naming it") {
+    val dir = tempDir("notready").resolve("t")
+    spark.range(0, 10, 1, 1).selectExpr("id").write.parquet(dir.toString)
+    val staged = tempDir("staged").resolve("t")
+    spark.range(10, 20, 1, 1).selectExpr("id").write.parquet(staged.toString)
+    val complete = Files.list(staged).iterator().asScala.find(_.toString.endsWith(".parquet")).get
+    val inPlace = dir.resolve("late.parquet")
+    Files.write(inPlace, "PAR1 still being written".getBytes(StandardCharsets.US_ASCII))
+
+    val source = ParquetSource.builder().path(dir.toString).schema("id BIGINT").monitorIntervalMs(100).build()
+    tables += 1
+    val name = s"parquet_$tables"
+    val q = Sluice.fromSource(spark, source, null, "notready", Map.empty[String, String]).writeStream.format("memory")
+      .queryName(name).option("checkpointLocation", tempDir("ckpt").toString).trigger(Trigger.ProcessingTime(100)).start()
+    try {
+      eventually("the complete file's rows", q)(spark.table(name).count() == 10)
+      Thread.sleep(500) // several listings with the incomplete file
+      assert(q.isActive && q.exception.isEmpty)
+      Files.copy(complete, inPlace, java.nio.file.StandardCopyOption.REPLACE_EXISTING)
+      eventually("the file's rows once complete", q)(spark.table(name).count() == 20)
+    } finally q.stop()
+
+    Files.write(inPlace, "PAR1 still being written".getBytes(StandardCharsets.US_ASCII))
+    val bounded = failure(ParquetSource.builder().path(dir.toString).schema("id BIGINT").build())
+    assert(bounded.contains("late.parquet") && bounded.contains("cannot read the Parquet footer"), bounded)
   }
 
   test("a query stopped mid-row-group and restarted from its checkpoint reads every row exactly once") {
