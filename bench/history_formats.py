@@ -34,36 +34,33 @@ MASTER = "local[2]"
 
 
 def _data(spark: SparkSession, gigabytes: float) -> tuple[dict[str, Path], int]:
-    """The gzip and Parquet folders and their row count; written when missing or resized."""
+    """The gzip and Parquet folders and their row count; each written when missing or resized."""
     marker = WORK / "meta.json"
-    if marker.exists() and json.loads(marker.read_text())["gigabytes"] == gigabytes:
-        meta = json.loads(marker.read_text())
-        return {k: Path(v) for k, v in meta["folders"].items()}, meta["rows"]
-    shutil.rmtree(WORK, ignore_errors=True)
+    if not marker.exists() or json.loads(marker.read_text())["gigabytes"] != gigabytes:
+        shutil.rmtree(WORK, ignore_errors=True)
     rows = int(gigabytes * 1024**3 / BYTES_PER_ROW)
     files = max(2, int(gigabytes * 16))
-    records = spark.range(0, rows, 1, files).selectExpr(
+    records = spark.range(
+        0, rows, 1, files
+    ).selectExpr(
         "id",
         "concat('user-', id % 1000) AS user",
-        "id * 0.25 AS amount",
+        "CAST(id * 0.25 AS DOUBLE) AS amount",  # a decimal otherwise, which Parquet keeps as one
         "timestamp_millis(1700000000000 + id) AS ts",
         "named_struct('k', CAST(id % 7 AS INT), 'tags', array('a', concat('t', id % 13))) AS meta",
     )
+    writers = {
+        "gzip": lambda to: records.write.option("compression", "gzip").json(to),
+        "parquet": lambda to: records.coalesce(max(1, files // 4))
+        .write.option("parquet.block.size", ROW_GROUP_BYTES)
+        .parquet(to),
+    }
     folders = {"gzip": WORK / "json-gz", "parquet": WORK / "parquet"}
-    records.write.option("compression", "gzip").json(str(folders["gzip"]))
-    records.coalesce(max(1, files // 4)).write.option(
-        "parquet.block.size", ROW_GROUP_BYTES
-    ).parquet(str(folders["parquet"]))
-    WORK.mkdir(parents=True, exist_ok=True)
-    marker.write_text(
-        json.dumps(
-            {
-                "gigabytes": gigabytes,
-                "rows": rows,
-                "folders": {k: str(v) for k, v in folders.items()},
-            }
-        )
-    )
+    for key, folder in folders.items():
+        if not (folder / "_SUCCESS").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            writers[key](str(folder))
+    marker.write_text(json.dumps({"gigabytes": gigabytes, "rows": rows}))
     return folders, rows
 
 
