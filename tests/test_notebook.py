@@ -12,7 +12,7 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "examples" / "backfill_then_live.ipynb"
-# an absolute path of a POSIX machine: /tmp/..., /home/..., /work/..., a file: URI
+# an absolute path of a POSIX machine (under tmp, home, work, root, var, Users or private), or a file: URI
 ABSOLUTE_PATH = re.compile(
     r"(?<![\w.])(file:)?/(tmp|home|work|root|var|Users|private)/"
 )
