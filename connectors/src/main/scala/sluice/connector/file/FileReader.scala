@@ -147,19 +147,10 @@ final class FileReader(
      * An error, or with `ignoreChangedFiles` the unread part is skipped and counted.
      */
     private def changedSinceListing(): Boolean = {
-      val path = new Path(split.path)
-      val now = path.getFileSystem(conf).getFileStatus(path)
-      // seconds: object stores answer a listing in milliseconds and a HEAD request in seconds
-      val same = now.getLen == split.fileLength && now.getModificationTime / 1000 == split.modificationTime / 1000
-      if (!same && !config.ignoreChangedFiles) {
-        throw new IllegalStateException(s"FileSource: file '${split.path}' changed after it was listed " +
-          s"(length ${split.fileLength} -> ${now.getLen} bytes, modified at ${split.modificationTime} -> " +
-          s"${now.getModificationTime} ms). Files must be complete when they appear: write them elsewhere " +
-          "or under a hidden name (starting with '.' or '_'), then rename them into the folder. Set option " +
-          s"'ignoreChangedFiles' to true to skip the unread part of such files (counted as $ChangedFilesSkipped).")
-      }
-      if (!same) changed = 1L
-      !same
+      val changedNow = ListedFileCheck.changed("FileSource", split.path, split.fileLength, split.modificationTime,
+        config.ignoreChangedFiles, conf)
+      if (changedNow) changed = 1L
+      changedNow
     }
 
     /** Moves to the next line of the range; false once the range is read. */

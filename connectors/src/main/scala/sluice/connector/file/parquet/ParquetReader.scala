@@ -13,6 +13,7 @@ import org.apache.spark.unsafe.types.UTF8String
 
 import sluice.api.{PausableSplitReader, ReaderContext, RecordsWithSplitIds, SplitRange}
 import sluice.config.RecordLayout
+import sluice.connector.file.ListedFileCheck
 import sluice.connector.file.FileReader.{ChangedFilesSkipped, MissingFilesSkipped}
 import sluice.connector.format.Provenance
 
@@ -112,18 +113,10 @@ final class ParquetReader(
 
     /** As for line files: a file whose length or modification time changed since it was listed. */
     private def changedSinceListing(): Boolean = {
-      val path = new Path(split.path)
-      val now = path.getFileSystem(hadoopConf()).getFileStatus(path)
-      val same = now.getLen == split.fileLength && now.getModificationTime / 1000 == split.modificationTime / 1000
-      if (!same && !config.ignoreChangedFiles) {
-        throw new IllegalStateException(s"${ParquetConfig.Context}: file '${split.path}' changed after it was " +
-          s"listed (length ${split.fileLength} -> ${now.getLen} bytes, modified at ${split.modificationTime} -> " +
-          s"${now.getModificationTime} ms). Files must be complete when they appear: write them elsewhere or under " +
-          "a hidden name (starting with '.' or '_'), then rename them into the folder. Set option " +
-          s"'ignoreChangedFiles' to true to skip the unread part of such files (counted as $ChangedFilesSkipped).")
-      }
-      if (!same) changed = 1L
-      !same
+      val changedNow = ListedFileCheck.changed(ParquetConfig.Context, split.path, split.fileLength,
+        split.modificationTime, config.ignoreChangedFiles, hadoopConf())
+      if (changedNow) changed = 1L
+      changedNow
     }
 
     /** Ends Spark's reader now when it can be (otherwise it closes when the task completes). */
