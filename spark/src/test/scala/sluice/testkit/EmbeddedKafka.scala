@@ -282,7 +282,9 @@ final class EmbeddedKafka(
     if (answer == "OK") ""
     else if (answer.startsWith("OK ")) answer.substring(3)
     else if (answer.startsWith("ERR "))
-      throw new KafkaCommandException(s"$line: ${answer.substring(4)}")
+      // A timeout's cause is in the broker's log (retries, leader changes); plain refusals are not.
+      throw new KafkaCommandException(
+        s"$line: ${answer.substring(4)}${if (answer.contains("Timeout")) stderrText else ""}")
     else throw new IllegalStateException(s"$line: unexpected answer '$answer'")
   }
 

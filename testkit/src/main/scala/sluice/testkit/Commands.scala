@@ -8,6 +8,7 @@ import java.util.concurrent.{ExecutionException, TimeUnit}
 import java.util.concurrent.atomic.AtomicReference
 
 import scala.jdk.CollectionConverters._
+import scala.util.control.NonFatal
 
 import org.apache.kafka.clients.admin.{Admin, NewPartitions, NewTopic, OffsetSpec, RecordsToDelete}
 import org.apache.kafka.clients.consumer.{ConsumerConfig, KafkaConsumer}
@@ -230,10 +231,29 @@ final class Commands(bootstrapServers: String) extends AutoCloseable {
       // An idempotent producer may stay unusable after a failed send: the next one starts afresh.
       producerOpt = None
       p.close(Duration.ofSeconds(5))
-      throw e
+      throw new KafkaException(s"${CommandLoop.describe(e)} [broker: ${brokerState(topic)}]", e)
     }
     count.toString
   }
+
+  /**
+   * What a failed send may come from, as the broker sees it: each partition's leader and in-sync
+   * replicas, and any log directory that went offline (e.g. a full disk).
+   */
+  private def brokerState(topic: String): String =
+    try {
+      val desc =
+        get(admin.describeTopics(Collections.singletonList(topic)).allTopicNames()).get(topic)
+      val partitions = desc.partitions().asScala.map { p =>
+        s"p${p.partition()} leader=${Option(p.leader()).map(_.id()).getOrElse("none")} isr=${p.isr().size()}"
+      }
+      val dirs = get(admin.describeLogDirs(Collections.singletonList(Broker.NodeId)).allDescriptions())
+        .asScala.values.flatMap(_.asScala).map { case (dir, d) =>
+          val error = Option(d.error()).map(e => s"error=${e.getClass.getSimpleName}").getOrElse("ok")
+          s"$dir $error, ${Paths.get(dir).toFile.getUsableSpace >> 20} MiB free"
+        }
+      (partitions ++ dirs).mkString("; ")
+    } catch { case NonFatal(e) => s"not known (${CommandLoop.describe(e)})" }
 
   /**
    * Writes every partition from its start to its current end, partition by partition, in offset
