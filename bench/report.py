@@ -207,6 +207,12 @@ def _history_formats(r: dict) -> str:
     )
 
 
+def _kept_checkpoint(r: dict) -> str:
+    """The checkpoint kept beside the offset log, when the run recorded it (older results did not)."""
+    size = r.get("checkpoint_file_bytes_max")
+    return f", largest checkpoint kept beside it {_n(size)} B" if size else ""
+
+
 def _scale(r: dict) -> str:
     return (
         f"| `scale` | {_n(r['small_files'])} one-line JSON files, `Trigger.AvailableNow`; a generator "
@@ -216,7 +222,7 @@ def _scale(r: dict) -> str:
         f"small files {_n(r['small_files_sluice_rps'])}; one partition "
         f"{_n(r['one_partition_sluice_rps'])} | small files "
         f"{r['small_files_ratio']:.2f}{_spread(r, 'small_files_ratio')} (≥ 1.0); largest offset "
-        f"{_n(r['offset_bytes_max'])} B (≤ 65,536); planning at {r['planning']['splits']:,} splits "
+        f"{_n(r['offset_bytes_max'])} B (≤ 65,536){_kept_checkpoint(r)}; planning at {r['planning']['splits']:,} splits "
         f"p50 {_n(r['splits_1024_plan_ms_p50'])} ms (≤ 50); one partition "
         f"{r['one_partition_ratio']:.2f}{_spread(r, 'one_partition_ratio')} (≥ 1.5) |"
     )

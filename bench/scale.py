@@ -68,9 +68,17 @@ def _offset_bytes_max(checkpoint: Path) -> int:
     return max(f.stat().st_size for f in offsets)
 
 
+def _checkpoint_file_bytes_max(checkpoint: Path) -> int:
+    """The largest checkpoint kept beside the offset log (too large for it): also written per batch."""
+    kept = checkpoint / "sources" / "0" / "sluice-checkpoints"
+    sizes = [f.stat().st_size for f in kept.glob("*.json")] if kept.is_dir() else []
+    return max(sizes, default=0)
+
+
 def _measure_small_files(spark: SparkSession, count: int, pairs: int) -> dict:
     folder = _small_files(count)
     offset_sizes: list[int] = []
+    kept_sizes: list[int] = []
 
     def spark_side() -> float:
         seconds, progress = run_available_now(
@@ -99,6 +107,7 @@ def _measure_small_files(spark: SparkSession, count: int, pairs: int) -> dict:
                 f"Sluice read {rows_read(progress)} rows, expected {count}"
             )
         offset_sizes.append(_offset_bytes_max(checkpoint))
+        kept_sizes.append(_checkpoint_file_bytes_max(checkpoint))
         return count / seconds
 
     measured = interleaved(
@@ -110,6 +119,7 @@ def _measure_small_files(spark: SparkSession, count: int, pairs: int) -> dict:
         "small_files_sluice_rps": statistics.median(measured["sluice"]),
         **summary("small_files_ratio", measured["sluice"], measured["spark"]),
         "offset_bytes_max": max(offset_sizes),
+        "checkpoint_file_bytes_max": max(kept_sizes),
     }
 
 

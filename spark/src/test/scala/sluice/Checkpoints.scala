@@ -6,7 +6,9 @@ import java.nio.file.Files
 
 import scala.jdk.CollectionConverters._
 
-import sluice.spark.SluiceOffset
+import org.apache.hadoop.conf.Configuration
+
+import sluice.spark.{SluiceOffset, SourceMetadata}
 
 /**
  * What a stopped query left behind, read from disk rather than guessed from timing: the offset
@@ -31,7 +33,8 @@ object Checkpoints {
    */
   def offset(checkpoint: String, batchId: Long, source: Int = 0): SluiceOffset = {
     val lines = Files.readAllLines(new File(new File(checkpoint, "offsets"), batchId.toString).toPath, UTF_8).asScala
-    SluiceOffset.fromJson(lines(2 + source))
+    // a large checkpoint is kept in the source's folder, named by the offset
+    SluiceOffset.fromJson(lines(2 + source), Some(new SourceMetadata(s"$checkpoint/sources/$source", new Configuration())))
   }
 
   /** Each split's position at the end of batch `batchId`. */

@@ -4,7 +4,6 @@ import scala.util.Try
 
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.connector.read.streaming.{Offset => SparkOffset}
 import org.apache.spark.sql.execution.streaming.checkpointing.{OffsetMap, OffsetSeqBase, OffsetSeqLog}
 
 /**
@@ -21,13 +20,13 @@ object OffsetLogLookup {
    * The source's offset in the latest logged batch; `Right(None)` when the log has no batch yet,
    * `Left` when the log has batches but none of its offsets can be told to be this source's.
    */
-  def latest(spark: SparkSession, metadataPath: String): Either[String, Option[SluiceOffset]] = {
+  def latest(spark: SparkSession, metadataPath: String, bodies: CheckpointBodies): Either[String, Option[SluiceOffset]] = {
     val checkpointRoot = new Path(metadataPath).getParent.getParent
     val log = new OffsetSeqLog(spark, new Path(checkpointRoot, "offsets").toString)
     log.getLatest() match {
       case None => Right(None)
       case Some((batchId, seq)) =>
-        find(seq, memberName(metadataPath), Try(new Path(metadataPath).getName.toInt).toOption)
+        find(seq, memberName(metadataPath), Try(new Path(metadataPath).getName.toInt).toOption, bodies)
           .map(o => Right(Some(o)))
           .getOrElse(Left(s"batch $batchId of the offset log has no offset of ${memberName(metadataPath)}"))
     }
@@ -38,13 +37,14 @@ object OffsetLogLookup {
    * by position: Spark numbers a query's sources (`sources/<n>`) in the order it logs their
    * offsets (format 1; format 2 keys them by that number).
    */
-  private def find(seq: OffsetSeqBase, member: String, index: Option[Int]): Option[SluiceOffset] = {
-    def sluice(o: Option[SparkOffset]) = o.flatMap(x => Try(SluiceOffset.fromJson(x.json())).toOption)
+  private def find(seq: OffsetSeqBase, member: String, index: Option[Int], bodies: CheckpointBodies): Option[SluiceOffset] = {
     val (all, byIndex) = seq match {
-      case m: OffsetMap =>
-        (m.offsetsMap.values.toSeq.map(sluice), index.flatMap(i => m.offsetsMap.get(i.toString)).flatMap(sluice))
-      case s => (s.offsets.map(sluice), index.flatMap(i => s.offsets.lift(i)).flatMap(sluice))
+      case m: OffsetMap => (m.offsetsMap.values.toSeq.flatten, index.flatMap(i => m.offsetsMap.get(i.toString)).flatten)
+      case s => (s.offsets.flatten, index.flatMap(i => s.offsets.lift(i)).flatten)
     }
-    all.flatten.find(_.member.contains(member)).orElse(byIndex.filter(_.member.isEmpty))
+    // only this member's checkpoint is read: the others' may be kept in their own folders
+    all.map(_.json()).find(json => SluiceOffset.memberOf(json).contains(member))
+      .orElse(byIndex.map(_.json()).filter(json => SluiceOffset.memberOf(json).isEmpty))
+      .flatMap(json => Try(SluiceOffset.fromJson(json, Some(bodies))).toOption)
   }
 }

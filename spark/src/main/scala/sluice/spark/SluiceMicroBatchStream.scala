@@ -53,7 +53,7 @@ final class SluiceMicroBatchStream(
    * batch's end from `mergeOffsets`: it gets what exists now, and nothing is planned.
    */
   override def latestOffset(startOffset: SparkOffset, limit: ReadLimit): SparkOffset = {
-    val start = SluiceOffset.of(startOffset).checkpoint
+    val start = checkpointOf(startOffset)
     // asked at every trigger, data or not, as Spark's Kafka source asks: the delay counts from the
     // last trigger. Before planning: a batch planned and then not run would have moved the runtime
     // (and an alignment group's round) on to an end that was never read.
@@ -97,7 +97,7 @@ final class SluiceMicroBatchStream(
 
   /** No more tasks than the cluster runs at once: splits with little to read share one. */
   override def planInputPartitions(start: SparkOffset, end: SparkOffset): Array[InputPartition] =
-    runtime.tasks(Some(SluiceOffset.of(start).checkpoint), SluiceOffset.of(end).checkpoint,
+    runtime.tasks(Some(checkpointOf(start)), checkpointOf(end),
       spark.sparkContext.defaultParallelism, options.minPartitions)
       .map(ranges => SluiceInputPartition(ranges): InputPartition).toArray
 

@@ -13,8 +13,17 @@ import sluice.runtime.{SourceCheckpoint, SplitEntry}
  * every version ever written stays readable. `member` names the source's folder in the query
  * checkpoint (`sources/<n>`), so that an alignment group can find a member's last offset in the
  * log before Spark hands it over (absent in offsets written before it existed).
+ *
+ * A checkpoint larger than [[SluiceOffset.InlineLimitChars]] (thousands of files, each a split
+ * and a known file of the enumerator) is kept in the source's folder as an immutable file named
+ * by its content (`storedAs`), and the offset names that file (version 2): Spark writes the
+ * offset log on every batch and keeps a hundred of them, so that log stays small whatever the
+ * number of splits.
  */
-final case class SluiceOffset(checkpoint: SourceCheckpoint, member: Option[String] = None) extends SparkOffset {
+final case class SluiceOffset(
+    checkpoint: SourceCheckpoint,
+    member: Option[String] = None,
+    storedAs: Option[String] = None) extends SparkOffset {
   def sourceType: String = checkpoint.sourceType
   def splits: Seq[SplitEntry] = checkpoint.splits
   def byId: Map[String, SplitEntry] = checkpoint.byId
@@ -25,10 +34,105 @@ final case class SluiceOffset(checkpoint: SourceCheckpoint, member: Option[Strin
    */
   override def json(): String = serialized
 
-  private lazy val serialized: String = {
-    val mapper = SluiceOffset.Mapper
-    val root = mapper.createObjectNode()
-    root.put("version", SluiceOffset.CurrentVersion)
+  private lazy val serialized: String = storedAs match {
+    case Some(name) =>
+      val root = SluiceOffset.Mapper.createObjectNode()
+      root.put("version", SluiceOffset.StoredVersion)
+      root.put("source", checkpoint.sourceType)
+      member.foreach(root.put("member", _))
+      root.put("checkpoint", name)
+      root.put("splits", checkpoint.splits.size)
+      SluiceOffset.Mapper.writeValueAsString(root)
+    case None => SluiceOffset.inlineJson(checkpoint, member)
+  }
+}
+
+object SluiceOffset {
+  /** The version of an offset that holds its checkpoint. */
+  val InlineVersion = 1
+  /** The version of an offset that names the file holding its checkpoint. */
+  val StoredVersion = 2
+  val CurrentVersion: Int = StoredVersion
+  /**
+   * The largest checkpoint an offset holds itself (a few hundred splits); larger ones are kept
+   * in files. Well under what the offset log should carry per source and batch.
+   */
+  val InlineLimitChars = 16384
+  private val Mapper = new ObjectMapper()
+
+  /** An offset of `checkpoint`, its checkpoint kept in `bodies` when too large for the offset log. */
+  def keep(checkpoint: SourceCheckpoint, member: Option[String], bodies: CheckpointBodies): SluiceOffset = {
+    val inline = SluiceOffset(checkpoint, member)
+    if (inline.json().length <= InlineLimitChars) inline
+    else SluiceOffset(checkpoint, member, Some(bodies.keep(inlineJson(checkpoint, None))))
+  }
+
+  /**
+   * Spark hands restored offsets back as its own `SerializedOffset`; this reads either kind.
+   * `bodies` is where a version-2 offset's checkpoint is (the source's folder).
+   */
+  def of(offset: SparkOffset, bodies: Option[CheckpointBodies] = None): SluiceOffset = offset match {
+    case o: SluiceOffset => o
+    case other => fromJson(other.json(), bodies)
+  }
+
+  /** The member an offset names, without reading its checkpoint (None: not Sluice's, or none). */
+  def memberOf(json: String): Option[String] =
+    scala.util.Try(Mapper.readTree(json)).toOption.flatMap(r => Option(r.get("member"))).map(_.asText)
+
+  def fromJson(json: String, bodies: Option[CheckpointBodies] = None): SluiceOffset = {
+    val root = try Mapper.readTree(json) catch {
+      case e: Exception =>
+        throw new IllegalStateException(s"Sluice: the checkpoint holds an offset that is not valid JSON: $json", e)
+    }
+    val version = Option(root.get("version")).filter(_.canConvertToInt).map(_.asInt).getOrElse(
+      throw new IllegalStateException(
+        s"Sluice: the checkpoint holds an offset without a version; it was not written by Sluice: $json"))
+    version match {
+      case InlineVersion => readV1(root.asInstanceOf[ObjectNode])
+      case StoredVersion =>
+        val name = Option(root.get("checkpoint")).map(_.asText).getOrElse(
+          throw new IllegalStateException(s"Sluice: offset field 'checkpoint' is missing in $json"))
+        val store = bodies.getOrElse(throw new IllegalStateException(
+          s"Sluice: the offset names checkpoint file '$name' of its source's folder, and no folder was given to read it from"))
+        val held = fromJson(store.load(name))
+        if (held.sourceType != text(root, "source")) {
+          throw new IllegalStateException(s"Sluice: checkpoint file '$name' holds a '${held.sourceType}' source's " +
+            s"checkpoint, but the offset is of a '${text(root, "source")}' source: the checkpoint folder was altered.")
+        }
+        SluiceOffset(held.checkpoint, Option(root.get("member")).map(_.asText), Some(name))
+      case v if v > CurrentVersion =>
+        throw new IllegalStateException(
+          s"Sluice: the checkpoint's offset has version $v, but this build reads versions 1 to " +
+            s"$CurrentVersion. It was written by a newer Sluice: upgrade, or start from a new checkpoint.")
+      case v =>
+        throw new IllegalStateException(s"Sluice: unknown offset version $v in the checkpoint: $json")
+    }
+  }
+
+  private def text(node: JsonNode, field: String): String = Option(node.get(field)).map(_.asText).getOrElse(
+    throw new IllegalStateException(s"Sluice: offset field '$field' is missing in $node"))
+
+  private def readV1(root: ObjectNode): SluiceOffset = {
+    val enumerator = root.get("enumerator")
+    val splits = root.get("splits").elements().asScala.map { n =>
+      SplitEntry(
+        splitId = text(n, "id"),
+        splitVersion = text(n, "version").toInt,
+        split = text(n, "split"),
+        position = text(n, "position").toLong,
+        reportedPosition = text(n, "reportedPosition").toLong,
+        maxEventTime = Option(n.get("maxEventTime")).map(_.asLong),
+        records = text(n, "records").toLong)
+    }.toSeq
+    SluiceOffset(SourceCheckpoint(text(root, "source"), text(enumerator, "version").toInt, text(enumerator, "state"), splits),
+      Option(root.get("member")).map(_.asText))
+  }
+
+  /** The JSON of an offset that holds its checkpoint (version 1). */
+  private def inlineJson(checkpoint: SourceCheckpoint, member: Option[String]): String = {
+    val root = Mapper.createObjectNode()
+    root.put("version", InlineVersion)
     root.put("source", checkpoint.sourceType)
     member.foreach(root.put("member", _))
     val enumerator = root.putObject("enumerator")
@@ -45,54 +149,6 @@ final case class SluiceOffset(checkpoint: SourceCheckpoint, member: Option[Strin
       s.maxEventTime.foreach(node.put("maxEventTime", _))
       node.put("records", s.records)
     }
-    mapper.writeValueAsString(root)
-  }
-}
-
-object SluiceOffset {
-  val CurrentVersion = 1
-  private val Mapper = new ObjectMapper()
-
-  /** Spark hands restored offsets back as its own `SerializedOffset`; this reads either kind. */
-  def of(offset: SparkOffset): SluiceOffset = offset match {
-    case o: SluiceOffset => o
-    case other => fromJson(other.json())
-  }
-
-  def fromJson(json: String): SluiceOffset = {
-    val root = try Mapper.readTree(json) catch {
-      case e: Exception =>
-        throw new IllegalStateException(s"Sluice: the checkpoint holds an offset that is not valid JSON: $json", e)
-    }
-    val version = Option(root.get("version")).filter(_.canConvertToInt).map(_.asInt).getOrElse(
-      throw new IllegalStateException(
-        s"Sluice: the checkpoint holds an offset without a version; it was not written by Sluice: $json"))
-    version match {
-      case 1 => readV1(root.asInstanceOf[ObjectNode])
-      case v if v > CurrentVersion =>
-        throw new IllegalStateException(
-          s"Sluice: the checkpoint's offset has version $v, but this build reads versions 1 to " +
-            s"$CurrentVersion. It was written by a newer Sluice: upgrade, or start from a new checkpoint.")
-      case v =>
-        throw new IllegalStateException(s"Sluice: unknown offset version $v in the checkpoint: $json")
-    }
-  }
-
-  private def readV1(root: ObjectNode): SluiceOffset = {
-    def text(node: JsonNode, field: String): String = Option(node.get(field)).map(_.asText).getOrElse(
-      throw new IllegalStateException(s"Sluice: offset field '$field' is missing in $root"))
-    val enumerator = root.get("enumerator")
-    val splits = root.get("splits").elements().asScala.map { n =>
-      SplitEntry(
-        splitId = text(n, "id"),
-        splitVersion = text(n, "version").toInt,
-        split = text(n, "split"),
-        position = text(n, "position").toLong,
-        reportedPosition = text(n, "reportedPosition").toLong,
-        maxEventTime = Option(n.get("maxEventTime")).map(_.asLong),
-        records = text(n, "records").toLong)
-    }.toSeq
-    SluiceOffset(SourceCheckpoint(text(root, "source"), text(enumerator, "version").toInt, text(enumerator, "state"), splits),
-      Option(root.get("member")).map(_.asText))
+    Mapper.writeValueAsString(root)
   }
 }

@@ -58,7 +58,18 @@ abstract class SluiceStream(
     acc
   }
 
-  protected def offset(checkpoint: SourceCheckpoint): SluiceOffset = SluiceOffset(checkpoint, Some(member))
+  /** The offset Spark logs for `checkpoint`; a large checkpoint is kept in the source's folder first. */
+  protected def offset(checkpoint: SourceCheckpoint): SluiceOffset = {
+    val o = SluiceOffset.keep(checkpoint, Some(member), metadata)
+    o.storedAs.foreach(name => synchronized(keptSince :+= name))
+    o
+  }
+
+  /** The checkpoint of an offset Spark hands over (restored ones come as Spark's own type). */
+  protected def checkpointOf(o: SparkOffset): SourceCheckpoint = SluiceOffset.of(o, Some(metadata)).checkpoint
+
+  /** Kept checkpoints in the order this stream wrote them, from the one the last commit named on. */
+  private var keptSince = Vector.empty[String]
 
   // ---- offsets --------------------------------------------------------------------------------
 
@@ -71,7 +82,8 @@ abstract class SluiceStream(
     if (initial == null) {
       initial = metadata.readInitialOffset() match {
         case Some(json) =>
-          val restored = offset(SluiceOffset.fromJson(json).checkpoint)
+          // named as this stream names its offsets (an initial offset kept before they named their member)
+          val restored = SluiceOffset.fromJson(json, Some(metadata)).copy(member = Some(member))
           runtime.restore(restored.checkpoint)
           restored
         case None =>
@@ -85,16 +97,16 @@ abstract class SluiceStream(
   private var initial: SluiceOffset = _
 
   /** Where the next batch starts, when an alignment round needs it before Spark said. */
-  private def resumePoint(): Option[SourceCheckpoint] = OffsetLogLookup.latest(spark, metadataPath) match {
+  private def resumePoint(): Option[SourceCheckpoint] = OffsetLogLookup.latest(spark, metadataPath, metadata) match {
     case Right(Some(logged)) => Some(logged.checkpoint)
-    case Right(None) => Some(SluiceOffset.of(initialOffset()).checkpoint)
+    case Right(None) => Some(checkpointOf(initialOffset()))
     case Left(why) =>
       logInfo(s"$this cannot take part in its alignment group's round yet: $why")
       None
   }
 
   override def deserializeOffset(json: String): SparkOffset = {
-    val offset = SluiceOffset.fromJson(json)
+    val offset = SluiceOffset.fromJson(json, Some(metadata))
     if (offset.sourceType != source.sourceType) {
       throw new IllegalStateException(
         s"Sluice: the checkpoint was written by a '${offset.sourceType}' source, but this query " +
@@ -103,14 +115,39 @@ abstract class SluiceStream(
     offset
   }
 
-  /** Progress reached the runtime as tasks ended; a commit only makes sure the splits are known. */
-  override def commit(end: SparkOffset): Unit = runtime.restore(SluiceOffset.of(end).checkpoint)
+  /**
+   * Progress reached the runtime as tasks ended; a commit makes sure the splits are known, and
+   * drops the kept checkpoints no offset Spark may hand back names any more.
+   */
+  override def commit(end: SparkOffset): Unit = {
+    val committed = SluiceOffset.of(end, Some(metadata))
+    runtime.restore(committed.checkpoint)
+    committed.storedAs.foreach(retainFrom)
+  }
+
+  /**
+   * After `committed`, a restart starts at it, or replays a batch planned after it: the
+   * checkpoints those offsets name, the initial offset's (batch 0 may be replayed) and the one
+   * before `committed` (a margin) are kept, all older ones deleted. Checkpoints this stream wrote
+   * before one it has not seen written are left alone.
+   */
+  private def retainFrom(committed: String): Unit = synchronized {
+    val at = keptSince.lastIndexOf(committed)
+    if (at >= 0) {
+      val previous = keptSince.lift(at - 1)
+      keptSince = keptSince.drop(at)
+      val initialName = Option(initial).flatMap(_.storedAs)
+      metadata.retainOnly(keptSince.toSet ++ previous ++ initialName ++ lastCommitted)
+    }
+    lastCommitted = Some(committed)
+  }
+  private var lastCommitted: Option[String] = None
 
   override def stop(): Unit =
     try runtime.close() finally liveAlignment.foreach(m => LiveAlignmentChannel.coordinator.forget(m.queryKey, m.group))
 
   override def metrics(latestConsumedOffset: Optional[SparkOffset]): java.util.Map[String, String] = {
-    val consumed = latestConsumedOffset.map[Option[SourceCheckpoint]](o => Some(SluiceOffset.of(o).checkpoint)).orElse(None)
+    val consumed = latestConsumedOffset.map[Option[SourceCheckpoint]](o => Some(checkpointOf(o))).orElse(None)
     (runtime.metrics(consumed) ++ liveAlignment.map(LiveAlignmentChannel.metrics).getOrElse(Map.empty)).asJava
   }
 
@@ -140,7 +177,7 @@ abstract class SluiceStream(
    * source needs no more task slots than the cluster has.
    */
   protected def planOpenBatch(start: SparkOffset): Array[InputPartition] = {
-    val batch = runtime.openBatch(SluiceOffset.of(start).checkpoint)
+    val batch = runtime.openBatch(checkpointOf(start))
     openBatch = Some(batch)
     val lastActive = liveAlignment.map(LiveAlignmentChannel.lastActive).getOrElse(Map.empty)
     val initialLimit = liveAlignment.flatMap(LiveAlignmentChannel.seed(_, batch.ranges.map { r =>
