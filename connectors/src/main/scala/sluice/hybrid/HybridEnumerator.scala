@@ -183,8 +183,17 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
   override def metrics: Map[String, String] = child.metrics ++ Map(
     "activeSource" -> index.toString,
     "activeSourceType" -> active.sourceType,
-    "recordsPerSource" -> (0 until hybrid.size).map(i => progressBySource.getOrElse(i, 0L)).mkString(",")) ++
+    "recordsPerSource" -> (0 until hybrid.size).map(recordsOf).mkString(",")) ++
     switches.lastOption.map(s => "lastSwitchAtMs" -> s.atMs.toString) ++ guard.map(_.metrics).getOrElse(Map.empty)
+
+  /**
+   * The records read from source `i`: an earlier source's splits leave the checkpoint once nothing
+   * is derived from them any more, so its count is also kept in the end state its switch recorded.
+   */
+  private def recordsOf(i: Int): Long = {
+    val atSwitch = switches.find(_.context.previousSourceIndex == i).map(_.context.previousEndState.splits.map(_.records).sum)
+    math.max(progressBySource.getOrElse(i, 0L), atSwitch.getOrElse(0L))
+  }
 
   /** The active source's, over its splits (a hybrid reading Kafka reports Kafka's figures). */
   override def backlogMetrics(behind: Seq[(HybridSplit, Long)]): Map[String, String] =

@@ -15,18 +15,47 @@ final case class SplitEntry(
     records: Long)
 
 /**
- * Everything that decides a batch of one source: the enumerator's state and every split with its
- * end position. The micro-batch binding writes it into Spark's offset log before the batch runs,
+ * What the splits read to their end in earlier checkpoints added up to: they left the checkpoint
+ * (nothing is read from them any more, and nothing is derived from their end state), so that it
+ * grows with the splits still open rather than with every split ever read.
+ */
+final case class FinishedSplits(
+    count: Long,
+    records: Long,
+    maxEventTime: Option[Long],
+    counters: Map[String, Long]) {
+
+  def add(p: sluice.api.SplitProgress): FinishedSplits = FinishedSplits(count + 1, records + p.records,
+    (maxEventTime ++ p.maxEventTime).maxOption, sluice.api.SplitProgress.sumCounters(counters, p.counters))
+}
+
+object FinishedSplits {
+  val None: FinishedSplits = FinishedSplits(0L, 0L, scala.None, Map.empty)
+}
+
+/**
+ * Everything that decides a batch of one source: the enumerator's state and every split still
+ * open with its end position (splits finished in an earlier checkpoint are summed up in
+ * `finished`). The micro-batch binding writes it into Spark's offset log before the batch runs,
  * so it is the source's checkpoint; restoring from it replays the same batch.
  */
 final case class SourceCheckpoint(
     sourceType: String,
     enumeratorVersion: Int,
     enumeratorState: String,
-    splits: Seq[SplitEntry]) {
+    splits: Seq[SplitEntry],
+    finished: FinishedSplits = FinishedSplits.None) {
 
   lazy val byId: Map[String, SplitEntry] = splits.map(s => s.splitId -> s).toMap
 
   /** Where each split stands, the part of a checkpoint that says which records a batch reads. */
   def positions: Seq[(String, Long)] = splits.map(s => s.splitId -> s.position)
+
+  /**
+   * Whether a batch from `start` to here reads nothing and finds no split: every split here is in
+   * `start` at the same position. Splits that only left the checkpoint (finished) make no batch:
+   * they leave it with the next one that reads something.
+   */
+  def readsNothingAfter(start: SourceCheckpoint): Boolean =
+    splits.forall(e => start.byId.get(e.splitId).exists(_.position == e.position))
 }

@@ -50,6 +50,13 @@ final class SourceRuntime(
   private var endStateNotKept: Option[Throwable] = None
   /** Latency markers that arrived since the last progress report. */
   private val latencyMarkers = mutable.ArrayBuffer[Long]()
+  /** What the splits that left the checkpoint (finished earlier) added up to. */
+  private var finishedSplits = FinishedSplits.None
+  /**
+   * The splits this runtime took out of its checkpoints, so that an older checkpoint handed back
+   * (Spark commits a batch after planning the next) does not bring them back.
+   */
+  private val retired = mutable.Set[String]()
 
   private val eventTime: Option[SourceEventTime] = Option.when(settings.eventTime.enabled)(
     new SourceEventTime(settings.eventTime, source, settings.allowUnalignedSourceSplitsByDefault, settings.clock))
@@ -72,8 +79,11 @@ final class SourceRuntime(
    * add splits not known yet.
    */
   def restore(checkpoint: SourceCheckpoint): Unit = synchronized {
-    if (enumerator == null) restoreEnumerator(checkpoint)
-    checkpoint.splits.filterNot(e => splits.contains(e.splitId)).foreach { e =>
+    if (enumerator == null) {
+      restoreEnumerator(checkpoint)
+      finishedSplits = checkpoint.finished
+    }
+    checkpoint.splits.filterNot(e => splits.contains(e.splitId) || retired.contains(e.splitId)).foreach { e =>
       splits(e.splitId) = source.splitSerializer.deserialize(e.splitVersion, e.split)
       tracker.restore(SplitProgress(e.splitId, e.reportedPosition, e.maxEventTime, e.records))
     }
@@ -205,14 +215,43 @@ final class SourceRuntime(
     // Restored from an earlier checkpoint than the one planning starts at (the initial offset,
     // then batch 0 replayed): what the enumerator found while planning the batches in between
     // (a file listed for batch 0) must not be found again, and split another way.
-    if (restoredFrom.exists(_ != start)) restoreEnumerator(start)
+    if (restoredFrom.exists(_ != start)) {
+      restoreEnumerator(start)
+      // splits of the earlier checkpoint that `start` no longer holds left it, finished
+      splits.keys.filterNot(start.byId.contains).toSeq.foreach { id =>
+        forget(id)
+        retired += id
+      }
+      finishedSplits = start.finished
+    }
     restoredFrom = None
     // The engine plans a batch only after the previous one committed, so every range up to
     // `start` was read in full, even if its report died with a previous driver: a finished split
     // must not look unfinished forever (a hybrid would never switch).
     start.splits.foreach(e => tracker.advanceTo(e.splitId, e.position))
+    retireFinished(start)
     enumerator.progressUpdated(splitsWithProgress)
     enumerator.discoverSplits().foreach(track)
+  }
+
+  /**
+   * Splits read to their end by the batch that ended at `start` (it committed: the engine plans
+   * only after that) leave the checkpoint; what they read is added to `finishedSplits`. Not while
+   * the enumerator derives something from their end state (a hybrid before its last source).
+   */
+  private def retireFinished(start: SourceCheckpoint): Unit = if (!enumerator.keepsEndState) {
+    start.splits.filter(e => splits.get(e.splitId).exists(s => enumerator.isFinished(s, e.position))).foreach { e =>
+      finishedSplits = finishedSplits.add(tracker.get(e.splitId).getOrElse(
+        SplitProgress(e.splitId, e.position, e.maxEventTime, e.records)))
+      forget(e.splitId)
+      retired += e.splitId
+    }
+  }
+
+  private def forget(splitId: String): Unit = {
+    splits.remove(splitId)
+    tracker.forget(splitId)
+    lastAvailable -= splitId
   }
 
   private def prepare(start: SourceCheckpoint, limit: BatchLimit): PreparedBatch = {
@@ -250,7 +289,7 @@ final class SourceRuntime(
     for (p <- plan; a <- prepared.aligned; et <- eventTime) et.applied(a, p)
     val ends = plan.map(_.ends).getOrElse(prepared.unaligned)
     val next = checkpointAt(prepared.unaligned ++ ends)
-    val end = if (next.positions == prepared.start.positions) prepared.start else next
+    val end = if (next.readsNothingAfter(prepared.start)) prepared.start else next
     lastEnd = Some(end)
     end
   }
@@ -306,7 +345,7 @@ final class SourceRuntime(
       val from = start.byId.get(id).map(_.position).getOrElse(splits(id).startPosition)
       id -> math.max(from, lastAvailable.getOrElse(id, from))
     }.toMap)
-    if (next.positions == start.positions) start else next
+    if (next.readsNothingAfter(start)) start else next
   }
 
   /**
@@ -342,7 +381,7 @@ final class SourceRuntime(
   private def splitsWithProgress: Seq[(SourceSplit, SplitProgress)] =
     splits.values.toSeq.map(s => s -> tracker.get(s.splitId).get)
 
-  private def track(split: SourceSplit): Unit = if (!splits.contains(split.splitId)) {
+  private def track(split: SourceSplit): Unit = if (!splits.contains(split.splitId) && !retired.contains(split.splitId)) {
     splits(split.splitId) = split
     tracker.restore(SplitProgress(split.splitId, split.startPosition, None, 0L))
   }
@@ -357,7 +396,8 @@ final class SourceRuntime(
         val p = tracker.get(s.splitId).get
         SplitEntry(s.splitId, serializer.version, serializer.serialize(s), positions(s.splitId),
           p.position, p.maxEventTime, p.records)
-      })
+      },
+      finishedSplits)
   }
 
   /** The records that were available from `start` at the last planning (positions over positions per record). */
@@ -387,11 +427,12 @@ final class SourceRuntime(
     val m = mutable.LinkedHashMap[String, String](
       "source" -> settings.displayName,
       "sourceType" -> source.sourceType,
-      "splits" -> splits.size.toString,
-      "recordsRead" -> progress.map(_.records).sum.toString)
+      "splits" -> (splits.size + finishedSplits.count).toString,
+      "recordsRead" -> (progress.map(_.records).sum + finishedSplits.records).toString)
     // unknown after a restart until the first planning asks the enumerator again
     if (backlog.nonEmpty || consumed.exists(_.splits.isEmpty)) m("backlogRecords") = backlog.sum.toString
-    progress.flatMap(_.maxEventTime).maxOption.foreach(ts => m("maxEventTimeMs") = ts.toString)
+    if (finishedSplits.count > 0) m("finishedSplits") = finishedSplits.count.toString
+    (progress.flatMap(_.maxEventTime) ++ finishedSplits.maxEventTime).maxOption.foreach(ts => m("maxEventTimeMs") = ts.toString)
     if (enumerator != null) {
       m ++= enumerator.metrics
       // per split the last planning asked about, as Spark's Kafka source counts its partitions
@@ -410,7 +451,7 @@ final class SourceRuntime(
       latencyMarkers.clear()
     }
     if (settings.compact) m("recordLayout") = "compact"
-    progress.map(_.counters).foldLeft(Map.empty[String, Long])(SplitProgress.sumCounters)
+    progress.map(_.counters).foldLeft(finishedSplits.counters)(SplitProgress.sumCounters)
       .toSeq.sortBy(_._1).foreach { case (k, v) => m(k) = v.toString }
     m.toMap
   }
@@ -418,11 +459,13 @@ final class SourceRuntime(
   /**
    * Each split as of the last batch run: what was read from it, where that batch ended, how far it
    * could be read at the last planning, and the records in between (byte positions over the bytes
-   * per record read so far). Splits found by a planning after that batch are not in it yet.
+   * per record read so far). Splits found by a planning after that batch are not in it yet, and
+   * splits that planning found finished are not in it any more.
    */
   private def splitStatuses(consumed: SourceCheckpoint): Seq[SplitStatus] = {
     val ppr = positionsPerRecord
-    consumed.splits.map { e =>
+    // a split that left the checkpoint since (finished) is in the source's figures only
+    consumed.splits.filter(e => splits.contains(e.splitId)).map { e =>
       val progress = tracker.get(e.splitId)
       val available = lastAvailable.get(e.splitId)
       SplitStatus(e.splitId, progress.map(_.records).getOrElse(e.records), e.position, available,

@@ -15,6 +15,13 @@ final class SplitProgressTracker {
   def get(splitId: String): Option[SplitProgress] = progress.get(splitId)
   def all: Seq[SplitProgress] = progress.values.toSeq
 
+  /** Stops tracking a split (it left the checkpoint); later reports of it are ignored. */
+  def forget(splitId: String): Unit = {
+    progress.remove(splitId)
+    ahead.remove(splitId)
+    lastCounted.remove(splitId)
+  }
+
   /** Starts tracking a split; keeps the more advanced of what is known and what is given. */
   def restore(p: SplitProgress): Unit = progress.get(p.splitId) match {
     case Some(known) if known.position > p.position =>

@@ -105,10 +105,52 @@ class SourceRuntimeSuite extends AnyFunSuite {
       """[{"split":"0","records":50,"position":50,"available":100,"backlogRecords":50,"maxEventTimeMs":49000},""" +
         """{"split":"1","records":150,"position":150,"available":300,"backlogRecords":150,"maxEventTimeMs":149000}]""")
     assert(metrics("backlogRecords") == "200", "the per-split figures add up to the source's")
-    while (e.batch()) {}
+    assert(e.batch())
     val last = e.runtimes("a").metrics(Some(e.log.last("a")))("splitProgress")
     assert(last.contains(""""split":"0","records":100,"position":100,"available":100,"backlogRecords":0"""), last)
     assert(last.contains(""""split":"1","records":300,"position":300,"available":300,"backlogRecords":0"""), last)
+    // once the next planning finds them finished, they leave the checkpoint and the list
+    assert(!e.batch())
+    val done = e.runtimes("a").metrics(Some(e.log.last("a")))
+    assert(done("splitProgress") == "[]" && done("recordsRead") == "400" && done("finishedSplits") == "2", done)
+  }
+
+  test("a split read to its end leaves the checkpoint with the next batch; its records stay in the figures, also after a restart") {
+    val (s0, s2) = (series("0", 0, 1000, 100), series("2", 200000, 1000, 50))
+    val source = new InMemorySource(Seq(s0), later = Seq(Nil, Seq(s2))).asInstanceOf[sluice.api.Source[SourceSplit, Any]]
+    val store = new ProgressStore.InMemory
+    def runtime() = new SourceRuntime(source, settings("s", None), store, resumePoint = () => None,
+      defaultLimit = BatchLimit(None))
+    /** Reads the batch as tasks would, and reports it; the splits read. */
+    def read(r: SourceRuntime, start: SourceCheckpoint, end: SourceCheckpoint): Seq[String] = {
+      val ranges = r.ranges(Some(start), end)
+      r.fold(ranges.map(x => SplitReport(x.split.splitId, x.from, x.until,
+        Some(x.split.asInstanceOf[MemSplit].eventTime(x.until - 1)), x.until - x.from)))
+      ranges.map(_.split.splitId)
+    }
+    val first = runtime()
+    val initial = first.start()
+    val batch0 = first.planBatch(initial, BatchLimit(None))
+    assert(read(first, initial, batch0) == Seq("0"))
+    val batch1 = first.planBatch(batch0, BatchLimit(None))
+    def figures(r: SourceRuntime) = r.metrics(Some(batch1))
+    assert(batch1.splits.map(_.splitId) == Seq("2"), "split 0 finished in batch 0's checkpoint")
+    assert(batch1.finished == FinishedSplits(1, 100, Some(99000L), Map.empty))
+    assert(read(first, batch0, batch1) == Seq("2"))
+    // split 2 finished too: leaving the checkpoint alone makes no batch
+    assert(first.planBatch(batch1, BatchLimit(None)) eq batch1)
+    first.restore(batch0) // Spark commits a batch after planning the next: split 0 does not come back
+    val before = figures(first)
+    assert(before("recordsRead") == "150" && before("splits") == "2" && before("finishedSplits") == "2", before)
+    assert(before("maxEventTimeMs") == "249000" && !before("splitProgress").contains(""""split":"0""""), before)
+    first.close()
+
+    val second = runtime() // a restart from batch 1's checkpoint
+    second.restore(batch1)
+    assert(second.ranges(Some(batch0), batch1).map(_.split.splitId) == Seq("2"), "the replay reads what batch 1 read")
+    assert(second.planBatch(batch1, BatchLimit(None)) eq batch1, "nothing is read again")
+    assert(figures(second) == before)
+    second.close()
   }
 
   test("splitProgress is absent before a batch ran: nothing was consumed yet") {
@@ -166,8 +208,9 @@ class SourceRuntimeSuite extends AnyFunSuite {
     second.restore(initial)
     assert(second.ranges(Some(initial), batch0).map(_.split.splitId) == Seq("a", "b"))
     val batch1 = try second.planBatch(batch0, BatchLimit(None)) finally second.close()
-    // planned from the initial state, the enumerator would find b again instead of c
-    assert(batch1.splits.map(_.splitId) == Seq("a", "b", "c"))
+    // planned from the initial state, the enumerator would find b again instead of c (a and b,
+    // read to their end in batch 0, left the checkpoint)
+    assert(batch1.splits.map(_.splitId) == Seq("c") && batch1.finished.count == 2)
   }
 
   test("three members after a restart: every member with backlog reads in the first batch, and the bound holds") {

@@ -6,7 +6,7 @@ import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import com.fasterxml.jackson.databind.node.ObjectNode
 import org.apache.spark.sql.connector.read.streaming.{Offset => SparkOffset}
 
-import sluice.runtime.{SourceCheckpoint, SplitEntry}
+import sluice.runtime.{FinishedSplits, SourceCheckpoint, SplitEntry}
 
 /**
  * A source's checkpoint in Spark's offset log, written before the batch runs: versioned JSON;
@@ -125,8 +125,13 @@ object SluiceOffset {
         maxEventTime = Option(n.get("maxEventTime")).map(_.asLong),
         records = text(n, "records").toLong)
     }.toSeq
-    SluiceOffset(SourceCheckpoint(text(root, "source"), text(enumerator, "version").toInt, text(enumerator, "state"), splits),
-      Option(root.get("member")).map(_.asText))
+    // absent in offsets written before finished splits left them, and while none has
+    val finished = Option(root.get("finished")).map { f =>
+      FinishedSplits(text(f, "splits").toLong, text(f, "records").toLong, Option(f.get("maxEventTime")).map(_.asLong),
+        Option(f.get("counters")).map(_.properties().asScala.map(e => e.getKey -> e.getValue.asLong).toMap).getOrElse(Map.empty))
+    }.getOrElse(FinishedSplits.None)
+    SluiceOffset(SourceCheckpoint(text(root, "source"), text(enumerator, "version").toInt, text(enumerator, "state"), splits,
+      finished), Option(root.get("member")).map(_.asText))
   }
 
   /** The JSON of an offset that holds its checkpoint (version 1). */
@@ -148,6 +153,15 @@ object SluiceOffset {
       node.put("reportedPosition", s.reportedPosition)
       s.maxEventTime.foreach(node.put("maxEventTime", _))
       node.put("records", s.records)
+    }
+    if (checkpoint.finished.count > 0) {
+      val f = checkpoint.finished
+      val node = root.putObject("finished")
+      node.put("splits", f.count)
+      node.put("records", f.records)
+      f.maxEventTime.foreach(node.put("maxEventTime", _))
+      val counters = node.putObject("counters")
+      f.counters.toSeq.sortBy(_._1).foreach { case (k, v) => counters.put(k, v) }
     }
     Mapper.writeValueAsString(root)
   }

@@ -61,15 +61,15 @@ abstract class SluiceStream(
   /** The offset Spark logs for `checkpoint`; a large checkpoint is kept in the source's folder first. */
   protected def offset(checkpoint: SourceCheckpoint): SluiceOffset = {
     val o = SluiceOffset.keep(checkpoint, Some(member), metadata)
-    o.storedAs.foreach(name => synchronized(keptSince :+= name))
+    synchronized(plannedSince :+= o)
     o
   }
 
   /** The checkpoint of an offset Spark hands over (restored ones come as Spark's own type). */
   protected def checkpointOf(o: SparkOffset): SourceCheckpoint = SluiceOffset.of(o, Some(metadata)).checkpoint
 
-  /** Kept checkpoints in the order this stream wrote them, from the one the last commit named on. */
-  private var keptSince = Vector.empty[String]
+  /** The offsets this stream handed out, in order, from the one committed last on. */
+  private var plannedSince = Vector.empty[SluiceOffset]
 
   // ---- offsets --------------------------------------------------------------------------------
 
@@ -122,24 +122,24 @@ abstract class SluiceStream(
   override def commit(end: SparkOffset): Unit = {
     val committed = SluiceOffset.of(end, Some(metadata))
     runtime.restore(committed.checkpoint)
-    committed.storedAs.foreach(retainFrom)
+    retainFrom(committed)
   }
 
   /**
    * After `committed`, a restart starts at it, or replays a batch planned after it: the
-   * checkpoints those offsets name, the initial offset's (batch 0 may be replayed) and the one
-   * before `committed` (a margin) are kept, all older ones deleted. Checkpoints this stream wrote
-   * before one it has not seen written are left alone.
+   * checkpoints those offsets name, the initial offset's (batch 0 may be replayed), the previous
+   * commit's and the one planned before `committed` (margins) are kept, all others deleted. A
+   * commit of an offset an earlier run handed out (after a restart) deletes nothing.
    */
-  private def retainFrom(committed: String): Unit = synchronized {
-    val at = keptSince.lastIndexOf(committed)
+  private def retainFrom(committed: SluiceOffset): Unit = synchronized {
+    val at = plannedSince.lastIndexWhere(_.json() == committed.json())
     if (at >= 0) {
-      val previous = keptSince.lift(at - 1)
-      keptSince = keptSince.drop(at)
+      val previous = plannedSince.lift(at - 1).flatMap(_.storedAs)
+      plannedSince = plannedSince.drop(at)
       val initialName = Option(initial).flatMap(_.storedAs)
-      metadata.retainOnly(keptSince.toSet ++ previous ++ initialName ++ lastCommitted)
+      metadata.retainOnly(plannedSince.flatMap(_.storedAs).toSet ++ previous ++ initialName ++ lastCommitted)
     }
-    lastCommitted = Some(committed)
+    lastCommitted = committed.storedAs
   }
   private var lastCommitted: Option[String] = None
 
