@@ -34,5 +34,7 @@ trait RetentionWatch extends AutoCloseable {
  *                   (no time-based retention, a start at the latest records) or it cannot be told
  * @param lost       when records the start needs are already gone: what is gone, what is left and
  *                   what to do, as a sentence
+ * @param tolerated  the source is configured to go on past records that are gone (Kafka's
+ *                   `failOnDataLoss=false`): a loss is reported, and does not stop the query
  */
-final case class RetentionCheck(headroomMs: Option[Long], lost: Option[String])
+final case class RetentionCheck(headroomMs: Option[Long], lost: Option[String], tolerated: Boolean = false)

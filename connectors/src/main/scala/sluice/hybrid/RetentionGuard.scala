@@ -39,6 +39,8 @@ private[hybrid] final class RetentionGuard(
   private var running: Option[Future[_]] = None
   private var lastStartedMs = Long.MinValue
   @volatile private var last: Option[Observed] = None
+  /** The last tolerated loss logged, so that each is logged once rather than at every check. */
+  private var warnedLoss: Option[String] = None
 
   /**
    * At every planning: fails when the last check found the needed records gone, and starts a new
@@ -46,7 +48,7 @@ private[hybrid] final class RetentionGuard(
    */
   def observe(start: => Option[PlannedStart]): Unit = {
     last.foreach { o =>
-      if (o.start.known) o.check.lost.foreach { what =>
+      if (o.start.known && !o.check.tolerated) o.check.lost.foreach { what =>
         throw new IllegalStateException(s"HybridSource: source $nextIndex ($nextType) will start ${o.start.describe}, " +
           s"but $what The query stops now, before the switch, rather than skip those records after it. " +
           s"(Checked every ${HybridOptions.RetentionCheckIntervalMs.name} = $intervalMs ms.)")
@@ -88,6 +90,11 @@ private[hybrid] final class RetentionGuard(
     try {
       val found = watch.check(start.timestampMs, now)
       last = Some(Observed(start, found, now))
+      if (start.known && found.tolerated) found.lost.filterNot(warnedLoss.contains).foreach { what =>
+        warnedLoss = Some(what)
+        log.warn(s"HybridSource: source $nextIndex ($nextType) will start ${start.describe}, but $what It was told to " +
+          "go on past records that are gone (failOnDataLoss=false): the switch goes ahead, without those records.")
+      }
       found.headroomMs.filter(h => start.known && found.lost.isEmpty && h < warnBelowMs).foreach { h =>
         log.warn(s"HybridSource: the records source $nextIndex ($nextType) will start at (${start.describe}) can be " +
           s"deleted by its retention in $h ms (below ${HybridOptions.RetentionWarningMs.name} = $warnBelowMs ms); " +
@@ -101,10 +108,15 @@ private[hybrid] final class RetentionGuard(
     }
   }
 
-  /** `retentionHeadroomMs` as the last check found it; nothing before a check succeeded or when nothing ages out. */
+  /**
+   * `retentionHeadroomMs` as the last check found it (nothing before a check succeeded or when
+   * nothing ages out), and `retentionRecordsLost` when records a known start needs are gone and
+   * the source goes on without them.
+   */
   def metrics: Map[String, String] = last.map { o =>
     o.check.headroomMs.map(HeadroomMetric -> _.toString).toMap ++
-      o.start.timestampMs.map("retentionStartMs" -> _.toString) + ("retentionCheckedAtMs" -> o.atMs.toString)
+      o.start.timestampMs.map("retentionStartMs" -> _.toString) + ("retentionCheckedAtMs" -> o.atMs.toString) ++
+      Option.when(o.start.known && o.check.lost.isDefined)(LostMetric -> "true")
   }.getOrElse(Map.empty)
 
   /** Waits briefly for a check in flight: it holds the watch's client. */
@@ -119,6 +131,7 @@ private[hybrid] object RetentionGuard {
   private val log = org.slf4j.LoggerFactory.getLogger(classOf[RetentionGuard])
 
   val HeadroomMetric = "retentionHeadroomMs"
+  val LostMetric = "retentionRecordsLost"
 
   /** How long the switch waits for its own last check. */
   val SwitchCheckTimeoutMs = 10000L

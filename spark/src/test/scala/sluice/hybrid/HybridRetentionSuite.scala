@@ -20,12 +20,12 @@ class HybridRetentionSuite extends AnyFunSuite with KafkaSuiteBase with SparkSui
   private val Margin = 10000L
 
   /** The archive (bounded, read 5 records a batch), then the live topic from its end minus the margin. */
-  private def hybrid(archive: String, live: String) = HybridSource.builder(
+  private def hybrid(archive: String, live: String, failOnDataLoss: Boolean = true) = HybridSource.builder(
       KafkaSource.builder().bootstrapServers(kafka.bootstrapServers).topics(archive)
         .startingOffsets(OffsetsInitializer.earliest()).stoppingOffsets(OffsetsInitializer.latest()).build())
     .addSourceStartingAtPreviousEnd(
       KafkaSource.builder().bootstrapServers(kafka.bootstrapServers).topics(live)
-        .startingOffsets(OffsetsInitializer.earliest()).build(), marginMs = Margin)
+        .startingOffsets(OffsetsInitializer.earliest()).failOnDataLoss(failOnDataLoss).build(), marginMs = Margin)
     .retentionCheck(Duration.ofMillis(500), Duration.ofHours(2))
     .build()
 
@@ -37,20 +37,26 @@ class HybridRetentionSuite extends AnyFunSuite with KafkaSuiteBase with SparkSui
   private def text(values: Seq[(String, Long)]): Seq[ProducedRecord] =
     values.map { case (v, ts) => ProducedRecord.text(value = Some(v), timestamp = Some(ts)) }
 
-  test("the broker's retention deleted the records the switch needs: the query fails before the switch, saying so") {
-    val base = 1600000000000L // 2020: far older than the live topic's retention
-    kafka.createTopic("gone-archive", 1)
-    kafka.produce("gone-archive", text((0 until 100).map(i => s"a$i" -> (base + i * 1000L))))
+  private val base = 1600000000000L // 2020: far older than the live topic's retention
+
+  /** An archive of 100 records, and a live topic whose retention deleted the 100 records after them; returns when the newest was written. */
+  private def archiveAndDeletedLive(archive: String, live: String): Long = {
+    kafka.createTopic(archive, 1)
+    kafka.produce(archive, text((0 until 100).map(i => s"a$i" -> (base + i * 1000L))))
     // CreateTime this old makes the broker roll a segment at every write and delete it within
     // seconds: records base+50s .. base+149s go; the record written now stays for 10 minutes
-    kafka.createTopic("gone-live", 1, Map("retention.ms" -> "600000", "segment.ms" -> "1000"))
-    kafka.produce("gone-live", text((50 until 150).map(i => s"l$i" -> (base + i * 1000L))))
+    kafka.createTopic(live, 1, Map("retention.ms" -> "600000", "segment.ms" -> "1000"))
+    kafka.produce(live, text((50 until 150).map(i => s"l$i" -> (base + i * 1000L))))
     val recent = System.currentTimeMillis()
-    kafka.produce("gone-live", text(Seq("now" -> recent)))
+    kafka.produce(live, text(Seq("now" -> recent)))
     eventually("the broker's retention to delete the first segment") {
-      kafka.startOffsets("gone-live")(0) == 100L
+      kafka.startOffsets(live)(0) == 100L
     }
+    recent
+  }
 
+  test("the broker's retention deleted the records the switch needs: the query fails before the switch, saying so") {
+    val recent = archiveAndDeletedLive("gone-archive", "gone-live")
     val q = start(hybrid("gone-archive", "gone-live"), "gone")
     val failed = try intercept[org.apache.spark.sql.streaming.StreamingQueryException](awaitEnd(q)) finally q.stop()
     val e = failed.getCause
@@ -68,6 +74,23 @@ class HybridRetentionSuite extends AnyFunSuite with KafkaSuiteBase with SparkSui
     val read = spark.table("gone").collect().map(r => new String(r.getAs[Array[Byte]]("value"), "UTF-8"))
     assert(read.forall(_.startsWith("a")))
     assert(read.length < 100)
+  }
+
+  test("with failOnDataLoss=false the switch goes ahead without the deleted records, and the metrics say they are gone") {
+    archiveAndDeletedLive("tolerant-archive", "tolerant-live")
+    val q = start(hybrid("tolerant-archive", "tolerant-live", failOnDataLoss = false), "tolerant")
+    try {
+      eventually("the switch to the live topic", q) {
+        q.recentProgress.exists(_.sources.head.metrics.asScala.get("activeSource").contains("1"))
+      }
+      processAllAvailable(q)
+    } finally q.stop()
+    assert(q.exception.isEmpty, q.exception)
+    val read = spark.table("tolerant").collect().map(r => new String(r.getAs[Array[Byte]]("value"), "UTF-8")).toSeq
+    assert(read.sorted == ((0 until 100).map(i => s"a$i") :+ "now").sorted)
+    // reported once the switch's start is known, which is at the switch at the latest
+    assert(q.recentProgress.exists(_.sources.head.metrics.asScala.get(RetentionGuard.LostMetric).contains("true")),
+      q.recentProgress.map(_.sources.head.metrics.asScala.filter(_._1.startsWith("retention"))).mkString("\n"))
   }
 
   test("while the records are there, retentionHeadroomMs says how long before the switch's start can be deleted") {

@@ -59,6 +59,22 @@ class RetentionGuardSuite extends AnyFunSuite {
     } finally known.close()
   }
 
+  test("a loss the source tolerates (failOnDataLoss=false) never fails the query, and shows in the metrics") {
+    val gone = RetentionCheck(Some(-5000L), Some("the records it needs are gone: t-0 ..."), tolerated = true)
+    val guard = new RetentionGuard(1, "kafka", new Scripted(() => gone), 0, 0)
+    try {
+      guard.observe(Some(Known)); settle(guard)
+      guard.observe(Some(Known))
+      guard.confirmBeforeSwitch(Some(Known))
+      assert(guard.metrics(RetentionGuard.LostMetric) == "true" && guard.metrics(RetentionGuard.HeadroomMetric) == "-5000")
+    } finally guard.close()
+    val fatal = new RetentionGuard(1, "kafka", new Scripted(() => gone.copy(tolerated = false)), 0, 0)
+    try {
+      fatal.observe(Some(Known)); settle(fatal)
+      intercept[IllegalStateException](fatal.observe(Some(Known)))
+    } finally fatal.close()
+  }
+
   test("the switch checks once more and fails on a loss the periodic checks have not seen yet") {
     val gone = RetentionCheck(Some(-1L), Some("the records it needs are gone: t-0 ..."))
     var lost = false

@@ -55,7 +55,8 @@ final class KafkaRetentionWatch(config: KafkaConfig) extends RetentionWatch {
     }
     // the timestamp of the record at a start offset needs a fetch: no headroom for an offset start
     RetentionCheck(None, Option.when(gone.nonEmpty)(s"the records it starts at are gone: ${gone.mkString("; ")}. " +
-      s"Keep them longer (raise retention.ms of ${topicsOf(offsets.keys)}), or give it start offsets that still exist."))
+      s"Keep them longer (raise retention.ms of ${topicsOf(offsets.keys)}), or give it start offsets that still exist."),
+      tolerated = !config.failOnDataLoss)
   }
 
   private def atTimestamps(times: Map[TopicPartition, Long], nowMs: Long): RetentionCheck = {
@@ -74,7 +75,7 @@ final class KafkaRetentionWatch(config: KafkaConfig) extends RetentionWatch {
     val retentions = retention.toSeq.sorted.map { case (t, r) => s"$t: ${if (r < 0) "none" else s"$r ms"}" }.mkString(", ")
     RetentionCheck(ageing.minOption, Option.when(gone.nonEmpty)(s"the records it needs are gone: ${gone.mkString("; ")} " +
       s"(retention.ms of $retentions). Keep them longer (raise retention.ms of ${topicsOf(times.keys)}), let the " +
-      "previous source reach later event times, or start this source later."))
+      "previous source reach later event times, or start this source later."), tolerated = !config.failOnDataLoss)
   }
 
   override def close(): Unit = lookup.close()
