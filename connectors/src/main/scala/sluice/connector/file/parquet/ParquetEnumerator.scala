@@ -26,9 +26,9 @@ final case class ParquetEnumeratorState(files: Seq[DiscoveredFile], listed: Bool
  * group's largest event time is below the time, and not at all otherwise; `positionsThrough`
  * reads it whole as soon as its smallest is, so alignment reads a row group that straddles its
  * horizon whole rather than stopping inside it at an unknown event time. Alignment thus cuts
- * Parquet data at row-group boundaries without reading it. The index needs statistics in every row group; a
- * file without them (INT96 timestamps, writers that skip statistics) turns it off, and alignment
- * then works from watermarks, as for line files.
+ * Parquet data at row-group boundaries without reading it. The index needs statistics in every
+ * row group; a file without them (INT96 timestamps, writers that skip statistics) turns it off,
+ * and alignment then works from watermarks, as for line files.
  */
 final class ParquetEnumerator(
     config: ParquetConfig,

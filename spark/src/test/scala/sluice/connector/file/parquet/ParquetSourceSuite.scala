@@ -375,7 +375,8 @@ class ParquetSourceSuite extends AnyFunSuite with SparkSuiteBase {
       .eventTimeStartMs(BaseMs + 950000L).eventTimeStepMs(1000L).build()
     val strategy = WatermarkStrategy.forMonotonousTimestamps().withWatermarkAlignment("straddle", Duration.ofSeconds(10))
     val rows = Sluice.fromSource(spark, parquet, strategy, "pq").selectExpr("'pq' AS src", "id", "event_time")
-      .union(Sluice.fromSource(spark, generator, strategy, "gen", Map("maxRecordsPerTrigger" -> "5")).selectExpr("'gen' AS src", "id", "event_time"))
+      .union(Sluice.fromSource(spark, generator, strategy, "gen", Map("maxRecordsPerTrigger" -> "5"))
+        .selectExpr("'gen' AS src", "id", "event_time"))
     // a stateful operator under a 60 s watermark (well above drift + out-of-orderness): late rows are dropped
     val q = rows.withWatermark("event_time", "60 seconds").dropDuplicates("src", "id", "event_time")
       .writeStream.format("memory").queryName("straddle_rows").outputMode(OutputMode.Append())
