@@ -17,6 +17,25 @@ trait SupportsEventTimeIndex[SplitT <: SourceSplit] extends SupportsStartEventTi
   def positionsBefore(ranges: Seq[SplitRange[SplitT]], eventTimeMs: Long): Map[String, Long]
 
   /**
+   * Whether the index finds the position of an event time exactly (Kafka's offsetsForTimes, a
+   * generator's formula). An inexact index knows event times only per block of records — a
+   * Parquet row group's min/max statistics — and answers at block boundaries: a position it
+   * gives inside a block's span says nothing of the event times read up to it. Alignment then
+   * reads a block that straddles its horizon whole (`positionsThrough`), so a split never stops
+   * inside a block at an event time nobody knows.
+   */
+  def exactEventTimeIndex: Boolean = true
+
+  /**
+   * Asked of an inexact index only: for each range, the end of the last block that may hold a
+   * record with an event time below `eventTimeMs` (`from` when no block may), so that reading
+   * `[from, p)` takes every block straddling the time whole. For an exact index this is
+   * `positionsBefore`, the default.
+   */
+  def positionsThrough(ranges: Seq[SplitRange[SplitT]], eventTimeMs: Long): Map[String, Long] =
+    positionsBefore(ranges, eventTimeMs)
+
+  /**
    * For each range, an upper bound of the event times of its records, as tight as the connector
    * can tell (e.g. the partition's largest timestamp); absent when the range is empty.
    */

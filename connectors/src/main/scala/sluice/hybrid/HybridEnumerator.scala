@@ -167,6 +167,11 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
     // earlier sources' ranges are empty (finished): nothing to cut there
     ranges.map(r => r.split.splitId -> r.from).toMap ++ viaChild(childIndex, ranges)(_.positionsBefore(_, eventTimeMs))
 
+  override def exactEventTimeIndex: Boolean = childIndex.forall(_.exactEventTimeIndex)
+
+  override def positionsThrough(ranges: Seq[SplitRange[HybridSplit]], eventTimeMs: Long): Map[String, Long] =
+    ranges.map(r => r.split.splitId -> r.from).toMap ++ viaChild(childIndex, ranges)(_.positionsThrough(_, eventTimeMs))
+
   override def latestEventTimes(ranges: Seq[SplitRange[HybridSplit]]): Map[String, Long] =
     viaChild(childIndex, ranges)(_.latestEventTimes(_))
 

@@ -37,9 +37,17 @@ final case class SplitToPlan(
 trait TimeIndex {
   def positionsBefore(eventTimeMs: Long): Map[String, Long]
   /**
+   * False when the index knows event times per block of records only (a Parquet row group's
+   * statistics): the planner then cuts with `positionsThrough`, so a block that straddles the
+   * horizon is read whole and no split stops inside a block at an event time nobody knows.
+   */
+  def exact: Boolean = true
+  /** For an inexact index: the end of the last block that may hold a record below the time. */
+  def positionsThrough(eventTimeMs: Long): Map[String, Long] = positionsBefore(eventTimeMs)
+  /**
    * Event times this index has already answered for the ranges being planned, so asking again
    * is free: a group's round plans a member against several frontiers, and each search starts
-   * from what the earlier ones learnt.
+   * from what the earlier ones learnt. (For an inexact index, the times `positionsThrough` answered.)
    */
   def answered: Iterable[Long] = Nil
 }
@@ -122,10 +130,12 @@ object HorizonPlanner {
         val ownMin = constraining.flatMap(_.reach).map(watermarkOf).minOption
         val limit = AlignmentPolicy.limit(ownMin ++ othersFrontier, maxDriftMs)
         val driftHorizon = limit.map(l => saturatingAdd(l, saturatingAdd(maxOutOfOrdernessMs, 1)))
-        val Cut(cut, horizon, msPerRecord) = cutByIndex(splits, driftHorizon, budgetRecords, idx, msPerRecordHint)
+        val cutIndex = if (idx.exact) idx
+          else throughBlocks(idx, splits.filter(s => AlignmentPolicy.isAhead(current(s), s.finished, limit)))
+        val Cut(cut, horizon, msPerRecord) = cutByIndex(splits, driftHorizon, budgetRecords, cutIndex, msPerRecordHint)
         val withinLimit = splits.filter(s => !s.finished && s.readable > 0 && !AlignmentPolicy.isAhead(current(s), s.finished, limit))
         val ends = if (splits.exists(s => cut(s.splitId) > s.from)) cut
-          else withinBudget(unstall(withinLimit, cut, idx, nextEventTimes), splits, budgetRecords)
+          else withinBudget(unstall(withinLimit, cut, cutIndex, nextEventTimes), splits, budgetRecords)
         // paused: ahead of the event time this batch reads up to; a split whose next record merely
         // lies past a horizon the read limit lowered is waiting its turn, not paused
         val paused = heldBack(splits, ends).filter { id =>
@@ -133,7 +143,7 @@ object HorizonPlanner {
           // a split not read yet and not looked up starts at or after the horizon: count it paused
           horizon.forall(h => s.position.forall(_ >= h)) || AlignmentPolicy.isAhead(current(s), s.finished, limit)
         }
-        SourcePlan(ends, limit, horizon, paused, frontier(constraining, ends, horizon, watermarkOf), msPerRecord)
+        SourcePlan(ends, limit, horizon, paused, frontier(constraining, ends, horizon, watermarkOf, idx.exact), msPerRecord)
 
       case AlignmentMode.SplitsByWatermark =>
         val limit = AlignmentPolicy.limit(constraining.flatMap(current) ++ othersFrontier, maxDriftMs)
@@ -148,6 +158,18 @@ object HorizonPlanner {
         val ends = shareBudget(splits, ahead, budgetRecords)
         SourcePlan(ends, limit, None, heldBack(splits, ends), frontier(constraining, ends, None, watermarkOf))
     }
+  }
+
+  /**
+   * An inexact index as the planner cuts with it: every block that may hold a record below the
+   * time is read whole — one straddling the horizon too, so the split ends the batch at the
+   * block's end, whose largest event time is known, rather than inside it at one that is not.
+   * A split already above the limit stays where it is: once partly read, its block's smallest
+   * event time no longer says where it stands.
+   */
+  private def throughBlocks(index: TimeIndex, ahead: Seq[SplitToPlan]): TimeIndex = new TimeIndex {
+    override def positionsBefore(t: Long): Map[String, Long] = index.positionsThrough(t) ++ ahead.map(s => s.splitId -> s.from)
+    override def answered: Iterable[Long] = index.answered
   }
 
   /** Lets splits within the limit read up to their next record's event time (at least one position). */
@@ -311,16 +333,24 @@ object HorizonPlanner {
    * The smallest watermark among constraining splits once the batch is read: a split read to its
    * end reaches its `reach`, one cut at the horizon gets just below it, one that reads nothing
    * stays where it is (its last event time, or the time of its first record if it never read).
+   *
+   * With an inexact index a split read to its end stands at its block's largest event time (its
+   * `reach`, known); one stopped inside its range was cut inside a block by the read limit, and
+   * its rows read may end anywhere in the block's span: only where it stood is sure. Placing it
+   * just below the horizon would let the other members run ahead of rows it has not read yet,
+   * and a watermark over their union would drop them.
    */
   private def frontier(
       constraining: Seq[SplitToPlan],
       ends: Map[String, Long],
       horizon: Option[Long],
-      watermarkOf: Long => Long): Option[Long] =
+      watermarkOf: Long => Long,
+      exactIndex: Boolean = true): Option[Long] =
     constraining.flatMap { s =>
       val end = ends(s.splitId)
       // reach unknown (no index): where the split starts is a lower bound of where it will be
       if (s.readable > 0 && end >= s.end) s.reach.orElse(s.position)
+      else if (end > s.from && !exactIndex) s.position
       else if (end > s.from) (s.reach.toSeq ++ horizon.map(_ - 1)).minOption.orElse(s.position)
       else s.position
     }.map(watermarkOf).minOption

@@ -83,9 +83,14 @@ final class SourceEventTime(
       val timeIndex = index.map(i => new TimeIndex {
         // a group's round may plan this batch against several frontiers: each time asked once
         private val answers = mutable.Map[Long, Map[String, Long]]()
+        private val throughAnswers = mutable.Map[Long, Map[String, Long]]()
+        override val exact: Boolean = i.exactEventTimeIndex
         override def positionsBefore(t: Long): Map[String, Long] =
           answers.getOrElseUpdate(t, i.positionsBefore(ranges.filterNot(_.isEmpty), t))
-        override def answered: Iterable[Long] = answers.keys
+        override def positionsThrough(t: Long): Map[String, Long] =
+          if (exact) positionsBefore(t)
+          else throughAnswers.getOrElseUpdate(t, i.positionsThrough(ranges.filterNot(_.isEmpty), t))
+        override def answered: Iterable[Long] = if (exact) answers.keys else throughAnswers.keys
       })
       def nextEventTimes(ids: Seq[String]) =
         firstEventTimes(enumerator, ranges.filter(r => ids.contains(r.split.splitId) && !r.isEmpty))

@@ -237,6 +237,55 @@ class HorizonPlannerSuite extends AnyFunSuite {
     assert(p.frontier.contains(7 * Minute))
   }
 
+  /**
+   * A Parquet-like index: each split is one block (a row group) known only by its smallest and
+   * largest event time, however far it was read; it answers at the block's boundaries.
+   */
+  private class BlockIndex(series: Seq[Series], from: Map[String, Long]) extends TimeIndex {
+    override val exact = false
+    private def block(t: Long, whole: Series => Boolean) = series.map(s => s.id -> (if (whole(s)) s.records else from(s.id))).toMap
+    override def positionsBefore(t: Long): Map[String, Long] = block(t, s => s.timeOf(s.records - 1) < t)
+    override def positionsThrough(t: Long): Map[String, Long] = block(t, s => s.timeOf(0) < t)
+  }
+
+  private def planBlocks(series: Seq[Series], at: Map[String, Long], driftMs: Long, budget: Option[Long],
+      others: Option[Long]): SourcePlan =
+    HorizonPlanner.plan(series.map(s => toPlan(s, at(s.id))), identity, 0, driftMs, others, budget,
+      Some(new BlockIndex(series, at)), AlignmentMode.SplitsByIndex,
+      ids => series.filter(s => ids.contains(s.id) && at(s.id) < s.records).map(s => s.id -> s.timeOf(0)).toMap)
+
+  // one row group of 1000 rows a second apart; another member stands at 600 s, the drift is 10 s
+  private val rowGroup = Seq(Series("rg", 0, 1000, 1000))
+
+  test("an inexact index reads a row group straddling the horizon whole, and places it at its largest event time") {
+    val p = planBlocks(rowGroup, Map("rg" -> 0L), 10000, None, others = Some(600000L))
+    assert(p.limit.contains(610000L))
+    // not cut inside the row group (where an exact index cuts: rows 0..610 s), not held to one row
+    assert(p.ends("rg") == 1000)
+    // the others align to where the split really is after the batch: the row group's largest event time
+    assert(p.frontier.contains(999000L))
+    assert(p.heldBack.isEmpty)
+    val exact = plan(rowGroup, Map("rg" -> 0L), 10000, None, others = Some(600000L))
+    assert(exact.ends("rg") == 611 && exact.frontier.contains(610000L))
+  }
+
+  test("an inexact index cut inside a row group by the read limit places it where it stood, not at the horizon") {
+    val p = planBlocks(rowGroup, Map("rg" -> 0L), 10000, Some(100), others = Some(600000L))
+    assert(p.ends("rg") == 100) // the read limit holds
+    // rows 0..99 s were read, but the index cannot tell: its first row's time is all that is sure
+    assert(p.frontier.contains(0L))
+    // read on from there, it stands at the largest event time read so far
+    val next = planBlocks(rowGroup, Map("rg" -> 100L), 10000, Some(100), others = Some(600000L))
+    assert(next.ends("rg") == 200 && next.frontier.contains(99000L))
+  }
+
+  test("an inexact index keeps a partly read row group above the limit paused") {
+    // read up to 700 s, above the others' 600 s + 10 s: its row group's smallest time (0) is stale
+    val p = planBlocks(rowGroup, Map("rg" -> 701L), 10000, None, others = Some(600000L))
+    assert(p.ends("rg") == 701 && p.heldBack == Set("rg"))
+    assert(p.frontier.contains(700000L))
+  }
+
   test("without any event time to search by, the read limit still holds") {
     val blind = Seq("x", "y").map(id => SplitToPlan(id, 0, 1000, None, None, idle = false, finished = false))
     val p = HorizonPlanner.plan(blind, identity, 0, Minute, None, Some(100),

@@ -21,12 +21,14 @@ final case class ParquetEnumeratorState(files: Seq[DiscoveredFile], listed: Bool
  * one split per row group, from its footer, in a deterministic order (path, then row group).
  *
  * With a `timestampColumn`, the row groups' min/max statistics are an event-time index
- * (`SupportsEventTimeIndex`) at row-group granularity: a range is read whole when its row
- * group's largest event time is below the limit, and not at all otherwise (a row group that
- * straddles the limit would hand out records past it), so alignment cuts Parquet data at
- * row-group boundaries without reading it. The index needs statistics in every row group; a
- * file without them (INT96 timestamps, writers that skip statistics) turns it off, and alignment
- * then works from watermarks, as for line files.
+ * (`SupportsEventTimeIndex`) at row-group granularity, so an inexact one: it cannot tell the
+ * event time at a row inside a row group. `positionsBefore` reads a range whole when its row
+ * group's largest event time is below the time, and not at all otherwise; `positionsThrough`
+ * reads it whole as soon as its smallest is, so alignment reads a row group that straddles its
+ * horizon whole rather than stopping inside it at an unknown event time. Alignment thus cuts
+ * Parquet data at row-group boundaries without reading it. The index needs statistics in every
+ * row group; a file without them (INT96 timestamps, writers that skip statistics) turns it off,
+ * and alignment then works from watermarks, as for line files.
  */
 final class ParquetEnumerator(
     config: ParquetConfig,
@@ -86,6 +88,17 @@ final class ParquetEnumerator(
     ranges.map { r =>
       val s = r.split
       val whole = s.noEventTimes || s.maxEventTime.exists(_ < eventTimeMs)
+      s.splitId -> (if (whole) r.until else r.from)
+    }.toMap
+
+  /** Statistics are per row group: a row inside one has no known event time. */
+  override def exactEventTimeIndex: Boolean = false
+
+  override def positionsThrough(ranges: Seq[SplitRange[RowGroupSplit]], eventTimeMs: Long): Map[String, Long] =
+    ranges.map { r =>
+      val s = r.split
+      // the row group's smallest event time bounds the range's from below, however far it was read
+      val whole = s.noEventTimes || s.minEventTime.exists(_ < eventTimeMs)
       s.splitId -> (if (whole) r.until else r.from)
     }.toMap
 

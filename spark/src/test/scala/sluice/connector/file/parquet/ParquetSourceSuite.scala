@@ -289,6 +289,11 @@ class ParquetSourceSuite extends AnyFunSuite with SparkSuiteBase {
     assert(cut(splits.head.splitId) == splits.head.firstRow + splits.head.rowCount)
     assert(splits.tail.forall(s => cut(s.splitId) == s.firstRow))
     assert(enumerator.positionsBefore(ranges, second.maxEventTime.get + 1)(second.splitId) == second.firstRow + second.rowCount)
+    // the index is inexact: cut through a time, a row group straddling it is taken whole
+    assert(!enumerator.exactEventTimeIndex)
+    val through = enumerator.positionsThrough(ranges, second.minEventTime.get + 1)
+    assert(splits.take(2).forall(s => through(s.splitId) == s.firstRow + s.rowCount))
+    assert(splits.drop(2).forall(s => through(s.splitId) == s.firstRow))
     assert(enumerator.latestEventTimes(ranges) == splits.map(s => s.splitId -> s.maxEventTime.get).toMap)
     assert(enumerator.firstEventTimes(ranges) == splits.map(s => s.splitId -> s.minEventTime.get).toMap)
     // splits and enumerator state survive the offset log
@@ -352,6 +357,40 @@ class ParquetSourceSuite extends AnyFunSuite with SparkSuiteBase {
     // the first batch reads the first hour only: the later files' row groups wait, placed by their statistics
     val later = splits.filter(s => !s.path.contains("/f=0/")).map(_.splitId).toSet
     assert(splitStates(batches.head).filter(s => later.contains(s.split)).forall(s => s.paused || s.watermark.isEmpty))
+  }
+
+  test("a row group straddling the horizon is read whole: another member ahead of it drops none of its rows") {
+    // One row group of 1000 rows a second apart (0..999 s of event time, far more than the 60 s
+    // delay minus the 10 s drift), and in the same group a generator ahead of the row group's
+    // start, at 950..1000 s, read 5 records a batch: for several batches its frontier holds the
+    // horizon inside the row group. Were the row group cut there, the Parquet split would read a
+    // row a batch while counting as standing at the horizon, the generator would read on, and the
+    // union's watermark (the generator's time - 60 s) would drop the Parquet rows read after it.
+    val dir = tempDir("straddle")
+    spark.range(0, 1000, 1, 1).selectExpr("id", s"$BaseMs + id * 1000 AS ts").write.parquet(dir.resolve("t").toString)
+    val parquet = ParquetSource.builder().path(dir.resolve("t").toString).timestampColumn("ts").build()
+    val splits = parquet.createEnumerator().discoverSplits()
+    assert(splits.size == 1 && splits.head.rowCount == 1000 && splits.head.maxEventTime.contains(BaseMs + 999000L))
+    val generator = sluice.connector.generator.GeneratorSource.builder().splits(1).recordsPerSplit(51)
+      .eventTimeStartMs(BaseMs + 950000L).eventTimeStepMs(1000L).build()
+    val strategy = WatermarkStrategy.forMonotonousTimestamps().withWatermarkAlignment("straddle", Duration.ofSeconds(10))
+    val rows = Sluice.fromSource(spark, parquet, strategy, "pq").selectExpr("'pq' AS src", "id", "event_time")
+      .union(Sluice.fromSource(spark, generator, strategy, "gen", Map("maxRecordsPerTrigger" -> "5"))
+        .selectExpr("'gen' AS src", "id", "event_time"))
+    // a stateful operator under a 60 s watermark (well above drift + out-of-orderness): late rows are dropped
+    val q = rows.withWatermark("event_time", "60 seconds").dropDuplicates("src", "id", "event_time")
+      .writeStream.format("memory").queryName("straddle_rows").outputMode(OutputMode.Append())
+      .option("checkpointLocation", tempDir("ckpt").toString).trigger(Trigger.AvailableNow()).start()
+    awaitEnd(q, timeoutMs = 180000)
+    assert(q.exception.isEmpty, q.exception)
+    assert(dropped(q) == 0, s"${dropped(q)} rows dropped by the watermark")
+    val expected = (0L until 1000L).map(i => Row("pq", i, new java.sql.Timestamp(BaseMs + i * 1000))) ++
+      (0L until 51L).map(i => Row("gen", i, new java.sql.Timestamp(BaseMs + 950000L + i * 1000)))
+    assert(multiset(spark.table("straddle_rows").collect().toSeq) == multiset(expected))
+    // the straddling row group went in one piece, in the first batch
+    val first = q.recentProgress.filter(_.numInputRows > 0).head
+    assert(first.sources.find(_.metrics.get("source") == "pq").map(_.numInputRows).contains(1000L),
+      first.sources.map(s => s.metrics.get("source") -> s.numInputRows).toSeq)
   }
 }
 
