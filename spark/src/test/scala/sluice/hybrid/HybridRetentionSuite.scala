@@ -34,6 +34,18 @@ class HybridRetentionSuite extends AnyFunSuite with KafkaSuiteBase with SparkSui
       .writeStream.format("memory").queryName(name.replace('-', '_'))
       .option("checkpointLocation", tempDir("ckpt").toString).trigger(Trigger.ProcessingTime(0)).start()
 
+  /** Lets `q` switch to the live topic and read all there is, stops it; the values it wrote to `table`. */
+  private def readThroughSwitch(q: StreamingQuery, table: String): Seq[String] = {
+    try {
+      eventually("the switch to the live topic", q) {
+        q.recentProgress.exists(_.sources.head.metrics.asScala.get("activeSource").contains("1"))
+      }
+      processAllAvailable(q)
+    } finally q.stop()
+    assert(q.exception.isEmpty, q.exception)
+    spark.table(table).collect().map(r => new String(r.getAs[Array[Byte]]("value"), "UTF-8")).toSeq
+  }
+
   private def text(values: Seq[(String, Long)]): Seq[ProducedRecord] =
     values.map { case (v, ts) => ProducedRecord.text(value = Some(v), timestamp = Some(ts)) }
 
@@ -79,14 +91,7 @@ class HybridRetentionSuite extends AnyFunSuite with KafkaSuiteBase with SparkSui
   test("with failOnDataLoss=false the switch goes ahead without the deleted records, and the metrics say they are gone") {
     archiveAndDeletedLive("tolerant-archive", "tolerant-live")
     val q = start(hybrid("tolerant-archive", "tolerant-live", failOnDataLoss = false), "tolerant")
-    try {
-      eventually("the switch to the live topic", q) {
-        q.recentProgress.exists(_.sources.head.metrics.asScala.get("activeSource").contains("1"))
-      }
-      processAllAvailable(q)
-    } finally q.stop()
-    assert(q.exception.isEmpty, q.exception)
-    val read = spark.table("tolerant").collect().map(r => new String(r.getAs[Array[Byte]]("value"), "UTF-8")).toSeq
+    val read = readThroughSwitch(q, "tolerant")
     assert(read.sorted == ((0 until 100).map(i => s"a$i") :+ "now").sorted)
     // reported once the switch's start is known, which is at the switch at the latest
     assert(q.recentProgress.exists(_.sources.head.metrics.asScala.get(RetentionGuard.LostMetric).contains("true")),
@@ -114,14 +119,13 @@ class HybridRetentionSuite extends AnyFunSuite with KafkaSuiteBase with SparkSui
       assert(h <= switchStart + retentionMs - startedAt && h >= switchStart + retentionMs - System.currentTimeMillis(), h)
       val withHeadroom = q.recentProgress.map(_.sources.head.metrics.asScala).find(_.contains(RetentionGuard.HeadroomMetric)).get
       assert(withHeadroom("retentionStartMs") == switchStart.toString)
-      // and the switch goes ahead: the live topic from base+89s on
-      eventually("the switch to the live topic", q) {
-        q.recentProgress.exists(_.sources.head.metrics.asScala.get("activeSource").contains("1"))
-      }
-      processAllAvailable(q)
-    } finally q.stop()
-    assert(q.exception.isEmpty, q.exception)
-    val read = spark.table("kept").collect().map(r => new String(r.getAs[Array[Byte]]("value"), "UTF-8")).toSeq
+    } catch {
+      case e: Throwable =>
+        q.stop()
+        throw e
+    }
+    // and the switch goes ahead: the live topic from base+89s on
+    val read = readThroughSwitch(q, "kept")
     assert(read.sorted == ((0 until 100).map(i => s"a$i") ++ (89 until 200).map(i => s"l$i")).sorted)
     // after the switch there is nothing left to watch
     assert(!q.recentProgress.last.sources.head.metrics.containsKey(RetentionGuard.HeadroomMetric))

@@ -85,21 +85,19 @@ final class ParquetEnumerator(
   override def hasEventTimeIndex: Boolean = config.timestampColumn.isDefined && indexed
 
   override def positionsBefore(ranges: Seq[SplitRange[RowGroupSplit]], eventTimeMs: Long): Map[String, Long] =
-    ranges.map { r =>
-      val s = r.split
-      val whole = s.noEventTimes || s.maxEventTime.exists(_ < eventTimeMs)
-      s.splitId -> (if (whole) r.until else r.from)
-    }.toMap
+    wholeOrNothing(ranges)(_.maxEventTime.exists(_ < eventTimeMs))
 
   /** Statistics are per row group: a row inside one has no known event time. */
   override def exactEventTimeIndex: Boolean = false
 
+  // the row group's smallest event time bounds the range's from below, however far it was read
   override def positionsThrough(ranges: Seq[SplitRange[RowGroupSplit]], eventTimeMs: Long): Map[String, Long] =
+    wholeOrNothing(ranges)(_.minEventTime.exists(_ < eventTimeMs))
+
+  /** Each range read to its end when `whole` holds for its row group (or it has no event times), else not at all. */
+  private def wholeOrNothing(ranges: Seq[SplitRange[RowGroupSplit]])(whole: RowGroupSplit => Boolean): Map[String, Long] =
     ranges.map { r =>
-      val s = r.split
-      // the row group's smallest event time bounds the range's from below, however far it was read
-      val whole = s.noEventTimes || s.minEventTime.exists(_ < eventTimeMs)
-      s.splitId -> (if (whole) r.until else r.from)
+      r.split.splitId -> (if (r.split.noEventTimes || whole(r.split)) r.until else r.from)
     }.toMap
 
   override def latestEventTimes(ranges: Seq[SplitRange[RowGroupSplit]]): Map[String, Long] =
