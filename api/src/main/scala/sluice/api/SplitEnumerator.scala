@@ -33,6 +33,13 @@ trait SplitEnumerator[SplitT <: SourceSplit, StateT] extends AutoCloseable {
   def progressUpdated(progress: Seq[(SplitT, SplitProgress)]): Unit = ()
 
   /**
+   * Splits read to their end that leave the checkpoint (only while `keepsEndState` is false), with
+   * their final progress: they are not in `progressUpdated` any more. The state taken next is in
+   * the same checkpoint, so an enumerator that counts what they read keeps the count there.
+   */
+  def splitsLeft(finished: Seq[(SplitT, SplitProgress)]): Unit = ()
+
+  /**
    * Whether what readers reached in a split must be kept durably before the engine commits the
    * batch that finished it: true while something is derived from the end state (a hybrid's next
    * source and where it starts). A driver that dies between that commit and a later write would

@@ -5,12 +5,16 @@ import scala.util.control.NonFatal
 
 import sluice.api._
 
-/** Where a hybrid source is: the active source, its enumerator's state, what earlier sources ended with. */
+/**
+ * Where a hybrid source is: the active source, its enumerator's state, what earlier sources ended
+ * with, and the records of each source's splits that left the checkpoint (finished).
+ */
 final case class HybridEnumeratorState(
     activeIndex: Int,
     childStateVersion: Int,
     childState: String,
-    switches: Seq[SwitchRecord])
+    switches: Seq[SwitchRecord],
+    recordsOfSplitsLeft: Map[Int, Long] = Map.empty)
 
 /** A switch recorded in the offset log: the context the next source was built from, and when. */
 final case class SwitchRecord(toIndex: Int, context: SourceSwitchContext, atMs: Long)
@@ -39,6 +43,7 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
   private val activeSplits = mutable.LinkedHashMap[String, (SourceSplit, Long)]()
   private val progressBySource = mutable.Map[Int, Long]()
   private var lastProgress: Seq[(HybridSplit, SplitProgress)] = Nil
+  private var recordsOfSplitsLeft: Map[Int, Long] = restored.map(_.recordsOfSplitsLeft).getOrElse(Map.empty)
   /** Watches the next source's retention while the active one is read (None: nothing to watch). */
   private var guard: Option[RetentionGuard] = retentionGuard()
 
@@ -48,6 +53,13 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
     progressBySource.clear()
     progress.foreach { case (s, p) => progressBySource(s.sourceIndex) = progressBySource.getOrElse(s.sourceIndex, 0L) + p.records }
     child.progressUpdated(progress.collect { case (s, p) if s.sourceIndex == index => s.child -> p.copy(splitId = s.child.splitId) })
+  }
+
+  override def splitsLeft(finished: Seq[(HybridSplit, SplitProgress)]): Unit = {
+    finished.foreach { case (s, p) =>
+      recordsOfSplitsLeft += s.sourceIndex -> (recordsOfSplitsLeft.getOrElse(s.sourceIndex, 0L) + p.records)
+    }
+    child.splitsLeft(finished.collect { case (s, p) if s.sourceIndex == index => s.child -> p.copy(splitId = s.child.splitId) })
   }
 
   override def discoverSplits(): Seq[HybridSplit] = {
@@ -105,11 +117,14 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
     child.noMoreSplits && activeSplits.values.forall { case (s, reached) => child.isFinished(s, reached) }
 
   private def switchToNext(): Unit = {
-    val ended = activeSplits.values.map { case (s, _) => s.splitId }.toSet
+    val endedIds = activeSplits.values.map { case (s, _) => s.splitId }.toSet
     val endProgress = lastProgress.collect {
-      case (s, p) if s.sourceIndex == index && ended.contains(s.child.splitId) => p.copy(splitId = s.child.splitId)
+      case (s, p) if s.sourceIndex == index && endedIds.contains(s.child.splitId) => p.copy(splitId = s.child.splitId)
     }
-    val context = SourceSwitchContext(index, child.endState(endProgress))
+    val ended = child.endState(endProgress)
+    // a loss the next source goes on past (failOnDataLoss=false) is recorded with the switch, for good
+    val lost = guard.flatMap(_.toleratedLoss).map(RetentionGuard.LostMetric -> _)
+    val context = SourceSwitchContext(index, ended.copy(details = ended.details ++ lost))
     // Build the next source before touching any state: a factory that throws leaves the switch
     // unrecorded, so a restarted (fixed) query switches again from the same end state.
     val next = hybrid.sourceAt(index + 1, Some(context))
@@ -180,7 +195,7 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
 
   override def snapshotState(): HybridEnumeratorState = {
     val serializer = active.enumeratorStateSerializer
-    HybridEnumeratorState(index, serializer.version, serializer.serialize(child.snapshotState()), switches)
+    HybridEnumeratorState(index, serializer.version, serializer.serialize(child.snapshotState()), switches, recordsOfSplitsLeft)
   }
 
   override def endState(finished: Seq[SplitProgress]): EnumeratorEndState = child.endState(finished)
@@ -189,16 +204,12 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
     "activeSource" -> index.toString,
     "activeSourceType" -> active.sourceType,
     "recordsPerSource" -> (0 until hybrid.size).map(recordsOf).mkString(",")) ++
-    switches.lastOption.map(s => "lastSwitchAtMs" -> s.atMs.toString) ++ guard.map(_.metrics).getOrElse(Map.empty)
+    switches.lastOption.map(s => "lastSwitchAtMs" -> s.atMs.toString) ++
+    Option.when(switches.exists(_.context.previousEndState.details.contains(RetentionGuard.LostMetric)))(
+      RetentionGuard.LostMetric -> "true") ++ guard.map(_.metrics).getOrElse(Map.empty)
 
-  /**
-   * The records read from source `i`: an earlier source's splits leave the checkpoint once nothing
-   * is derived from them any more, so its count is also kept in the end state its switch recorded.
-   */
-  private def recordsOf(i: Int): Long = {
-    val atSwitch = switches.find(_.context.previousSourceIndex == i).map(_.context.previousEndState.splits.map(_.records).sum)
-    math.max(progressBySource.getOrElse(i, 0L), atSwitch.getOrElse(0L))
-  }
+  /** The records read from source `i`: its splits in the checkpoint, and those that left it. */
+  private def recordsOf(i: Int): Long = progressBySource.getOrElse(i, 0L) + recordsOfSplitsLeft.getOrElse(i, 0L)
 
   /** The active source's, over its splits (a hybrid reading Kafka reports Kafka's figures). */
   override def backlogMetrics(behind: Seq[(HybridSplit, Long)]): Map[String, String] =

@@ -20,6 +20,10 @@ private[hybrid] object HybridStateSerializer extends VersionedSerializer[HybridE
     root.put("active", state.activeIndex)
     root.put("childVersion", state.childStateVersion)
     root.put("childState", state.childState)
+    if (state.recordsOfSplitsLeft.nonEmpty) {
+      val left = root.putObject("recordsOfSplitsLeft")
+      state.recordsOfSplitsLeft.toSeq.sorted.foreach { case (i, n) => left.put(i.toString, n) }
+    }
     val switches = root.putArray("switches")
     state.switches.foreach { s =>
       val n = switches.addObject()
@@ -43,6 +47,9 @@ private[hybrid] object HybridStateSerializer extends VersionedSerializer[HybridE
       SwitchRecord(n.get("to").asInt,
         SourceSwitchContext(n.get("from").asInt, EnumeratorEndState(splits, details)), n.get("atMs").asLong)
     }.toSeq
-    HybridEnumeratorState(root.get("active").asInt, root.get("childVersion").asInt, root.get("childState").asText, switches)
+    // absent in states written before finished splits left the checkpoint
+    val left = Option(root.get("recordsOfSplitsLeft")).map(_.properties().asScala.map(e => e.getKey.toInt -> e.getValue.asLong).toMap)
+    HybridEnumeratorState(root.get("active").asInt, root.get("childVersion").asInt, root.get("childState").asText, switches,
+      left.getOrElse(Map.empty))
   }
 }

@@ -119,6 +119,9 @@ private[hybrid] final class RetentionGuard(
       Option.when(o.start.known && o.check.lost.isDefined)(LostMetric -> "true")
   }.getOrElse(Map.empty)
 
+  /** What records a known start needs are gone, when the source goes on without them. */
+  def toleratedLoss: Option[String] = last.filter(o => o.start.known && o.check.tolerated).flatMap(_.check.lost)
+
   /** Waits briefly for a check in flight: it holds the watch's client. */
   override def close(): Unit = {
     executor.shutdownNow()

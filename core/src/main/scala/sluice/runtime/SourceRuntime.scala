@@ -240,12 +240,15 @@ final class SourceRuntime(
    * the enumerator derives something from their end state (a hybrid before its last source).
    */
   private def retireFinished(start: SourceCheckpoint): Unit = if (!enumerator.keepsEndState) {
-    start.splits.filter(e => splits.get(e.splitId).exists(s => enumerator.isFinished(s, e.position))).foreach { e =>
-      finishedSplits = finishedSplits.add(tracker.get(e.splitId).getOrElse(
-        SplitProgress(e.splitId, e.position, e.maxEventTime, e.records)))
-      forget(e.splitId)
-      retired += e.splitId
+    val leaving = start.splits.flatMap(e => splits.get(e.splitId).filter(s => enumerator.isFinished(s, e.position)).map { s =>
+      s -> tracker.get(e.splitId).getOrElse(SplitProgress(e.splitId, e.position, e.maxEventTime, e.records))
+    })
+    leaving.foreach { case (s, p) =>
+      finishedSplits = finishedSplits.add(p)
+      forget(s.splitId)
+      retired += s.splitId
     }
+    if (leaving.nonEmpty) enumerator.splitsLeft(leaving)
   }
 
   private def forget(splitId: String): Unit = {

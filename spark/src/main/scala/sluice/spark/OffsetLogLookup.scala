@@ -42,9 +42,10 @@ object OffsetLogLookup {
       case m: OffsetMap => (m.offsetsMap.values.toSeq.flatten, index.flatMap(i => m.offsetsMap.get(i.toString)).flatten)
       case s => (s.offsets.flatten, index.flatMap(i => s.offsets.lift(i)).flatten)
     }
-    // only this member's checkpoint is read: the others' may be kept in their own folders
-    all.map(_.json()).find(json => SluiceOffset.memberOf(json).contains(member))
-      .orElse(byIndex.map(_.json()).filter(json => SluiceOffset.memberOf(json).isEmpty))
-      .flatMap(json => Try(SluiceOffset.fromJson(json, Some(bodies))).toOption)
+    // only this member's checkpoint is read (the others' may be kept in their own folders); one
+    // that cannot be read fails, naming why, rather than look like an old offset log
+    all.map(_.json()).find(json => SluiceOffset.memberOf(json).contains(member)).map(SluiceOffset.fromJson(_, Some(bodies)))
+      .orElse(byIndex.map(_.json()).filter(json => SluiceOffset.memberOf(json).isEmpty)
+        .flatMap(json => Try(SluiceOffset.fromJson(json, Some(bodies))).toOption))
   }
 }

@@ -16,7 +16,7 @@ import sluice.runtime.{FinishedSplits, SourceCheckpoint, SplitEntry}
  *
  * A checkpoint larger than [[SluiceOffset.InlineLimitChars]] (thousands of files, each a split
  * and a known file of the enumerator) is kept in the source's folder as an immutable file named
- * by its content (`storedAs`), and the offset names that file (version 2): Spark writes the
+ * by its content (`storedAs`), and the offset names that file (`checkpoint`): Spark writes the
  * offset log on every batch and keeps a hundred of them, so that log stays small whatever the
  * number of splits.
  */
@@ -37,7 +37,7 @@ final case class SluiceOffset(
   private lazy val serialized: String = storedAs match {
     case Some(name) =>
       val root = SluiceOffset.Mapper.createObjectNode()
-      root.put("version", SluiceOffset.StoredVersion)
+      root.put("version", SluiceOffset.CurrentVersion)
       root.put("source", checkpoint.sourceType)
       member.foreach(root.put("member", _))
       root.put("checkpoint", name)
@@ -48,11 +48,12 @@ final case class SluiceOffset(
 }
 
 object SluiceOffset {
-  /** The version of an offset that holds its checkpoint. */
-  val InlineVersion = 1
-  /** The version of an offset that names the file holding its checkpoint. */
-  val StoredVersion = 2
-  val CurrentVersion: Int = StoredVersion
+  /**
+   * Version 1 holds its checkpoint; version 2 holds it too, with the splits that left it summed up
+   * (`finished`), or names the file that holds it (`checkpoint`). A build that reads version 1
+   * only refuses version 2 rather than drop what `finished` counts.
+   */
+  val CurrentVersion = 2
   /**
    * The largest checkpoint an offset holds itself (a few hundred splits); larger ones are kept
    * in files. Well under what the offset log should carry per source and batch.
@@ -69,7 +70,7 @@ object SluiceOffset {
 
   /**
    * Spark hands restored offsets back as its own `SerializedOffset`; this reads either kind.
-   * `bodies` is where a version-2 offset's checkpoint is (the source's folder).
+   * `bodies` is where the checkpoint an offset names is kept (the source's folder).
    */
   def of(offset: SparkOffset, bodies: Option[CheckpointBodies] = None): SluiceOffset = offset match {
     case o: SluiceOffset => o
@@ -89,8 +90,9 @@ object SluiceOffset {
       throw new IllegalStateException(
         s"Sluice: the checkpoint holds an offset without a version; it was not written by Sluice: $json"))
     version match {
-      case InlineVersion => readV1(root.asInstanceOf[ObjectNode])
-      case StoredVersion =>
+      case 1 => readInline(root.asInstanceOf[ObjectNode])
+      case 2 if !root.has("checkpoint") => readInline(root.asInstanceOf[ObjectNode])
+      case 2 =>
         val name = Option(root.get("checkpoint")).map(_.asText).getOrElse(
           throw new IllegalStateException(s"Sluice: offset field 'checkpoint' is missing in $json"))
         val store = bodies.getOrElse(throw new IllegalStateException(
@@ -113,7 +115,11 @@ object SluiceOffset {
   private def text(node: JsonNode, field: String): String = Option(node.get(field)).map(_.asText).getOrElse(
     throw new IllegalStateException(s"Sluice: offset field '$field' is missing in $node"))
 
-  private def readV1(root: ObjectNode): SluiceOffset = {
+  /** The name of the file an offset's checkpoint is kept in, without reading it; None when it holds its checkpoint. */
+  def storedNameOf(json: String): Option[String] =
+    scala.util.Try(Mapper.readTree(json)).toOption.flatMap(r => Option(r.get("checkpoint"))).map(_.asText)
+
+  private def readInline(root: ObjectNode): SluiceOffset = {
     val enumerator = root.get("enumerator")
     val splits = root.get("splits").elements().asScala.map { n =>
       SplitEntry(
@@ -134,10 +140,10 @@ object SluiceOffset {
       finished), Option(root.get("member")).map(_.asText))
   }
 
-  /** The JSON of an offset that holds its checkpoint (version 1). */
+  /** The JSON of an offset that holds its checkpoint. */
   private def inlineJson(checkpoint: SourceCheckpoint, member: Option[String]): String = {
     val root = Mapper.createObjectNode()
-    root.put("version", InlineVersion)
+    root.put("version", CurrentVersion)
     root.put("source", checkpoint.sourceType)
     member.foreach(root.put("member", _))
     val enumerator = root.putObject("enumerator")

@@ -66,7 +66,23 @@ abstract class SluiceStream(
   }
 
   /** The checkpoint of an offset Spark hands over (restored ones come as Spark's own type). */
-  protected def checkpointOf(o: SparkOffset): SourceCheckpoint = SluiceOffset.of(o, Some(metadata)).checkpoint
+  protected def checkpointOf(o: SparkOffset): SourceCheckpoint = read(o.json(), o).checkpoint
+
+  /**
+   * Spark turns offsets into JSON and back at every trigger, idle ones included: an offset this
+   * stream handed out, or the last one read, is not read again from its kept file.
+   */
+  private def read(json: String, given: SparkOffset = null): SluiceOffset = given match {
+    case o: SluiceOffset => o
+    case _ => synchronized {
+      plannedSince.find(_.json() == json).orElse(lastRead.filter(_.json() == json)).getOrElse {
+        val o = SluiceOffset.fromJson(json, Some(metadata))
+        lastRead = Some(o)
+        o
+      }
+    }
+  }
+  private var lastRead: Option[SluiceOffset] = None
 
   /** The offsets this stream handed out, in order, from the one committed last on. */
   private var plannedSince = Vector.empty[SluiceOffset]
@@ -106,7 +122,7 @@ abstract class SluiceStream(
   }
 
   override def deserializeOffset(json: String): SparkOffset = {
-    val offset = SluiceOffset.fromJson(json, Some(metadata))
+    val offset = read(json)
     if (offset.sourceType != source.sourceType) {
       throw new IllegalStateException(
         s"Sluice: the checkpoint was written by a '${offset.sourceType}' source, but this query " +
@@ -120,7 +136,7 @@ abstract class SluiceStream(
    * drops the kept checkpoints no offset Spark may hand back names any more.
    */
   override def commit(end: SparkOffset): Unit = {
-    val committed = SluiceOffset.of(end, Some(metadata))
+    val committed = read(end.json(), end)
     runtime.restore(committed.checkpoint)
     retainFrom(committed)
   }
@@ -136,8 +152,11 @@ abstract class SluiceStream(
     if (at >= 0) {
       val previous = plannedSince.lift(at - 1).flatMap(_.storedAs)
       plannedSince = plannedSince.drop(at)
-      val initialName = Option(initial).flatMap(_.storedAs)
-      metadata.retainOnly(plannedSince.flatMap(_.storedAs).toSet ++ previous ++ initialName ++ lastCommitted)
+      // after a restart Spark does not ask for the initial offset: its file names it
+      val initialName = Option(initial).map(_.storedAs).getOrElse(metadata.readInitialOffset().flatMap(SluiceOffset.storedNameOf))
+      // housekeeping: a failure to delete is tried again at the next commit, never fails the query
+      try metadata.retainOnly(plannedSince.flatMap(_.storedAs).toSet ++ previous ++ initialName ++ lastCommitted)
+      catch { case scala.util.control.NonFatal(e) => logWarning(s"$this could not delete checkpoints no offset names: $e") }
     }
     lastCommitted = committed.storedAs
   }

@@ -93,8 +93,8 @@ class HybridRetentionSuite extends AnyFunSuite with KafkaSuiteBase with SparkSui
     val q = start(hybrid("tolerant-archive", "tolerant-live", failOnDataLoss = false), "tolerant")
     val read = readThroughSwitch(q, "tolerant")
     assert(read.sorted == ((0 until 100).map(i => s"a$i") :+ "now").sorted)
-    // reported once the switch's start is known, which is at the switch at the latest
-    assert(q.recentProgress.exists(_.sources.head.metrics.asScala.get(RetentionGuard.LostMetric).contains("true")),
+    // reported once the switch's start is known (at the switch at the latest), and kept after it
+    assert(q.lastProgress.sources.head.metrics.get(RetentionGuard.LostMetric) == "true",
       q.recentProgress.map(_.sources.head.metrics.asScala.filter(_._1.startsWith("retention"))).mkString("\n"))
   }
 

@@ -27,10 +27,10 @@ class StoredCheckpointSuite extends AnyFunSuite with SparkSuiteBase {
 
   private def folder(): SourceMetadata = new SourceMetadata(tempDir("source").toString, new Configuration())
 
-  test("a small checkpoint stays in the offset (version 1); a large one is kept in a file the offset names") {
+  test("a small checkpoint stays in the offset; a large one is kept in a file the offset names") {
     val bodies = folder()
     val small = SluiceOffset.keep(checkpoint(3), Some("sources/0"), bodies)
-    assert(small.storedAs.isEmpty && small.json().contains("\"version\":1"))
+    assert(small.storedAs.isEmpty && small.json().contains("\"version\":2") && small.json().contains("\"splits\":["))
 
     val large = SluiceOffset.keep(checkpoint(5000), Some("sources/0"), bodies)
     val name = large.storedAs.getOrElse(fail("a checkpoint of 5000 splits was not kept in a file"))

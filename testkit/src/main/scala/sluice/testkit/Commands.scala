@@ -30,17 +30,19 @@ final class Commands(bootstrapServers: String) extends AutoCloseable {
     val p = new Properties()
     p.setProperty(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers)
     p.setProperty(ProducerConfig.ACKS_CONFIG, "all")
-    // Not idempotent: under a loaded test machine, the idempotent producer's sequence numbers went
-    // out of step with the broker's (OUT_OF_ORDER_SEQUENCE_NUMBER retried until the batch expired,
-    // 60 s later). One request in flight keeps the order through retries instead; a retry can only
-    // duplicate a batch whose answer was lost, which a loopback broker does not lose.
+    // Not idempotent: on a loaded test machine, the idempotent producer's sequence numbers went
+    // out of step with the broker's (OUT_OF_ORDER_SEQUENCE_NUMBER retried until the batch expired).
+    // One request in flight keeps the order through retries instead. A retry duplicates a batch
+    // only if the request timed out after the broker appended it: the request timeout is longer
+    // than any command may take, so retries answer refusals (no leader yet), which appended nothing.
     p.setProperty(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "false")
     p.setProperty(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "1")
+    p.setProperty(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "150000")
     p.setProperty(ProducerConfig.LINGER_MS_CONFIG, "5")
     p.setProperty(ProducerConfig.BATCH_SIZE_CONFIG, (256 * 1024).toString)
     p.setProperty(ProducerConfig.BUFFER_MEMORY_CONFIG, (64L * 1024 * 1024).toString)
     p.setProperty(ProducerConfig.MAX_REQUEST_SIZE_CONFIG, (8 * 1024 * 1024).toString)
-    p.setProperty(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "60000")
+    p.setProperty(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "160000")
     p.setProperty(ProducerConfig.MAX_BLOCK_MS_CONFIG, "30000")
     val created = new KafkaProducer[Array[Byte], Array[Byte]](
       p,
