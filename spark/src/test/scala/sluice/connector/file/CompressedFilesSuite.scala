@@ -228,6 +228,32 @@ class CompressedFilesSuite extends AnyFunSuite with SparkSuiteBase {
     } finally q.stop()
   }
 
+  test("a .json.gz read over many batches is decompressed from its start once (compressedFileOpens)") {
+    val dir = tempDir("opens")
+    Files.write(dir.resolve("a.json.gz"), compress(jsonLines(0, 2000).getBytes(UTF_8), "gz"))
+    /** The batches that read rows, and the source's `compressedFileOpens` once the query ended. */
+    def run(options: Map[String, String]): (Int, Long) = {
+      tables += 1
+      val name = s"compressed_$tables"
+      val builder = options.foldLeft(FileSource.builder().path(dir.toString).schema("id INT, pad STRING")) {
+        case (b, (k, v)) => b.option(k, v)
+      }
+      val q = Sluice.fromSource(spark, builder.build(), null, "opens", Map("maxRecordsPerTrigger" -> "250"))
+        .writeStream.format("memory").queryName(name).option("checkpointLocation", tempDir("ckpt").toString)
+        .trigger(Trigger.AvailableNow()).start()
+      awaitEnd(q)
+      q.exception.foreach(e => throw e)
+      assert(spark.table(name).select("id").collect().map(_.getInt(0)).toSeq.sorted == (0 until 2000))
+      (q.recentProgress.count(_.numInputRows > 0),
+        q.lastProgress.sources.head.metrics.asScala(sluice.api.ReaderCounters.CompressedFileOpens).toLong)
+    }
+    val (batches, opens) = run(Map.empty)
+    assert(batches >= 4 && opens == 1, s"$batches batches")
+    // the counter counts real opens: with no file kept open, every batch decompresses from the start
+    val (uncachedBatches, uncachedOpens) = run(Map(FileConfig.MaxOpenCompressedFiles.name -> "0"))
+    assert(uncachedBatches >= 4 && uncachedOpens == uncachedBatches, s"$uncachedBatches batches")
+  }
+
   test("a compression format Spark cannot decompress is refused with a clear message") {
     val dir = tempDir("xz")
     Files.write(dir.resolve("a.json.xz"), Array[Byte](0xFD.toByte, '7', 'z', 'X', 'Z', 0))
