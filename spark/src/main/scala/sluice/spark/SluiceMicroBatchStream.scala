@@ -1,6 +1,7 @@
 package sluice.spark
 
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sluice.ExecutorLocations
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReaderFactory}
 import org.apache.spark.sql.connector.read.streaming._
 import org.apache.spark.sql.connector.read.streaming.{Offset => SparkOffset}
@@ -95,11 +96,19 @@ final class SluiceMicroBatchStream(
 
   // ---- planning and reading -------------------------------------------------------------------
 
-  /** No more tasks than the cluster runs at once: splits with little to read share one. */
-  override def planInputPartitions(start: SparkOffset, end: SparkOffset): Array[InputPartition] =
-    runtime.tasks(Some(SluiceOffset.of(start).checkpoint), SluiceOffset.of(end).checkpoint,
+  /**
+   * No more tasks than the cluster runs at once: splits with little to read share one. A task
+   * whose splits keep state on executors between ranges prefers their executors (`TaskLocality`).
+   */
+  override def planInputPartitions(start: SparkOffset, end: SparkOffset): Array[InputPartition] = {
+    val tasks = runtime.tasks(Some(SluiceOffset.of(start).checkpoint), SluiceOffset.of(end).checkpoint,
       spark.sparkContext.defaultParallelism, options.minPartitions)
-      .map(ranges => SluiceInputPartition(ranges): InputPartition).toArray
+    // asked only when some split has a key: it is a call to the block manager's master
+    val executors = if (tasks.exists(_.exists(_.split.localityKey.isDefined))) ExecutorLocations.sorted()
+      else IndexedSeq.empty
+    tasks.map(ranges => SluiceInputPartition(ranges, locations = TaskLocality.preferred(ranges, executors)): InputPartition)
+      .toArray
+  }
 
   override def createReaderFactory(): PartitionReaderFactory = readerFactory
 
