@@ -98,16 +98,20 @@ final class SluiceMicroBatchStream(
 
   /**
    * No more tasks than the cluster runs at once: splits with little to read share one. A task
-   * whose splits keep state on executors between ranges prefers their executors (`TaskLocality`).
+   * whose splits keep state on executors between ranges prefers their executors, and is packed
+   * with ranges that prefer the same (`TaskLocality`).
    */
   override def planInputPartitions(start: SparkOffset, end: SparkOffset): Array[InputPartition] = {
+    // asked only when a split has a key: it is a call to the block manager's master
+    lazy val executors = ExecutorLocations.sorted()
+    def keyed(ranges: Seq[SplitRange[SourceSplit]]) = ranges.exists(_.split.localityKey.isDefined)
     val tasks = runtime.tasks(Some(SluiceOffset.of(start).checkpoint), SluiceOffset.of(end).checkpoint,
-      spark.sparkContext.defaultParallelism, options.minPartitions)
-    // asked only when some split has a key: it is a call to the block manager's master
-    val executors = if (tasks.exists(_.exists(_.split.localityKey.isDefined))) ExecutorLocations.sorted()
-      else IndexedSeq.empty
-    tasks.map(ranges => SluiceInputPartition(ranges, locations = TaskLocality.preferred(ranges, executors)): InputPartition)
-      .toArray
+      spark.sparkContext.defaultParallelism, options.minPartitions,
+      s => if (s.localityKey.isEmpty) None else TaskLocality.placeOf(s, executors))
+    tasks.map { ranges =>
+      SluiceInputPartition(ranges, locations = if (keyed(ranges)) TaskLocality.preferred(ranges, executors) else Nil)
+        : InputPartition
+    }.toArray
   }
 
   override def createReaderFactory(): PartitionReaderFactory = readerFactory
