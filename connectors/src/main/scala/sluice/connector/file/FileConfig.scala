@@ -65,7 +65,7 @@ object FileConfig {
 
   val own: Seq[ConfigOption[_]] =
     Seq(Path, MonitorIntervalMs, IgnoreMissingFiles, IgnoreChangedFiles, MaxSplitBytes, TimestampColumn,
-    MaxOpenCompressedFiles, OpenCompressedFileIdleMs)
+      MaxOpenCompressedFiles, OpenCompressedFileIdleMs)
   val all: Seq[ConfigOption[_]] = own ++ PayloadFormat.all
 
   def fromOptions(raw: Map[String, String]): FileConfig = {
