@@ -2,7 +2,7 @@ package sluice.api
 
 /**
  * The counters readers keep per split (`ReaderContext.count`): what a reader skipped instead of
- * failing, so that a skip is counted, never silent. Summed per source in streaming query progress
+ * failing, so that a skip is counted, never silent, and work a reader had to do again. Summed per source in streaming query progress
  * and shown as SQL metrics of the scan (Spark UI, and the plan of a batch read).
  */
 object ReaderCounters {
@@ -16,6 +16,13 @@ object ReaderCounters {
   val DataLossOffsets = "dataLossOffsets"
   /** Kafka records without a value, which a parsed format skips. */
   val NullValuesSkipped = "nullValuesSkipped"
+  /**
+   * Times a compressed file was decompressed from its start for a range (it cannot be entered
+   * mid-way): once per file when each range takes it up where the last one left it open, more when
+   * a range ran on another executor or after the open file was closed.
+   */
+  val CompressedFileOpens = "compressedFileOpens"
 
-  val all: Seq[String] = Seq(MalformedRecordsDropped, MissingFilesSkipped, ChangedFilesSkipped, DataLossOffsets, NullValuesSkipped)
+  val all: Seq[String] = Seq(MalformedRecordsDropped, MissingFilesSkipped, ChangedFilesSkipped, DataLossOffsets, NullValuesSkipped,
+    CompressedFileOpens)
 }

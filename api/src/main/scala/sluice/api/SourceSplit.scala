@@ -29,4 +29,12 @@ trait SourceSplit extends Serializable {
    * mid-line.
    */
   def divisible: Boolean = positionsCountRecords
+
+  /**
+   * Ranges of splits with the same key are best read on the same executor, batch after batch:
+   * its reader keeps something there between ranges that another executor would have to rebuild
+   * (a compressed file left open where the last range ended). The binding then prefers one
+   * executor per key, stable while the executors stay the same. None (the default): any executor.
+   */
+  def localityKey: Option[String] = None
 }

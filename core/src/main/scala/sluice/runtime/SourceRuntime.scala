@@ -113,18 +113,20 @@ final class SourceRuntime(
 
   /**
    * The tasks a batch from `start` to `end` runs: its ranges packed into at most `slots` tasks
-   * (the engine's parallelism), so splits with little to read share one (`TaskPacking`).
+   * (the engine's parallelism), so splits with little to read share one (`TaskPacking`), a
+   * split's range with ranges of the same `placeOf` (the executor it is best read on) if any.
    */
   def tasks(start: Option[SourceCheckpoint], end: SourceCheckpoint, slots: Int,
-      minTasks: Option[Int] = None): Seq[Seq[SplitRange[SourceSplit]]] = {
+      minTasks: Option[Int] = None,
+      placeOf: SourceSplit => Option[String] = _ => None): Seq[Seq[SplitRange[SourceSplit]]] = {
     val batch = ranges(start, end)
     val ppr = synchronized(positionsPerRecord)
     def size(r: SplitRange[SourceSplit]) = (r.until - r.from) / ppr.getOrElse(r.split.splitId, 1.0)
     minTasks match {
       case Some(min) if min > batch.size => TaskPacking.divide(batch, min, size)
       // a minimum, as Spark's minPartitions: never fewer tasks than asked for, nor than slots
-      case Some(min) => TaskPacking.pack(batch, math.max(slots, min), size)
-      case None => TaskPacking.pack(batch, slots, size)
+      case Some(min) => TaskPacking.pack(batch, math.max(slots, min), size, r => placeOf(r.split))
+      case None => TaskPacking.pack(batch, slots, size, r => placeOf(r.split))
     }
   }
 

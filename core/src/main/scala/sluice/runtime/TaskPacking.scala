@@ -9,7 +9,9 @@ import sluice.api.{SourceSplit, SplitRange}
  * a reader, a consumer to position), so more tasks than the engine can run at once buy nothing:
  * with more ranges than `slots`, they are packed into `slots` tasks of about equal size — largest
  * first, each into the task with the least so far (as Spark's file source packs small files into
- * partitions). With at most `slots` ranges, each is a task of its own, as before.
+ * partitions). With at most `slots` ranges, each is a task of its own, as before. Ranges best read
+ * in one place (an executor that keeps state for their split) are packed only with ranges of that
+ * place, so that their task can run there.
  */
 object TaskPacking {
 
@@ -43,11 +45,35 @@ object TaskPacking {
 
   /**
    * @param size a range's estimated records (positions over positions per record)
+   * @param placeOf where a range is best read (an executor that keeps state for its split), if
+   *   anywhere. A task runs in one place, so ranges of different places never share a task: each
+   *   place (and the ranges of none) gets tasks of its own, one at least, and the rest of the
+   *   slots go where there is most to read per task.
    * @return the tasks, each a list of ranges; every range in exactly one task
    */
-  def pack[S <: SourceSplit](ranges: Seq[SplitRange[S]], slots: Int, size: SplitRange[S] => Double): Seq[Seq[SplitRange[S]]] = {
+  def pack[S <: SourceSplit](ranges: Seq[SplitRange[S]], slots: Int, size: SplitRange[S] => Double,
+      placeOf: SplitRange[S] => Option[String] = (_: SplitRange[S]) => None): Seq[Seq[SplitRange[S]]] = {
     if (ranges.size <= math.max(1, slots)) return ranges.map(Seq(_))
-    // largest first; ties by split id, so the same ranges always give the same tasks
+    val groups = ranges.groupBy(placeOf).toSeq.sortBy(_._1).map(_._2) // sorted: the same tasks every time
+    if (groups.size == 1) return balanced(ranges, slots, size)
+    val load = groups.map(_.map(r => math.max(1.0, size(r))).sum)
+    val share = Array.fill(groups.size)(1)
+    var left = slots - groups.size
+    var growing = groups.indices.filter(i => groups(i).size > 1)
+    while (left > 0 && growing.nonEmpty) {
+      val i = growing.maxBy(i => (load(i) / share(i), -i))
+      share(i) += 1
+      left -= 1
+      growing = growing.filter(i => share(i) < groups(i).size)
+    }
+    groups.indices.flatMap(i => balanced(groups(i), share(i), size))
+  }
+
+  /** Largest first, each into the task with the least so far; with no more ranges than tasks, one each. */
+  private def balanced[S <: SourceSplit](ranges: Seq[SplitRange[S]], slots: Int, size: SplitRange[S] => Double)
+      : Seq[Seq[SplitRange[S]]] = {
+    if (ranges.size <= math.max(1, slots)) return ranges.map(Seq(_))
+    // ties by split id, so the same ranges always give the same tasks
     val ordered = ranges.sortBy(r => (-size(r), r.split.splitId))
     val tasks = Array.fill(slots)(Vector.empty[SplitRange[S]])
     val load = Array.fill(slots)(0.0)

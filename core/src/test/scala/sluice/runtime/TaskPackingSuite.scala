@@ -33,6 +33,32 @@ class TaskPackingSuite extends AnyFunSuite {
     assert(loads(tasks).sorted == Seq(300L, 300L, 100000L))
   }
 
+  test("ranges best read in one place share tasks only with ranges of that place") {
+    // eight compressed files on two executors, and two ranges of no place
+    val files = (0 until 8).map(i => range(s"f$i", 100 + i))
+    val plain = Seq(range("plain-0", 50), range("plain-1", 60))
+    val placeOf: SplitRange[MemSplit] => Option[String] = r =>
+      Some(r.split.splitId).filter(_.startsWith("f")).map(id => if (id.drop(1).toInt % 2 == 0) "exec-a" else "exec-b")
+    def packed(slots: Int) = TaskPacking.pack[MemSplit](files ++ plain, slots, r => (r.until - r.from).toDouble, placeOf)
+    def places(t: Seq[SplitRange[MemSplit]]) = t.map(placeOf).distinct
+
+    // a task each: exec-a's files (412), exec-b's (416), the others (110)
+    val three = packed(3)
+    assert(three.flatten.map(_.split.splitId).sorted == (files ++ plain).map(_.split.splitId).sorted)
+    assert(three.map(places) == Seq(Seq(None), Seq(Some("exec-a")), Seq(Some("exec-b"))))
+    assert(loads(three) == Seq(110L, 412L, 416L))
+    // a fourth slot goes where there is most to read per task: exec-b's files, in two halves
+    val four = packed(4)
+    assert(four.forall(places(_).size == 1))
+    assert(loads(four).sorted == Seq(110L, 208L, 208L, 412L))
+    // one executor wanted by most files still leaves a task to the other
+    val skewed = Seq(range("f1", 100), range("f3", 100), range("f5", 100), range("f0", 100))
+    val two = TaskPacking.pack[MemSplit](skewed, 2, r => (r.until - r.from).toDouble, placeOf)
+    assert(two.map(_.map(_.split.splitId)) == Seq(Seq("f0"), Seq("f1", "f3", "f5")))
+    // no places: the same tasks as before
+    assert(TaskPacking.pack[MemSplit](files ++ plain, 3, r => (r.until - r.from).toDouble) == pack(files ++ plain, 3))
+  }
+
   test("the same ranges always give the same tasks (a replayed batch reads the same partitions)") {
     val ranges = (0 until 9).map(i => range(s"p$i", 100))
     assert(pack(ranges, 4) == pack(ranges.reverse, 4))

@@ -18,7 +18,7 @@ import sluice.api.{ReaderContext, ReaderCounters}
  *    planned, and report 0). Also a split counter, hence in query progress: Spark 4.3's real-time
  *    reader wrapper passes no task metrics on to the scan;
  *  - the readers' counters (`ReaderCounters`): records dropped as malformed, files and offsets
- *    skipped.
+ *    skipped, compressed files decompressed from their start.
  */
 object ReaderMetrics {
   val RecordsRead = "recordsRead"
@@ -28,7 +28,7 @@ object ReaderMetrics {
   // Spark builds each metric class again on the driver by reflection: one no-argument class each.
   def supported: Array[CustomMetric] = Array(new RecordsReadMetric, new BytesReadMetric, new AlignmentPausedMsMetric,
     new MalformedRecordsDroppedMetric, new MissingFilesSkippedMetric, new ChangedFilesSkippedMetric,
-    new DataLossOffsetsMetric, new NullValuesSkippedMetric)
+    new DataLossOffsetsMetric, new NullValuesSkippedMetric, new CompressedFileOpensMetric)
 
   /** A task's figures so far, over the splits it reads. */
   def current(context: ReaderContext.Local, splitIds: Iterable[String], records: Long, bytes: Long,
@@ -60,3 +60,4 @@ final class MissingFilesSkippedMetric extends ReaderCounterMetric(ReaderCounters
 final class ChangedFilesSkippedMetric extends ReaderCounterMetric(ReaderCounters.ChangedFilesSkipped)
 final class DataLossOffsetsMetric extends ReaderCounterMetric(ReaderCounters.DataLossOffsets)
 final class NullValuesSkippedMetric extends ReaderCounterMetric(ReaderCounters.NullValuesSkipped)
+final class CompressedFileOpensMetric extends ReaderCounterMetric(ReaderCounters.CompressedFileOpens)

@@ -1,6 +1,7 @@
 package sluice.spark
 
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sluice.ExecutorLocations
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReaderFactory}
 import org.apache.spark.sql.connector.read.streaming._
 import org.apache.spark.sql.connector.read.streaming.{Offset => SparkOffset}
@@ -95,11 +96,23 @@ final class SluiceMicroBatchStream(
 
   // ---- planning and reading -------------------------------------------------------------------
 
-  /** No more tasks than the cluster runs at once: splits with little to read share one. */
-  override def planInputPartitions(start: SparkOffset, end: SparkOffset): Array[InputPartition] =
-    runtime.tasks(Some(checkpointOf(start)), checkpointOf(end),
-      spark.sparkContext.defaultParallelism, options.minPartitions)
-      .map(ranges => SluiceInputPartition(ranges): InputPartition).toArray
+  /**
+   * No more tasks than the cluster runs at once: splits with little to read share one. A task
+   * whose splits keep state on executors between ranges prefers their executors, and is packed
+   * with ranges that prefer the same (`TaskLocality`).
+   */
+  override def planInputPartitions(start: SparkOffset, end: SparkOffset): Array[InputPartition] = {
+    // asked only when a split has a key: it is a call to the block manager's master
+    lazy val executors = ExecutorLocations.sorted()
+    def keyed(ranges: Seq[SplitRange[SourceSplit]]) = ranges.exists(_.split.localityKey.isDefined)
+    val tasks = runtime.tasks(Some(checkpointOf(start)), checkpointOf(end),
+      spark.sparkContext.defaultParallelism, options.minPartitions,
+      s => if (s.localityKey.isEmpty) None else TaskLocality.placeOf(s, executors))
+    tasks.map { ranges =>
+      SluiceInputPartition(ranges, locations = if (keyed(ranges)) TaskLocality.preferred(ranges, executors) else Nil)
+        : InputPartition
+    }.toArray
+  }
 
   override def createReaderFactory(): PartitionReaderFactory = readerFactory
 

@@ -19,6 +19,7 @@ import sluice.runtime.{LatencyMarkers, SplitReport}
  * when it counts every member of the group: otherwise splits wait for the coordinator's first
  * answer), `pauseSplits` says whether the reader pauses splits on the coordinator's word, and
  * `lastActiveMs` when each split last read a record in an earlier task (its idleness clock).
+ * `locations` are the executors the task prefers (`TaskLocality`).
  */
 final case class SluiceInputPartition(
     ranges: Seq[SplitRange[SourceSplit]],
@@ -27,8 +28,11 @@ final case class SluiceInputPartition(
     initialLimit: Option[Long] = None,
     pauseSplits: Boolean = false,
     limitComplete: Boolean = true,
-    lastActiveMs: Map[String, Long] = Map.empty)
-  extends InputPartition
+    lastActiveMs: Map[String, Long] = Map.empty,
+    locations: Seq[String] = Nil)
+  extends InputPartition {
+  override def preferredLocations(): Array[String] = locations.toArray
+}
 
 /**
  * Where a real-time task's splits stand: per split, the range read so far (`from` to the position

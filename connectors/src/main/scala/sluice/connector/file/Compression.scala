@@ -1,7 +1,6 @@
 package sluice.connector.file
 
 import java.io.{FileNotFoundException, FilterInputStream, InputStream, IOException}
-import java.util.concurrent.{Callable, ExecutionException, Executors, TimeUnit}
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
@@ -68,7 +67,6 @@ private[file] object Compression {
     }
   }
 
-  /** Why a compressed file could not be read, naming it: corrupt or truncated. */
   /**
    * Reads and drops the next `n` bytes of a decompressed stream: the way to a position inside it.
    * Never `InputStream.skip`: Hadoop's decompressor streams narrow its count to an int, so past
@@ -84,6 +82,7 @@ private[file] object Compression {
     }
   }
 
+  /** Why a compressed file could not be read, naming it: corrupt or truncated. */
   def unreadable(path: String, codec: CompressionCodec, cause: Throwable): IOException =
     new IOException(s"FileSource: could not decompress '$path' (${codec.getClass.getSimpleName}): " +
       s"${cause.getMessage}. The file is corrupt or truncated; files must be complete when they appear (write them " +
@@ -94,41 +93,22 @@ private[file] object Compression {
     decompress(path, path.getFileSystem(conf).open(path, bufferBytes), codec)
 
   /**
-   * The decompressed length of each compressed file, which is where its positions end: every
-   * file decompressed once, a few at a time. None for a file that vanished since it was listed.
+   * The decompressed length of the compressed file `path`, which is where its positions end: a
+   * compressed stream does not say it, so the file is decompressed to its end. None for a file
+   * that vanished; an error for one that cannot be decompressed to its end (corrupt, or still
+   * being written).
    */
-  def decompressedLengths(paths: Seq[Path], conf: Configuration): Map[Path, Option[Long]] =
-    if (paths.isEmpty) Map.empty
-    else {
-      val threads = math.max(1, math.min(paths.size, Runtime.getRuntime.availableProcessors()))
-      val pool = Executors.newFixedThreadPool(threads, (r: Runnable) => {
-        val t = new Thread(r, "sluice-file-decompressed-length")
-        t.setDaemon(true)
-        t
-      })
-      try {
-        val futures = paths.map(p => p -> pool.submit(new Callable[Option[Long]] { def call() = lengthOf(p, conf) }))
-        futures.map { case (p, f) =>
-          try p -> f.get() catch { case e: ExecutionException => throw e.getCause }
-        }.toMap
-      } finally {
-        pool.shutdownNow()
-        pool.awaitTermination(10, TimeUnit.SECONDS)
-      }
-    }
-
-  private def lengthOf(path: Path, conf: Configuration): Option[Long] = {
+  def decompressedLength(path: Path, conf: Configuration): Option[Long] = {
     val codec = codecOf(path, conf).getOrElse(throw new IllegalStateException(s"FileSource: '$path' is not compressed"))
-    val in = try open(path, conf, codec, 64 * 1024) catch { case _: FileNotFoundException => return None }
     try {
-      val buf = new Array[Byte](64 * 1024)
-      var total = 0L
-      var n = in.read(buf)
-      while (n >= 0) { total += n; n = in.read(buf) }
-      Some(total)
-    } catch {
-      case e: FileNotFoundException => throw e
-      case e @ (_: IOException | _: RuntimeException) => throw unreadable(path.toString, codec, e)
-    } finally in.close()
+      val in = open(path, conf, codec, 64 * 1024)
+      try {
+        val buf = new Array[Byte](64 * 1024)
+        var total = 0L
+        var n = in.read(buf)
+        while (n >= 0) { total += n; n = in.read(buf) }
+        Some(total)
+      } finally in.close()
+    } catch { case _: FileNotFoundException => None }
   }
 }

@@ -16,6 +16,9 @@ final case class FileConfig(
     ignoreChangedFiles: Boolean,
     maxSplitBytes: Long,
     timestampColumn: Option[String],
+    /** Per executor JVM: how many compressed files are left open between batches, and for how long. */
+    maxOpenCompressedFiles: Int,
+    openCompressedFileIdleMs: Long,
     /** The options this config was read from, which rebuild it. */
     options: Map[String, String]) {
 
@@ -47,12 +50,22 @@ object FileConfig {
     "files larger than this are read as several splits of byte ranges, in parallel (not compressed files: " +
       "one split each)")
     .withDefault(128L * 1024 * 1024).withCheck("an integer >= 1")(_ >= 1)
+  val MaxOpenCompressedFiles: ConfigOption[Int] = ConfigOption.int("maxOpenCompressedFiles",
+    "per executor, how many compressed files a batch that stopped inside them leaves open for the next batch " +
+      "(which then reads on instead of decompressing each from its start again); each holds a decompressor " +
+      "(from about 100 KiB for gzip to several MiB for zstd or bzip2); 0 keeps none open")
+    .withDefault(16).withCheck("an integer >= 0")(_ >= 0)
+  val OpenCompressedFileIdleMs: ConfigOption[Long] = ConfigOption.long("openCompressedFileIdleMs",
+    "how long a compressed file left open for the next batch waits for it before it is closed; keep it above " +
+      "the trigger interval")
+    .withDefault(10L * 60 * 1000).withCheck("an integer >= 1")(_ >= 1)
   val TimestampColumn: ConfigOption[String] = ConfigOption.string("timestampColumn",
     "a TIMESTAMP or epoch-milliseconds BIGINT column of the schema whose value is each record's " +
       "event time (max event time in progress and in the end state)")
 
   val own: Seq[ConfigOption[_]] =
-    Seq(Path, MonitorIntervalMs, IgnoreMissingFiles, IgnoreChangedFiles, MaxSplitBytes, TimestampColumn)
+    Seq(Path, MonitorIntervalMs, IgnoreMissingFiles, IgnoreChangedFiles, MaxSplitBytes, TimestampColumn,
+      MaxOpenCompressedFiles, OpenCompressedFileIdleMs)
   val all: Seq[ConfigOption[_]] = own ++ PayloadFormat.all
 
   def fromOptions(raw: Map[String, String]): FileConfig = {
@@ -68,7 +81,8 @@ object FileConfig {
       }
     }
     FileConfig(o.required(Path), payload, o.get(MonitorIntervalMs), o.get(IgnoreMissingFiles).get,
-      o.get(IgnoreChangedFiles).get, o.get(MaxSplitBytes).get, ts, raw)
+      o.get(IgnoreChangedFiles).get, o.get(MaxSplitBytes).get, ts, o.get(MaxOpenCompressedFiles).get,
+      o.get(OpenCompressedFileIdleMs).get, raw)
   }
 
   private def describe(s: StructType): String = {

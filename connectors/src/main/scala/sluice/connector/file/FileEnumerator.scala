@@ -23,7 +23,8 @@ final case class FileEnumeratorState(files: Seq[DiscoveredFile], listed: Boolean
  * monitoring. New files become splits in a deterministic order (path, then start byte).
  *
  * A compressed file is one split whose positions are offsets in its decompressed stream; it is
- * decompressed once when found, to learn where they end.
+ * decompressed once when found, to learn where they end. Monitored, one that cannot be
+ * decompressed to its end yet (written in place) is left for a later listing (`NotReadyFiles`).
  *
  * With a `timestampColumn`, it can tell where a range starts in event time (its first record's),
  * for alignment; positions are bytes, so it has no index to cut ranges at a time.
@@ -40,6 +41,7 @@ final class FileEnumerator(
   restored.files.foreach(f => known(f.path) = f)
   private var listed = restored.listed
   private var lastListingMs = Long.MinValue
+  private val notReady = new NotReadyFiles(FileConfig.Context, config.monitorIntervalMs.isDefined, clock)
 
   override def discoverSplits(): Seq[FileSplit] = {
     val due = config.monitorIntervalMs match {
@@ -52,28 +54,46 @@ final class FileEnumerator(
     lastListingMs = clock()
     listed = true
     val fresh = found.filterNot(f => known.contains(f.path)).sortBy(_.path)
-    val decompressed = decompressedLengths(fresh)
-    // a compressed file that vanished before it was measured is not found (ignoreMissingFiles)
-    val kept = fresh.filter(f => decompressed.get(f.path).forall(_.isDefined))
-    kept.foreach(f => known(f.path) = f)
-    kept.flatMap(f => splitsOf(f, decompressed.get(f.path).flatten))
+    notReady.retainFound(found)
+    val measured = decompressedLengths(fresh)
+    val kept = fresh.filter { f =>
+      measured.get(f.path) match {
+        case None => true // not compressed
+        // vanished before it was measured: not found (ignoreMissingFiles)
+        case Some(Right(length)) => length.isDefined
+        // a compressed file written in place is cut short until its writer is done: monitored, it
+        // is tried again at the next listings (NotReadyFiles says until when)
+        case Some(Left(e)) => !notReady.retryLater(f, s"could not decompress file '${f.path}' (${codecName(f)})",
+          "it is corrupt or truncated", e)
+      }
+    }
+    kept.foreach { f => known(f.path) = f; notReady.ready(f.path) }
+    kept.flatMap(f => splitsOf(f, measured.get(f.path).flatMap(_.toOption).flatten))
   }
 
   /**
    * The decompressed length of each compressed file, where its positions end: each is
-   * decompressed once here, on the driver (a compressed stream does not say its length).
+   * decompressed once here, on the driver (a compressed stream does not say its length), a few at
+   * a time (decompressing is CPU-bound). Right(None) for a file that vanished; Left for one that
+   * cannot be decompressed to its end.
    */
-  private def decompressedLengths(files: Seq[DiscoveredFile]): Map[String, Option[Long]] = {
+  private def decompressedLengths(files: Seq[DiscoveredFile]): Map[String, Either[Throwable, Option[Long]]] = {
     val conf = hadoopConf()
-    val compressed = files.map(f => new Path(f.path)).filter(p => Compression.codecOf(p, conf).isDefined)
-    Compression.decompressedLengths(compressed, conf).map { case (path, length) =>
-      if (length.isEmpty && !config.ignoreMissingFiles) {
-        throw new FileNotFoundException(s"FileSource: file '$path' was listed but no longer exists. Set option " +
+    val compressed = files.filter(f => Compression.codecOf(new Path(f.path), conf).isDefined)
+    val threads = Runtime.getRuntime.availableProcessors()
+    ListedFileReads.inParallel(compressed, threads, "sluice-file-decompressed-length")(
+      f => Compression.decompressedLength(new Path(f.path), conf)
+    ).map { case (f, length) =>
+      if (length == Right(None) && !config.ignoreMissingFiles) {
+        throw new FileNotFoundException(s"FileSource: file '${f.path}' was listed but no longer exists. Set option " +
           s"'ignoreMissingFiles' to true to skip such files.")
       }
-      path.toString -> length
-    }
+      f.path -> length
+    }.toMap
   }
+
+  private def codecName(f: DiscoveredFile): String =
+    Compression.codecOf(new Path(f.path), hadoopConf()).map(_.getClass.getSimpleName).getOrElse("?")
 
   /** A compressed file is one split (it cannot be entered mid-way), whatever its length. */
   private def splitsOf(f: DiscoveredFile, decompressedLength: Option[Long]): Seq[FileSplit] =
@@ -88,6 +108,9 @@ final class FileEnumerator(
     splits.map(s => s.splitId -> s.end).toMap
 
   override def noMoreSplits: Boolean = config.monitorIntervalMs.isEmpty && listed
+
+  /** Monitored: how many files are left out of listings until they can be decompressed (`filesNotReady`). */
+  override def metrics: Map[String, String] = notReady.metrics
 
   override def firstEventTimes(ranges: Seq[SplitRange[FileSplit]]): Map[String, Long] =
     if (config.timestampColumn.isEmpty) Map.empty

@@ -20,7 +20,9 @@ import sluice.connector.format.Provenance
  * A compressed file is decompressed through Spark's codec for it; positions are offsets in the
  * decompressed stream. A range that starts past its beginning takes up the file where the range
  * before it left it open (`OpenDecompressedFiles`), else decompresses up to there.
- * Counts per split the records dropped as malformed and a missing file skipped. A paused range
+ * Counts per split the records dropped as malformed, a missing file skipped and each time a
+ * compressed file is decompressed from its start (`compressedFileOpens`: once per file when every
+ * range takes it up where the last one left it). A paused range
  * (FLIP-217) is set aside, still open, and the next one is read meanwhile.
  */
 final class FileReader(
@@ -66,6 +68,8 @@ final class FileReader(
     var done = false
     var missing = 0L
     var changed = 0L
+    /** 1 when this range opened its compressed file at the start (did not take it up where left open). */
+    var opened = 0L
     /** Start of the csv header line of this file, if this range holds it; -1 otherwise. */
     var headerStart = -1L
 
@@ -76,6 +80,7 @@ final class FileReader(
         else if (split.compressed && keepFilesOpen && range.from > 0 && resumeOpen()) ()
         else {
           stream = open(path)
+          if (split.compressed) opened = 1L
           if (config.payload.hasHeader) headerStart = findHeader(path)
         }
         if (done || lines != null) ()
@@ -161,8 +166,10 @@ final class FileReader(
       if (rangeRead || !(if (codec.isEmpty) lines.next() else decompressing(lines.next()))) {
         done = true
         // the next batch reads on from here: a compressed file is kept open for it
-        if (rangeRead && split.compressed && keepFilesOpen && range.until < split.end) {
-          OpenDecompressedFiles.park(split, range.until, new OpenDecompressedFiles.Parked(stream, lines, headerStart))
+        if (rangeRead && split.compressed && keepFilesOpen && config.maxOpenCompressedFiles > 0 &&
+            range.until < split.end) {
+          OpenDecompressedFiles.park(split, range.until, new OpenDecompressedFiles.Parked(stream, lines, headerStart),
+            config.maxOpenCompressedFiles, config.openCompressedFileIdleMs)
           stream = null
         }
         close()
@@ -221,6 +228,7 @@ final class FileReader(
     context.count(c.split.splitId, MalformedRecordsDropped, c.dropped)
     context.count(c.split.splitId, MissingFilesSkipped, c.missing)
     context.count(c.split.splitId, ChangedFilesSkipped, c.changed)
+    if (c.split.compressed) context.count(c.split.splitId, CompressedFileOpens, c.opened)
   }
 
   override def close(): Unit = {
@@ -285,6 +293,7 @@ object FileReader {
   val MalformedRecordsDropped: String = sluice.api.ReaderCounters.MalformedRecordsDropped
   val MissingFilesSkipped: String = sluice.api.ReaderCounters.MissingFilesSkipped
   val ChangedFilesSkipped: String = sluice.api.ReaderCounters.ChangedFilesSkipped
+  val CompressedFileOpens: String = sluice.api.ReaderCounters.CompressedFileOpens
   private val LinesPerFetch = 8192
   private val BufferBytes = 64 * 1024
 }

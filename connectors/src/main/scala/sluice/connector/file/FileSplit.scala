@@ -30,6 +30,12 @@ final case class FileSplit(
 
   /** Whether this split reaches the end of its file (a compressed file is always read to its end). */
   def endsFile: Boolean = compressed || end == fileLength
+
+  /**
+   * A compressed file: its next range reads on from where the last one left the file open, on
+   * the executor that read it (`OpenDecompressedFiles`), instead of decompressing it from its start.
+   */
+  override def localityKey: Option[String] = if (compressed) Some(path) else None
 }
 
 private[file] object FileSplitSerializer extends VersionedSerializer[FileSplit] {

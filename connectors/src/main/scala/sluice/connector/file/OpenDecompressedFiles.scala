@@ -9,20 +9,22 @@ import scala.collection.mutable
  * Compressed files left open where a range ended, for the range that continues there: a
  * compressed stream cannot be entered mid-way, so without this every batch that reads on in a
  * compressed file would decompress it again from its start (quadratic in the batches a file is
- * read in). One per JVM: the next batch's task usually runs on the same executor.
+ * read in). One per JVM: the binding gives a compressed file's ranges the same preferred
+ * executor batch after batch (`FileSplit.localityKey`), so the next range's task usually runs
+ * where the last one left the file open.
  *
  * An entry is taken only by a range of the same file (path, length, modification time) starting
  * exactly where the parked one ended, so reuse cannot change what a range reads; a miss opens
- * the file again. Few entries are kept (each holds a decompressor's window), the oldest and those
- * idle for a while are closed.
+ * the file again (counted as `compressedFileOpens`). Each entry holds a decompressor's window, so
+ * few are kept (`maxOpenCompressedFiles`, the oldest closed first) and one idle for longer than
+ * `openCompressedFileIdleMs` is closed.
  */
 private[file] object OpenDecompressedFiles {
-  private val MaxOpen = 8
-  private val MaxIdleMs = 120000L
 
   /** A parked file: its decompressed stream and the line reader standing at `position`. */
   final class Parked(val stream: InputStream, val lines: LineReader, val headerStart: Long) {
     private[OpenDecompressedFiles] var parkedAtMs = 0L
+    private[OpenDecompressedFiles] var maxIdleMs = 0L
     def close(): Unit = try stream.close() catch { case _: java.io.IOException => }
   }
 
@@ -34,13 +36,18 @@ private[file] object OpenDecompressedFiles {
 
   private def key(split: FileSplit, position: Long) = Key(split.path, split.fileLength, split.modificationTime, position)
 
-  /** Keeps `parked`, which stands at `position` of `split`'s decompressed stream. */
-  def park(split: FileSplit, position: Long, parked: Parked): Unit = {
+  /**
+   * Keeps `parked`, which stands at `position` of `split`'s decompressed stream, for at most
+   * `maxIdleMs`; then at most `maxOpen` files stay open (the parking source's limit: the JVM's
+   * sources share these entries).
+   */
+  def park(split: FileSplit, position: Long, parked: Parked, maxOpen: Int, maxIdleMs: Long): Unit = {
     val closing = synchronized {
       parked.parkedAtMs = System.currentTimeMillis()
+      parked.maxIdleMs = maxIdleMs
       val replaced = open.put(key(split, position), parked).toSeq
-      val stale = expired() ++ (if (open.size > MaxOpen) open.keys.take(open.size - MaxOpen).toSeq else Nil)
-      replaced ++ stale.flatMap(open.remove)
+      val stale = expired() ++ (if (open.size > maxOpen) open.keys.take(open.size - maxOpen).toSeq else Nil)
+      replaced ++ stale.distinct.flatMap(open.remove)
     }
     closing.foreach(_.close()) // outside the lock: closing may touch storage
   }
@@ -58,6 +65,6 @@ private[file] object OpenDecompressedFiles {
 
   private def expired(): Seq[Key] = {
     val now = System.currentTimeMillis()
-    open.collect { case (k, p) if now - p.parkedAtMs > MaxIdleMs => k }.toSeq
+    open.collect { case (k, p) if now - p.parkedAtMs > p.maxIdleMs => k }.toSeq
   }
 }

@@ -189,6 +189,71 @@ class CompressedFilesSuite extends AnyFunSuite with SparkSuiteBase {
     assert(causes(read).contains(s"could not decompress '${split.path}'"), causes(read))
   }
 
+  test("a .json.gz written in place into a monitored folder is read once complete: never partly, never twice") {
+    val dir = tempDir("in-place")
+    Files.write(dir.resolve("first.json.gz"), compress(jsonLines(0, 20).getBytes(UTF_8), "gz"))
+    val late = dir.resolve("late.json.gz")
+    val whole = compress(jsonLines(1000, 3000).getBytes(UTF_8), "gz")
+    Files.write(late, Array.emptyByteArray) // its writer has just created it
+    val source = FileSource.builder().path(dir.toString).schema("id INT, pad STRING").monitorIntervalMs(50).build()
+    tables += 1
+    val name = s"compressed_$tables"
+    val q = Sluice.fromSource(spark, source, null, "inplace").writeStream.format("memory").queryName(name)
+      .option("checkpointLocation", tempDir("ckpt").toString).trigger(Trigger.ProcessingTime(50)).start()
+    def ids(file: String) = spark.table(name).where(s"${Provenance.SplitColumn} LIKE '%/$file'").select("id")
+      .collect().map(_.getInt(0)).toSeq
+    def notReady = Option(q.lastProgress).map(_.sources.head.metrics.asScala.getOrElse(NotReadyFiles.Metric, "")).orNull
+    try {
+      eventually("the complete file's rows", q)(ids("first.json.gz").size == 20)
+      // halfway written; meanwhile other files come and are read in batches of their own
+      Files.write(late, whole.take(whole.length / 2))
+      (0 until 2).foreach { i =>
+        Thread.sleep(300) // several listings
+        Files.write(dir.resolve(s"other-$i.json.gz"), compress(jsonLines(100 * (i + 1), 10).getBytes(UTF_8), "gz"))
+        eventually(s"other-$i's rows", q)(ids(s"other-$i.json.gz").size == 10)
+      }
+      assert(q.isActive && q.exception.isEmpty)
+      assert(ids("late.json.gz").isEmpty) // no row of the cut stream
+      eventually("the cut file counted as not ready", q)(notReady == "1")
+
+      Files.write(late, whole) // the writer is done, in place
+      eventually("the late file's rows", q)(ids("late.json.gz").size >= 3000)
+      Thread.sleep(500) // more listings: the file is known now, and read once
+      val expected = spark.read.schema("id INT, pad STRING").json(late.toString).collect().toSeq
+      val read = spark.table(name).where(s"${Provenance.SplitColumn} LIKE '%/late.json.gz'").select("id", "pad")
+        .collect().toSeq
+      assert(expected.size == 3000 && multiset(read) == multiset(expected))
+      assert(spark.table(name).count() == 20 + 10 + 10 + 3000)
+      eventually("no file waited for", q)(notReady == "0")
+    } finally q.stop()
+  }
+
+  test("a .json.gz read over many batches is decompressed from its start once (compressedFileOpens)") {
+    val dir = tempDir("opens")
+    Files.write(dir.resolve("a.json.gz"), compress(jsonLines(0, 2000).getBytes(UTF_8), "gz"))
+    /** The batches that read rows, and the source's `compressedFileOpens` once the query ended. */
+    def run(options: Map[String, String]): (Int, Long) = {
+      tables += 1
+      val name = s"compressed_$tables"
+      val builder = options.foldLeft(FileSource.builder().path(dir.toString).schema("id INT, pad STRING")) {
+        case (b, (k, v)) => b.option(k, v)
+      }
+      val q = Sluice.fromSource(spark, builder.build(), null, "opens", Map("maxRecordsPerTrigger" -> "250"))
+        .writeStream.format("memory").queryName(name).option("checkpointLocation", tempDir("ckpt").toString)
+        .trigger(Trigger.AvailableNow()).start()
+      awaitEnd(q)
+      q.exception.foreach(e => throw e)
+      assert(spark.table(name).select("id").collect().map(_.getInt(0)).toSeq.sorted == (0 until 2000))
+      (q.recentProgress.count(_.numInputRows > 0),
+        q.lastProgress.sources.head.metrics.asScala(sluice.api.ReaderCounters.CompressedFileOpens).toLong)
+    }
+    val (batches, opens) = run(Map.empty)
+    assert(batches >= 4 && opens == 1, s"$batches batches")
+    // the counter counts real opens: with no file kept open, every batch decompresses from the start
+    val (uncachedBatches, uncachedOpens) = run(Map(FileConfig.MaxOpenCompressedFiles.name -> "0"))
+    assert(uncachedBatches >= 4 && uncachedOpens == uncachedBatches, s"$uncachedBatches batches")
+  }
+
   test("a compression format Spark cannot decompress is refused with a clear message") {
     val dir = tempDir("xz")
     Files.write(dir.resolve("a.json.xz"), Array[Byte](0xFD.toByte, '7', 'z', 'X', 'Z', 0))

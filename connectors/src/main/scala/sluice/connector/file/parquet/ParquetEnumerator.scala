@@ -8,7 +8,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode
 import org.apache.hadoop.conf.Configuration
 
 import sluice.api._
-import sluice.connector.file.{DiscoveredFile, FileListing}
+import sluice.connector.file.{DiscoveredFile, FileListing, ListedFileReads, NotReadyFiles}
 
 /**
  * Every file found so far, and whether every row group of them has statistics of the event-time
@@ -43,6 +43,7 @@ final class ParquetEnumerator(
   private var listed = restored.listed
   private var indexed = restored.indexed
   private var lastListingMs = Long.MinValue
+  private val notReady = new NotReadyFiles(ParquetConfig.Context, config.monitorIntervalMs.isDefined, clock)
 
   override def discoverSplits(): Seq[RowGroupSplit] = {
     val due = config.monitorIntervalMs match {
@@ -57,22 +58,19 @@ final class ParquetEnumerator(
     val fresh = found.filterNot(f => known.contains(f.path)).sortBy(_.path)
     val partitions = new PartitionDirectories(config)
     fresh.foreach(f => partitions.valuesOf(f.path)) // a file outside the partition layout fails here, named
-    val footers = ParquetEnumerator.readFooters(fresh, f => RowGroups.splitsOf(f, conf, config))
-    val ready = footers.flatMap {
-      case (f, Right(splits)) => Some(f -> splits)
-      case (f, Left(e)) =>
-        val age = clock() - f.modificationTime
-        // A file written in place has no footer until it is complete: monitored, it is retried at
-        // the next listing, until it has not changed for NotReadyLimitMs.
-        if (config.monitorIntervalMs.isDefined && age < ParquetEnumerator.NotReadyLimitMs) None
-        else throw new IllegalStateException(s"${ParquetConfig.Context}: cannot read the Parquet footer of file " +
-          s"'${f.path}'" + (if (config.monitorIntervalMs.isDefined) s", unchanged for ${age / 1000} s" else "") +
-          ": it is not a complete Parquet file. Files must be complete when they appear: write them elsewhere or " +
-          s"under a hidden name (starting with '.' or '_'), then rename them into the folder. (${e.getMessage})", e)
-    }
+    val footers = ListedFileReads.inParallel(fresh, ParquetEnumerator.FooterThreads, "sluice-parquet-footer")(
+      f => RowGroups.splitsOf(f, conf, config))
+    notReady.retainFound(found)
+    // A file written in place has no footer until it is complete: monitored, it is tried again at
+    // the next listing (NotReadyFiles says until when).
+    val ready = footers.filter {
+      case (_, Right(_)) => true
+      case (f, Left(e)) => !notReady.retryLater(f, s"cannot read the Parquet footer of file '${f.path}'",
+        "it is not a complete Parquet file", e)
+    }.collect { case (f, Right(splits)) => f -> splits }
     val splits = ready.flatMap(_._2)
     // files are known once their splits are made: a failure or a file not ready is listed again next time
-    ready.foreach { case (f, _) => known(f.path) = f }
+    ready.foreach { case (f, _) => known(f.path) = f; notReady.ready(f.path) }
     if (config.timestampColumn.isDefined && !splits.forall(_.indexed)) indexed = false
     splits
   }
@@ -81,6 +79,8 @@ final class ParquetEnumerator(
     splits.map(s => s.splitId -> (s.firstRow + s.rowCount)).toMap
 
   override def noMoreSplits: Boolean = config.monitorIntervalMs.isEmpty && listed
+
+  override def metrics: Map[String, String] = notReady.metrics
 
   override def hasEventTimeIndex: Boolean = config.timestampColumn.isDefined && indexed
 
@@ -144,34 +144,7 @@ private[parquet] object ParquetEnumeratorStateSerializer extends VersionedSerial
   }
 }
 
-object ParquetEnumerator {
-  /** How long after its last modification a monitored file may still have no readable footer. */
-  val NotReadyLimitMs: Long = 10 * 60 * 1000L
-
-  private val FooterThreads = 8
-
-  /** Reads the files' footers, several at once; an unreadable footer is a Left (a refusal still throws). */
-  private[parquet] def readFooters[T](files: Seq[DiscoveredFile], read: DiscoveredFile => Seq[T])
-      : Seq[(DiscoveredFile, Either[Throwable, Seq[T]])] = {
-    def one(f: DiscoveredFile): Either[Throwable, Seq[T]] =
-      try Right(read(f))
-      catch {
-        case e: IllegalArgumentException => throw e // a refusal (units), not a file still being written
-        case e: java.io.IOException => Left(e)
-        case e: RuntimeException => Left(e)
-      }
-    if (files.size <= 1) files.map(f => f -> one(f))
-    else {
-      val pool = java.util.concurrent.Executors.newFixedThreadPool(math.min(FooterThreads, files.size))
-      try {
-        val futures = files.map(f => f -> pool.submit(new java.util.concurrent.Callable[Either[Throwable, Seq[T]]] {
-          override def call(): Either[Throwable, Seq[T]] = one(f)
-        }))
-        futures.map { case (f, future) =>
-          try f -> future.get()
-          catch { case e: java.util.concurrent.ExecutionException => throw e.getCause }
-        }
-      } finally pool.shutdownNow()
-    }
-  }
+private object ParquetEnumerator {
+  /** Footers are small reads that mostly wait for storage: more at once than there are cores. */
+  val FooterThreads = 8
 }
