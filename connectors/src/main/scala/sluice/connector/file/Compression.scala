@@ -93,22 +93,46 @@ private[file] object Compression {
     decompress(path, path.getFileSystem(conf).open(path, bufferBytes), codec)
 
   /**
-   * The decompressed length of the compressed file `path`, which is where its positions end: a
-   * compressed stream does not say it, so the file is decompressed to its end. None for a file
-   * that vanished; an error for one that cannot be decompressed to its end (corrupt, or still
-   * being written).
+   * The decompressed length of the compressed file `path` as it was listed (`listedLength` bytes,
+   * modified at `listedModificationTime`), which is where its positions end: a compressed stream
+   * does not say it, so those bytes are decompressed to their end. None for a file that vanished;
+   * an error for one that cannot be decompressed to its end (corrupt, or still being written) or
+   * that changed while it was measured (the length would not be the listed file's).
    */
-  def decompressedLength(path: Path, conf: Configuration): Option[Long] = {
+  def decompressedLength(path: Path, conf: Configuration, listedLength: Long, listedModificationTime: Long)
+      : Option[Long] = {
     val codec = codecOf(path, conf).getOrElse(throw new IllegalStateException(s"FileSource: '$path' is not compressed"))
     try {
-      val in = open(path, conf, codec, 64 * 1024)
-      try {
+      val fs = path.getFileSystem(conf)
+      val in = decompress(path, new LimitedStream(fs.open(path, 64 * 1024), listedLength), codec)
+      val total = try {
         val buf = new Array[Byte](64 * 1024)
         var total = 0L
         var n = in.read(buf)
         while (n >= 0) { total += n; n = in.read(buf) }
-        Some(total)
+        total
       } finally in.close()
+      val now = fs.getFileStatus(path)
+      if (now.getLen != listedLength || now.getModificationTime != listedModificationTime) {
+        throw new IOException(s"the file changed while it was measured (${now.getLen} bytes now, $listedLength listed)")
+      }
+      Some(total)
     } catch { case _: FileNotFoundException => None }
+  }
+
+  /** The first `limit` bytes of `in`: a file measured as listed, whatever was appended since. */
+  private final class LimitedStream(in: InputStream, limit: Long) extends FilterInputStream(in) {
+    private var left = limit
+    override def read(): Int = if (left <= 0) -1 else { val b = super.read(); if (b >= 0) left -= 1; b }
+    override def read(b: Array[Byte], off: Int, len: Int): Int =
+      if (left <= 0) -1
+      else {
+        val n = super.read(b, off, math.min(len.toLong, left).toInt)
+        if (n > 0) left -= n
+        n
+      }
+    override def skip(n: Long): Long = { val s = super.skip(math.min(n, left)); left -= s; s }
+    override def available(): Int = math.min(super.available().toLong, left).toInt
+    override def markSupported(): Boolean = false
   }
 }

@@ -53,13 +53,13 @@ final class FileEnumerator(
     val found = FileListing.list(config.paths, hadoopConf(), mustExist = config.monitorIntervalMs.isEmpty)
     lastListingMs = clock()
     listed = true
-    val fresh = found.filterNot(f => known.contains(f.path)).sortBy(_.path)
     notReady.retainFound(found)
+    val fresh = found.filterNot(f => known.contains(f.path) || notReady.unchangedSinceFailure(f)).sortBy(_.path)
     val measured = decompressedLengths(fresh)
     val kept = fresh.filter { f =>
       measured.get(f.path) match {
         case None => true // not compressed
-        // vanished before it was measured: not found (ignoreMissingFiles)
+        // vanished before it was measured: not found (ignoreMissingFiles, or monitored: never read)
         case Some(Right(length)) => length.isDefined
         // a compressed file written in place is cut short until its writer is done: monitored, it
         // is tried again at the next listings (NotReadyFiles says until when)
@@ -81,10 +81,14 @@ final class FileEnumerator(
     val conf = hadoopConf()
     val compressed = files.filter(f => Compression.codecOf(new Path(f.path), conf).isDefined)
     val threads = Runtime.getRuntime.availableProcessors()
-    ListedFileReads.inParallel(compressed, threads, "sluice-file-decompressed-length")(
-      f => Compression.decompressedLength(new Path(f.path), conf)
-    ).map { case (f, length) =>
-      if (length == Right(None) && !config.ignoreMissingFiles) {
+    val monitored = config.monitorIntervalMs.isDefined
+    ListedFileReads.inParallel(compressed, threads, "sluice-file-decompressed-length") { f =>
+      // no compressed format is empty: a writer created it and has not written yet
+      if (monitored && f.length == 0) throw new java.io.EOFException("the file is empty")
+      Compression.decompressedLength(new Path(f.path), conf, f.length, f.modificationTime)
+    }.map { case (f, length) =>
+      // a file that vanished before it was ever read, while monitored, is simply not found
+      if (length == Right(None) && !config.ignoreMissingFiles && !monitored) {
         throw new FileNotFoundException(s"FileSource: file '${f.path}' was listed but no longer exists. Set option " +
           s"'ignoreMissingFiles' to true to skip such files.")
       }

@@ -55,12 +55,12 @@ final class ParquetEnumerator(
     val found = FileListing.list(config.paths, conf, mustExist = config.monitorIntervalMs.isEmpty)
     lastListingMs = clock()
     listed = true
-    val fresh = found.filterNot(f => known.contains(f.path)).sortBy(_.path)
+    notReady.retainFound(found)
+    val fresh = found.filterNot(f => known.contains(f.path) || notReady.unchangedSinceFailure(f)).sortBy(_.path)
     val partitions = new PartitionDirectories(config)
     fresh.foreach(f => partitions.valuesOf(f.path)) // a file outside the partition layout fails here, named
     val footers = ListedFileReads.inParallel(fresh, ParquetEnumerator.FooterThreads, "sluice-parquet-footer")(
       f => RowGroups.splitsOf(f, conf, config))
-    notReady.retainFound(found)
     // A file written in place has no footer until it is complete: monitored, it is tried again at
     // the next listing (NotReadyFiles says until when).
     val ready = footers.filter {
