@@ -66,7 +66,7 @@ class StoredCheckpointSuite extends AnyFunSuite with SparkSuiteBase {
     val out = tempDir("sink").toString
     val ckpt = tempDir("ckpt").toString
     def start(trigger: Trigger) =
-      Sluice.fromSource(spark, source, null, "many", Map("maxRecordsPerTrigger" -> "2500"))
+      Sluice.fromSource(spark, source, null, "many", Map("maxRecordsPerTrigger" -> "1000"))
         .select("id", "v").writeStream.format("parquet").option("path", out).option("checkpointLocation", ckpt)
         .trigger(trigger).start()
 
@@ -86,10 +86,10 @@ class StoredCheckpointSuite extends AnyFunSuite with SparkSuiteBase {
     assert(got.sortBy(_.getInt(0)) == expected)
 
     val logged = Checkpoints.offsetBatches(ckpt).map(b => b -> Files.size(Path.of(ckpt, "offsets", b.toString)))
-    assert(logged.size >= 4, logged)
+    assert(logged.size >= 10, logged)
     assert(logged.forall(_._2 <= 65536), s"offset log files (batch -> bytes): $logged")
-    // every logged offset can still be read; only the files the last offsets name (and the
-    // initial offset's) are kept
+    // only the files the last offsets name (and the initial offset's) are kept, however many
+    // batches ran: the restarted run deletes what the first left once it committed its own
     val kept = Files.list(Path.of(ckpt, "sources", "0", "sluice-checkpoints")).iterator().asScala.toSeq
       .map(_.getFileName.toString).filterNot(_.endsWith(".crc"))
     assert(kept.nonEmpty && kept.size <= 4 && kept.forall(_.endsWith(".json")), kept)
