@@ -8,9 +8,9 @@ import sluice.api.{SourceSplit, SplitRange}
  * Preferred executors of a task, from the locality keys of its ranges' splits
  * (`SourceSplit.localityKey`): each key hashes onto one executor of the sorted list, so that the
  * ranges of one split go to the same executor batch after batch while the executors stay the
- * same, and different keys spread over the executors. Packing keeps ranges of different
- * executors in different tasks while it can (`TaskPacking.pack`); a task that still holds ranges
- * of several executors prefers each of them (Spark runs it on any one). A preference only: Spark
+ * same, and different keys spread over the executors. Packing never puts ranges that prefer
+ * different executors in one task (`TaskPacking.pack`), so a task prefers the one executor its
+ * ranges name (unkeyed ranges prefer none). A preference only: Spark
  * may still run the task elsewhere (after `spark.locality.wait`), and the reader then starts over
  * there.
  */
