@@ -6,7 +6,6 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{BoundReference, UnsafeProjection}
 import org.apache.spark.sql.types.{LongType, StructType}
 import org.apache.spark.util.SerializableConfiguration
 import org.apache.spark.sql.execution.datasources.{FileFormat, PartitionedFile}
@@ -22,8 +21,9 @@ import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
  * sensitivity, and which row groups a byte range selects (those whose midpoint lies in it).
  *
  * Each call reads one `PartitionedFile` (a row group's byte range and the file's partition
- * values) and returns its rows: data columns then partition columns. Rows are not returned as
- * columnar batches, and no filter is pushed down (every row is read).
+ * values) and returns its rows: data columns then partition columns. Rows are handed out one at
+ * a time, not as columnar batches, each Spark's reader's own row seen without the row-index
+ * column (not copied); no filter is pushed down (every row is read).
  *
  * The reader is also asked for Spark's temporary row-index column (what `_metadata.row_index`
  * is made of), so each row comes with its row index in the file (`IndexedRows.rowIndex`): the
@@ -40,10 +40,9 @@ final class ParquetRows private (
   def hadoopConf: Configuration = conf.value.value
 
   def read(file: PartitionedFile): ParquetRows.IndexedRows = {
-    val n = dataSchema.length
-    val refs = dataSchema.fields.toIndexedSeq.zipWithIndex.map { case (f, i) => BoundReference(i, f.dataType, f.nullable) } ++
-      partitionSchema.fields.toIndexedSeq.zipWithIndex.map { case (f, i) => BoundReference(n + 1 + i, f.dataType, f.nullable) }
-    new ParquetRows.IndexedRows(reader(file), n, UnsafeProjection.create(refs))
+    // the reader's rows are the data columns, the row index, then the partition columns
+    val types = (dataSchema.fields ++ partitionSchema.fields).map(_.dataType)
+    new ParquetRows.IndexedRows(reader(file), dataSchema.length, new RowWithoutColumn(dataSchema.length, types))
   }
 }
 
@@ -58,15 +57,18 @@ object ParquetRows {
       session.sparkContext.broadcast(new SerializableConfiguration(hadoopConf)))
   }
 
-  /** Rows without the row-index column; `rowIndex` is the row index in the file of the last row given. */
-  final class IndexedRows private[ParquetRows] (rows: Iterator[InternalRow], indexOrdinal: Int, project: UnsafeProjection)
+  /**
+   * Rows without the row-index column (a view of the reader's row, valid until the next one);
+   * `rowIndex` is the row index in the file of the last row given.
+   */
+  final class IndexedRows private[ParquetRows] (rows: Iterator[InternalRow], indexOrdinal: Int, view: RowWithoutColumn)
     extends Iterator[InternalRow] with Closeable {
     var rowIndex: Long = -1L
     override def hasNext: Boolean = rows.hasNext
     override def next(): InternalRow = {
       val r = rows.next()
       rowIndex = r.getLong(indexOrdinal)
-      project(r)
+      view.of(r)
     }
     override def close(): Unit = rows match {
       case c: Closeable => c.close()
