@@ -52,7 +52,10 @@ def _every_builder_method() -> list[Source]:
         .timestamp_column("a")
         .monitor_interval_ms(1)
         .ignore_missing_files()
+        .ignore_changed_files()
         .max_split_bytes(1)
+        .max_open_compressed_files(2)
+        .open_compressed_file_idle_ms(3)
         .merge_schema()
     )
     kafka = _unbuilt(

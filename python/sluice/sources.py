@@ -168,6 +168,16 @@ class FileSourceBuilder(_Builder["FileSourceBuilder"]):
         files are split by row group)."""
         return self._set(self._key("maxSplitBytes"), n)
 
+    def max_open_compressed_files(self, n: int) -> FileSourceBuilder:
+        """Per executor, how many compressed files a batch that stopped inside them leaves open
+        for the next batch, which then reads on instead of decompressing from the start (0: none)."""
+        return self._set(self._key("maxOpenCompressedFiles"), n)
+
+    def open_compressed_file_idle_ms(self, ms: int) -> FileSourceBuilder:
+        """How long a compressed file left open waits for the next batch before it is closed;
+        keep it above the trigger interval."""
+        return self._set(self._key("openCompressedFileIdleMs"), ms)
+
     def merge_schema(self, merge: bool = True) -> FileSourceBuilder:
         """Parquet: merge the schema from every file's footer, as Spark's ``mergeSchema``."""
         return self._set(self._key("mergeSchema"), merge)

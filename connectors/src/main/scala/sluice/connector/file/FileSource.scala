@@ -97,6 +97,10 @@ object FileSource {
     def ignoreMissingFiles(ignore: Boolean): Builder = set(IgnoreMissingFiles.name, ignore)
     def ignoreChangedFiles(ignore: Boolean): Builder = set(IgnoreChangedFiles.name, ignore)
     def maxSplitBytes(n: Long): Builder = set(MaxSplitBytes.name, n)
+    /** Per executor, how many compressed files a batch that stopped inside them leaves open for the next one. */
+    def maxOpenCompressedFiles(n: Int): Builder = set(MaxOpenCompressedFiles.name, n)
+    /** How long a compressed file left open waits for the next batch before it is closed. */
+    def openCompressedFileIdleMs(ms: Long): Builder = set(OpenCompressedFileIdleMs.name, ms)
     /** A Spark reader option (`mode`, `sep`, `header`, `timestampFormat`, ...) or any option by name. */
     def option(name: String, value: String): Builder = set(name, value)
 

@@ -232,13 +232,11 @@ class CompressedFilesSuite extends AnyFunSuite with SparkSuiteBase {
     val dir = tempDir("opens")
     Files.write(dir.resolve("a.json.gz"), compress(jsonLines(0, 2000).getBytes(UTF_8), "gz"))
     /** The batches that read rows, and the source's `compressedFileOpens` once the query ended. */
-    def run(options: Map[String, String]): (Int, Long) = {
+    def run(configure: FileSource.Builder => FileSource.Builder): (Int, Long) = {
       tables += 1
       val name = s"compressed_$tables"
-      val builder = options.foldLeft(FileSource.builder().path(dir.toString).schema("id INT, pad STRING")) {
-        case (b, (k, v)) => b.option(k, v)
-      }
-      val q = Sluice.fromSource(spark, builder.build(), null, "opens", Map("maxRecordsPerTrigger" -> "250"))
+      val source = configure(FileSource.builder().path(dir.toString).schema("id INT, pad STRING")).build()
+      val q = Sluice.fromSource(spark, source, null, "opens", Map("maxRecordsPerTrigger" -> "250"))
         .writeStream.format("memory").queryName(name).option("checkpointLocation", tempDir("ckpt").toString)
         .trigger(Trigger.AvailableNow()).start()
       awaitEnd(q)
@@ -247,10 +245,10 @@ class CompressedFilesSuite extends AnyFunSuite with SparkSuiteBase {
       (q.recentProgress.count(_.numInputRows > 0),
         q.lastProgress.sources.head.metrics.asScala(sluice.api.ReaderCounters.CompressedFileOpens).toLong)
     }
-    val (batches, opens) = run(Map.empty)
+    val (batches, opens) = run(identity)
     assert(batches >= 4 && opens == 1, s"$batches batches")
     // the counter counts real opens: with no file kept open, every batch decompresses from the start
-    val (uncachedBatches, uncachedOpens) = run(Map(FileConfig.MaxOpenCompressedFiles.name -> "0"))
+    val (uncachedBatches, uncachedOpens) = run(_.maxOpenCompressedFiles(0))
     assert(uncachedBatches >= 4 && uncachedOpens == uncachedBatches, s"$uncachedBatches batches")
   }
 
