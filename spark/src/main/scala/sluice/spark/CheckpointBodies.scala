@@ -15,4 +15,12 @@ trait CheckpointBodies {
 
   /** Deletes every kept checkpoint but those named: the ones offsets Spark may still hand back name. */
   def retainOnly(names: Set[String]): Unit
+
+  /** The bytes `keep` wrote since this was made (what kept checkpoints cost the query's storage). */
+  def bytesWritten: Long
+}
+
+object CheckpointBodies {
+  /** The source metric that reports `bytesWritten` (absent while nothing was kept). */
+  val BytesWrittenMetric = "checkpointBytesWritten"
 }

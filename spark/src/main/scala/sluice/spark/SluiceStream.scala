@@ -58,10 +58,15 @@ abstract class SluiceStream(
     acc
   }
 
-  /** The offset Spark logs for `checkpoint`; a large checkpoint is kept in the source's folder first. */
-  protected def offset(checkpoint: SourceCheckpoint): SluiceOffset = {
+  /**
+   * The offset Spark logs for `checkpoint`; a large checkpoint is kept in the source's folder
+   * first. Under the lock a commit deletes kept checkpoints with (an engine may commit from
+   * another thread, as async progress tracking does): a checkpoint just kept is listed as planned
+   * before any commit can look for what is no longer named.
+   */
+  protected def offset(checkpoint: SourceCheckpoint): SluiceOffset = synchronized {
     val o = SluiceOffset.keep(checkpoint, Some(member), metadata)
-    synchronized(plannedSince :+= o)
+    plannedSince :+= o
     o
   }
 
@@ -167,7 +172,9 @@ abstract class SluiceStream(
 
   override def metrics(latestConsumedOffset: Optional[SparkOffset]): java.util.Map[String, String] = {
     val consumed = latestConsumedOffset.map[Option[SourceCheckpoint]](o => Some(checkpointOf(o))).orElse(None)
-    (runtime.metrics(consumed) ++ liveAlignment.map(LiveAlignmentChannel.metrics).getOrElse(Map.empty)).asJava
+    val kept = metadata.bytesWritten
+    (runtime.metrics(consumed) ++ liveAlignment.map(LiveAlignmentChannel.metrics).getOrElse(Map.empty) ++
+      Option.when(kept > 0)(CheckpointBodies.BytesWrittenMetric -> kept.toString)).asJava
   }
 
   protected def readerFactory: SluiceReaderFactory =

@@ -27,6 +27,18 @@ class StoredCheckpointSuite extends AnyFunSuite with SparkSuiteBase {
 
   private def folder(): SourceMetadata = new SourceMetadata(tempDir("source").toString, new Configuration())
 
+  /** The checkpoint kept under `name`, and its size in bytes. */
+  private def loaded(meta: SourceMetadata, name: String): SourceCheckpoint = SluiceOffset.fromJson(meta.load(name)).checkpoint
+  private def bytesOf(meta: SourceMetadata, name: String): Long = meta.load(name).getBytes(UTF_8).length.toLong
+
+  /** The chunk files in a source folder, by name, with their sizes. */
+  private def chunkFiles(source: Path): Map[String, Long] = {
+    val dir = source.resolve("sluice-checkpoints").resolve("chunks")
+    if (!Files.isDirectory(dir)) Map.empty
+    else Files.list(dir).iterator().asScala.filterNot(_.getFileName.toString.startsWith("."))
+      .map(f => f.getFileName.toString -> Files.size(f)).toMap
+  }
+
   test("a small checkpoint stays in the offset; a large one is kept in a file the offset names") {
     val bodies = folder()
     val small = SluiceOffset.keep(checkpoint(3), Some("sources/0"), bodies)
@@ -53,6 +65,40 @@ class StoredCheckpointSuite extends AnyFunSuite with SparkSuiteBase {
     assert(missing.getMessage.contains("restore it whole, or start from a new checkpoint location"))
     val escape = intercept[IllegalArgumentException](bodies.load("../../offsets/0"))
     assert(escape.getMessage.contains("not a checkpoint name"))
+  }
+
+  test("successive checkpoints share chunks: a batch writes what changed, a commit deletes chunks no kept one lists") {
+    val dir = tempDir("source")
+    val bodies = new SourceMetadata(dir.toString, new Configuration())
+    val first = checkpoint(5000)
+    val firstName = SluiceOffset.keep(first, Some("sources/0"), bodies).storedAs.get
+    val before = chunkFiles(dir)
+    val body = bytesOf(bodies, firstName)
+    assert(before.size > 10 && before.values.sum == body, s"${before.size} chunks of ${before.values.sum} bytes")
+
+    // one split moved on, ten files appended: a few new chunks, not the checkpoint again
+    val moved = first.splits.updated(2500, first.splits(2500).copy(position = 60, records = 1))
+    val second = first.copy(splits = moved ++ checkpoint(5010).splits.drop(5000))
+    val secondName = SluiceOffset.keep(second, Some("sources/0"), bodies).storedAs.get
+    val added = chunkFiles(dir) -- before.keySet
+    assert(added.nonEmpty && added.size <= 4 && added.values.sum < body / 10, s"new chunks: $added of a $body-byte checkpoint")
+
+    val reread = new SourceMetadata(dir.toString, new Configuration()) // no cache: everything from the files
+    assert(loaded(reread, firstName) == first && loaded(reread, secondName) == second)
+
+    // a chunk left by a write cut short, and the first checkpoint, go; the second keeps every chunk it lists
+    Files.write(dir.resolve("sluice-checkpoints").resolve("chunks").resolve("ab" * 32), "stray".getBytes(UTF_8))
+    bodies.retainOnly(Set(secondName))
+    assert(loaded(new SourceMetadata(dir.toString, new Configuration()), secondName) == second)
+    assert(chunkFiles(dir).values.sum == bytesOf(bodies, secondName), "only the second's chunks are left")
+    val gone = intercept[IllegalStateException](new SourceMetadata(dir.toString, new Configuration()).load(firstName))
+    assert(gone.getMessage.contains(s"$firstName.json, which is missing"), gone.getMessage)
+
+    // a chunk whose content changed is caught: the checkpoint is named after its content
+    val someChunk = chunkFiles(dir).keys.head
+    Files.write(dir.resolve("sluice-checkpoints").resolve("chunks").resolve(someChunk), "{}".getBytes(UTF_8))
+    val damaged = intercept[IllegalStateException](new SourceMetadata(dir.toString, new Configuration()).load(secondName))
+    assert(damaged.getMessage.contains("do not hold the checkpoint it is named after"), damaged.getMessage)
   }
 
   test("10,000 files: every offset in the log stays under 64 KiB, read files leave the checkpoint, a restart reads each line once",
@@ -91,8 +137,19 @@ class StoredCheckpointSuite extends AnyFunSuite with SparkSuiteBase {
     // only the files the last offsets name (and the initial offset's) are kept, however many
     // batches ran: the restarted run deletes what the first left once it committed its own
     val kept = Files.list(Path.of(ckpt, "sources", "0", "sluice-checkpoints")).iterator().asScala.toSeq
-      .map(_.getFileName.toString).filterNot(_.endsWith(".crc"))
+      .map(_.getFileName.toString).filterNot(n => n.endsWith(".crc") || n == "chunks")
     assert(kept.nonEmpty && kept.size <= 4 && kept.forall(_.endsWith(".json")), kept)
+    // and only the chunks those list: not much more than the largest checkpoint
+    val meta = new SourceMetadata(Path.of(ckpt, "sources", "0").toString, new Configuration())
+    val listedBytes = kept.map(k => bytesOf(meta, k.stripSuffix(".json"))).sum
+    val chunkBytes = chunkFiles(Path.of(ckpt, "sources", "0")).values.sum
+    assert(chunkBytes <= listedBytes, s"$chunkBytes bytes of chunks for checkpoints of $listedBytes bytes")
+    // a batch writes the chunks that changed, not the checkpoint again
+    val written = second.recentProgress.toSeq.flatMap(p => Option(p.sources.head.metrics.get("checkpointBytesWritten")))
+      .map(_.toLong)
+    val perBatch = written.zip(written.drop(1)).map { case (a, b) => b - a }
+    val largest = kept.map(k => bytesOf(meta, k.stripSuffix(".json"))).max
+    assert(perBatch.size >= 5 && perBatch.max < largest / 4, s"bytes written per batch $perBatch, checkpoints of $largest")
     // files read to their end left the checkpoint, summed up; every record counted once
     val last = Checkpoints.offset(ckpt, Checkpoints.offsetBatches(ckpt).last).checkpoint
     assert(last.finished.count > 0 && last.finished.count + last.splits.size == files,
