@@ -208,9 +208,9 @@ def _history_formats(r: dict) -> str:
 
 
 def _kept_checkpoint(r: dict) -> str:
-    """What a batch wrote beside the offset log, when the run recorded it (older results did not)."""
-    size = r.get("checkpoint_bytes_per_batch_max")
-    return f", at most {_n(size)} B per batch kept beside it" if size else ""
+    """What a run wrote beside the offset log, when the run recorded it (older results did not)."""
+    size = r.get("checkpoint_bytes_written_max")
+    return f", {_n(size)} B kept beside it per run" if size else ""
 
 
 def _scale(r: dict) -> str:

@@ -7,8 +7,8 @@ Four measures, each against Spark's built-in path in the same run where there is
   `spark.readStream.schema(s).json(dir)`, as interleaved pairs (bench/pairs.py).
   `small_files_ratio` is the median of the per-pair ratios of records/s (Sluice / Spark);
   `offset_bytes_max` is the largest file of the Sluice query's offset log (`offsets/<batch>`),
-  the bytes Spark writes for every batch; `checkpoint_bytes_per_batch_max` the most a batch wrote
-  beside it to keep a checkpoint too large for the log (its chunks that changed).
+  the bytes Spark writes for every batch; `checkpoint_bytes_written_max` what a run wrote beside
+  it, at most, to keep checkpoints too large for the log.
 - `splits_1024_plan_ms_p50`: a generator source of 1,024 splits in an alignment group, read in
   batches of SLUICE_BENCH_SCALE_PLAN_LIMIT records: the median over the batches of the driver's
   `latestOffset` time (`durationMs.latestOffset` of the query progress), the planning cost per
@@ -69,20 +69,19 @@ def _offset_bytes_max(checkpoint: Path) -> int:
     return max(f.stat().st_size for f in offsets)
 
 
-def _kept_bytes_per_batch_max(progress: list[dict]) -> int:
-    """The most any batch wrote to keep checkpoints too large for the offset log (the source's
-    `checkpointBytesWritten`, a running total, taken batch by batch)."""
-    totals = [
-        int(p["sources"][0]["metrics"].get("checkpointBytesWritten", "0"))
-        for p in progress
-    ]
-    return max((b - a for a, b in zip([0] + totals, totals)), default=0)
+def _kept_bytes(progress: list[dict]) -> int:
+    """What the run wrote beside the offset log to keep checkpoints too large for it (the
+    source's `checkpointBytesWritten` at the end)."""
+    return max(
+        (int(p["sources"][0]["metrics"].get("checkpointBytesWritten", "0")) for p in progress),
+        default=0,
+    )
 
 
 def _measure_small_files(spark: SparkSession, count: int, pairs: int) -> dict:
     folder = _small_files(count)
     offset_sizes: list[int] = []
-    kept_sizes: list[int] = []
+    kept_bytes: list[int] = []
 
     def spark_side() -> float:
         seconds, progress = run_available_now(
@@ -111,7 +110,7 @@ def _measure_small_files(spark: SparkSession, count: int, pairs: int) -> dict:
                 f"Sluice read {rows_read(progress)} rows, expected {count}"
             )
         offset_sizes.append(_offset_bytes_max(checkpoint))
-        kept_sizes.append(_kept_bytes_per_batch_max(progress))
+        kept_bytes.append(_kept_bytes(progress))
         return count / seconds
 
     measured = interleaved(
@@ -123,7 +122,7 @@ def _measure_small_files(spark: SparkSession, count: int, pairs: int) -> dict:
         "small_files_sluice_rps": statistics.median(measured["sluice"]),
         **summary("small_files_ratio", measured["sluice"], measured["spark"]),
         "offset_bytes_max": max(offset_sizes),
-        "checkpoint_bytes_per_batch_max": max(kept_sizes),
+        "checkpoint_bytes_written_max": max(kept_bytes),
     }
 
 

@@ -1,20 +1,19 @@
 package sluice.spark
 
-import java.util.SplittableRandom
-
 import scala.collection.mutable.ArrayBuffer
 
 /**
  * Cuts bytes into chunks where the content says, not at fixed offsets (content-defined chunking,
  * with a gear rolling hash): a cut falls after a byte where the hash of the bytes just before it
- * has its low bits zero. Two texts that share a long stretch cut it the same way, whatever comes
+ * has its top bits zero. Two texts that share a long stretch cut it the same way, whatever comes
  * before it, so a checkpoint that differs from the previous one in a few places (a split's
  * position, files appended to the list of those found) shares all its chunks but a few with it,
  * and only those few are written again.
  *
  * Chunks are `MinBytes` long at least (the last may be shorter) and `MaxBytes` at most, about
  * `MinBytes` + 8 KiB on average. The cut points depend only on the bytes: the same in every JVM
- * and every release that keeps these constants (changing them only costs writing chunks again).
+ * and every release that keeps these constants (a test holds them to fixed cut points; changing
+ * them costs only writing chunks again once).
  */
 object ContentChunks {
   val MinBytes = 2048
@@ -28,10 +27,19 @@ object ContentChunks {
    */
   private val CutShift = 64 - 13
 
-  /** One random word per byte value, the same every time (a fixed seed). */
+  /**
+   * One random word per byte value, the same in every JVM: SplitMix64 from a fixed seed, written
+   * out here rather than taken from a JDK generator whose sequence the JDK does not promise.
+   */
   private val gear: Array[Long] = {
-    val random = new SplittableRandom(0x511CE5L)
-    Array.fill(256)(random.nextLong())
+    var state = 0x511CE5L
+    Array.fill(256) {
+      state += 0x9E3779B97F4A7C15L
+      var z = state
+      z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L
+      z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL
+      z ^ (z >>> 31)
+    }
   }
 
   /** The chunks of `bytes`, in order: concatenated, they are `bytes`. */

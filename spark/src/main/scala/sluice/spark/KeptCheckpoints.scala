@@ -12,7 +12,8 @@ import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileMana
 
 /**
  * The [[CheckpointBodies]] of one source, in `folder` (`<checkpoint>/sources/<n>/sluice-checkpoints`):
- *  - `<sha-256>.json`, one per checkpoint: the list of its chunks (and its length);
+ *  - `<sha-256>.json`, one per checkpoint: the list of its chunks (and its length); one kept by
+ *    an earlier build (named by a version 2 offset) holds the whole checkpoint and is still read;
  *  - `chunks/<sha-256>`, the checkpoints' bytes cut by [[ContentChunks]], each named by its content.
  *
  * Successive checkpoints of a large source differ in a few places (a split's position, files
@@ -34,7 +35,7 @@ final class KeptCheckpoints(folder: Path, files: CheckpointFileManager, io: Kept
   private val mapper = new ObjectMapper()
   /** Chunks known to be written, and the chunks of lists read or written (saves a look-up each). */
   private var writtenChunks: mutable.Set[String] = _
-  private val listed = mutable.Map[String, Seq[String]]()
+  private val listed = mutable.Map[String, Listed]()
   @volatile private var written = 0L
 
   override def bytesWritten: Long = written
@@ -62,19 +63,22 @@ final class KeptCheckpoints(folder: Path, files: CheckpointFileManager, io: Kept
       val names = list.putArray("chunks")
       chunks.foreach(names.add)
       write(listFile(name), mapper.writeValueAsBytes(list))
-      listed(name) = chunks
+      listed(name) = Chunks(chunks)
     }
     name
   }
 
   override def load(name: String): String = synchronized {
-    val parts = chunksOf(name).getOrElse(throw damaged(listFile(name)))
-    val out = new java.io.ByteArrayOutputStream()
-    parts.foreach { c =>
-      val file = new Path(chunkFolder, c)
-      out.write(io.read(file).getOrElse(throw damaged(file)))
+    val bytes = chunksOf(name).getOrElse(throw damaged(listFile(name))) match {
+      case Whole(bytes) => bytes
+      case Chunks(parts) =>
+        val out = new java.io.ByteArrayOutputStream()
+        parts.foreach { c =>
+          val file = new Path(chunkFolder, c)
+          out.write(io.read(file).getOrElse(throw damaged(file)))
+        }
+        out.toByteArray
     }
-    val bytes = out.toByteArray
     if (sha256(bytes) != name) {
       throw new IllegalStateException(s"Sluice: checkpoint file ${listFile(name)} and its chunks do not hold the " +
         s"checkpoint it is named after: the query's checkpoint was damaged. $RestoreAdvice")
@@ -93,10 +97,12 @@ final class KeptCheckpoints(folder: Path, files: CheckpointFileManager, io: Kept
     // deleted must stay readable), read before any chunk goes; an unreadable list deletes nothing
     val lists = files.list(folder).map(_.getPath.getName).filter(_.endsWith(".json")).map(_.stripSuffix(".json"))
       .filter(n => n.nonEmpty && n.forall(isHex)).toSet
-    val keptChunks = lists.flatMap(n => chunksOf(n).getOrElse(Nil))
-    if (files.exists(chunkFolder)) deleteAllBut(chunkFolder, keptChunks, spare = Set.empty)
+    val keptChunks = lists.flatMap(n => chunksOf(n).toSeq.flatMap(_.chunks))
+    // forgotten before they go: a delete that fails half way must not leave a chunk that is gone
+    // known as written (the next checkpoint with its content would list it without writing it)
     listed.filterInPlace { case (n, _) => lists.contains(n) }
     if (writtenChunks != null) writtenChunks.filterInPlace(keptChunks.contains)
+    if (files.exists(chunkFolder)) deleteAllBut(chunkFolder, keptChunks, spare = Set.empty)
   }
 
   private def deleteAllBut(dir: Path, kept: Set[String], spare: Set[String]): Unit = {
@@ -104,13 +110,18 @@ final class KeptCheckpoints(folder: Path, files: CheckpointFileManager, io: Kept
     files.list(dir).map(_.getPath).filterNot(p => keep.contains(p.getName)).foreach(p => files.delete(p))
   }
 
-  /** The chunks checkpoint `name` is made of, or None when its list is missing. */
-  private def chunksOf(name: String): Option[Seq[String]] = listed.get(name).orElse {
+  /** What the file of checkpoint `name` holds, or None when it is missing. */
+  private def chunksOf(name: String): Option[Listed] = listed.get(name).orElse {
     io.read(listFile(name)).map { bytes =>
-      val chunks = mapper.readTree(bytes).get("chunks").elements().asScala.map(_.asText()).toSeq
-      chunks.foreach(checkName)
-      listed(name) = chunks
-      chunks
+      val chunks = Option(mapper.readTree(bytes).get("chunks"))
+      // a version 2 offset names a checkpoint kept whole, before there were chunks (its content
+      // is checked against its name like any other)
+      val held = chunks.fold[Listed](Whole(bytes))(c => Chunks(c.elements().asScala.map(n => checkName(n.asText())).toSeq))
+      held match {
+        case Chunks(_) => listed(name) = held // a whole checkpoint is not kept in memory
+        case Whole(_) =>
+      }
+      held
     }
   }
 
@@ -132,6 +143,11 @@ final class KeptCheckpoints(folder: Path, files: CheckpointFileManager, io: Kept
 }
 
 object KeptCheckpoints {
+  /** What a checkpoint's file holds: the list of its chunks, or (written before chunks) all of it. */
+  private sealed trait Listed { def chunks: Seq[String] }
+  private final case class Chunks(chunks: Seq[String]) extends Listed
+  private final case class Whole(bytes: Array[Byte]) extends Listed { def chunks: Seq[String] = Nil }
+
   /** Atomic whole-file writes and reads, as the source's other metadata files are written. */
   trait FileIo {
     def write(file: Path, bytes: Array[Byte]): Unit

@@ -50,10 +50,11 @@ final case class SluiceOffset(
 object SluiceOffset {
   /**
    * Version 1 holds its checkpoint; version 2 holds it too, with the splits that left it summed up
-   * (`finished`), or names the file that holds it (`checkpoint`). A build that reads version 1
-   * only refuses version 2 rather than drop what `finished` counts.
+   * (`finished`), or names the file that holds it whole (`checkpoint`); version 3 is version 2
+   * whose named file may list the checkpoint's chunks instead ([[KeptCheckpoints]]). A build that
+   * reads an older version only refuses a newer one rather than misread it.
    */
-  val CurrentVersion = 2
+  val CurrentVersion = 3
   /**
    * The largest checkpoint an offset holds itself (a few hundred splits); larger ones are kept
    * in files. Well under what the offset log should carry per source and batch.
@@ -91,8 +92,8 @@ object SluiceOffset {
         s"Sluice: the checkpoint holds an offset without a version; it was not written by Sluice: $json"))
     version match {
       case 1 => readInline(root.asInstanceOf[ObjectNode])
-      case 2 if !root.has("checkpoint") => readInline(root.asInstanceOf[ObjectNode])
-      case 2 =>
+      case 2 | 3 if !root.has("checkpoint") => readInline(root.asInstanceOf[ObjectNode])
+      case 2 | 3 =>
         val name = Option(root.get("checkpoint")).map(_.asText).getOrElse(
           throw new IllegalStateException(s"Sluice: offset field 'checkpoint' is missing in $json"))
         val store = bodies.getOrElse(throw new IllegalStateException(

@@ -42,12 +42,12 @@ class StoredCheckpointSuite extends AnyFunSuite with SparkSuiteBase {
   test("a small checkpoint stays in the offset; a large one is kept in a file the offset names") {
     val bodies = folder()
     val small = SluiceOffset.keep(checkpoint(3), Some("sources/0"), bodies)
-    assert(small.storedAs.isEmpty && small.json().contains("\"version\":2") && small.json().contains("\"splits\":["))
+    assert(small.storedAs.isEmpty && small.json().contains(s"\"version\":${SluiceOffset.CurrentVersion}") && small.json().contains("\"splits\":["))
 
     val large = SluiceOffset.keep(checkpoint(5000), Some("sources/0"), bodies)
     val name = large.storedAs.getOrElse(fail("a checkpoint of 5000 splits was not kept in a file"))
     assert(large.json().length < 300, large.json())
-    assert(large.json().contains(s""""checkpoint":"$name"""") && large.json().contains("\"version\":2"))
+    assert(large.json().contains(s""""checkpoint":"$name"""") && large.json().contains(s"\"version\":${SluiceOffset.CurrentVersion}"))
     assert(SluiceOffset.fromJson(large.json(), Some(bodies)) == large)
     assert(SluiceOffset.fromJson(large.json(), Some(bodies)).checkpoint == checkpoint(5000))
     // the same checkpoint is the same file: Spark compares offsets by their JSON
@@ -101,6 +101,35 @@ class StoredCheckpointSuite extends AnyFunSuite with SparkSuiteBase {
     assert(damaged.getMessage.contains("do not hold the checkpoint it is named after"), damaged.getMessage)
   }
 
+  test("a checkpoint an earlier build kept whole (named by a version 2 offset) is still read, and deleted when unnamed") {
+    val dir = tempDir("source")
+    val whole = SluiceOffset(checkpoint(5000)).json().replaceFirst("\"version\":\\d+", "\"version\":2")
+    val name = java.security.MessageDigest.getInstance("SHA-256").digest(whole.getBytes(UTF_8))
+      .map(b => f"${b & 0xff}%02x").mkString
+    Files.createDirectories(dir.resolve("sluice-checkpoints"))
+    Files.write(dir.resolve("sluice-checkpoints").resolve(s"$name.json"), whole.getBytes(UTF_8))
+    val offset = s"""{"version":2,"source":"file","member":"sources/0","checkpoint":"$name","splits":5000}"""
+    val bodies = new SourceMetadata(dir.toString, new Configuration())
+    assert(SluiceOffset.fromJson(offset, Some(bodies)).checkpoint == checkpoint(5000))
+    // kept with a new checkpoint (chunked): both readable; unnamed, the whole one goes
+    val newer = SluiceOffset.keep(checkpoint(5001), Some("sources/0"), bodies).storedAs.get
+    bodies.retainOnly(Set(name, newer))
+    assert(SluiceOffset.fromJson(offset, Some(bodies)).checkpoint == checkpoint(5000))
+    bodies.retainOnly(Set(newer))
+    assert(!Files.exists(dir.resolve("sluice-checkpoints").resolve(s"$name.json")))
+    assert(loaded(new SourceMetadata(dir.toString, new Configuration()), newer) == checkpoint(5001))
+  }
+
+  test("a checkpoint kept again after its chunks were deleted is written again whole") {
+    val dir = tempDir("source")
+    val bodies = new SourceMetadata(dir.toString, new Configuration())
+    val name = SluiceOffset.keep(checkpoint(5000), Some("sources/0"), bodies).storedAs.get
+    bodies.retainOnly(Set.empty)
+    assert(chunkFiles(dir).isEmpty)
+    assert(SluiceOffset.keep(checkpoint(5000), Some("sources/0"), bodies).storedAs.contains(name))
+    assert(loaded(new SourceMetadata(dir.toString, new Configuration()), name) == checkpoint(5000))
+  }
+
   test("10,000 files: every offset in the log stays under 64 KiB, read files leave the checkpoint, a restart reads each line once",
     Slow) {
     val files = 10000
@@ -139,16 +168,19 @@ class StoredCheckpointSuite extends AnyFunSuite with SparkSuiteBase {
     val kept = Files.list(Path.of(ckpt, "sources", "0", "sluice-checkpoints")).iterator().asScala.toSeq
       .map(_.getFileName.toString).filterNot(n => n.endsWith(".crc") || n == "chunks")
     assert(kept.nonEmpty && kept.size <= 4 && kept.forall(_.endsWith(".json")), kept)
-    // and only the chunks those list: not much more than the largest checkpoint
+    // and exactly the chunks those list
     val meta = new SourceMetadata(Path.of(ckpt, "sources", "0").toString, new Configuration())
-    val listedBytes = kept.map(k => bytesOf(meta, k.stripSuffix(".json"))).sum
-    val chunkBytes = chunkFiles(Path.of(ckpt, "sources", "0")).values.sum
-    assert(chunkBytes <= listedBytes, s"$chunkBytes bytes of chunks for checkpoints of $listedBytes bytes")
+    val listed = kept.flatMap { k =>
+      val list = new String(Files.readAllBytes(Path.of(ckpt, "sources", "0", "sluice-checkpoints", k)), UTF_8)
+      "[0-9a-f]{64}".r.findAllIn(list.substring(list.indexOf("\"chunks\""))).toSeq
+    }.toSet
+    assert(listed.nonEmpty && chunkFiles(Path.of(ckpt, "sources", "0")).keySet == listed)
     // a batch writes the chunks that changed, not the checkpoint again
     val written = second.recentProgress.toSeq.flatMap(p => Option(p.sources.head.metrics.get("checkpointBytesWritten")))
       .map(_.toLong)
     val perBatch = written.zip(written.drop(1)).map { case (a, b) => b - a }
     val largest = kept.map(k => bytesOf(meta, k.stripSuffix(".json"))).max
+    info(s"bytes written per batch after the first: $perBatch; the largest checkpoint kept: $largest bytes")
     assert(perBatch.size >= 5 && perBatch.max < largest / 4, s"bytes written per batch $perBatch, checkpoints of $largest")
     // files read to their end left the checkpoint, summed up; every record counted once
     val last = Checkpoints.offset(ckpt, Checkpoints.offsetBatches(ckpt).last).checkpoint

@@ -58,7 +58,9 @@ object ParquetRows {
   }
 
   /**
-   * Rows without the row-index column (a view of the reader's row, valid until the next one);
+   * Rows without the row-index column (a view of the reader's row, valid until the next
+   * `hasNext`: that may load the next batch over the same column vectors, or close the reader
+   * and free them);
    * `rowIndex` is the row index in the file of the last row given.
    */
   final class IndexedRows private[ParquetRows] (rows: Iterator[InternalRow], indexOrdinal: Int, view: RowWithoutColumn)

@@ -14,7 +14,8 @@ import org.apache.spark.unsafe.types.{BinaryView, CalendarInterval, TimestampNan
  * unsafe row anyway (the projection over every data source v2 scan).
  *
  * One view is reused for every row (`of`), as Spark's reader reuses its row: a row is valid until
- * the next one is asked for, and `copy()` is the way to keep one.
+ * the reader is next asked whether it has more (which may reload or free its column vectors),
+ * and `copy()` is the way to keep one.
  *
  * @param types the view's column types, for `copy()`
  */
