@@ -83,6 +83,9 @@ final class SourceMetadata(metadataPath: String, hadoopConf: Configuration) exte
       val temp = target.resolveSibling(s".${target.getFileName}.${java.util.UUID.randomUUID()}.tmp")
       try {
         java.nio.file.Files.write(temp, bytes)
+        // a checksum Hadoop wrote beside an earlier version (an earlier build, or a write through
+        // Hadoop) would no longer match: it goes first, so no crash leaves it beside new content
+        java.nio.file.Files.deleteIfExists(target.resolveSibling(s".${target.getFileName}.crc"))
         java.nio.file.Files.move(temp, target, java.nio.file.StandardCopyOption.ATOMIC_MOVE,
           java.nio.file.StandardCopyOption.REPLACE_EXISTING)
       } finally java.nio.file.Files.deleteIfExists(temp)

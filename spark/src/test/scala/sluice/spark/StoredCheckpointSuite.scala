@@ -130,6 +130,20 @@ class StoredCheckpointSuite extends AnyFunSuite with SparkSuiteBase {
     assert(loaded(new SourceMetadata(dir.toString, new Configuration()), name) == checkpoint(5000))
   }
 
+  test("a file rewritten on the local file system drops the checksum an earlier write through Hadoop left") {
+    val dir = tempDir("source")
+    val hadoop = org.apache.hadoop.fs.FileSystem.getLocal(new Configuration())
+    val out = hadoop.create(new org.apache.hadoop.fs.Path(dir.toString, "sluice-initial-offset.json"), true)
+    try out.write("""{"written":"by an earlier build"}""".getBytes(UTF_8)) finally out.close()
+    assert(Files.exists(dir.resolve(".sluice-initial-offset.json.crc")))
+    val meta = new SourceMetadata(dir.toString, new Configuration())
+    meta.writeInitialOffset("""{"written":"now"}""")
+    assert(new SourceMetadata(dir.toString, new Configuration()).readInitialOffset().contains("""{"written":"now"}"""))
+    // Hadoop's local file system checks a file against its checksum when it reads it
+    val in = hadoop.open(new org.apache.hadoop.fs.Path(dir.toString, "sluice-initial-offset.json"))
+    try assert(new String(in.readAllBytes(), UTF_8) == """{"written":"now"}""") finally in.close()
+  }
+
   test("10,000 files: every offset in the log stays under 64 KiB, read files leave the checkpoint, a restart reads each line once",
     Slow) {
     val files = 10000
