@@ -70,7 +70,7 @@ final class KeptCheckpoints(folder: Path, files: CheckpointFileManager, io: Kept
 
   override def load(name: String): String = synchronized {
     val bytes = chunksOf(name).getOrElse(throw damaged(listFile(name))) match {
-      case Whole(bytes) => bytes
+      case WholeFile => io.read(listFile(name)).getOrElse(throw damaged(listFile(name)))
       case Chunks(parts) =>
         val out = new java.io.ByteArrayOutputStream()
         parts.foreach { c =>
@@ -116,11 +116,8 @@ final class KeptCheckpoints(folder: Path, files: CheckpointFileManager, io: Kept
       val chunks = Option(mapper.readTree(bytes).get("chunks"))
       // a version 2 offset names a checkpoint kept whole, before there were chunks (its content
       // is checked against its name like any other)
-      val held = chunks.fold[Listed](Whole(bytes))(c => Chunks(c.elements().asScala.map(n => checkName(n.asText())).toSeq))
-      held match {
-        case Chunks(_) => listed(name) = held // a whole checkpoint is not kept in memory
-        case Whole(_) =>
-      }
+      val held = chunks.fold[Listed](WholeFile)(c => Chunks(c.elements().asScala.map(n => checkName(n.asText())).toSeq))
+      listed(name) = held
       held
     }
   }
@@ -146,7 +143,7 @@ object KeptCheckpoints {
   /** What a checkpoint's file holds: the list of its chunks, or (written before chunks) all of it. */
   private sealed trait Listed { def chunks: Seq[String] }
   private final case class Chunks(chunks: Seq[String]) extends Listed
-  private final case class Whole(bytes: Array[Byte]) extends Listed { def chunks: Seq[String] = Nil }
+  private case object WholeFile extends Listed { def chunks: Seq[String] = Nil }
 
   /** Atomic whole-file writes and reads, as the source's other metadata files are written. */
   trait FileIo {

@@ -37,7 +37,7 @@ final case class SluiceOffset(
   private lazy val serialized: String = storedAs match {
     case Some(name) =>
       val root = SluiceOffset.Mapper.createObjectNode()
-      root.put("version", SluiceOffset.CurrentVersion)
+      root.put("version", SluiceOffset.StoredVersion)
       root.put("source", checkpoint.sourceType)
       member.foreach(root.put("member", _))
       root.put("checkpoint", name)
@@ -50,11 +50,16 @@ final case class SluiceOffset(
 object SluiceOffset {
   /**
    * Version 1 holds its checkpoint; version 2 holds it too, with the splits that left it summed up
-   * (`finished`), or names the file that holds it whole (`checkpoint`); version 3 is version 2
-   * whose named file may list the checkpoint's chunks instead ([[KeptCheckpoints]]). A build that
-   * reads an older version only refuses a newer one rather than misread it.
+   * (`finished`), or names the file that holds it whole (`checkpoint`); version 3 names a file
+   * that lists the checkpoint's chunks ([[KeptCheckpoints]]). Offsets that hold their checkpoint
+   * are still written as version 2 (nothing in them changed: a build that reads version 2 takes
+   * them, and one read back is written as it was); a build that reads an older version only
+   * refuses a newer one rather than misread it.
    */
-  val CurrentVersion = 3
+  val InlineVersion = 2
+  val StoredVersion = 3
+  /** The newest version this build reads (and writes). */
+  val CurrentVersion: Int = StoredVersion
   /**
    * The largest checkpoint an offset holds itself (a few hundred splits); larger ones are kept
    * in files. Well under what the offset log should carry per source and batch.
@@ -144,7 +149,7 @@ object SluiceOffset {
   /** The JSON of an offset that holds its checkpoint. */
   private def inlineJson(checkpoint: SourceCheckpoint, member: Option[String]): String = {
     val root = Mapper.createObjectNode()
-    root.put("version", CurrentVersion)
+    root.put("version", InlineVersion)
     root.put("source", checkpoint.sourceType)
     member.foreach(root.put("member", _))
     val enumerator = root.putObject("enumerator")

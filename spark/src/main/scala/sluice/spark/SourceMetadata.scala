@@ -78,7 +78,8 @@ final class SourceMetadata(metadataPath: String, hadoopConf: Configuration) exte
    */
   private def write(file: Path, bytes: Array[Byte]): Unit =
     if (isLocal) {
-      val target = java.nio.file.Paths.get(fileSystem.makeQualified(file).toUri)
+      // as Hadoop's local file system maps a path (its URI's decoded path), whatever the characters
+      val target = new java.io.File(fileSystem.makeQualified(file).toUri.getPath).toPath
       java.nio.file.Files.createDirectories(target.getParent)
       val temp = target.resolveSibling(s".${target.getFileName}.${java.util.UUID.randomUUID()}.tmp")
       try {

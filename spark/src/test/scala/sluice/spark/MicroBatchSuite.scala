@@ -122,7 +122,7 @@ class MicroBatchSuite extends AnyFunSuite with SparkSuiteBase {
     val text = new String(java.nio.file.Files.readAllBytes(offsetFile.toPath), "UTF-8")
     // the source's offset (the log's third line) as a newer build would write it
     val lines = text.split("\n", -1)
-    assert(lines(2).startsWith(s"""{"version":${SluiceOffset.CurrentVersion},"""), lines(2))
+    assert(lines(2).startsWith(s"""{"version":${SluiceOffset.InlineVersion},"""), lines(2))
     lines(2) = lines(2).replaceFirst("\"version\":\\d+,", "\"version\":7,")
     java.nio.file.Files.write(offsetFile.toPath, lines.mkString("\n").getBytes("UTF-8"))
     new java.io.File(ckpt, "commits/0").delete()

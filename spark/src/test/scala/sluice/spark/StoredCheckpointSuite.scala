@@ -42,12 +42,12 @@ class StoredCheckpointSuite extends AnyFunSuite with SparkSuiteBase {
   test("a small checkpoint stays in the offset; a large one is kept in a file the offset names") {
     val bodies = folder()
     val small = SluiceOffset.keep(checkpoint(3), Some("sources/0"), bodies)
-    assert(small.storedAs.isEmpty && small.json().contains(s"\"version\":${SluiceOffset.CurrentVersion}") && small.json().contains("\"splits\":["))
+    assert(small.storedAs.isEmpty && small.json().contains(s"\"version\":${SluiceOffset.InlineVersion}") && small.json().contains("\"splits\":["))
 
     val large = SluiceOffset.keep(checkpoint(5000), Some("sources/0"), bodies)
     val name = large.storedAs.getOrElse(fail("a checkpoint of 5000 splits was not kept in a file"))
     assert(large.json().length < 300, large.json())
-    assert(large.json().contains(s""""checkpoint":"$name"""") && large.json().contains(s"\"version\":${SluiceOffset.CurrentVersion}"))
+    assert(large.json().contains(s""""checkpoint":"$name"""") && large.json().contains(s"\"version\":${SluiceOffset.StoredVersion}"))
     assert(SluiceOffset.fromJson(large.json(), Some(bodies)) == large)
     assert(SluiceOffset.fromJson(large.json(), Some(bodies)).checkpoint == checkpoint(5000))
     // the same checkpoint is the same file: Spark compares offsets by their JSON
@@ -142,6 +142,19 @@ class StoredCheckpointSuite extends AnyFunSuite with SparkSuiteBase {
     // Hadoop's local file system checks a file against its checksum when it reads it
     val in = hadoop.open(new org.apache.hadoop.fs.Path(dir.toString, "sluice-initial-offset.json"))
     try assert(new String(in.readAllBytes(), UTF_8) == """{"written":"now"}""") finally in.close()
+  }
+
+  test("a checkpoint folder named with spaces, percent signs and non-ASCII letters is written where it says") {
+    val dir = Files.createDirectories(tempDir("source").resolve("a b%20c ü"))
+    val local = org.apache.hadoop.fs.FileSystem.getLocal(new Configuration())
+    // as a plain path, and qualified as Spark passes it (a Hadoop path: "file:/...", not URI-encoded)
+    for (root <- Seq(dir.toString, local.makeQualified(new org.apache.hadoop.fs.Path(dir.toString)).toString)) {
+      val meta = new SourceMetadata(root, new Configuration())
+      meta.writeInitialOffset(s"""{"root":"$root"}""")
+      assert(new String(Files.readAllBytes(dir.resolve("sluice-initial-offset.json")), UTF_8) == s"""{"root":"$root"}""")
+      val name = SluiceOffset.keep(checkpoint(5000), Some("sources/0"), meta).storedAs.get
+      assert(loaded(new SourceMetadata(root, new Configuration()), name) == checkpoint(5000))
+    }
   }
 
   test("10,000 files: every offset in the log stays under 64 KiB, read files leave the checkpoint, a restart reads each line once",
