@@ -56,6 +56,7 @@ def _every_builder_method() -> list[Source]:
         .max_split_bytes(1)
         .max_open_compressed_files(2)
         .open_compressed_file_idle_ms(3)
+        .not_ready_timeout_ms(4)
         .merge_schema()
     )
     kafka = _unbuilt(

@@ -178,6 +178,11 @@ class FileSourceBuilder(_Builder["FileSourceBuilder"]):
         keep it above the trigger interval."""
         return self._set(self._key("openCompressedFileIdleMs"), ms)
 
+    def not_ready_timeout_ms(self, ms: int) -> FileSourceBuilder:
+        """Monitored: how long a file found but not readable yet (still being written in place)
+        may stay unchanged before it fails the query."""
+        return self._set(self._key("notReadyTimeoutMs"), ms)
+
     def merge_schema(self, merge: bool = True) -> FileSourceBuilder:
         """Parquet: merge the schema from every file's footer, as Spark's ``mergeSchema``."""
         return self._set(self._key("mergeSchema"), merge)

@@ -19,6 +19,8 @@ final case class FileConfig(
     /** Per executor JVM: how many compressed files are left open between batches, and for how long. */
     maxOpenCompressedFiles: Int,
     openCompressedFileIdleMs: Long,
+    /** Monitored: how long a file that cannot be read yet may stay unchanged before it fails the query. */
+    notReadyTimeoutMs: Long,
     /** The options this config was read from, which rebuild it. */
     options: Map[String, String]) {
 
@@ -59,13 +61,18 @@ object FileConfig {
     "how long a compressed file left open for the next batch waits for it before it is closed; keep it above " +
       "the trigger interval")
     .withDefault(10L * 60 * 1000).withCheck("an integer >= 1")(_ >= 1)
+  val NotReadyTimeoutMs: ConfigOption[Long] = ConfigOption.long("notReadyTimeoutMs",
+    "monitored: a file found but not readable yet (a compressed file or a Parquet file still being written in " +
+      "place) is left out and tried again while it changes; unchanged for this long, it is taken for corrupt and " +
+      "fails the query, naming it")
+    .withDefault(NotReadyFiles.LimitMs).withCheck("an integer >= 1")(_ >= 1)
   val TimestampColumn: ConfigOption[String] = ConfigOption.string("timestampColumn",
     "a TIMESTAMP or epoch-milliseconds BIGINT column of the schema whose value is each record's " +
       "event time (max event time in progress and in the end state)")
 
   val own: Seq[ConfigOption[_]] =
     Seq(Path, MonitorIntervalMs, IgnoreMissingFiles, IgnoreChangedFiles, MaxSplitBytes, TimestampColumn,
-      MaxOpenCompressedFiles, OpenCompressedFileIdleMs)
+      MaxOpenCompressedFiles, OpenCompressedFileIdleMs, NotReadyTimeoutMs)
   val all: Seq[ConfigOption[_]] = own ++ PayloadFormat.all
 
   def fromOptions(raw: Map[String, String]): FileConfig = {
@@ -82,7 +89,7 @@ object FileConfig {
     }
     FileConfig(o.required(Path), payload, o.get(MonitorIntervalMs), o.get(IgnoreMissingFiles).get,
       o.get(IgnoreChangedFiles).get, o.get(MaxSplitBytes).get, ts, o.get(MaxOpenCompressedFiles).get,
-      o.get(OpenCompressedFileIdleMs).get, raw)
+      o.get(OpenCompressedFileIdleMs).get, o.get(NotReadyTimeoutMs).get, raw)
   }
 
   private def describe(s: StructType): String = {

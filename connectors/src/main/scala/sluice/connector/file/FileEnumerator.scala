@@ -41,7 +41,7 @@ final class FileEnumerator(
   restored.files.foreach(f => known(f.path) = f)
   private var listed = restored.listed
   private var lastListingMs = Long.MinValue
-  private val notReady = new NotReadyFiles(FileConfig.Context, config.monitorIntervalMs.isDefined, clock)
+  private val notReady = new NotReadyFiles(FileConfig.Context, config.monitorIntervalMs.isDefined, clock, config.notReadyTimeoutMs)
 
   override def discoverSplits(): Seq[FileSplit] = {
     val due = config.monitorIntervalMs match {

@@ -101,6 +101,8 @@ object FileSource {
     def maxOpenCompressedFiles(n: Int): Builder = set(MaxOpenCompressedFiles.name, n)
     /** How long a compressed file left open waits for the next batch before it is closed. */
     def openCompressedFileIdleMs(ms: Long): Builder = set(OpenCompressedFileIdleMs.name, ms)
+    /** Monitored: how long a file that cannot be read yet may stay unchanged before it fails the query. */
+    def notReadyTimeoutMs(ms: Long): Builder = set(NotReadyTimeoutMs.name, ms)
     /** A Spark reader option (`mode`, `sep`, `header`, `timestampFormat`, ...) or any option by name. */
     def option(name: String, value: String): Builder = set(name, value)
 

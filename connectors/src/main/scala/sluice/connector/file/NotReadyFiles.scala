@@ -63,7 +63,9 @@ private[connector] final class NotReadyFiles(context: String, monitored: Boolean
   private def failure(what: String, why: String, unchangedMs: Option[Long], cause: Throwable) =
     new IllegalStateException(s"$context: $what" + unchangedMs.map(ms => s", unchanged for ${ms / 1000} s").getOrElse("") +
       s": $why. Files must be complete when they appear: write them elsewhere or under a hidden name (starting with " +
-      s"'.' or '_'), then rename them into the folder; replace or remove this one. (${cause.getMessage})", cause)
+      s"'.' or '_'), then rename them into the folder; replace or remove this one" +
+      unchangedMs.map(_ => s" (or, for a writer that pauses longer, raise option 'notReadyTimeoutMs', now $limitMs)")
+        .getOrElse("") + s". (${cause.getMessage})", cause)
 
   /** `path` was read: no longer waited for. */
   def ready(path: String): Unit =
@@ -80,7 +82,7 @@ private[connector] final class NotReadyFiles(context: String, monitored: Boolean
 }
 
 private[connector] object NotReadyFiles {
-  /** How long a monitored file may stay unreadable and unchanged. */
+  /** How long a monitored file may stay unreadable and unchanged unless `notReadyTimeoutMs` says otherwise. */
   val LimitMs: Long = 10 * 60 * 1000L
 
   val Metric = "filesNotReady"

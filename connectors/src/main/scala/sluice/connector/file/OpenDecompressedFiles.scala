@@ -1,6 +1,7 @@
 package sluice.connector.file
 
 import java.io.InputStream
+import java.util.concurrent.{ScheduledThreadPoolExecutor, TimeUnit}
 import java.util.concurrent.atomic.AtomicLong
 
 import scala.collection.mutable
@@ -17,7 +18,9 @@ import scala.collection.mutable
  * exactly where the parked one ended, so reuse cannot change what a range reads; a miss opens
  * the file again (counted as `compressedFileOpens`). Each entry holds a decompressor's window, so
  * few are kept (`maxOpenCompressedFiles`, the oldest closed first) and one idle for longer than
- * `openCompressedFileIdleMs` is closed.
+ * `openCompressedFileIdleMs` is closed: at the next use of these entries, or by a daemon thread
+ * when that time is up, so that files a stopped query left open do not hold their windows for
+ * as long as the executor lives.
  */
 private[file] object OpenDecompressedFiles {
 
@@ -50,6 +53,21 @@ private[file] object OpenDecompressedFiles {
       replaced ++ stale.distinct.flatMap(open.remove)
     }
     closing.foreach(_.close()) // outside the lock: closing may touch storage
+    sweeper.schedule(new Runnable { def run(): Unit = sweep() }, maxIdleMs + 1, TimeUnit.MILLISECONDS)
+  }
+
+  /** Closes what has been idle for too long. */
+  private def sweep(): Unit = synchronized(expired().flatMap(open.remove)).foreach(_.close())
+
+  /** One daemon thread per JVM, started with the first parked file; a sweep per parked file. */
+  private lazy val sweeper = {
+    val executor = new ScheduledThreadPoolExecutor(1, (task: Runnable) => {
+      val t = new Thread(task, "sluice-open-compressed-files-sweeper")
+      t.setDaemon(true)
+      t
+    })
+    executor.setRemoveOnCancelPolicy(true)
+    executor
   }
 
   /** The file parked at `position` of `split`, if there is one; the caller owns it then. */

@@ -152,6 +152,20 @@ class CompressedFilesSuite extends AnyFunSuite with SparkSuiteBase {
     assert(OpenDecompressedFiles.resumed.get() - before == cuts.size - 2) // every range but the first
   }
 
+  test("a compressed file left open is closed once idle for openCompressedFileIdleMs, whether or not anything reads on") {
+    val dir = writeCompressed(tempDir("idle"), Seq("f.json" -> jsonLines(0, 10).getBytes(UTF_8)), "gz")
+    val split = FileSource.builder().path(dir.toString).format("text").build().createEnumerator().discoverSplits().head
+    val closed = new java.util.concurrent.CountDownLatch(1)
+    val stream = new java.io.ByteArrayInputStream(Array.emptyByteArray) {
+      override def close(): Unit = closed.countDown()
+    }
+    OpenDecompressedFiles.park(split, 5L, new OpenDecompressedFiles.Parked(stream, new LineReader(stream, 5L), -1L),
+      maxOpen = 16, maxIdleMs = 200)
+    // no range of any query touches the cache again (a stopped query): the file is closed anyway
+    assert(closed.await(30, java.util.concurrent.TimeUnit.SECONDS), "the idle file was never closed")
+    assert(OpenDecompressedFiles.take(split, 5L).isEmpty)
+  }
+
   test("the way to a position past 2 GiB of a gzip stream reads through it, never Hadoop's int-narrowed skip") {
     // Hadoop's DecompressorStream.skip narrows its count to an int: at 2^31 + 5 it throws at once
     // (and at 2^32 + k it never ends). Reading through ends at the stream's real end instead.

@@ -35,6 +35,21 @@ class NotReadyFilesSuite extends AnyFunSuite {
     assert(e.getMessage.startsWith("FileSource: could not decompress file 'z.json.gz', unchanged for 600 s: it is " +
       "corrupt or truncated. Files must be complete when they appear"), e.getMessage)
     assert(e.getMessage.contains("Unexpected end of input stream") && (e.getCause eq cause))
+    assert(e.getMessage.contains("raise option 'notReadyTimeoutMs', now 600000"), e.getMessage)
+  }
+
+  test("notReadyTimeoutMs sets how long a file may stay unreadable and unchanged") {
+    val config = FileConfig.fromOptions(Map("path" -> "/x", "format" -> "text", "monitorIntervalMs" -> "1000",
+      "notReadyTimeoutMs" -> "5000"))
+    assert(config.notReadyTimeoutMs == 5000L && FileConfig.fromOptions(Map("path" -> "/x", "format" -> "text")).notReadyTimeoutMs == 600000L)
+    val files = new NotReadyFiles("FileSource", monitored = true, () => now, config.notReadyTimeoutMs)
+    val f = file("w.json.gz", 0L)
+    assert(files.retryLater(f, "could not decompress file 'w.json.gz'", "it is truncated", cause))
+    now += 4999
+    assert(files.unchangedSinceFailure(f))
+    now += 1
+    val e = intercept[IllegalStateException](files.unchangedSinceFailure(f))
+    assert(e.getMessage.contains("unchanged for 5 s") && e.getMessage.contains("now 5000"), e.getMessage)
   }
 
   test("bounded: an unreadable file fails at once, however new") {

@@ -140,7 +140,9 @@ class KafkaSparkOptionsSuite extends AnyFunSuite with KafkaSuiteBase with SparkS
       // the stream's first trigger, not before `started`, counts as the last one: nothing earlier
       assert(System.currentTimeMillis() - started >= delayMs, "10 records were read before maxTriggerDelay")
       fill("min-offsets", 2, 150, from = 11)
-      eventually("150 more records, more than minOffsetsPerTrigger, are read", q, timeoutMs = 60000)(rows == 160)
+      // the sink holds a batch's rows before its progress is reported: wait for both
+      eventually("150 more records, more than minOffsetsPerTrigger, are read", q, timeoutMs = 60000)(
+        rows == 160 && q.recentProgress.map(_.numInputRows).sum == 160)
       // The broker may take the 150 in more than one request, so a batch can start with 100 of
       // them and leave the rest to the next maxTriggerDelay: what counts is that the first batch
       // after the 10 had enough records and did not wait for the delay.

@@ -24,6 +24,8 @@ final case class ParquetConfig(
     monitorIntervalMs: Option[Long],
     ignoreMissingFiles: Boolean,
     ignoreChangedFiles: Boolean,
+    /** Monitored: how long a file without a readable footer may stay unchanged before it fails the query. */
+    notReadyTimeoutMs: Long,
     timestampColumn: Option[String],
     /** Columns read from the files, as Spark reads them (nullable). */
     dataSchema: StructType,
@@ -72,7 +74,7 @@ object ParquetConfig {
   /** Options of this format only (the rest are the file source's). */
   val own: Seq[ConfigOption[_]] = Seq(MergeSchema, DatetimeRebaseMode, Int96RebaseMode)
   val all: Seq[ConfigOption[_]] = Seq(FileConfig.Path, FileConfig.MonitorIntervalMs, FileConfig.IgnoreMissingFiles,
-    FileConfig.IgnoreChangedFiles, FileConfig.TimestampColumn, Format, Schema) ++ own
+    FileConfig.IgnoreChangedFiles, FileConfig.NotReadyTimeoutMs, FileConfig.TimestampColumn, Format, Schema) ++ own
 
   /** True when `options` ask for Parquet files (`format` = parquet, any case). */
   def isParquet(options: Map[String, String]): Boolean =
@@ -101,7 +103,7 @@ object ParquetConfig {
     }
     val conf = SQLConf.get
     ParquetConfig(paths, monitor, o.get(FileConfig.IgnoreMissingFiles).get, o.get(FileConfig.IgnoreChangedFiles).get,
-      ts, data, partitions, roots, conf.sessionLocalTimeZone, conf.caseSensitiveAnalysis, sparkOptions, raw)
+      o.get(FileConfig.NotReadyTimeoutMs).get, ts, data, partitions, roots, conf.sessionLocalTimeZone, conf.caseSensitiveAnalysis, sparkOptions, raw)
   }
 
   /**

@@ -43,7 +43,7 @@ final class ParquetEnumerator(
   private var listed = restored.listed
   private var indexed = restored.indexed
   private var lastListingMs = Long.MinValue
-  private val notReady = new NotReadyFiles(ParquetConfig.Context, config.monitorIntervalMs.isDefined, clock)
+  private val notReady = new NotReadyFiles(ParquetConfig.Context, config.monitorIntervalMs.isDefined, clock, config.notReadyTimeoutMs)
 
   override def discoverSplits(): Seq[RowGroupSplit] = {
     val due = config.monitorIntervalMs match {
