@@ -33,8 +33,9 @@ final class KeptCheckpoints(folder: Path, files: CheckpointFileManager, io: Kept
 
   private val chunkFolder = new Path(folder, "chunks")
   private val mapper = new ObjectMapper()
-  /** Chunks known to be written, and the chunks of lists read or written (saves a look-up each). */
+  /** Chunks known to be in the folder (listed once, then kept up to date): saves a look-up per chunk. */
   private var writtenChunks: mutable.Set[String] = _
+  /** What the lists read or written hold: a commit needs them all, every time. */
   private val listed = mutable.Map[String, Listed]()
   @volatile private var written = 0L
 
@@ -135,7 +136,7 @@ final class KeptCheckpoints(folder: Path, files: CheckpointFileManager, io: Kept
 
   private def listFile(name: String): Path = new Path(folder, s"${checkName(name)}.json")
 
-  private def damaged(file: Path) = new IllegalStateException(s"Sluice: the offset log names checkpoint file " +
+  private def damaged(file: Path) = new IllegalStateException(s"Sluice: an offset in the log needs checkpoint file " +
     s"$file, which is missing. The query's checkpoint was damaged (files deleted or not copied with it); $RestoreAdvice")
 }
 
