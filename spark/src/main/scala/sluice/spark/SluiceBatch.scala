@@ -16,11 +16,13 @@ final class SluiceBatch(source: Source[SourceSplit, Any], options: StreamOptions
   /** Planned once: Spark may ask again, and a stop resolved as "latest" must not move between asks. */
   private lazy val ranges: Seq[SplitRange[SourceSplit]] = BoundedPlan.ranges(source)
 
-  override def planInputPartitions(): Array[InputPartition] =
-    ranges.map(range => SluiceInputPartition(Seq(range)): InputPartition).toArray
+  // latency markers are reported in streaming query progress only; a batch read takes none
+  private val timing = RecordTiming(options.eventTime, options.timestamps.copy(latencyTrackingIntervalMs = None))
 
-  override def createReaderFactory(): PartitionReaderFactory =
-    // latency markers are reported in streaming query progress only; a batch read takes none
-    new SluiceReaderFactory(source, RecordTiming(options.eventTime, options.timestamps.copy(latencyTrackingIntervalMs = None)),
-      progress = None)
+  override def planInputPartitions(): Array[InputPartition] = {
+    val columnar = SluiceReaderFactory.readsColumnar(source, timing, ranges)
+    ranges.map(range => SluiceInputPartition(Seq(range), columnar = columnar): InputPartition).toArray
+  }
+
+  override def createReaderFactory(): PartitionReaderFactory = new SluiceReaderFactory(source, timing, progress = None)
 }

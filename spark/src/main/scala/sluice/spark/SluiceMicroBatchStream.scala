@@ -108,9 +108,10 @@ final class SluiceMicroBatchStream(
     val tasks = runtime.tasks(Some(checkpointOf(start)), checkpointOf(end),
       spark.sparkContext.defaultParallelism, options.minPartitions,
       s => if (s.localityKey.isEmpty) None else TaskLocality.placeOf(s, executors))
+    val columnar = SluiceReaderFactory.readsColumnar(source, timing, tasks.flatten)
     tasks.map { ranges =>
-      SluiceInputPartition(ranges, locations = if (keyed(ranges)) TaskLocality.preferred(ranges, executors) else Nil)
-        : InputPartition
+      SluiceInputPartition(ranges, locations = if (keyed(ranges)) TaskLocality.preferred(ranges, executors) else Nil,
+        columnar = columnar): InputPartition
     }.toArray
   }
 

@@ -6,7 +6,7 @@ import org.apache.spark.sql.connector.read.InputPartition
 import org.apache.spark.sql.connector.read.streaming.{ContinuousPartitionReader, ContinuousPartitionReaderFactory, PartitionOffset, SupportsRealTimeRead}
 
 import sluice.alignment.LiveSplitState
-import sluice.api.{PausableSplitReader, ReaderContext, RecordsWithSplitIds, Source, SourceSplit, SplitRange}
+import sluice.api.{PausableSplitReader, ReaderContext, RecordsWithSplitIds, Source, SourceSplit, SplitRange, SupportsColumnarReads}
 import sluice.eventtime.EventTimeSettings
 import sluice.runtime.{LatencyMarkers, SplitReport}
 
@@ -19,7 +19,8 @@ import sluice.runtime.{LatencyMarkers, SplitReport}
  * when it counts every member of the group: otherwise splits wait for the coordinator's first
  * answer), `pauseSplits` says whether the reader pauses splits on the coordinator's word, and
  * `lastActiveMs` when each split last read a record in an earlier task (its idleness clock).
- * `locations` are the executors the task prefers (`TaskLocality`).
+ * `locations` are the executors the task prefers (`TaskLocality`). `columnar`: the task's ranges
+ * are read as column batches (decided for all tasks of a scan at once: `SluiceReaderFactory.readsColumnar`).
  */
 final case class SluiceInputPartition(
     ranges: Seq[SplitRange[SourceSplit]],
@@ -29,7 +30,8 @@ final case class SluiceInputPartition(
     pauseSplits: Boolean = false,
     limitComplete: Boolean = true,
     lastActiveMs: Map[String, Long] = Map.empty,
-    locations: Seq[String] = Nil)
+    locations: Seq[String] = Nil,
+    columnar: Boolean = false)
   extends InputPartition {
   override def preferredLocations(): Array[String] = locations.toArray
 }
@@ -62,10 +64,25 @@ final class SluiceReaderFactory(
       liveAlignment: Option[LiveAlignmentMember]) =
     this(source, timing, Some(progress), liveAlignment)
 
+  override def supportColumnarReads(partition: InputPartition): Boolean =
+    partition.asInstanceOf[SluiceInputPartition].columnar
+
+  override def createColumnarReader(partition: InputPartition): SluiceColumnarPartitionReader = {
+    val context = timing.readerContext
+    val columnar = source match {
+      case c: SupportsColumnarReads[SourceSplit @unchecked] => c.createColumnarReader(context)
+      case _ => throw new IllegalStateException(s"Sluice: the ${source.sourceType} source reads no column batches")
+    }
+    new SluiceColumnarPartitionReader(partition.asInstanceOf[SluiceInputPartition], columnar, source.sourceType,
+      context, eventTimeAppender(context), tracksEventTime = timing.timestamps.force, progress)
+  }
+
+  private def eventTimeAppender(context: ReaderContext): Option[EventTimeAppender] =
+    Option.when(timing.eventTime.enabled)(new EventTimeAppender(timing.eventTime, source.schema(context.recordLayout)))
+
   override def createReader(partition: InputPartition): SluicePartitionReader = {
     val context = timing.readerContext
-    val appender = Option.when(timing.eventTime.enabled)(
-      new EventTimeAppender(timing.eventTime, source.schema(context.recordLayout)))
+    val appender = eventTimeAppender(context)
     val latency = timing.timestamps.latencyTrackingIntervalMs.map(new LatencyMarkers(_))
     val task = partition.asInstanceOf[SluiceInputPartition]
     val live = if (!task.realTime || !timing.eventTime.enabled) None
@@ -78,6 +95,21 @@ final class SluiceReaderFactory(
     if (task.realTime) Option(TaskContext.get()).foreach(_.addTaskCompletionListener[Unit](_ => reader.close()))
     reader
   }
+}
+
+object SluiceReaderFactory {
+  /**
+   * Whether the tasks of one scan, reading `ranges`, read them as column batches: when the source
+   * can for every range and no latency marker is taken (markers are taken per record). Spark
+   * reads all tasks of a scan one way, so this is asked once for all of them.
+   */
+  def readsColumnar(source: Source[SourceSplit, Any], timing: RecordTiming, ranges: Seq[SplitRange[SourceSplit]]): Boolean =
+    source match {
+      case c: SupportsColumnarReads[SourceSplit @unchecked] =>
+        ranges.nonEmpty && timing.timestamps.latencyTrackingIntervalMs.isEmpty &&
+          c.readsColumnar(ranges, timing.timestamps.layout)
+      case _ => false
+    }
 }
 
 /**
@@ -101,19 +133,8 @@ final class SluicePartitionReader(
   extends SupportsRealTimeRead[InternalRow] with ContinuousPartitionReader[InternalRow] {
   import SluicePartitionReader._
 
-  private final class Stats(val range: SplitRange[SourceSplit]) {
-    var maxEventTime: Long = RecordsWithSplitIds.NoTimestamp
-    var records: Long = 0L
-    /** Where the split stands after the current record; the next record must start inside the range. */
-    var position: Long = range.from
-    /** Where the current record starts, and whether rows of it are still to be handed out. */
-    var recordStart: Long = range.from
-    var midRecord = false
-    val latencyMarkers = scala.collection.mutable.ArrayBuffer[Long]()
-  }
-
-  private val stats: Map[String, Stats] = partition.ranges.map(r => r.split.splitId -> new Stats(r)).toMap
-  private var unfinished: Set[String] = stats.keySet
+  private val ranges = new TaskRanges(partition.ranges, context, source.sourceType)
+  private def stats = ranges.stats
   private val reader = source.createReader(context)
   try if (partition.ranges.nonEmpty) reader.handleSplitsChanges(partition.ranges) catch {
     case e: Throwable =>
@@ -123,7 +144,7 @@ final class SluicePartitionReader(
 
   private val realTime = partition.realTime
   private var fetched: RecordsWithSplitIds = _
-  private var current: Stats = _
+  private var current: ranges.Stats = _
   private var row: InternalRow = _
   /** The current record's arrival time (real-time mode), for Spark's latency metrics. */
   private var arrivalTime: Long = RecordsWithSplitIds.NoTimestamp
@@ -169,7 +190,7 @@ final class SluicePartitionReader(
           if (position != current.position) { // a new record (several rows may share one)
             // where it starts: its own position where positions count records, else where the last one ended
             val start = if (current.range.split.positionsCountRecords) position - 1 else current.position
-            if (start >= current.range.until) readPastRange(current, start)
+            if (start >= current.range.until) current.readPastRange(start)
             current.recordStart = start
             current.position = position
           }
@@ -179,13 +200,10 @@ final class SluicePartitionReader(
             case Some(appender) =>
               val t = appender.eventTimeMs(fetched.row, fetched.eventTime)
               row = appender.append(fetched.row, t)
-              if (t > current.maxEventTime) current.maxEventTime = t
+              current.sawEventTime(t)
             case None =>
               row = fetched.row
-              if (tracksEventTime) {
-                val t = fetched.eventTime
-                if (t > current.maxEventTime) current.maxEventTime = t
-              }
+              if (tracksEventTime) current.sawEventTime(fetched.eventTime)
           }
           if (latency.isDefined) mark(current)
           if (realTime) arrivalTime = fetched.arrivalTime
@@ -199,19 +217,19 @@ final class SluicePartitionReader(
         if (splitId != null) current = stats(splitId)
         else {
           if (fetched.finishedSplits.nonEmpty) fetchWasEmpty = false
-          unfinished --= fetched.finishedSplits
+          ranges.unfinished --= fetched.finishedSplits
           fetched = null
         }
-      } else if (unfinished.isEmpty && !realTime) {
+      } else if (ranges.unfinished.isEmpty && !realTime) {
         return Advanced.Finished
       } else {
         val now = context.currentTimeMillis()
         if (now >= deadline) return Advanced.Waiting
         // In real-time mode a reader whose splits are all paused or read returns nothing at once:
         // after an empty fetch, wait a little rather than spin on the task's core.
-        if (realTime && (fetchWasEmpty || unfinished.isEmpty)) Thread.sleep(math.min(IdleWaitMs, deadline - now))
+        if (realTime && (fetchWasEmpty || ranges.unfinished.isEmpty)) Thread.sleep(math.min(IdleWaitMs, deadline - now))
         if (live.isDefined) align(now)
-        if (unfinished.nonEmpty) {
+        if (ranges.unfinished.nonEmpty) {
           // long-running: never wait in the reader past the batch's deadline
           fetched = if (realTime) reader.fetch(math.max(1L, deadline - context.currentTimeMillis())) else reader.fetch()
           fetchWasEmpty = true
@@ -233,10 +251,10 @@ final class SluicePartitionReader(
       // where the split stood when the batch was planned counts until a record moves it further
       val known = (partition.eventTimes.get(id) ++ Some(s.maxEventTime).filter(_ != RecordsWithSplitIds.NoTimestamp)).maxOption
       val wm = known.map(eventTimeSettings.watermarkFor)
-      LiveSplitState(id, wm, idle = false, paused = false, finished = !unfinished.contains(id))
+      LiveSplitState(id, wm, idle = false, paused = false, finished = !ranges.unfinished.contains(id))
     }
     // a bounded range not read to its end has records waiting (a file queued behind another): not idle
-    val waiting = stats.values.filter(s => !s.range.isOpen && unfinished.contains(s.range.split.splitId)).map(_.range.split.splitId)
+    val waiting = stats.values.filter(s => !s.range.isOpen && ranges.unfinished.contains(s.range.split.splitId)).map(_.range.split.splitId)
     val (toPause, toResume) = live.get.tick(now, states, stats.map { case (id, s) => id -> s.records }, waiting.toSet)
     if (toPause.nonEmpty || toResume.nonEmpty) reader match {
       case pausable: PausableSplitReader[SourceSplit @unchecked] =>
@@ -277,51 +295,27 @@ final class SluicePartitionReader(
 
   private def metricsNow(): Array[org.apache.spark.sql.connector.metric.CustomTaskMetric] = {
     countOngoingPauses()
-    val paused = stats.keys.iterator.map(id => context.countersOf(id).getOrElse(ReaderMetrics.AlignmentPausedMs, 0L)).sum
-    // byte positions (files) are the bytes read; other readers count their own (Kafka: key and value sizes)
-    val bytes = context.bytesRead + stats.values.iterator.filterNot(_.range.split.positionsCountRecords)
-      .map(s => s.position - s.range.from).sum
-    ReaderMetrics.current(context, stats.keys, stats.values.iterator.map(_.records).sum, bytes, paused)
+    ranges.metrics()
   }
 
-  /** A record that starts past the range belongs to the next batch: emitting it would read it twice. */
-  private def readPastRange(stats: Stats, start: Long): Nothing = {
-    val r = stats.range
-    throw new IllegalStateException(s"Sluice: the ${source.sourceType} reader returned a record of split " +
-      s"${r.split.splitId} that starts at position $start, past the range [${r.from}, ${r.until}) " +
-      "this task reads; it would be read again by the next batch. This is a bug in the connector's reader.")
-  }
-
-  private def mark(stats: Stats): Unit = {
+  private def mark(stats: ranges.Stats): Unit = {
     val marker = latency.get.maybeMark(fetched.arrivalTime)
     if (marker >= 0 && stats.latencyMarkers.size < LatencyMarkers.MaxPerRange) stats.latencyMarkers += marker
   }
 
-  /**
-   * Per range: how far this task got, what it saw. A range read to its end counts to `until`.
-   * Latency markers travel once, in the report the task's end sends: positions are reported
-   * again and again (continuous processing: every epoch), markers must not be.
-   */
-  private def reports(latencyMarkers: Boolean): Seq[SplitReport] = { countOngoingPauses(); stats.values.toSeq }.flatMap { s =>
-    val maxTs = if (s.maxEventTime == RecordsWithSplitIds.NoTimestamp) None else Some(s.maxEventTime)
-    val id = s.range.split.splitId
-    // an open range is never read to its end (a split given up, e.g. a deleted partition, stays where it got)
-    // a record handed out in part is read again from its start: at least once, never a row lost
-    val reached = if (!unfinished.contains(id) && !s.range.isOpen) s.range.until
-      else if (s.midRecord) s.recordStart else s.position
-    Option.when(reached > s.range.from)(
-      SplitReport(id, s.range.from, reached, maxTs, s.records, context.countersOf(id),
-        if (latencyMarkers) s.latencyMarkers.toSeq else Nil))
+  private def reports(latencyMarkers: Boolean): Seq[SplitReport] = {
+    countOngoingPauses()
+    ranges.reports(latencyMarkers)
   }
 
   private var closed = false
 
   override def close(): Unit = if (!closed) {
     closed = true
-    // A failed task's accumulators are dropped by Spark, but a task may succeed without reading
-    // its ranges to the end (`limit`, `take`, `isEmpty` in foreachBatch): it reports how far it
-    // got, and the task that reads the range in full reports again (the larger report counts).
-    try progress.foreach(channel => reports(latencyMarkers = true).foreach(channel.add)) finally reader.close()
+    try {
+      countOngoingPauses()
+      ranges.sendReports(progress)
+    } finally reader.close()
   }
 }
 

@@ -177,8 +177,9 @@ abstract class SluiceStream(
       Option.when(kept > 0)(CheckpointBodies.BytesWrittenMetric -> kept.toString)).asJava
   }
 
-  protected def readerFactory: SluiceReaderFactory =
-    new SluiceReaderFactory(source, RecordTiming(options.eventTime, options.timestamps), accumulator, liveAlignment)
+  protected def timing: RecordTiming = RecordTiming(options.eventTime, options.timestamps)
+
+  protected def readerFactory: SluiceReaderFactory = new SluiceReaderFactory(source, timing, accumulator, liveAlignment)
 
   // ---- long-running batches (real-time mode, continuous processing) ---------------------------
 

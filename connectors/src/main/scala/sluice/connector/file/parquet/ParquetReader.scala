@@ -1,20 +1,13 @@
 package sluice.connector.file.parquet
 
-import java.io.FileNotFoundException
-
 import scala.collection.mutable
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.Path
-import org.apache.spark.paths.SparkPath
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.execution.datasources.PartitionedFile
 import org.apache.spark.unsafe.types.UTF8String
 
 import sluice.api.{PausableSplitReader, ReaderContext, RecordsWithSplitIds, SplitRange}
 import sluice.config.RecordLayout
-import sluice.connector.file.ListedFileCheck
-import sluice.connector.file.FileReader.{ChangedFilesSkipped, MissingFilesSkipped}
 import sluice.connector.format.Provenance
 
 /**
@@ -55,27 +48,18 @@ final class ParquetReader(
     /** The row index of the next row the iterator gives. */
     var next: Long = split.firstRow
     var done = false
-    var missing = 0L
-    var changed = 0L
+    /** The counter of a file skipped as missing or changed. */
+    var skippedAs: Option[String] = None
 
     locally {
-      try {
-        if (changedSinceListing()) done = true
-        else {
-          val file = PartitionedFile(partitions.valuesOf(split.path), SparkPath.fromPath(new Path(split.path)),
-            split.start, split.length, Array.empty[String], split.modificationTime, split.fileLength, Map.empty)
-          iterator = rows.read(file)
-          while (next < range.from && advance() != null) () // decode and drop the rows before `from`
-        }
-      } catch {
-        case e: FileNotFoundException =>
+      RowGroupFile.open(config, partitions, split, hadoopConf) { file =>
+        iterator = rows.read(file)
+        while (next < range.from && advance() != null) () // decode and drop the rows before `from`
+      } match {
+        case RowGroupFile.Read =>
+        case skipped =>
           close()
-          if (!config.ignoreMissingFiles) {
-            throw new FileNotFoundException(s"${ParquetConfig.Context}: file '${split.path}' was listed but no " +
-              "longer exists. Set option 'ignoreMissingFiles' to true to skip such files (they are counted as " +
-              s"$MissingFilesSkipped). (${e.getMessage})")
-          }
-          missing = 1L
+          skippedAs = skipped.skippedAs
           done = true
       }
     }
@@ -87,21 +71,10 @@ final class ParquetReader(
       var row: InternalRow = null
       // Rows of an earlier row group at the same midpoint (old footers: PARQUET-1402) come first: skipped.
       while (row == null || iterator.rowIndex < next) {
-        if (!iterator.hasNext) {
-          throw new IllegalStateException(s"${ParquetConfig.Context}: row group ${split.rowGroup} of '${split.path}' " +
-            s"ended at row $next, but its footer, when the file was listed, said it holds rows ${split.firstRow} to " +
-            s"${split.firstRow + split.rowCount - 1}" + (if (next == split.firstRow) " (Spark's Parquet reader " +
-            s"selected no row group for byte ${split.start}, the row group's midpoint when listed)" else "") +
-            ": the file changed after it was listed.")
-        }
+        if (!iterator.hasNext) throw RowGroupFile.endedEarly(split, next)
         row = iterator.next()
       }
-      if (iterator.rowIndex != next) {
-        throw new IllegalStateException(s"${ParquetConfig.Context}: reading row group ${split.rowGroup} of " +
-          s"'${split.path}' (rows ${split.firstRow} to ${split.firstRow + split.rowCount - 1}) Spark's Parquet reader " +
-          s"gave row ${iterator.rowIndex} where row $next was expected: the byte range given for the row group " +
-          "(its midpoint) selected another row group, or the file changed after it was listed.")
-      }
+      if (iterator.rowIndex != next) throw RowGroupFile.otherRow(split, iterator.rowIndex, next)
       next += 1
       row
     }
@@ -109,14 +82,6 @@ final class ParquetReader(
     private def finishRange(): Unit = {
       done = true
       close()
-    }
-
-    /** As for line files: a file whose length or modification time changed since it was listed. */
-    private def changedSinceListing(): Boolean = {
-      val changedNow = ListedFileCheck.changed(ParquetConfig.Context, split.path, split.fileLength,
-        split.modificationTime, config.ignoreChangedFiles, hadoopConf())
-      if (changedNow) changed = 1L
-      changedNow
     }
 
     /** Ends Spark's reader now when it can be (otherwise it closes when the task completes). */
@@ -157,8 +122,7 @@ final class ParquetReader(
 
   private def finish(c: Cursor): Unit = {
     c.close()
-    context.count(c.split.splitId, MissingFilesSkipped, c.missing)
-    context.count(c.split.splitId, ChangedFilesSkipped, c.changed)
+    RowGroupFile.countSkips(context, c.split.splitId, c.skippedAs)
   }
 
   override def close(): Unit = {

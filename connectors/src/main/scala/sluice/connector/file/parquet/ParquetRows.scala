@@ -7,6 +7,7 @@ import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.types.{LongType, StructType}
+import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarBatch}
 import org.apache.spark.util.SerializableConfiguration
 import org.apache.spark.sql.execution.datasources.{FileFormat, PartitionedFile}
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
@@ -21,9 +22,11 @@ import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
  * sensitivity, and which row groups a byte range selects (those whose midpoint lies in it).
  *
  * Each call reads one `PartitionedFile` (a row group's byte range and the file's partition
- * values) and returns its rows: data columns then partition columns. Rows are handed out one at
- * a time, not as columnar batches, each Spark's reader's own row seen without the row-index
- * column (not copied); no filter is pushed down (every row is read).
+ * values) and returns its rows: data columns then partition columns. `read` hands them out one
+ * at a time, each Spark's reader's own row seen without the row-index column (not copied);
+ * `readBatches` hands out the vectorized reader's column batches, where Spark itself would read
+ * batches (`supportBatch`: the vectorized reader is on and takes every column's type, whole-stage
+ * code generation is on). No filter is pushed down (every row is read).
  *
  * The reader is also asked for Spark's temporary row-index column (what `_metadata.row_index`
  * is made of), so each row comes with its row index in the file (`IndexedRows.rowIndex`): the
@@ -31,6 +34,7 @@ import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
  */
 final class ParquetRows private (
     reader: PartitionedFile => Iterator[InternalRow],
+    batchReader: Option[PartitionedFile => Iterator[InternalRow]],
     dataSchema: StructType,
     partitionSchema: StructType,
     conf: Broadcast[SerializableConfiguration])
@@ -44,17 +48,27 @@ final class ParquetRows private (
     val types = (dataSchema.fields ++ partitionSchema.fields).map(_.dataType)
     new ParquetRows.IndexedRows(reader(file), dataSchema.length, new RowWithoutColumn(dataSchema.length, types))
   }
+
+  /** Whether `readBatches` may be called: Spark would read these columns as batches. */
+  def readsBatches: Boolean = batchReader.isDefined
+
+  def readBatches(file: PartitionedFile): ParquetRows.IndexedBatches = {
+    val read = batchReader.getOrElse(throw new IllegalStateException("Spark reads these Parquet columns as rows"))
+    new ParquetRows.IndexedBatches(read(file), dataSchema.length, partitionSchema.length)
+  }
 }
 
 object ParquetRows {
   def apply(session: SparkSession, config: ParquetConfig): ParquetRows = {
-    val options = config.sparkOptions + (FileFormat.OPTION_RETURNING_BATCH -> "false")
-    val hadoopConf = session.sessionState.newHadoopConfWithOptions(options)
+    val hadoopConf = session.sessionState.newHadoopConfWithOptions(config.sparkOptions)
     val required = config.dataSchema.add(ParquetFileFormat.ROW_INDEX_TEMPORARY_COLUMN_NAME, LongType, nullable = true) // nullable: a missing column Spark fills
-    val build = new ParquetFileFormat().buildReaderWithPartitionValues(
-      session, config.dataSchema, config.partitionSchema, required, Nil, options, hadoopConf)
-    new ParquetRows(build, config.dataSchema, config.partitionSchema,
-      session.sparkContext.broadcast(new SerializableConfiguration(hadoopConf)))
+    val format = new ParquetFileFormat()
+    def build(batches: Boolean) = format.buildReaderWithPartitionValues(session, config.dataSchema,
+      config.partitionSchema, required, Nil, config.sparkOptions + (FileFormat.OPTION_RETURNING_BATCH -> batches.toString),
+      hadoopConf)
+    val batches = format.supportBatch(session, StructType(required.fields ++ config.partitionSchema.fields))
+    new ParquetRows(build(batches = false), Option.when(batches)(build(batches = true)), config.dataSchema,
+      config.partitionSchema, session.sparkContext.broadcast(new SerializableConfiguration(hadoopConf)))
   }
 
   /**
@@ -72,9 +86,26 @@ object ParquetRows {
       rowIndex = r.getLong(indexOrdinal)
       view.of(r)
     }
-    override def close(): Unit = rows match {
-      case c: Closeable => c.close()
-      case _ =>
-    }
+    override def close(): Unit = closeReader(rows)
+  }
+
+  /**
+   * The vectorized reader's batches (valid until the next `hasNext`, as its rows are), with the
+   * row-index vector apart from the others: `columns` are the data then the partition columns.
+   */
+  final class IndexedBatches private[ParquetRows] (batches: Iterator[InternalRow], dataColumns: Int, partitionColumns: Int)
+    extends Iterator[ColumnarBatch] with Closeable {
+    override def hasNext: Boolean = batches.hasNext
+    // Spark's reader hands its batches through an iterator typed as rows (FileFormat's contract)
+    override def next(): ColumnarBatch = batches.next().asInstanceOf[Any].asInstanceOf[ColumnarBatch]
+    def rowIndexes(batch: ColumnarBatch): ColumnVector = batch.column(dataColumns)
+    def columns(batch: ColumnarBatch): Array[ColumnVector] =
+      Array.tabulate(dataColumns + partitionColumns)(i => batch.column(if (i < dataColumns) i else i + 1))
+    override def close(): Unit = closeReader(batches)
+  }
+
+  private def closeReader(reader: Iterator[_]): Unit = reader match {
+    case c: Closeable => c.close()
+    case _ =>
   }
 }

@@ -15,10 +15,12 @@ import sluice.connector.format.Provenance
  * found at the start) or, with `monitorIntervalMs`, unbounded. Rows are the files' columns, the
  * partition columns of `name=value` directories, then the provenance columns `_split` (the file,
  * or the file and its row group), `_position` (the row index in the file) and `_timestamp` (the
- * file's modification time).
+ * file's modification time). Whole row groups are handed to Spark as the column batches of its
+ * vectorized reader (`ParquetBatchReader`), other ranges as rows (`ParquetReader`).
  */
 final class ParquetSource private[parquet] (val config: ParquetConfig, rows: ParquetRows)
-  extends Source[RowGroupSplit, ParquetEnumeratorState] with SupportsSplitPausing[RowGroupSplit] {
+  extends Source[RowGroupSplit, ParquetEnumeratorState] with SupportsSplitPausing[RowGroupSplit]
+    with SupportsColumnarReads[RowGroupSplit] {
 
   override def sourceType: String = FileSource.Type
 
@@ -47,6 +49,17 @@ final class ParquetSource private[parquet] (val config: ParquetConfig, rows: Par
 
   override def createReader(context: ReaderContext): ParquetReader =
     new ParquetReader(config, rows, context, () => rows.hadoopConf)
+
+  /**
+   * Column batches where Spark would read these columns as batches, for ranges of whole row
+   * groups: a range starting or ending inside one (a restart mid-row-group, a read limit) is read
+   * as rows, which can drop the rows before its start and stop at its end.
+   */
+  override def readsColumnar(ranges: Seq[SplitRange[RowGroupSplit]], layout: RecordLayout): Boolean =
+    rows.readsBatches && ranges.forall(r => r.from == r.split.firstRow && r.until == r.split.firstRow + r.split.rowCount)
+
+  override def createColumnarReader(context: ReaderContext): ParquetBatchReader =
+    new ParquetBatchReader(config, rows, context, () => rows.hadoopConf)
 
   override def splitSerializer: VersionedSerializer[RowGroupSplit] = RowGroupSplitSerializer
   override def enumeratorStateSerializer: VersionedSerializer[ParquetEnumeratorState] = ParquetEnumeratorStateSerializer
