@@ -47,15 +47,7 @@ final class HybridReader(hybrid: HybridSource, context: ReaderContext) extends P
     }
 
   private def readerOf(index: Int): SplitReader[SourceSplit] =
-    readers.getOrElseUpdate(index, hybrid.resolvedSourceAt(index).createReader(new MemberContext(index)))
-
-  /** The hybrid's context as a member's reader sees it: counters go to the hybrid's split ids. */
-  private final class MemberContext(index: Int) extends ReaderContext {
-    override def recordLayout: RecordLayout = context.recordLayout
-    override def currentTimeMillis(): Long = context.currentTimeMillis()
-    override def count(splitId: String, name: String, delta: Long): Unit =
-      context.count(HybridSplit.id(index, splitId), name, delta)
-  }
+    readers.getOrElseUpdate(index, hybrid.resolvedSourceAt(index).createReader(new MemberContext(context, index)))
 
   override def close(): Unit = readers.values.foreach(_.close())
 

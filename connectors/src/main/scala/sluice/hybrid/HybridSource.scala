@@ -18,7 +18,8 @@ final class HybridSource private (
     val entries: IndexedSeq[HybridSource.Entry],
     resolver: SourceResolver,
     val retention: HybridSource.RetentionSettings)
-  extends Source[HybridSplit, HybridEnumeratorState] with SupportsSplitPausing[HybridSplit] {
+  extends Source[HybridSplit, HybridEnumeratorState] with SupportsSplitPausing[HybridSplit]
+    with SupportsColumnarReads[HybridSplit] {
   import HybridSource._
 
   /**
@@ -90,6 +91,15 @@ final class HybridSource private (
   }
   override def createReader(context: ReaderContext): HybridReader = new HybridReader(this, context)
 
+  /** Column batches when every member the ranges belong to can read its own ranges as batches. */
+  override def readsColumnar(ranges: Seq[SplitRange[HybridSplit]], layout: RecordLayout): Boolean =
+    ranges.groupBy(_.split.sourceIndex).forall { case (i, own) =>
+      HybridSource.columnar(resolvedSourceAt(i))
+        .exists(_.readsColumnar(own.map(r => SplitRange(r.split.child, r.from, r.until)), layout))
+    }
+
+  override def createColumnarReader(context: ReaderContext): HybridColumnarReader = new HybridColumnarReader(this, context)
+
   override def splitSerializer: VersionedSerializer[HybridSplit] = new HybridSplitSerializer(this)
   override def enumeratorStateSerializer: VersionedSerializer[HybridEnumeratorState] = HybridStateSerializer
 
@@ -98,6 +108,12 @@ final class HybridSource private (
 
 object HybridSource {
   val Type = "hybrid"
+
+  /** A member as a source of column batches, when it is one. */
+  private[hybrid] def columnar(member: Source[_, _]): Option[SupportsColumnarReads[SourceSplit]] = member match {
+    case c: SupportsColumnarReads[SourceSplit @unchecked] => Some(c)
+    case _ => None
+  }
   val SourcesOption: String = HybridOptions.Sources.name
   private val FactoryKey = HybridOptions.Factory.name
   private val BoundednessKey = HybridOptions.FactoryBoundedness.name

@@ -89,4 +89,47 @@ class ParquetKafkaHybridSuite extends AnyFunSuite with KafkaSuiteBase with Spark
     assert(spark.read.parquet(out).where(col("id") < 1200).select(Provenance.SplitColumn, Provenance.PositionColumn)
       .distinct().count() == 1200)
   }
+
+  test("Parquet then Kafka without a read limit: the history's row groups as column batches, Kafka as rows, every record once") {
+    val dir = tempDir("history-batches").resolve("files").toString
+    spark.range(0, 900, 1, 1).selectExpr("id", s"$Base + id * 1000 AS ts")
+      .write.option("parquet.block.size", "2048").parquet(dir)
+    kafka.createTopic("pq_live_batches", 2)
+    val liveStart = Base + 3600000L
+    kafka.produce("pq_live_batches", (0 until 100).map(i => ProducedRecord.text(
+      value = Some(s"""{"id": ${1000 + i}, "ts": ${liveStart + i * 1000L}}"""), partition = Some(i % 2),
+      timestamp = Some(liveStart + i * 1000L))))
+    val hybrid = HybridSource.builder(ParquetSource.builder().path(dir).timestampColumn("ts").build())
+      .addSource(KafkaSource.builder().bootstrapServers(kafka.bootstrapServers).topics("pq_live_batches")
+        .startingOffsets(OffsetsInitializer.earliest()).option("format", "json").option("schema", "id BIGINT, ts BIGINT")
+        .build())
+      .build()
+
+    // the planner asks the hybrid for all of a batch's ranges: batches only when every member in it reads them so
+    val rowGroups = hybrid.createEnumerator().discoverSplits()
+    assert(rowGroups.size > 3 && rowGroups.forall(_.sourceIndex == 0))
+    val whole = rowGroups.map(s => sluice.api.SplitRange(s, s.startPosition, s.stopPosition.get))
+    assert(hybrid.readsColumnar(whole, sluice.config.RecordLayout.Full))
+    assert(!hybrid.readsColumnar(whole.map(r => r.copy(from = r.from + 1)), sluice.config.RecordLayout.Full))
+
+    // per batch: whether Spark read it as column batches, and its ids
+    val seen = new java.util.concurrent.ConcurrentLinkedQueue[(Long, Boolean, Seq[Long])]()
+    val q = Sluice.fromSource(spark, hybrid, WatermarkStrategy.forMonotonousTimestamps(), "history+live batches")
+      .writeStream.queryName("pq_batches").foreachBatch { (df: org.apache.spark.sql.DataFrame, id: Long) =>
+        // the batch's own plan (the batch's DataFrame here is a scan of its already planned RDD)
+        val running = spark.streams.active.find(_.name == "pq_batches").get
+          .asInstanceOf[org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper].streamingQuery
+        val columnar = running.lastExecution.executedPlan.exists(_.isInstanceOf[org.apache.spark.sql.execution.ColumnarToRowExec])
+        seen.add((id, columnar, df.select("id").collect().map(_.getLong(0)).toSeq))
+        ()
+      }
+      .option("checkpointLocation", tempDir("ckpt").toString).trigger(Trigger.AvailableNow()).start()
+    awaitEnd(q, timeoutMs = 180000)
+    assert(q.exception.isEmpty, q.exception)
+    val batches = seen.asScala.toSeq.filter(_._3.nonEmpty).sortBy(_._1)
+    assert(batches.flatMap(_._3).sorted == (0L until 900L) ++ (1000L until 1100L))
+    val (history, live) = batches.partition(_._3.forall(_ < 900L))
+    assert(history.nonEmpty && history.forall(_._2), "the history's batches were not read as column batches")
+    assert(live.nonEmpty && live.forall(b => b._3.forall(_ >= 1000L) && !b._2), "Kafka's batches are rows")
+  }
 }
