@@ -18,9 +18,11 @@ import sluice.config.RecordLayout
  * `_timestamp` (the file's modification time) are constant vectors and `_position` is the
  * reader's row-index vector, so a batch holds the same values as the rows `ParquetReader` builds.
  *
- * Only ranges that cover a whole row group come here (`ParquetSource.readsColumnar`): a batch
- * never needs cutting, because Spark's reader never lets one cross a row group. Every batch is
- * checked against the rows the range expects (its first and last row index), as rows are.
+ * Spark's reader never lets a batch cross a row group, and it cannot seek to a row: a range that
+ * starts inside its row group (a restart, a batch a read limit ended there) skips the batches
+ * before its start and sees the one holding it from its start on (`OffsetColumnVector`), and a
+ * range that ends inside it cuts its last batch short; only rows of the range reach Spark. Every
+ * batch is checked against the rows the range expects (its first and last row index), as rows are.
  */
 final class ParquetBatchReader(
     config: ParquetConfig,
@@ -62,7 +64,11 @@ final class ParquetBatchReader(
         done = true
     }
 
-    /** The batch of the next rows in the source's columns; the range is `done` after its last. */
+    /**
+     * The next rows of the range as a batch in the source's columns; the range is `done` after
+     * its last. A batch reaching past `until` is cut short; one starting before `from` (the
+     * first of a range that starts inside the row group) is seen from `from` on.
+     */
     def nextBatch(): ColumnarBatch = {
       while (true) {
         if (!batches.hasNext) throw RowGroupFile.endedEarly(split, next)
@@ -71,15 +77,20 @@ final class ParquetBatchReader(
         if (n > 0) {
           val indexes = batches.rowIndexes(batch)
           val (first, last) = (indexes.getLong(0), indexes.getLong(n - 1))
-          // a batch of an earlier row group at the same midpoint (old footers: PARQUET-1402) is skipped whole
+          // a batch wholly before `next` is skipped: rows before the range's start, or a batch of
+          // an earlier row group at the same midpoint (old footers: PARQUET-1402)
           if (last >= next) {
-            if (first != next) throw RowGroupFile.otherRow(split, first, next)
-            if (last != first + n - 1 || last >= range.until) throw RowGroupFile.otherRow(split, last, first + n - 1)
-            next = last + 1
+            if (last != first + n - 1) throw RowGroupFile.otherRow(split, last, first + n - 1)
+            // only the range's first batch may start before it; any other gap or overlap is wrong rows
+            if (first > next || (first < next && next != range.from)) throw RowGroupFile.otherRow(split, first, next)
+            val skip = (next - first).toInt
+            val end = math.min(last + 1, range.until)
+            val rows = (end - next).toInt
+            next = end
             done = next >= range.until
-            val columns = batches.columns(batch)
-            return new ColumnarBatch(if (compact) columns else columns ++ Array[ColumnVector](splitColumn, indexes,
-              timestampColumn), n)
+            val data = batches.columns(batch)
+            val columns = if (compact) data else data ++ Array[ColumnVector](splitColumn, indexes, timestampColumn)
+            return new ColumnarBatch(if (skip == 0) columns else columns.map(new OffsetColumnVector(_, skip)), rows)
           }
         }
       }

@@ -15,8 +15,9 @@ import sluice.connector.format.Provenance
  * found at the start) or, with `monitorIntervalMs`, unbounded. Rows are the files' columns, the
  * partition columns of `name=value` directories, then the provenance columns `_split` (the file,
  * or the file and its row group), `_position` (the row index in the file) and `_timestamp` (the
- * file's modification time). Whole row groups are handed to Spark as the column batches of its
- * vectorized reader (`ParquetBatchReader`), other ranges as rows (`ParquetReader`).
+ * file's modification time). Where Spark would read the columns as batches, they are handed to
+ * Spark as the column batches of its vectorized reader (`ParquetBatchReader`), otherwise as rows
+ * (`ParquetReader`, which real-time mode and continuous processing always use).
  */
 final class ParquetSource private[parquet] (val config: ParquetConfig, rows: ParquetRows)
   extends Source[RowGroupSplit, ParquetEnumeratorState] with SupportsSplitPausing[RowGroupSplit]
@@ -50,13 +51,8 @@ final class ParquetSource private[parquet] (val config: ParquetConfig, rows: Par
   override def createReader(context: ReaderContext): ParquetReader =
     new ParquetReader(config, rows, context, () => rows.hadoopConf)
 
-  /**
-   * Column batches where Spark would read these columns as batches, for ranges of whole row
-   * groups: a range starting or ending inside one (a restart mid-row-group, a read limit) is read
-   * as rows, which can drop the rows before its start and stop at its end.
-   */
-  override def readsColumnar(ranges: Seq[SplitRange[RowGroupSplit]], layout: RecordLayout): Boolean =
-    rows.readsBatches && ranges.forall(r => r.from == r.split.firstRow && r.until == r.split.firstRow + r.split.rowCount)
+  /** Column batches wherever Spark would read these columns as batches, for any range. */
+  override def readsColumnar(ranges: Seq[SplitRange[RowGroupSplit]], layout: RecordLayout): Boolean = rows.readsBatches
 
   override def createColumnarReader(context: ReaderContext): ParquetBatchReader =
     new ParquetBatchReader(config, rows, context, () => rows.hadoopConf)

@@ -110,21 +110,61 @@ class ParquetColumnarSuite extends AnyFunSuite with SparkSuiteBase {
     assert(q1.lastProgress.eventTime.get("watermark") == q2.lastProgress.eventTime.get("watermark"))
   }
 
-  test("a range cut inside a row group is read as rows, every row once; whole ones as batches") {
+  test("ranges cut inside row groups (a read limit) are read as batches too, every row once") {
     val s = source()
-    val splits = s.createEnumerator().discoverSplits()
-    val whole = splits.map(split => SplitRange(split, split.firstRow, split.firstRow + split.rowCount))
-    assert(s.readsColumnar(whole, RecordLayout.Full) && s.readsColumnar(whole, RecordLayout.Compact))
-    val split = splits.head
-    assert(!s.readsColumnar(whole :+ SplitRange(split, split.firstRow + 1, split.firstRow + split.rowCount), RecordLayout.Full))
-    assert(!s.readsColumnar(Seq(SplitRange(split, split.firstRow, split.firstRow + 1)), RecordLayout.Full))
+    val split = s.createEnumerator().discoverSplits().head
+    assert(s.readsColumnar(Seq(SplitRange(split, split.firstRow + 1, split.firstRow + 2)), RecordLayout.Full))
     withConf("spark.sql.parquet.enableVectorizedReader", "false") {
-      assert(!source().readsColumnar(whole, RecordLayout.Full))
+      assert(!source().readsColumnar(Seq(SplitRange(split, split.firstRow, split.firstRow + split.rowCount)),
+        RecordLayout.Full))
     }
-    // a read limit cuts row groups: those batches go as rows; the rows are exactly the table's
-    val (limited, _, q) = run(Sluice.fromSource(spark, s, null, "limited", Map("maxRecordsPerTrigger" -> "150")))
-    assert(q.recentProgress.count(_.numInputRows > 0) > 5)
+    // batches of 150 records end inside row groups, and the next batch starts there
+    val (limited, columnar, q) = run(Sluice.fromSource(spark, s, null, "limited", Map("maxRecordsPerTrigger" -> "150")))
+    assert(columnar && q.recentProgress.count(_.numInputRows > 0) > 5)
+    assert(q.recentProgress.filter(_.numInputRows > 0).dropRight(1).forall(_.numInputRows == 150))
     assert(multiset(limited) == multiset(run(Sluice.fromSource(spark, s, null, "unlimited"))._1))
+  }
+
+  test("the batch reader starts and ends a range inside a row group: the rows the row reader gives there") {
+    // batches of 16 rows, so a range starts inside a later batch of its row group
+    val s = withConf("spark.sql.parquet.columnarReaderBatchSize", "16")(source())
+    val split = s.createEnumerator().discoverSplits().filter(_.rowCount > 60).head
+    val ranges = Seq(SplitRange(split, split.firstRow + 37, split.firstRow + split.rowCount - 5))
+    val columnar = ArrayBuffer[(Long, Long, String)]()
+    val reader = s.createColumnarReader(ReaderContext())
+    reader.handleSplitsChanges(ranges)
+    try {
+      var finished = false
+      while (!finished) {
+        val f = reader.fetch()
+        finished = f.finishedSplits.nonEmpty
+        Option(f.batch).foreach { b =>
+          (0 until b.numRows()).foreach { i =>
+            columnar += ((b.column(0).getLong(i), b.column(b.numCols() - 2).getLong(i),
+              if (b.column(1).isNullAt(i)) null else b.column(1).getUTF8String(i).toString))
+          }
+          assert(f.position == columnar.last._2 + 1)
+          // a struct field read through the shifted view
+          if (b.numRows() > 0) assert(b.column(4).getStruct(0).getLong(0) == columnar(columnar.size - b.numRows())._1 % 3)
+        }
+      }
+    } finally reader.close()
+    val rows = ArrayBuffer[(Long, Long, String)]()
+    val rowReader = s.createReader(ReaderContext())
+    rowReader.handleSplitsChanges(ranges)
+    try {
+      var finished = false
+      while (!finished) {
+        val f = rowReader.fetch()
+        finished = f.finishedSplits.nonEmpty
+        while (f.nextSplit() != null) while (f.nextRecord()) {
+          val r = f.row
+          rows += ((r.getLong(0), r.getLong(r.numFields - 2), if (r.isNullAt(1)) null else r.getUTF8String(1).toString))
+        }
+      }
+    } finally rowReader.close()
+    assert(columnar.map(_._2) == (split.firstRow + 37 until split.firstRow + split.rowCount - 5))
+    assert(columnar == rows)
   }
 
   /** Reads `ranges` with the source's batch reader: per fetch, the split, the row indexes and the finished splits. */
