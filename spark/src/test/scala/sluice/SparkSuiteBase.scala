@@ -34,6 +34,20 @@ trait SparkSuiteBase extends BeforeAndAfterAll { self: Suite =>
     try if (spark != null) spark.stop() finally super.afterAll()
   }
 
+  /** Rows with how often each occurs: equal multisets are the same rows, in any order. */
+  protected def multiset(rows: Seq[org.apache.spark.sql.Row]): Map[org.apache.spark.sql.Row, Int] =
+    rows.groupBy(identity).map { case (r, s) => r -> s.size }
+
+  /** Runs `body` with the Spark setting `key` = `value`, then restores what it was. */
+  protected def withConf[T](key: String, value: String)(body: => T): T = {
+    val before = spark.conf.getOption(key)
+    spark.conf.set(key, value)
+    try body finally before match {
+      case Some(v) => spark.conf.set(key, v)
+      case None => spark.conf.unset(key)
+    }
+  }
+
   protected def tempDir(prefix: String): Path = {
     val dir = Files.createTempDirectory(prefix)
     dir.toFile.deleteOnExit()

@@ -23,8 +23,6 @@ class CompressedFilesSuite extends AnyFunSuite with SparkSuiteBase {
 
   private var tables = 0
 
-  private def multiset(rows: Seq[Row]): Map[Row, Int] = rows.groupBy(identity).map { case (r, s) => r -> s.size }
-
   private def causes(e: Throwable): String =
     Iterator.iterate(e)(_.getCause).takeWhile(_ != null).map(_.getMessage).mkString(" | ")
 

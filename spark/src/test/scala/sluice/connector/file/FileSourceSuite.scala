@@ -19,8 +19,6 @@ class FileSourceSuite extends AnyFunSuite with SparkSuiteBase {
 
   private var tables = 0
 
-  private def multiset(rows: Seq[Row]): Map[Row, Int] = rows.groupBy(identity).map { case (r, s) => r -> s.size }
-
   private def run(source: FileSource, readOptions: Map[String, String] = Map.empty): (DataFrame, StreamingQuery) = {
     tables += 1
     val name = s"file_$tables"

@@ -82,8 +82,6 @@ class MalformedInputSuite extends AnyFunSuite with SparkSuiteBase {
     (data.collect().toSeq, (0L +: dropped.toSeq).max)
   }
 
-  private def multiset(rows: Seq[Row]): Map[Row, Int] = rows.groupBy(identity).map { case (r, s) => r -> s.size }
-
   private def causes(e: Throwable): String =
     Iterator.iterate(e)(_.getCause).takeWhile(_ != null).map(_.getMessage).mkString(" | ")
 

@@ -26,17 +26,6 @@ import sluice.eventtime.WatermarkStrategy
 class ParquetColumnarSuite extends AnyFunSuite with SparkSuiteBase {
   import ParquetSourceSuite.BaseMs
 
-  private def multiset(rows: Seq[Row]): Map[Row, Int] = rows.groupBy(identity).map { case (r, s) => r -> s.size }
-
-  private def withConf[T](key: String, value: String)(body: => T): T = {
-    val before = spark.conf.getOption(key)
-    spark.conf.set(key, value)
-    try body finally before match {
-      case Some(v) => spark.conf.set(key, v)
-      case None => spark.conf.unset(key)
-    }
-  }
-
   /** 2000 rows in 4 files under `region=` directories, several row groups each, nulls and nested columns. */
   private lazy val table: Path = {
     val dir = tempDir("columnar").resolve("table")

@@ -26,17 +26,6 @@ class ParquetSourceSuite extends AnyFunSuite with SparkSuiteBase {
 
   private var tables = 0
 
-  private def multiset(rows: Seq[Row]): Map[Row, Int] = rows.groupBy(identity).map { case (r, s) => r -> s.size }
-
-  private def withConf[T](key: String, value: String)(body: => T): T = {
-    val before = spark.conf.getOption(key)
-    spark.conf.set(key, value)
-    try body finally before match {
-      case Some(v) => spark.conf.set(key, v)
-      case None => spark.conf.unset(key)
-    }
-  }
-
   private def run(source: ParquetSource, readOptions: Map[String, String] = Map.empty): (DataFrame, StreamingQuery) = {
     tables += 1
     val name = s"parquet_$tables"
