@@ -1,6 +1,6 @@
 package sluice.connector.file.parquet
 
-import org.apache.spark.sql.types.Decimal
+import org.apache.spark.sql.types.{CalendarIntervalType, Decimal, StructType, VariantType}
 import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarArray, ColumnarMap}
 import org.apache.spark.unsafe.types.{BinaryView, CalendarInterval, TimestampNanosVal, UTF8String}
 
@@ -15,7 +15,18 @@ import org.apache.spark.unsafe.types.{BinaryView, CalendarInterval, TimestampNan
  * `numNulls` is the count below, an upper bound of the view's.
  */
 private[parquet] final class OffsetColumnVector(below: ColumnVector, offset: Int) extends ColumnVector(below.dataType()) {
-  private val children = scala.collection.mutable.Map[Int, OffsetColumnVector]()
+  /**
+   * Children read by row (`getStruct`, `getVariant` and `getInterval` read a struct's fields, a
+   * variant's or an interval's parts through them) are shifted alike; an array's or a map's
+   * children are indexed by element, not by row, and are never read through this view (`getArray`
+   * and `getMap` are answered below, with absolute element offsets).
+   */
+  private val children: Array[ColumnVector] = below.dataType() match {
+    case s: StructType => Array.tabulate(s.length)(i => new OffsetColumnVector(below.getChild(i), offset))
+    case CalendarIntervalType => Array.tabulate(3)(i => new OffsetColumnVector(below.getChild(i), offset))
+    case VariantType => Array.tabulate(2)(i => new OffsetColumnVector(below.getChild(i), offset))
+    case _ => Array.empty
+  }
 
   override def close(): Unit = ()
   override def closeIfFreeable(): Unit = ()
@@ -39,10 +50,7 @@ private[parquet] final class OffsetColumnVector(below: ColumnVector, offset: Int
   override def getTimestampNTZNanos(rowId: Int): TimestampNanosVal = below.getTimestampNTZNanos(rowId + offset)
   override def getTimestampLTZNanos(rowId: Int): TimestampNanosVal = below.getTimestampLTZNanos(rowId + offset)
 
-  /**
-   * Children shifted alike, read by row as `getStruct` and `getVariant` (final) read them.
-   * (Arrays and maps are read through `getArray` / `getMap` below, whose element offsets are absolute.)
-   */
   override def getChild(ordinal: Int): ColumnVector =
-    children.getOrElseUpdate(ordinal, new OffsetColumnVector(below.getChild(ordinal), offset))
+    if (ordinal < children.length) children(ordinal)
+    else throw new UnsupportedOperationException(s"a child of a ${below.dataType().simpleString} vector is indexed by element, not by row")
 }

@@ -12,7 +12,7 @@ import sluice.api.{ColumnarFetch, ColumnarSplitReader, ReaderContext, RecordsWit
 import sluice.config.RecordLayout
 
 /**
- * Reads whole row groups as the column batches of Spark's vectorized Parquet reader, handed to
+ * Reads row-group ranges as the column batches of Spark's vectorized Parquet reader, handed to
  * Spark as they come: the reader's own vectors, without a copy, re-ordered into the source's
  * columns. Data and partition columns are the reader's; in the full layout `_split` and
  * `_timestamp` (the file's modification time) are constant vectors and `_position` is the
@@ -85,12 +85,12 @@ final class ParquetBatchReader(
             if (first > next || (first < next && next != range.from)) throw RowGroupFile.otherRow(split, first, next)
             val skip = (next - first).toInt
             val end = math.min(last + 1, range.until)
-            val rows = (end - next).toInt
+            val count = (end - next).toInt
             next = end
             done = next >= range.until
             val data = batches.columns(batch)
             val columns = if (compact) data else data ++ Array[ColumnVector](splitColumn, indexes, timestampColumn)
-            return new ColumnarBatch(if (skip == 0) columns else columns.map(new OffsetColumnVector(_, skip)), rows)
+            return new ColumnarBatch(if (skip == 0) columns else columns.map(new OffsetColumnVector(_, skip)), count)
           }
         }
       }

@@ -19,9 +19,10 @@ import sluice.connector.format.Provenance
 import sluice.eventtime.WatermarkStrategy
 
 /**
- * Whole row groups reach Spark as the vectorized reader's column batches: the same rows,
- * provenance, event times and reports as rows give (the row path is what Spark's reader gives
- * with `spark.sql.parquet.enableVectorizedReader=false`, or for ranges cut inside a row group).
+ * Row-group ranges reach Spark as the vectorized reader's column batches: the same rows,
+ * provenance, event times and reports as rows give (the row path: Spark's reader with
+ * `spark.sql.parquet.enableVectorizedReader=false`, or `ParquetReader` on the same ranges),
+ * including ranges that start or end inside a row group.
  */
 class ParquetColumnarSuite extends AnyFunSuite with SparkSuiteBase {
   import ParquetSourceSuite.BaseMs
@@ -80,14 +81,22 @@ class ParquetColumnarSuite extends AnyFunSuite with SparkSuiteBase {
   }
 
   test("under a watermark strategy the event-time column, each split's watermark and the query's are the row path's") {
-    def withStrategy(name: String) = {
+    def withStrategy(name: String, limit: Map[String, String]) = {
       val strategy = WatermarkStrategy.forBoundedOutOfOrderness(java.time.Duration.ofSeconds(5))
         .withTimestampColumn("ts")
-      val df = Sluice.fromSource(spark, source(), strategy, name)
+      val df = Sluice.fromSource(spark, source(), strategy, name, limit)
       run(df.withWatermark("event_time", "1 minute").select("id", "ts", "event_time"))
     }
-    val (batches, columnar, q1) = withStrategy("wm_batches")
-    val (rows, rowPath, q2) = withConf("spark.sql.parquet.enableVectorizedReader", "false")(withStrategy("wm_rows"))
+    // batches of 170 records end inside row groups: views and cut batches carry event times too
+    val limited = Map("maxRecordsPerTrigger" -> "170")
+    val (cut, cutColumnar, q3) = withStrategy("wm_cut_batches", limited)
+    val (cutRows, _, q4) = withConf("spark.sql.parquet.enableVectorizedReader", "false")(withStrategy("wm_cut_rows", limited))
+    assert(cutColumnar && multiset(cut) == multiset(cutRows))
+    def perBatch(q: StreamingQuery) = q.recentProgress.filter(_.numInputRows > 0).map(p => splitStates(p).map(s => s.split -> s.watermark))
+    assert(perBatch(q3).length > 5 && perBatch(q3).toSeq == perBatch(q4).toSeq)
+
+    val (batches, columnar, q1) = withStrategy("wm_batches", Map.empty)
+    val (rows, rowPath, q2) = withConf("spark.sql.parquet.enableVectorizedReader", "false")(withStrategy("wm_rows", Map.empty))
     assert(columnar && !rowPath)
     assert(multiset(batches) == multiset(rows))
     // event_time is ts truncated to the millisecond, null where ts is
@@ -114,46 +123,72 @@ class ParquetColumnarSuite extends AnyFunSuite with SparkSuiteBase {
     assert(multiset(limited) == multiset(run(Sluice.fromSource(spark, s, null, "unlimited"))._1))
   }
 
-  test("the batch reader starts and ends a range inside a row group: the rows the row reader gives there") {
-    // batches of 16 rows, so a range starts inside a later batch of its row group
-    val s = withConf("spark.sql.parquet.columnarReaderBatchSize", "16")(source())
-    val split = s.createEnumerator().discoverSplits().filter(_.rowCount > 60).head
-    val ranges = Seq(SplitRange(split, split.firstRow + 37, split.firstRow + split.rowCount - 5))
-    val columnar = ArrayBuffer[(Long, Long, String)]()
-    val reader = s.createColumnarReader(ReaderContext())
-    reader.handleSplitsChanges(ranges)
-    try {
-      var finished = false
-      while (!finished) {
-        val f = reader.fetch()
-        finished = f.finishedSplits.nonEmpty
-        Option(f.batch).foreach { b =>
-          (0 until b.numRows()).foreach { i =>
-            columnar += ((b.column(0).getLong(i), b.column(b.numCols() - 2).getLong(i),
-              if (b.column(1).isNullAt(i)) null else b.column(1).getUTF8String(i).toString))
+  /** 200 rows in one row group, every type the vectorized reader reads, nulls in each column. */
+  private lazy val wide: Path = {
+    val dir = tempDir("wide").resolve("table")
+    withConf("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")(spark.range(0, 200, 1, 1).selectExpr(
+      "id",
+      "CASE WHEN id % 9 = 0 THEN NULL ELSE CAST(id AS INT) END AS i",
+      "CAST(id % 300 AS SHORT) AS sh",
+      "CAST(id % 100 AS BYTE) AS b",
+      "id % 2 = 0 AS flag",
+      "CAST(id / 3.0 AS FLOAT) AS f",
+      "CASE WHEN id % 5 = 0 THEN NULL ELSE id / 7.0 END AS d",
+      "date_add(DATE'2026-01-01', CAST(id AS INT)) AS day",
+      "CAST(concat('bin-', id) AS BINARY) AS bin",
+      "CAST(id * 1.000001 AS DECIMAL(38, 6)) AS big",
+      s"CASE WHEN id % 11 = 0 THEN NULL ELSE timestamp_millis($BaseMs + id * 1000 + id % 7) END AS ts",
+      "map(concat('k', id), named_struct('x', CAST(id AS INT))) AS m",
+      "CASE WHEN id % 4 = 0 THEN NULL ELSE array(named_struct('y', id, 'z', concat('z', id)), named_struct('y', id + 1, 'z', CAST(NULL AS STRING))) END AS arr",
+      "named_struct('inner', CASE WHEN id % 6 = 0 THEN NULL ELSE named_struct('a', CAST(id AS INT), 'b', concat('b', id)) END, 'n', id * 2) AS nested")
+      .write.parquet(dir.toString))
+    dir
+  }
+
+  test("the batch reader starts and ends ranges inside a row group: the rows and record times the row reader gives") {
+    // batches of 16 rows, so ranges start inside, at the start of and after whole batches of the row group
+    // full rows with record times from `ts`; compact rows (which carry no time) without
+    val sources = withConf("spark.sql.parquet.columnarReaderBatchSize", "16")(Map(
+      RecordLayout.Full -> ParquetSource.builder().path(wide.toString).timestampColumn("ts").build(),
+      RecordLayout.Compact -> ParquetSource.builder().path(wide.toString).build()))
+    val split = sources(RecordLayout.Full).createEnumerator().discoverSplits().head
+    assert(split.rowCount == 200)
+    Seq((37L, 195L), (16L, 48L), (40L, 45L), (0L, 200L), (199L, 200L), (50L, 50L)).foreach { case (from, until) =>
+      Seq(RecordLayout.Full, RecordLayout.Compact).foreach { layout =>
+        val s = sources(layout)
+        val convert = org.apache.spark.sql.catalyst.CatalystTypeConverters.createToScalaConverter(s.schema(layout))
+        val range = Seq(SplitRange(split, split.firstRow + from, split.firstRow + until))
+        val columnar = ArrayBuffer[(Row, Long)]()
+        val reader = s.createColumnarReader(ReaderContext(layout))
+        reader.handleSplitsChanges(range)
+        try {
+          var finished = false
+          while (!finished) {
+            val f = reader.fetch()
+            finished = f.finishedSplits.nonEmpty
+            Option(f.batch).foreach { b =>
+              (0 until b.numRows()).foreach(i => columnar += ((convert(b.getRow(i)).asInstanceOf[Row], f.recordTime(i))))
+              assert(f.position == split.firstRow + from + columnar.size)
+            }
           }
-          assert(f.position == columnar.last._2 + 1)
-          // a struct field read through the shifted view
-          if (b.numRows() > 0) assert(b.column(4).getStruct(0).getLong(0) == columnar(columnar.size - b.numRows())._1 % 3)
-        }
+        } finally reader.close()
+        val rows = ArrayBuffer[(Row, Long)]()
+        val rowReader = s.createReader(ReaderContext(layout))
+        rowReader.handleSplitsChanges(range)
+        try {
+          var finished = false
+          while (!finished) {
+            val f = rowReader.fetch()
+            finished = f.finishedSplits.nonEmpty
+            while (f.nextSplit() != null) while (f.nextRecord()) rows += ((convert(f.row).asInstanceOf[Row], f.eventTime))
+          }
+        } finally rowReader.close()
+        assert(columnar.map(_._1.getLong(0)) == (from until until), s"[$from, $until) $layout")
+        assert(columnar == rows, s"[$from, $until) $layout")
+        if (layout == RecordLayout.Full && until - from > 20) assert(columnar.exists(_._2 == RecordsWithSplitIds.NoTimestamp) &&
+          columnar.exists(_._2 != RecordsWithSplitIds.NoTimestamp))
       }
-    } finally reader.close()
-    val rows = ArrayBuffer[(Long, Long, String)]()
-    val rowReader = s.createReader(ReaderContext())
-    rowReader.handleSplitsChanges(ranges)
-    try {
-      var finished = false
-      while (!finished) {
-        val f = rowReader.fetch()
-        finished = f.finishedSplits.nonEmpty
-        while (f.nextSplit() != null) while (f.nextRecord()) {
-          val r = f.row
-          rows += ((r.getLong(0), r.getLong(r.numFields - 2), if (r.isNullAt(1)) null else r.getUTF8String(1).toString))
-        }
-      }
-    } finally rowReader.close()
-    assert(columnar.map(_._2) == (split.firstRow + 37 until split.firstRow + split.rowCount - 5))
-    assert(columnar == rows)
+    }
   }
 
   /** Reads `ranges` with the source's batch reader: per fetch, the split, the row indexes and the finished splits. */
