@@ -12,7 +12,8 @@ import sluice.config.RecordLayout
  * Spark reads every task of a scan the same way, so the binding asks once per batch of tasks
  * (`readsColumnar` over all their ranges) and uses rows for all of them when any range cannot be
  * read as batches. Batches are for ranges read from their start to their end with nothing to
- * pause: real-time mode and continuous processing always read rows.
+ * pause: real-time mode and continuous processing always read rows. The splits' positions count
+ * rows (`SourceSplit.positionsCountRecords`): a batch of `n` rows moves its split `n` positions.
  */
 trait SupportsColumnarReads[SplitT <: SourceSplit] { self: Source[SplitT, _] =>
 
