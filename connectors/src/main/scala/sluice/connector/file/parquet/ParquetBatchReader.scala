@@ -39,13 +39,8 @@ final class ParquetBatchReader(
   private var current: Cursor = _
 
   /** An open range: Spark's batch iterator over its row group, standing at row `next`. */
-  private final class Cursor(val range: SplitRange[RowGroupSplit]) {
-    val split: RowGroupSplit = range.split
+  private final class Cursor(toRead: SplitRange[RowGroupSplit]) extends RowGroupCursor(toRead, toRead.from) {
     private var batches: ParquetRows.IndexedBatches = _
-    /** The row index of the next row Spark's reader gives. */
-    var next: Long = range.from
-    var done: Boolean = next >= range.until
-    var skippedAs: Option[String] = None
     // the provenance vectors of this range (the row count only sizes null counts: never null)
     private lazy val splitColumn = constant(StringType)(_.setUtf8String(UTF8String.fromString(split.splitId)))
     private lazy val timestampColumn = constant(TimestampType)(_.setLong(split.modificationTime * 1000L))
@@ -56,13 +51,8 @@ final class ParquetBatchReader(
       v
     }
 
-    if (!done) RowGroupFile.open(config, partitions, split, hadoopConf) { file => batches = rows.readBatches(file) } match {
-      case RowGroupFile.Read =>
-      case skipped =>
-        close()
-        skippedAs = skipped.skippedAs
-        done = true
-    }
+    done = next >= range.until
+    if (!done) open(config, partitions, hadoopConf) { file => batches = rows.readBatches(file) }
 
     /**
      * The next rows of the range as a batch in the source's columns; the range is `done` after
@@ -97,8 +87,7 @@ final class ParquetBatchReader(
       throw new AssertionError("unreachable")
     }
 
-    /** Ends Spark's reader (otherwise it closes when the task completes). */
-    def close(): Unit = {
+    override def close(): Unit = {
       if (batches != null) batches.close()
       batches = null
     }
@@ -110,8 +99,7 @@ final class ParquetBatchReader(
     var finished = Set.empty[String]
     // a range's last batch stays valid until this fetch: its reader closes (and frees its vectors) only now
     if (current != null && current.done) {
-      current.close()
-      RowGroupFile.countSkips(context, current.split.splitId, current.skippedAs)
+      current.finish(context)
       finished = Set(current.split.splitId)
       current = null
     }

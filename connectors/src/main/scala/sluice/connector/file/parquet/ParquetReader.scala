@@ -40,28 +40,14 @@ final class ParquetReader(
   private val parked = mutable.LinkedHashMap[String, Cursor]()
 
   /** An open range: Spark's row iterator over its row group, standing at row `next`. */
-  private final class Cursor(val range: SplitRange[RowGroupSplit]) {
-    val split: RowGroupSplit = range.split
+  private final class Cursor(toRead: SplitRange[RowGroupSplit]) extends RowGroupCursor(toRead, toRead.split.firstRow) {
     val id: UTF8String = UTF8String.fromString(split.splitId)
     val mtimeMicros: Long = split.modificationTime * 1000L
     private var iterator: ParquetRows.IndexedRows = _
-    /** The row index of the next row the iterator gives. */
-    var next: Long = split.firstRow
-    var done = false
-    /** The counter of a file skipped as missing or changed. */
-    var skippedAs: Option[String] = None
 
-    locally {
-      RowGroupFile.open(config, partitions, split, hadoopConf) { file =>
-        iterator = rows.read(file)
-        while (next < range.from && advance() != null) () // decode and drop the rows before `from`
-      } match {
-        case RowGroupFile.Read =>
-        case skipped =>
-          close()
-          skippedAs = skipped.skippedAs
-          done = true
-      }
+    open(config, partitions, hadoopConf) { file =>
+      iterator = rows.read(file)
+      while (next < range.from && advance() != null) () // decode and drop the rows before `from`
     }
 
     /** The next row of the row group, or null past `until`; a row group shorter than its footer said fails. */
@@ -84,8 +70,7 @@ final class ParquetReader(
       close()
     }
 
-    /** Ends Spark's reader now when it can be (otherwise it closes when the task completes). */
-    def close(): Unit = {
+    override def close(): Unit = {
       if (iterator != null) iterator.close()
       iterator = null
     }
@@ -96,7 +81,7 @@ final class ParquetReader(
   override def fetch(): RecordsWithSplitIds = {
     var finished = Set.empty[String]
     if (current != null && current.done) {
-      finish(current)
+      current.finish(context)
       finished = Set(current.split.splitId)
       current = null
     }
@@ -118,11 +103,6 @@ final class ParquetReader(
     val owned = pending.map(_.split.splitId).toSet ++ parked.keySet ++ Option(current).map(_.split.splitId)
     paused ++= toPause.map(_.splitId).filter(owned.contains)
     paused --= toResume.map(_.splitId)
-  }
-
-  private def finish(c: Cursor): Unit = {
-    c.close()
-    RowGroupFile.countSkips(context, c.split.splitId, c.skippedAs)
   }
 
   override def close(): Unit = {
