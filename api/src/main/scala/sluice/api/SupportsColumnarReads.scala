@@ -56,6 +56,18 @@ trait ColumnarFetch {
   /** The connector's record time of row `row` in epoch ms, or `RecordsWithSplitIds.NoTimestamp`. */
   def recordTime(row: Int): Long
 
+  /**
+   * The largest record time of the batch, or `NoTimestamp` when no row has one. Readers that
+   * know the batch has no times (no event-time column) override it so no row is visited.
+   */
+  def maxRecordTime: Long = {
+    var max = RecordsWithSplitIds.NoTimestamp
+    var i = 0
+    val n = batch.numRows()
+    while (i < n) { val t = recordTime(i); if (t > max) max = t; i += 1 }
+    max
+  }
+
   def finishedSplits: Set[String]
 }
 

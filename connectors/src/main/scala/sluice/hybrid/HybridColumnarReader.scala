@@ -41,6 +41,7 @@ final class HybridColumnarReader(hybrid: HybridSource, context: ReaderContext) e
     override def batch: ColumnarBatch = fetched.batch
     override def position: Long = fetched.position
     override def recordTime(row: Int): Long = fetched.recordTime(row)
+    override def maxRecordTime: Long = fetched.maxRecordTime
     override def finishedSplits: Set[String] = fetched.finishedSplits.map(HybridSplit.id(index, _))
   }
 }

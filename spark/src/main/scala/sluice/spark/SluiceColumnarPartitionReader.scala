@@ -53,10 +53,7 @@ final class SluiceColumnarPartitionReader(
             split.sawEventTime(max)
             withEventTime
           case None =>
-            if (tracksEventTime) {
-              var i = 0
-              while (i < rows) { split.sawEventTime(fetched.recordTime(i)); i += 1 }
-            }
+            if (tracksEventTime) split.sawEventTime(fetched.maxRecordTime)
             fetched.batch
         }
         return true

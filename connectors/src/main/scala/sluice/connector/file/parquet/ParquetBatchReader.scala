@@ -15,14 +15,17 @@ import sluice.config.RecordLayout
  * Reads row-group ranges as the column batches of Spark's vectorized Parquet reader, handed to
  * Spark as they come: the reader's own vectors, without a copy, re-ordered into the source's
  * columns. Data and partition columns are the reader's; in the full layout `_split` and
- * `_timestamp` (the file's modification time) are constant vectors and `_position` is the
- * reader's row-index vector, so a batch holds the same values as the rows `ParquetReader` builds.
+ * `_timestamp` (the file's modification time) are constant vectors and `_position` numbers the
+ * rows from the batch's first (`RowIndexVector`), so a batch holds the same values as the rows
+ * `ParquetReader` builds.
  *
  * Spark's reader never lets a batch cross a row group, and it cannot seek to a row: a range that
  * starts inside its row group (a restart, a batch a read limit ended there) skips the batches
  * before its start and sees the one holding it from its start on (`OffsetColumnVector`), and a
- * range that ends inside it cuts its last batch short; only rows of the range reach Spark. Every
- * batch is checked against the rows the range expects (its first and last row index), as rows are.
+ * range that ends inside it cuts its last batch short; only rows of the range reach Spark. Only
+ * row groups alone at their midpoint are read this way (`ParquetSource.readsColumnar`): the reader
+ * then gives their rows and no others, so rows are numbered by counting from the row group's first,
+ * and a reader that ends before the row group's last row fails the read (the file changed).
  */
 final class ParquetBatchReader(
     config: ParquetConfig,
@@ -38,9 +41,15 @@ final class ParquetBatchReader(
   private val pending = mutable.Queue[SplitRange[RowGroupSplit]]()
   private var current: Cursor = _
 
-  /** An open range: Spark's batch iterator over its row group, standing at row `next`. */
-  private final class Cursor(toRead: SplitRange[RowGroupSplit]) extends RowGroupCursor(toRead, toRead.from) {
-    private var batches: ParquetRows.IndexedBatches = _
+  /**
+   * An open range: Spark's batch iterator over its row group. The row group is alone at its
+   * midpoint (`readsColumnar` takes no other), so the reader gives its rows and only them, from
+   * its first: `next` counts them, and is the row index of the next row the reader gives.
+   */
+  private final class Cursor(toRead: SplitRange[RowGroupSplit]) extends RowGroupCursor(toRead, toRead.split.firstRow) {
+    private var batches: ParquetRows.Batches = _
+    /** The position after the last row handed on. */
+    var position: Long = range.from
     // the provenance vectors of this range (the row count only sizes null counts: never null)
     private lazy val splitColumn = constant(StringType)(_.setUtf8String(UTF8String.fromString(split.splitId)))
     private lazy val timestampColumn = constant(TimestampType)(_.setLong(split.modificationTime * 1000L))
@@ -51,37 +60,30 @@ final class ParquetBatchReader(
       v
     }
 
-    done = next >= range.until
+    require(split.aloneAtMidpoint, s"row group ${split.rowGroup} of '${split.path}' shares its midpoint: read it as rows")
+    done = range.from >= range.until
     if (!done) open(config, partitions, hadoopConf) { file => batches = rows.readBatches(file) }
 
     /**
      * The next rows of the range as a batch in the source's columns; the range is `done` after
-     * its last. A batch reaching past `until` is cut short; one starting before `from` (the
-     * first of a range that starts inside the row group) is seen from `from` on.
+     * its last. Batches wholly before `from` are skipped, the one holding `from` is seen from
+     * there on, and one reaching past `until` is cut short.
      */
     def nextBatch(): ColumnarBatch = {
       while (true) {
         if (!batches.hasNext) throw RowGroupFile.endedEarly(split, next)
         val batch = batches.next()
-        val n = batch.numRows()
-        if (n > 0) {
-          val indexes = batches.rowIndexes(batch)
-          val (first, last) = (indexes.getLong(0), indexes.getLong(n - 1))
-          // a batch wholly before `next` is skipped: rows before the range's start, or a batch of
-          // an earlier row group at the same midpoint (old footers: PARQUET-1402)
-          if (last >= next) {
-            if (last != first + n - 1) throw RowGroupFile.otherRow(split, last, first + n - 1)
-            // only the range's first batch may start before it; any other gap or overlap is wrong rows
-            if (first > next || (first < next && next != range.from)) throw RowGroupFile.otherRow(split, first, next)
-            val skip = (next - first).toInt
-            val end = math.min(last + 1, range.until)
-            val count = (end - next).toInt
-            next = end
-            done = next >= range.until
-            val data = batches.columns(batch)
-            val columns = if (compact) data else data ++ Array[ColumnVector](splitColumn, indexes, timestampColumn)
-            return new ColumnarBatch(if (skip == 0) columns else columns.map(new OffsetColumnVector(_, skip)), count)
-          }
+        val first = next
+        next += batch.numRows()
+        if (next > range.from) {
+          val skip = (math.max(first, range.from) - first).toInt
+          val end = math.min(next, range.until)
+          val count = (end - first).toInt - skip
+          position = end
+          done = end >= range.until
+          val data = Array.tabulate(batch.numCols())(batch.column)
+          val columns = if (compact) data else data ++ Array[ColumnVector](splitColumn, new RowIndexVector(first), timestampColumn)
+          return new ColumnarBatch(if (skip == 0) columns else columns.map(new OffsetColumnVector(_, skip)), count)
         }
       }
       throw new AssertionError("unreachable")
@@ -105,7 +107,10 @@ final class ParquetBatchReader(
     }
     if (current == null && pending.nonEmpty) current = new Cursor(pending.dequeue())
     if (current == null || current.done) ColumnarFetch.empty(finished)
-    else new Fetch(current.split.splitId, current.nextBatch(), current.next, finished)
+    else {
+      val batch = current.nextBatch()
+      new Fetch(current.split.splitId, batch, current.position, finished)
+    }
   }
 
   override def close(): Unit = {
@@ -122,5 +127,7 @@ final class ParquetBatchReader(
       if (times == null || times.isNullAt(row)) RecordsWithSplitIds.NoTimestamp
       else if (tsMillis) times.getLong(row)
       else Math.floorDiv(times.getLong(row), 1000L)
+
+    override def maxRecordTime: Long = if (times == null) RecordsWithSplitIds.NoTimestamp else super.maxRecordTime
   }
 }

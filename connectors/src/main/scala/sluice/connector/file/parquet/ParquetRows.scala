@@ -7,7 +7,7 @@ import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.types.{LongType, StructType}
-import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarBatch}
+import org.apache.spark.sql.vectorized.ColumnarBatch
 import org.apache.spark.util.SerializableConfiguration
 import org.apache.spark.sql.execution.datasources.{FileFormat, PartitionedFile}
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
@@ -28,9 +28,12 @@ import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
  * batches (`supportBatch`: the vectorized reader is on and takes every column's type, whole-stage
  * code generation is on). No filter is pushed down (every row is read).
  *
- * The reader is also asked for Spark's temporary row-index column (what `_metadata.row_index`
+ * The row reader is also asked for Spark's temporary row-index column (what `_metadata.row_index`
  * is made of), so each row comes with its row index in the file (`IndexedRows.rowIndex`): the
- * caller checks that the rows are those of the row group it meant to read.
+ * caller checks that the rows are those of the row group it meant to read. The batch reader is
+ * not: Spark fills that column one boxed value at a time, a visible share of a batch's cost, and
+ * batches are read only for row groups alone at their midpoint (`RowGroupSplit.aloneAtMidpoint`),
+ * whose rows the caller numbers by counting.
  */
 final class ParquetRows private (
     reader: PartitionedFile => Iterator[InternalRow],
@@ -52,9 +55,10 @@ final class ParquetRows private (
   /** Whether `readBatches` may be called: Spark would read these columns as batches. */
   def readsBatches: Boolean = batchReader.isDefined
 
-  def readBatches(file: PartitionedFile): ParquetRows.IndexedBatches = {
+  /** The file's column batches: data then partition columns, without row indexes. */
+  def readBatches(file: PartitionedFile): ParquetRows.Batches = {
     val read = batchReader.getOrElse(throw new IllegalStateException("Spark reads these Parquet columns as rows"))
-    new ParquetRows.IndexedBatches(read(file), dataSchema.length, partitionSchema.length)
+    new ParquetRows.Batches(read(file))
   }
 }
 
@@ -63,12 +67,14 @@ object ParquetRows {
     val hadoopConf = session.sessionState.newHadoopConfWithOptions(config.sparkOptions)
     val required = config.dataSchema.add(ParquetFileFormat.ROW_INDEX_TEMPORARY_COLUMN_NAME, LongType, nullable = true) // nullable: a missing column Spark fills
     val format = new ParquetFileFormat()
-    def build(batches: Boolean) = format.buildReaderWithPartitionValues(session, config.dataSchema,
-      config.partitionSchema, required, Nil, config.sparkOptions + (FileFormat.OPTION_RETURNING_BATCH -> batches.toString),
-      hadoopConf)
-    val batches = format.supportBatch(session, StructType(required.fields ++ config.partitionSchema.fields))
-    new ParquetRows(build(batches = false), Option.when(batches)(build(batches = true)), config.dataSchema,
-      config.partitionSchema, session.sparkContext.broadcast(new SerializableConfiguration(hadoopConf)))
+    // each build writes its columns into the configuration it is given and broadcasts that object
+    // (shared as is by tasks in the driver's JVM): the two builds must not share one
+    def build(columns: StructType, batches: Boolean) = format.buildReaderWithPartitionValues(session, config.dataSchema,
+      config.partitionSchema, columns, Nil, config.sparkOptions + (FileFormat.OPTION_RETURNING_BATCH -> batches.toString),
+      new Configuration(hadoopConf))
+    val batches = format.supportBatch(session, StructType(config.dataSchema.fields ++ config.partitionSchema.fields))
+    new ParquetRows(build(required, batches = false), Option.when(batches)(build(config.dataSchema, batches = true)),
+      config.dataSchema, config.partitionSchema, session.sparkContext.broadcast(new SerializableConfiguration(hadoopConf)))
   }
 
   /**
@@ -89,18 +95,11 @@ object ParquetRows {
     override def close(): Unit = closeReader(rows)
   }
 
-  /**
-   * The vectorized reader's batches (valid until the next `hasNext`, as its rows are), with the
-   * row-index vector apart from the others: `columns` are the data then the partition columns.
-   */
-  final class IndexedBatches private[ParquetRows] (batches: Iterator[InternalRow], dataColumns: Int, partitionColumns: Int)
-    extends Iterator[ColumnarBatch] with Closeable {
+  /** The vectorized reader's batches, valid until the next `hasNext` (as its rows are). */
+  final class Batches private[ParquetRows] (batches: Iterator[InternalRow]) extends Iterator[ColumnarBatch] with Closeable {
     override def hasNext: Boolean = batches.hasNext
     // Spark's reader hands its batches through an iterator typed as rows (FileFormat's contract)
     override def next(): ColumnarBatch = batches.next().asInstanceOf[Any].asInstanceOf[ColumnarBatch]
-    def rowIndexes(batch: ColumnarBatch): ColumnVector = batch.column(dataColumns)
-    def columns(batch: ColumnarBatch): Array[ColumnVector] =
-      Array.tabulate(dataColumns + partitionColumns)(i => batch.column(if (i < dataColumns) i else i + 1))
     override def close(): Unit = closeReader(batches)
   }
 

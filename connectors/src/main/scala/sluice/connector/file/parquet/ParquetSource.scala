@@ -51,8 +51,12 @@ final class ParquetSource private[parquet] (val config: ParquetConfig, rows: Par
   override def createReader(context: ReaderContext): ParquetReader =
     new ParquetReader(config, rows, context, () => rows.hadoopConf)
 
-  /** Column batches wherever Spark would read these columns as batches, for any range. */
-  override def readsColumnar(ranges: Seq[SplitRange[RowGroupSplit]], layout: RecordLayout): Boolean = rows.readsBatches
+  /**
+   * Column batches wherever Spark would read these columns as batches, for ranges of row groups
+   * alone at their midpoint (every row group but those of old footers that share one).
+   */
+  override def readsColumnar(ranges: Seq[SplitRange[RowGroupSplit]], layout: RecordLayout): Boolean =
+    rows.readsBatches && ranges.forall(_.split.aloneAtMidpoint)
 
   override def createColumnarReader(context: ReaderContext): ParquetBatchReader =
     new ParquetBatchReader(config, rows, context, () => rows.hadoopConf)

@@ -13,6 +13,10 @@ import sluice.api.{SourceSplit, VersionedSerializer}
  * footers can share a midpoint; the reader then gives several, and `ParquetReader` keeps this
  * one's rows by their row index (Spark's `_metadata.row_index`), and fails on any other mismatch.
  * (Splits in offset logs written before this carry the row group's own bytes instead.)
+ * `aloneAtMidpoint` says no other row group of the file shares this one's midpoint, so the
+ * reader gives this row group's rows and no others: the column-batch reader then numbers the
+ * rows by counting, without Spark's row-index column (which Spark fills one boxed value at a
+ * time); a row group that shares its midpoint is read as rows.
  *
  * `minEventTime` / `maxEventTime` are the row group's statistics of the event-time column in
  * epoch milliseconds, when the source has one and the file has statistics for it: the
@@ -32,7 +36,9 @@ final case class RowGroupSplit(
     minEventTime: Option[Long],
     maxEventTime: Option[Long],
     /** The statistics say every event time of this row group is null: it has none to align. */
-    noEventTimes: Boolean = false)
+    noEventTimes: Boolean = false,
+    /** No other row group of the file has this midpoint: the reader gives this one's rows alone. */
+    aloneAtMidpoint: Boolean = false)
   extends SourceSplit {
 
   /** The path for a file of one row group; otherwise the path and `#rowgroup=<index>`. */
@@ -53,7 +59,8 @@ final case class RowGroupSplit(
 }
 
 private[parquet] object RowGroupSplitSerializer extends VersionedSerializer[RowGroupSplit] {
-  override val version: Int = 1
+  // 2 added `aloneAtMidpoint`; a version-1 split reads as not alone (its rows are read as rows)
+  override val version: Int = 2
 
   private def opt(v: Option[Long]): String = v.map(_.toString).getOrElse("")
   private def opt(s: String): Option[Long] = if (s.isEmpty) None else Some(s.toLong)
@@ -61,12 +68,16 @@ private[parquet] object RowGroupSplitSerializer extends VersionedSerializer[RowG
   // The path goes last: it may contain any character but a newline.
   override def serialize(s: RowGroupSplit): String =
     Seq(s.rowGroup, s.rowGroups, s.firstRow, s.rowCount, s.start, s.length, s.fileLength, s.modificationTime,
-      opt(s.minEventTime), opt(s.maxEventTime), s.noEventTimes, s.path).mkString(":")
+      opt(s.minEventTime), opt(s.maxEventTime), s.noEventTimes, s.aloneAtMidpoint, s.path).mkString(":")
 
   override def deserialize(version: Int, text: String): RowGroupSplit = {
     if (version > this.version) throw VersionedSerializer.unsupported("a Parquet row-group split", version, this.version)
-    val Array(rg, rgs, first, count, start, length, fileLength, mtime, min, max, noTimes, path) = text.split(":", 12)
+    val fields = version match {
+      case 1 => text.split(":", 12).patch(11, Seq("false"), 0)
+      case _ => text.split(":", 13)
+    }
+    val Array(rg, rgs, first, count, start, length, fileLength, mtime, min, max, noTimes, alone, path) = fields
     RowGroupSplit(path, rg.toInt, rgs.toInt, first.toLong, count.toLong, start.toLong, length.toLong,
-      fileLength.toLong, mtime.toLong, opt(min), opt(max), noTimes.toBoolean)
+      fileLength.toLong, mtime.toLong, opt(min), opt(max), noTimes.toBoolean, alone.toBoolean)
   }
 }

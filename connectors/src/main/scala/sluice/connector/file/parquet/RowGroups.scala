@@ -36,11 +36,13 @@ private[parquet] object RowGroups {
         (bs, bs.map(b => b.getStartingPos + b.getCompressedSize / 2))
     }
     val firstRows = blocks.scanLeft(0L)(_ + _.getRowCount)
+    val atMidpoint = mids.groupBy(identity).view.mapValues(_.size).toMap
     blocks.indices.filter(i => blocks(i).getRowCount > 0).map { i =>
       val b = blocks(i)
       val times = config.timestampColumn.flatMap(c => eventTimes(file.path, b, c, config))
       RowGroupSplit(file.path, i, blocks.size, firstRows(i), b.getRowCount, mids(i), 1L,
-        file.length, file.modificationTime, times.flatMap(_._1), times.flatMap(_._2), times.exists(_._1.isEmpty))
+        file.length, file.modificationTime, times.flatMap(_._1), times.flatMap(_._2), times.exists(_._1.isEmpty),
+        aloneAtMidpoint = atMidpoint(mids(i)) == 1)
     }
   }
 

@@ -8,7 +8,7 @@ import java.time.Duration
 
 import scala.jdk.CollectionConverters._
 
-import org.apache.parquet.format.Util
+import org.apache.parquet.format.{FileMetaData, Util}
 import org.apache.parquet.format.converter.ParquetMetadataConverter
 import org.apache.spark.sql.{DataFrame, Row}
 import org.apache.spark.sql.functions.{col, window}
@@ -118,8 +118,12 @@ class ParquetSourceSuite extends AnyFunSuite with SparkSuiteBase {
     assert(multiset(data(df).collect().toSeq) == multiset(expected.collect().toSeq))
   }
 
-  test("a footer with dictionary_page_offset 0 (PARQUET-1402): each split reads its own row group, as Spark does") {
-    val dir = tempDir("dict0")
+  /**
+   * A copy of a file of several small row groups whose footer `edit` changed, alone in a new
+   * directory, and the edited footer (as stored: Thrift).
+   */
+  private def editedFooter(name: String)(edit: Seq[org.apache.parquet.format.RowGroup] => Unit): (Path, FileMetaData) = {
+    val dir = tempDir(name)
     val written = dir.resolve("written")
     spark.range(0, 3000, 1, 1).selectExpr("id", "concat('v-', id, repeat('x', CAST(id % 13 AS INT))) AS s")
       .write.option("parquet.block.size", "4096").option("parquet.enable.dictionary", "false")
@@ -131,12 +135,7 @@ class ParquetSourceSuite extends AnyFunSuite with SparkSuiteBase {
     val meta = Util.readFileMetaData(new ByteArrayInputStream(bytes, footerStart, footerLength))
     val groups = meta.getRow_groups.asScala.toSeq
     assert(groups.size >= 3)
-    // as old parquet-mr wrote files without dictionaries: dictionary_page_offset set, to 0
-    groups.foreach(_.getColumns.get(0).getMeta_data.setDictionary_page_offset(0L))
-    val mids = RowGroups.midpoints(meta)
-    val blocks = new ParquetMetadataConverter().fromParquetMetadata(meta).getBlocks.asScala.toSeq
-    assert(blocks.zip(mids).exists { case (b, m) => m < b.getStartingPos || m >= b.getStartingPos + b.getCompressedSize },
-      "every midpoint lies in its row group's own bytes: the test would not show the difference")
+    edit(groups)
     val out = new ByteArrayOutputStream()
     out.write(bytes, 0, footerStart)
     val footer = new ByteArrayOutputStream()
@@ -146,12 +145,58 @@ class ParquetSourceSuite extends AnyFunSuite with SparkSuiteBase {
     out.write("PAR1".getBytes(StandardCharsets.US_ASCII))
     val table = Files.createDirectories(dir.resolve("table"))
     Files.write(table.resolve("part-0.parquet"), out.toByteArray)
+    (table, meta)
+  }
 
+  private def readColumnBatches(q: StreamingQuery): Boolean =
+    q.asInstanceOf[org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper].streamingQuery
+      .lastExecution.executedPlan.exists(_.isInstanceOf[org.apache.spark.sql.execution.ColumnarToRowExec])
+
+  /** Reads `table` and checks its rows and row indexes against spark.read.parquet; whether batches were read. */
+  private def readsAsSpark(table: Path, rowGroups: Int): Boolean = {
     val expected = spark.read.parquet(table.toString).selectExpr("id", "s", "_metadata.row_index").collect().toSeq
     assert(expected.size == 3000)
-    val (df, _) = run(ParquetSource.builder().path(table.toString).build())
+    val (df, q) = run(ParquetSource.builder().path(table.toString).build())
     assert(multiset(df.select(col("id"), col("s"), col(Provenance.PositionColumn)).collect().toSeq) == multiset(expected))
-    assert(df.select(Provenance.SplitColumn).distinct().count() == groups.size)
+    assert(df.select(Provenance.SplitColumn).distinct().count() == rowGroups)
+    readColumnBatches(q)
+  }
+
+  /** Whether some row group's midpoint lies outside its own bytes (so it may select another's). */
+  private def midpointOutside(meta: FileMetaData): Boolean = {
+    val blocks = new ParquetMetadataConverter().fromParquetMetadata(meta).getBlocks.asScala.toSeq
+    blocks.zip(RowGroups.midpoints(meta)).exists { case (b, m) => m < b.getStartingPos || m >= b.getStartingPos + b.getCompressedSize }
+  }
+
+  test("a footer with dictionary_page_offset 0 (PARQUET-1402): each split reads its own row group, as Spark does") {
+    // as old parquet-mr wrote files without dictionaries: dictionary_page_offset set, to 0
+    val (table, meta) = editedFooter("dict0")(_.foreach(_.getColumns.get(0).getMeta_data.setDictionary_page_offset(0L)))
+    assert(midpointOutside(meta), "every midpoint lies in its row group's own bytes: the test would not show the difference")
+    val mids = RowGroups.midpoints(meta)
+    assert(mids.distinct.size < mids.size, s"midpoints $mids: the test means some row groups to share one")
+    // a planned batch with a row group that shares its midpoint is read as rows
+    assert(!readsAsSpark(table, mids.size))
+  }
+
+  test("row groups alone at midpoints outside their own bytes are read as column batches, rows numbered by count") {
+    val (table, meta) = editedFooter("distinctmid")(_.zipWithIndex.foreach { case (g, i) =>
+      g.getColumns.get(0).getMeta_data.setDictionary_page_offset(0L)
+      g.setTotal_compressed_size(2000L * (i + 1)) // midpoints 1000, 2000, ...: distinct, mostly in other row groups
+    })
+    val mids = RowGroups.midpoints(meta)
+    assert(midpointOutside(meta) && mids.distinct.size == mids.size, s"midpoints $mids")
+    assert(readsAsSpark(table, mids.size), "row groups alone at their midpoints were read as rows")
+  }
+
+  test("row groups that share a midpoint (an old footer) are read as rows, each split its own row group") {
+    // every row group the same size in the footer, over dictionary_page_offset 0: one midpoint for all
+    val (table, meta) = editedFooter("sharedmid")(groups => groups.foreach { g =>
+      g.getColumns.get(0).getMeta_data.setDictionary_page_offset(0L)
+      g.setTotal_compressed_size(groups.head.getTotal_compressed_size)
+    })
+    val mids = RowGroups.midpoints(meta)
+    assert(mids.size >= 3 && mids.distinct.size == 1, s"midpoints $mids")
+    assert(!readsAsSpark(table, mids.size), "row groups sharing a midpoint were read as column batches")
   }
 
   private def failure(source: ParquetSource): String = {
@@ -286,7 +331,12 @@ class ParquetSourceSuite extends AnyFunSuite with SparkSuiteBase {
     assert(enumerator.latestEventTimes(ranges) == splits.map(s => s.splitId -> s.maxEventTime.get).toMap)
     assert(enumerator.firstEventTimes(ranges) == splits.map(s => s.splitId -> s.minEventTime.get).toMap)
     // splits and enumerator state survive the offset log
-    splits.foreach(s => assert(RowGroupSplitSerializer.deserialize(1, RowGroupSplitSerializer.serialize(s)) == s))
+    val version = RowGroupSplitSerializer.version
+    splits.foreach(s => assert(RowGroupSplitSerializer.deserialize(version, RowGroupSplitSerializer.serialize(s)) == s))
+    assert(splits.forall(_.aloneAtMidpoint), "row groups of a file each have their own midpoint")
+    // a split of an offset log written before `aloneAtMidpoint` (version 1) reads as not alone: its rows are read as rows
+    val v1 = RowGroupSplitSerializer.serialize(splits.head).replaceFirst(":false:true:", ":false:")
+    assert(RowGroupSplitSerializer.deserialize(1, v1) == splits.head.copy(aloneAtMidpoint = false))
     val state = enumerator.snapshotState()
     assert(ParquetEnumeratorStateSerializer.deserialize(1, ParquetEnumeratorStateSerializer.serialize(state)) == state)
 
