@@ -5,8 +5,16 @@ of file_throughput) are written once into bench/scratch/history_formats/ as gzip
 lines (`.json.gz`, one split per file: gzip cannot be split) and as Parquet with row groups of
 about 128 MB. Each format is read once per run with Trigger.AvailableNow into the no-op sink:
 Sluice's `FileSource` against `spark.readStream.json` / `spark.readStream.parquet` with the same
-schema. Spark and Sluice run as interleaved pairs after a warm-up each (bench/pairs.py);
-`gzip_ratio` and `parquet_ratio` are medians of the per-pair ratios of records/s (Sluice / Spark).
+schema. Spark and Sluice run as interleaved pairs after a warm-up each (bench/pairs.py; nine
+rounds unless SLUICE_BENCH_PAIRS says otherwise: a Parquet run is short, so jitter weighs more);
+`gzip_ratio` and `parquet_ratio` are medians of the per-pair ratios of records/s (Sluice's default
+rows / Spark).
+
+Sluice's default rows carry three provenance columns Spark's rows do not (`_split`, `_position`,
+`_timestamp`), so Parquet is also read two more ways in the same rounds, to show what those
+columns cost: Sluice's compact rows (`forceTimestampSupport=false`: the data columns alone, as
+Spark's; `parquet_compact_ratio`, compact / Spark) and Spark's rows with the same three columns
+taken from its `_metadata` column (`parquet_provenance_ratio`, Sluice's default rows / those).
 """
 
 from __future__ import annotations
@@ -77,7 +85,7 @@ def _sides(
             reader.json(str(folder)) if fmt == "json" else reader.parquet(str(folder))
         )
 
-    def sluice_df() -> DataFrame:
+    def sluice_df(compact: bool = False) -> DataFrame:
         source = (
             sluice.FileSource.builder()
             .path(str(folder))
@@ -85,9 +93,20 @@ def _sides(
             .schema(SCHEMA)
             .build()
         )
-        return sluice.from_source(spark, source, name=f"history_{fmt}")
+        options = {"forceTimestampSupport": False} if compact else None
+        return sluice.from_source(spark, source, name=f"history_{fmt}", options=options)
 
-    return {"spark": spark_df, "sluice": sluice_df}
+    sides = {"spark": spark_df, "sluice": sluice_df}
+    if fmt == "parquet":
+        # what Sluice's provenance columns cost, on both sides (see the module's docstring)
+        sides["sluice_compact"] = lambda: sluice_df(compact=True)
+        sides["spark_provenance"] = lambda: spark_df().selectExpr(
+            "*",
+            "_metadata.file_path AS _split",
+            "_metadata.row_index AS _position",
+            "_metadata.file_modification_time AS _timestamp",
+        )
+    return sides
 
 
 def _rate(make: Callable[[], DataFrame], rows: int, label: str) -> Callable[[], float]:
@@ -104,7 +123,8 @@ def _rate(make: Callable[[], DataFrame], rows: int, label: str) -> Callable[[], 
 
 def run() -> dict:
     gigabytes = float(os.environ.get("SLUICE_BENCH_HISTORY_GB", "1"))
-    pairs = pairs_from_env()
+    # a Parquet run takes about 1.5 s, so start-up jitter weighs on every round: nine of them
+    pairs = pairs_from_env(default=9)
     spark = session("bench-history-formats", master=MASTER, driver_memory="3g")
     try:
         folders, rows = _data(spark, gigabytes)
@@ -128,6 +148,21 @@ def run() -> dict:
                     **summary(f"{key}_ratio", measured["sluice"], measured["spark"]),
                 }
             )
+            if key == "parquet":
+                result.update(
+                    {
+                        **summary(
+                            "parquet_compact_ratio",
+                            measured["sluice_compact"],
+                            measured["spark"],
+                        ),
+                        **summary(
+                            "parquet_provenance_ratio",
+                            measured["sluice"],
+                            measured["spark_provenance"],
+                        ),
+                    }
+                )
         result["machine"] = {"cpus": os.cpu_count(), "spark_master": MASTER}
     finally:
         spark.stop()

@@ -194,6 +194,18 @@ def _realtime_latency(r: dict) -> str:
     )
 
 
+def _provenance(r: dict) -> str:
+    """What Sluice's provenance columns cost on Parquet, for results that measured it."""
+    if "parquet_compact_ratio" not in r:
+        return ""
+    return (
+        f"; Parquet compact rows (Spark's columns) / Spark {r['parquet_compact_ratio']:.2f}"
+        f"{_spread(r, 'parquet_compact_ratio')}; default rows / Spark with the same three "
+        f"columns from `_metadata` {r['parquet_provenance_ratio']:.2f}"
+        f"{_spread(r, 'parquet_provenance_ratio')}"
+    )
+
+
 def _history_formats(r: dict) -> str:
     return (
         f"| `history_formats` | {_millions(r['rows'])} M rows as gzip JSON lines "
@@ -203,7 +215,7 @@ def _history_formats(r: dict) -> str:
         f"gzip {_n(r['gzip_spark_rps'])}; Parquet {_n(r['parquet_spark_rps'])} | "
         f"gzip {_n(r['gzip_sluice_rps'])}; Parquet {_n(r['parquet_sluice_rps'])} | "
         f"gzip {r['gzip_ratio']:.2f}{_spread(r, 'gzip_ratio')} (≥ 0.9); Parquet "
-        f"{r['parquet_ratio']:.2f}{_spread(r, 'parquet_ratio')} (≥ 0.9) |"
+        f"{r['parquet_ratio']:.2f}{_spread(r, 'parquet_ratio')} (≥ 0.9){_provenance(r)} |"
     )
 
 
