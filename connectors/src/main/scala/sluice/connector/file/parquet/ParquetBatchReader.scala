@@ -24,8 +24,9 @@ import sluice.config.RecordLayout
  * before its start and sees the one holding it from its start on (`OffsetColumnVector`), and a
  * range that ends inside it cuts its last batch short; only rows of the range reach Spark. Only
  * row groups alone at their midpoint are read this way (`ParquetSource.readsColumnar`): the reader
- * then gives their rows and no others, so rows are numbered by counting from the row group's first,
- * and a reader that ends before the row group's last row fails the read (the file changed).
+ * then gives their rows and no others, so rows are numbered by counting from the row group's first.
+ * A reader that ends before the range's last row, or gives more rows than the row group held
+ * when listed, fails the read (the file changed after it was listed).
  */
 final class ParquetBatchReader(
     config: ParquetConfig,
@@ -75,6 +76,7 @@ final class ParquetBatchReader(
         val batch = batches.next()
         val first = next
         next += batch.numRows()
+        if (next > split.firstRow + split.rowCount) throw RowGroupFile.moreRows(split)
         if (next > range.from) {
           val skip = (math.max(first, range.from) - first).toInt
           val end = math.min(next, range.until)
@@ -89,6 +91,14 @@ final class ParquetBatchReader(
       throw new AssertionError("unreachable")
     }
 
+    /**
+     * After a range that reached its row group's end (and once its last batch is no longer in
+     * use): Spark's reader must have no rows left, or it read more than this row group.
+     */
+    def checkNothingLeft(): Unit =
+      if (batches != null && range.until == split.firstRow + split.rowCount && batches.hasNext)
+        throw RowGroupFile.moreRows(split)
+
     override def close(): Unit = {
       if (batches != null) batches.close()
       batches = null
@@ -101,6 +111,7 @@ final class ParquetBatchReader(
     var finished = Set.empty[String]
     // a range's last batch stays valid until this fetch: its reader closes (and frees its vectors) only now
     if (current != null && current.done) {
+      current.checkNothingLeft() // on failure the task closes this reader, and so the range
       current.finish(context)
       finished = Set(current.split.splitId)
       current = null

@@ -53,7 +53,8 @@ final class ParquetSource private[parquet] (val config: ParquetConfig, rows: Par
 
   /**
    * Column batches wherever Spark would read these columns as batches, for ranges of row groups
-   * alone at their midpoint (every row group but those of old footers that share one).
+   * alone at their midpoint (`RowGroupSplit.aloneAtMidpoint`: not those of old footers that share
+   * one, of encrypted footers, or of splits an earlier version planned).
    */
   override def readsColumnar(ranges: Seq[SplitRange[RowGroupSplit]], layout: RecordLayout): Boolean =
     rows.readsBatches && ranges.forall(_.split.aloneAtMidpoint)

@@ -27,13 +27,16 @@ private[parquet] object RowGroups {
 
   def splitsOf(file: DiscoveredFile, conf: Configuration, config: ParquetConfig): Seq[RowGroupSplit] = {
     val path = new Path(file.path)
-    val (blocks, mids) = footer(path, file.length, conf) match {
+    val (blocks, mids, exactMidpoints) = footer(path, file.length, conf) match {
       case Some(raw) =>
-        (new ParquetMetadataConverter().fromParquetMetadata(raw).getBlocks.asScala.toIndexedSeq, midpoints(raw))
+        (new ParquetMetadataConverter().fromParquetMetadata(raw).getBlocks.asScala.toIndexedSeq, midpoints(raw), true)
       case None => // an encrypted footer: parquet-mr decrypts it; the converted footer's offsets are used
         val reader = ParquetFileReader.open(HadoopInputFile.fromPath(path, conf))
         val bs = try reader.getFooter.getBlocks.asScala.toIndexedSeq finally reader.close()
-        (bs, bs.map(b => b.getStartingPos + b.getCompressedSize / 2))
+        // close to parquet-mr's rule on the raw footer, but not the same in every case (a
+        // dictionary offset of 0, encrypted column metadata): no row group counts as alone at its
+        // midpoint, so their rows are read as rows, each row's index checked
+        (bs, bs.map(b => b.getStartingPos + b.getCompressedSize / 2), false)
     }
     val firstRows = blocks.scanLeft(0L)(_ + _.getRowCount)
     val atMidpoint = mids.groupBy(identity).view.mapValues(_.size).toMap
@@ -42,7 +45,7 @@ private[parquet] object RowGroups {
       val times = config.timestampColumn.flatMap(c => eventTimes(file.path, b, c, config))
       RowGroupSplit(file.path, i, blocks.size, firstRows(i), b.getRowCount, mids(i), 1L,
         file.length, file.modificationTime, times.flatMap(_._1), times.flatMap(_._2), times.exists(_._1.isEmpty),
-        aloneAtMidpoint = atMidpoint(mids(i)) == 1)
+        aloneAtMidpoint = exactMidpoints && atMidpoint(mids(i)) == 1)
     }
   }
 

@@ -192,34 +192,43 @@ class ParquetColumnarSuite extends AnyFunSuite with SparkSuiteBase {
   }
 
   /** Reads `ranges` with the source's batch reader: per fetch, the split, the row indexes and the finished splits. */
+  /** Each fetch: its split, its rows' ids and `_position`s, the splits it finished. */
   private def readBatches(s: ParquetSource, ranges: Seq[SplitRange[RowGroupSplit]], context: ReaderContext)(
-      between: () => Unit = () => ()): Seq[(String, Seq[Long], Set[String])] = {
+      between: () => Unit = () => ()): Seq[(String, Seq[(Long, Long)], Set[String])] = {
     val reader = s.createColumnarReader(context)
     reader.handleSplitsChanges(ranges)
-    val fetches = ArrayBuffer[(String, Seq[Long], Set[String])]()
+    val fetches = ArrayBuffer[(String, Seq[(Long, Long)], Set[String])]()
     var finished = Set.empty[String]
     try while (finished.size < ranges.size) {
       val f: ColumnarFetch = reader.fetch()
       finished ++= f.finishedSplits
-      val positions = Option(f.batch).toSeq.flatMap { b =>
+      val rows = Option(f.batch).toSeq.flatMap { b =>
         val position = b.column(b.numCols() - 2) // _position
-        (0 until b.numRows()).map(position.getLong)
+        (0 until b.numRows()).map(i => (b.column(0).getLong(i), position.getLong(i)))
       }
-      if (f.batch != null) assert(f.position == positions.last + 1)
-      fetches += ((f.splitId, positions, f.finishedSplits))
+      if (f.batch != null) assert(f.position == rows.last._2 + 1)
+      fetches += ((f.splitId, rows, f.finishedSplits))
       between()
     } finally reader.close()
     fetches.toSeq
   }
 
-  test("the batch reader: every row index of its ranges once, each range finished once, after its last batch") {
+  /** Spark's own (id, `_metadata.row_index`) of the rows of `split`. */
+  private def sparkRowIndexes(split: RowGroupSplit): Seq[(Long, Long)] =
+    spark.read.parquet(split.path).selectExpr("id", "_metadata.row_index AS i")
+      .where(s"i >= ${split.firstRow} AND i < ${split.firstRow + split.rowCount}").orderBy("i")
+      .collect().toSeq.map(r => (r.getLong(0), r.getLong(1)))
+
+  test("the batch reader: every row of its ranges once with Spark's row index, each range finished once, after its last batch") {
     val s = source()
     val splits = s.createEnumerator().discoverSplits().take(3)
     val ranges = splits.map(split => SplitRange(split, split.firstRow, split.firstRow + split.rowCount))
     val fetches = readBatches(s, ranges, ReaderContext())()
     splits.foreach { split =>
       val read = fetches.filter(_._1 == split.splitId).flatMap(_._2)
-      assert(read == (split.firstRow until split.firstRow + split.rowCount))
+      assert(read.map(_._2) == (split.firstRow until split.firstRow + split.rowCount))
+      // rows are numbered by counting: the numbers are Spark's row indexes of the same rows
+      assert(read == sparkRowIndexes(split))
       assert(fetches.count(_._3.contains(split.splitId)) == 1)
       // finished in the fetch after its last batch: that batch's vectors stay valid until then
       val last = fetches.lastIndexWhere(_._1 == split.splitId)
@@ -239,6 +248,31 @@ class ParquetColumnarSuite extends AnyFunSuite with SparkSuiteBase {
       }
       assert((0 until f.batch.numRows()).exists(i => f.recordTime(i) == RecordsWithSplitIds.NoTimestamp))
     } finally reader.close()
+  }
+
+  test("a reader that gives more rows than the row group held when listed fails the read, in a batch or after the last") {
+    // batches of 16 rows; a split that says it holds fewer rows than the file's row group does
+    val s = withConf("spark.sql.parquet.columnarReaderBatchSize", "16")(ParquetSource.builder().path(wide.toString).build())
+    val split = s.createEnumerator().discoverSplits().head
+    assert(split.rowCount == 200)
+    Seq(
+      (190L, 176L, "inside a batch"), // the batch of rows 176-191 runs past row 189: none of it is handed on
+      (192L, 192L, "after the last batch") // rows 0-191 are whole batches; the reader still has 8 rows
+    ).foreach { case (listed, handedOn, where) =>
+      val forged = split.copy(rowCount = listed)
+      val reader = s.createColumnarReader(ReaderContext())
+      reader.handleSplitsChanges(Seq(SplitRange(forged, forged.firstRow, forged.firstRow + listed)))
+      var rows = 0L
+      val e = try intercept[IllegalStateException] {
+        while (true) Option(reader.fetch().batch).foreach(rows += _.numRows())
+      } finally reader.close()
+      assert(e.getMessage.contains(s"gave more rows for row group 0 of '${split.path}' than the $listed its footer held"),
+        s"$where: ${e.getMessage}")
+      assert(rows == handedOn, where)
+    }
+    // a range that ends before the row group's end leaves rows to the reader: no failure
+    val cut = readBatches(s, Seq(SplitRange(split, split.firstRow, split.firstRow + 100)), ReaderContext())()
+    assert(cut.flatMap(_._2).map(_._2) == (split.firstRow until split.firstRow + 100))
   }
 
   test("the batch reader skips a file deleted or changed after listing only when told, and counts it") {
