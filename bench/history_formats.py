@@ -5,7 +5,7 @@ of file_throughput) are written once into bench/scratch/history_formats/ as gzip
 lines (`.json.gz`, one split per file: gzip cannot be split) and as Parquet with row groups of
 about 128 MB. Each format is read once per run with Trigger.AvailableNow into the no-op sink:
 Sluice's `FileSource` against `spark.readStream.json` / `spark.readStream.parquet` with the same
-schema. Spark and Sluice run as interleaved pairs after a warm-up each (bench/pairs.py; nine
+schema. Spark and Sluice run as interleaved pairs after a warm-up each (bench/pairs.py; ten
 rounds unless SLUICE_BENCH_PAIRS says otherwise: a Parquet run is short, so jitter weighs more);
 `gzip_ratio` and `parquet_ratio` are medians of the per-pair ratios of records/s (Sluice's default
 rows / Spark).
@@ -123,8 +123,9 @@ def _rate(make: Callable[[], DataFrame], rows: int, label: str) -> Callable[[], 
 
 def run() -> dict:
     gigabytes = float(os.environ.get("SLUICE_BENCH_HISTORY_GB", "1"))
-    # a Parquet run takes about 1.5 s, so start-up jitter weighs on every round: nine of them
-    pairs = pairs_from_env(default=9)
+    # a Parquet run takes a second or two, so start-up jitter weighs on every round: ten of them
+    # (an even number: every two rounds run each pair of sides once in each order)
+    pairs = pairs_from_env(default=10)
     spark = session("bench-history-formats", master=MASTER, driver_memory="3g")
     try:
         folders, rows = _data(spark, gigabytes)

@@ -2,8 +2,11 @@
 
 A ratio of two medians taken over separate runs hides the noise (one lucky Sluice run against one
 slow Spark run makes the headline). Instead each side runs once untimed (class loading, JIT, page
-cache), then the sides run in rounds, one run of each per round, the order rotating each round so
-that neither side always runs first (or always right after the other). A round gives one ratio
+cache), then the sides run in rounds, one run of each per round. Rounds come in twos: one in an
+order, the next in the reverse order, and each two rotate the order by one; so over every two
+rounds each side runs before every other side once and after it once (and right before it as
+often as right after it) — a plain rotation would not do that for three sides or more, where two
+neighbours in the order keep theirs in most rounds. A round gives one ratio
 per compared pair of sides; the figure reported is the median of those per-round ratios, with
 every round's ratio and the lowest and highest beside it.
 
@@ -36,8 +39,8 @@ def interleaved(
     label: str = "",
     unit: str = "records/s",
 ) -> dict[str, list[float]]:
-    """Runs every side `warmups` times untimed, then `pairs` rounds of one run each, rotating the
-    order each round; returns each side's measurements, round by round (index i = round i)."""
+    """Runs every side `warmups` times untimed, then `pairs` rounds of one run each, in the order
+    `round_order` gives; returns each side's measurements, round by round (index i = round i)."""
     names = list(sides)
     for w in range(warmups):
         for name in names:
@@ -45,12 +48,18 @@ def interleaved(
             print(f"  {label}warm-up {w + 1}: {name:<10} {value:>14,.0f} {unit}")
     measured: dict[str, list[float]] = {name: [] for name in names}
     for i in range(pairs):
-        shift = i % len(names)
-        for name in names[shift:] + names[:shift]:
+        for name in round_order(names, i):
             value = sides[name]()
             measured[name].append(value)
             print(f"  {label}round {i + 1}: {name:<10} {value:>14,.0f} {unit}")
     return measured
+
+
+def round_order(names: list[str], i: int) -> list[str]:
+    """The order of round `i`: rotated by one every two rounds, reversed in every second round."""
+    shift = (i // 2) % len(names)
+    order = names[shift:] + names[:shift]
+    return order[::-1] if i % 2 else order
 
 
 def ratios(numerators: list[float], denominators: list[float]) -> dict:

@@ -26,7 +26,7 @@ def test_ratio_is_the_median_of_the_per_pair_ratios_not_a_ratio_of_medians():
     assert r["ratio"] != pytest.approx(20.0 / 12.0)
 
 
-def test_rounds_rotate_the_order_after_the_warm_ups():
+def test_rounds_alternate_the_order_after_the_warm_ups():
     calls: list[str] = []
 
     def side(name: str):
@@ -37,5 +37,26 @@ def test_rounds_rotate_the_order_after_the_warm_ups():
         return once
 
     measured = pairs.interleaved({"a": side("a"), "b": side("b")}, 3, warmups=1)
-    assert calls == ["a", "b", "a", "b", "b", "a", "a", "b"]
-    assert measured == {"a": [3.0, 6.0, 7.0], "b": [4.0, 5.0, 8.0]}
+    assert calls == ["a", "b", "a", "b", "b", "a", "b", "a"]
+    assert measured == {"a": [3.0, 6.0, 8.0], "b": [4.0, 5.0, 7.0]}
+
+
+@pytest.mark.parametrize("sides", [2, 3, 4])
+def test_every_two_rounds_each_side_runs_before_and_after_every_other_once(sides):
+    names = [f"s{k}" for k in range(sides)]
+    for start in range(0, 4 * sides, 2):
+        before: dict[tuple[str, str], int] = {}
+        just_before: dict[tuple[str, str], int] = {}
+        for i in (start, start + 1):
+            order = pairs.round_order(names, i)
+            assert sorted(order) == names
+            for x, a in enumerate(order):
+                for b in order[x + 1 :]:
+                    before[(a, b)] = before.get((a, b), 0) + 1
+            for a, b in zip(order, order[1:]):
+                just_before[(a, b)] = just_before.get((a, b), 0) + 1
+        for a in names:
+            for b in names:
+                if a != b:
+                    assert before.get((a, b), 0) == 1, (start, a, b)
+                    assert just_before.get((a, b), 0) == just_before.get((b, a), 0)
