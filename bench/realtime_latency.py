@@ -42,7 +42,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 
 import sluice
-from bench.pairs import pairs_from_env
+from bench.pairs import pairs_from_env, round_order
 from bench.common import session
 from sluice import KafkaSource, OffsetsInitializer, WatermarkStrategy
 from sluice.testing import EmbeddedKafka
@@ -172,11 +172,11 @@ def run() -> dict:
 
         for kind in KINDS:
             side(kind, 15, f"warm-up {kind}")
-        # the order rotates each round, so no side always runs first (bench/pairs.py)
+        # every two rounds run each pair of sides once in each order (bench/pairs.py)
         rounds = [
             {
                 kind: side(kind, seconds, f"run {i + 1} {kind}")
-                for kind in KINDS[i % len(KINDS) :] + KINDS[: i % len(KINDS)]
+                for kind in round_order(list(KINDS), i)
             }
             for i in range(runs)
         ]
