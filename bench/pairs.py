@@ -11,6 +11,8 @@ per compared pair of sides; the figure reported is the median of those per-round
 every round's ratio and the lowest and highest beside it.
 
 `SLUICE_BENCH_PAIRS` (default 5, at least 5 for a published figure) sets the number of rounds.
+Order is balanced pair by pair over every two rounds (an odd count leaves its last round unpaired)
+and place by place over 2 × (number of sides) rounds.
 This module defines no `run()`, so bench.run does not take it for a benchmark.
 """
 

@@ -41,6 +41,27 @@ def test_rounds_alternate_the_order_after_the_warm_ups():
     assert measured == {"a": [3.0, 6.0, 8.0], "b": [4.0, 5.0, 7.0]}
 
 
+def test_round_order_rotates_by_one_every_two_rounds_and_reverses_every_second():
+    names = ["a", "b", "c"]
+    assert [pairs.round_order(names, i) for i in range(6)] == [
+        ["a", "b", "c"],
+        ["c", "b", "a"],
+        ["b", "c", "a"],
+        ["a", "c", "b"],
+        ["c", "a", "b"],
+        ["b", "a", "c"],
+    ]
+    assert pairs.round_order(["only"], 3) == ["only"]
+
+
+@pytest.mark.parametrize("sides", [2, 3, 4])
+def test_over_2n_rounds_each_side_holds_each_place_twice(sides):
+    names = [f"s{k}" for k in range(sides)]
+    for name in names:
+        places = [pairs.round_order(names, i).index(name) for i in range(2 * sides)]
+        assert sorted(places) == sorted(list(range(sides)) * 2), (name, places)
+
+
 @pytest.mark.parametrize("sides", [2, 3, 4])
 def test_every_two_rounds_each_side_runs_before_and_after_every_other_once(sides):
     names = [f"s{k}" for k in range(sides)]

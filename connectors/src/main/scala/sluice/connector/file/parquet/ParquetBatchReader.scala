@@ -61,7 +61,7 @@ final class ParquetBatchReader(
       v
     }
 
-    require(split.aloneAtMidpoint, s"row group ${split.rowGroup} of '${split.path}' shares its midpoint: read it as rows")
+    require(split.aloneAtMidpoint, s"row group ${split.rowGroup} of '${split.path}' is not alone at an exact midpoint: read it as rows")
     done = range.from >= range.until
     if (!done) open(config, partitions, hadoopConf) { file => batches = rows.readBatches(file) }
 

@@ -3,6 +3,7 @@ package sluice.connector.file.parquet
 import java.io.Closeable
 
 import org.apache.hadoop.conf.Configuration
+import org.apache.parquet.hadoop.ParquetInputFormat
 import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
@@ -65,6 +66,7 @@ final class ParquetRows private (
 object ParquetRows {
   def apply(session: SparkSession, config: ParquetConfig): ParquetRows = {
     val hadoopConf = session.sessionState.newHadoopConfWithOptions(config.sparkOptions)
+    refuseRowFilters(hadoopConf)
     val required = config.dataSchema.add(ParquetFileFormat.ROW_INDEX_TEMPORARY_COLUMN_NAME, LongType, nullable = true) // nullable: a missing column Spark fills
     val format = new ParquetFileFormat()
     // each build writes its columns into the configuration it is given and broadcasts that object
@@ -102,6 +104,18 @@ object ParquetRows {
     override def next(): ColumnarBatch = batches.next().asInstanceOf[Any].asInstanceOf[ColumnarBatch]
     override def close(): Unit = closeReader(batches)
   }
+
+  /**
+   * Positions are row indexes and every row of a row group is read (column batches count them),
+   * so a parquet-mr row filter set in the session's Hadoop configuration would drop rows unseen.
+   */
+  private def refuseRowFilters(conf: Configuration): Unit =
+    Seq(ParquetInputFormat.FILTER_PREDICATE, ParquetInputFormat.UNBOUND_RECORD_FILTER).find(conf.get(_) != null).foreach { key =>
+      throw new IllegalArgumentException(s"${ParquetConfig.Context}: the Hadoop configuration sets '$key', a Parquet " +
+        "row filter: Sluice reads every row of a row group (its positions are row indexes), so rows that filter " +
+        s"dropped would be skipped silently. Unset it (spark.hadoop.$key or the session setting '$key') and filter " +
+        "in the query instead.")
+    }
 
   private def closeReader(reader: Iterator[_]): Unit = reader match {
     case c: Closeable => c.close()

@@ -62,13 +62,14 @@ private[parquet] object RowGroupFile {
       s"selected no row group for byte ${split.start}, the row group's midpoint when listed)" else "") +
       ": the file changed after it was listed.")
 
-  /** Spark's reader gave row `found` where row `expected` was due. */
+  /** Spark's reader gave more rows than the row group held when listed (the batch reader counts them). */
   def moreRows(split: RowGroupSplit): IllegalStateException =
     new IllegalStateException(s"${ParquetConfig.Context}: Spark's Parquet reader gave more rows for row group " +
       s"${split.rowGroup} of '${split.path}' than the ${split.rowCount} its footer held when the file was listed: " +
       "the file changed after it was listed, or the byte range given for the row group (its midpoint) selected " +
       "another row group as well.")
 
+  /** Spark's reader gave row `found` where row `expected` was due. */
   def otherRow(split: RowGroupSplit, found: Long, expected: Long): IllegalStateException =
     new IllegalStateException(s"${ParquetConfig.Context}: reading row group ${split.rowGroup} of " +
       s"'${split.path}' (rows ${split.firstRow} to ${split.firstRow + split.rowCount - 1}) Spark's Parquet reader " +

@@ -13,10 +13,11 @@ import sluice.api.{SourceSplit, VersionedSerializer}
  * footers can share a midpoint; the reader then gives several, and `ParquetReader` keeps this
  * one's rows by their row index (Spark's `_metadata.row_index`), and fails on any other mismatch.
  * (Splits in offset logs written before this carry the row group's own bytes instead.)
- * `aloneAtMidpoint` says no other row group of the file shares this one's midpoint, so the
- * reader gives this row group's rows and no others: the column-batch reader then numbers the
- * rows by counting, without Spark's row-index column (which Spark fills one boxed value at a
- * time); a row group that shares its midpoint is read as rows.
+ * `aloneAtMidpoint` says the midpoint was computed exactly as parquet-mr does (from the raw footer:
+ * not an encrypted one) and no other row group of the file shares it, so the reader gives this
+ * row group's rows and no others: the column-batch reader then numbers the rows by counting,
+ * without Spark's row-index column (which Spark fills one boxed value at a time); any other row
+ * group is read as rows.
  *
  * `minEventTime` / `maxEventTime` are the row group's statistics of the event-time column in
  * epoch milliseconds, when the source has one and the file has statistics for it: the
@@ -37,7 +38,7 @@ final case class RowGroupSplit(
     maxEventTime: Option[Long],
     /** The statistics say every event time of this row group is null: it has none to align. */
     noEventTimes: Boolean = false,
-    /** No other row group of the file has this midpoint: the reader gives this one's rows alone. */
+    /** The midpoint is exact and no other row group of the file has it: the reader gives this one's rows alone. */
     aloneAtMidpoint: Boolean = false)
   extends SourceSplit {
 

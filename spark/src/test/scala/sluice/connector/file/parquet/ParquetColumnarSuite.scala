@@ -191,8 +191,7 @@ class ParquetColumnarSuite extends AnyFunSuite with SparkSuiteBase {
     }
   }
 
-  /** Reads `ranges` with the source's batch reader: per fetch, the split, the row indexes and the finished splits. */
-  /** Each fetch: its split, its rows' ids and `_position`s, the splits it finished. */
+  /** Reads `ranges` with the source's batch reader: per fetch, the split, its rows' ids and `_position`s, and the finished splits. */
   private def readBatches(s: ParquetSource, ranges: Seq[SplitRange[RowGroupSplit]], context: ReaderContext)(
       between: () => Unit = () => ()): Seq[(String, Seq[(Long, Long)], Set[String])] = {
     val reader = s.createColumnarReader(context)

@@ -207,6 +207,15 @@ class ParquetSourceSuite extends AnyFunSuite with SparkSuiteBase {
     Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).map(_.getMessage).mkString(" / ")
   }
 
+  test("a parquet-mr row filter in the session's Hadoop configuration is refused: it would drop rows unseen") {
+    val dir = table.toString // written before the setting
+    Seq("parquet.private.read.filter.predicate", "parquet.read.filter").foreach { key =>
+      val e = withConf(key, "anything")(intercept[IllegalArgumentException](ParquetSource.builder().path(dir)
+        .schema("id BIGINT").build()))
+      assert(e.getMessage.contains(s"the Hadoop configuration sets '$key', a Parquet row filter"), e.getMessage)
+    }
+  }
+
   test("a BIGINT timestampColumn over a Parquet TIMESTAMP column is refused: its units would be wrong") {
     val dir = tempDir("units").resolve("t")
     withConf("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS") {
