@@ -14,7 +14,9 @@ import sluice.config.RecordLayout
 /**
  * Reads row-group ranges as the column batches of Spark's vectorized Parquet reader, handed to
  * Spark as they come: the reader's own vectors, without a copy, re-ordered into the source's
- * columns. Data and partition columns are the reader's; in the full layout `_split` and
+ * columns. Data and partition columns are the reader's, data columns holding strings seen
+ * through `DictionaryStringVector` (each dictionary entry decoded once per batch, where Spark's
+ * vector decodes it for every row); in the full layout `_split` and
  * `_timestamp` (the file's modification time) are constant vectors and `_position` numbers the
  * rows from the batch's first (`RowIndexVector`), so a batch holds the same values as the rows
  * `ParquetReader` builds.
@@ -83,12 +85,31 @@ final class ParquetBatchReader(
           val count = (end - first).toInt - skip
           position = end
           done = end >= range.until
-          val data = Array.tabulate(batch.numCols())(batch.column)
+          val data = viewsOf(batch)
           val columns = if (compact) data else data ++ Array[ColumnVector](splitColumn, new RowIndexVector(first), timestampColumn)
           return new ColumnarBatch(if (skip == 0) columns else columns.map(new OffsetColumnVector(_, skip)), count)
         }
       }
       throw new AssertionError("unreachable")
+    }
+
+    // the views of the reader's vectors (Spark's reader hands out the same vectors for every batch)
+    private var below: Array[ColumnVector] = Array.empty
+    private var views: Array[ColumnVector] = Array.empty
+
+    /**
+     * The batch's columns (a new array: the batch handed on keeps it), string ones viewed by
+     * `DictionaryStringVector`, told that a new batch starts.
+     */
+    private def viewsOf(batch: ColumnarBatch): Array[ColumnVector] = {
+      if (below.length != batch.numCols() || below.indices.exists(i => below(i) ne batch.column(i))) {
+        below = Array.tabulate(batch.numCols())(batch.column)
+        views = below.map(DictionaryStringVector.view)
+      } else views.foreach {
+        case v: DictionaryStringVector => v.nextBatch()
+        case _ =>
+      }
+      views.clone()
     }
 
     /**

@@ -4,6 +4,7 @@ import java.io.FileNotFoundException
 import java.nio.file.{Files, Path}
 
 import scala.collection.mutable.ArrayBuffer
+import scala.jdk.CollectionConverters._
 
 import org.apache.spark.sql.{DataFrame, Row}
 import org.apache.spark.sql.execution.ColumnarToRowExec
@@ -123,7 +124,10 @@ class ParquetColumnarSuite extends AnyFunSuite with SparkSuiteBase {
     assert(multiset(limited) == multiset(run(Sluice.fromSource(spark, s, null, "unlimited"))._1))
   }
 
-  /** 200 rows in one row group, every type the vectorized reader reads, nulls in each column. */
+  /**
+   * 200 rows in one row group, every type the vectorized reader reads, nulls in each column;
+   * pages of at most 20 rows, dictionary-encoded strings and a column that falls back to plain pages.
+   */
   private lazy val wide: Path = {
     val dir = tempDir("wide").resolve("table")
     withConf("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")(spark.range(0, 200, 1, 1).selectExpr(
@@ -140,8 +144,15 @@ class ParquetColumnarSuite extends AnyFunSuite with SparkSuiteBase {
       s"CASE WHEN id % 11 = 0 THEN NULL ELSE timestamp_millis($BaseMs + id * 1000 + id % 7) END AS ts",
       "map(concat('k', id), named_struct('x', CAST(id AS INT))) AS m",
       "CASE WHEN id % 4 = 0 THEN NULL ELSE array(named_struct('y', id, 'z', concat('z', id)), named_struct('y', id + 1, 'z', CAST(NULL AS STRING))) END AS arr",
-      "named_struct('inner', CASE WHEN id % 6 = 0 THEN NULL ELSE named_struct('a', CAST(id AS INT), 'b', concat('b', id)) END, 'n', id * 2) AS nested")
-      .write.parquet(dir.toString))
+      "named_struct('inner', CASE WHEN id % 6 = 0 THEN NULL ELSE named_struct('a', CAST(id AS INT), 'b', concat('b', id)) END, 'n', id * 2) AS nested",
+      // strings that repeat (dictionary entries read by many rows of a batch), and one whose
+      // dictionary outgrows its limit at about row 118: later pages are plain
+      "CASE WHEN id % 13 = 0 THEN NULL ELSE concat('city-', id % 4) END AS city",
+      "array(concat('t', id % 3), CAST(NULL AS STRING), concat('t', id % 5)) AS tags",
+      "map(concat('mk', id % 2), concat('mv', id % 3)) AS kv",
+      "CASE WHEN id < 100 THEN concat(repeat('x', 40), id % 30) ELSE concat(repeat('y', 40), id) END AS drifting")
+      .write.option("parquet.page.row.count.limit", "20").option("parquet.dictionary.page.size", "2048")
+      .parquet(dir.toString))
     dir
   }
 
@@ -189,6 +200,53 @@ class ParquetColumnarSuite extends AnyFunSuite with SparkSuiteBase {
           columnar.exists(_._2 != RecordsWithSplitIds.NoTimestamp))
       }
     }
+  }
+
+  test("string columns reach Spark through the dictionary view, over dictionary and plain pages alike") {
+    // the file holds what the range test above needs to mean something here: repeated dictionary
+    // strings, and a column chunk whose plain pages start inside a batch of 16 rows
+    val listing = Files.list(wide)
+    val file = try listing.iterator().asScala.find(_.toString.endsWith(".parquet")).get finally listing.close()
+    val footer = org.apache.parquet.hadoop.ParquetFileReader.open(
+      org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(new org.apache.hadoop.fs.Path(file.toUri), spark.sessionState.newHadoopConf()))
+    // the row at which `drifting`'s plain pages start: its dictionary-encoded pages come first
+    val (city, plainFrom) = try {
+      val chunks = footer.getFooter.getBlocks.get(0).getColumns.asScala.map(c => c.getPath.toDotString -> c).toMap
+      val drifting = chunks("drifting")
+      val stats = drifting.getEncodingStats
+      val dictionaryPages = stats.getDataEncodings.asScala.toSeq.filter(_.usesDictionary).map(stats.getNumDataPagesEncodedAs).sum
+      val pages = footer.readOffsetIndex(drifting)
+      assert(stats.hasNonDictionaryEncodedPages && dictionaryPages > 0 && dictionaryPages < pages.getPageCount)
+      (chunks("city").getEncodingStats, pages.getFirstRowIndex(dictionaryPages))
+    } finally footer.close()
+    assert(city.hasDictionaryEncodedPages && !city.hasNonDictionaryEncodedPages)
+    assert(plainFrom % 16 != 0, s"the plain pages start at row $plainFrom, at the start of a batch")
+
+    val s = withConf("spark.sql.parquet.columnarReaderBatchSize", "16")(ParquetSource.builder().path(wide.toString).build())
+    val split = s.createEnumerator().discoverSplits().head
+    val names = s.schema(RecordLayout.Full).fieldNames
+    val (cityColumn, drifting) = (names.indexOf("city"), names.indexOf("drifting"))
+    val reader = s.createColumnarReader(ReaderContext(RecordLayout.Full))
+    reader.handleSplitsChanges(Seq(SplitRange(split, split.firstRow, split.firstRow + split.rowCount)))
+    val read = ArrayBuffer[String]()
+    try {
+      var finished = false
+      while (!finished) {
+        val f = reader.fetch()
+        finished = f.finishedSplits.nonEmpty
+        Option(f.batch).foreach { b =>
+          Seq("city", "tags", "kv", "drifting", "m", "nested").foreach { name =>
+            assert(b.column(names.indexOf(name)).isInstanceOf[DictionaryStringVector], name)
+          }
+          assert(!b.column(names.indexOf("id")).isInstanceOf[DictionaryStringVector])
+          // rows of a batch with the same city share one decoded string
+          val cities = (0 until b.numRows()).filterNot(b.column(cityColumn).isNullAt).map(b.column(cityColumn).getUTF8String)
+          cities.groupBy(_.toString).values.foreach(same => assert(same.forall(_ eq same.head)))
+          read ++= (0 until b.numRows()).map(i => b.column(drifting).getUTF8String(i).toString)
+        }
+      }
+    } finally reader.close()
+    assert(read == spark.read.parquet(wide.toString).orderBy("id").collect().toSeq.map(_.getAs[String]("drifting")))
   }
 
   /** Reads `ranges` with the source's batch reader: per fetch, the split, its rows' ids and `_position`s, and the finished splits. */

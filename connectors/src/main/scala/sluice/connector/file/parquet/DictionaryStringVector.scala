@@ -1,0 +1,131 @@
+package sluice.connector.file.parquet
+
+import org.apache.spark.sql.execution.vectorized.WritableColumnVector
+import org.apache.spark.sql.types.{ArrayType, DataType, Decimal, MapType, StringType, StructType}
+import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarArray, ColumnarMap}
+import org.apache.spark.unsafe.types.{BinaryView, CalendarInterval, TimestampNanosVal, UTF8String}
+
+/**
+ * A read-only view of one of Spark's Parquet vectors holding strings (a string column, or a
+ * struct, array or map with strings inside) that decodes each dictionary entry at most once per
+ * batch.
+ *
+ * Spark's vector decodes a dictionary-encoded string anew for every row that reads it: a copy of
+ * the entry's bytes and a new `UTF8String`, even when the batch's 4096 rows hold a few dozen
+ * distinct values, as most string columns written with dictionaries do. The view keeps the
+ * decoded string of each entry read in the current batch and hands the same object out again.
+ * Its bytes are equal to what Spark's vector gives, and its own: decoding copies them out of the
+ * dictionary page, and nothing writes into them, so rows may share it.
+ *
+ * Within a batch an id names one string: Spark's reader never lets a batch cross a row group
+ * (one column chunk, one dictionary), and when a chunk falls back to plain pages mid-batch it
+ * decodes the ids read so far and drops the dictionary, so the view passes plain strings through.
+ * What was decoded is forgotten at `nextBatch` all the same, so that nothing rests on the reader
+ * reading one row group. Entries at or past `MaxCachedId` are decoded per row, as Spark does:
+ * a huge dictionary would cost more memory than it saves. What is kept (at most `MaxCachedId`
+ * strings per string column) lives as long as the view, one range's read.
+ *
+ * Arrays and maps hand out `ColumnarArray`s / `ColumnarMap`s over the viewed element vectors;
+ * struct fields are read through `getChild`, so they are viewed alike. The vectors below belong
+ * to Spark's reader: closing the view must not free them.
+ */
+private[parquet] final class DictionaryStringVector private (below: WritableColumnVector)
+  extends ColumnVector(below.dataType()) {
+
+  import DictionaryStringVector._
+
+  private val isString = below.dataType().isInstanceOf[StringType]
+  private val children: Array[ColumnVector] = below.dataType() match {
+    case s: StructType => Array.tabulate(s.length)(i => view(below.getChild(i)))
+    case _: ArrayType => Array(view(below.getChild(0)))
+    case _: MapType => Array(view(below.getChild(0)), view(below.getChild(1)))
+    case _ => Array.empty
+  }
+  private val viewedChildren: Array[DictionaryStringVector] = children.collect { case v: DictionaryStringVector => v }
+
+  // the entries decoded in this batch: decoded(id) is current when stamps(id) == batch
+  private var decoded: Array[UTF8String] = Array.empty
+  private var stamps: Array[Int] = Array.empty
+  private var batch = 0
+
+  /** Forgets what was decoded: the vectors below now hold the next batch. */
+  def nextBatch(): Unit = {
+    if (batch == Int.MaxValue) {
+      java.util.Arrays.fill(stamps, -1)
+      batch = 0
+    } else batch += 1
+    viewedChildren.foreach(_.nextBatch())
+  }
+
+  override def getUTF8String(rowId: Int): UTF8String =
+    if (!isString || !below.hasDictionary || below.isNullAt(rowId)) below.getUTF8String(rowId)
+    else {
+      val id = below.getDictionaryIds.getDictId(rowId)
+      if (id >= MaxCachedId) below.getUTF8String(rowId)
+      else {
+        if (id >= stamps.length) grow(id)
+        if (stamps(id) == batch) decoded(id)
+        else {
+          val s = below.getUTF8String(rowId)
+          decoded(id) = s
+          stamps(id) = batch
+          s
+        }
+      }
+    }
+
+  private def grow(id: Int): Unit = {
+    val size = math.min(MaxCachedId, math.max(id + 1, math.max(64, stamps.length * 2)))
+    val from = stamps.length
+    decoded = java.util.Arrays.copyOf(decoded, size)
+    stamps = java.util.Arrays.copyOf(stamps, size)
+    java.util.Arrays.fill(stamps, from, size, -1)
+  }
+
+  override def getArray(rowId: Int): ColumnarArray =
+    if (below.isNullAt(rowId)) null else new ColumnarArray(children(0), below.getArrayOffset(rowId), below.getArrayLength(rowId))
+
+  override def getMap(rowId: Int): ColumnarMap =
+    if (below.isNullAt(rowId)) null
+    else new ColumnarMap(children(0), children(1), below.getArrayOffset(rowId), below.getArrayLength(rowId))
+
+  override def getChild(ordinal: Int): ColumnVector = if (children.isEmpty) below.getChild(ordinal) else children(ordinal)
+
+  override def close(): Unit = ()
+  override def closeIfFreeable(): Unit = ()
+  override def hasNull: Boolean = below.hasNull
+  override def numNulls: Int = below.numNulls
+  override def isNullAt(rowId: Int): Boolean = below.isNullAt(rowId)
+  override def getBoolean(rowId: Int): Boolean = below.getBoolean(rowId)
+  override def getByte(rowId: Int): Byte = below.getByte(rowId)
+  override def getShort(rowId: Int): Short = below.getShort(rowId)
+  override def getInt(rowId: Int): Int = below.getInt(rowId)
+  override def getLong(rowId: Int): Long = below.getLong(rowId)
+  override def getFloat(rowId: Int): Float = below.getFloat(rowId)
+  override def getDouble(rowId: Int): Double = below.getDouble(rowId)
+  override def getDecimal(rowId: Int, precision: Int, scale: Int): Decimal = below.getDecimal(rowId, precision, scale)
+  override def getBinary(rowId: Int): Array[Byte] = below.getBinary(rowId)
+  override def getBinaryView(rowId: Int): BinaryView = below.getBinaryView(rowId)
+  override def getInterval(rowId: Int): CalendarInterval = below.getInterval(rowId)
+  override def getTimestampNTZNanos(rowId: Int): TimestampNanosVal = below.getTimestampNTZNanos(rowId)
+  override def getTimestampLTZNanos(rowId: Int): TimestampNanosVal = below.getTimestampLTZNanos(rowId)
+}
+
+private[parquet] object DictionaryStringVector {
+  /** Dictionary ids from here on are decoded per row, as Spark's vector does. */
+  val MaxCachedId: Int = 1 << 14
+
+  /** `vector` viewed when it is one of Spark's writable vectors with strings in it; else itself. */
+  def view(vector: ColumnVector): ColumnVector = vector match {
+    case w: WritableColumnVector if holdsStrings(w.dataType()) => new DictionaryStringVector(w)
+    case other => other
+  }
+
+  private def holdsStrings(t: DataType): Boolean = t match {
+    case _: StringType => true
+    case s: StructType => s.fields.exists(f => holdsStrings(f.dataType))
+    case a: ArrayType => holdsStrings(a.elementType)
+    case m: MapType => holdsStrings(m.keyType) || holdsStrings(m.valueType)
+    case _ => false
+  }
+}
