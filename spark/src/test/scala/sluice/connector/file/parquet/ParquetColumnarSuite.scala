@@ -170,19 +170,10 @@ class ParquetColumnarSuite extends AnyFunSuite with SparkSuiteBase {
         val convert = org.apache.spark.sql.catalyst.CatalystTypeConverters.createToScalaConverter(s.schema(layout))
         val range = Seq(SplitRange(split, split.firstRow + from, split.firstRow + until))
         val columnar = ArrayBuffer[(Row, Long)]()
-        val reader = s.createColumnarReader(ReaderContext(layout))
-        reader.handleSplitsChanges(range)
-        try {
-          var finished = false
-          while (!finished) {
-            val f = reader.fetch()
-            finished = f.finishedSplits.nonEmpty
-            Option(f.batch).foreach { b =>
-              (0 until b.numRows()).foreach(i => columnar += ((convert(b.getRow(i)).asInstanceOf[Row], f.recordTime(i))))
-              assert(f.position == split.firstRow + from + columnar.size)
-            }
-          }
-        } finally reader.close()
+        eachBatch(s, layout, range.head) { f =>
+          (0 until f.batch.numRows()).foreach(i => columnar += ((convert(f.batch.getRow(i)).asInstanceOf[Row], f.recordTime(i))))
+          assert(f.position == split.firstRow + from + columnar.size)
+        }
         val rows = ArrayBuffer[(Row, Long)]()
         val rowReader = s.createReader(ReaderContext(layout))
         rowReader.handleSplitsChanges(range)
@@ -226,27 +217,34 @@ class ParquetColumnarSuite extends AnyFunSuite with SparkSuiteBase {
     val split = s.createEnumerator().discoverSplits().head
     val names = s.schema(RecordLayout.Full).fieldNames
     val (cityColumn, drifting) = (names.indexOf("city"), names.indexOf("drifting"))
-    val reader = s.createColumnarReader(ReaderContext(RecordLayout.Full))
-    reader.handleSplitsChanges(Seq(SplitRange(split, split.firstRow, split.firstRow + split.rowCount)))
     val read = ArrayBuffer[String]()
+    eachBatch(s, RecordLayout.Full, SplitRange(split, split.firstRow, split.firstRow + split.rowCount)) { f =>
+      val b = f.batch
+      Seq("city", "tags", "kv", "drifting", "m", "nested").foreach { name =>
+        assert(b.column(names.indexOf(name)).isInstanceOf[DictionaryStringVector], name)
+      }
+      assert(!b.column(names.indexOf("id")).isInstanceOf[DictionaryStringVector])
+      // rows of a batch with the same city share one decoded string
+      val cities = (0 until b.numRows()).filterNot(b.column(cityColumn).isNullAt).map(b.column(cityColumn).getUTF8String)
+      cities.groupBy(_.toString).values.foreach(same => assert(same.forall(_ eq same.head)))
+      read ++= (0 until b.numRows()).map(i => b.column(drifting).getUTF8String(i).toString)
+    }
+    assert(read == spark.read.parquet(wide.toString).orderBy("id").collect().toSeq.map(_.getAs[String]("drifting")))
+  }
+
+  /** Reads one range with the source's batch reader, handing each fetch that holds a batch to `each`. */
+  private def eachBatch(s: ParquetSource, layout: RecordLayout, range: SplitRange[RowGroupSplit])(
+      each: ColumnarFetch => Unit): Unit = {
+    val reader = s.createColumnarReader(ReaderContext(layout))
+    reader.handleSplitsChanges(Seq(range))
     try {
       var finished = false
       while (!finished) {
         val f = reader.fetch()
         finished = f.finishedSplits.nonEmpty
-        Option(f.batch).foreach { b =>
-          Seq("city", "tags", "kv", "drifting", "m", "nested").foreach { name =>
-            assert(b.column(names.indexOf(name)).isInstanceOf[DictionaryStringVector], name)
-          }
-          assert(!b.column(names.indexOf("id")).isInstanceOf[DictionaryStringVector])
-          // rows of a batch with the same city share one decoded string
-          val cities = (0 until b.numRows()).filterNot(b.column(cityColumn).isNullAt).map(b.column(cityColumn).getUTF8String)
-          cities.groupBy(_.toString).values.foreach(same => assert(same.forall(_ eq same.head)))
-          read ++= (0 until b.numRows()).map(i => b.column(drifting).getUTF8String(i).toString)
-        }
+        if (f.batch != null) each(f)
       }
     } finally reader.close()
-    assert(read == spark.read.parquet(wide.toString).orderBy("id").collect().toSeq.map(_.getAs[String]("drifting")))
   }
 
   /** Reads `ranges` with the source's batch reader: per fetch, the split, its rows' ids and `_position`s, and the finished splits. */
