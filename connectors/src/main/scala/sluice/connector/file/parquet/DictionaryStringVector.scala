@@ -10,12 +10,12 @@ import org.apache.spark.unsafe.types.{BinaryView, CalendarInterval, TimestampNan
  * struct, array or map with strings inside) that decodes each dictionary entry at most once per
  * batch.
  *
- * Spark's vector decodes a dictionary-encoded string anew for every row that reads it: a copy of
- * the entry's bytes and a new `UTF8String`, even when the batch's 4096 rows hold a few dozen
- * distinct values, as most string columns written with dictionaries do. The view keeps the
- * decoded string of each entry read in the current batch and hands the same object out again.
- * Its bytes are equal to what Spark's vector gives, and its own: decoding copies them out of the
- * dictionary page, and nothing writes into them, so rows may share it.
+ * Spark's vector decodes a dictionary-encoded string anew for every row that reads it: a chain
+ * of calls down to parquet's dictionary entry (whose bytes parquet caches) and a new
+ * `UTF8String` around them, even when the batch's 4096 rows hold a few dozen distinct values.
+ * The view keeps the decoded string of each entry read in the current batch and hands the same
+ * object out again. It wraps the same bytes Spark's would, which Spark's vector already shares
+ * across rows; neither the string nor its bytes are ever written, so rows may share it too.
  *
  * Within a batch an id names one string: Spark's reader never lets a batch cross a row group
  * (one column chunk, one dictionary), and when a chunk falls back to plain pages mid-batch it

@@ -13,10 +13,10 @@ import sluice.config.RecordLayout
 
 /**
  * Reads row-group ranges as the column batches of Spark's vectorized Parquet reader, handed to
- * Spark as they come: the reader's own vectors, without a copy, re-ordered into the source's
- * columns. Data and partition columns are the reader's, data columns holding strings seen
- * through `DictionaryStringVector` (each dictionary entry decoded once per batch, where Spark's
- * vector decodes it for every row); in the full layout `_split` and
+ * Spark as they come: the reader's own vectors, without copying values, re-ordered into the
+ * source's columns. Data and partition columns are the reader's, data columns holding strings
+ * seen through `DictionaryStringVector` (each dictionary entry decoded once per batch, where
+ * Spark's vector decodes it for every row); in the full layout `_split` and
  * `_timestamp` (the file's modification time) are constant vectors and `_position` numbers the
  * rows from the batch's first (`RowIndexVector`), so a batch holds the same values as the rows
  * `ParquetReader` builds.

@@ -205,9 +205,11 @@ class ParquetColumnarSuite extends AnyFunSuite with SparkSuiteBase {
       val chunks = footer.getFooter.getBlocks.get(0).getColumns.asScala.map(c => c.getPath.toDotString -> c).toMap
       val drifting = chunks("drifting")
       val stats = drifting.getEncodingStats
-      val dictionaryPages = stats.getDataEncodings.asScala.toSeq.filter(_.usesDictionary).map(stats.getNumDataPagesEncodedAs).sum
       val pages = footer.readOffsetIndex(drifting)
-      assert(stats.hasNonDictionaryEncodedPages && dictionaryPages > 0 && dictionaryPages < pages.getPageCount)
+      assert(stats != null && pages != null, "the writer left out encoding stats or the offset index this test reads")
+      val dictionaryPages = stats.getDataEncodings.asScala.toSeq.filter(_.usesDictionary).map(stats.getNumDataPagesEncodedAs).sum
+      assert(stats.hasNonDictionaryEncodedPages && dictionaryPages > 0 && dictionaryPages < pages.getPageCount,
+        s"$dictionaryPages dictionary-encoded pages of ${pages.getPageCount}")
       (chunks("city").getEncodingStats, pages.getFirstRowIndex(dictionaryPages))
     } finally footer.close()
     assert(city.hasDictionaryEncodedPages && !city.hasNonDictionaryEncodedPages)
