@@ -1,7 +1,7 @@
 # Entry points. Each target installs what it needs and caches it:
 #   build/sbt-launch-*.jar   the sbt launcher (Maven Central)
 #   .venv/                   Python with pyspark==4.3.0, pytest, ruff (PyPI)
-#   spark/target/.../*.jar   the Sluice jar; python/sluice/jars/ carries a copy for pip installs
+#   jvm/spark/target/.../*.jar   the Sluice jar; python/sluice/jars/ carries a copy for pip installs
 #   dist/, target/maven-repo/  what is released: the wheel (jar inside) and the Maven artifacts
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -9,30 +9,39 @@ VENV := .venv
 PY := $(VENV)/bin/python
 SBT := build/sbt
 VERSION := $(shell sed -n 's/^ThisBuild \/ version := "\(.*\)"/\1/p' build.sbt)
-ASSEMBLY := spark/target/scala-2.13/sluice-spark-assembly-$(VERSION).jar
+ASSEMBLY := jvm/spark/target/scala-2.13/sluice-spark-assembly-$(VERSION).jar
 PACKAGE_JAR := python/sluice/jars/$(notdir $(ASSEMBLY))
 # Written from this checkout for the Python build: the version (from build.sbt), LICENSE and NOTICE.
 PACKAGE_META := python/VERSION python/LICENSE python/NOTICE
 PYTHON_SOURCES := $(shell find python/sluice -name '*.py' -o -name '*.json' -o -name 'py.typed') python/pyproject.toml python/README.md
 WHEEL := dist/spark_sluice-$(VERSION)-py3-none-any.whl
 MAVEN_POM := target/maven-repo/dev/sluice/sluice-spark_2.13/$(VERSION)/sluice-spark_2.13-$(VERSION).pom
-BROKER_CP := testkit/target/broker-classpath.txt
-SCALA_SOURCES := $(shell find api/src/main core/src/main connectors/src/main spark/src/main bench/jvm/src/main testkit/src/main -name '*.scala' 2>/dev/null) build.sbt project/plugins.sbt \
+BROKER_CP := jvm/testkit/target/broker-classpath.txt
+JVM_OUTPUTS := $(ASSEMBLY) $(BROKER_CP) $(MAVEN_POM)
+JVM_BUILD := 'spark/assembly' 'spark/writeSparkKafkaClasspath' 'benchkit/package' 'testkit/writeBrokerClasspath' 'spark/publish'
+SCALA_TESTS := 'core/test' 'spark/test'
+SCALA_SOURCES := $(shell find jvm -path '*/src/main/*' -name '*.scala' 2>/dev/null) build.sbt project/plugins.sbt \
   $(wildcard project/*.scala) LICENSE NOTICE
-export SPARK_JARS_DIR := $(abspath $(VENV))/lib/python3.11/site-packages/pyspark/jars
+# Expanded when a recipe runs (the venv may not exist yet when make starts), for any Python 3 minor.
+export SPARK_JARS_DIR = $(firstword $(wildcard $(abspath $(VENV))/lib/python3*/site-packages/pyspark/jars))
 
 .PHONY: demo test test-scala test-python test-fast build dist bench chaos kafka clean docs
 
 demo: build
 	$(PY) demo/demo.py
 
-test: test-scala test-python
+# One sbt launch builds what the Python tests need and runs the Scala tests (a launch costs tens of
+# seconds); the Python tests then find the jar, the broker's classpath and the release up to date.
+test: $(VENV)/.ok
+	$(SBT) $(JVM_BUILD) $(SCALA_TESTS)
+	touch $(JVM_OUTPUTS)
+	$(MAKE) --no-print-directory test-python
 
 test-scala: $(VENV)/.ok
-	$(SBT) 'core/test' 'spark/test'
+	$(SBT) $(SCALA_TESTS)
 
 test-python: build dist
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --durations=10 tests
 
 # Everything but the end-to-end suites tagged slow (ScalaTest tag sluice.Slow, pytest marker slow).
 test-fast: build dist
@@ -70,7 +79,7 @@ docs: $(VENV)/.ok
 	mv target/options.json python/sluice/_options.json
 
 clean:
-	rm -rf api/target core/target connectors/target spark/target bench/jvm/target testkit/target target project/target project/project python/sluice/jars \
+	rm -rf jvm/*/target target project/target project/project python/sluice/jars \
 	  python/build $(PACKAGE_META) dist $(VENV)/.sluice-installed bench/scratch
 
 $(VENV)/.ok: python/requirements-dev.txt
@@ -78,12 +87,11 @@ $(VENV)/.ok: python/requirements-dev.txt
 	$(PY) -m pip install -q -r python/requirements-dev.txt
 	touch $@
 
-$(ASSEMBLY): $(VENV)/.ok $(SCALA_SOURCES)
-	$(SBT) 'spark/assembly' 'spark/writeSparkKafkaClasspath' 'benchkit/package'
-	touch $@
-
-$(BROKER_CP): $(VENV)/.ok $(SCALA_SOURCES)
-	$(SBT) 'testkit/writeBrokerClasspath'
+# Everything sbt builds, in one launch: the self-contained jar, the jars of Spark's Kafka connector
+# (tests and benchmarks), the benchmarks' JVM helpers, the broker's classpath and the Maven release.
+$(JVM_OUTPUTS) &: $(VENV)/.ok $(SCALA_SOURCES)
+	$(SBT) $(JVM_BUILD)
+	touch $(JVM_OUTPUTS)
 
 # The Python package carries the self-contained jar, so `pip install` is all a notebook needs.
 $(PACKAGE_JAR): $(ASSEMBLY)
@@ -107,6 +115,3 @@ $(WHEEL): $(VENV)/.ok $(PACKAGE_JAR) $(PACKAGE_META) $(PYTHON_SOURCES)
 	rm -rf python/build
 	test -s $@
 
-$(MAVEN_POM): $(VENV)/.ok $(SCALA_SOURCES)
-	$(SBT) 'spark/publish'
-	touch $@

@@ -15,8 +15,12 @@ val kafkaVersion = "3.9.2"
 // Spark 4.3.0's jars, from the pyspark wheel (SPARK_JARS_DIR is set by the Makefile).
 lazy val sparkJarsDir = settingKey[File]("directory holding Spark 4.3.0's jars")
 lazy val sparkProvided = Seq(
-  sparkJarsDir := file(sys.env.getOrElse("SPARK_JARS_DIR",
-    ((ThisBuild / baseDirectory).value / ".venv/lib/python3.11/site-packages/pyspark/jars").getPath)),
+  sparkJarsDir := sys.env.get("SPARK_JARS_DIR").filter(_.nonEmpty).map(file).getOrElse {
+    // whichever Python 3 minor version made .venv
+    val lib = (ThisBuild / baseDirectory).value / ".venv" / "lib"
+    Option(lib.listFiles).toSeq.flatten.filter(_.getName.startsWith("python3")).sortBy(_.getName)
+      .map(_ / "site-packages" / "pyspark" / "jars").find(_.isDirectory).getOrElse(lib / "python3" / "site-packages" / "pyspark" / "jars")
+  },
   Compile / unmanagedJars ++= {
     val dir = sparkJarsDir.value
     if (!dir.isDirectory)
@@ -45,7 +49,7 @@ lazy val writeSparkKafkaClasspath = taskKey[File]("writes the jars of Spark's Ka
 lazy val writeBrokerClasspath = taskKey[File]("writes the embedded broker's classpath to target/broker-classpath.txt")
 
 // A real Kafka broker (KRaft) for tests, the demo and benchmarks. Never part of the Sluice jar.
-lazy val testkit = (project in file("testkit"))
+lazy val testkit = (project in file("jvm/testkit"))
   .settings(
     name := "sluice-testkit",
     publish / skip := true,
@@ -69,11 +73,11 @@ lazy val testkit = (project in file("testkit"))
 
 lazy val scalaTest = "org.scalatest" %% "scalatest" % "3.2.19" % Test
 
-lazy val api = (project in file("api"))
+lazy val api = (project in file("jvm/api"))
   .settings(sparkProvided)
   .settings(name := "sluice-api", publish / skip := true)
 
-lazy val core = (project in file("core"))
+lazy val core = (project in file("jvm/core"))
   .dependsOn(api)
   .settings(
     name := "sluice-core",
@@ -88,12 +92,12 @@ lazy val core = (project in file("core"))
     }
   )
 
-lazy val connectors = (project in file("connectors"))
+lazy val connectors = (project in file("jvm/connectors"))
   .dependsOn(api)
   .settings(sparkProvided)
   .settings(name := "sluice-connectors", publish / skip := true, libraryDependencies += kafkaClients)
 
-lazy val spark = (project in file("spark"))
+lazy val spark = (project in file("jvm/spark"))
   .dependsOn(core, connectors)
   .settings(sparkProvided)
   .settings(
@@ -160,7 +164,7 @@ lazy val spark = (project in file("spark"))
   )
 
 // Helpers the benchmarks put on spark.jars (row sizes); never part of the Sluice jar.
-lazy val benchkit = (project in file("bench/jvm"))
+lazy val benchkit = (project in file("jvm/benchkit"))
   .settings(sparkProvided)
   .settings(name := "sluice-benchkit", publish / skip := true)
 

@@ -14,9 +14,9 @@ from pyspark.sql.streaming import DataStreamWriter
 import sluice
 
 ROOT = Path(__file__).resolve().parent.parent
-SPARK_KAFKA_JARS = ROOT / "spark" / "target" / "spark-kafka-jars.txt"
+SPARK_KAFKA_JARS = ROOT / "jvm" / "spark" / "target" / "spark-kafka-jars.txt"
 # Diagnostics the benchmarks call on the JVM (row sizes); never part of the Sluice jar.
-BENCHKIT_JARS = ROOT / "bench" / "jvm" / "target" / "scala-2.13"
+BENCHKIT_JARS = ROOT / "jvm" / "benchkit" / "target" / "scala-2.13"
 
 
 def session(
@@ -29,7 +29,7 @@ def session(
     conf: dict[str, str] | None = None,
 ) -> SparkSession:
     """A quiet session with the Sluice jar; `spark_kafka` adds Spark's own Kafka connector,
-    `benchkit` the benchmarks' JVM diagnostics (bench/jvm), `conf` more Spark settings."""
+    `benchkit` the benchmarks' JVM diagnostics (jvm/benchkit), `conf` more Spark settings."""
     builder = (
         SparkSession.builder.master(master)
         .appName(app)

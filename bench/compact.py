@@ -12,7 +12,7 @@ embedded broker, round-robin over 8 partitions. Two queries, each under Trigger.
 The three sides run as interleaved rounds after a warm-up each (bench/pairs.py); `ratio`
 (compact / Spark) and `full_ratio` (full / Spark) are medians of the per-round ratios, records/s
 medians of the rounds. Bytes per row are the mean `UnsafeRow` size of the rows each source emits (before
-any select), over the first micro-batch of 20,000 records (`sluice.bench.RowSizes`, bench/jvm).
+any select), over the first micro-batch of 20,000 records (`sluice.bench.RowSizes`, jvm/benchkit).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A producer inside the embedded broker writes SLUICE_BENCH_RT_RATE records a seco
 5,000) for SLUICE_BENCH_RT_SECONDS (default 60) to a topic of 8 partitions; each record's value is
 its send time, its timestamp the send time. The query runs in real-time mode
 (`Trigger.RealTime`, batches of SLUICE_BENCH_RT_BATCH, default "20 seconds"), stateless, into a
-foreach sink in the JVM (`sluice.bench.LatencySink`, bench/jvm) that takes, per record,
+foreach sink in the JVM (`sluice.bench.LatencySink`, jvm/benchkit) that takes, per record,
 `arrival in the sink - send time` with the wall clock. Each side reads a fresh topic from its
 start while the producer writes it; the producer starts 3 s before the query (so that every
 split has a first record to place in event time when the first batch is planned), and only

@@ -126,7 +126,7 @@ def _run_micro(spark: SparkSession, config: dict) -> None:
 
 
 def _run_long(spark: SparkSession, config: dict) -> None:
-    """Real-time mode or continuous processing into the epoch sink (bench/jvm): runs until the
+    """Real-time mode or continuous processing into the epoch sink (jvm/benchkit): runs until the
     committed epochs hold as many ids as were written (drain), or until killed."""
     # what a killed run wrote for epochs that never committed is rewritten by their replay, but
     # a replay with fewer tasks would leave some of it: start those epochs afresh

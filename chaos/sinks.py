@@ -15,7 +15,7 @@ def committed_epochs(checkpoint: str) -> set[int]:
 
 
 def epoch_ids(config: dict) -> list[str]:
-    """The ids the epoch sink (bench/jvm `EpochFileSink`) holds for committed epochs: an epoch cut
+    """The ids the epoch sink (jvm/benchkit `EpochFileSink`) holds for committed epochs: an epoch cut
     by a kill is not committed, and its replay replaces what it wrote."""
     out = Path(config["out"])
     ids: list[str] = []

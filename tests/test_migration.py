@@ -20,7 +20,7 @@ from sluice.testing import EmbeddedKafka
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "migrating-from-spark-kafka.md"
-SPARK_KAFKA_JARS = ROOT / "spark" / "target" / "spark-kafka-jars.txt"
+SPARK_KAFKA_JARS = ROOT / "jvm" / "spark" / "target" / "spark-kafka-jars.txt"
 TOPIC = "migrate"
 
 # Spark's own Kafka source in a Spark of its own: the shared session has no spark-sql-kafka.

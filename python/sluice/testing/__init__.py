@@ -17,7 +17,7 @@ and ``headers`` (a list of ``(name, value)`` pairs, the value ``str``, ``bytes``
 ``None``), or ``(key, value)`` tuples.
 
 The broker's classpath comes from the environment variable ``SLUICE_BROKER_CLASSPATH``
-or from ``testkit/target/broker-classpath.txt`` (written by ``make build``).
+or from ``jvm/testkit/target/broker-classpath.txt`` (written by ``make build``).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ __all__ = [
 
 #: Environment variable holding the broker's classpath (overrides the classpath file).
 CLASSPATH_ENV = "SLUICE_BROKER_CLASSPATH"
-_CLASSPATH_FILE = Path("testkit") / "target" / "broker-classpath.txt"
+_CLASSPATH_FILE = Path("jvm") / "testkit" / "target" / "broker-classpath.txt"
 _MAIN_CLASS = "sluice.testkit.KafkaBrokerMain"
 #: Serial GC and the C1 compiler only: they start faster and leave more of a small
 #: machine to Spark than the defaults.
@@ -71,7 +71,7 @@ def find_broker_classpath() -> str:
     """Returns the embedded broker's classpath.
 
     Looks at ``$SLUICE_BROKER_CLASSPATH``, then for
-    ``testkit/target/broker-classpath.txt`` in the current directory, the directory of
+    ``jvm/testkit/target/broker-classpath.txt`` in the current directory, the directory of
     this package and all their parents.
     """
     from_env = os.environ.get(CLASSPATH_ENV, "").strip()
