@@ -19,13 +19,14 @@ MAVEN_POM := target/maven-repo/dev/sluice/sluice-spark_2.13/$(VERSION)/sluice-sp
 BROKER_CP := jvm/testkit/target/broker-classpath.txt
 JVM_OUTPUTS := $(ASSEMBLY) $(BROKER_CP) $(MAVEN_POM)
 JVM_BUILD := 'spark/assembly' 'spark/writeSparkKafkaClasspath' 'benchkit/package' 'testkit/writeBrokerClasspath' 'spark/publish'
-SCALA_TESTS := 'core/test' 'spark/test'
+# scalafmt first: a formatting slip fails in seconds, not after the suites
+SCALA_TESTS := 'scalafmtCheckAll' 'core/test' 'spark/test'
 SCALA_SOURCES := $(shell find jvm -path '*/src/main/*' -name '*.scala' 2>/dev/null) build.sbt project/plugins.sbt \
   $(wildcard project/*.scala) LICENSE NOTICE
 # Expanded when a recipe runs (the venv may not exist yet when make starts), for any Python 3 minor.
 export SPARK_JARS_DIR = $(firstword $(wildcard $(abspath $(VENV))/lib/python3*/site-packages/pyspark/jars))
 
-.PHONY: demo test test-scala test-python test-fast build dist bench chaos kafka clean docs
+.PHONY: demo test test-scala test-python lint-python fmt test-fast build dist bench chaos kafka clean docs
 
 demo: build
 	$(PY) demo/demo.py
@@ -40,8 +41,18 @@ test: $(VENV)/.ok
 test-scala: $(VENV)/.ok
 	$(SBT) $(SCALA_TESTS)
 
-test-python: build dist
+test-python: build dist lint-python
 	$(PY) -m pytest -q --durations=10 tests
+
+lint-python: $(VENV)/.ok
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+# Formats the Scala (scalafmt, .scalafmt.conf: Spark's settings) and Python (ruff, ruff.toml) sources.
+fmt: $(VENV)/.ok
+	$(SBT) scalafmtAll
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
 
 # Everything but the end-to-end suites tagged slow (ScalaTest tag sluice.Slow, pytest marker slow).
 test-fast: build dist

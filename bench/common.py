@@ -8,10 +8,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import sluice
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamWriter
-
-import sluice
 
 ROOT = Path(__file__).resolve().parent.parent
 SPARK_KAFKA_JARS = ROOT / "jvm" / "spark" / "target" / "spark-kafka-jars.txt"
@@ -48,9 +47,7 @@ def session(
     if benchkit:
         found = sorted(BENCHKIT_JARS.glob("sluice-benchkit_2.13-*.jar"))
         if not found:
-            raise FileNotFoundError(
-                f"no benchkit jar in {BENCHKIT_JARS}: run `make build`"
-            )
+            raise FileNotFoundError(f"no benchkit jar in {BENCHKIT_JARS}: run `make build`")
         jars.append(str(found[-1]))
     if jars:
         builder = builder.config("spark.jars", ",".join(jars))

@@ -25,14 +25,14 @@ import time
 from functools import partial
 from pathlib import Path
 
+import sluice
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-
-import sluice
-from bench.common import rows_read, run_available_now, session
-from bench.pairs import interleaved, pairs_from_env, summary
 from sluice import KafkaSource, OffsetsInitializer
 from sluice.testing import EmbeddedKafka
+
+from bench.common import rows_read, run_available_now, session
+from bench.pairs import interleaved, pairs_from_env, summary
 
 RESULT = Path(__file__).resolve().parent / "results" / "compact.json"
 TOPIC = "compact"
@@ -41,9 +41,7 @@ VALUE_BYTES = 100
 SIDES = ("spark", "full", "compact")
 
 
-def _source(
-    spark: SparkSession, bootstrap: str, side: str, limit: int | None = None
-) -> DataFrame:
+def _source(spark: SparkSession, bootstrap: str, side: str, limit: int | None = None) -> DataFrame:
     """The rows each side's source emits (nothing selected yet)."""
     if side == "spark":
         reader = (
@@ -74,9 +72,7 @@ def _row_bytes(spark: SparkSession, bootstrap: str, side: str) -> float:
     def measure(batch: DataFrame, _batch_id: int) -> None:
         if not sizes:
             jvm = spark._jvm  # noqa: SLF001
-            sizes.append(
-                jvm.sluice.bench.RowSizes.meanUnsafeRowBytes(batch._jdf, 20_000)
-            )  # noqa: SLF001
+            sizes.append(jvm.sluice.bench.RowSizes.meanUnsafeRowBytes(batch._jdf, 20_000))  # noqa: SLF001
 
     with tempfile.TemporaryDirectory(prefix="bench-compact-") as checkpoint:
         query = (
@@ -122,23 +118,15 @@ def run() -> dict:
         bootstrap = kafka.bootstrap_servers
 
         def scan_rps(side: str) -> float:
-            seconds, progress = run_available_now(
-                _scan(_source(spark, bootstrap, side), side)
-            )
+            seconds, progress = run_available_now(_scan(_source(spark, bootstrap, side), side))
             if rows_read(progress) != records:
-                raise AssertionError(
-                    f"{side} read {rows_read(progress)} records, expected {records}"
-                )
+                raise AssertionError(f"{side} read {rows_read(progress)} records, expected {records}")
             return records / seconds
 
         def shuffle_rps(side: str) -> float:
-            return records / _shuffle_seconds(
-                _scan(_source(spark, bootstrap, side), side), records
-            )
+            return records / _shuffle_seconds(_scan(_source(spark, bootstrap, side), side), records)
 
-        scan_runs = interleaved(
-            {side: partial(scan_rps, side) for side in SIDES}, pairs, label="scan "
-        )
+        scan_runs = interleaved({side: partial(scan_rps, side) for side in SIDES}, pairs, label="scan ")
         shuffle_runs = interleaved(
             {side: partial(shuffle_rps, side) for side in SIDES},
             pairs,

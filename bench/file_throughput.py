@@ -15,9 +15,9 @@ import statistics
 from collections.abc import Callable
 from pathlib import Path
 
+import sluice
 from pyspark.sql import SparkSession
 
-import sluice
 from bench.common import rows_read, run_available_now, session
 from bench.pairs import interleaved, pairs_from_env, summary
 
@@ -81,13 +81,7 @@ def run() -> dict:
         return spark.readStream.schema(SCHEMA).json(str(data))
 
     def sluice_df():
-        source = (
-            sluice.FileSource.builder()
-            .path(str(data))
-            .format("json")
-            .schema(SCHEMA)
-            .build()
-        )
+        source = sluice.FileSource.builder().path(str(data)).format("json").schema(SCHEMA).build()
         return sluice.from_source(spark, source, name="files")
 
     def side(name: str, make) -> Callable[[], float]:

@@ -43,14 +43,14 @@ from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
+import sluice
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-
-import sluice
-from bench.pairs import pairs_from_env
-from bench.common import rows_read, run_available_now, session
 from sluice import KafkaSource, OffsetsInitializer, WatermarkStrategy
 from sluice.testing import EmbeddedKafka
+
+from bench.common import rows_read, run_available_now, session
+from bench.pairs import pairs_from_env
 
 RESULT = Path(__file__).resolve().parent / "results" / "group_join.json"
 MINUTE = 60_000
@@ -67,9 +67,7 @@ def _env(name: str, default: int) -> int:
     return int(os.environ.get(f"SLUICE_BENCH_GROUP_JOIN_{name}", str(default)))
 
 
-def _events(
-    hours: int, step_ms: int, partitions: int, keys: int
-) -> list[tuple[int, int, int]]:
+def _events(hours: int, step_ms: int, partitions: int, keys: int) -> list[tuple[int, int, int]]:
     """(n, key, timestamp) of a topic's events, in event-time order; event n goes to partition
     n mod partitions, so each partition holds one event per step_ms."""
     count = hours * HOUR // step_ms * partitions
@@ -77,9 +75,7 @@ def _events(
     return [(n, n % keys, start + n * step_ms // partitions) for n in range(count)]
 
 
-def _expected_joins(
-    left: list[tuple[int, int, int]], right: list[tuple[int, int, int]]
-) -> int:
+def _expected_joins(left: list[tuple[int, int, int]], right: list[tuple[int, int, int]]) -> int:
     """Joined rows: pairs of one key with |right time - left time| <= 1 minute."""
     by_key: dict[int, list[int]] = {}
     for _, key, ts in right:
@@ -89,19 +85,14 @@ def _expected_joins(
     joins = 0
     for _, key, ts in left:
         times = by_key.get(key, [])
-        joins += bisect.bisect_right(times, ts + RANGE_MS) - bisect.bisect_left(
-            times, ts - RANGE_MS
-        )
+        joins += bisect.bisect_right(times, ts + RANGE_MS) - bisect.bisect_left(times, ts - RANGE_MS)
     return joins
 
 
 def _keyed(df: DataFrame, side: str, time_column: str) -> DataFrame:
     """`<side>_key`, `<side>_time` with the watermark; the key parsed from the value."""
     return df.select(
-        F.split(F.col("value").cast("string"), ":")
-        .getItem(0)
-        .cast("int")
-        .alias(f"{side}_key"),
+        F.split(F.col("value").cast("string"), ":").getItem(0).cast("int").alias(f"{side}_key"),
         F.col(time_column).alias(f"{side}_time"),
     ).withWatermark(f"{side}_time", WATERMARK_DELAY)
 
@@ -133,9 +124,7 @@ def _spark_query(spark: SparkSession, bootstrap: str, limit: int) -> DataFrame:
 
 
 def _sluice_query(spark: SparkSession, bootstrap: str, limit: int) -> DataFrame:
-    strategy = WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(
-        GROUP, max_drift=DRIFT
-    )
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(GROUP, max_drift=DRIFT)
 
     def topic(name: str) -> DataFrame:
         source = (
@@ -196,29 +185,22 @@ def _summary(progress: list[dict], seconds: float, sluice_side: bool) -> dict:
             "batch": p["batchId"],
             "rows": {name: s["numInputRows"] for name, s in sources.items()},
             "state_rows": sum(op["numRowsTotal"] for op in p["stateOperators"]),
-            "dropped": sum(
-                op["numRowsDroppedByWatermark"] for op in p["stateOperators"]
-            ),
+            "dropped": sum(op["numRowsDroppedByWatermark"] for op in p["stateOperators"]),
             "output_rows": p["sink"].get("numOutputRows", -1),
             "duration_ms": p["durationMs"].get("triggerExecution", 0),
-            "phases_ms": {
-                k: v for k, v in p["durationMs"].items() if k != "triggerExecution"
-            },
+            "phases_ms": {k: v for k, v in p["durationMs"].items() if k != "triggerExecution"},
         }
         if sluice_side:
             batch["backlog"] = {
-                name: int((s.get("metrics") or {}).get("backlogRecords", "0"))
-                for name, s in sources.items()
+                name: int((s.get("metrics") or {}).get("backlogRecords", "0")) for name, s in sources.items()
             }
             batch["alignment_mode"] = {
-                name: (s.get("metrics") or {}).get("alignment.mode", "")
-                for name, s in sources.items()
+                name: (s.get("metrics") or {}).get("alignment.mode", "") for name, s in sources.items()
             }
             empty = [
                 name
                 for name, s in sources.items()
-                if s["numInputRows"] == 0
-                and _had_data(previous.get(name) if i > 0 else None)
+                if s["numInputRows"] == 0 and _had_data(previous.get(name) if i > 0 else None)
             ]
             batch["empty_members"] = empty
             empty_member += len(empty)
@@ -243,9 +225,7 @@ def _summary(progress: list[dict], seconds: float, sluice_side: bool) -> dict:
 def _once(make: Callable[[], DataFrame], records: int, side: str) -> dict:
     seconds, progress = run_available_now(make())
     summary = _summary(progress, seconds, side == "sluice")
-    if summary["last_batch_id"] is not None and summary["batches"] != (
-        summary["last_batch_id"] + 1
-    ):
+    if summary["last_batch_id"] is not None and summary["batches"] != (summary["last_batch_id"] + 1):
         raise AssertionError(
             f"{side}: {summary['batches']} progress entries for batches 0..{summary['last_batch_id']}"
             " (raise spark.sql.streaming.numRecentProgressUpdates)"
@@ -253,9 +233,7 @@ def _once(make: Callable[[], DataFrame], records: int, side: str) -> dict:
     if any(b["output_rows"] < 0 for b in summary["per_batch"]):
         raise AssertionError(f"{side}: the sink did not report numOutputRows")
     if summary["records"] != records:
-        raise AssertionError(
-            f"{side} read {summary['records']} records, expected {records}"
-        )
+        raise AssertionError(f"{side} read {summary['records']} records, expected {records}")
     return summary
 
 
@@ -300,9 +278,7 @@ def run() -> dict:
                 )
                 held = sum(kafka.end_offsets(name).values())
                 if held != len(events):
-                    raise AssertionError(
-                        f"the broker holds {held} records of {name}, not {len(events)}"
-                    )
+                    raise AssertionError(f"the broker holds {held} records of {name}, not {len(events)}")
             bootstrap = kafka.bootstrap_servers
             queries = {
                 "spark": lambda: _spark_query(spark, bootstrap, limit),
@@ -331,8 +307,7 @@ def run() -> dict:
 
     spark_runs, sluice_runs = sides["spark"], sides["sluice"]
     ratios = [
-        ours["seconds"] / theirs["seconds"]
-        for theirs, ours in zip(spark_runs, sluice_runs, strict=True)
+        ours["seconds"] / theirs["seconds"] for theirs, ours in zip(spark_runs, sluice_runs, strict=True)
     ]
 
     def worst(runs_: list[dict], key: str) -> int:
@@ -393,9 +368,7 @@ def run() -> dict:
                     "joined_rows",
                 )
             },
-            "sluice_empty_member_batches": [
-                r["empty_member_batches"] for r in sluice_runs
-            ],
+            "sluice_empty_member_batches": [r["empty_member_batches"] for r in sluice_runs],
         },
         # the batches of the first timed run of each side
         "per_batch": {

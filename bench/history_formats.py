@@ -26,9 +26,9 @@ import statistics
 from collections.abc import Callable
 from pathlib import Path
 
+import sluice
 from pyspark.sql import DataFrame, SparkSession
 
-import sluice
 from bench.common import rows_read, run_available_now, session
 from bench.pairs import interleaved, pairs_from_env, summary
 
@@ -48,9 +48,7 @@ def _data(spark: SparkSession, gigabytes: float) -> tuple[dict[str, Path], int]:
         shutil.rmtree(WORK, ignore_errors=True)
     rows = int(gigabytes * 1024**3 / BYTES_PER_ROW)
     files = max(2, int(gigabytes * 16))
-    records = spark.range(
-        0, rows, 1, files
-    ).selectExpr(
+    records = spark.range(0, rows, 1, files).selectExpr(
         "id",
         "concat('user-', id % 1000) AS user",
         "CAST(id * 0.25 AS DOUBLE) AS amount",  # a decimal otherwise, which Parquet keeps as one
@@ -76,23 +74,13 @@ def _bytes(folder: Path) -> int:
     return sum(f.stat().st_size for f in folder.glob("part-*"))
 
 
-def _sides(
-    spark: SparkSession, fmt: str, folder: Path
-) -> dict[str, Callable[[], DataFrame]]:
+def _sides(spark: SparkSession, fmt: str, folder: Path) -> dict[str, Callable[[], DataFrame]]:
     def spark_df() -> DataFrame:
         reader = spark.readStream.schema(SCHEMA)
-        return (
-            reader.json(str(folder)) if fmt == "json" else reader.parquet(str(folder))
-        )
+        return reader.json(str(folder)) if fmt == "json" else reader.parquet(str(folder))
 
     def sluice_df(compact: bool = False) -> DataFrame:
-        source = (
-            sluice.FileSource.builder()
-            .path(str(folder))
-            .format(fmt)
-            .schema(SCHEMA)
-            .build()
-        )
+        source = sluice.FileSource.builder().path(str(folder)).format(fmt).schema(SCHEMA).build()
         options = {"forceTimestampSupport": False} if compact else None
         return sluice.from_source(spark, source, name=f"history_{fmt}", options=options)
 
@@ -113,9 +101,7 @@ def _rate(make: Callable[[], DataFrame], rows: int, label: str) -> Callable[[], 
     def once() -> float:
         seconds, progress = run_available_now(make())
         if rows_read(progress) != rows:
-            raise AssertionError(
-                f"{label} read {rows_read(progress)} rows, expected {rows}"
-            )
+            raise AssertionError(f"{label} read {rows_read(progress)} rows, expected {rows}")
         return rows / seconds
 
     return once
@@ -133,10 +119,7 @@ def run() -> dict:
         for key, fmt in (("gzip", "json"), ("parquet", "parquet")):
             sides = _sides(spark, fmt, folders[key])
             measured = interleaved(
-                {
-                    name: _rate(make, rows, f"{name} {key}")
-                    for name, make in sides.items()
-                },
+                {name: _rate(make, rows, f"{name} {key}") for name, make in sides.items()},
                 pairs,
                 label=f"{key} ",
             )
@@ -169,9 +152,5 @@ def run() -> dict:
         spark.stop()
     RESULT.parent.mkdir(parents=True, exist_ok=True)
     RESULT.write_text(json.dumps(result, indent=2) + "\n")
-    print(
-        json.dumps(
-            {k: v for k, v in result.items() if not isinstance(v, list)}, indent=2
-        )
-    )
+    print(json.dumps({k: v for k, v in result.items() if not isinstance(v, list)}, indent=2))
     return result

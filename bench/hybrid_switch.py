@@ -29,16 +29,16 @@ import os
 import shutil
 import statistics
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
-from pyspark.sql import SparkSession
-
 import sluice
-from bench.pairs import pairs_from_env, summary
-from bench.common import rows_read, run_available_now, session
+from pyspark.sql import SparkSession
 from sluice import FileSource, HybridSource, KafkaSource, OffsetsInitializer
 from sluice.testing import EmbeddedKafka
+
+from bench.common import rows_read, run_available_now, session
+from bench.pairs import pairs_from_env, summary
 
 ROOT = Path(__file__).resolve().parent
 WORK = ROOT / "scratch" / "hybrid_switch"
@@ -53,7 +53,7 @@ FILE_FRACTION = 0.75  # the first 3/4 of the events are in files, the rest in Ka
 
 
 def event(i: int) -> dict:
-    ts = datetime.fromtimestamp((T0 + i * STEP_MS) / 1000, tz=timezone.utc)
+    ts = datetime.fromtimestamp((T0 + i * STEP_MS) / 1000, tz=UTC)
     return {
         "id": i,
         "user": f"u{i % 97}",
@@ -83,11 +83,7 @@ def _files(total: int) -> tuple[Path, int, int]:
             for i in range(f * per_file, min((f + 1) * per_file, in_files)):
                 out.write(json.dumps(event(i)) + "\n")
     size = sum(p.stat().st_size for p in (WORK / "files").glob("*.json"))
-    marker.write_text(
-        json.dumps(
-            {"rows": in_files, "step_ms": STEP_MS, "files": FILES, "bytes": size}
-        )
-    )
+    marker.write_text(json.dumps({"rows": in_files, "step_ms": STEP_MS, "files": FILES, "bytes": size}))
     return WORK / "files", in_files, size
 
 
@@ -110,12 +106,7 @@ def _produce(kafka: EmbeddedKafka, first: int, last: int) -> float:
 
 def _hybrid(files: Path, bootstrap: str) -> HybridSource:
     history = (
-        FileSource.builder()
-        .path(str(files))
-        .format("json")
-        .schema(SCHEMA)
-        .timestamp_column("ts")
-        .build()
+        FileSource.builder().path(str(files)).format("json").schema(SCHEMA).timestamp_column("ts").build()
     )
     live = (
         KafkaSource.builder()
@@ -126,19 +117,12 @@ def _hybrid(files: Path, bootstrap: str) -> HybridSource:
         .option("schema", SCHEMA)
         .build()
     )
-    return (
-        HybridSource.builder(history)
-        .add_source(live, start_at_previous_end_minus_ms=0)
-        .build()
-    )
+    return HybridSource.builder(history).add_source(live, start_at_previous_end_minus_ms=0).build()
 
 
 def _per_source(progress: list[dict]) -> list[int]:
     """Sluice's cumulative records read per hybrid source, from the last batch's metrics."""
-    return [
-        int(n)
-        for n in progress[-1]["sources"][0]["metrics"]["recordsPerSource"].split(",")
-    ]
+    return [int(n) for n in progress[-1]["sources"][0]["metrics"]["recordsPerSource"].split(",")]
 
 
 def _ms(iso: str) -> float:
@@ -158,9 +142,7 @@ class Bench:
         self.in_files, self.in_kafka = in_files, in_kafka
 
     def sluice_once(self, tag: str) -> tuple[float, int]:
-        df = sluice.from_source(
-            self.spark, _hybrid(self.files, self.bootstrap), name="files+kafka"
-        )
+        df = sluice.from_source(self.spark, _hybrid(self.files, self.bootstrap), name="files+kafka")
         seconds, progress = run_available_now(df, WORK / f"ckpt-sluice-{tag}")
         rows, per_source = rows_read(progress), _per_source(progress)
         if rows != self.in_files + self.in_kafka or per_source != [
@@ -175,9 +157,7 @@ class Bench:
 
     def spark_once(self, tag: str) -> tuple[float, float]:
         files_df = self.spark.readStream.schema(SCHEMA).json(str(self.files))
-        files_seconds, progress = run_available_now(
-            files_df, WORK / f"ckpt-spark-files-{tag}"
-        )
+        files_seconds, progress = run_available_now(files_df, WORK / f"ckpt-spark-files-{tag}")
         if rows_read(progress) != self.in_files:
             raise AssertionError(
                 f"spark's file source read {rows_read(progress)} rows, expected {self.in_files}"
@@ -191,18 +171,14 @@ class Bench:
             .selectExpr(f"from_json(CAST(value AS STRING), '{SCHEMA}') AS e")
             .select("e.*")
         )
-        kafka_seconds, progress = run_available_now(
-            kafka_df, WORK / f"ckpt-spark-kafka-{tag}"
-        )
+        kafka_seconds, progress = run_available_now(kafka_df, WORK / f"ckpt-spark-kafka-{tag}")
         if rows_read(progress) != self.in_kafka:
             raise AssertionError(
                 f"spark's kafka source read {rows_read(progress)} rows, expected {self.in_kafka}"
             )
         return files_seconds, kafka_seconds
 
-    def switch_once(
-        self, tag: str, trigger_ms: int, limit: int, timeout_s: float
-    ) -> dict:
+    def switch_once(self, tag: str, trigger_ms: int, limit: int, timeout_s: float) -> dict:
         checkpoint = WORK / f"ckpt-switch-{tag}"
         shutil.rmtree(checkpoint, ignore_errors=True)
         df = sluice.from_source(
@@ -240,16 +216,14 @@ class Bench:
                 f"expected {expected} ([{self.in_files}, {self.in_kafka}])"
             )
         active = [p["sources"][0]["metrics"]["activeSource"] for p in progress]
-        file_batches = [p for p, a in zip(progress, active) if a == "0"]
-        kafka_batches = [p for p, a in zip(progress, active) if a == "1"]
+        file_batches = [p for p, a in zip(progress, active, strict=False) if a == "0"]
+        kafka_batches = [p for p, a in zip(progress, active, strict=False) if a == "1"]
         if not file_batches or not kafka_batches:
             raise AssertionError(
                 f"switch run {tag}: active sources per batch {active}, expected files then kafka"
             )
         last_file, first_kafka = file_batches[-1], kafka_batches[0]
-        last_file_end = (
-            _ms(last_file["timestamp"]) + last_file["durationMs"]["triggerExecution"]
-        )
+        last_file_end = _ms(last_file["timestamp"]) + last_file["durationMs"]["triggerExecution"]
         first_kafka_start = _ms(first_kafka["timestamp"])
         latency = first_kafka_start - last_file_end
         return {
@@ -259,14 +233,10 @@ class Bench:
             "first_kafka_batch": first_kafka["batchId"],
             # the first Kafka batch's own time (it plans the switch: the offsets by timestamp lookup)
             "first_kafka_batch_ms": first_kafka["durationMs"]["triggerExecution"],
-            "first_kafka_batch_latest_offset_ms": first_kafka["durationMs"].get(
-                "latestOffset"
-            ),
+            "first_kafka_batch_latest_offset_ms": first_kafka["durationMs"].get("latestOffset"),
             "file_batches": len(file_batches),
             "kafka_batches": len(kafka_batches),
-            "file_batch_ms": [
-                p["durationMs"]["triggerExecution"] for p in file_batches
-            ],
+            "file_batch_ms": [p["durationMs"]["triggerExecution"] for p in file_batches],
             "rows_per_batch": [p["numInputRows"] for p in progress],
             "batch_ids_with_rows": [p["batchId"] for p in progress],
         }
@@ -280,9 +250,7 @@ def run() -> dict:
     in_kafka = total - in_files
     # the file phase of the switch runs spans about six batches (a limit in records; the file source
     # converts it to bytes with the bytes per record it has seen)
-    limit = int(
-        os.environ.get("SLUICE_BENCH_HYBRID_LIMIT", str(max(1, in_files // 6 + 1)))
-    )
+    limit = int(os.environ.get("SLUICE_BENCH_HYBRID_LIMIT", str(max(1, in_files // 6 + 1))))
     with EmbeddedKafka(heap="1g", jvm_options=["-XX:+UseParallelGC"]) as kafka:
         kafka.create_topic(TOPIC, partitions=PARTITIONS)
         print(
@@ -290,15 +258,11 @@ def run() -> dict:
             f"producing {in_kafka:,} into Kafka ({PARTITIONS} partitions)"
         )
         produce_seconds = _produce(kafka, in_files, total)
-        print(
-            f"  produced in {produce_seconds:.1f} s ({in_kafka / produce_seconds:,.0f} records/s)"
-        )
+        print(f"  produced in {produce_seconds:.1f} s ({in_kafka / produce_seconds:,.0f} records/s)")
         spark = session("bench-hybrid-switch", spark_kafka=True)
         bench = Bench(spark, files, kafka.bootstrap_servers, in_files, in_kafka)
         try:
-            bench.spark_once(
-                "warm"
-            )  # warm-up: class loading, JIT, consumer pools, file cache
+            bench.spark_once("warm")  # warm-up: class loading, JIT, consumer pools, file cache
             bench.sluice_once("warm")
             sluice_s, sluice_batches, spark_s, spark_files_s, spark_kafka_s = (
                 [],
@@ -315,9 +279,7 @@ def run() -> dict:
                         spark_files_s.append(f)
                         spark_kafka_s.append(k)
                         spark_s.append(f + k)
-                        print(
-                            f"  run {i + 1}: spark  {f + k:6.1f} s (files {f:.1f} s + kafka {k:.1f} s)"
-                        )
+                        print(f"  run {i + 1}: spark  {f + k:6.1f} s (files {f:.1f} s + kafka {k:.1f} s)")
                     else:
                         s, batches = bench.sluice_once(str(i))
                         sluice_s.append(s)
@@ -371,9 +333,7 @@ def run() -> dict:
     }
     RESULT.parent.mkdir(parents=True, exist_ok=True)
     RESULT.write_text(json.dumps(result, indent=2) + "\n")
-    print(
-        "| benchmark | Spark s (files + kafka) | Sluice s (hybrid) | switch latency ms | trigger ms |"
-    )
+    print("| benchmark | Spark s (files + kafka) | Sluice s (hybrid) | switch latency ms | trigger ms |")
     print("|---|---|---|---|---|")
     print(
         f"| hybrid_switch | {result['spark_seconds']:.1f} | {result['sluice_seconds']:.1f} | "

@@ -16,10 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pyspark.sql import SparkSession
+from sluice.testing import EmbeddedKafka
 
 from bench.common import rows_read, run_available_now, session
 from bench.pairs import interleaved, pairs_from_env, summary
-from sluice.testing import EmbeddedKafka
 
 ROOT = Path(__file__).resolve().parent
 RESULT = ROOT / "results" / "kafka_throughput.json"
@@ -28,12 +28,8 @@ PARTITIONS = 8
 VALUE_BYTES = 100
 
 
-def _time_query(
-    spark: SparkSession, fmt: str, options: dict[str, str]
-) -> tuple[int, float]:
-    seconds, progress = run_available_now(
-        spark.readStream.format(fmt).options(**options).load()
-    )
+def _time_query(spark: SparkSession, fmt: str, options: dict[str, str]) -> tuple[int, float]:
+    seconds, progress = run_available_now(spark.readStream.format(fmt).options(**options).load())
     return rows_read(progress), seconds
 
 
@@ -77,9 +73,7 @@ def run() -> dict:
             )
         finally:
             spark.stop()
-    spark_rps, sluice_rps, ceiling_rps = (
-        measured[s] for s in ("spark", "sluice", "ceiling")
-    )
+    spark_rps, sluice_rps, ceiling_rps = (measured[s] for s in ("spark", "sluice", "ceiling"))
     result = {
         "benchmark": "kafka_throughput",
         "records": records,

@@ -67,9 +67,7 @@ def round_order(names: list[str], i: int) -> list[str]:
 def ratios(numerators: list[float], denominators: list[float]) -> dict:
     """The per-round ratios of two sides measured by `interleaved`, and their median, min, max."""
     if len(numerators) != len(denominators) or not numerators:
-        raise ValueError(
-            "ratios need the same, non-zero number of rounds on both sides"
-        )
+        raise ValueError("ratios need the same, non-zero number of rounds on both sides")
     per_pair = [n / d for n, d in zip(numerators, denominators, strict=True)]
     return {
         "ratio": statistics.median(per_pair),

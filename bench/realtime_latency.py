@@ -39,13 +39,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from pyspark.sql import DataFrame, SparkSession
-
 import sluice
-from bench.pairs import pairs_from_env, round_order
-from bench.common import session
+from pyspark.sql import DataFrame, SparkSession
 from sluice import KafkaSource, OffsetsInitializer, WatermarkStrategy
 from sluice.testing import EmbeddedKafka
+
+from bench.common import session
+from bench.pairs import pairs_from_env, round_order
 
 RESULT = Path(__file__).resolve().parent / "results" / "realtime_latency.json"
 PARTITIONS = 8
@@ -87,7 +87,9 @@ def _sluice(spark: SparkSession, servers: str, topic: str, aligned: bool) -> Dat
     return sluice.from_source(spark, source, strategy, topic)
 
 
-def _run(spark: SparkSession, df: DataFrame, run: str, seconds: int, batch: str, continuous: bool = False) -> dict:
+def _run(
+    spark: SparkSession, df: DataFrame, run: str, seconds: int, batch: str, continuous: bool = False
+) -> dict:
     """Runs `df` in real-time mode (or continuous processing) into the latency sink for
     `seconds`; the sink's percentiles."""
     jvm = spark._jvm
@@ -99,7 +101,8 @@ def _run(spark: SparkSession, df: DataFrame, run: str, seconds: int, batch: str,
     steady_from_ms = int(time.time() * 1000) + STARTUP_EXCLUDED_MS
     triggers = jvm.org.apache.spark.sql.streaming.Trigger
     writer = (
-        df.select("value")._jdf.writeStream()
+        df.select("value")
+        ._jdf.writeStream()
         .foreach(jvm.sluice.bench.LatencySink(run, steady_from_ms))
         .option("checkpointLocation", checkpoint)
     )
@@ -166,18 +169,18 @@ def run() -> dict:
             # before the query started is not counted in the latencies
             time.sleep(LEAD_SECONDS)
             result = _run(spark, df, label, duration, batch, continuous=kind == "continuous")
-            print(f"  {label:<16} p50 {result['p50_ms']:>6} ms  p99 {result['p99_ms']:>6} ms  "
-                  f"{result['records']:>8} records  drift {result['observed_max_drift_ms']}", flush=True)
+            print(
+                f"  {label:<16} p50 {result['p50_ms']:>6} ms  p99 {result['p99_ms']:>6} ms  "
+                f"{result['records']:>8} records  drift {result['observed_max_drift_ms']}",
+                flush=True,
+            )
             return result
 
         for kind in KINDS:
             side(kind, 15, f"warm-up {kind}")
         # every two rounds run each pair of sides once in each order (bench/pairs.py)
         rounds = [
-            {
-                kind: side(kind, seconds, f"run {i + 1} {kind}")
-                for kind in round_order(list(KINDS), i)
-            }
+            {kind: side(kind, seconds, f"run {i + 1} {kind}") for kind in round_order(list(KINDS), i)}
             for i in range(runs)
         ]
     spark.stop()
@@ -186,7 +189,11 @@ def run() -> dict:
         return statistics.median(r[kind][key] for r in rounds)
 
     ratios = [r["sluice"]["p99_ms"] / max(1, r["spark"]["p99_ms"]) for r in rounds]
-    drifts = [r["aligned"]["observed_max_drift_ms"] for r in rounds if r["aligned"]["observed_max_drift_ms"] is not None]
+    drifts = [
+        r["aligned"]["observed_max_drift_ms"]
+        for r in rounds
+        if r["aligned"]["observed_max_drift_ms"] is not None
+    ]
     result = {
         "benchmark": "realtime_latency",
         "spark_p50_ms": median("spark", "p50_ms"),

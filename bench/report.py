@@ -59,11 +59,7 @@ def _minutes(delay: str) -> str:
 
 
 def _step(step_ms: int) -> str:
-    return (
-        "one event a second"
-        if step_ms == 1000
-        else f"one event every {step_ms / 1000:g} s"
-    )
+    return "one event a second" if step_ms == 1000 else f"one event every {step_ms / 1000:g} s"
 
 
 def _spread(r: dict, key: str = "ratio") -> str:
@@ -138,9 +134,7 @@ def _compact(r: dict) -> str:
     if r["spark_row_bytes"] == r["full_row_bytes"]:
         sizes = f"{r['spark_row_bytes']:.0f} B (Spark, full)"
     else:
-        sizes = (
-            f"{r['spark_row_bytes']:.0f} B (Spark), {r['full_row_bytes']:.0f} B (full)"
-        )
+        sizes = f"{r['spark_row_bytes']:.0f} B (Spark), {r['full_row_bytes']:.0f} B (full)"
     return (
         f"| `compact` | {_millions(r['records'])} M records of {r['value_bytes']} B in "
         f"{r['partitions']} partitions, the value column only, `Trigger.AvailableNow` into the "
@@ -269,9 +263,7 @@ def summary_table() -> list[str]:
     for name, render in ROWS.items():
         result = _load(name)
         if result is None:
-            lines.append(
-                f"| `{name}` | no result yet: `make bench BENCH={name}` | | | |"
-            )
+            lines.append(f"| `{name}` | no result yet: `make bench BENCH={name}` | | | |")
         else:
             lines.append(render(result))
     return lines
@@ -310,8 +302,7 @@ def group_join_section() -> list[str]:
         ("empty member batches (a source with a backlog read nothing)", "—", "0"),
         (
             f"joined rows (expected {_n(result['expected_joined_rows'])})",
-            f"{_n(result['spark_joined_rows'])}"
-            f"{'' if result['spark_complete'] else ' (incomplete)'}",
+            f"{_n(result['spark_joined_rows'])}" f"{'' if result['spark_complete'] else ' (incomplete)'}",
             "all",
         ),
     ]
@@ -429,11 +420,7 @@ def hybrid_section() -> list[str]:
         f"| Sluice, one hybrid query | {r['sluice_seconds']:.2f} s | "
         f"{_range(runs['sluice_seconds'], seconds)} |",
         f"| records/s Sluice / Spark, median of the per-pair ratios | {r['ratio']:.2f} | "
-        + (
-            f"{r['ratio_min']:.2f} – {r['ratio_max']:.2f} |"
-            if "ratio_min" in r
-            else "— |"
-        ),
+        + (f"{r['ratio_min']:.2f} – {r['ratio_max']:.2f} |" if "ratio_min" in r else "— |"),
         f"| switch latency, trigger {_n(r['trigger_interval_ms'])} ms | "
         f"{_n(r['switch_latency_ms'])} ms, within one trigger in {within} of {len(switches)} runs | "
         f"{_range([sw['switch_latency_ms'] for sw in switches], lambda v: f'{_n(v)} ms')} |",
@@ -450,9 +437,7 @@ def skew_section() -> list[str]:
     spark, ours = r["spark"], r["sluice"]
     pairs = r.get("pairs", 1)
     head = f"worst of {pairs} pairs" if pairs > 1 else "one run each"
-    speed = (
-        f"{r['rps_ratio']:.2f}{_spread(r, 'rps_ratio')}" if "rps_ratio" in r else "—"
-    )
+    speed = f"{r['rps_ratio']:.2f}{_spread(r, 'rps_ratio')}" if "rps_ratio" in r else "—"
     return [
         f"| measure ({head}; speed: medians) | " "Spark `kafka` | Sluice, aligned |",
         "|---|---|---|",
@@ -472,9 +457,7 @@ def _times(r: dict | None, key: str = "ratio") -> str | None:
     """'3.86×' (or '3.86× (3.63–4.03)' with the spread of the pairs), None without a result."""
     if r is None:
         return None
-    spread = (
-        f" ({r[f'{key}_min']:.2f}–{r[f'{key}_max']:.2f})" if f"{key}_min" in r else ""
-    )
+    spread = f" ({r[f'{key}_min']:.2f}–{r[f'{key}_max']:.2f})" if f"{key}_min" in r else ""
     return f"{r[key]:.2f}×{spread}"
 
 
@@ -497,9 +480,7 @@ def readme_headline() -> list[str]:
     if files:
         parts.append(f"JSON files at {_times(files)} `spark.readStream.json`")
     if hybrid:
-        parts.append(
-            f"a files→Kafka hybrid query at {_times(hybrid)} a file query followed by a Kafka query"
-        )
+        parts.append(f"a files→Kafka hybrid query at {_times(hybrid)} a file query followed by a Kafka query")
     if skew:
         parts.append(
             f"on a skewed catch-up Spark's source drops {_n(skew['spark_late_dropped'])} records as "
@@ -511,19 +492,12 @@ def readme_headline() -> list[str]:
         return ["No benchmark results yet: run `make bench`."]
     used = [r for r in (kafka, files, compact, hybrid, skew) if r is not None]
     method = (
-        "medians of the per-pair ratios of interleaved Spark/Sluice runs (lowest–highest pair in "
-        "brackets)"
+        "medians of the per-pair ratios of interleaved Spark/Sluice runs (lowest–highest pair in " "brackets)"
         if all("pairs" in r for r in used)
         else "some figures still from the older method, a median of runs over a median of runs"
     )
-    sentence = (
-        f"Last `make bench` on 2 cores (`local[2]`), {method}: "
-        + "; ".join(parts)
-        + "."
-    )
-    return textwrap.wrap(
-        sentence, width=100, break_on_hyphens=False, break_long_words=False
-    )
+    sentence = f"Last `make bench` on 2 cores (`local[2]`), {method}: " + "; ".join(parts) + "."
+    return textwrap.wrap(sentence, width=100, break_on_hyphens=False, break_long_words=False)
 
 
 #: marker name -> the lines between `<!-- results:<name>begin -->` and `<!-- results:<name>end -->`
@@ -550,7 +524,7 @@ def render(text: str, page: Path = DOC) -> str:
         if not pattern.search(text):
             raise SystemExit(f"{page}: the markers {begin} … {end} are missing")
         body = "\n".join([begin, *block(), end])
-        text = pattern.sub(lambda _: body, text, count=1)
+        text = pattern.sub(lambda _, body=body: body, text, count=1)
     return text
 
 

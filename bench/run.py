@@ -33,9 +33,7 @@ def main() -> int:
     args = parser.parse_args()
     discover()
     if not BENCHMARKS:
-        print(
-            "No benchmarks are defined yet (they arrive with the Kafka and file connectors)."
-        )
+        print("No benchmarks are defined yet (they arrive with the Kafka and file connectors).")
         return 0
     names = [args.only] if args.only else sorted(BENCHMARKS)
     unknown = [n for n in names if n not in BENCHMARKS]

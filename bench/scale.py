@@ -29,13 +29,13 @@ from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
-from pyspark.sql import SparkSession
-
 import sluice
-from bench.common import rows_read, run_available_now, session
-from bench.pairs import interleaved, pairs_from_env, summary
+from pyspark.sql import SparkSession
 from sluice import GeneratorSource, WatermarkStrategy
 from sluice.testing import EmbeddedKafka
+
+from bench.common import rows_read, run_available_now, session
+from bench.pairs import interleaved, pairs_from_env, summary
 
 ROOT = Path(__file__).resolve().parent
 WORK = ROOT / "scratch" / "scale"
@@ -84,38 +84,24 @@ def _measure_small_files(spark: SparkSession, count: int, pairs: int) -> dict:
     kept_bytes: list[int] = []
 
     def spark_side() -> float:
-        seconds, progress = run_available_now(
-            spark.readStream.schema(SCHEMA).json(str(folder))
-        )
+        seconds, progress = run_available_now(spark.readStream.schema(SCHEMA).json(str(folder)))
         if rows_read(progress) != count:
-            raise AssertionError(
-                f"Spark read {rows_read(progress)} rows, expected {count}"
-            )
+            raise AssertionError(f"Spark read {rows_read(progress)} rows, expected {count}")
         return count / seconds
 
     def sluice_side() -> float:
-        source = (
-            sluice.FileSource.builder()
-            .path(str(folder))
-            .format("json")
-            .schema(SCHEMA)
-            .build()
-        )
+        source = sluice.FileSource.builder().path(str(folder)).format("json").schema(SCHEMA).build()
         checkpoint = WORK / "ckpt-small-files"
         seconds, progress = run_available_now(
             sluice.from_source(spark, source, name="small_files"), checkpoint
         )
         if rows_read(progress) != count:
-            raise AssertionError(
-                f"Sluice read {rows_read(progress)} rows, expected {count}"
-            )
+            raise AssertionError(f"Sluice read {rows_read(progress)} rows, expected {count}")
         offset_sizes.append(_offset_bytes_max(checkpoint))
         kept_bytes.append(_kept_bytes(progress))
         return count / seconds
 
-    measured = interleaved(
-        {"spark": spark_side, "sluice": sluice_side}, pairs, label="small files "
-    )
+    measured = interleaved({"spark": spark_side, "sluice": sluice_side}, pairs, label="small files ")
     return {
         "small_files": count,
         "small_files_spark_rps": statistics.median(measured["spark"]),
@@ -126,9 +112,7 @@ def _measure_small_files(spark: SparkSession, count: int, pairs: int) -> dict:
     }
 
 
-def _measure_planning(
-    spark: SparkSession, splits: int, limit: int, batches: int
-) -> dict:
+def _measure_planning(spark: SparkSession, splits: int, limit: int, batches: int) -> dict:
     source = (
         GeneratorSource.builder()
         .splits(splits)
@@ -148,11 +132,7 @@ def _measure_planning(
     )
     _, progress = run_available_now(df)
     # the first batch also lists and places every split; the steady state is what follows
-    plan_ms = [
-        p["durationMs"].get("latestOffset", 0)
-        for p in progress[1:]
-        if p["numInputRows"]
-    ]
+    plan_ms = [p["durationMs"].get("latestOffset", 0) for p in progress[1:] if p["numInputRows"]]
     return {
         "splits_1024_plan_ms_p50": statistics.median(plan_ms),
         "splits_1024_plan_ms_max": max(plan_ms),
@@ -177,13 +157,9 @@ def _measure_one_partition(spark: SparkSession, records: int, pairs: int) -> dic
 
         def side(fmt: str, options: dict[str, str]) -> Callable[[], float]:
             def once() -> float:
-                seconds, progress = run_available_now(
-                    spark.readStream.format(fmt).options(**options).load()
-                )
+                seconds, progress = run_available_now(spark.readStream.format(fmt).options(**options).load())
                 if rows_read(progress) != records:
-                    raise AssertionError(
-                        f"{fmt} read {rows_read(progress)}, expected {records}"
-                    )
+                    raise AssertionError(f"{fmt} read {rows_read(progress)}, expected {records}")
                 return records / seconds
 
             return once
@@ -213,21 +189,13 @@ def run() -> dict:
             "benchmark": "scale",
             "pairs": pairs,
             **_measure_small_files(spark, _env("FILES", 10_000), pairs),
-            **_measure_planning(
-                spark, 1024, _env("PLAN_LIMIT", 20_480), _env("PLAN_BATCHES", 20)
-            ),
-            **_measure_one_partition(
-                spark, _env("ONE_PARTITION_RECORDS", 5_000_000), pairs
-            ),
+            **_measure_planning(spark, 1024, _env("PLAN_LIMIT", 20_480), _env("PLAN_BATCHES", 20)),
+            **_measure_one_partition(spark, _env("ONE_PARTITION_RECORDS", 5_000_000), pairs),
             "machine": {"cpus": os.cpu_count(), "spark_master": MASTER},
         }
     finally:
         spark.stop()
     RESULT.parent.mkdir(parents=True, exist_ok=True)
     RESULT.write_text(json.dumps(result, indent=2) + "\n")
-    print(
-        json.dumps(
-            {k: v for k, v in result.items() if not isinstance(v, list)}, indent=2
-        )
-    )
+    print(json.dumps({k: v for k, v in result.items() if not isinstance(v, list)}, indent=2))
     return result

@@ -31,20 +31,18 @@ from datetime import timedelta
 from functools import partial
 from pathlib import Path
 
+import sluice
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-
-import sluice
-from bench.common import rows_read, run_available_now, session
-from bench.pairs import interleaved, pairs_from_env, summary
 from sluice import KafkaSource, OffsetsInitializer, WatermarkStrategy
 from sluice.testing import EmbeddedKafka
 
+from bench.common import rows_read, run_available_now, session
+from bench.pairs import interleaved, pairs_from_env, summary
+
 RESULT = Path(__file__).resolve().parent / "results" / "skew.json"
 MINUTE = 60_000
-END = (
-    1_700_000_000_000 // (60 * MINUTE) * (60 * MINUTE)
-)  # the backlog's end, on the hour
+END = 1_700_000_000_000 // (60 * MINUTE) * (60 * MINUTE)  # the backlog's end, on the hour
 PARTITIONS = 8
 DRIFT = timedelta(minutes=5)
 
@@ -67,14 +65,8 @@ def _expected_windows(events: list[tuple[int, int]]) -> dict[int, int]:
     return counts
 
 
-def _window_counts(
-    spark: SparkSession, df: DataFrame, table: str, expected: dict[int, int]
-) -> dict:
-    counts = (
-        df.withWatermark("event_time", "10 minutes")
-        .groupBy(F.window("event_time", "1 minute"))
-        .count()
-    )
+def _window_counts(spark: SparkSession, df: DataFrame, table: str, expected: dict[int, int]) -> dict:
+    counts = df.withWatermark("event_time", "10 minutes").groupBy(F.window("event_time", "1 minute")).count()
     seconds, progress = run_available_now(
         counts, sink=lambda w: w.format("memory").queryName(table).outputMode("update")
     )
@@ -84,11 +76,7 @@ def _window_counts(
         final[start] = max(final.get(start, 0), row["count"])
     rows = rows_read(progress)
     return {
-        "late_dropped": sum(
-            op["numRowsDroppedByWatermark"]
-            for p in progress
-            for op in p["stateOperators"]
-        ),
+        "late_dropped": sum(op["numRowsDroppedByWatermark"] for p in progress for op in p["stateOperators"]),
         "wrong_windows": sum(1 for w, n in expected.items() if final.get(w) != n),
         "peak_state_rows": max(
             (sum(op["numRowsTotal"] for op in p["stateOperators"]) for p in progress),
@@ -115,9 +103,7 @@ def _sluice_kafka(
         .starting_offsets(OffsetsInitializer.earliest())
         .build()
     )
-    return sluice.from_source(
-        spark, source, strategy, name=topic, options={"maxRecordsPerTrigger": limit}
-    )
+    return sluice.from_source(spark, source, strategy, name=topic, options={"maxRecordsPerTrigger": limit})
 
 
 def _overhead(spark: SparkSession, kafka: EmbeddedKafka, rows: int, runs: int) -> dict:
@@ -125,9 +111,7 @@ def _overhead(spark: SparkSession, kafka: EmbeddedKafka, rows: int, runs: int) -
     kafka.create_topic(topic, PARTITIONS)
     kafka.produce_generated(topic, rows, 100, END)
     if sum(kafka.end_offsets(topic).values()) != rows:
-        raise AssertionError(
-            f"the broker holds {kafka.end_offsets(topic)}, not {rows} records"
-        )
+        raise AssertionError(f"the broker holds {kafka.end_offsets(topic)}, not {rows} records")
     plain = WatermarkStrategy.for_monotonous_timestamps()
     aligned = plain.with_watermark_alignment("even", max_drift=DRIFT)
 
@@ -188,10 +172,7 @@ def run() -> dict:
         events = _skewed_events(step_ms)
         kafka.produce(
             topic,
-            (
-                {"value": f"{p}-{ts}", "partition": p, "timestamp": ts}
-                for p, ts in events
-            ),
+            ({"value": f"{p}-{ts}", "partition": p, "timestamp": ts} for p, ts in events),
         )
         expected = _expected_windows(events)
 
@@ -204,10 +185,8 @@ def run() -> dict:
             .load()
             .withColumn("event_time", F.col("timestamp"))
         )
-        strategy = (
-            WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(
-                "skew", max_drift=DRIFT
-            )
+        strategy = WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(
+            "skew", max_drift=DRIFT
         )
         ours_df = _sluice_kafka(spark, kafka.bootstrap_servers, topic, strategy, limit)
         every_run: dict[str, list[dict]] = {"spark": [], "sluice": []}
@@ -260,9 +239,5 @@ def run() -> dict:
     }
     RESULT.parent.mkdir(parents=True, exist_ok=True)
     RESULT.write_text(json.dumps(result, indent=2) + "\n")
-    print(
-        json.dumps(
-            {k: v for k, v in result.items() if not isinstance(v, dict)}, indent=2
-        )
-    )
+    print(json.dumps({k: v for k, v in result.items() if not isinstance(v, dict)}, indent=2))
     return result

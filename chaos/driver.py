@@ -15,13 +15,13 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from pyspark.sql import DataFrame, SparkSession
-
 import sluice
+from pyspark.sql import DataFrame, SparkSession
+from sluice import FileSource, HybridSource, KafkaSource, OffsetsInitializer, WatermarkStrategy
+
 from bench.common import session
 from chaos.scenarios import SCHEMA
 from chaos.sinks import committed_epochs, epoch_ids
-from sluice import FileSource, HybridSource, KafkaSource, OffsetsInitializer, WatermarkStrategy
 
 BATCH_RECORDS = 400  # per source and micro-batch: many batches, so kills land between and inside them
 REALTIME_BATCH = "2 seconds"
@@ -49,8 +49,12 @@ def source_frame(spark: SparkSession, config: dict) -> DataFrame:
     strategy = WatermarkStrategy.for_monotonous_timestamps()
     if config["files"]:
         files = (
-            FileSource.builder().path(config["files"]).format("json").schema(SCHEMA)
-            .timestamp_column("ts").build()
+            FileSource.builder()
+            .path(config["files"])
+            .format("json")
+            .schema(SCHEMA)
+            .timestamp_column("ts")
+            .build()
         )
         hybrid = (
             HybridSource.builder(files)
@@ -62,10 +66,7 @@ def source_frame(spark: SparkSession, config: dict) -> DataFrame:
     topics = config["topics"]
     if len(topics) > 1:
         strategy = strategy.with_watermark_alignment("chaos", max_drift=timedelta(minutes=1))
-    frames = [
-        sluice.from_source(spark, _kafka(config, t), strategy, name=t, options=limit)
-        for t in topics
-    ]
+    frames = [sluice.from_source(spark, _kafka(config, t), strategy, name=t, options=limit) for t in topics]
     df = frames[0]
     for other in frames[1:]:
         df = df.union(other)
@@ -82,8 +83,7 @@ def _ids(spark: SparkSession, config: dict) -> DataFrame:
     spark.udf.registerJavaFunction("slow_identity", "sluice.bench.SlowIdentity", "string")
     # slow on both sides of the shuffle: a map task's output waits for the reduce side long
     # enough that a kill can take it (Spark then re-runs the source task that produced it)
-    return (df.selectExpr("slow_identity(id) AS id").repartition(2, "id")
-            .selectExpr("slow_identity(id) AS id"))
+    return df.selectExpr("slow_identity(id) AS id").repartition(2, "id").selectExpr("slow_identity(id) AS id")
 
 
 def _report_progress(query, path: Path) -> None:
@@ -113,9 +113,11 @@ def _run_micro(spark: SparkSession, config: dict) -> None:
         if query.exception() is not None:
             raise RuntimeError(str(query.exception()))
         ids = [r.id for r in spark.read.parquet(config["out"]).select("id").collect()]
-        backlog = sum(
-            int(s["metrics"].get("backlogRecords", "0")) for s in query.lastProgress["sources"]
-        ) if query.lastProgress else 0
+        backlog = (
+            sum(int(s["metrics"].get("backlogRecords", "0")) for s in query.lastProgress["sources"])
+            if query.lastProgress
+            else 0
+        )
         Path(config["out"] + ".ids.json").write_text(json.dumps({"ids": ids, "backlog": backlog}))
         return
     query = writer.trigger(processingTime="200 milliseconds").start()
@@ -167,17 +169,23 @@ def main(argv: list[str]) -> int:
     config = json.loads(Path(argv[1]).read_text())
     master = config.get("master", "local[2]")
     spark = session(
-        f"chaos-{config['scenario']}", master=master,
-        benchkit=config["mode"] != "micro" or bool(config.get("slow")), driver_memory="1g",
+        f"chaos-{config['scenario']}",
+        master=master,
+        benchkit=config["mode"] != "micro" or bool(config.get("slow")),
+        driver_memory="1g",
         conf={"spark.executor.memory": "512m"} if master.startswith("local-cluster") else None,
     )
     if master.startswith("local-cluster"):
         # tasks lost with their executor, and stages re-run for the shuffle output lost with it,
         # are logged by these two: the checker counts them
         jvm = spark._jvm
-        for logger in ("org.apache.spark.scheduler.TaskSetManager", "org.apache.spark.scheduler.DAGScheduler"):
+        for logger in (
+            "org.apache.spark.scheduler.TaskSetManager",
+            "org.apache.spark.scheduler.DAGScheduler",
+        ):
             jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
-                logger, jvm.org.apache.logging.log4j.Level.INFO)
+                logger, jvm.org.apache.logging.log4j.Level.INFO
+            )
     if config["mode"] == "realtime":
         spark.conf.set("spark.sql.streaming.realTimeMode.minBatchDuration", "1s")
     try:

@@ -33,9 +33,10 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+from sluice.testing import EmbeddedKafka
+
 from chaos.scenarios import Scenario, all_scenarios
 from chaos.sinks import committed_epochs, sink_ids
-from sluice.testing import EmbeddedKafka
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULT = ROOT / "bench" / "results" / "chaos.json"
@@ -50,11 +51,17 @@ class Driver:
         path = work / f"{label}.json"
         path.write_text(json.dumps(config))
         self.log = work / f"{label}.log"
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+        env = dict(
+            os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+        )
         with open(self.log, "w", encoding="utf-8") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "chaos.driver", str(path)],
-                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=log, text=True,
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
                 start_new_session=True,
             )
 
@@ -115,7 +122,8 @@ def check(scenario: Scenario, config: dict) -> dict:
     return {
         "records": len(expected),
         "lost": missing - unread,
-        "duplicated": sum(n - 1 for n in got.values() if n > 1) + sum(n for i, n in got.items() if i not in expected),
+        "duplicated": sum(n - 1 for n in got.values() if n > 1)
+        + sum(n for i, n in got.items() if i not in expected),
         "unread": unread,
     }
 
@@ -143,12 +151,25 @@ def killed_runs(scenario: Scenario, kafka: EmbeddedKafka, work: Path, kills: int
         committed_at_kills.append(len(committed_epochs(checkpoint)))
         scenario.feed(kafka)
     result = drain(scenario, kafka, work)
-    return {**result, "kills": kills, "restarts": kills, "batches": len(committed_epochs(checkpoint)),
-            "committed_at_kills": committed_at_kills, "seconds": round(time.monotonic() - began, 1)}
+    return {
+        **result,
+        "kills": kills,
+        "restarts": kills,
+        "batches": len(committed_epochs(checkpoint)),
+        "committed_at_kills": committed_at_kills,
+        "seconds": round(time.monotonic() - began, 1),
+    }
 
 
-def fault_under_query(scenario: Scenario, config: dict, kafka: EmbeddedKafka, work: Path,
-                      fault: Callable[[], None], what: str, warm: int) -> dict:
+def fault_under_query(
+    scenario: Scenario,
+    config: dict,
+    kafka: EmbeddedKafka,
+    work: Path,
+    fault: Callable[[], None],
+    what: str,
+    warm: int,
+) -> dict:
     """Runs the scenario's query until it committed more than `warm` batches, applies `fault`,
     writes 1,000 more records and requires the same query (not a restarted one) to commit more;
     then drains and checks the sink."""
@@ -160,7 +181,8 @@ def fault_under_query(scenario: Scenario, config: dict, kafka: EmbeddedKafka, wo
         fault()
         scenario.feed(kafka, 1000)
         problem = driver.wait_for_commits(
-            config["checkpoint"], len(committed_epochs(config["checkpoint"])) + 1, f"after {what}")
+            config["checkpoint"], len(committed_epochs(config["checkpoint"])) + 1, f"after {what}"
+        )
     driver.kill()
     result = drain(scenario, kafka, work)
     if problem is not None:
@@ -174,8 +196,11 @@ EXECUTOR_WAIT_S = 120
 
 def _executor_pids(driver: Driver) -> list[int]:
     """The executor JVMs of a local-cluster driver: its workers start them in its process group."""
-    found = subprocess.run(["pgrep", "-g", str(driver.process.pid), "-f", "CoarseGrainedExecutorBackend"],
-                           capture_output=True, text=True)
+    found = subprocess.run(
+        ["pgrep", "-g", str(driver.process.pid), "-f", "CoarseGrainedExecutorBackend"],
+        capture_output=True,
+        text=True,
+    )
     return [int(p) for p in found.stdout.split()]
 
 
@@ -195,8 +220,13 @@ def executor_kills(kafka: EmbeddedKafka, work: Path, kills: int, rng: random.Ran
     equal to what was written), although re-run source tasks report their ranges again."""
     began = time.monotonic()
     progress = work / "progress.json"
-    scenario = Scenario("executors", "micro", ["executors"], per_feed=600,
-                        settings={"master": LOCAL_CLUSTER, "slow": True, "progress": str(progress)})
+    scenario = Scenario(
+        "executors",
+        "micro",
+        ["executors"],
+        per_feed=600,
+        settings={"master": LOCAL_CLUSTER, "slow": True, "progress": str(progress)},
+    )
     scenario.prepare(kafka, work)
     scenario.feed(kafka, 1500)
     config = scenario.config(kafka, work, drain=False)
@@ -207,7 +237,11 @@ def executor_kills(kafka: EmbeddedKafka, work: Path, kills: int, rng: random.Ran
     while problem is None and landed < kills and killed < 4 * kills:
         time.sleep(rng.uniform(0.5, 3.0))
         deadline = time.monotonic() + EXECUTOR_WAIT_S
-        while not (pids := _executor_pids(driver)) and time.monotonic() < deadline and driver.process.poll() is None:
+        while (
+            not (pids := _executor_pids(driver))
+            and time.monotonic() < deadline
+            and driver.process.poll() is None
+        ):
             time.sleep(0.5)  # the cluster is starting an executor again
         if not pids:
             problem = f"no executor ran within {EXECUTOR_WAIT_S} s after kill {killed}:\n{driver.tail()}"
@@ -240,9 +274,17 @@ def executor_kills(kafka: EmbeddedKafka, work: Path, kills: int, rng: random.Ran
         problem = f"the source's progress counted {counted} records read of {len(scenario.expected)} written"
     if problem is not None:
         result["failed"] = problem
-    return {**result, "kills": 1, "restarts": 1, "executor_kills": killed, "kills_inside_tasks": landed,
-            "tasks_lost_with_executors": tasks_lost, "finished_map_tasks_rerun": resubmitted,
-            "records_counted": counted, "seconds": round(time.monotonic() - began, 1)}
+    return {
+        **result,
+        "kills": 1,
+        "restarts": 1,
+        "executor_kills": killed,
+        "kills_inside_tasks": landed,
+        "tasks_lost_with_executors": tasks_lost,
+        "finished_map_tasks_rerun": resubmitted,
+        "records_counted": counted,
+        "seconds": round(time.monotonic() - began, 1),
+    }
 
 
 def broker_restart(kafka: EmbeddedKafka, work: Path) -> dict:
@@ -256,8 +298,15 @@ def broker_restart(kafka: EmbeddedKafka, work: Path) -> dict:
         time.sleep(5)
         kafka.start()
 
-    return fault_under_query(scenario, scenario.config(kafka, work, drain=False), kafka, work, restart,
-                             "the broker's restart", warm=0)
+    return fault_under_query(
+        scenario,
+        scenario.config(kafka, work, drain=False),
+        kafka,
+        work,
+        restart,
+        "the broker's restart",
+        warm=0,
+    )
 
 
 def _read_positions(checkpoint: Path) -> dict[str, int]:

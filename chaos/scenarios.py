@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from sluice.testing import EmbeddedKafka
@@ -22,7 +22,7 @@ SCHEMA = "id STRING, ts TIMESTAMP"
 
 
 def record(scenario: str, n: int) -> dict:
-    ts = datetime.fromtimestamp((T0 + n * STEP_MS) / 1000, tz=timezone.utc)
+    ts = datetime.fromtimestamp((T0 + n * STEP_MS) / 1000, tz=UTC)
     return {"id": f"{scenario}:{n}", "ts": ts.isoformat()}
 
 

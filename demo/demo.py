@@ -19,12 +19,11 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from pyspark.sql import SparkSession
-
 import sluice
+from pyspark.sql import SparkSession
 from sluice import (
     FileSource,
     HybridSource,
@@ -48,7 +47,7 @@ PARTITIONS = 4
 
 
 def event(i: int) -> dict:
-    ts = datetime.fromtimestamp((T0 + i * STEP_MS) / 1000, tz=timezone.utc)
+    ts = datetime.fromtimestamp((T0 + i * STEP_MS) / 1000, tz=UTC)
     return {
         "id": i,
         "user": f"u{i % 97}",
@@ -117,9 +116,7 @@ def start(spark: SparkSession, hybrid, out: str, checkpoint: str, **trigger):
         name="history+live",
         options={"maxRecordsPerTrigger": 15_000},
     )
-    deduplicated = events.withWatermark(
-        "event_time", "5 minutes"
-    ).dropDuplicatesWithinWatermark(["id"])
+    deduplicated = events.withWatermark("event_time", "5 minutes").dropDuplicatesWithinWatermark(["id"])
     return (
         deduplicated.select("id", "user", "amount", "ts", "_split", "_position")
         .writeStream.format("parquet")
@@ -193,9 +190,7 @@ def main() -> int:
             .build()
         )
         hybrid = (
-            HybridSource.builder(files)
-            .add_source(live, start_at_previous_end_minus_ms=MARGIN_MS)
-            .build()
+            HybridSource.builder(files).add_source(live, start_at_previous_end_minus_ms=MARGIN_MS).build()
         )
 
         print(
@@ -209,8 +204,7 @@ def main() -> int:
             kafka_batches = [
                 p
                 for p in query.recentProgress
-                if p["numInputRows"]
-                and p["sources"][0]["metrics"]["activeSource"] == "1"
+                if p["numInputRows"] and p["sources"][0]["metrics"]["activeSource"] == "1"
             ]
             if kafka_batches and switched_at is None:
                 switched_at = kafka_batches[0]["batchId"]
@@ -238,11 +232,7 @@ def main() -> int:
         duplicated = sum(n - 1 for n in got.values() if n > 1)
         from_kafka = sum(1 for r in rows if not r._split.startswith("file:"))
         # measured: Kafka records the source read, counted back from the newest event in Kafka
-        kafka_read = int(
-            query.recentProgress[-1]["sources"][0]["metrics"]["recordsPerSource"].split(
-                ","
-            )[1]
-        )
+        kafka_read = int(query.recentProgress[-1]["sources"][0]["metrics"]["recordsPerSource"].split(",")[1])
         first_kafka_event = LIVE_LATER - kafka_read
         print(
             f"Check: {len(rows)} events in the sink ({len(rows) - from_kafka} from files, {from_kafka} from Kafka); "

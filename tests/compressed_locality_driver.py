@@ -10,9 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from pyspark.sql import SparkSession
-
 import sluice
+from pyspark.sql import SparkSession
 from sluice import FileSource
 
 PER_FILE = 20000
@@ -52,18 +51,11 @@ def main(root: Path) -> None:
     files = sorted(p for v in wanted.values() for p in v)
     for n, path in enumerate(files):
         lines = "".join(
-            json.dumps({"id": n * PER_FILE + k, "pad": "x" * (k % 17)}) + "\n"
-            for k in range(PER_FILE)
+            json.dumps({"id": n * PER_FILE + k, "pad": "x" * (k % 17)}) + "\n" for k in range(PER_FILE)
         )
         path.write_bytes(gzip.compress(lines.encode("utf-8")))
 
-    source = (
-        FileSource.builder()
-        .path(str(data))
-        .format("json")
-        .schema("id INT, pad STRING")
-        .build()
-    )
+    source = FileSource.builder().path(str(data)).format("json").schema("id INT, pad STRING").build()
     df = sluice.from_source(
         spark,
         source,
@@ -87,14 +79,8 @@ def main(root: Path) -> None:
                 "error": None if error is None else str(error),
                 "files": len(files),
                 "ids_exact": ids == list(range(len(files) * PER_FILE)),
-                "batches": sum(
-                    1 for p in query.recentProgress if p["numInputRows"] > 0
-                ),
-                "opens": int(
-                    query.lastProgress["sources"][0]["metrics"].get(
-                        "compressedFileOpens", "-1"
-                    )
-                ),
+                "batches": sum(1 for p in query.recentProgress if p["numInputRows"] > 0),
+                "opens": int(query.lastProgress["sources"][0]["metrics"].get("compressedFileOpens", "-1")),
             }
         )
     )

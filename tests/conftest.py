@@ -7,15 +7,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
-
 import sluice
+from pyspark.sql import SparkSession
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "slow: end-to-end suites left out by `make test-fast`"
-    )
+    config.addinivalue_line("markers", "slow: end-to-end suites left out by `make test-fast`")
 
 
 @pytest.fixture(scope="session")

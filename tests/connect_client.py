@@ -13,10 +13,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import sluice
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
-
-import sluice
 from sluice import FileSource, GeneratorSource, HybridSource, KafkaSource, OffsetsInitializer
 
 SCHEMA = "id BIGINT, ts TIMESTAMP"
@@ -96,7 +95,14 @@ def kafka(args: dict[str, Any]) -> dict[str, Any]:
 
 def hybrid(args: dict[str, Any]) -> dict[str, Any]:
     spark = session(args["url"])
-    files = FileSource.builder().path(args["history"]).format("json").schema(SCHEMA).timestamp_column("ts").build()
+    files = (
+        FileSource.builder()
+        .path(args["history"])
+        .format("json")
+        .schema(SCHEMA)
+        .timestamp_column("ts")
+        .build()
+    )
     live = (
         KafkaSource.builder()
         .bootstrap_servers(args["bootstrap"])
@@ -107,12 +113,18 @@ def hybrid(args: dict[str, Any]) -> dict[str, Any]:
         .option("schema", SCHEMA)
         .build()
     )
-    source = HybridSource.builder(files).add_source(live, start_at_previous_end_minus_ms=args["margin_ms"]).build()
+    source = (
+        HybridSource.builder(files).add_source(live, start_at_previous_end_minus_ms=args["margin_ms"]).build()
+    )
     rows = run_to_end(spark, source, "connect_hybrid")
     return {
         "ids": sorted(r.id for r in rows),
-        "factory": refusal(lambda: HybridSource.builder(files).add_source_factory(lambda _: live, bounded=False)),
-        "negative_margin": refusal(lambda: HybridSource.builder(files).add_source(live, start_at_previous_end_minus_ms=-1)),
+        "factory": refusal(
+            lambda: HybridSource.builder(files).add_source_factory(lambda _: live, bounded=False)
+        ),
+        "negative_margin": refusal(
+            lambda: HybridSource.builder(files).add_source(live, start_at_previous_end_minus_ms=-1)
+        ),
     }
 
 

@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pyspark
-
 import sluice
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -31,15 +30,24 @@ def command(port: int) -> list[str]:
     spark_home = Path(pyspark.__file__).parent
     return [
         str(spark_home / "bin" / "spark-submit"),
-        "--class", SERVER_CLASS,
-        "--master", "local[2]",
-        "--driver-memory", "1g",
-        "--jars", sluice.jar_path(),
-        "--conf", f"spark.sql.extensions={sluice.EXTENSIONS}",
-        "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
-        "--conf", f"spark.connect.grpc.binding.port={port}",
-        "--conf", "spark.sql.shuffle.partitions=2",
-        "--conf", "spark.ui.enabled=false",
+        "--class",
+        SERVER_CLASS,
+        "--master",
+        "local[2]",
+        "--driver-memory",
+        "1g",
+        "--jars",
+        sluice.jar_path(),
+        "--conf",
+        f"spark.sql.extensions={sluice.EXTENSIONS}",
+        "--conf",
+        "spark.connect.grpc.binding.address=127.0.0.1",
+        "--conf",
+        f"spark.connect.grpc.binding.port={port}",
+        "--conf",
+        "spark.sql.shuffle.partitions=2",
+        "--conf",
+        "spark.ui.enabled=false",
     ]
 
 
@@ -70,7 +78,9 @@ def connect_server(workdir: Path) -> Iterator[str]:
             if server.poll() is not None:
                 raise RuntimeError(f"the Connect server exited with {server.returncode}:\n{_tail(log)}")
             if time.monotonic() > deadline:
-                raise RuntimeError(f"the Connect server did not listen within {START_TIMEOUT_S} s:\n{_tail(log)}")
+                raise RuntimeError(
+                    f"the Connect server did not listen within {START_TIMEOUT_S} s:\n{_tail(log)}"
+                )
             time.sleep(0.5)
         yield f"sc://127.0.0.1:{port}"
     finally:

@@ -7,9 +7,8 @@ from collections import Counter
 from collections.abc import Iterator
 
 import pytest
-from pyspark.sql import SparkSession
-
 import sluice
+from pyspark.sql import SparkSession
 from sluice import KafkaSource, OffsetsInitializer, SluiceConfigError, WatermarkStrategy
 from sluice.kafka import KafkaSourceBuilder
 from sluice.testing import EmbeddedKafka
@@ -27,8 +26,7 @@ def test_read_bounded_kafka_as_a_batch_and_refuse_unbounded(
     kafka.create_topic("py-batch", partitions=3)
     base = 1_700_000_000_000
     records = [
-        {"key": f"k{i}", "value": f"v{i}", "partition": i % 3, "timestamp": base + i}
-        for i in range(300)
+        {"key": f"k{i}", "value": f"v{i}", "partition": i % 3, "timestamp": base + i} for i in range(300)
     ]
     kafka.produce("py-batch", records)
 
@@ -55,10 +53,7 @@ def test_read_bounded_kafka_as_a_batch_and_refuse_unbounded(
         )
         for r in rows
     )
-    expected = Counter(
-        (rec["key"], rec["value"], rec["partition"], rec["timestamp"])
-        for rec in records
-    )
+    expected = Counter((rec["key"], rec["value"], rec["partition"], rec["timestamp"]) for rec in records)
     assert got == expected
     assert all(r.event_time == r.timestamp for r in rows)
 

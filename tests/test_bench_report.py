@@ -74,7 +74,7 @@ def test_every_two_rounds_each_side_runs_before_and_after_every_other_once(sides
             for x, a in enumerate(order):
                 for b in order[x + 1 :]:
                     before[(a, b)] = before.get((a, b), 0) + 1
-            for a, b in zip(order, order[1:]):
+            for a, b in zip(order, order[1:], strict=False):
                 just_before[(a, b)] = just_before.get((a, b), 0) + 1
         for a in names:
             for b in names:

@@ -19,7 +19,12 @@ def test_kills_a_broker_restart_and_deletions_lose_and_duplicate_nothing() -> No
     failures = {name: r["failed"] for name, r in result["details"].items() if "failed" in r}
     assert not failures, failures
     assert set(result["scenarios"]) == {
-        "hybrid", "realtime", "executors", "broker-restart", "deleted-below-read-failOnDataLoss-false"}
+        "hybrid",
+        "realtime",
+        "executors",
+        "broker-restart",
+        "deleted-below-read-failOnDataLoss-false",
+    }
     assert result["details"]["hybrid"]["kills"] == 2 and result["details"]["realtime"]["kills"] == 1
     executors = result["details"]["executors"]
     # the kill cut a running task (the scenario kills again until one does, or fails)

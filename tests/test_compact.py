@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
+import sluice
 from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
-
-import sluice
 from sluice import GeneratorSource, SluiceConfigError, WatermarkStrategy
 
 
@@ -32,9 +31,7 @@ def test_configure_adds_the_extension_once() -> None:
     assert builder._options["spark.sql.extensions"] == "sluice.spark.SluiceExtensions"  # noqa: SLF001
 
 
-def test_compact_rows_hold_the_payload_only(
-    spark: SparkSession, checkpoint: str
-) -> None:
+def test_compact_rows_hold_the_payload_only(spark: SparkSession, checkpoint: str) -> None:
     df = sluice.from_source(spark, source(), options={"forceTimestampSupport": False})
     assert df.columns == ["id", "payload"]
     run(spark, df, "py_compact", checkpoint)
@@ -43,9 +40,7 @@ def test_compact_rows_hold_the_payload_only(
 
 
 def test_event_time_on_a_compact_source_names_compact_mode(spark: SparkSession) -> None:
-    df = sluice.from_source(
-        spark, source(), name="numbers", options={"forceTimestampSupport": "false"}
-    )
+    df = sluice.from_source(spark, source(), name="numbers", options={"forceTimestampSupport": "false"})
     with pytest.raises(
         AnalysisException,
         match="runs in compact mode \\(forceTimestampSupport=false\\)",
@@ -54,9 +49,7 @@ def test_event_time_on_a_compact_source_names_compact_mode(spark: SparkSession) 
 
 
 def test_a_strategy_with_compact_records_fails_at_build(spark: SparkSession) -> None:
-    with pytest.raises(
-        SluiceConfigError, match="conflicts with the watermark strategy"
-    ):
+    with pytest.raises(SluiceConfigError, match="conflicts with the watermark strategy"):
         sluice.from_source(
             spark,
             source(),
@@ -65,18 +58,10 @@ def test_a_strategy_with_compact_records_fails_at_build(spark: SparkSession) -> 
         )
 
 
-def test_latency_figures_in_progress_never_in_rows(
-    spark: SparkSession, checkpoint: str
-) -> None:
+def test_latency_figures_in_progress_never_in_rows(spark: SparkSession, checkpoint: str) -> None:
     df = sluice.from_source(spark, source(), options={"latencyTrackingInterval": "1ms"})
     q = run(spark, df, "py_latency", checkpoint)
     assert spark.table("py_latency").columns == ["id", "split", "timestamp", "payload"]
-    metrics = [p for p in q.recentProgress if p["numInputRows"] > 0][-1]["sources"][0][
-        "metrics"
-    ]
+    metrics = [p for p in q.recentProgress if p["numInputRows"] > 0][-1]["sources"][0]["metrics"]
     assert int(metrics["latency.markers"]) >= 2
-    assert (
-        int(metrics["latency.p50Ms"])
-        <= int(metrics["latency.p99Ms"])
-        <= int(metrics["latency.maxMs"])
-    )
+    assert int(metrics["latency.p50Ms"]) <= int(metrics["latency.p99Ms"]) <= int(metrics["latency.maxMs"])

@@ -7,15 +7,12 @@ import gzip
 from collections import Counter
 from pathlib import Path
 
-from pyspark.sql import SparkSession
-
 import sluice
+from pyspark.sql import SparkSession
 from sluice import FileSource
 
 
-def _collect(
-    spark: SparkSession, source: FileSource, table: str, checkpoint: Path
-) -> list:
+def _collect(spark: SparkSession, source: FileSource, table: str, checkpoint: Path) -> list:
     df = sluice.from_source(spark, source, name=table)
     query = (
         df.drop("_split", "_position", "_timestamp")
@@ -30,9 +27,7 @@ def _collect(
     return spark.table(table).collect()
 
 
-def test_gzip_json_and_bzip2_csv_give_spark_read_rows(
-    spark: SparkSession, tmp_path: Path
-) -> None:
+def test_gzip_json_and_bzip2_csv_give_spark_read_rows(spark: SparkSession, tmp_path: Path) -> None:
     data = tmp_path / "data"
     data.mkdir()
     lines = [f'{{"a": {i}, "b": "row {i}"}}' for i in range(300)] + ["not json"]
@@ -58,11 +53,6 @@ def test_gzip_json_and_bzip2_csv_give_spark_read_rows(
         .build()
     )
     got = _collect(spark, source, "py_bz2_csv", tmp_path / "ckpt-csv")
-    expected = (
-        spark.read.schema("id INT, name STRING")
-        .option("header", "true")
-        .csv(str(csv))
-        .collect()
-    )
+    expected = spark.read.schema("id INT, name STRING").option("header", "true").csv(str(csv)).collect()
     assert Counter(tuple(r) for r in got) == Counter(tuple(r) for r in expected)
     assert len(got) == 50

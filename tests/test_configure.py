@@ -9,9 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from pyspark.sql import SparkSession
-
 import sluice
+from pyspark.sql import SparkSession
 
 # A notebook's situation: a session created before sluice was configured, then stopped.
 SCRIPT = textwrap.dedent(

@@ -8,12 +8,11 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-
 from connect_server import connect_server
 from sluice.testing import EmbeddedKafka
 
@@ -57,19 +56,30 @@ def test_generator_query_reads_every_record_through_the_server(server: str, tmp_
         "allowed: an integer from 1 to 100000."
     )
     # ... and the server checks the rest when the query starts, naming the option
-    assert seen["at_start"] is not None and "an unbounded generator needs option 'rowsPerSecond'" in seen["at_start"]
+    assert (
+        seen["at_start"] is not None
+        and "an unbounded generator needs option 'rowsPerSecond'" in seen["at_start"]
+    )
 
 
 def test_kafka_query_reads_what_the_broker_holds(server: str, kafka: EmbeddedKafka, tmp_path: Path) -> None:
     kafka.create_topic("connect-raw", partitions=3)
     records = [
-        {"key": None if i % 7 == 0 else f"k{i}", "value": f"v{i}", "partition": i % 3, "timestamp": 1_700_000_000_000 + i}
+        {
+            "key": None if i % 7 == 0 else f"k{i}",
+            "value": f"v{i}",
+            "partition": i % 3,
+            "timestamp": 1_700_000_000_000 + i,
+        }
         for i in range(150)
     ]
     kafka.produce("connect-raw", records)
     seen = client("kafka", tmp_path, url=server, bootstrap=kafka.bootstrap_servers, topic="connect-raw")
     expected = sorted(
-        ([r["key"], r["value"], "connect-raw", r["partition"], i // 3, r["timestamp"]] for i, r in enumerate(records)),
+        (
+            [r["key"], r["value"], "connect-raw", r["partition"], i // 3, r["timestamp"]]
+            for i, r in enumerate(records)
+        ),
         key=lambda record: (record[3], record[4]),  # partition, offset
     )
     assert seen["records"] == expected
@@ -88,7 +98,11 @@ def test_hybrid_switches_from_files_to_kafka_at_a_declarative_start(
     kafka.produce(
         "connect-hybrid",
         [
-            {"value": f'{{"id": {i}, "ts": "{iso(base + i)}"}}', "partition": i % 2, "timestamp": (base + i) * 1000}
+            {
+                "value": f'{{"id": {i}, "ts": "{iso(base + i)}"}}',
+                "partition": i % 2,
+                "timestamp": (base + i) * 1000,
+            }
             for i in range(80, 150)
         ],
     )
@@ -114,4 +128,4 @@ def test_hybrid_switches_from_files_to_kafka_at_a_declarative_start(
 
 
 def iso(seconds: int) -> str:
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat()
+    return datetime.fromtimestamp(seconds, tz=UTC).isoformat()

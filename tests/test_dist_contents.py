@@ -156,6 +156,10 @@ def test_maven_artifacts_include_sources_javadoc_and_checksums() -> None:
 def test_readme_install_commands_name_the_built_version() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     # concrete versions only (a `<version>` placeholder is fine)
-    patterns = (r"spark_sluice-(\d[\w.]*)-py3", r"sluice-spark_2\.13:(\d[\w.]*)", r"sluice-spark-assembly-(\d[\w.]*)\.jar")
+    patterns = (
+        r"spark_sluice-(\d[\w.]*)-py3",
+        r"sluice-spark_2\.13:(\d[\w.]*)",
+        r"sluice-spark-assembly-(\d[\w.]*)\.jar",
+    )
     named = {m for p in patterns for m in re.findall(p, readme)}
     assert named == {VERSION}, f"README names versions {sorted(named)}, build.sbt {VERSION}"

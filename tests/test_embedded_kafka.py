@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from sluice.testing import EmbeddedKafka, KafkaBrokerError
 
 
@@ -132,9 +131,7 @@ def test_topic_admin(kafka: EmbeddedKafka) -> None:
     kafka.produce("admin", [{"value": str(i)} for i in range(10)])
     assert kafka.delete_records("admin", 0, 4) == 4
     assert kafka.start_offsets("admin") == {0: 4}
-    assert [r["value"] for r in kafka.consume("admin")] == [
-        str(i) for i in range(4, 10)
-    ]
+    assert [r["value"] for r in kafka.consume("admin")] == [str(i) for i in range(4, 10)]
 
     kafka.add_partitions("admin", 3)
     assert kafka.end_offsets("admin") == {0: 10, 1: 0, 2: 0}
@@ -205,9 +202,7 @@ def test_stop(kafka: EmbeddedKafka) -> None:
         kafka.end_offsets("round-trip")
 
 
-def test_missing_classpath_says_what_to_do(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_missing_classpath_says_what_to_do(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("SLUICE_BROKER_CLASSPATH", raising=False)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("sluice.testing.__file__", str(tmp_path / "x" / "__init__.py"))

@@ -6,10 +6,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import sluice
 from pyspark.sql import SparkSession
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
-
-import sluice
 from sluice import FileSource, SluiceConfigError
 
 LINES = [
@@ -23,28 +22,16 @@ LINES = [
 ]
 
 
-@pytest.mark.parametrize(
-    "schema", ["a INT, b STRING, _corrupt_record STRING", "struct"]
-)
-def test_rows_equal_spark_read_json(
-    spark: SparkSession, tmp_path: Path, schema: str
-) -> None:
+@pytest.mark.parametrize("schema", ["a INT, b STRING, _corrupt_record STRING", "struct"])
+def test_rows_equal_spark_read_json(spark: SparkSession, tmp_path: Path, schema: str) -> None:
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "part-0.json").write_text("\n".join(LINES), encoding="utf-8")
     (tmp_path / "data" / "part-1.json").write_text("", encoding="utf-8")
     if schema == "struct":
-        schema_arg: object = StructType(
-            [StructField("a", IntegerType()), StructField("b", StringType())]
-        )
+        schema_arg: object = StructType([StructField("a", IntegerType()), StructField("b", StringType())])
     else:
         schema_arg = schema
-    source = (
-        FileSource.builder()
-        .path(str(tmp_path / "data"))
-        .format("json")
-        .schema(schema_arg)
-        .build()
-    )
+    source = FileSource.builder().path(str(tmp_path / "data")).format("json").schema(schema_arg).build()
     df = sluice.from_source(spark, source, name="files")
     assert [f.name for f in df.schema.fields][-3:] == [
         "_split",
@@ -90,9 +77,7 @@ def test_rows_equal_spark_read_json(
         ),
     ],
 )
-def test_bad_options_fail_at_build(
-    spark: SparkSession, configure, message: str
-) -> None:
+def test_bad_options_fail_at_build(spark: SparkSession, configure, message: str) -> None:
     with pytest.raises(SluiceConfigError) as error:
         configure(FileSource.builder()).build()
     assert message in str(error.value)
@@ -114,9 +99,7 @@ def test_parquet_rows_equal_spark_read_parquet(spark: SparkSession, tmp_path: Pa
         .partitionBy("date")
         .parquet(data)
     )
-    source = (
-        FileSource.builder().path(data).format("parquet").timestamp_column("id").build()
-    )
+    source = FileSource.builder().path(data).format("parquet").timestamp_column("id").build()
     df = sluice.from_source(spark, source, name="parquet")
     query = (
         df.writeStream.format("memory")
@@ -132,9 +115,7 @@ def test_parquet_rows_equal_spark_read_parquet(spark: SparkSession, tmp_path: Pa
     got = table.drop("_split", "_position", "_timestamp")
     expected = spark.read.parquet(data)
     assert got.schema == expected.schema
-    assert Counter(tuple(r) for r in got.collect()) == Counter(
-        tuple(r) for r in expected.collect()
-    )
+    assert Counter(tuple(r) for r in got.collect()) == Counter(tuple(r) for r in expected.collect())
     files = len(expected.inputFiles())
     assert table.select("_split").distinct().count() > files
 

@@ -8,9 +8,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
-
 import sluice
+from pyspark.sql import SparkSession
 from sluice import GeneratorSource, SluiceConfigError
 
 
@@ -20,17 +19,13 @@ def expected_ids(splits: int, records: int) -> Counter[tuple[int, int]]:
 
 def _last_sink_batch(sink: Path) -> int:
     """The last batch a file sink committed (its _spark_metadata log): what reading it sees."""
-    names = [
-        p.name.removesuffix(".compact") for p in (sink / "_spark_metadata").iterdir()
-    ]
+    names = [p.name.removesuffix(".compact") for p in (sink / "_spark_metadata").iterdir()]
     return max(int(n) for n in names if n.isdigit())
 
 
 def _logged_positions(checkpoint: Path, batch: int) -> dict[str, int]:
     """Each split's position at the end of `batch`, from the offset log (written before it ran)."""
-    lines = (
-        (checkpoint / "offsets" / str(batch)).read_text(encoding="utf-8").splitlines()
-    )
+    lines = (checkpoint / "offsets" / str(batch)).read_text(encoding="utf-8").splitlines()
     return {s["id"]: s["position"] for s in json.loads(lines[2])["splits"]}
 
 
@@ -41,9 +36,7 @@ def test_stop_and_restart_from_checkpoint_writes_each_record_exactly_once(
     out, checkpoint = str(tmp_path / "out"), str(tmp_path / "checkpoint")
 
     def start(limit: int, **trigger: object):
-        df = sluice.from_source(
-            spark, source, name="numbers", options={"maxRecordsPerTrigger": limit}
-        )
+        df = sluice.from_source(spark, source, name="numbers", options={"maxRecordsPerTrigger": limit})
         return (
             df.writeStream.format("json")
             .option("path", out)
@@ -57,9 +50,7 @@ def test_stop_and_restart_from_checkpoint_writes_each_record_exactly_once(
         deadline = time.time() + 120
         while sum(1 for p in first.recentProgress if p["numInputRows"] > 0) < 2:
             assert first.isActive, f"the first run ended: {first.exception()}"
-            assert (
-                time.time() < deadline
-            ), f"the first run made no two batches in 120 s: {first.lastProgress}"
+            assert time.time() < deadline, f"the first run made no two batches in 120 s: {first.lastProgress}"
             time.sleep(0.1)
     finally:
         first.stop()
@@ -69,9 +60,7 @@ def test_stop_and_restart_from_checkpoint_writes_each_record_exactly_once(
     reached = _logged_positions(tmp_path / "checkpoint", committed)
     first_rows = spark.read.json(out).select("id", "split").collect()
     assert Counter((r.id, r.split) for r in first_rows) == Counter(
-        (i * 4 + int(s), int(s))
-        for s, position in reached.items()
-        for i in range(position)
+        (i * 4 + int(s), int(s)) for s, position in reached.items() for i in range(position)
     ), f"the first run's batches 0 to {committed} end at {reached}"
     assert len(first_rows) >= 3_000
 
@@ -94,17 +83,10 @@ def test_rows_have_the_generator_schema_and_values(spark: SparkSession) -> None:
         .payload_bytes(4)
         .build()
     )
-    df = sluice.from_source(
-        spark, source, watermark_strategy=sluice.WatermarkStrategy.no_watermarks()
-    )
+    df = sluice.from_source(spark, source, watermark_strategy=sluice.WatermarkStrategy.no_watermarks())
     assert df.isStreaming
     assert [f.name for f in df.schema.fields] == ["id", "split", "timestamp", "payload"]
-    query = (
-        df.writeStream.format("memory")
-        .queryName("py_gen_values")
-        .trigger(availableNow=True)
-        .start()
-    )
+    query = df.writeStream.format("memory").queryName("py_gen_values").trigger(availableNow=True).start()
     assert query.awaitTermination(120), "the query did not end within 120 s"
     rows = {r.id: r for r in spark.table("py_gen_values").collect()}
     assert sorted(rows) == [0, 1, 2, 3, 4, 5]
@@ -132,9 +114,7 @@ def test_rows_have_the_generator_schema_and_values(spark: SparkSession) -> None:
         (lambda b: b.option("recordsPerSplt", 3), "unknown option 'recordsPerSplt'"),
     ],
 )
-def test_bad_values_fail_at_build_with_the_jvm_message(
-    spark: SparkSession, configure, message: str
-) -> None:
+def test_bad_values_fail_at_build_with_the_jvm_message(spark: SparkSession, configure, message: str) -> None:
     with pytest.raises(SluiceConfigError) as error:
         configure(GeneratorSource.builder()).build()
     assert message in str(error.value)
@@ -152,15 +132,10 @@ def test_options_path_reads_the_same_rows_as_the_builder_path(
     }
     via_options = spark.readStream.format("sluice").options(**source.options).load()
     query = (
-        via_options.writeStream.format("memory")
-        .queryName("py_gen_opts")
-        .trigger(availableNow=True)
-        .start()
+        via_options.writeStream.format("memory").queryName("py_gen_opts").trigger(availableNow=True).start()
     )
     assert query.awaitTermination(120), "the query did not end within 120 s"
-    assert Counter(
-        (r.id, r.split) for r in spark.table("py_gen_opts").collect()
-    ) == expected_ids(3, 50)
+    assert Counter((r.id, r.split) for r in spark.table("py_gen_opts").collect()) == expected_ids(3, 50)
 
 
 def test_a_missing_required_option_names_it(spark: SparkSession) -> None:
@@ -189,15 +164,8 @@ def test_under_spark_connect_from_source_takes_the_options_route(
         name="remote",
         options={"maxRecordsPerTrigger": 3},
     )
-    query = (
-        df.writeStream.format("memory")
-        .queryName("py_gen_remote")
-        .trigger(availableNow=True)
-        .start()
-    )
+    query = df.writeStream.format("memory").queryName("py_gen_remote").trigger(availableNow=True).start()
     assert query.awaitTermination(120), "the query did not end within 120 s"
-    assert Counter(
-        (r.id, r.split) for r in spark.table("py_gen_remote").collect()
-    ) == expected_ids(2, 4)
+    assert Counter((r.id, r.split) for r in spark.table("py_gen_remote").collect()) == expected_ids(2, 4)
     assert all(p["numInputRows"] <= 3 for p in query.recentProgress)
     assert query.recentProgress[-1]["sources"][0]["metrics"]["source"] == "remote"

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, timedelta
 from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
-
 import sluice
+from pyspark.sql import SparkSession
 from sluice import (
     FileSource,
     GeneratorSource,
@@ -50,8 +49,7 @@ def test_files_then_kafka_from_the_files_end_minus_a_margin(
     history = tmp_path / "history"
     history.mkdir()
     (history / "a.json").write_text(
-        "\n".join(f'{{"id": {i}, "ts": "{_iso(base + i)}"}}' for i in range(100))
-        + "\n",
+        "\n".join(f'{{"id": {i}, "ts": "{_iso(base + i)}"}}' for i in range(100)) + "\n",
         encoding="utf-8",
     )
     kafka.create_topic("py-hybrid", partitions=2)
@@ -67,12 +65,7 @@ def test_files_then_kafka_from_the_files_end_minus_a_margin(
         ],
     )
     files = (
-        FileSource.builder()
-        .path(str(history))
-        .format("json")
-        .schema(SCHEMA)
-        .timestamp_column("ts")
-        .build()
+        FileSource.builder().path(str(history)).format("json").schema(SCHEMA).timestamp_column("ts").build()
     )
     live = (
         KafkaSource.builder()
@@ -84,11 +77,7 @@ def test_files_then_kafka_from_the_files_end_minus_a_margin(
         .option("schema", SCHEMA)
         .build()
     )
-    hybrid = (
-        HybridSource.builder(files)
-        .add_source(live, start_at_previous_end_minus_ms=5_000)
-        .build()
-    )
+    hybrid = HybridSource.builder(files).add_source(live, start_at_previous_end_minus_ms=5_000).build()
     run(spark, hybrid, "py_hybrid_files_kafka")
     ids = Counter(r.id for r in spark.table("py_hybrid_files_kafka").collect())
     # files: 0..99; Kafka from the files' last event time (id 99) minus 5 s: ids 94..149
@@ -103,26 +92,10 @@ def test_a_python_factory_builds_the_next_source_from_the_end_state(
     def next_source(context: SourceSwitchContext) -> GeneratorSource:
         seen.append(context)
         start = context.previous_max_event_time_ms + 1_000
-        return (
-            GeneratorSource.builder()
-            .splits(1)
-            .records_per_split(10)
-            .event_time_start_ms(start)
-            .build()
-        )
+        return GeneratorSource.builder().splits(1).records_per_split(10).event_time_start_ms(start).build()
 
-    first = (
-        GeneratorSource.builder()
-        .splits(2)
-        .records_per_split(20)
-        .event_time_start_ms(0)
-        .build()
-    )
-    hybrid = (
-        HybridSource.builder(first)
-        .add_source_factory(next_source, bounded=True)
-        .build()
-    )
+    first = GeneratorSource.builder().splits(2).records_per_split(20).event_time_start_ms(0).build()
+    hybrid = HybridSource.builder(first).add_source_factory(next_source, bounded=True).build()
     run(spark, hybrid, "py_hybrid_factory")
     rows = spark.table("py_hybrid_factory").collect()
     assert len(rows) == 50
@@ -138,22 +111,18 @@ def test_a_python_factory_builds_the_next_source_from_the_end_state(
 def test_validation_names_the_offending_source(spark: SparkSession) -> None:
     unbounded = GeneratorSource.builder().rows_per_second(1).build()
     bounded = GeneratorSource.builder().records_per_split(1).build()
-    with pytest.raises(
-        SluiceConfigError, match="source 0 \\(generator\\) is unbounded"
-    ):
+    with pytest.raises(SluiceConfigError, match="source 0 \\(generator\\) is unbounded"):
         HybridSource.builder(unbounded).add_source(bounded).build()
 
 
 def _iso(seconds: int) -> str:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat()
+    return datetime.fromtimestamp(seconds, tz=UTC).isoformat()
 
 
 def test_the_retention_check_is_a_hybrid_option_checked_before_any_jvm() -> None:
-    first = (
-        sluice.GeneratorSource.builder().splits(1).records_per_split(10).build()
-    )
+    first = sluice.GeneratorSource.builder().splits(1).records_per_split(10).build()
     hybrid = (
         HybridSource.builder(first)
         .add_source(first)

@@ -6,9 +6,8 @@ from collections import Counter
 from collections.abc import Iterator
 
 import pytest
-from pyspark.sql import SparkSession
-
 import sluice
+from pyspark.sql import SparkSession
 from sluice import SluiceConfigError
 from sluice.kafka import KafkaSource, OffsetsInitializer
 from sluice.testing import EmbeddedKafka
@@ -20,9 +19,7 @@ def kafka() -> Iterator[EmbeddedKafka]:
         yield broker
 
 
-def test_raw_rows_match_what_the_broker_holds(
-    spark: SparkSession, kafka: EmbeddedKafka
-) -> None:
+def test_raw_rows_match_what_the_broker_holds(spark: SparkSession, kafka: EmbeddedKafka) -> None:
     kafka.create_topic("py-raw", partitions=3)
     records = [
         {
@@ -81,16 +78,12 @@ def test_raw_rows_match_what_the_broker_holds(
 
 def test_specific_start_offsets(spark: SparkSession, kafka: EmbeddedKafka) -> None:
     kafka.create_topic("py-specific", partitions=2)
-    kafka.produce(
-        "py-specific", [{"value": f"v{i}", "partition": i % 2} for i in range(40)]
-    )
+    kafka.produce("py-specific", [{"value": f"v{i}", "partition": i % 2} for i in range(40)])
     source = (
         KafkaSource.builder()
         .bootstrap_servers(kafka.bootstrap_servers)
         .topics("py-specific")
-        .starting_offsets(
-            OffsetsInitializer.offsets({("py-specific", 0): 15, ("py-specific", 1): -2})
-        )
+        .starting_offsets(OffsetsInitializer.offsets({("py-specific", 0): 15, ("py-specific", 1): -2}))
         .stopping_offsets(OffsetsInitializer.latest())
         .build()
     )
@@ -102,16 +95,12 @@ def test_specific_start_offsets(spark: SparkSession, kafka: EmbeddedKafka) -> No
         .start()
     )
     assert query.awaitTermination(120), "the query did not end within 120 s"
-    offsets = sorted(
-        (r.partition, r.offset) for r in spark.table("py_specific").collect()
-    )
+    offsets = sorted((r.partition, r.offset) for r in spark.table("py_specific").collect())
     assert offsets == [(0, o) for o in range(15, 20)] + [(1, o) for o in range(20)]
 
 
 def test_bad_configuration_fails_at_build(spark: SparkSession) -> None:
-    with pytest.raises(
-        SluiceConfigError, match="give what to read with option 'subscribe'"
-    ):
+    with pytest.raises(SluiceConfigError, match="give what to read with option 'subscribe'"):
         KafkaSource.builder().bootstrap_servers("127.0.0.1:1").build()
     with pytest.raises(SluiceConfigError, match="'kafka.enable.auto.commit' is not supported"):
         KafkaSource.builder().bootstrap_servers("127.0.0.1:1").topics("t").property(

@@ -11,7 +11,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from distribution import ARTIFACT, ARTIFACT_DIR, COORDINATE, MAVEN_REPO, VERSION, released
 
 SCRIPT = textwrap.dedent(

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
-
 from sluice.testing import EmbeddedKafka
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,16 +67,12 @@ def kafka() -> Iterator[EmbeddedKafka]:
 
 
 @pytest.fixture(scope="module")
-def spark_checkpoint(
-    kafka: EmbeddedKafka, tmp_path_factory: pytest.TempPathFactory
-) -> Path:
+def spark_checkpoint(kafka: EmbeddedKafka, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A format("kafka") checkpoint over 300 records in 3 partitions, read 150 a trigger."""
     if not SPARK_KAFKA_JARS.exists():
         pytest.fail(f"{SPARK_KAFKA_JARS} is missing: run `make build`")
     kafka.create_topic(TOPIC, partitions=3)
-    kafka.produce(
-        TOPIC, [{"value": f"old-{i}", "partition": i % 3} for i in range(300)]
-    )
+    kafka.produce(TOPIC, [{"value": f"old-{i}", "partition": i % 3} for i in range(300)])
     work = tmp_path_factory.mktemp("spark-kafka")
     checkpoint = work / "checkpoint"
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
@@ -100,24 +95,16 @@ def spark_checkpoint(
 
 
 @pytest.mark.slow
-def test_the_snippet_reads_the_last_committed_batch(
-    spark_checkpoint: Path, tmp_path: Path
-) -> None:
+def test_the_snippet_reads_the_last_committed_batch(spark_checkpoint: Path, tmp_path: Path) -> None:
     last_spark_offsets = page_snippet()
     # two batches of 150, 50 a partition each (Spark shares its limit in proportion)
-    assert sorted(
-        n for n in os.listdir(spark_checkpoint / "commits") if n.isdigit()
-    ) == ["0", "1"]
-    assert json.loads(last_spark_offsets(str(spark_checkpoint))) == {
-        TOPIC: {"0": 100, "1": 100, "2": 100}
-    }
+    assert sorted(n for n in os.listdir(spark_checkpoint / "commits") if n.isdigit()) == ["0", "1"]
+    assert json.loads(last_spark_offsets(str(spark_checkpoint))) == {TOPIC: {"0": 100, "1": 100, "2": 100}}
     # a batch planned but not committed (the query died in it) is not skipped
     crashed = tmp_path / "crashed"
     shutil.copytree(spark_checkpoint, crashed)
     (crashed / "commits" / "1").unlink()
-    assert json.loads(last_spark_offsets(str(crashed))) == {
-        TOPIC: {"0": 50, "1": 50, "2": 50}
-    }
+    assert json.loads(last_spark_offsets(str(crashed))) == {TOPIC: {"0": 50, "1": 50, "2": 50}}
     empty = tmp_path / "empty"
     (empty / "commits").mkdir(parents=True)
     (empty / "offsets").mkdir()
@@ -146,9 +133,7 @@ def test_sluice_goes_on_where_the_spark_query_got(
         .trigger(availableNow=True)
         .start()
     )
-    with pytest.raises(
-        Exception, match="it was not written by Sluice"
-    ):  # Spark's StreamingQueryException
+    with pytest.raises(Exception, match="it was not written by Sluice"):  # Spark's StreamingQueryException
         reuse.awaitTermination(120)
 
     query = (

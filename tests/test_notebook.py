@@ -13,19 +13,12 @@ from nbclient import NotebookClient
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "examples" / "backfill_then_live.ipynb"
 # an absolute path of a POSIX machine (under tmp, home, work, root, var, Users or private), or a file: URI
-ABSOLUTE_PATH = re.compile(
-    r"(?<![\w.])(file:)?/(tmp|home|work|root|var|Users|private)/"
-)
+ABSOLUTE_PATH = re.compile(r"(?<![\w.])(file:)?/(tmp|home|work|root|var|Users|private)/")
 PNG = "image/png"
 
 
 def outputs(notebook: nbformat.NotebookNode) -> list[tuple[int, dict]]:
-    return [
-        (i, o)
-        for i, cell in enumerate(notebook.cells)
-        if cell.cell_type == "code"
-        for o in cell.outputs
-    ]
+    return [(i, o) for i, cell in enumerate(notebook.cells) if cell.cell_type == "code" for o in cell.outputs]
 
 
 def text_of(output: dict) -> str:
@@ -41,9 +34,7 @@ def check(notebook: nbformat.NotebookNode) -> None:
     errors = [o for _, o in outputs(notebook) if o.get("output_type") == "error"]
     assert not errors, f"a cell failed: {errors}"
     streams = [
-        o
-        for _, o in outputs(notebook)
-        if o.get("output_type") == "stream" and o.get("name") == "stderr"
+        o for _, o in outputs(notebook) if o.get("output_type") == "stream" and o.get("name") == "stderr"
     ]
     assert not streams, f"a cell wrote to stderr: {[o['text'] for o in streams]}"
     for i, o in outputs(notebook):
@@ -51,16 +42,10 @@ def check(notebook: nbformat.NotebookNode) -> None:
         assert (
             match is None
         ), f"cell {i} shows an absolute path: ...{text_of(o)[max(0, match.start() - 40):match.end() + 40]}..."
-    tables = [
-        text_of(o) for _, o in outputs(notebook) if "text/html" in o.get("data", {})
-    ]
+    tables = [text_of(o) for _, o in outputs(notebook) if "text/html" in o.get("data", {})]
     assert len(tables) == 2 and all("<table" in t for t in tables)
-    assert (
-        "paused" in tables[0] and "alignment limit" in tables[0]
-    ), "the table during the backfill"
-    assert (
-        "kafka" in tables[1] and "finished" in tables[1]
-    ), "the table after the switch"
+    assert "paused" in tables[0] and "alignment limit" in tables[0], "the table during the backfill"
+    assert "kafka" in tables[1] and "finished" in tables[1], "the table after the switch"
     images = [o["data"][PNG] for _, o in outputs(notebook) if PNG in o.get("data", {})]
     assert len(images) == 1 and len(images[0]) > 10_000, "the plot"
 

@@ -6,7 +6,6 @@ from importlib import resources
 
 import pytest
 from pyspark.sql import SparkSession
-
 from sluice import (
     FileSource,
     GeneratorSource,
@@ -15,17 +14,15 @@ from sluice import (
     OffsetsInitializer,
     SluiceConfigError,
     WatermarkStrategy,
+    _options,
 )
-from sluice import _options
 from sluice.sources import Source, _Builder
 
 
 def test_shipped_declarations_are_the_jvms(spark: SparkSession) -> None:
     shipped = resources.files("sluice").joinpath("_options.json").read_text("utf-8")
     printed = spark._jvm.sluice.spark.OptionDeclarations.json()  # noqa: SLF001
-    assert (
-        shipped == printed
-    ), "python/sluice/_options.json is stale: regenerate it with `make docs`"
+    assert shipped == printed, "python/sluice/_options.json is stale: regenerate it with `make docs`"
 
 
 def _unbuilt(builder: _Builder) -> Source:
@@ -73,9 +70,7 @@ def _every_builder_method() -> list[Source]:
         .include_key()
         .partition_discovery_interval_ms(5)
     )
-    hybrid = _unbuilt(
-        HybridSource.builder(file).add_source(kafka, start_at_previous_end_minus_ms=1)
-    )
+    hybrid = _unbuilt(HybridSource.builder(file).add_source(kafka, start_at_previous_end_minus_ms=1))
     return [generator, file, kafka, hybrid]
 
 
@@ -98,9 +93,7 @@ def test_every_option_a_builder_sets_is_declared_on_the_jvm() -> None:
         strategy,
         WatermarkStrategy.for_monotonous_timestamps(),
     ):
-        assert kind.options["watermark.kind"] in read["watermark.kind"].allowed.split(
-            ", "
-        )
+        assert kind.options["watermark.kind"] in read["watermark.kind"].allowed.split(", ")
 
 
 def test_repr_masks_what_the_jvm_declares_secret_even_inside_a_hybrid() -> None:

@@ -7,14 +7,13 @@ import json
 import sys
 import time
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from pyspark.sql import SparkSession
-
 import sluice
+from pyspark.sql import SparkSession
 from sluice import (
     FileSource,
     GeneratorSource,
@@ -62,16 +61,12 @@ def run_available_now(spark: SparkSession, df, checkpoint: str):
         .trigger(availableNow=True)
         .start()
     )
-    assert query.awaitTermination(
-        180
-    ), "the AvailableNow query did not end within 180 s"
+    assert query.awaitTermination(180), "the AvailableNow query did not end within 180 s"
     assert query.exception() is None
     return query
 
 
-def test_alignment_pauses_splits_and_the_table_says_why(
-    spark: SparkSession, checkpoint: str
-) -> None:
+def test_alignment_pauses_splits_and_the_table_says_why(spark: SparkSession, checkpoint: str) -> None:
     # split 0 starts 2 h before the others: alignment (drift 5 min) pauses 1..3 until it catches up
     source = (
         GeneratorSource.builder()
@@ -85,9 +80,7 @@ def test_alignment_pauses_splits_and_the_table_says_why(
     strategy = WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(
         "status", max_drift=timedelta(minutes=5)
     )
-    df = sluice.from_source(
-        spark, source, strategy, name="skewed", options={"maxRecordsPerTrigger": 100}
-    )
+    df = sluice.from_source(spark, source, strategy, name="skewed", options={"maxRecordsPerTrigger": 100})
     query = run_available_now(spark, df, checkpoint)
 
     kept = [p.batchId for p in query.recentProgress if p.sources]
@@ -102,9 +95,7 @@ def test_alignment_pauses_splits_and_the_table_says_why(
         assert list(table["split"]) == held and set(held) <= {"0", "1", "2", "3"}
         if batch_id == kept[0]:
             assert held == ["0", "1", "2", "3"]
-        assert set(table["source"]) == {"skewed"} and set(table["source_type"]) == {
-            "generator"
-        }
+        assert set(table["source"]) == {"skewed"} and set(table["source_type"]) == {"generator"}
         # every figure is the one the source reported for that batch
         by_split = {s["split"]: s for s in json.loads(metrics["watermark.splits"])}
         progress = {s["split"]: s for s in json.loads(metrics["splitProgress"])}
@@ -126,9 +117,7 @@ def test_alignment_pauses_splits_and_the_table_says_why(
             for p in query.recentProgress
             if p.sources and p.batchId <= batch_id
         )
-    assert (
-        paused_seen
-    ), "no batch paused a split: the test's skew no longer exercises alignment"
+    assert paused_seen, "no batch paused a split: the test's skew no longer exercises alignment"
     # batch 0: split 0 (2 h behind) reads, the others wait for it
     first = sluice.status(query, batch=kept[0])
     assert list(first["state"]) == ["reading", "paused", "paused", "paused"]
@@ -155,10 +144,7 @@ def test_an_empty_partition_turns_idle_while_another_reads(
     kafka.create_topic("status-idle", partitions=2)
     kafka.produce(
         "status-idle",
-        [
-            {"value": str(i), "partition": 0, "timestamp": START_MS + i * 1000}
-            for i in range(3000)
-        ],
+        [{"value": str(i), "partition": 0, "timestamp": START_MS + i * 1000} for i in range(3000)],
     )
     source = (
         KafkaSource.builder()
@@ -167,24 +153,14 @@ def test_an_empty_partition_turns_idle_while_another_reads(
         .starting_offsets(OffsetsInitializer.earliest())
         .build()
     )
-    strategy = WatermarkStrategy.for_monotonous_timestamps().with_idleness(
-        timedelta(milliseconds=200)
-    )
-    df = sluice.from_source(
-        spark, source, strategy, name="topic", options={"maxRecordsPerTrigger": 20}
-    )
-    query = (
-        df.writeStream.format("noop").option("checkpointLocation", checkpoint).start()
-    )
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_idleness(timedelta(milliseconds=200))
+    df = sluice.from_source(spark, source, strategy, name="topic", options={"maxRecordsPerTrigger": 20})
+    query = df.writeStream.format("noop").option("checkpointLocation", checkpoint).start()
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             last = query.lastProgress
-            if (
-                last
-                and last.sources
-                and last.sources[0].metrics.get("watermark.idleSplits") == "1"
-            ):
+            if last and last.sources and last.sources[0].metrics.get("watermark.idleSplits") == "1":
                 break
             time.sleep(0.2)
         else:
@@ -209,16 +185,11 @@ def test_an_empty_partition_turns_idle_while_another_reads(
     assert reading.rate > 0
     assert reading.to_live == pd.Timedelta(seconds=reading.backlog / reading.rate)
     assert ms(reading.event_time) == START_MS + (reading.records - 1) * 1000
-    assert (
-        ms(reading.watermark)
-        == json.loads(metrics["watermark.splits"])[0]["watermarkMs"]
-    )
+    assert ms(reading.watermark) == json.loads(metrics["watermark.splits"])[0]["watermarkMs"]
 
 
 def _iso(ms_: int) -> str:
-    return datetime.fromtimestamp(ms_ / 1000, tz=timezone.utc).strftime(
-        "%Y-%m-%dT%H:%M:%SZ"
-    )
+    return datetime.fromtimestamp(ms_ / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def test_a_hybrid_switches_member_and_the_plot_marks_it(
@@ -250,12 +221,7 @@ def test_a_hybrid_switches_member_and_the_plot_marks_it(
     )
     schema = "id BIGINT, ts TIMESTAMP"
     files = (
-        FileSource.builder()
-        .path(str(history))
-        .format("json")
-        .schema(schema)
-        .timestamp_column("ts")
-        .build()
+        FileSource.builder().path(str(history)).format("json").schema(schema).timestamp_column("ts").build()
     )
     live = (
         KafkaSource.builder()
@@ -267,17 +233,11 @@ def test_a_hybrid_switches_member_and_the_plot_marks_it(
         .option("schema", schema)
         .build()
     )
-    hybrid = (
-        HybridSource.builder(files)
-        .add_source(live, start_at_previous_end_minus_ms=60 * MINUTE)
-        .build()
-    )
+    hybrid = HybridSource.builder(files).add_source(live, start_at_previous_end_minus_ms=60 * MINUTE).build()
     strategy = WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(
         "backfill", max_drift=timedelta(minutes=30)
     )
-    df = sluice.from_source(
-        spark, hybrid, strategy, name="backfill", options={"maxRecordsPerTrigger": 60}
-    )
+    df = sluice.from_source(spark, hybrid, strategy, name="backfill", options={"maxRecordsPerTrigger": 60})
     query = run_available_now(spark, df, checkpoint)
 
     kept = [p.batchId for p in query.recentProgress if p.sources]
@@ -291,8 +251,7 @@ def test_a_hybrid_switches_member_and_the_plot_marks_it(
     files_rows = before[before["member"] == 0]
     assert len(files_rows) == 2
     assert [
-        s.startswith("0:") and s.endswith(f"day-{d}.json")
-        for d, s in enumerate(sorted(files_rows["split"]))
+        s.startswith("0:") and s.endswith(f"day-{d}.json") for d, s in enumerate(sorted(files_rows["split"]))
     ] == [
         True,
         True,
@@ -334,17 +293,11 @@ def test_a_hybrid_switches_member_and_the_plot_marks_it(
     labels = figure.axes[0].get_legend_handles_labels()[1]
     assert "backfill: switch to member 1 (kafka)" in labels
     assert "alignment limit (group backfill)" in labels
-    switch_lines = [
-        line
-        for line in figure.axes[0].lines
-        if line.get_label().startswith("backfill: switch")
-    ]
+    switch_lines = [line for line in figure.axes[0].lines if line.get_label().startswith("backfill: switch")]
     assert [line.get_xdata()[0] for line in switch_lines] == [switch_batch]
 
 
-def test_status_of_a_query_without_sluice_sources_is_empty(
-    spark: SparkSession, checkpoint: str
-) -> None:
+def test_status_of_a_query_without_sluice_sources_is_empty(spark: SparkSession, checkpoint: str) -> None:
     query = (
         spark.readStream.format("rate")
         .option("rowsPerSecond", 10)
@@ -364,18 +317,14 @@ def test_status_of_a_query_without_sluice_sources_is_empty(
         sluice.status(query, batch=12345)
 
 
-def test_the_listener_keeps_a_bounded_history_beyond_sparks_own(
-    spark: SparkSession, checkpoint: str
-) -> None:
+def test_the_listener_keeps_a_bounded_history_beyond_sparks_own(spark: SparkSession, checkpoint: str) -> None:
     # Spark keeps 2 progress updates per query here; the listener keeps the last 4 batches
     previous = spark.conf.get("spark.sql.streaming.numRecentProgressUpdates")
     spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "2")
     sluice.watch(spark, history=4)
     try:
         source = GeneratorSource.builder().splits(2).records_per_split(400).build()
-        df = sluice.from_source(
-            spark, source, name="bounded", options={"maxRecordsPerTrigger": 100}
-        )
+        df = sluice.from_source(spark, source, name="bounded", options={"maxRecordsPerTrigger": 100})
         query = run_available_now(spark, df, checkpoint)
         assert len(query.recentProgress) <= 2
         # the listener hears of batches asynchronously: the last one may come after the query ended
@@ -406,9 +355,7 @@ def test_plot_without_matplotlib_says_which_extra_to_install(
     from sluice import _plot
 
     monkeypatch.setattr(_plot, "_figure_class", None)
-    monkeypatch.setitem(
-        sys.modules, "matplotlib.figure", None
-    )  # what an absent package looks like
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # what an absent package looks like
     with pytest.raises(
         ImportError,
         match=r"sluice.plot needs matplotlib, an optional extra: pip install 'spark-sluice\[plot\]'",

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
-from pyspark.errors import AnalysisException
-from pyspark.sql import functions as F
-
 import sluice
+from pyspark.errors import AnalysisException
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 from sluice import FileSource, GeneratorSource, SluiceConfigError, WatermarkStrategy
 
 MINUTE = 60_000
@@ -27,9 +26,7 @@ def test_builders_produce_the_documented_options() -> None:
         WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=30))
         .with_timestamp_column("ts")
         .with_idleness(timedelta(minutes=1))
-        .with_watermark_alignment(
-            "orders", max_drift=timedelta(minutes=5), update_interval=500
-        )
+        .with_watermark_alignment("orders", max_drift=timedelta(minutes=5), update_interval=500)
         .with_allow_unaligned_source_splits()
     )
     assert strategy.options == {
@@ -42,9 +39,7 @@ def test_builders_produce_the_documented_options() -> None:
         "watermark.alignment.updateIntervalMs": "500",
         "watermark.alignment.allowUnalignedSourceSplits": "true",
     }
-    assert WatermarkStrategy.for_monotonous_timestamps().options == {
-        "watermark.kind": "monotonous"
-    }
+    assert WatermarkStrategy.for_monotonous_timestamps().options == {"watermark.kind": "monotonous"}
     # each with_* returns a new strategy
     base = WatermarkStrategy.for_monotonous_timestamps()
     base.with_idleness(5)
@@ -59,9 +54,7 @@ def test_builders_produce_the_documented_options() -> None:
 def test_durations_are_checked() -> None:
     with pytest.raises(ValueError, match="max_drift must not be negative"):
         WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment("g", -1)
-    with pytest.raises(
-        TypeError, match="timeout must be a datetime.timedelta or milliseconds"
-    ):
+    with pytest.raises(TypeError, match="timeout must be a datetime.timedelta or milliseconds"):
         WatermarkStrategy.for_monotonous_timestamps().with_idleness("1 minute")  # type: ignore[arg-type]
 
 
@@ -98,9 +91,7 @@ def expected_window_counts() -> Counter[int]:
     )
 
 
-def test_alignment_keeps_every_window_count_exact(
-    spark: SparkSession, checkpoint: str
-) -> None:
+def test_alignment_keeps_every_window_count_exact(spark: SparkSession, checkpoint: str) -> None:
     strategy = WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(
         "py", max_drift=timedelta(minutes=5)
     )
@@ -112,11 +103,7 @@ def test_alignment_keeps_every_window_count_exact(
         options={"maxRecordsPerTrigger": 100},
     )
     assert df.columns[-1] == "event_time"
-    counts = (
-        df.withWatermark("event_time", "10 minutes")
-        .groupBy(F.window("event_time", "1 minute"))
-        .count()
-    )
+    counts = df.withWatermark("event_time", "10 minutes").groupBy(F.window("event_time", "1 minute")).count()
     q = (
         counts.writeStream.format("memory")
         .queryName("py_aligned")
@@ -127,11 +114,7 @@ def test_alignment_keeps_every_window_count_exact(
     )
     assert q.awaitTermination(180), "the AvailableNow query did not end within 180 s"
     assert q.exception() is None
-    dropped = sum(
-        op["numRowsDroppedByWatermark"]
-        for p in q.recentProgress
-        for op in p["stateOperators"]
-    )
+    dropped = sum(op["numRowsDroppedByWatermark"] for p in q.recentProgress for op in p["stateOperators"])
     assert dropped == 0
     # update mode writes a window again whenever its count changes: its last count is the largest
     final: dict[int, int] = {}
@@ -141,12 +124,8 @@ def test_alignment_keeps_every_window_count_exact(
     expected = expected_window_counts()
     assert sum(expected.values()) == 1200
     wrong = {w: (final.get(w), n) for w, n in expected.items() if final.get(w) != n}
-    assert (
-        not wrong
-    ), f"windows (start ms: (counted, expected)) with a wrong count: {wrong}"
-    assert set(final) == set(
-        expected
-    ), f"windows that hold no record: {sorted(set(final) - set(expected))}"
+    assert not wrong, f"windows (start ms: (counted, expected)) with a wrong count: {wrong}"
+    assert set(final) == set(expected), f"windows that hold no record: {sorted(set(final) - set(expected))}"
     batches = [p for p in q.recentProgress if p["numInputRows"] > 0]
     for p in batches:
         metrics = p["sources"][0]["metrics"]
@@ -163,9 +142,9 @@ def test_alignment_keeps_every_window_count_exact(
 def test_auto_drift_is_the_query_watermark_delay_minus_the_out_of_orderness(
     spark: SparkSession, checkpoint: str
 ) -> None:
-    strategy = WatermarkStrategy.for_bounded_out_of_orderness(
-        timedelta(minutes=1)
-    ).with_watermark_alignment("py-auto", max_drift="auto")
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(timedelta(minutes=1)).with_watermark_alignment(
+        "py-auto", max_drift="auto"
+    )
     assert strategy.options["watermark.alignment.maxDriftMs"] == "auto"
     df = sluice.from_source(
         spark, skewed_source(), strategy, name="auto", options={"maxRecordsPerTrigger": 100}
@@ -210,16 +189,16 @@ def test_auto_drift_without_a_query_watermark_fails_when_the_query_starts(
 
 
 def test_auto_drift_is_the_only_word_max_drift_takes() -> None:
-    with pytest.raises(ValueError, match="max_drift must be a datetime.timedelta, milliseconds as an int, or 'auto'"):
+    with pytest.raises(
+        ValueError, match="max_drift must be a datetime.timedelta, milliseconds as an int, or 'auto'"
+    ):
         WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment("g", "automatic")
 
 
 def test_alignment_without_event_time_is_refused_when_the_source_is_built(
     spark: SparkSession,
 ) -> None:
-    strategy = WatermarkStrategy(
-        {"watermark.alignment.group": "g", "watermark.alignment.maxDriftMs": "1"}
-    )
+    strategy = WatermarkStrategy({"watermark.alignment.group": "g", "watermark.alignment.maxDriftMs": "1"})
     with pytest.raises(
         SluiceConfigError,
         match="need event time, but the watermark strategy is noWatermarks",
@@ -240,9 +219,7 @@ def event_time_files(directory: Path) -> sluice.Source:
         json.dumps(
             {
                 "id": i,
-                "event_time": datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(
-                    timespec="milliseconds"
-                ),
+                "event_time": datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds"),
             }
         )
         for i, ms in {**ON_TIME, **LATE}.items()
@@ -287,9 +264,7 @@ def test_a_source_with_its_own_event_time_column_renames_the_added_one(
 
     # Spark's watermark on et: the first batch (about 20 records) holds on-time records only, so
     # every later batch is past the late records, which it drops, and only those
-    limited = sluice.from_source(
-        spark, files, renamed, name="renamed", options={"maxRecordsPerTrigger": 10}
-    )
+    limited = sluice.from_source(spark, files, renamed, name="renamed", options={"maxRecordsPerTrigger": 10})
     q = (
         limited.withWatermark("et", "10 minutes")
         .groupBy(F.window("et", "1 minute"))
@@ -304,11 +279,7 @@ def test_a_source_with_its_own_event_time_column_renames_the_added_one(
     assert q.awaitTermination(180), "the AvailableNow query did not end within 180 s"
     assert q.exception() is None
     assert sum(1 for p in q.recentProgress if p["numInputRows"] > 0) > 1
-    dropped = sum(
-        op["numRowsDroppedByWatermark"]
-        for p in q.recentProgress
-        for op in p["stateOperators"]
-    )
+    dropped = sum(op["numRowsDroppedByWatermark"] for p in q.recentProgress for op in p["stateOperators"])
     assert dropped == len(LATE)
     final: dict[int, int] = {}
     for row in spark.table("py_renamed_counts").collect():
@@ -317,13 +288,9 @@ def test_a_source_with_its_own_event_time_column_renames_the_added_one(
     assert final == {ms // MINUTE * MINUTE: 1 for ms in ON_TIME.values()}
 
 
-def test_a_clash_with_the_event_time_column_names_the_option(
-    spark: SparkSession, tmp_path: Path
-) -> None:
+def test_a_clash_with_the_event_time_column_names_the_option(spark: SparkSession, tmp_path: Path) -> None:
     files = event_time_files(tmp_path / "data")
-    unrenamed = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_column(
-        "event_time"
-    )
+    unrenamed = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_column("event_time")
     with pytest.raises(
         SluiceConfigError,
         match=r"already has a column named 'event_time'.*option 'watermark.eventTimeColumn'.*"

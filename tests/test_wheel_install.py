@@ -13,7 +13,6 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
-
 from distribution import ROOT, VERSION, WHEEL, released
 
 # pyspark and py4j as wheels, built once from pip's cache (PyPI the first time) and kept here, so
@@ -45,7 +44,16 @@ def wheelhouse() -> Path:
     pyspark = version("pyspark")
     if not list(WHEELHOUSE.glob(f"pyspark-{pyspark}-*.whl")):
         subprocess.run(
-            [sys.executable, "-m", "pip", "wheel", "-q", "--wheel-dir", str(WHEELHOUSE), f"pyspark=={pyspark}"],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "-q",
+                "--wheel-dir",
+                str(WHEELHOUSE),
+                f"pyspark=={pyspark}",
+            ],
             check=True,
             timeout=900,
         )
@@ -53,7 +61,14 @@ def wheelhouse() -> Path:
 
 
 def clean_env() -> dict[str, str]:
-    drop = ("PYTHONPATH", "SLUICE_JAR", "SPARK_HOME", "VIRTUAL_ENV", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")
+    drop = (
+        "PYTHONPATH",
+        "SLUICE_JAR",
+        "SPARK_HOME",
+        "VIRTUAL_ENV",
+        "PYSPARK_PYTHON",
+        "PYSPARK_DRIVER_PYTHON",
+    )
     return {k: v for k, v in os.environ.items() if k not in drop}
 
 
@@ -64,7 +79,17 @@ def test_installed_wheel_runs_a_query_with_the_jar_inside_it(tmp_path: Path) -> 
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
     install = subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheelhouse()), str(wheel)],
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-index",
+            "--find-links",
+            str(wheelhouse()),
+            str(wheel),
+        ],
         capture_output=True,
         text=True,
         timeout=600,

@@ -15,17 +15,19 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
-from sluice._configure import EXTENSIONS as EXTENSIONS, configure
+from sluice._configure import EXTENSIONS as EXTENSIONS
+from sluice._configure import configure
 from sluice._jvm import SluiceConfigError, call_jvm, is_remote, jar_path
 from sluice._options import FORMAT, read_options
-from sluice.sources import FileSource, GeneratorSource, Source
+from sluice._plot import plot
+from sluice._status import COLUMNS as STATUS_COLUMNS
+from sluice._status import status
+from sluice.batch import read
 from sluice.hybrid import HybridSource
 from sluice.kafka import KafkaSource, OffsetsInitializer
-from sluice.watermarks import WatermarkStrategy
-from sluice.batch import read
 from sluice.progress import unwatch, watch
-from sluice._status import COLUMNS as STATUS_COLUMNS, status
-from sluice._plot import plot
+from sluice.sources import FileSource, GeneratorSource, Source
+from sluice.watermarks import WatermarkStrategy
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

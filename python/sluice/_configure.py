@@ -63,7 +63,11 @@ def _check_running_jvm() -> None:
         return  # no JVM yet: getOrCreate() launches one with spark.jars
     if not _loadable(jvm, PROVIDER_CLASS):
         running = SparkContext._active_spark_context is not None  # noqa: SLF001
-        what = "A SparkSession is already running" if running else "A Spark JVM (from a stopped session) is still up"
+        what = (
+            "A SparkSession is already running"
+            if running
+            else "A Spark JVM (from a stopped session) is still up"
+        )
         raise SluiceConfigError(
             f"{what} in this Python process without the Sluice jar, and getOrCreate() cannot add it: "
             "Spark puts spark.jars on the driver only when it launches the driver JVM, once per process "

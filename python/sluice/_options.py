@@ -53,7 +53,9 @@ class Declared:
         at_least, between = _AT_LEAST.fullmatch(self.allowed), _BETWEEN.fullmatch(self.allowed)
         if not at_least and not between:
             return
-        low, high = (int(at_least.group(1)), None) if at_least else (int(between.group(1)), int(between.group(2)))
+        low, high = (
+            (int(at_least.group(1)), None) if at_least else (int(between.group(1)), int(between.group(2)))
+        )
         try:
             number = int(str(value).strip())
         except ValueError:

@@ -8,11 +8,11 @@ no GUI backend is needed; a notebook shows the returned figure once.
 from __future__ import annotations
 
 import io
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from sluice.progress import batches
 from sluice._status import int_metric, member_of, source_histories, split_list
+from sluice.progress import batches
 
 if TYPE_CHECKING:
     from os import PathLike
@@ -59,7 +59,7 @@ def _short(split_id: str) -> str:
 
 
 def _time(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms / 1000.0, tz=timezone.utc)
+    return datetime.fromtimestamp(ms / 1000.0, tz=UTC)
 
 
 def plot(query: StreamingQuery, path: str | PathLike[str] | None = None, title: str | None = None) -> Figure:
@@ -105,7 +105,7 @@ def plot(query: StreamingQuery, path: str | PathLike[str] | None = None, title: 
                 color = group_colors.setdefault(key, next(colors))
             else:
                 label, color = f"{source} {_short(split_id)}", next(colors)
-            xs, ys = zip(*points)
+            xs, ys = zip(*points, strict=False)
             axes.plot(
                 xs, ys, marker="." if len(points) < 50 else None, linewidth=1.2, label=label, color=color
             )
@@ -117,7 +117,7 @@ def plot(query: StreamingQuery, path: str | PathLike[str] | None = None, title: 
         ]
         if limits and group not in limits_drawn:  # every member of a group plans against one limit
             limits_drawn.add(group)
-            xs, ys = zip(*limits)
+            xs, ys = zip(*limits, strict=False)
             axes.step(
                 xs,
                 ys,

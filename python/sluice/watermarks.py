@@ -115,7 +115,9 @@ class WatermarkStrategy:
         ``withWatermark``, or with a delay smaller than the out-of-orderness, fails to start."""
         if isinstance(max_drift, str):
             if max_drift.strip().lower() != _AUTO:
-                raise ValueError(f"max_drift must be a datetime.timedelta, milliseconds as an int, or 'auto', not {max_drift!r}")
+                raise ValueError(
+                    f"max_drift must be a datetime.timedelta, milliseconds as an int, or 'auto', not {max_drift!r}"
+                )
             drift = _AUTO
         else:
             drift = str(_millis(max_drift, "max_drift"))

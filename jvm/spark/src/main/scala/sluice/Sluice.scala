@@ -8,6 +8,7 @@ import sluice.spark.StreamOptions
 
 /** The Scala entry point: a streaming DataFrame over a Sluice source, or a batch one over a bounded source. */
 object Sluice {
+
   /** The DataSource short name, for `spark.readStream.format("sluice")`. */
   val Format = "sluice"
 
@@ -32,7 +33,10 @@ object Sluice {
       watermarkStrategy: WatermarkStrategy,
       name: String,
       readOptions: Map[String, String]): DataFrame =
-    spark.readStream.format(Format).options(optionsOf(source, watermarkStrategy, name, readOptions)).load()
+    spark.readStream
+      .format(Format)
+      .options(optionsOf(source, watermarkStrategy, name, readOptions))
+      .load()
 
   /** For py4j: read options as a Java map. */
   def fromSource(
@@ -68,7 +72,10 @@ object Sluice {
       watermarkStrategy: WatermarkStrategy,
       name: String,
       readOptions: Map[String, String]): DataFrame =
-    spark.read.format(Format).options(optionsOf(source, watermarkStrategy, name, readOptions)).load()
+    spark.read
+      .format(Format)
+      .options(optionsOf(source, watermarkStrategy, name, readOptions))
+      .load()
 
   /** For py4j: read options as a Java map. */
   def read(

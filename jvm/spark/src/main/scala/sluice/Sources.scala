@@ -15,6 +15,7 @@ import sluice.spark.StreamOptions
  * Python) to Spark's DataSource API and back from a checkpointed query's options.
  */
 object Sources extends SourceResolver {
+
   /** The option naming the source type. */
   val TypeOption = "source"
 
@@ -22,7 +23,8 @@ object Sources extends SourceResolver {
     GeneratorSource.Type -> (GeneratorSource.fromOptions _),
     // one source type for files; Parquet files are read by their own source (row-group splits)
     FileSource.Type -> (options =>
-      if (ParquetConfig.isParquet(options)) ParquetSource.fromOptions(options) else FileSource.fromOptions(options)),
+      if (ParquetConfig.isParquet(options)) ParquetSource.fromOptions(options)
+      else FileSource.fromOptions(options)),
     KafkaSource.Type -> (KafkaSource.fromOptions _),
     HybridSource.Type -> (options => HybridSource.fromOptions(options, this)))
 
@@ -30,10 +32,12 @@ object Sources extends SourceResolver {
 
   override def fromOptions(options: Map[String, String]): Source[_ <: SourceSplit, _] = {
     val (typeEntries, rest) = options.partition(_._1.equalsIgnoreCase(TypeOption))
-    val sourceType = typeEntries.values.headOption.map(_.trim.toLowerCase).getOrElse(
-      throw new IllegalArgumentException(
+    val sourceType = typeEntries.values.headOption
+      .map(_.trim.toLowerCase)
+      .getOrElse(throw new IllegalArgumentException(
         s"Sluice: missing required option '$TypeOption'; allowed: ${types.mkString(", ")}."))
-    val factory = factories.getOrElse(sourceType,
+    val factory = factories.getOrElse(
+      sourceType,
       throw new IllegalArgumentException(
         s"Sluice: invalid value '$sourceType' for option '$TypeOption'; allowed: ${types.mkString(", ")}."))
     factory(rest)
@@ -46,37 +50,45 @@ object Sources extends SourceResolver {
   }
 
   /** The option reference of docs/options.md, generated from the declarations. */
-  def optionsReference: String = OptionsReference.markdown(Seq(
-    Section("Read options (every source)",
-      "Options of the Spark binding: `format(\"sluice\")` options, or `options=` of `from_source`. " +
-        "`source` (required) names the source type: " + types.map(t => s"`$t`").mkString(", ") + ".",
-      StreamOptions.all),
-    Section("Generator source (`source` = `generator`)",
-      "Deterministic records `(id, split, timestamp, payload)`: record `i` of split `s` has id " +
-        "`i * splits + s` and event time `eventTimeStartMs + skew(s) + i * eventTimeStepMs`.",
-      GeneratorConfig.all),
-    Section("Kafka source (`source` = `kafka`)",
-      "One split per topic-partition. Names follow Spark's Kafka source, whose read options " +
-        "`maxOffsetsPerTrigger`, `minOffsetsPerTrigger`, `maxTriggerDelay` and `minPartitions` are read options " +
-        "of every source here (above); see docs/migrating-from-spark-kafka.md. " +
-        "Raw rows have Spark's Kafka schema: `key`, `value`, `topic`, `partition`, `offset`, " +
-        "`timestamp`, `timestampType` (and `headers`).",
-      KafkaConfig.documented),
-    Section("File source (`source` = `file`)",
-      "JSON lines, CSV lines or text lines, parsed by Spark's own parsers as `spark.read.json/csv/text` " +
-        "parse them; rows are the data columns followed by `_split`, `_position` (the line's byte " +
-        "offset) and `_timestamp` (the file's modification time). Spark's reader options are taken " +
-        "by their Spark names; the format they apply to is in parentheses. Positions are bytes: " +
-        "`maxRecordsPerTrigger` is converted with the bytes per record read so far (100 before the first " +
-        "batch), so it holds on average.",
-      FileConfig.all),
-    Section("Parquet files (`source` = `file`, `format` = `parquet`)",
-      "Parquet files read by Spark's own Parquet reader (vectorized where Spark's would be), one split per row " +
-        "group; positions are row indexes in the file, so `maxRecordsPerTrigger` is exact and a restart resumes at " +
-        "the exact row. Rows are the files' columns, the partition columns of `name=value` directories, then " +
-        "`_split`, `_position` (the row index) and `_timestamp` (the file's modification time). With " +
-        "`timestampColumn`, the row groups' statistics are an event-time index for alignment. See docs/connectors.md.",
-      ParquetConfig.all)))
+  def optionsReference: String = OptionsReference.markdown(
+    Seq(
+      Section(
+        "Read options (every source)",
+        "Options of the Spark binding: `format(\"sluice\")` options, or `options=` of `from_source`. " +
+          "`source` (required) names the source type: " + types
+            .map(t => s"`$t`")
+            .mkString(", ") + ".",
+        StreamOptions.all),
+      Section(
+        "Generator source (`source` = `generator`)",
+        "Deterministic records `(id, split, timestamp, payload)`: record `i` of split `s` has id " +
+          "`i * splits + s` and event time `eventTimeStartMs + skew(s) + i * eventTimeStepMs`.",
+        GeneratorConfig.all),
+      Section(
+        "Kafka source (`source` = `kafka`)",
+        "One split per topic-partition. Names follow Spark's Kafka source, whose read options " +
+          "`maxOffsetsPerTrigger`, `minOffsetsPerTrigger`, `maxTriggerDelay` and `minPartitions` are read options " +
+          "of every source here (above); see docs/migrating-from-spark-kafka.md. " +
+          "Raw rows have Spark's Kafka schema: `key`, `value`, `topic`, `partition`, `offset`, " +
+          "`timestamp`, `timestampType` (and `headers`).",
+        KafkaConfig.documented),
+      Section(
+        "File source (`source` = `file`)",
+        "JSON lines, CSV lines or text lines, parsed by Spark's own parsers as `spark.read.json/csv/text` " +
+          "parse them; rows are the data columns followed by `_split`, `_position` (the line's byte " +
+          "offset) and `_timestamp` (the file's modification time). Spark's reader options are taken " +
+          "by their Spark names; the format they apply to is in parentheses. Positions are bytes: " +
+          "`maxRecordsPerTrigger` is converted with the bytes per record read so far (100 before the first " +
+          "batch), so it holds on average.",
+        FileConfig.all),
+      Section(
+        "Parquet files (`source` = `file`, `format` = `parquet`)",
+        "Parquet files read by Spark's own Parquet reader (vectorized where Spark's would be), one split per row " +
+          "group; positions are row indexes in the file, so `maxRecordsPerTrigger` is exact and a restart resumes at " +
+          "the exact row. Rows are the files' columns, the partition columns of `name=value` directories, then " +
+          "`_split`, `_position` (the row index) and `_timestamp` (the file's modification time). With " +
+          "`timestampColumn`, the row groups' statistics are an event-time index for alignment. See docs/connectors.md.",
+        ParquetConfig.all)))
 
   def main(args: Array[String]): Unit = print(optionsReference)
 }

@@ -19,7 +19,8 @@ trait SparkSuiteBase extends BeforeAndAfterAll { self: Suite =>
 
   override protected def beforeAll(): Unit = {
     super.beforeAll()
-    spark = SparkSession.builder()
+    spark = SparkSession
+      .builder()
       .master(master)
       .appName(getClass.getSimpleName)
       .config("spark.sql.shuffle.partitions", "2")
@@ -31,21 +32,25 @@ trait SparkSuiteBase extends BeforeAndAfterAll { self: Suite =>
   }
 
   override protected def afterAll(): Unit = {
-    try if (spark != null) spark.stop() finally super.afterAll()
+    try if (spark != null) spark.stop()
+    finally super.afterAll()
   }
 
   /** Rows with how often each occurs: equal multisets are the same rows, in any order. */
-  protected def multiset(rows: Seq[org.apache.spark.sql.Row]): Map[org.apache.spark.sql.Row, Int] =
+  protected def multiset(
+      rows: Seq[org.apache.spark.sql.Row]): Map[org.apache.spark.sql.Row, Int] =
     rows.groupBy(identity).map { case (r, s) => r -> s.size }
 
   /** Runs `body` with the Spark setting `key` = `value`, then restores what it was. */
   protected def withConf[T](key: String, value: String)(body: => T): T = {
     val before = spark.conf.getOption(key)
     spark.conf.set(key, value)
-    try body finally before match {
-      case Some(v) => spark.conf.set(key, v)
-      case None => spark.conf.unset(key)
-    }
+    try body
+    finally
+      before match {
+        case Some(v) => spark.conf.set(key, v)
+        case None => spark.conf.unset(key)
+      }
   }
 
   protected def tempDir(prefix: String): Path = {
@@ -59,8 +64,10 @@ trait SparkSuiteBase extends BeforeAndAfterAll { self: Suite =>
    * the query the condition depends on, it fails at once when that query ends first, and either
    * failure describes the query: running or not, its exception, its last progress.
    */
-  protected def eventually(what: String, query: StreamingQuery = null, timeoutMs: Long = SparkSuiteBase.WaitMs)(
-      done: => Boolean): Unit =
+  protected def eventually(
+      what: String,
+      query: StreamingQuery = null,
+      timeoutMs: Long = SparkSuiteBase.WaitMs)(done: => Boolean): Unit =
     SparkSuiteBase.eventually(what, Option(query), timeoutMs)(done)
 
   /** Asserts that `query` ends within `timeoutMs` (an ignored `awaitTermination` would hide a hang). */
@@ -68,32 +75,41 @@ trait SparkSuiteBase extends BeforeAndAfterAll { self: Suite =>
     SparkSuiteBase.awaitEnd(query, timeoutMs)
 
   /** `query.processAllAvailable()`, which has no time limit of its own, with one. */
-  protected def processAllAvailable(query: StreamingQuery, timeoutMs: Long = SparkSuiteBase.WaitMs): Unit = {
+  protected def processAllAvailable(
+      query: StreamingQuery,
+      timeoutMs: Long = SparkSuiteBase.WaitMs): Unit = {
     val waiting = Future(query.processAllAvailable())(ExecutionContext.global)
     try Await.result(waiting, timeoutMs.millis)
     catch {
       // the waiting thread ends when the query stops (every test stops its queries)
       case _: TimeoutException =>
-        Assertions.fail(s"the query did not process all available data within $timeoutMs ms; " +
-          SparkSuiteBase.describe(query))
+        Assertions.fail(
+          s"the query did not process all available data within $timeoutMs ms; " +
+            SparkSuiteBase.describe(query))
     }
   }
 }
 
 object SparkSuiteBase {
+
   /** How long a test waits for a query before it fails: ample on a busy 2-core machine. */
   val WaitMs: Long = 120000
 
   /** As the trait's; `what` is evaluated when the wait fails, so it may say how far things got. */
-  def eventually(what: => String, query: Option[StreamingQuery], timeoutMs: Long)(done: => Boolean): Unit = {
+  def eventually(what: => String, query: Option[StreamingQuery], timeoutMs: Long)(
+      done: => Boolean): Unit = {
     val deadline = System.currentTimeMillis() + timeoutMs
     while (!done) {
       query.filterNot(_.isActive).foreach { q =>
         // it may have got there just before it ended
-        if (!done) failWith(s"the query ended while waiting for $what; ${describe(q)}", q.exception)
+        if (!done)
+          failWith(s"the query ended while waiting for $what; ${describe(q)}", q.exception)
       }
       if (System.currentTimeMillis() > deadline) {
-        failWith(s"timed out after $timeoutMs ms waiting for $what" + query.map(q => s"; ${describe(q)}").getOrElse(""),
+        failWith(
+          s"timed out after $timeoutMs ms waiting for $what" + query
+            .map(q => s"; ${describe(q)}")
+            .getOrElse(""),
           query.flatMap(_.exception))
       }
       Thread.sleep(50)
@@ -104,17 +120,21 @@ object SparkSuiteBase {
     cause.fold(Assertions.fail(message))(Assertions.fail(message, _))
 
   def awaitEnd(query: StreamingQuery, timeoutMs: Long): Unit =
-    if (!query.awaitTermination(timeoutMs)) Assertions.fail(s"the query did not end within $timeoutMs ms; ${describe(query)}")
+    if (!query.awaitTermination(timeoutMs))
+      Assertions.fail(s"the query did not end within $timeoutMs ms; ${describe(query)}")
 
   /** A query's state for a failure message: running or not, its exception, its last progress. */
   def describe(q: StreamingQuery): String = {
     val name = Option(q.name).getOrElse(q.id.toString)
     val state = if (q.isActive) s"running (${q.status.message})" else "not running"
     val error = q.exception.map(e => s", failed with: ${e.getMessage}").getOrElse("")
-    val last = Option(q.lastProgress).map { p =>
-      val metrics = p.sources.map(_.metrics.asScala.toSeq.sortBy(_._1).map { case (k, v) => s"$k=$v" }.mkString(", "))
-      s"; last progress: batch ${p.batchId}, ${p.numInputRows} rows, source metrics ${metrics.mkString("[", "] [", "]")}"
-    }.getOrElse("; no progress yet")
+    val last = Option(q.lastProgress)
+      .map { p =>
+        val metrics = p.sources.map(
+          _.metrics.asScala.toSeq.sortBy(_._1).map { case (k, v) => s"$k=$v" }.mkString(", "))
+        s"; last progress: batch ${p.batchId}, ${p.numInputRows} rows, source metrics ${metrics.mkString("[", "] [", "]")}"
+      }
+      .getOrElse("; no progress yet")
     val text = s"query $name $state$error$last"
     if (text.length > 4000) text.take(4000) + " ..." else text
   }

@@ -11,6 +11,7 @@ import sluice.config.RecordLayout
  * reader is created; connectors never take these from their own options.
  */
 trait ReaderContext {
+
   /** Full rows, or the payload only (compact). */
   def recordLayout: RecordLayout
 
@@ -30,6 +31,7 @@ trait ReaderContext {
 }
 
 object ReaderContext {
+
   /** A context that keeps the counters itself: one per task in the binding, or one per test. */
   def apply(layout: RecordLayout = RecordLayout.Full): Local = new Local(layout)
 

@@ -6,16 +6,22 @@ package sluice.api
  * and shown as SQL metrics of the scan (Spark UI, and the plan of a batch read).
  */
 object ReaderCounters {
+
   /** Records a parser dropped (mode DROPMALFORMED). */
   val MalformedRecordsDropped = "malformedRecordsDropped"
+
   /** Files that vanished between listing and reading (ignoreMissingFiles). */
   val MissingFilesSkipped = "missingFilesSkipped"
+
   /** Files that changed after they were listed, whose unread part was skipped (ignoreChangedFiles). */
   val ChangedFilesSkipped = "changedFilesSkipped"
+
   /** Kafka offsets gone before they were read (failOnDataLoss=false). */
   val DataLossOffsets = "dataLossOffsets"
+
   /** Kafka records without a value, which a parsed format skips. */
   val NullValuesSkipped = "nullValuesSkipped"
+
   /**
    * Times a compressed file was decompressed from its start for a range (it cannot be entered
    * mid-way): once per file when each range takes it up where the last one left it open, more when
@@ -23,6 +29,11 @@ object ReaderCounters {
    */
   val CompressedFileOpens = "compressedFileOpens"
 
-  val all: Seq[String] = Seq(MalformedRecordsDropped, MissingFilesSkipped, ChangedFilesSkipped, DataLossOffsets, NullValuesSkipped,
+  val all: Seq[String] = Seq(
+    MalformedRecordsDropped,
+    MissingFilesSkipped,
+    ChangedFilesSkipped,
+    DataLossOffsets,
+    NullValuesSkipped,
     CompressedFileOpens)
 }

@@ -28,8 +28,9 @@ trait Source[SplitT <: SourceSplit, StateT] extends Serializable {
    */
   def schema(layout: RecordLayout): StructType = layout match {
     case RecordLayout.Full => schema
-    case RecordLayout.Compact => throw new IllegalArgumentException(
-      s"The $sourceType source has no compact rows; set forceTimestampSupport=true.")
+    case RecordLayout.Compact =>
+      throw new IllegalArgumentException(
+        s"The $sourceType source has no compact rows; set forceTimestampSupport=true.")
   }
 
   /** The options that rebuild this source, including `source` = `sourceType`. */
@@ -37,6 +38,7 @@ trait Source[SplitT <: SourceSplit, StateT] extends Serializable {
 
   def createEnumerator(): SplitEnumerator[SplitT, StateT]
   def restoreEnumerator(state: StateT): SplitEnumerator[SplitT, StateT]
+
   /** A reader for executors; `context` carries what the binding decided (layout, clock). */
   def createReader(context: ReaderContext): SplitReader[SplitT]
 

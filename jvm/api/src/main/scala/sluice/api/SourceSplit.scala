@@ -6,6 +6,7 @@ package sluice.api
  * index), so that the engine can plan a batch as a half-open range `[from, until)` per split.
  */
 trait SourceSplit extends Serializable {
+
   /** Unique and stable within its source; it names the split in offsets and metrics. */
   def splitId: String
 

@@ -21,7 +21,8 @@ trait SplitEnumerator[SplitT <: SourceSplit, StateT] extends AutoCloseable {
    * connector knows — its data now goes on in another split (a Kafka partition whose topic was
    * re-created). A finished split constrains no alignment and holds no hybrid switch back.
    */
-  def isFinished(split: SplitT, position: Long): Boolean = split.stopPosition.exists(position >= _)
+  def isFinished(split: SplitT, position: Long): Boolean =
+    split.stopPosition.exists(position >= _)
 
   /** True once no split will ever be discovered again (bounded sources). */
   def noMoreSplits: Boolean

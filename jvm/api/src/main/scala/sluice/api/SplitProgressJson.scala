@@ -24,7 +24,11 @@ object SplitProgressJson {
   def read(node: JsonNode): SplitProgress = {
     val counters = Option(node.get("counters")).toSeq
       .flatMap(_.properties().asScala.map(e => e.getKey -> e.getValue.asLong))
-    SplitProgress(node.get("id").asText, node.get("position").asLong,
-      Option(node.get("maxEventTime")).map(_.asLong), node.get("records").asLong, counters.toMap)
+    SplitProgress(
+      node.get("id").asText,
+      node.get("position").asLong,
+      Option(node.get("maxEventTime")).map(_.asLong),
+      node.get("records").asLong,
+      counters.toMap)
   }
 }

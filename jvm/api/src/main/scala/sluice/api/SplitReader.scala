@@ -97,6 +97,7 @@ object RecordsWithSplitIds {
  * without creating a reader.
  */
 trait PausableSplitReader[SplitT <: SourceSplit] extends SplitReader[SplitT] {
+
   /** Pausing a split this reader does not hold, or one already finished, is a no-op (FLINK-39728). */
   def pauseOrResumeSplits(toPause: Seq[SplitT], toResume: Seq[SplitT]): Unit
 }

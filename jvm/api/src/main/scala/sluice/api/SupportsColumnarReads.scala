@@ -44,6 +44,7 @@ trait ColumnarSplitReader[SplitT <: SourceSplit] extends AutoCloseable {
  * valid until the next fetch (Spark's vectorized reader refills the same vectors).
  */
 trait ColumnarFetch {
+
   /** The split the batch belongs to; null when there is no batch. */
   def splitId: String
 
@@ -72,6 +73,7 @@ trait ColumnarFetch {
 }
 
 object ColumnarFetch {
+
   /** A fetch that returns no batch but may finish splits. */
   def empty(finished: Set[String]): ColumnarFetch = new ColumnarFetch {
     override def splitId: String = null

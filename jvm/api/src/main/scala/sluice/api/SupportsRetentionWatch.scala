@@ -6,6 +6,7 @@ package sluice.api
  * start will need are still there, and for how long they will be.
  */
 trait SupportsRetentionWatch {
+
   /** A watch of this source's records, to be closed by its owner; created in the driver. */
   def retentionWatch(): RetentionWatch
 }
@@ -15,6 +16,7 @@ trait SupportsRetentionWatch {
  * or throw (the system unreachable); its caller runs it off the planning thread.
  */
 trait RetentionWatch extends AutoCloseable {
+
   /**
    * Whether the records the source will start at are still there.
    *
@@ -37,4 +39,7 @@ trait RetentionWatch extends AutoCloseable {
  * @param tolerated  the source is configured to go on past records that are gone (Kafka's
  *                   `failOnDataLoss=false`): a loss is reported, and does not stop the query
  */
-final case class RetentionCheck(headroomMs: Option[Long], lost: Option[String], tolerated: Boolean = false)
+final case class RetentionCheck(
+    headroomMs: Option[Long],
+    lost: Option[String],
+    tolerated: Boolean = false)

@@ -6,6 +6,7 @@ package sluice.api
  * unaligned splits are allowed).
  */
 trait SupportsSplitPausing[SplitT <: SourceSplit] { self: Source[SplitT, _] =>
+
   /** Whether the readers of these splits can pause them; a hybrid asks the splits' own sources. */
   def canPauseSplits(splits: Seq[SplitT]): Boolean = true
 }

@@ -5,6 +5,7 @@ package sluice.api
  * a hybrid source's "start where the previous source ended" form needs.
  */
 trait SupportsStartAtTimestamp { self: Source[_, _] =>
+
   /** The same source, starting at its first record with an event time >= `timestampMs`. */
   def startingAtTimestamp(timestampMs: Long): Source[_, _]
 }

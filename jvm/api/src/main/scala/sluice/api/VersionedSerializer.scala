@@ -12,6 +12,7 @@ trait VersionedSerializer[T] extends Serializable {
 }
 
 object VersionedSerializer {
+
   /** Thrown when stored state has a version this build cannot read. */
   def unsupported(what: String, found: Int, supported: Int): IllegalStateException =
     new IllegalStateException(

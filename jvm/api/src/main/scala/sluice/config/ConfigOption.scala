@@ -27,11 +27,13 @@ final case class ConfigOption[T](
 
   private[config] def read(raw: String, context: String): T = {
     val parsed = parse(raw.trim).filter(check)
-    parsed.getOrElse(throw ConfigOption.invalid(context, name, if (secret) ConfigOption.Mask else raw, allowed))
+    parsed.getOrElse(
+      throw ConfigOption.invalid(context, name, if (secret) ConfigOption.Mask else raw, allowed))
   }
 }
 
 object ConfigOption {
+
   /** What stands for the value of a secret option wherever options are shown. */
   val Mask = "***"
 
@@ -42,13 +44,23 @@ object ConfigOption {
   def string(name: String, doc: String): ConfigOption[String] =
     ConfigOption(name, doc, None, "a string", s => Some(s))
   def boolean(name: String, doc: String): ConfigOption[Boolean] =
-    ConfigOption(name, doc, None, "true or false", s => s.toLowerCase match {
-      case "true" => Some(true)
-      case "false" => Some(false)
-      case _ => None
-    })
+    ConfigOption(
+      name,
+      doc,
+      None,
+      "true or false",
+      s =>
+        s.toLowerCase match {
+          case "true" => Some(true)
+          case "false" => Some(false)
+          case _ => None
+        })
 
-  def invalid(context: String, name: String, value: String, allowed: String): IllegalArgumentException =
+  def invalid(
+      context: String,
+      name: String,
+      value: String,
+      allowed: String): IllegalArgumentException =
     new IllegalArgumentException(
       s"$context: invalid value '$value' for option '$name'; allowed: $allowed.")
 }

@@ -14,7 +14,13 @@ object OptionsReference {
         val default = o.default.map(d => s"`$d`").getOrElse("—")
         s"| `${o.name}` | ${o.doc} | $default | ${o.allowed} |"
       }
-      (Seq(s"## ${s.title}", "", s.intro, "", "| option | meaning | default | allowed |", "|---|---|---|---|") ++ rows)
+      (Seq(
+        s"## ${s.title}",
+        "",
+        s.intro,
+        "",
+        "| option | meaning | default | allowed |",
+        "|---|---|---|---|") ++ rows)
         .mkString("\n")
     }
     body.mkString("\n\n") + "\n"

@@ -31,7 +31,8 @@ final class WatermarkStrategy private (val options: Map[String, String]) extends
   def withEventTimeColumn(name: String): WatermarkStrategy = set(EventTimeColumn.name -> name)
 
   /** A split that reads nothing for `timeout` (while not paused by alignment) turns idle. */
-  def withIdleness(timeout: Duration): WatermarkStrategy = set(IdleTimeoutMs.name -> timeout.toMillis.toString)
+  def withIdleness(timeout: Duration): WatermarkStrategy = set(
+    IdleTimeoutMs.name -> timeout.toMillis.toString)
 
   /** Keeps this source within `maxDrift` of the other members of `group` (and its splits of each other). */
   def withWatermarkAlignment(group: String, maxDrift: Duration): WatermarkStrategy =
@@ -41,8 +42,12 @@ final class WatermarkStrategy private (val options: Map[String, String]) extends
    * As above; `updateInterval` is how often a continuously running engine re-evaluates the
    * limit. Micro-batches re-evaluate it at every batch.
    */
-  def withWatermarkAlignment(group: String, maxDrift: Duration, updateInterval: Duration): WatermarkStrategy =
-    withWatermarkAlignment(group, maxDrift).set(AlignmentUpdateIntervalMs.name -> updateInterval.toMillis.toString)
+  def withWatermarkAlignment(
+      group: String,
+      maxDrift: Duration,
+      updateInterval: Duration): WatermarkStrategy =
+    withWatermarkAlignment(group, maxDrift).set(
+      AlignmentUpdateIntervalMs.name -> updateInterval.toMillis.toString)
 
   /**
    * Keeps this source within the largest drift that cannot make Spark drop a lagging split's
@@ -55,8 +60,11 @@ final class WatermarkStrategy private (val options: Map[String, String]) extends
     set(AlignmentGroup.name -> group, AlignmentMaxDriftMs.name -> MaxDrift.AutoValue)
 
   /** As above, with the update interval of a continuously running engine. */
-  def withWatermarkAlignmentFromQueryWatermark(group: String, updateInterval: Duration): WatermarkStrategy =
-    withWatermarkAlignmentFromQueryWatermark(group).set(AlignmentUpdateIntervalMs.name -> updateInterval.toMillis.toString)
+  def withWatermarkAlignmentFromQueryWatermark(
+      group: String,
+      updateInterval: Duration): WatermarkStrategy =
+    withWatermarkAlignmentFromQueryWatermark(group).set(
+      AlignmentUpdateIntervalMs.name -> updateInterval.toMillis.toString)
 
   /** Lets a reader that cannot pause splits run with source-level alignment only (FLIP-182). */
   def withAllowUnalignedSourceSplits(allow: Boolean): WatermarkStrategy =
@@ -68,12 +76,14 @@ final class WatermarkStrategy private (val options: Map[String, String]) extends
 }
 
 object WatermarkStrategy {
+
   /** No event time: the source emits no watermarks and rows carry no event-time column. */
   def noWatermarks(): WatermarkStrategy = kind(Kind.None)
 
   /** Watermark = largest event time seen − `maxOutOfOrderness`, per split. */
   def forBoundedOutOfOrderness(maxOutOfOrderness: Duration): WatermarkStrategy =
-    kind(Kind.BoundedOutOfOrderness).set(MaxOutOfOrdernessMs.name -> maxOutOfOrderness.toMillis.toString)
+    kind(Kind.BoundedOutOfOrderness).set(
+      MaxOutOfOrdernessMs.name -> maxOutOfOrderness.toMillis.toString)
 
   /** Event time never decreases within a split: watermark = largest event time seen. */
   def forMonotonousTimestamps(): WatermarkStrategy = kind(Kind.Monotonous)

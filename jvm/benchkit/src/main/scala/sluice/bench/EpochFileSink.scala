@@ -33,7 +33,8 @@ final class EpochFileSink(dir: String) extends ForeachWriter[Row] {
 
   override def close(errorOrNull: Throwable): Unit = if (out != null) {
     out.close()
-    if (errorOrNull == null) Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE)
+    if (errorOrNull == null)
+      Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE)
     else Files.deleteIfExists(tmp)
   }
 }

@@ -37,19 +37,22 @@ object LatencySink {
     }
   }
 
-  def count(run: String): Int = Option(runs.get(run)).map(s => s.synchronized(s.size)).getOrElse(0)
+  def count(run: String): Int =
+    Option(runs.get(run)).map(s => s.synchronized(s.size)).getOrElse(0)
 
   /** The `p`-th percentile (0..100) of the latencies of `run`, in ms; -1 when there are none. */
-  def percentile(run: String, p: Double): Long = Option(runs.get(run)).map { s =>
-    s.synchronized {
-      if (s.size == 0) -1L
-      else {
-        val sorted = java.util.Arrays.copyOf(s.values, s.size)
-        java.util.Arrays.sort(sorted)
-        sorted(math.min(s.size - 1, math.ceil(p / 100.0 * s.size).toInt - 1 max 0))
+  def percentile(run: String, p: Double): Long = Option(runs.get(run))
+    .map { s =>
+      s.synchronized {
+        if (s.size == 0) -1L
+        else {
+          val sorted = java.util.Arrays.copyOf(s.values, s.size)
+          java.util.Arrays.sort(sorted)
+          sorted(math.min(s.size - 1, math.ceil(p / 100.0 * s.size).toInt - 1 max 0))
+        }
       }
     }
-  }.getOrElse(-1L)
+    .getOrElse(-1L)
 
   def reset(run: String): Unit = runs.remove(run)
 }

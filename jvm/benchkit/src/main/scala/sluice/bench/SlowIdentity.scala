@@ -15,5 +15,6 @@ final class SlowIdentity extends UDF1[String, String] {
 }
 
 object SlowIdentity {
-  private lazy val delayMs: Long = sys.props.get("sluice.bench.slowMs").map(_.toLong).getOrElse(4L)
+  private lazy val delayMs: Long =
+    sys.props.get("sluice.bench.slowMs").map(_.toLong).getOrElse(4L)
 }

@@ -11,15 +11,20 @@ import sluice.api._
  * to (a batch of tasks is read this way only when every member in it can: `HybridSource.readsColumnar`),
  * one member after the other. Batches pass through unchanged: the members' schemas are the hybrid's.
  */
-final class HybridColumnarReader(hybrid: HybridSource, context: ReaderContext) extends ColumnarSplitReader[HybridSplit] {
+final class HybridColumnarReader(hybrid: HybridSource, context: ReaderContext)
+    extends ColumnarSplitReader[HybridSplit] {
   private val readers = mutable.LinkedHashMap[Int, ColumnarSplitReader[SourceSplit]]()
   private val unfinished = mutable.Map[Int, Int]()
 
   override def handleSplitsChanges(ranges: Seq[SplitRange[HybridSplit]]): Unit =
     ranges.groupBy(_.split.sourceIndex).toSeq.sortBy(_._1).foreach { case (index, rs) =>
-      val reader = readers.getOrElseUpdate(index, HybridSource.columnar(hybrid.resolvedSourceAt(index))
-        .getOrElse(throw new IllegalStateException(s"HybridSource: source $index reads no column batches"))
-        .createColumnarReader(new MemberContext(context, index)))
+      val reader = readers.getOrElseUpdate(
+        index,
+        HybridSource
+          .columnar(hybrid.resolvedSourceAt(index))
+          .getOrElse(throw new IllegalStateException(
+            s"HybridSource: source $index reads no column batches"))
+          .createColumnarReader(new MemberContext(context, index)))
       reader.handleSplitsChanges(rs.map(r => SplitRange(r.split.child, r.from, r.until)))
       unfinished(index) = unfinished.getOrElse(index, 0) + rs.size
     }
@@ -42,6 +47,7 @@ final class HybridColumnarReader(hybrid: HybridSource, context: ReaderContext) e
     override def position: Long = fetched.position
     override def recordTime(row: Int): Long = fetched.recordTime(row)
     override def maxRecordTime: Long = fetched.maxRecordTime
-    override def finishedSplits: Set[String] = fetched.finishedSplits.map(HybridSplit.id(index, _))
+    override def finishedSplits: Set[String] =
+      fetched.finishedSplits.map(HybridSplit.id(index, _))
   }
 }

@@ -29,37 +29,53 @@ final case class SwitchRecord(toIndex: Int, context: SourceSwitchContext, atMs: 
  * earlier sources' splits are finished and constrain nobody.
  */
 final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumeratorState])
-  extends SplitEnumerator[HybridSplit, HybridEnumeratorState]
-  with SupportsEventTimeIndex[HybridSplit] {
+    extends SplitEnumerator[HybridSplit, HybridEnumeratorState]
+    with SupportsEventTimeIndex[HybridSplit] {
 
   private var index = restored.map(_.activeIndex).getOrElse(0)
   private var switches: Seq[SwitchRecord] = restored.map(_.switches).getOrElse(Nil)
-  private var active: Source[SourceSplit, Any] = hybrid.sourceAt(index, switches.lastOption.map(_.context))
+  private var active: Source[SourceSplit, Any] =
+    hybrid.sourceAt(index, switches.lastOption.map(_.context))
   private var child: SplitEnumerator[SourceSplit, Any] = restored match {
-    case Some(s) => active.restoreEnumerator(active.enumeratorStateSerializer.deserialize(s.childStateVersion, s.childState))
+    case Some(s) =>
+      active.restoreEnumerator(
+        active.enumeratorStateSerializer.deserialize(s.childStateVersion, s.childState))
     case None => active.createEnumerator()
   }
+
   /** The active source's splits and how far they were read. */
   private val activeSplits = mutable.LinkedHashMap[String, (SourceSplit, Long)]()
   private val progressBySource = mutable.Map[Int, Long]()
   private var lastProgress: Seq[(HybridSplit, SplitProgress)] = Nil
-  private var recordsOfSplitsLeft: Map[Int, Long] = restored.map(_.recordsOfSplitsLeft).getOrElse(Map.empty)
+  private var recordsOfSplitsLeft: Map[Int, Long] =
+    restored.map(_.recordsOfSplitsLeft).getOrElse(Map.empty)
+
   /** Watches the next source's retention while the active one is read (None: nothing to watch). */
   private var guard: Option[RetentionGuard] = retentionGuard()
 
   override def progressUpdated(progress: Seq[(HybridSplit, SplitProgress)]): Unit = {
     lastProgress = progress
-    progress.filter(_._1.sourceIndex == index).foreach { case (s, p) => activeSplits(s.child.splitId) = (s.child, p.position) }
+    progress.filter(_._1.sourceIndex == index).foreach { case (s, p) =>
+      activeSplits(s.child.splitId) = (s.child, p.position)
+    }
     progressBySource.clear()
-    progress.foreach { case (s, p) => progressBySource(s.sourceIndex) = progressBySource.getOrElse(s.sourceIndex, 0L) + p.records }
-    child.progressUpdated(progress.collect { case (s, p) if s.sourceIndex == index => s.child -> p.copy(splitId = s.child.splitId) })
+    progress.foreach { case (s, p) =>
+      progressBySource(s.sourceIndex) = progressBySource.getOrElse(s.sourceIndex, 0L) + p.records
+    }
+    child.progressUpdated(progress.collect {
+      case (s, p) if s.sourceIndex == index => s.child -> p.copy(splitId = s.child.splitId)
+    })
   }
 
   override def splitsLeft(finished: Seq[(HybridSplit, SplitProgress)]): Unit = {
     finished.foreach { case (s, p) =>
-      recordsOfSplitsLeft += s.sourceIndex -> (recordsOfSplitsLeft.getOrElse(s.sourceIndex, 0L) + p.records)
+      recordsOfSplitsLeft += s.sourceIndex -> (recordsOfSplitsLeft.getOrElse(
+        s.sourceIndex,
+        0L) + p.records)
     }
-    child.splitsLeft(finished.collect { case (s, p) if s.sourceIndex == index => s.child -> p.copy(splitId = s.child.splitId) })
+    child.splitsLeft(finished.collect {
+      case (s, p) if s.sourceIndex == index => s.child -> p.copy(splitId = s.child.splitId)
+    })
   }
 
   override def discoverSplits(): Seq[HybridSplit] = {
@@ -70,7 +86,8 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
     }
     discover()
     // the start is exact now: the records it needs must still be there as the switch happens
-    if (activeIsFinished && index < hybrid.size - 1) guard.foreach(_.confirmBeforeSwitch(nextStart()))
+    if (activeIsFinished && index < hybrid.size - 1)
+      guard.foreach(_.confirmBeforeSwitch(nextStart()))
     while (activeIsFinished && index < hybrid.size - 1) {
       switchToNext()
       discover()
@@ -81,12 +98,23 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
 
   /** A guard for the source after the active one, when its records can age out and checks are on. */
   private def retentionGuard(): Option[RetentionGuard] =
-    Option.when(index < hybrid.size - 1 && hybrid.retention.checkIntervalMs > 0)(hybrid.entries(index + 1)).collect {
-      case HybridSource.Fixed(s: SupportsRetentionWatch) => (s, s.asInstanceOf[Source[_, _]].sourceType)
-      case HybridSource.StartAtPreviousEnd(s: SupportsRetentionWatch, _) => (s, s.asInstanceOf[Source[_, _]].sourceType)
-    }.map { case (s, sourceType) =>
-      new RetentionGuard(index + 1, sourceType, s.retentionWatch(), hybrid.retention.checkIntervalMs, hybrid.retention.warnBelowMs)
-    }
+    Option
+      .when(index < hybrid.size - 1 && hybrid.retention.checkIntervalMs > 0)(
+        hybrid.entries(index + 1))
+      .collect {
+        case HybridSource.Fixed(s: SupportsRetentionWatch) =>
+          (s, s.asInstanceOf[Source[_, _]].sourceType)
+        case HybridSource.StartAtPreviousEnd(s: SupportsRetentionWatch, _) =>
+          (s, s.asInstanceOf[Source[_, _]].sourceType)
+      }
+      .map { case (s, sourceType) =>
+        new RetentionGuard(
+          index + 1,
+          sourceType,
+          s.retentionWatch(),
+          hybrid.retention.checkIntervalMs,
+          hybrid.retention.warnBelowMs)
+      }
 
   /**
    * Where the next source would start, derived as the switch will derive it. Started at the
@@ -94,19 +122,36 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
    * far, and exactly known when the active source's event-time index bounds what is left to read.
    */
   private def nextStart(): Option[PlannedStart] = hybrid.entries(index + 1) match {
-    case _: HybridSource.Fixed => Some(PlannedStart(None, known = true, "at its own start positions"))
+    case _: HybridSource.Fixed =>
+      Some(PlannedStart(None, known = true, "at its own start positions"))
     case HybridSource.StartAtPreviousEnd(_, marginMs) =>
-      val reached = lastProgress.collect { case (s, p) if s.sourceIndex == index => p.maxEventTime }.flatten.maxOption
-      val unread = activeSplits.values.collect {
-        case (s, at) if !child.isFinished(s, at) => SplitRange(s, at, s.stopPosition.getOrElse(SplitRange.OpenEnd))
-      }.filterNot(_.isEmpty).toSeq
-      val ahead = if (unread.isEmpty) Some(Map.empty[String, Long]) else childIndex.flatMap { i =>
-        try Some(i.latestEventTimes(unread)).filter(found => unread.forall(r => found.contains(r.split.splitId)))
-        catch { case NonFatal(_) => None } // unreachable now: the start is not known this time
-      }
+      val reached = lastProgress
+        .collect { case (s, p) if s.sourceIndex == index => p.maxEventTime }
+        .flatten
+        .maxOption
+      val unread = activeSplits.values
+        .collect {
+          case (s, at) if !child.isFinished(s, at) =>
+            SplitRange(s, at, s.stopPosition.getOrElse(SplitRange.OpenEnd))
+        }
+        .filterNot(_.isEmpty)
+        .toSeq
+      val ahead =
+        if (unread.isEmpty) Some(Map.empty[String, Long])
+        else
+          childIndex.flatMap { i =>
+            try
+              Some(i.latestEventTimes(unread)).filter(found =>
+                unread.forall(r => found.contains(r.split.splitId)))
+            catch {
+              case NonFatal(_) => None
+            } // unreachable now: the start is not known this time
+          }
       (reached ++ ahead.toSeq.flatMap(_.values)).maxOption.map { end =>
         val known = ahead.isDefined && child.noMoreSplits
-        PlannedStart(Some(math.max(0L, end - marginMs)), known,
+        PlannedStart(
+          Some(math.max(0L, end - marginMs)),
+          known,
           s"at its first record at or after ${math.max(0L, end - marginMs)}: source $index's last event time " +
             (if (known) s"$end" else s"(at least $end, reached so far)") + s" minus $marginMs ms")
       }
@@ -114,12 +159,15 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
   }
 
   private def activeIsFinished: Boolean =
-    child.noMoreSplits && activeSplits.values.forall { case (s, reached) => child.isFinished(s, reached) }
+    child.noMoreSplits && activeSplits.values.forall { case (s, reached) =>
+      child.isFinished(s, reached)
+    }
 
   private def switchToNext(): Unit = {
     val endedIds = activeSplits.values.map { case (s, _) => s.splitId }.toSet
     val endProgress = lastProgress.collect {
-      case (s, p) if s.sourceIndex == index && endedIds.contains(s.child.splitId) => p.copy(splitId = s.child.splitId)
+      case (s, p) if s.sourceIndex == index && endedIds.contains(s.child.splitId) =>
+        p.copy(splitId = s.child.splitId)
     }
     val ended = child.endState(endProgress)
     // a loss the next source goes on past (failOnDataLoss=false) is recorded with the switch, for good
@@ -151,7 +199,9 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
 
   /** Earlier sources' splits are finished; the active source's, as its enumerator says. */
   override def isFinished(split: HybridSplit, position: Long): Boolean =
-    split.sourceIndex < index || (split.sourceIndex == index && child.isFinished(split.child, position))
+    split.sourceIndex < index || (split.sourceIndex == index && child.isFinished(
+      split.child,
+      position))
 
   /** The next source is built from the active one's end state, once it is finished. */
   override def keepsEndState: Boolean = index < hybrid.size - 1 || child.keepsEndState
@@ -172,20 +222,29 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
   private def viaChild[C](capability: Option[C], ranges: Seq[SplitRange[HybridSplit]])(
       ask: (C, Seq[SplitRange[SourceSplit]]) => Map[String, Long]): Map[String, Long] = {
     val active = ranges.filter(_.split.sourceIndex == index)
-    capability.filter(_ => active.nonEmpty).map { c =>
-      val answers = ask(c, active.map(r => SplitRange(r.split.child, r.from, r.until)))
-      active.flatMap(r => answers.get(r.split.child.splitId).map(r.split.splitId -> _)).toMap
-    }.getOrElse(Map.empty)
+    capability
+      .filter(_ => active.nonEmpty)
+      .map { c =>
+        val answers = ask(c, active.map(r => SplitRange(r.split.child, r.from, r.until)))
+        active.flatMap(r => answers.get(r.split.child.splitId).map(r.split.splitId -> _)).toMap
+      }
+      .getOrElse(Map.empty)
   }
 
-  override def positionsBefore(ranges: Seq[SplitRange[HybridSplit]], eventTimeMs: Long): Map[String, Long] =
+  override def positionsBefore(
+      ranges: Seq[SplitRange[HybridSplit]],
+      eventTimeMs: Long): Map[String, Long] =
     // earlier sources' ranges are empty (finished): nothing to cut there
-    ranges.map(r => r.split.splitId -> r.from).toMap ++ viaChild(childIndex, ranges)(_.positionsBefore(_, eventTimeMs))
+    ranges.map(r => r.split.splitId -> r.from).toMap ++ viaChild(childIndex, ranges)(
+      _.positionsBefore(_, eventTimeMs))
 
   override def exactEventTimeIndex: Boolean = childIndex.forall(_.exactEventTimeIndex)
 
-  override def positionsThrough(ranges: Seq[SplitRange[HybridSplit]], eventTimeMs: Long): Map[String, Long] =
-    ranges.map(r => r.split.splitId -> r.from).toMap ++ viaChild(childIndex, ranges)(_.positionsThrough(_, eventTimeMs))
+  override def positionsThrough(
+      ranges: Seq[SplitRange[HybridSplit]],
+      eventTimeMs: Long): Map[String, Long] =
+    ranges.map(r => r.split.splitId -> r.from).toMap ++ viaChild(childIndex, ranges)(
+      _.positionsThrough(_, eventTimeMs))
 
   override def latestEventTimes(ranges: Seq[SplitRange[HybridSplit]]): Map[String, Long] =
     viaChild(childIndex, ranges)(_.latestEventTimes(_))
@@ -195,25 +254,34 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
 
   override def snapshotState(): HybridEnumeratorState = {
     val serializer = active.enumeratorStateSerializer
-    HybridEnumeratorState(index, serializer.version, serializer.serialize(child.snapshotState()), switches, recordsOfSplitsLeft)
+    HybridEnumeratorState(
+      index,
+      serializer.version,
+      serializer.serialize(child.snapshotState()),
+      switches,
+      recordsOfSplitsLeft)
   }
 
-  override def endState(finished: Seq[SplitProgress]): EnumeratorEndState = child.endState(finished)
+  override def endState(finished: Seq[SplitProgress]): EnumeratorEndState =
+    child.endState(finished)
 
   override def metrics: Map[String, String] = child.metrics ++ Map(
     "activeSource" -> index.toString,
     "activeSourceType" -> active.sourceType,
     "recordsPerSource" -> (0 until hybrid.size).map(recordsOf).mkString(",")) ++
     switches.lastOption.map(s => "lastSwitchAtMs" -> s.atMs.toString) ++
-    Option.when(switches.exists(_.context.previousEndState.details.contains(RetentionGuard.LostMetric)))(
+    Option.when(
+      switches.exists(_.context.previousEndState.details.contains(RetentionGuard.LostMetric)))(
       RetentionGuard.LostMetric -> "true") ++ guard.map(_.metrics).getOrElse(Map.empty)
 
   /** The records read from source `i`: its splits in the checkpoint, and those that left it. */
-  private def recordsOf(i: Int): Long = progressBySource.getOrElse(i, 0L) + recordsOfSplitsLeft.getOrElse(i, 0L)
+  private def recordsOf(i: Int): Long =
+    progressBySource.getOrElse(i, 0L) + recordsOfSplitsLeft.getOrElse(i, 0L)
 
   /** The active source's, over its splits (a hybrid reading Kafka reports Kafka's figures). */
   override def backlogMetrics(behind: Seq[(HybridSplit, Long)]): Map[String, String] =
     child.backlogMetrics(behind.collect { case (s, b) if s.sourceIndex == index => s.child -> b })
 
-  override def close(): Unit = try child.close() finally guard.foreach(_.close())
+  override def close(): Unit = try child.close()
+  finally guard.foreach(_.close())
 }

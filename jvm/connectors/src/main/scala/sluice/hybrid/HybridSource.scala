@@ -18,7 +18,8 @@ final class HybridSource private (
     val entries: IndexedSeq[HybridSource.Entry],
     resolver: SourceResolver,
     val retention: HybridSource.RetentionSettings)
-  extends Source[HybridSplit, HybridEnumeratorState] with SupportsSplitPausing[HybridSplit]
+    extends Source[HybridSplit, HybridEnumeratorState]
+    with SupportsSplitPausing[HybridSplit]
     with SupportsColumnarReads[HybridSplit] {
   import HybridSource._
 
@@ -40,9 +41,10 @@ final class HybridSource private (
   override def schema(layout: RecordLayout): StructType = {
     if (layout == RecordLayout.Compact) {
       entries.zipWithIndex.collectFirst { case (_: StartAtPreviousEnd, i) => i }.foreach { i =>
-        throw new IllegalArgumentException(s"HybridSource: source $i starts at the previous source's last event " +
-          "time, but compact rows (forceTimestampSupport=false) carry no event time; give it fixed start positions " +
-          "or set forceTimestampSupport=true.")
+        throw new IllegalArgumentException(
+          s"HybridSource: source $i starts at the previous source's last event " +
+            "time, but compact rows (forceTimestampSupport=false) carry no event time; give it fixed start positions " +
+            "or set forceTimestampSupport=true.")
       }
     }
     entries.head.asInstanceOf[Fixed].source.schema(layout)
@@ -59,29 +61,38 @@ final class HybridSource private (
 
   override def options: Map[String, String] =
     Map("source" -> Type, SourcesOption -> entries.size.toString) ++ retention.given ++
-      entries.zipWithIndex.flatMap { case (e, i) => e.options.map { case (k, v) => HybridOptions.entryKey(i, k) -> v } }
+      entries.zipWithIndex.flatMap { case (e, i) =>
+        e.options.map { case (k, v) => HybridOptions.entryKey(i, k) -> v }
+      }
 
   /** The source at `index`, built (once) from the context of the switch into it. */
-  private[hybrid] def sourceAt(index: Int, context: Option[SourceSwitchContext]): Source[SourceSplit, Any] =
-    built.getOrElseUpdate(index, {
-      val source = entries(index).build(context, resolver)
-      if (source.schema != schema) {
-        throw new IllegalStateException(
-          s"HybridSource: source $index (${source.sourceType}) built at the switch has schema " +
-            s"${source.schema.toDDL}, but the hybrid's schema is ${schema.toDDL}.")
-      }
-      if (index < entries.size - 1 && source.boundedness != Boundedness.Bounded) {
-        throw new IllegalStateException(s"HybridSource: source $index (${source.sourceType}) built at the switch is unbounded; only the last source may be.")
-      }
-      source.asInstanceOf[Source[SourceSplit, Any]]
-    })
+  private[hybrid] def sourceAt(
+      index: Int,
+      context: Option[SourceSwitchContext]): Source[SourceSplit, Any] =
+    built.getOrElseUpdate(
+      index, {
+        val source = entries(index).build(context, resolver)
+        if (source.schema != schema) {
+          throw new IllegalStateException(
+            s"HybridSource: source $index (${source.sourceType}) built at the switch has schema " +
+              s"${source.schema.toDDL}, but the hybrid's schema is ${schema.toDDL}.")
+        }
+        if (index < entries.size - 1 && source.boundedness != Boundedness.Bounded) {
+          throw new IllegalStateException(
+            s"HybridSource: source $index (${source.sourceType}) built at the switch is unbounded; only the last source may be.")
+        }
+        source.asInstanceOf[Source[SourceSplit, Any]]
+      })
 
   private[hybrid] def resolvedSourceAt(index: Int): Source[SourceSplit, Any] =
-    built.getOrElse(index, entries(index) match {
-      case _: Fixed => sourceAt(index, None)
-      case _ => throw new IllegalStateException(
-        s"HybridSource: source $index has not been built yet; the enumerator restores it first.")
-    })
+    built.getOrElse(
+      index,
+      entries(index) match {
+        case _: Fixed => sourceAt(index, None)
+        case _ =>
+          throw new IllegalStateException(
+            s"HybridSource: source $index has not been built yet; the enumerator restores it first.")
+      })
 
   override def createEnumerator(): HybridEnumerator = new HybridEnumerator(this, None)
   override def restoreEnumerator(state: HybridEnumeratorState): HybridEnumerator = {
@@ -89,19 +100,25 @@ final class HybridSource private (
     state.switches.foreach(s => sourceAt(s.toIndex, Some(s.context)))
     new HybridEnumerator(this, Some(state))
   }
-  override def createReader(context: ReaderContext): HybridReader = new HybridReader(this, context)
+  override def createReader(context: ReaderContext): HybridReader =
+    new HybridReader(this, context)
 
   /** Column batches when every member the ranges belong to can read its own ranges as batches. */
-  override def readsColumnar(ranges: Seq[SplitRange[HybridSplit]], layout: RecordLayout): Boolean =
+  override def readsColumnar(
+      ranges: Seq[SplitRange[HybridSplit]],
+      layout: RecordLayout): Boolean =
     ranges.groupBy(_.split.sourceIndex).forall { case (i, own) =>
-      HybridSource.columnar(resolvedSourceAt(i))
+      HybridSource
+        .columnar(resolvedSourceAt(i))
         .exists(_.readsColumnar(own.map(r => SplitRange(r.split.child, r.from, r.until)), layout))
     }
 
-  override def createColumnarReader(context: ReaderContext): HybridColumnarReader = new HybridColumnarReader(this, context)
+  override def createColumnarReader(context: ReaderContext): HybridColumnarReader =
+    new HybridColumnarReader(this, context)
 
   override def splitSerializer: VersionedSerializer[HybridSplit] = new HybridSplitSerializer(this)
-  override def enumeratorStateSerializer: VersionedSerializer[HybridEnumeratorState] = HybridStateSerializer
+  override def enumeratorStateSerializer: VersionedSerializer[HybridEnumeratorState] =
+    HybridStateSerializer
 
   override def toString: String = s"HybridSource(${entries.mkString(", ")})"
 }
@@ -110,10 +127,11 @@ object HybridSource {
   val Type = "hybrid"
 
   /** A member as a source of column batches, when it is one. */
-  private[hybrid] def columnar(member: Source[_, _]): Option[SupportsColumnarReads[SourceSplit]] = member match {
-    case c: SupportsColumnarReads[SourceSplit @unchecked] => Some(c)
-    case _ => None
-  }
+  private[hybrid] def columnar(member: Source[_, _]): Option[SupportsColumnarReads[SourceSplit]] =
+    member match {
+      case c: SupportsColumnarReads[SourceSplit @unchecked] => Some(c)
+      case _ => None
+    }
   val SourcesOption: String = HybridOptions.Sources.name
   private val FactoryKey = HybridOptions.Factory.name
   private val BoundednessKey = HybridOptions.FactoryBoundedness.name
@@ -123,10 +141,14 @@ object HybridSource {
    * How the hybrid watches the retention of its next source (`RetentionGuard`); `given` holds the
    * options as given, so that `options` rebuilds the same hybrid.
    */
-  final case class RetentionSettings(checkIntervalMs: Long, warnBelowMs: Long, given: Map[String, String] = Map.empty)
+  final case class RetentionSettings(
+      checkIntervalMs: Long,
+      warnBelowMs: Long,
+      given: Map[String, String] = Map.empty)
 
   object RetentionSettings {
-    val Default: RetentionSettings = RetentionSettings(HybridOptions.RetentionCheckIntervalMs.default.get,
+    val Default: RetentionSettings = RetentionSettings(
+      HybridOptions.RetentionCheckIntervalMs.default.get,
       HybridOptions.RetentionWarningMs.default.get)
   }
 
@@ -140,14 +162,19 @@ object HybridSource {
   final case class Fixed(source: Source[_, _]) extends Entry {
     override def boundedness: Boundedness = source.boundedness
     override def options: Map[String, String] = source.options
-    override def build(context: Option[SourceSwitchContext], resolver: SourceResolver): Source[_, _] = source
+    override def build(
+        context: Option[SourceSwitchContext],
+        resolver: SourceResolver): Source[_, _] = source
   }
 
   /** A source built at the switch by the factory registered under `factoryId`. */
   final case class FromFactory(factoryId: String, boundedness: Boundedness) extends Entry {
-    override def options: Map[String, String] = Map(FactoryKey -> factoryId,
+    override def options: Map[String, String] = Map(
+      FactoryKey -> factoryId,
       BoundednessKey -> (if (boundedness == Boundedness.Bounded) "bounded" else "unbounded"))
-    override def build(context: Option[SourceSwitchContext], resolver: SourceResolver): Source[_, _] =
+    override def build(
+        context: Option[SourceSwitchContext],
+        resolver: SourceResolver): Source[_, _] =
       SourceFactories.get(factoryId) match {
         case f: OptionsSourceFactory => resolver.fromOptions(f.createOptions(context.get))
         case f => f.create(context.get)
@@ -156,50 +183,81 @@ object HybridSource {
   }
 
   /** Starts `base` at the previous source's largest event time minus `marginMs` (if it had one). */
-  final case class StartAtPreviousEnd(base: Source[_, _] with SupportsStartAtTimestamp, marginMs: Long) extends Entry {
+  final case class StartAtPreviousEnd(
+      base: Source[_, _] with SupportsStartAtTimestamp,
+      marginMs: Long)
+      extends Entry {
     override def boundedness: Boundedness = base.boundedness
     override def options: Map[String, String] = base.options + (MarginKey -> marginMs.toString)
-    override def build(context: Option[SourceSwitchContext], resolver: SourceResolver): Source[_, _] =
+    override def build(
+        context: Option[SourceSwitchContext],
+        resolver: SourceResolver): Source[_, _] =
       context.flatMap(_.previousMaxEventTime) match {
         case Some(ts) => base.startingAtTimestamp(math.max(0L, ts - marginMs))
         case None => base // no event time in the previous source: the base's own start positions
       }
   }
 
-  def builder(first: Source[_, _]): Builder = new Builder(Vector(Fixed(first)), RetentionSettings.Default)
+  def builder(first: Source[_, _]): Builder =
+    new Builder(Vector(Fixed(first)), RetentionSettings.Default)
 
-  final class Builder private[HybridSource] (entries: Vector[Entry], retention: RetentionSettings) {
-    def addSource(source: Source[_, _]): Builder = new Builder(entries :+ Fixed(source), retention)
+  final class Builder private[HybridSource] (
+      entries: Vector[Entry],
+      retention: RetentionSettings) {
+    def addSource(source: Source[_, _]): Builder =
+      new Builder(entries :+ Fixed(source), retention)
     def addSource(factory: SourceFactory, boundedness: Boundedness): Builder =
-      new Builder(entries :+ FromFactory(SourceFactories.register(factory), boundedness), retention)
-    def addSource(factory: SourceSwitchContext => Source[_, _], boundedness: Boundedness): Builder =
+      new Builder(
+        entries :+ FromFactory(SourceFactories.register(factory), boundedness),
+        retention)
+    def addSource(
+        factory: SourceSwitchContext => Source[_, _],
+        boundedness: Boundedness): Builder =
       addSource(SourceFactory(factory), boundedness)
+
     /** `source`, started at the previous source's largest event time minus `marginMs`. */
-    def addSourceStartingAtPreviousEnd(source: Source[_, _], marginMs: Long): Builder = source match {
-      case s: SupportsStartAtTimestamp => new Builder(entries :+ StartAtPreviousEnd(s, marginMs), retention)
-      case other => throw new IllegalArgumentException(
-        s"HybridSource: a ${other.sourceType} source cannot be started at a timestamp; give it fixed " +
-          "start positions or a SourceFactory.")
-    }
+    def addSourceStartingAtPreviousEnd(source: Source[_, _], marginMs: Long): Builder =
+      source match {
+        case s: SupportsStartAtTimestamp =>
+          new Builder(entries :+ StartAtPreviousEnd(s, marginMs), retention)
+        case other =>
+          throw new IllegalArgumentException(
+            s"HybridSource: a ${other.sourceType} source cannot be started at a timestamp; give it fixed " +
+              "start positions or a SourceFactory.")
+      }
+
     /**
      * While bounded sources are read, check at most every `interval` that the next source (Kafka)
      * still holds the records its start needs, and warn while they can be deleted within
      * `warnBelow` (`hybrid.retentionCheckIntervalMs`, `hybrid.retentionWarningMs`; zero interval: never).
      */
     def retentionCheck(interval: java.time.Duration, warnBelow: java.time.Duration): Builder =
-      new Builder(entries, retentionSettings(Map(
-        HybridOptions.RetentionCheckIntervalMs.name -> interval.toMillis.toString,
-        HybridOptions.RetentionWarningMs.name -> warnBelow.toMillis.toString)))
+      new Builder(
+        entries,
+        retentionSettings(
+          Map(
+            HybridOptions.RetentionCheckIntervalMs.name -> interval.toMillis.toString,
+            HybridOptions.RetentionWarningMs.name -> warnBelow.toMillis.toString)))
     def build(): HybridSource = validated(entries, BuiltInScala, retention)
   }
 
   /** The hybrid-wide retention options among `options` (matched case-insensitively), checked as declared. */
   private def retentionSettings(options: Map[String, String]): RetentionSettings = {
-    val given = options.filter { case (k, _) => HybridOptions.hybridWide.exists(_.name.equalsIgnoreCase(k)) }
-    def value(o: ConfigOption[Long]): Long = given.collectFirst { case (k, v) if k.equalsIgnoreCase(o.name) =>
-      o.parse(v.trim).filter(o.check).getOrElse(throw ConfigOption.invalid("HybridSource", o.name, v, o.allowed))
-    }.getOrElse(o.default.get)
-    RetentionSettings(value(HybridOptions.RetentionCheckIntervalMs), value(HybridOptions.RetentionWarningMs), given)
+    val given = options.filter { case (k, _) =>
+      HybridOptions.hybridWide.exists(_.name.equalsIgnoreCase(k))
+    }
+    def value(o: ConfigOption[Long]): Long = given
+      .collectFirst {
+        case (k, v) if k.equalsIgnoreCase(o.name) =>
+          o.parse(v.trim)
+            .filter(o.check)
+            .getOrElse(throw ConfigOption.invalid("HybridSource", o.name, v, o.allowed))
+      }
+      .getOrElse(o.default.get)
+    RetentionSettings(
+      value(HybridOptions.RetentionCheckIntervalMs),
+      value(HybridOptions.RetentionWarningMs),
+      given)
   }
 
   /**
@@ -208,32 +266,45 @@ object HybridSource {
    */
   private object BuiltInScala extends SourceResolver {
     override def fromOptions(options: Map[String, String]): Source[_ <: SourceSplit, _] =
-      throw new IllegalStateException("HybridSource: this hybrid was built in Scala; read it through Sluice " +
-        "(Sluice.fromSource, or format(\"sluice\") with its options), which rebuilds it with every source type.")
+      throw new IllegalStateException(
+        "HybridSource: this hybrid was built in Scala; read it through Sluice " +
+          "(Sluice.fromSource, or format(\"sluice\") with its options), which rebuilds it with every source type.")
   }
 
-  private def validated(entries: IndexedSeq[Entry], resolver: SourceResolver, retention: RetentionSettings): HybridSource = {
-    if (entries.isEmpty) throw new IllegalArgumentException("HybridSource: give at least one source.")
-    entries.zipWithIndex.init.collectFirst { case (e, i) if e.boundedness != Boundedness.Bounded => (e, i) }.foreach {
-      case (e, i) => throw new IllegalArgumentException(
-        s"HybridSource: source $i (${describe(e)}) is unbounded, but every source except the last must be " +
-          "bounded: give it stopping offsets, or make it the last source.")
-    }
+  private def validated(
+      entries: IndexedSeq[Entry],
+      resolver: SourceResolver,
+      retention: RetentionSettings): HybridSource = {
+    if (entries.isEmpty)
+      throw new IllegalArgumentException("HybridSource: give at least one source.")
+    entries.zipWithIndex.init
+      .collectFirst { case (e, i) if e.boundedness != Boundedness.Bounded => (e, i) }
+      .foreach { case (e, i) =>
+        throw new IllegalArgumentException(
+          s"HybridSource: source $i (${describe(e)}) is unbounded, but every source except the last must be " +
+            "bounded: give it stopping offsets, or make it the last source.")
+      }
     val schema = entries.head.asInstanceOf[Fixed].source.schema
     entries.zipWithIndex.tail.foreach {
       case (Fixed(s), i) if s.schema != schema => throw schemaMismatch(i, s, schema)
-      case (StartAtPreviousEnd(s, _), i) if s.schema != schema => throw schemaMismatch(i, s, schema)
+      case (StartAtPreviousEnd(s, _), i) if s.schema != schema =>
+        throw schemaMismatch(i, s, schema)
       case _ =>
     }
     new HybridSource(entries, resolver, retention)
   }
 
   /** Source `i` from its options; its errors say which of the hybrid's sources they are about. */
-  private def member(i: Int, resolver: SourceResolver, options: Map[String, String]): Source[_ <: SourceSplit, _] =
+  private def member(
+      i: Int,
+      resolver: SourceResolver,
+      options: Map[String, String]): Source[_ <: SourceSplit, _] =
     try resolver.fromOptions(options)
     catch {
-      case e: IllegalArgumentException => throw new IllegalArgumentException(
-        s"HybridSource source $i (options '${HybridOptions.entryPrefix(i)}*'): ${e.getMessage}", e)
+      case e: IllegalArgumentException =>
+        throw new IllegalArgumentException(
+          s"HybridSource source $i (options '${HybridOptions.entryPrefix(i)}*'): ${e.getMessage}",
+          e)
     }
 
   private def describe(e: Entry): String = e match {
@@ -242,7 +313,10 @@ object HybridSource {
     case _: FromFactory => "built by a factory"
   }
 
-  private def schemaMismatch(i: Int, s: Source[_, _], schema: StructType): IllegalArgumentException = {
+  private def schemaMismatch(
+      i: Int,
+      s: Source[_, _],
+      schema: StructType): IllegalArgumentException = {
     val first = schema.fields.map(f => s"${f.name} ${f.dataType.sql}").toSeq
     val other = s.schema.fields.map(f => s"${f.name} ${f.dataType.sql}").toSeq
     new IllegalArgumentException(
@@ -253,64 +327,96 @@ object HybridSource {
 
   /** Rebuilds a hybrid from its options; `resolver` builds its sources from theirs. */
   def fromOptions(options: Map[String, String], resolver: SourceResolver): HybridSource = {
-    def invalid(key: String, value: String, allowed: String) = ConfigOption.invalid("HybridSource", key, value, allowed)
-    val countRaw = options.collectFirst { case (k, v) if k.equalsIgnoreCase(SourcesOption) => v }
+    def invalid(key: String, value: String, allowed: String) =
+      ConfigOption.invalid("HybridSource", key, value, allowed)
+    val countRaw = options
+      .collectFirst { case (k, v) if k.equalsIgnoreCase(SourcesOption) => v }
       .getOrElse(throw new IllegalArgumentException(
         s"HybridSource: missing required option '$SourcesOption' (${HybridOptions.Sources.allowed})."))
-    val count = HybridOptions.Sources.parse(countRaw.trim).filter(HybridOptions.Sources.check)
+    val count = HybridOptions.Sources
+      .parse(countRaw.trim)
+      .filter(HybridOptions.Sources.check)
       .getOrElse(throw invalid(SourcesOption, countRaw, HybridOptions.Sources.allowed))
     val retention = retentionSettings(options)
-    val unknown = options.keys.filterNot(k => k.equalsIgnoreCase(SourcesOption) || retention.given.contains(k) ||
-      (0 until count).exists(i => k.toLowerCase.startsWith(HybridOptions.entryPrefix(i))))
+    val unknown = options.keys.filterNot(k =>
+      k.equalsIgnoreCase(SourcesOption) || retention.given.contains(k) ||
+        (0 until count).exists(i => k.toLowerCase.startsWith(HybridOptions.entryPrefix(i))))
     if (unknown.nonEmpty) {
-      throw new IllegalArgumentException(s"HybridSource: unknown option${if (unknown.size > 1) "s" else ""} " +
-        unknown.toSeq.sorted.map(u => s"'$u'").mkString(", ") + s"; options of source i are given as " +
-        s"'${HybridOptions.Entry.name}' for i from 0 to ${count - 1} (option '$SourcesOption' is $count); the hybrid's " +
-        s"own options are ${(SourcesOption +: HybridOptions.hybridWide.map(_.name)).mkString(", ")}.")
+      throw new IllegalArgumentException(
+        s"HybridSource: unknown option${if (unknown.size > 1) "s" else ""} " +
+          unknown.toSeq.sorted
+            .map(u => s"'$u'")
+            .mkString(", ") + s"; options of source i are given as " +
+          s"'${HybridOptions.Entry.name}' for i from 0 to ${count - 1} (option '$SourcesOption' is $count); the hybrid's " +
+          s"own options are ${(SourcesOption +: HybridOptions.hybridWide.map(_.name)).mkString(", ")}.")
     }
     val entries = (0 until count).map { i =>
       val prefix = HybridOptions.entryPrefix(i)
-      val own = options.collect { case (k, v) if k.toLowerCase.startsWith(prefix) => k.substring(prefix.length) -> v }
+      val own = options.collect {
+        case (k, v) if k.toLowerCase.startsWith(prefix) => k.substring(prefix.length) -> v
+      }
       def key(name: String) = own.collectFirst { case (k, v) if k.equalsIgnoreCase(name) => v }
-      val rest = own.filterNot { case (k, _) => Seq(FactoryKey, BoundednessKey, MarginKey).exists(_.equalsIgnoreCase(k)) }
+      val rest = own.filterNot { case (k, _) =>
+        Seq(FactoryKey, BoundednessKey, MarginKey).exists(_.equalsIgnoreCase(k))
+      }
       // values first, then how they combine
       val margin = key(MarginKey).map(HybridOptions.margin(i, _))
       val boundedness = key(BoundednessKey).map { b =>
-        HybridOptions.FactoryBoundedness.parse(b.trim).filter(HybridOptions.FactoryBoundedness.check)
-          .getOrElse(throw invalid(HybridOptions.entryKey(i, BoundednessKey), b, HybridOptions.FactoryBoundedness.allowed))
+        HybridOptions.FactoryBoundedness
+          .parse(b.trim)
+          .filter(HybridOptions.FactoryBoundedness.check)
+          .getOrElse(
+            throw invalid(
+              HybridOptions.entryKey(i, BoundednessKey),
+              b,
+              HybridOptions.FactoryBoundedness.allowed))
           .toLowerCase
       }
-      def conflict(message: String) = throw new IllegalArgumentException(s"HybridSource: $message")
+      def conflict(message: String) =
+        throw new IllegalArgumentException(s"HybridSource: $message")
       if (i == 0 && key(FactoryKey).isDefined) {
-        conflict(s"the first source must be given, not built by a factory ('${HybridOptions.entryKey(0, FactoryKey)}').")
+        conflict(
+          s"the first source must be given, not built by a factory ('${HybridOptions.entryKey(0, FactoryKey)}').")
       }
       if (i == 0 && margin.isDefined) {
-        conflict(s"option '${HybridOptions.entryKey(0, MarginKey)}' needs a previous source; source 0 has none.")
+        conflict(
+          s"option '${HybridOptions.entryKey(0, MarginKey)}' needs a previous source; source 0 has none.")
       }
       if (key(FactoryKey).isEmpty && boundedness.isDefined) {
-        conflict(s"option '${HybridOptions.entryKey(i, BoundednessKey)}' applies only with " +
-          s"'${HybridOptions.entryKey(i, FactoryKey)}'; a given source knows its boundedness.")
+        conflict(
+          s"option '${HybridOptions.entryKey(i, BoundednessKey)}' applies only with " +
+            s"'${HybridOptions.entryKey(i, FactoryKey)}'; a given source knows its boundedness.")
       }
       (key(FactoryKey), margin) match {
         case (Some(f), _) =>
           if (margin.isDefined || rest.nonEmpty) {
-            conflict(s"source $i is built by a factory ('${HybridOptions.entryKey(i, FactoryKey)}'); it takes no " +
-              s"other options but '${HybridOptions.entryKey(i, BoundednessKey)}' (given: " +
-              (own.keys.toSeq.sorted.filterNot(_.equalsIgnoreCase(FactoryKey)).map(prefix + _).mkString(", ")) + ").")
+            conflict(
+              s"source $i is built by a factory ('${HybridOptions.entryKey(i, FactoryKey)}'); it takes no " +
+                s"other options but '${HybridOptions.entryKey(i, BoundednessKey)}' (given: " +
+                (own.keys.toSeq.sorted
+                  .filterNot(_.equalsIgnoreCase(FactoryKey))
+                  .map(prefix + _)
+                  .mkString(", ")) + ").")
           }
           val bounded = boundedness.getOrElse(throw new IllegalArgumentException(
             s"HybridSource: missing required option '${HybridOptions.entryKey(i, BoundednessKey)}' " +
               s"(${HybridOptions.FactoryBoundedness.allowed}) for a source built by a factory."))
           if (!SourceFactories.isRegistered(f.trim)) {
-            throw invalid(HybridOptions.entryKey(i, FactoryKey), f,
+            throw invalid(
+              HybridOptions.entryKey(i, FactoryKey),
+              f,
               s"the id of a factory registered in this driver (${SourceFactories.NotRegisteredFix})")
           }
-          FromFactory(f.trim, if (bounded == "bounded") Boundedness.Bounded else Boundedness.ContinuousUnbounded)
+          FromFactory(
+            f.trim,
+            if (bounded == "bounded") Boundedness.Bounded else Boundedness.ContinuousUnbounded)
         case (None, Some(ms)) =>
           member(i, resolver, rest) match {
             case s: SupportsStartAtTimestamp => StartAtPreviousEnd(s, ms)
-            case other => conflict(s"option '${HybridOptions.entryKey(i, MarginKey)}' needs a source that can start " +
-              s"at a timestamp; a ${other.sourceType} source cannot.")
+            case other =>
+              conflict(
+                s"option '${HybridOptions.entryKey(i, MarginKey)}' needs a source that can start " +
+                  s"at a timestamp; a ${other.sourceType} source cannot.")
           }
         case (None, None) => Fixed(member(i, resolver, rest))
       }

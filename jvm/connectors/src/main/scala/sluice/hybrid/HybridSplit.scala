@@ -27,14 +27,16 @@ object HybridSplit {
  * is resolved by the hybrid, which has rebuilt it from the recorded switches before any split of
  * a later source is read back.
  */
-private[hybrid] final class HybridSplitSerializer(hybrid: HybridSource) extends VersionedSerializer[HybridSplit] {
+private[hybrid] final class HybridSplitSerializer(hybrid: HybridSource)
+    extends VersionedSerializer[HybridSplit] {
   override val version: Int = 1
   override def serialize(split: HybridSplit): String = {
     val child = hybrid.resolvedSourceAt(split.sourceIndex).splitSerializer
     s"${split.sourceIndex};${child.version};${child.serialize(split.child)}"
   }
   override def deserialize(version: Int, text: String): HybridSplit = {
-    if (version > this.version) throw VersionedSerializer.unsupported("a hybrid split", version, this.version)
+    if (version > this.version)
+      throw VersionedSerializer.unsupported("a hybrid split", version, this.version)
     val Array(index, childVersion, childText) = text.split(";", 3)
     val source = hybrid.resolvedSourceAt(index.toInt)
     HybridSplit(index.toInt, source.splitSerializer.deserialize(childVersion.toInt, childText))

@@ -33,23 +33,38 @@ private[hybrid] object HybridStateSerializer extends VersionedSerializer[HybridE
       val details = n.putObject("details")
       s.context.previousEndState.details.foreach { case (k, v) => details.put(k, v) }
       val splits = n.putArray("splits")
-      s.context.previousEndState.splits.foreach(p => SplitProgressJson.write(p, splits.addObject()))
+      s.context.previousEndState.splits.foreach(p =>
+        SplitProgressJson.write(p, splits.addObject()))
     }
     mapper.writeValueAsString(root)
   }
 
   override def deserialize(version: Int, text: String): HybridEnumeratorState = {
-    if (version > this.version) throw VersionedSerializer.unsupported("hybrid source state", version, this.version)
+    if (version > this.version)
+      throw VersionedSerializer.unsupported("hybrid source state", version, this.version)
     val root = mapper.readTree(text)
-    val switches = root.get("switches").elements().asScala.map { n =>
-      val splits = n.get("splits").elements().asScala.map(SplitProgressJson.read).toSeq
-      val details = n.get("details").properties().asScala.map(e => e.getKey -> e.getValue.asText).toMap
-      SwitchRecord(n.get("to").asInt,
-        SourceSwitchContext(n.get("from").asInt, EnumeratorEndState(splits, details)), n.get("atMs").asLong)
-    }.toSeq
+    val switches = root
+      .get("switches")
+      .elements()
+      .asScala
+      .map { n =>
+        val splits = n.get("splits").elements().asScala.map(SplitProgressJson.read).toSeq
+        val details =
+          n.get("details").properties().asScala.map(e => e.getKey -> e.getValue.asText).toMap
+        SwitchRecord(
+          n.get("to").asInt,
+          SourceSwitchContext(n.get("from").asInt, EnumeratorEndState(splits, details)),
+          n.get("atMs").asLong)
+      }
+      .toSeq
     // absent in states written before finished splits left the checkpoint
-    val left = Option(root.get("recordsOfSplitsLeft")).map(_.properties().asScala.map(e => e.getKey.toInt -> e.getValue.asLong).toMap)
-    HybridEnumeratorState(root.get("active").asInt, root.get("childVersion").asInt, root.get("childState").asText, switches,
+    val left = Option(root.get("recordsOfSplitsLeft"))
+      .map(_.properties().asScala.map(e => e.getKey.toInt -> e.getValue.asLong).toMap)
+    HybridEnumeratorState(
+      root.get("active").asInt,
+      root.get("childVersion").asInt,
+      root.get("childState").asText,
+      switches,
       left.getOrElse(Map.empty))
   }
 }

@@ -4,7 +4,6 @@ import scala.jdk.CollectionConverters._
 
 import com.fasterxml.jackson.databind.ObjectMapper
 
-
 /**
  * A Python callable that builds a hybrid's next source, called back over py4j in the driver
  * (classic PySpark only). It receives the switch context as JSON and returns the next source's
@@ -15,7 +14,8 @@ trait PythonSourceFactoryCallback {
 }
 
 /** Adapts a Python callback to a `SourceFactory`; registered like any other factory. */
-final class PythonSourceFactory(callback: PythonSourceFactoryCallback) extends OptionsSourceFactory {
+final class PythonSourceFactory(callback: PythonSourceFactoryCallback)
+    extends OptionsSourceFactory {
   override def createOptions(context: SourceSwitchContext): Map[String, String] =
     callback.create(PythonSourceFactory.toJson(context)).asScala.toMap
 }

@@ -15,7 +15,10 @@ import sluice.api.{RetentionCheck, RetentionWatch}
  *                    only a lower bound (the event time the previous source reached so far)
  * @param describe    how it was derived, for messages
  */
-private[hybrid] final case class PlannedStart(timestampMs: Option[Long], known: Boolean, describe: String)
+private[hybrid] final case class PlannedStart(
+    timestampMs: Option[Long],
+    known: Boolean,
+    describe: String)
 
 /**
  * Watches, while a hybrid reads its bounded sources, whether the next source — one whose system
@@ -32,13 +35,15 @@ private[hybrid] final class RetentionGuard(
     watch: RetentionWatch,
     intervalMs: Long,
     warnBelowMs: Long,
-    clock: () => Long = () => System.currentTimeMillis()) extends AutoCloseable {
+    clock: () => Long = () => System.currentTimeMillis())
+    extends AutoCloseable {
   import RetentionGuard._
 
   private val executor: ExecutorService = Executors.newSingleThreadExecutor(DaemonThreads)
   private var running: Option[Future[_]] = None
   private var lastStartedMs = Long.MinValue
   @volatile private var last: Option[Observed] = None
+
   /** The last tolerated loss logged, so that each is logged once rather than at every check. */
   private var warnedLoss: Option[String] = None
 
@@ -49,9 +54,10 @@ private[hybrid] final class RetentionGuard(
   def observe(start: => Option[PlannedStart]): Unit = {
     last.foreach { o =>
       if (o.start.known && !o.check.tolerated) o.check.lost.foreach { what =>
-        throw new IllegalStateException(s"HybridSource: source $nextIndex ($nextType) will start ${o.start.describe}, " +
-          s"but $what The query stops now, before the switch, rather than skip those records after it. " +
-          s"(Checked every ${HybridOptions.RetentionCheckIntervalMs.name} = $intervalMs ms.)")
+        throw new IllegalStateException(
+          s"HybridSource: source $nextIndex ($nextType) will start ${o.start.describe}, " +
+            s"but $what The query stops now, before the switch, rather than skip those records after it. " +
+            s"(Checked every ${HybridOptions.RetentionCheckIntervalMs.name} = $intervalMs ms.)")
       }
     }
     val now = clock()
@@ -71,14 +77,18 @@ private[hybrid] final class RetentionGuard(
    * go ahead, as an unreachable system never fails the query. Without it, a loss that happened
    * since the last periodic check (up to an interval ago) would only show after the switch.
    */
-  def confirmBeforeSwitch(start: Option[PlannedStart], timeoutMs: Long = SwitchCheckTimeoutMs): Unit = {
+  def confirmBeforeSwitch(
+      start: Option[PlannedStart],
+      timeoutMs: Long = SwitchCheckTimeoutMs): Unit = {
     start.filter(_.known).foreach { s =>
       val done = executor.submit(new Runnable { override def run(): Unit = check(s) })
-      try done.get(timeoutMs, java.util.concurrent.TimeUnit.MILLISECONDS) catch {
+      try done.get(timeoutMs, java.util.concurrent.TimeUnit.MILLISECONDS)
+      catch {
         case _: java.util.concurrent.TimeoutException =>
           done.cancel(true)
-          log.warn(s"HybridSource: the retention of source $nextIndex ($nextType) could not be checked within " +
-            s"$timeoutMs ms before the switch; switching on the last check's answer.")
+          log.warn(
+            s"HybridSource: the retention of source $nextIndex ($nextType) could not be checked within " +
+              s"$timeoutMs ms before the switch; switching on the last check's answer.")
       }
       lastStartedMs = clock()
     }
@@ -90,21 +100,26 @@ private[hybrid] final class RetentionGuard(
     try {
       val found = watch.check(start.timestampMs, now)
       last = Some(Observed(start, found, now))
-      if (start.known && found.tolerated) found.lost.filterNot(warnedLoss.contains).foreach { what =>
-        warnedLoss = Some(what)
-        log.warn(s"HybridSource: source $nextIndex ($nextType) will start ${start.describe}, but $what It was told to " +
-          "go on past records that are gone (failOnDataLoss=false): the switch goes ahead, without those records.")
-      }
-      found.headroomMs.filter(h => start.known && found.lost.isEmpty && h < warnBelowMs).foreach { h =>
-        log.warn(s"HybridSource: the records source $nextIndex ($nextType) will start at (${start.describe}) can be " +
-          s"deleted by its retention in $h ms (below ${HybridOptions.RetentionWarningMs.name} = $warnBelowMs ms); " +
-          "once they are, the query fails before the switch. Keep them longer (raise the topic's retention.ms) or let " +
-          "the sources before it finish sooner.")
+      if (start.known && found.tolerated)
+        found.lost.filterNot(warnedLoss.contains).foreach { what =>
+          warnedLoss = Some(what)
+          log.warn(
+            s"HybridSource: source $nextIndex ($nextType) will start ${start.describe}, but $what It was told to " +
+              "go on past records that are gone (failOnDataLoss=false): the switch goes ahead, without those records.")
+        }
+      found.headroomMs.filter(h => start.known && found.lost.isEmpty && h < warnBelowMs).foreach {
+        h =>
+          log.warn(
+            s"HybridSource: the records source $nextIndex ($nextType) will start at (${start.describe}) can be " +
+              s"deleted by its retention in $h ms (below ${HybridOptions.RetentionWarningMs.name} = $warnBelowMs ms); " +
+              "once they are, the query fails before the switch. Keep them longer (raise the topic's retention.ms) or let " +
+              "the sources before it finish sooner.")
       }
     } catch {
       case NonFatal(e) =>
-        log.warn(s"HybridSource: could not check the retention of source $nextIndex ($nextType); trying again in " +
-          s"$intervalMs ms: $e")
+        log.warn(
+          s"HybridSource: could not check the retention of source $nextIndex ($nextType); trying again in " +
+            s"$intervalMs ms: $e")
     }
   }
 
@@ -113,20 +128,26 @@ private[hybrid] final class RetentionGuard(
    * nothing ages out), and `retentionRecordsLost` when records a known start needs are gone and
    * the source goes on without them.
    */
-  def metrics: Map[String, String] = last.map { o =>
-    o.check.headroomMs.map(HeadroomMetric -> _.toString).toMap ++
-      o.start.timestampMs.map("retentionStartMs" -> _.toString) + ("retentionCheckedAtMs" -> o.atMs.toString) ++
-      Option.when(o.start.known && o.check.lost.isDefined)(LostMetric -> "true")
-  }.getOrElse(Map.empty)
+  def metrics: Map[String, String] = last
+    .map { o =>
+      o.check.headroomMs.map(HeadroomMetric -> _.toString).toMap ++
+        o.start.timestampMs.map(
+          "retentionStartMs" -> _.toString) + ("retentionCheckedAtMs" -> o.atMs.toString) ++
+        Option.when(o.start.known && o.check.lost.isDefined)(LostMetric -> "true")
+    }
+    .getOrElse(Map.empty)
 
   /** What records a known start needs are gone, when the source goes on without them. */
-  def toleratedLoss: Option[String] = last.filter(o => o.start.known && o.check.tolerated).flatMap(_.check.lost)
+  def toleratedLoss: Option[String] =
+    last.filter(o => o.start.known && o.check.tolerated).flatMap(_.check.lost)
 
   /** Waits briefly for a check in flight: it holds the watch's client. */
   override def close(): Unit = {
     executor.shutdownNow()
-    try executor.awaitTermination(5, java.util.concurrent.TimeUnit.SECONDS) catch { case _: InterruptedException => }
-    try watch.close() catch { case NonFatal(_) => }
+    try executor.awaitTermination(5, java.util.concurrent.TimeUnit.SECONDS)
+    catch { case _: InterruptedException => }
+    try watch.close()
+    catch { case NonFatal(_) => }
   }
 }
 

@@ -5,7 +5,10 @@ import scala.collection.concurrent.TrieMap
 import sluice.api.{EnumeratorEndState, Source}
 
 /** What the next source of a hybrid is built from: the previous source's end state (FLIP-150). */
-final case class SourceSwitchContext(previousSourceIndex: Int, previousEndState: EnumeratorEndState) {
+final case class SourceSwitchContext(
+    previousSourceIndex: Int,
+    previousEndState: EnumeratorEndState) {
+
   /** The largest event time the previous source read, if it knew event times. */
   def previousMaxEventTime: Option[Long] = previousEndState.maxEventTime
 }
@@ -30,7 +33,8 @@ trait OptionsSourceFactory extends SourceFactory {
 }
 
 object SourceFactory {
-  def apply(f: SourceSwitchContext => Source[_, _]): SourceFactory = (context: SourceSwitchContext) => f(context)
+  def apply(f: SourceSwitchContext => Source[_, _]): SourceFactory =
+    (context: SourceSwitchContext) => f(context)
 }
 
 /**
@@ -51,10 +55,12 @@ object SourceFactories {
   def isRegistered(id: String): Boolean = registered.contains(id)
 
   /** What to do about a factory id this driver does not know. */
-  val NotRegisteredFix: String = "factories are not stored in the checkpoint: define the query again in this " +
-    "application (building the HybridSource registers its factories), or use a fixed or declarative next source"
+  val NotRegisteredFix: String =
+    "factories are not stored in the checkpoint: define the query again in this " +
+      "application (building the HybridSource registers its factories), or use a fixed or declarative next source"
 
-  def get(id: String): SourceFactory = registered.getOrElse(id,
+  def get(id: String): SourceFactory = registered.getOrElse(
+    id,
     throw new IllegalStateException(
       s"HybridSource: source factory $id is not registered in this driver; $NotRegisteredFix."))
 }

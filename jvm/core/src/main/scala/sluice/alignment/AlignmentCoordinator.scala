@@ -7,6 +7,7 @@ import scala.collection.mutable
  * group. The group asks a member for its next batch when another member starts a round.
  */
 trait AlignmentMember {
+
   /**
    * This member's next batch, prepared from where it stands now (its next start, its read limit);
    * None when it cannot tell where its next batch starts yet.
@@ -38,10 +39,13 @@ trait PreparedMemberBatch {
 final class AlignmentGroup(val name: String) {
   import AlignmentGroup._
   private val members = mutable.LinkedHashMap[String, AlignmentMember]()
+
   /** Parts of the current round not taken yet, by member. */
   private val pending = mutable.Map[String, Part]()
+
   /** Plans taken in the current round, by member. */
   private val taken = mutable.Map[String, SourcePlan]()
+
   /** The constraining watermarks of each member after its last reported batch. */
   private val watermarks = mutable.Map[String, Seq[Long]]()
 
@@ -58,21 +62,24 @@ final class AlignmentGroup(val name: String) {
 
   def isEmpty: Boolean = synchronized(members.isEmpty)
 
-  def hasOtherMembers(memberId: String): Boolean = synchronized(members.keys.exists(_ != memberId))
+  def hasOtherMembers(memberId: String): Boolean = synchronized(
+    members.keys.exists(_ != memberId))
 
   /**
    * The part of the current round planned for `memberId`, if one is left and `accept` (which
    * checks that it was planned from where the member now starts) takes it.
    */
-  def takePart(memberId: String)(accept: PreparedMemberBatch => Boolean): Option[Part] = synchronized {
-    val part = pending.remove(memberId).filter(p => accept(p.prepared))
-    part.foreach(p => taken(memberId) = p.plan)
-    part
-  }
+  def takePart(memberId: String)(accept: PreparedMemberBatch => Boolean): Option[Part] =
+    synchronized {
+      val part = pending.remove(memberId).filter(p => accept(p.prepared))
+      part.foreach(p => taken(memberId) = p.plan)
+      part
+    }
 
   /** Plans the caller's batch: a new round, or late in the current one. */
   def planRound(caller: String, prepared: PreparedMemberBatch): SourcePlan = synchronized {
-    val open = taken.nonEmpty && !taken.contains(caller) && members.keys.exists(id => !taken.contains(id))
+    val open =
+      taken.nonEmpty && !taken.contains(caller) && members.keys.exists(id => !taken.contains(id))
     val plan = if (open) planLate(caller, prepared) else openRound(caller, prepared)
     taken(caller) = plan
     plan
@@ -115,6 +122,7 @@ final class AlignmentGroup(val name: String) {
 }
 
 object AlignmentGroup {
+
   /** A member's part of a round: what it was planned from, and its plan. */
   final case class Part(prepared: PreparedMemberBatch, plan: SourcePlan)
 
@@ -126,16 +134,22 @@ object AlignmentGroup {
    * then each against the smallest of those and of the other members' frontiers in the previous
    * pass, until no plan changes (or `MaxPasses`).
    */
-  def planTogether(batches: Seq[(String, PreparedMemberBatch)], fixed: Seq[Long]): Map[String, SourcePlan] = {
+  def planTogether(
+      batches: Seq[(String, PreparedMemberBatch)],
+      fixed: Seq[Long]): Map[String, SourcePlan] = {
     val fixedMin = fixed.minOption
     var plans = batches.map { case (id, b) => id -> b.plan(fixedMin) }.toMap
     var pass = 1
     var moved = batches.size > 1
     while (moved && pass < MaxPasses) {
       val next = batches.map { case (id, b) =>
-        id -> b.plan((fixedMin ++ plans.collect { case (other, p) if other != id => p.frontier }.flatten).minOption)
+        id -> b.plan((fixedMin ++ plans.collect {
+          case (other, p) if other != id => p.frontier
+        }.flatten).minOption)
       }.toMap
-      moved = next.exists { case (id, p) => p.frontier != plans(id).frontier || p.ends != plans(id).ends }
+      moved = next.exists { case (id, p) =>
+        p.frontier != plans(id).frontier || p.ends != plans(id).ends
+      }
       plans = next
       pass += 1
     }
@@ -150,7 +164,11 @@ object AlignmentGroup {
 object AlignmentCoordinator {
   private val groups = mutable.Map[(String, String), AlignmentGroup]()
 
-  def join(queryKey: String, group: String, memberId: String, member: AlignmentMember): AlignmentGroup = synchronized {
+  def join(
+      queryKey: String,
+      group: String,
+      memberId: String,
+      member: AlignmentMember): AlignmentGroup = synchronized {
     val g = groups.getOrElseUpdate((queryKey, group), new AlignmentGroup(group))
     g.join(memberId, member)
     g

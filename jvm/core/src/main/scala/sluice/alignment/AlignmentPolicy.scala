@@ -13,7 +13,8 @@ object AlignmentPolicy {
   /** `min(watermarks) + maxDrift` over the watermarks that constrain, saturating; `None` for none. */
   def limit(constrainingWatermarks: Iterable[Long], maxDriftMs: Long): Option[Long] = {
     require(maxDriftMs >= 0, s"maxDrift must be >= 0, not $maxDriftMs")
-    constrainingWatermarks.minOption.map(min => if (min > Long.MaxValue - maxDriftMs) Long.MaxValue else min + maxDriftMs)
+    constrainingWatermarks.minOption.map(min =>
+      if (min > Long.MaxValue - maxDriftMs) Long.MaxValue else min + maxDriftMs)
   }
 
   /** Whether a split with this watermark must be paused under `limit`: strictly above it, and not finished. */

@@ -27,8 +27,10 @@ final case class SplitToPlan(
     positionsPerRecord: Double = 1.0,
     firstEventTime: Option[Long] = None) {
   def readable: Long = math.max(0L, end - from)
+
   /** Where the split is in event time now: its largest event time read, else where it starts. */
   def position: Option[Long] = maxEventTime.orElse(firstEventTime)
+
   /** Where the split would be in event time after reading all it can. */
   def reach: Option[Long] = (maxEventTime ++ latestEventTime).maxOption
 }
@@ -36,14 +38,17 @@ final case class SplitToPlan(
 /** The connector's event-time index over the ranges being planned (see `SupportsEventTimeIndex`). */
 trait TimeIndex {
   def positionsBefore(eventTimeMs: Long): Map[String, Long]
+
   /**
    * False when the index knows event times per block of records only (a Parquet row group's
    * statistics): the planner then cuts with `positionsThrough`, so a block that straddles the
    * horizon is read whole and no split stops inside a block at an event time nobody knows.
    */
   def exact: Boolean = true
+
   /** For an inexact index: the end of the last block that may hold a record below the time. */
   def positionsThrough(eventTimeMs: Long): Map[String, Long] = positionsBefore(eventTimeMs)
+
   /**
    * Event times this index has already answered for the ranges being planned, so asking again
    * is free: a group's round plans a member against several frontiers, and each search starts
@@ -55,10 +60,13 @@ trait TimeIndex {
 /** How a source takes part in alignment. */
 sealed trait AlignmentMode
 object AlignmentMode {
+
   /** Every split aligns; ranges are cut exactly at the limit through the connector's time index. */
   case object SplitsByIndex extends AlignmentMode
+
   /** Every split aligns; without an index a split runs until a batch boundary shows it ahead. */
   case object SplitsByWatermark extends AlignmentMode
+
   /** The reader cannot pause splits and unaligned splits are allowed: the source aligns as a whole. */
   case object WholeSource extends AlignmentMode
 }
@@ -105,6 +113,7 @@ object HorizonPlanner {
 
   /** At most this many index look-ups per batch when a read limit lowers the horizon. */
   val MaxSearchSteps = 48
+
   /**
    * A horizon the read limit lowered is good enough once the batch reads this close to the limit
    * (a fraction of it): each further look-up costs a request and would add a few records at most.
@@ -126,37 +135,78 @@ object HorizonPlanner {
     def current(s: SplitToPlan) = s.position.map(watermarkOf)
     mode match {
       case AlignmentMode.SplitsByIndex =>
-        val idx = index.getOrElse(throw new IllegalArgumentException("planning by index needs a time index"))
+        val idx = index.getOrElse(
+          throw new IllegalArgumentException("planning by index needs a time index"))
         val ownMin = constraining.flatMap(_.reach).map(watermarkOf).minOption
         val limit = AlignmentPolicy.limit(ownMin ++ othersFrontier, maxDriftMs)
         val driftHorizon = limit.map(l => saturatingAdd(l, saturatingAdd(maxOutOfOrdernessMs, 1)))
-        val cutIndex = if (idx.exact) idx
-          else throughBlocks(idx, splits.filter(s => AlignmentPolicy.isAhead(current(s), s.finished, limit)))
-        val Cut(cut, horizon, msPerRecord) = cutByIndex(splits, driftHorizon, budgetRecords, cutIndex, msPerRecordHint)
-        val withinLimit = splits.filter(s => !s.finished && s.readable > 0 && !AlignmentPolicy.isAhead(current(s), s.finished, limit))
-        val ends = if (splits.exists(s => cut(s.splitId) > s.from)) cut
-          else withinBudget(unstall(withinLimit, cut, cutIndex, nextEventTimes), splits, budgetRecords)
+        val cutIndex =
+          if (idx.exact) idx
+          else
+            throughBlocks(
+              idx,
+              splits.filter(s => AlignmentPolicy.isAhead(current(s), s.finished, limit)))
+        val Cut(cut, horizon, msPerRecord) =
+          cutByIndex(splits, driftHorizon, budgetRecords, cutIndex, msPerRecordHint)
+        val withinLimit = splits.filter(s =>
+          !s.finished && s.readable > 0 && !AlignmentPolicy.isAhead(
+            current(s),
+            s.finished,
+            limit))
+        val ends =
+          if (splits.exists(s => cut(s.splitId) > s.from)) cut
+          else
+            withinBudget(
+              unstall(withinLimit, cut, cutIndex, nextEventTimes),
+              splits,
+              budgetRecords)
         // paused: ahead of the event time this batch reads up to; a split whose next record merely
         // lies past a horizon the read limit lowered is waiting its turn, not paused
         val paused = heldBack(splits, ends).filter { id =>
           val s = splits.find(_.splitId == id).get
           // a split not read yet and not looked up starts at or after the horizon: count it paused
-          horizon.forall(h => s.position.forall(_ >= h)) || AlignmentPolicy.isAhead(current(s), s.finished, limit)
+          horizon.forall(h => s.position.forall(_ >= h)) || AlignmentPolicy.isAhead(
+            current(s),
+            s.finished,
+            limit)
         }
-        SourcePlan(ends, limit, horizon, paused, frontier(constraining, ends, horizon, watermarkOf, idx.exact), msPerRecord)
+        SourcePlan(
+          ends,
+          limit,
+          horizon,
+          paused,
+          frontier(constraining, ends, horizon, watermarkOf, idx.exact),
+          msPerRecord)
 
       case AlignmentMode.SplitsByWatermark =>
-        val limit = AlignmentPolicy.limit(constraining.flatMap(current) ++ othersFrontier, maxDriftMs)
-        val ahead = splits.filter(s => AlignmentPolicy.isAhead(current(s), s.finished, limit)).map(_.splitId).toSet
+        val limit =
+          AlignmentPolicy.limit(constraining.flatMap(current) ++ othersFrontier, maxDriftMs)
+        val ahead = splits
+          .filter(s => AlignmentPolicy.isAhead(current(s), s.finished, limit))
+          .map(_.splitId)
+          .toSet
         val ends = shareBudget(splits, ahead, budgetRecords)
-        SourcePlan(ends, limit, None, heldBack(splits, ends), frontier(constraining, ends, None, watermarkOf))
+        SourcePlan(
+          ends,
+          limit,
+          None,
+          heldBack(splits, ends),
+          frontier(constraining, ends, None, watermarkOf))
 
       case AlignmentMode.WholeSource =>
         val limit = AlignmentPolicy.limit(othersFrontier, maxDriftMs)
         val sourceWatermark = constraining.flatMap(current).minOption
-        val ahead = if (AlignmentPolicy.isAhead(sourceWatermark, finished = false, limit)) splits.map(_.splitId).toSet else Set.empty[String]
+        val ahead =
+          if (AlignmentPolicy.isAhead(sourceWatermark, finished = false, limit))
+            splits.map(_.splitId).toSet
+          else Set.empty[String]
         val ends = shareBudget(splits, ahead, budgetRecords)
-        SourcePlan(ends, limit, None, heldBack(splits, ends), frontier(constraining, ends, None, watermarkOf))
+        SourcePlan(
+          ends,
+          limit,
+          None,
+          heldBack(splits, ends),
+          frontier(constraining, ends, None, watermarkOf))
     }
   }
 
@@ -167,10 +217,12 @@ object HorizonPlanner {
    * A split already above the limit stays where it is: once partly read, its block's smallest
    * event time no longer says where it stands.
    */
-  private def throughBlocks(index: TimeIndex, ahead: Seq[SplitToPlan]): TimeIndex = new TimeIndex {
-    override def positionsBefore(t: Long): Map[String, Long] = index.positionsThrough(t) ++ ahead.map(s => s.splitId -> s.from)
-    override def answered: Iterable[Long] = index.answered
-  }
+  private def throughBlocks(index: TimeIndex, ahead: Seq[SplitToPlan]): TimeIndex =
+    new TimeIndex {
+      override def positionsBefore(t: Long): Map[String, Long] =
+        index.positionsThrough(t) ++ ahead.map(s => s.splitId -> s.from)
+      override def answered: Iterable[Long] = index.answered
+    }
 
   /** Lets splits within the limit read up to their next record's event time (at least one position). */
   private def unstall(
@@ -182,17 +234,26 @@ object HorizonPlanner {
     val next = nextEventTimes(candidates.map(_.splitId))
     val upTo = next.values.toSeq.distinct.flatMap { t =>
       val found = index.positionsBefore(saturatingAdd(t, 1))
-      candidates.filter(s => next.get(s.splitId).contains(t)).map(s => s.splitId -> found.getOrElse(s.splitId, s.from))
+      candidates
+        .filter(s => next.get(s.splitId).contains(t))
+        .map(s => s.splitId -> found.getOrElse(s.splitId, s.from))
     }.toMap
-    ends ++ candidates.map(s => s.splitId -> math.min(s.end, math.max(s.from + 1, upTo.getOrElse(s.splitId, s.from))))
+    ends ++ candidates.map(s =>
+      s.splitId -> math.min(s.end, math.max(s.from + 1, upTo.getOrElse(s.splitId, s.from))))
   }
 
   /** `ends` shared by the read limit when they exceed it. */
-  private def withinBudget(ends: Map[String, Long], splits: Seq[SplitToPlan], budget: Option[Long]): Map[String, Long] =
+  private def withinBudget(
+      ends: Map[String, Long],
+      splits: Seq[SplitToPlan],
+      budget: Option[Long]): Map[String, Long] =
     budget match {
       case Some(b) =>
         val wanted = splits.map(s => s.splitId -> (ends(s.splitId) - s.from))
-        val shares = AdmissionPlanner.shareRecords(wanted, b, id => splits.find(_.splitId == id).get.positionsPerRecord)
+        val shares = AdmissionPlanner.shareRecords(
+          wanted,
+          b,
+          id => splits.find(_.splitId == id).get.positionsPerRecord)
         splits.map(s => s.splitId -> (s.from + shares.getOrElse(s.splitId, 0L))).toMap
       case None => ends
     }
@@ -200,7 +261,10 @@ object HorizonPlanner {
   private def saturatingAdd(a: Long, b: Long): Long =
     if (b > 0 && a > Long.MaxValue - b) Long.MaxValue else a + b
 
-  private final case class Cut(ends: Map[String, Long], horizon: Option[Long], msPerRecord: Option[Double])
+  private final case class Cut(
+      ends: Map[String, Long],
+      horizon: Option[Long],
+      msPerRecord: Option[Double])
 
   /**
    * Cuts every range at `horizon` (all of it when None), lowered until the ranges fit the budget.
@@ -223,26 +287,31 @@ object HorizonPlanner {
     val everything = untouched ++ readable.map(s => s.splitId -> s.end)
     // below this time nothing of any range is known to lie past it: every range is read whole
     val wholeFrom: Option[Long] =
-      if (readable.forall(_.latestEventTime.isDefined)) Some(saturatingAdd(readable.flatMap(_.latestEventTime).max, 1))
+      if (readable.forall(_.latestEventTime.isDefined))
+        Some(saturatingAdd(readable.flatMap(_.latestEventTime).max, 1))
       else None
     def endsBefore(t: Option[Long]): Map[String, Long] = t match {
       case None => everything
       case Some(ts) if wholeFrom.exists(_ <= ts) => everything
       case Some(ts) =>
         val found = index.positionsBefore(ts)
-        untouched ++ readable.map(s => s.splitId -> math.min(s.end, math.max(s.from, found.getOrElse(s.splitId, s.from))))
+        untouched ++ readable.map(s =>
+          s.splitId -> math.min(s.end, math.max(s.from, found.getOrElse(s.splitId, s.from))))
     }
     def records(ends: Map[String, Long]): Long =
       readable.map(s => math.ceil((ends(s.splitId) - s.from) / s.positionsPerRecord).toLong).sum
     def share(bound: Map[String, Long], b: Long): Map[String, Long] = {
-      val shares = AdmissionPlanner.shareRecords(readable.map(s => s.splitId -> (bound(s.splitId) - s.from)), b,
+      val shares = AdmissionPlanner.shareRecords(
+        readable.map(s => s.splitId -> (bound(s.splitId) - s.from)),
+        b,
         id => readable.find(_.splitId == id).get.positionsPerRecord)
       untouched ++ shares.map { case (id, k) => id -> (untouched(id) + k) }
     }
     budget match {
       case Some(b) if records(everything) > b =>
         // count(t) grows with t; find a large t with count(t) <= b at or below the horizon.
-        val cap = horizon.getOrElse(readable.flatMap(_.reach).maxOption.map(saturatingAdd(_, 1)).getOrElse(Long.MaxValue))
+        val cap = horizon.getOrElse(
+          readable.flatMap(_.reach).maxOption.map(saturatingAdd(_, 1)).getOrElse(Long.MaxValue))
         val counts = mutable.TreeMap[Long, Long]()
         def count(t: Long): Long = counts.getOrElseUpdate(t, records(endsBefore(Some(t))))
         (index.answered ++ wholeFrom).filter(_ <= cap).foreach(count)
@@ -250,18 +319,24 @@ object HorizonPlanner {
         val enough = b - (b * SearchTolerance).toLong // exact for small limits
         def cutAt(t: Long): Cut = {
           val n = counts(t)
-          Cut(endsBefore(Some(t)), Some(t), lowest.filter(l => t > l && n > 0).map(l => (t - l).toDouble / n))
+          Cut(
+            endsBefore(Some(t)),
+            Some(t),
+            lowest.filter(l => t > l && n > 0).map(l => (t - l).toDouble / n))
         }
         // the horizon itself, when known to fit
-        if (horizon.exists(h => counts.get(h).exists(_ <= b))) return Cut(endsBefore(horizon), horizon, None)
+        if (horizon.exists(h => counts.get(h).exists(_ <= b)))
+          return Cut(endsBefore(horizon), horizon, None)
         // a time already answered that reads within the tolerance of the limit
-        counts.filter { case (_, n) => n >= enough && n <= b }.lastOption.foreach { case (t, _) => return cutAt(t) }
+        counts.filter { case (_, n) => n >= enough && n <= b }.lastOption.foreach { case (t, _) =>
+          return cutAt(t)
+        }
         // the horizon fits unless a time at or below it is known to exceed the read limit
         if (!counts.exists(_._2 > b) && count(cap) <= b) {
           return if (horizon.isDefined) Cut(endsBefore(horizon), horizon, None)
-            // no horizon, and records lie past every event time known: all that is known, else a share
-            else if (count(cap) > 0) Cut(endsBefore(Some(cap)), Some(cap), None)
-            else Cut(share(everything, b), None, None)
+          // no horizon, and records lie past every event time known: all that is known, else a share
+          else if (count(cap) > 0) Cut(endsBefore(Some(cap)), Some(cap), None)
+          else Cut(share(everything, b), None, None)
         }
         def over = counts.find(_._2 > b).get
         def under(below: Long) = counts.rangeUntil(below).filter(_._2 <= b).lastOption
@@ -271,7 +346,9 @@ object HorizonPlanner {
         // the last batch's span per record guesses where the read limit falls now
         if (under(over._1).forall(_._2 < enough)) msPerRecordHint.filter(_ > 0).foreach { rate =>
           val guess = saturatingAdd(base, (aim * rate).toLong)
-          if (guess > under(over._1).fold(base)(_._1) && guess < over._1) { count(guess); steps += 1 }
+          if (guess > under(over._1).fold(base)(_._1) && guess < over._1) {
+            count(guess); steps += 1
+          }
         }
         var (hi, countHi) = over
         var (lo, countLo) = under(hi).getOrElse { count(base); steps += 1; base -> counts(base) }
@@ -298,7 +375,8 @@ object HorizonPlanner {
               math.min(hi - 1, math.max(lo + 1, guess))
             }
           val c = count(mid)
-          if (c <= b) { lo = mid; countLo = c } else { hi = mid; countHi = c }
+          if (c <= b) { lo = mid; countLo = c }
+          else { hi = mid; countHi = c }
           bisect = !bisect && hi - lo > width / 2
           steps += 1
         }
@@ -316,18 +394,25 @@ object HorizonPlanner {
   }
 
   /** All that can be read, except the splits held back, shared by the budget. */
-  private def shareBudget(splits: Seq[SplitToPlan], held: Set[String], budget: Option[Long]): Map[String, Long] = {
+  private def shareBudget(
+      splits: Seq[SplitToPlan],
+      held: Set[String],
+      budget: Option[Long]): Map[String, Long] = {
     val candidates = splits.filter(s => !s.finished && !held.contains(s.splitId))
     val ppr = splits.map(s => s.splitId -> s.positionsPerRecord).toMap
     val shares = budget match {
-      case Some(b) => AdmissionPlanner.shareRecords(candidates.map(s => s.splitId -> s.readable), b, ppr)
+      case Some(b) =>
+        AdmissionPlanner.shareRecords(candidates.map(s => s.splitId -> s.readable), b, ppr)
       case None => candidates.map(s => s.splitId -> s.readable).toMap
     }
     splits.map(s => s.splitId -> (s.from + shares.getOrElse(s.splitId, 0L))).toMap
   }
 
   private def heldBack(splits: Seq[SplitToPlan], ends: Map[String, Long]): Set[String] =
-    splits.filter(s => !s.finished && s.readable > 0 && ends(s.splitId) <= s.from).map(_.splitId).toSet
+    splits
+      .filter(s => !s.finished && s.readable > 0 && ends(s.splitId) <= s.from)
+      .map(_.splitId)
+      .toSet
 
   /**
    * The smallest watermark among constraining splits once the batch is read: a split read to its
@@ -346,12 +431,15 @@ object HorizonPlanner {
       horizon: Option[Long],
       watermarkOf: Long => Long,
       exactIndex: Boolean = true): Option[Long] =
-    constraining.flatMap { s =>
-      val end = ends(s.splitId)
-      // reach unknown (no index): where the split starts is a lower bound of where it will be
-      if (s.readable > 0 && end >= s.end) s.reach.orElse(s.position)
-      else if (end > s.from && !exactIndex) s.position
-      else if (end > s.from) (s.reach.toSeq ++ horizon.map(_ - 1)).minOption.orElse(s.position)
-      else s.position
-    }.map(watermarkOf).minOption
+    constraining
+      .flatMap { s =>
+        val end = ends(s.splitId)
+        // reach unknown (no index): where the split starts is a lower bound of where it will be
+        if (s.readable > 0 && end >= s.end) s.reach.orElse(s.position)
+        else if (end > s.from && !exactIndex) s.position
+        else if (end > s.from) (s.reach.toSeq ++ horizon.map(_ - 1)).minOption.orElse(s.position)
+        else s.position
+      }
+      .map(watermarkOf)
+      .minOption
 }

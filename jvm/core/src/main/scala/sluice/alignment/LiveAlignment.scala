@@ -15,6 +15,7 @@ final case class LiveSplitState(
     paused: Boolean,
     finished: Boolean,
     lastActiveMs: Option[Long] = None) {
+
   /** FLIP-180/217: only active splits with a watermark hold the group back. */
   def constrains: Boolean = watermark.isDefined && !idle && !finished
 }
@@ -44,8 +45,10 @@ final case class LiveDecision(maxAllowedWatermark: Option[Long])
  */
 final class LiveAlignment(clock: () => Long = () => System.currentTimeMillis()) {
   private final class Entry(val state: LiveSplitState, val atMs: Long, val reports: Int)
+
   /** (query, group) -> (member, split) -> latest state. */
   private val groups = mutable.Map[(String, String), mutable.Map[(String, String), Entry]]()
+
   /**
    * Largest watermark spread per group between splits that read (constraining, not paused), each
    * counted from its second report on (after the first answer it could act on).
@@ -61,39 +64,57 @@ final class LiveAlignment(clock: () => Long = () => System.currentTimeMillis()) 
    */
   def seed(r: LiveReport, expiryMs: Long): LiveDecision = update(r, expiryMs, fromReader = false)
 
-  private def update(r: LiveReport, expiryMs: Long, fromReader: Boolean): LiveDecision = synchronized {
-    val now = clock()
-    val key = (r.queryKey, r.group)
-    val splits = groups.getOrElseUpdate(key, mutable.Map.empty)
-    r.splits.foreach { s =>
-      val previous = splits.get((r.memberId, s.splitId))
-      val state =
-        if (fromReader) s
-        // the driver knows where a split stands, its last reader knew whether it is idle
-        else previous.map(p => s.copy(idle = p.state.idle, lastActiveMs = p.state.lastActiveMs)).getOrElse(s)
-      splits((r.memberId, s.splitId)) = new Entry(state, now, if (fromReader) previous.map(_.reports).getOrElse(0) + 1 else 0)
+  private def update(r: LiveReport, expiryMs: Long, fromReader: Boolean): LiveDecision =
+    synchronized {
+      val now = clock()
+      val key = (r.queryKey, r.group)
+      val splits = groups.getOrElseUpdate(key, mutable.Map.empty)
+      r.splits.foreach { s =>
+        val previous = splits.get((r.memberId, s.splitId))
+        val state =
+          if (fromReader) s
+          // the driver knows where a split stands, its last reader knew whether it is idle
+          else
+            previous
+              .map(p => s.copy(idle = p.state.idle, lastActiveMs = p.state.lastActiveMs))
+              .getOrElse(s)
+        splits((r.memberId, s.splitId)) =
+          new Entry(state, now, if (fromReader) previous.map(_.reports).getOrElse(0) + 1 else 0)
+      }
+      splits.filterInPlace { case (_, e) => now - e.atMs <= expiryMs }
+      // the spread between splits that read, once each had an answer to act on
+      val reading = splits.values
+        .filter(e => e.reports > 1 && e.state.constrains && !e.state.paused)
+        .flatMap(_.state.watermark)
+      if (reading.nonEmpty)
+        spreads(key) = math.max(spreads.getOrElse(key, 0L), reading.max - reading.min)
+      LiveDecision(LiveAlignment.limitOf(splits.values.map(_.state), r.maxDriftMs))
     }
-    splits.filterInPlace { case (_, e) => now - e.atMs <= expiryMs }
-    // the spread between splits that read, once each had an answer to act on
-    val reading = splits.values.filter(e => e.reports > 1 && e.state.constrains && !e.state.paused).flatMap(_.state.watermark)
-    if (reading.nonEmpty) spreads(key) = math.max(spreads.getOrElse(key, 0L), reading.max - reading.min)
-    LiveDecision(LiveAlignment.limitOf(splits.values.map(_.state), r.maxDriftMs))
-  }
 
   /** When each split of a member last read a record, as its readers reported: for the next tasks' idleness clocks. */
-  def lastActive(queryKey: String, group: String, memberId: String): Map[String, Long] = synchronized {
-    groups.get((queryKey, group)).toSeq.flatMap(_.toSeq.collect {
-      case ((m, id), e) if m == memberId && e.state.lastActiveMs.isDefined => id -> e.state.lastActiveMs.get
-    }).toMap
-  }
+  def lastActive(queryKey: String, group: String, memberId: String): Map[String, Long] =
+    synchronized {
+      groups
+        .get((queryKey, group))
+        .toSeq
+        .flatMap(_.toSeq.collect {
+          case ((m, id), e) if m == memberId && e.state.lastActiveMs.isDefined =>
+            id -> e.state.lastActiveMs.get
+        })
+        .toMap
+    }
 
   /** The states a group holds now, for metrics and tests. */
   def states(queryKey: String, group: String): Seq[(String, LiveSplitState)] = synchronized {
-    groups.get((queryKey, group)).toSeq.flatMap(_.toSeq.map { case ((member, _), e) => member -> e.state })
+    groups
+      .get((queryKey, group))
+      .toSeq
+      .flatMap(_.toSeq.map { case ((member, _), e) => member -> e.state })
   }
 
   /** The largest spread between the watermarks of splits that read the group has shown. */
-  def maxObservedSpread(queryKey: String, group: String): Option[Long] = synchronized(spreads.get((queryKey, group)))
+  def maxObservedSpread(queryKey: String, group: String): Option[Long] = synchronized(
+    spreads.get((queryKey, group)))
 
   /** A query's group ends with the query. */
   def forget(queryKey: String, group: String): Unit = synchronized {
@@ -103,6 +124,7 @@ final class LiveAlignment(clock: () => Long = () => System.currentTimeMillis()) 
 }
 
 object LiveAlignment {
+
   /** FLIP-217's `min(watermark) + maxDrift` over the splits that constrain; None when none does. */
   def limitOf(states: Iterable[LiveSplitState], maxDriftMs: Long): Option[Long] =
     AlignmentPolicy.limit(states.filter(_.constrains).flatMap(_.watermark), maxDriftMs)
@@ -122,10 +144,12 @@ final class LiveSplitGate(idleTimeoutMs: Option[Long], clock: () => Long) {
     splits.getOrElseUpdate(splitId, new Split(lastActiveMs.getOrElse(clock()), paused = false))
 
   /** When the split last read a record; now while it is paused, whose time paused does not count. */
-  def lastActive(splitId: String): Option[Long] = splits.get(splitId).map(s => if (s.paused) clock() else s.lastActiveMs)
+  def lastActive(splitId: String): Option[Long] =
+    splits.get(splitId).map(s => if (s.paused) clock() else s.lastActiveMs)
 
   /** A record of the split was read: it is active again. */
-  def recordRead(splitId: String, nowMs: Long): Unit = splits.get(splitId).foreach(_.lastActiveMs = nowMs)
+  def recordRead(splitId: String, nowMs: Long): Unit =
+    splits.get(splitId).foreach(_.lastActiveMs = nowMs)
 
   def isPaused(splitId: String): Boolean = splits.get(splitId).exists(_.paused)
 

@@ -24,6 +24,7 @@ final class SourceEventTime(
   val alignment: Option[AlignmentSettings] = settings.alignment
   private var lastPlan: Option[SourcePlan] = None
   private var lastMode: Option[AlignmentMode] = None
+
   /**
    * The event time one record spanned when the read limit last cut this source: the next search's
    * first guess. Written by plans a group's round makes on another member's thread; only a hint.
@@ -31,8 +32,10 @@ final class SourceEventTime(
   @volatile private var msPerRecord: Option[Double] = None
   private var idle = Set.empty[String]
   private var finished = Set.empty[String]
+
   /** Event times of the record at (split, position), asked of the connector once each. */
   private val startTimes = mutable.Map[(String, Long), Option[Long]]()
+
   /** Latest event times up to (split, end): unchanged while the split does not grow. */
   private val latestTimes = mutable.Map[(String, Long), Option[Long]]()
 
@@ -54,18 +57,27 @@ final class SourceEventTime(
       enumerator: SplitEnumerator[SourceSplit, Any],
       withOthers: Boolean): Option[AlignedBatch] = {
     finished = splits.map(_.splitId).filter(isFinished).toSet
-    idle = splits.filter { s =>
-      val id = s.splitId
-      watermarks.observe(id, progress(id).records, readableEnd(id) - from(id), finished.contains(id))
-    }.map(_.splitId).toSet
+    idle = splits
+      .filter { s =>
+        val id = s.splitId
+        watermarks.observe(
+          id,
+          progress(id).records,
+          readableEnd(id) - from(id),
+          finished.contains(id))
+      }
+      .map(_.splitId)
+      .toSet
     alignment.map { a =>
       val index = enumerator match {
         case i: SupportsEventTimeIndex[SourceSplit @unchecked] if i.hasEventTimeIndex => Some(i)
         case _ => None
       }
-      val ranges = splits.filterNot(s => finished.contains(s.splitId))
+      val ranges = splits
+        .filterNot(s => finished.contains(s.splitId))
         .map(s => SplitRange(s, from(s.splitId), readableEnd(s.splitId)))
-      val latest = index.map(latestEventTimes(_, ranges.filterNot(_.isEmpty))).getOrElse(Map.empty)
+      val latest =
+        index.map(latestEventTimes(_, ranges.filterNot(_.isEmpty))).getOrElse(Map.empty)
       val mode =
         if (!splitsCanPause(ranges.map(_.split), a)) AlignmentMode.WholeSource
         else if (index.isDefined) AlignmentMode.SplitsByIndex
@@ -73,34 +85,63 @@ final class SourceEventTime(
       // Where unread splits start matters without an index, and to the other members; a single
       // source cut by an exact index needs no look-up (a split starting later gets nothing).
       val placeUnread = mode != AlignmentMode.SplitsByIndex || withOthers
-      val firsts = if (!placeUnread) Map.empty[String, Long]
-        else firstEventTimes(enumerator, ranges.filter(r => !r.isEmpty && progress(r.split.splitId).maxEventTime.isEmpty))
+      val firsts =
+        if (!placeUnread) Map.empty[String, Long]
+        else
+          firstEventTimes(
+            enumerator,
+            ranges.filter(r => !r.isEmpty && progress(r.split.splitId).maxEventTime.isEmpty))
       val toPlan = splits.map { s =>
         val id = s.splitId
-        SplitToPlan(id, from(id), readableEnd(id), progress(id).maxEventTime, latest.get(id),
-          idle.contains(id), finished.contains(id), positionsPerRecord.getOrElse(id, 1.0), firsts.get(id))
+        SplitToPlan(
+          id,
+          from(id),
+          readableEnd(id),
+          progress(id).maxEventTime,
+          latest.get(id),
+          idle.contains(id),
+          finished.contains(id),
+          positionsPerRecord.getOrElse(id, 1.0),
+          firsts.get(id))
       }
-      val timeIndex = index.map(i => new TimeIndex {
-        // a group's round may plan this batch against several frontiers: each time asked once
-        private val answers = mutable.Map[Long, Map[String, Long]]()
-        private val throughAnswers = mutable.Map[Long, Map[String, Long]]()
-        override val exact: Boolean = i.exactEventTimeIndex
-        override def positionsBefore(t: Long): Map[String, Long] =
-          answers.getOrElseUpdate(t, i.positionsBefore(ranges.filterNot(_.isEmpty), t))
-        override def positionsThrough(t: Long): Map[String, Long] =
-          if (exact) positionsBefore(t)
-          else throughAnswers.getOrElseUpdate(t, i.positionsThrough(ranges.filterNot(_.isEmpty), t))
-        override def answered: Iterable[Long] = if (exact) answers.keys else throughAnswers.keys
-      })
+      val timeIndex = index.map(i =>
+        new TimeIndex {
+          // a group's round may plan this batch against several frontiers: each time asked once
+          private val answers = mutable.Map[Long, Map[String, Long]]()
+          private val throughAnswers = mutable.Map[Long, Map[String, Long]]()
+          override val exact: Boolean = i.exactEventTimeIndex
+          override def positionsBefore(t: Long): Map[String, Long] =
+            answers.getOrElseUpdate(t, i.positionsBefore(ranges.filterNot(_.isEmpty), t))
+          override def positionsThrough(t: Long): Map[String, Long] =
+            if (exact) positionsBefore(t)
+            else
+              throughAnswers.getOrElseUpdate(
+                t,
+                i.positionsThrough(ranges.filterNot(_.isEmpty), t))
+          override def answered: Iterable[Long] = if (exact) answers.keys else throughAnswers.keys
+        })
       def nextEventTimes(ids: Seq[String]) =
-        firstEventTimes(enumerator, ranges.filter(r => ids.contains(r.split.splitId) && !r.isEmpty))
-      new AlignedBatch(mode, { othersFrontier =>
-        val plan = HorizonPlanner.plan(toPlan, settings.watermarkFor, settings.maxOutOfOrdernessMs, a.maxDriftMs,
-          othersFrontier, budgetRecords, timeIndex, mode, nextEventTimes, msPerRecord)
-        // what a search learnt about the density holds whichever frontier the round settles on
-        plan.msPerRecord.foreach(rate => msPerRecord = Some(rate))
-        plan
-      })
+        firstEventTimes(
+          enumerator,
+          ranges.filter(r => ids.contains(r.split.splitId) && !r.isEmpty))
+      new AlignedBatch(
+        mode,
+        { othersFrontier =>
+          val plan = HorizonPlanner.plan(
+            toPlan,
+            settings.watermarkFor,
+            settings.maxOutOfOrdernessMs,
+            a.maxDriftMs,
+            othersFrontier,
+            budgetRecords,
+            timeIndex,
+            mode,
+            nextEventTimes,
+            msPerRecord)
+          // what a search learnt about the density holds whichever frontier the round settles on
+          plan.msPerRecord.foreach(rate => msPerRecord = Some(rate))
+          plan
+        })
     }
   }
 
@@ -114,7 +155,9 @@ final class SourceEventTime(
   }
 
   /** The connector's latest event time of each range, asked again only for a split that grew. */
-  private def latestEventTimes(index: SupportsEventTimeIndex[SourceSplit], ranges: Seq[SplitRange[SourceSplit]]): Map[String, Long] = {
+  private def latestEventTimes(
+      index: SupportsEventTimeIndex[SourceSplit],
+      ranges: Seq[SplitRange[SourceSplit]]): Map[String, Long] = {
     val unknown = ranges.filterNot(r => latestTimes.contains((r.split.splitId, r.until)))
     if (unknown.nonEmpty) {
       val found = index.latestEventTimes(unknown)
@@ -129,7 +172,9 @@ final class SourceEventTime(
    * what a held-back split would read next — asked of the connector once per split and position
    * (a split held back for many batches is not looked up again).
    */
-  private def firstEventTimes(enumerator: SplitEnumerator[SourceSplit, Any], ranges: Seq[SplitRange[SourceSplit]]): Map[String, Long] =
+  private def firstEventTimes(
+      enumerator: SplitEnumerator[SourceSplit, Any],
+      ranges: Seq[SplitRange[SourceSplit]]): Map[String, Long] =
     enumerator match {
       case e: SupportsStartEventTime[SourceSplit @unchecked] =>
         val unknown = ranges.filterNot(r => startTimes.contains((r.split.splitId, r.from)))
@@ -151,9 +196,12 @@ final class SourceEventTime(
       ranges: Seq[SplitRange[SourceSplit]],
       progress: String => Option[SplitProgress],
       enumerator: SplitEnumerator[SourceSplit, Any]): Map[String, Long] = {
-    val read = ranges.flatMap(r => progress(r.split.splitId).flatMap(_.maxEventTime).map(r.split.splitId -> _)).toMap
+    val read = ranges
+      .flatMap(r => progress(r.split.splitId).flatMap(_.maxEventTime).map(r.split.splitId -> _))
+      .toMap
     val unread = ranges.filter(r => !read.contains(r.split.splitId) && !r.isEmpty)
-    read ++ (if (alignment.isEmpty || unread.isEmpty) Map.empty else firstEventTimes(enumerator, unread))
+    read ++ (if (alignment.isEmpty || unread.isEmpty) Map.empty
+             else firstEventTimes(enumerator, unread))
   }
 
   /**
@@ -188,12 +236,18 @@ final class SourceEventTime(
    * Each split's watermark and status as of the last report. A finished split (read to its stop,
    * or to the end of the current AvailableNow trigger at the last planning) holds the maximum watermark.
    */
-  def splitStates(splits: Seq[SourceSplit], progress: String => Option[SplitProgress]): Seq[SplitEventTime] =
+  def splitStates(
+      splits: Seq[SourceSplit],
+      progress: String => Option[SplitProgress]): Seq[SplitEventTime] =
     splits.map { s =>
       val id = s.splitId
-      val done = finished.contains(id) || s.stopPosition.exists(stop => progress(id).exists(_.position >= stop))
-      val wm = if (done) Some(Long.MaxValue) else watermarks.watermark(progress(id).flatMap(_.maxEventTime))
-      val status = if (idle.contains(id) && !done) WatermarkStatus.Idle else WatermarkStatus.Active
+      val done = finished.contains(id) || s.stopPosition.exists(stop =>
+        progress(id).exists(_.position >= stop))
+      val wm =
+        if (done) Some(Long.MaxValue)
+        else watermarks.watermark(progress(id).flatMap(_.maxEventTime))
+      val status =
+        if (idle.contains(id) && !done) WatermarkStatus.Idle else WatermarkStatus.Active
       SplitEventTime(id, wm, status, watermarks.isPaused(id) && !done, done)
     }
 
@@ -206,24 +260,31 @@ final class SourceEventTime(
     val constraining = constrainingWatermarks(states)
     val unfinished = states.filterNot(_.finished)
     val sourceStatus =
-      if (unfinished.nonEmpty && unfinished.forall(_.status == WatermarkStatus.Idle)) WatermarkStatus.Idle
+      if (unfinished.nonEmpty && unfinished.forall(_.status == WatermarkStatus.Idle))
+        WatermarkStatus.Idle
       else WatermarkStatus.Active
     val base = Map(
       "watermark.status" -> sourceStatus.name,
       "watermark.idleSplits" -> states.count(_.status == WatermarkStatus.Idle).toString,
       "watermark.pausedSplits" -> states.count(_.paused).toString,
       "watermark.splits" -> SplitEventTime.json(states)) ++
-      states.filterNot(_.finished).flatMap(_.watermark).minOption.map("watermarkMs" -> _.toString) ++
-      (if (constraining.isEmpty) None else Some("watermark.spreadMs" -> (constraining.max - constraining.min).toString))
-    val aligned = alignment.map(a => Map(
-      "alignment.group" -> a.group,
-      "alignment.maxDriftMs" -> a.maxDriftMs.toString,
-      // maxDrift "auto": the query's withWatermark delay it was resolved from
-      "alignment.maxDriftAuto" -> a.maxDrift.isInstanceOf[MaxDrift.FromWatermark].toString,
-      "alignment.mode" -> lastMode.map(_.toString).getOrElse("")) ++
-      lastPlan.flatMap(_.limit).map("alignment.maxAllowedWatermarkMs" -> _.toString) ++
-      lastPlan.flatMap(_.horizon).map("alignment.horizonMs" -> _.toString) ++
-      groupSpread.map("alignment.groupSpreadMs" -> _.toString))
+      states
+        .filterNot(_.finished)
+        .flatMap(_.watermark)
+        .minOption
+        .map("watermarkMs" -> _.toString) ++
+      (if (constraining.isEmpty) None
+       else Some("watermark.spreadMs" -> (constraining.max - constraining.min).toString))
+    val aligned = alignment.map(a =>
+      Map(
+        "alignment.group" -> a.group,
+        "alignment.maxDriftMs" -> a.maxDriftMs.toString,
+        // maxDrift "auto": the query's withWatermark delay it was resolved from
+        "alignment.maxDriftAuto" -> a.maxDrift.isInstanceOf[MaxDrift.FromWatermark].toString,
+        "alignment.mode" -> lastMode.map(_.toString).getOrElse("")) ++
+        lastPlan.flatMap(_.limit).map("alignment.maxAllowedWatermarkMs" -> _.toString) ++
+        lastPlan.flatMap(_.horizon).map("alignment.horizonMs" -> _.toString) ++
+        groupSpread.map("alignment.groupSpreadMs" -> _.toString))
     base ++ aligned.getOrElse(Map.empty)
   }
 }

@@ -32,15 +32,19 @@ final case class SplitEventTime(
 }
 
 object SplitEventTime {
+
   /**
    * `[{"split", "watermarkMs", "status", "paused", "finished", "reason"}]`; a split without a
    * watermark yet has none, one that reads has no reason.
    */
-  def json(states: Seq[SplitEventTime]): String = states.map { s =>
-    val wm = s.watermark.map(w => s""","watermarkMs":$w""").getOrElse("")
-    val reason = s.reason.map(r => s""","reason":"$r"""").getOrElse("")
-    s"""{"split":${quote(s.splitId)}$wm,"status":"${s.status.name}","paused":${s.paused},"finished":${s.finished}$reason}"""
-  }.mkString("[", ",", "]")
+  def json(states: Seq[SplitEventTime]): String = states
+    .map { s =>
+      val wm = s.watermark.map(w => s""","watermarkMs":$w""").getOrElse("")
+      val reason = s.reason.map(r => s""","reason":"$r"""").getOrElse("")
+      s"""{"split":${quote(
+          s.splitId)}$wm,"status":"${s.status.name}","paused":${s.paused},"finished":${s.finished}$reason}"""
+    }
+    .mkString("[", ",", "]")
 
   /** A JSON string literal (split ids are file paths, topic names: any character). */
   private[sluice] def quote(text: String): String = {
@@ -76,7 +80,8 @@ final class SplitWatermarks(settings: EventTimeSettings, clock: () => Long) {
     val s = states.getOrElseUpdate(splitId, new State(now, records, paused = false))
     if (records != s.records || waiting > 0 || s.paused) s.lastActiveMs = now
     s.records = records
-    !finished && !s.paused && waiting <= 0 && settings.idleTimeoutMs.exists(now - s.lastActiveMs >= _)
+    !finished && !s.paused && waiting <= 0 && settings.idleTimeoutMs.exists(
+      now - s.lastActiveMs >= _)
   }
 
   /** Marks the splits held back by the batch just planned; un-pausing restarts the idleness clock. */
@@ -92,5 +97,6 @@ final class SplitWatermarks(settings: EventTimeSettings, clock: () => Long) {
   def isPaused(splitId: String): Boolean = states.get(splitId).exists(_.paused)
 
   /** A split's watermark from its largest event time. */
-  def watermark(maxEventTime: Option[Long]): Option[Long] = maxEventTime.map(settings.watermarkFor)
+  def watermark(maxEventTime: Option[Long]): Option[Long] =
+    maxEventTime.map(settings.watermarkFor)
 }

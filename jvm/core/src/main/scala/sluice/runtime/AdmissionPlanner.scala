@@ -14,8 +14,13 @@ object AdmissionPlanner {
    * converting between the two; returns position steps per split. Exact where positions count
    * records; an estimate for byte positions (the budget holds on average, not per batch).
    */
-  def shareRecords(backlog: Seq[(String, Long)], budget: Long, positionsPerRecord: String => Double): Map[String, Long] = {
-    val inRecords = backlog.map { case (id, b) => id -> math.ceil(b / positionsPerRecord(id)).toLong }
+  def shareRecords(
+      backlog: Seq[(String, Long)],
+      budget: Long,
+      positionsPerRecord: String => Double): Map[String, Long] = {
+    val inRecords = backlog.map { case (id, b) =>
+      id -> math.ceil(b / positionsPerRecord(id)).toLong
+    }
     val positions = backlog.toMap // by id: a search per split made planning quadratic in splits
     share(inRecords, budget).map { case (id, records) =>
       id -> math.min(positions(id), math.ceil(records * positionsPerRecord(id)).toLong)

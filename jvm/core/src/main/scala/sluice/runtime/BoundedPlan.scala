@@ -17,14 +17,16 @@ import sluice.api._
  * whose next member is derived from the previous one's end is refused by the binding before.
  */
 object BoundedPlan {
+
   /** Discoveries in a row that may find nothing new before an enumerator that never finishes is given up on. */
   private val MaxEmptyDiscoveries = 3
 
   /** The non-empty range `[start, stop)` of every split of `source`, in discovery order. */
   def ranges(source: Source[SourceSplit, Any]): Seq[SplitRange[SourceSplit]] = {
     if (source.boundedness != Boundedness.Bounded) {
-      throw new IllegalArgumentException(s"Sluice: the ${source.sourceType} source is unbounded; only a bounded " +
-        "source can be read as a batch.")
+      throw new IllegalArgumentException(
+        s"Sluice: the ${source.sourceType} source is unbounded; only a bounded " +
+          "source can be read as a batch.")
     }
     val splits = mutable.LinkedHashMap[String, SourceSplit]()
     val enumerator = source.createEnumerator()
@@ -37,23 +39,28 @@ object BoundedPlan {
       discover()
       var empty = 0
       while (!enumerator.noMoreSplits) {
-        enumerator.progressUpdated(splits.values.toSeq.map(s => s -> SplitProgress(s.splitId, stop(source, s), None, 0L)))
+        enumerator.progressUpdated(
+          splits.values.toSeq.map(s => s -> SplitProgress(s.splitId, stop(source, s), None, 0L)))
         if (discover()) empty = 0
         else {
           empty += 1
           if (empty >= MaxEmptyDiscoveries) {
-            throw new IllegalStateException(s"Sluice: the enumerator of the bounded ${source.sourceType} source " +
-              s"still expects splits after discovering ${splits.size} and finding no new ones $empty times in a row; " +
-              "a batch read cannot wait for more. This is a bug in the connector's enumerator.")
+            throw new IllegalStateException(
+              s"Sluice: the enumerator of the bounded ${source.sourceType} source " +
+                s"still expects splits after discovering ${splits.size} and finding no new ones $empty times in a row; " +
+                "a batch read cannot wait for more. This is a bug in the connector's enumerator.")
           }
         }
       }
     } finally enumerator.close()
-    splits.values.toSeq.map(s => SplitRange(s, s.startPosition, stop(source, s))).filterNot(_.isEmpty)
+    splits.values.toSeq
+      .map(s => SplitRange(s, s.startPosition, stop(source, s)))
+      .filterNot(_.isEmpty)
   }
 
   private def stop(source: Source[SourceSplit, Any], split: SourceSplit): Long =
-    split.stopPosition.getOrElse(throw new IllegalStateException(
-      s"Sluice: split ${split.splitId} of the bounded ${source.sourceType} source has no stop position; " +
-        "a batch read cannot tell where it ends. This is a bug in the connector."))
+    split.stopPosition.getOrElse(
+      throw new IllegalStateException(
+        s"Sluice: split ${split.splitId} of the bounded ${source.sourceType} source has no stop position; " +
+          "a batch read cannot tell where it ends. This is a bug in the connector."))
 }

@@ -25,6 +25,7 @@ final class LatencyMarkers(intervalMs: Long) {
 }
 
 object LatencyMarkers {
+
   /** At most this many markers per split range and task: a bounded report whatever the interval. */
   val MaxPerRange = 1000
 
@@ -33,8 +34,12 @@ object LatencyMarkers {
     if (markersMs.isEmpty) Map("latency.markers" -> "0")
     else {
       val sorted = markersMs.sorted.toIndexedSeq
-      def percentile(p: Double) = sorted(math.min(sorted.size - 1, math.ceil(p * sorted.size).toInt - 1).max(0))
-      Map("latency.markers" -> sorted.size.toString, "latency.p50Ms" -> percentile(0.5).toString,
-        "latency.p99Ms" -> percentile(0.99).toString, "latency.maxMs" -> sorted.last.toString)
+      def percentile(p: Double) = sorted(
+        math.min(sorted.size - 1, math.ceil(p * sorted.size).toInt - 1).max(0))
+      Map(
+        "latency.markers" -> sorted.size.toString,
+        "latency.p50Ms" -> percentile(0.5).toString,
+        "latency.p99Ms" -> percentile(0.99).toString,
+        "latency.maxMs" -> sorted.last.toString)
     }
 }

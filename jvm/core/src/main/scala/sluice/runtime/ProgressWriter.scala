@@ -36,16 +36,20 @@ final class ProgressWriter(store: ProgressStore, name: String) {
     }
     failure.foreach { e =>
       failure = None
-      throw new IllegalStateException(s"Sluice: could not keep the progress of source '$name' in the checkpoint", e)
+      throw new IllegalStateException(
+        s"Sluice: could not keep the progress of source '$name' in the checkpoint",
+        e)
     }
   }
 
   /** Flushes, then stops the thread. */
   def close(): Unit = {
-    try flush() finally synchronized {
-      closed = true
-      notifyAll()
-    }
+    try flush()
+    finally
+      synchronized {
+        closed = true
+        notifyAll()
+      }
   }
 
   private def run(): Unit = {
@@ -58,11 +62,13 @@ final class ProgressWriter(store: ProgressStore, name: String) {
         latest = None
         p
       }
-      try store.write(next) catch { case e: Throwable => synchronized { failure = Some(e) } }
-      finally synchronized {
-        writing = false
-        notifyAll()
-      }
+      try store.write(next)
+      catch { case e: Throwable => synchronized { failure = Some(e) } }
+      finally
+        synchronized {
+          writing = false
+          notifyAll()
+        }
     }
   }
 }

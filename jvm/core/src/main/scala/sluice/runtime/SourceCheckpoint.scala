@@ -25,8 +25,11 @@ final case class FinishedSplits(
     maxEventTime: Option[Long],
     counters: Map[String, Long]) {
 
-  def add(p: sluice.api.SplitProgress): FinishedSplits = FinishedSplits(count + 1, records + p.records,
-    (maxEventTime ++ p.maxEventTime).maxOption, sluice.api.SplitProgress.sumCounters(counters, p.counters))
+  def add(p: sluice.api.SplitProgress): FinishedSplits = FinishedSplits(
+    count + 1,
+    records + p.records,
+    (maxEventTime ++ p.maxEventTime).maxOption,
+    sluice.api.SplitProgress.sumCounters(counters, p.counters))
 }
 
 object FinishedSplits {

@@ -26,12 +26,14 @@ final class SourceRuntime(
     settings: RuntimeSettings,
     store: ProgressStore,
     resumePoint: () => Option[SourceCheckpoint],
-    defaultLimit: BatchLimit) extends AlignmentMember {
+    defaultLimit: BatchLimit)
+    extends AlignmentMember {
 
   private val tracker = new SplitProgressTracker
   private val progressWriter = new ProgressWriter(store, settings.displayName)
   private val splits = mutable.LinkedHashMap[String, SourceSplit]()
   private var enumerator: SplitEnumerator[SourceSplit, Any] = _
+
   /**
    * The checkpoint the enumerator was restored from, until it plans: the engine may hand back a
    * later one first (a restart replays the last logged batch, batch 0 included, before it plans
@@ -39,19 +41,26 @@ final class SourceRuntime(
    */
   private var restoredFrom: Option[SourceCheckpoint] = None
   private var progressRestored = false
+
   /** Under an AvailableNow trigger: how far each split may be read by it (fixed at its start). */
   private var availableNowRequested = false
   private var availableNowBound: Option[Map[String, Long]] = None
+
   /** How far each split could be read at the last planning, for the backlog in progress. */
   private var lastAvailable: Map[String, Long] = Map.empty
+
   /** The end of the batch planned last: where the next one starts. */
   private var lastEnd: Option[SourceCheckpoint] = None
+
   /** A finished split's end state that could not be kept before its batch committed. */
   private var endStateNotKept: Option[Throwable] = None
+
   /** Latency markers that arrived since the last progress report. */
   private val latencyMarkers = mutable.ArrayBuffer[Long]()
+
   /** What the splits that left the checkpoint (finished earlier) added up to. */
   private var finishedSplits = FinishedSplits.None
+
   /**
    * The splits this runtime took out of its checkpoints, so that an older checkpoint handed back
    * (Spark commits a batch after planning the next) does not bring them back.
@@ -59,7 +68,11 @@ final class SourceRuntime(
   private val retired = mutable.Set[String]()
 
   private val eventTime: Option[SourceEventTime] = Option.when(settings.eventTime.enabled)(
-    new SourceEventTime(settings.eventTime, source, settings.allowUnalignedSourceSplitsByDefault, settings.clock))
+    new SourceEventTime(
+      settings.eventTime,
+      source,
+      settings.allowUnalignedSourceSplitsByDefault,
+      settings.clock))
   private val group: Option[AlignmentGroup] = settings.eventTime.alignment.map(a =>
     AlignmentCoordinator.join(settings.queryKey, a.group, settings.memberId, this))
 
@@ -83,10 +96,12 @@ final class SourceRuntime(
       restoreEnumerator(checkpoint)
       finishedSplits = checkpoint.finished
     }
-    checkpoint.splits.filterNot(e => splits.contains(e.splitId) || retired.contains(e.splitId)).foreach { e =>
-      splits(e.splitId) = source.splitSerializer.deserialize(e.splitVersion, e.split)
-      tracker.restore(SplitProgress(e.splitId, e.reportedPosition, e.maxEventTime, e.records))
-    }
+    checkpoint.splits
+      .filterNot(e => splits.contains(e.splitId) || retired.contains(e.splitId))
+      .foreach { e =>
+        splits(e.splitId) = source.splitSerializer.deserialize(e.splitVersion, e.split)
+        tracker.restore(SplitProgress(e.splitId, e.reportedPosition, e.maxEventTime, e.records))
+      }
     if (!progressRestored) {
       progressRestored = true
       store.read().filter(p => splits.contains(p.splitId)).foreach(tracker.restore)
@@ -96,12 +111,15 @@ final class SourceRuntime(
   private def restoreEnumerator(checkpoint: SourceCheckpoint): Unit = {
     val stateSerializer = source.enumeratorStateSerializer
     if (enumerator != null) enumerator.close()
-    enumerator = source.restoreEnumerator(stateSerializer.deserialize(checkpoint.enumeratorVersion, checkpoint.enumeratorState))
+    enumerator = source.restoreEnumerator(
+      stateSerializer.deserialize(checkpoint.enumeratorVersion, checkpoint.enumeratorState))
     restoredFrom = Some(checkpoint)
   }
 
   /** The split ranges a batch reads from `start` to `end` (empty ones left out). */
-  def ranges(start: Option[SourceCheckpoint], end: SourceCheckpoint): Seq[SplitRange[SourceSplit]] = {
+  def ranges(
+      start: Option[SourceCheckpoint],
+      end: SourceCheckpoint): Seq[SplitRange[SourceSplit]] = {
     restore(end)
     val from = start.map(_.byId).getOrElse(Map.empty)
     end.splits.flatMap { e =>
@@ -116,12 +134,16 @@ final class SourceRuntime(
    * (the engine's parallelism), so splits with little to read share one (`TaskPacking`), a
    * split's range with ranges of the same `placeOf` (the executor it is best read on) if any.
    */
-  def tasks(start: Option[SourceCheckpoint], end: SourceCheckpoint, slots: Int,
+  def tasks(
+      start: Option[SourceCheckpoint],
+      end: SourceCheckpoint,
+      slots: Int,
       minTasks: Option[Int] = None,
       placeOf: SourceSplit => Option[String] = _ => None): Seq[Seq[SplitRange[SourceSplit]]] = {
     val batch = ranges(start, end)
     val ppr = synchronized(positionsPerRecord)
-    def size(r: SplitRange[SourceSplit]) = (r.until - r.from) / ppr.getOrElse(r.split.splitId, 1.0)
+    def size(r: SplitRange[SourceSplit]) =
+      (r.until - r.from) / ppr.getOrElse(r.split.splitId, 1.0)
     minTasks match {
       case Some(min) if min > batch.size => TaskPacking.divide(batch, min, size)
       // a minimum, as Spark's minPartitions: never fewer tasks than asked for, nor than slots
@@ -149,8 +171,14 @@ final class SourceRuntime(
           // keep it before this returns. Spark applies a task's accumulator updates before the
           // job, and so the batch, completes: the commit then never precedes the end state.
           // (the tracker's position, not the report's end: the parts of a divided range may end in any order)
-          def finishesASplit = reports.map(_.splitId).distinct.exists(id => splits.get(id).exists(s =>
-            s.stopPosition.exists(stop => tracker.get(id).exists(_.position >= stop))))
+          def finishesASplit = reports
+            .map(_.splitId)
+            .distinct
+            .exists(id =>
+              splits
+                .get(id)
+                .exists(s =>
+                  s.stopPosition.exists(stop => tracker.get(id).exists(_.position >= stop))))
           if (enumerator.keepsEndState && finishesASplit) {
             // bounded, since this holds Spark's scheduler thread; thrown here it would only be
             // logged (Spark catches accumulator failures): the next planning writes it again
@@ -159,7 +187,8 @@ final class SourceRuntime(
           }
         }
       }
-      eventTime.map(et => et.constrainingWatermarks(et.splitStates(splits.values.toSeq, tracker.get)))
+      eventTime.map(et =>
+        et.constrainingWatermarks(et.splitStates(splits.values.toSeq, tracker.get)))
     }
     // outside this runtime's lock: a group round takes the group's lock, then its members'
     constraining.foreach(w => group.foreach(_.reportWatermarks(settings.memberId, w)))
@@ -177,11 +206,13 @@ final class SourceRuntime(
    */
   def planBatch(start: SourceCheckpoint, limit: BatchLimit): SourceCheckpoint = synchronized {
     val part = group.flatMap(_.takePart(settings.memberId) {
-      case p: PreparedBatch => (p.owner eq this) && p.start.positions == start.positions && p.limit == limit
+      case p: PreparedBatch =>
+        (p.owner eq this) && p.start.positions == start.positions && p.limit == limit
       case _ => false
     })
     part match {
-      case Some(AlignmentGroup.Part(prepared: PreparedBatch, plan)) => finish(prepared, Some(plan))
+      case Some(AlignmentGroup.Part(prepared: PreparedBatch, plan)) =>
+        finish(prepared, Some(plan))
       case _ =>
         val prepared = prepare(start, limit)
         val plan = prepared.aligned.map { aligned =>
@@ -203,12 +234,15 @@ final class SourceRuntime(
     endStateNotKept.foreach { e =>
       // all of it is still here: keep it now, before anything is derived from it, or stop
       progressWriter.submit(tracker.all)
-      try progressWriter.flush() catch {
+      try progressWriter.flush()
+      catch {
         case scala.util.control.NonFatal(again) =>
           again.addSuppressed(e)
-          throw new IllegalStateException(s"Sluice: source '${settings.displayName}' could not keep what readers " +
-            "reached in a finished split in the checkpoint; what is derived from it (a hybrid's next source) must " +
-            "not be derived from less than was read. Check that the checkpoint location is writable.", again)
+          throw new IllegalStateException(
+            s"Sluice: source '${settings.displayName}' could not keep what readers " +
+              "reached in a finished split in the checkpoint; what is derived from it (a hybrid's next source) must " +
+              "not be derived from less than was read. Check that the checkpoint location is writable.",
+            again)
       }
       endStateNotKept = None
     }
@@ -242,9 +276,12 @@ final class SourceRuntime(
    * the enumerator derives something from their end state (a hybrid before its last source).
    */
   private def retireFinished(start: SourceCheckpoint): Unit = if (!enumerator.keepsEndState) {
-    val leaving = start.splits.flatMap(e => splits.get(e.splitId).filter(s => enumerator.isFinished(s, e.position)).map { s =>
-      s -> tracker.get(e.splitId).getOrElse(SplitProgress(e.splitId, e.position, e.maxEventTime, e.records))
-    })
+    val leaving = start.splits.flatMap(e =>
+      splits.get(e.splitId).filter(s => enumerator.isFinished(s, e.position)).map { s =>
+        s -> tracker
+          .get(e.splitId)
+          .getOrElse(SplitProgress(e.splitId, e.position, e.maxEventTime, e.records))
+      })
     leaving.foreach { case (s, p) =>
       finishedSplits = finishedSplits.add(p)
       forget(s.splitId)
@@ -265,16 +302,21 @@ final class SourceRuntime(
     // A split bounded by the current AvailableNow trigger is read to that bound: no need to ask
     // the system again every batch (what is left to read is then the trigger's backlog).
     val fixed = availableNowBound.getOrElse(Map.empty)
-    val available = fixed ++ enumerator.availablePositions(splits.values.filterNot(s => fixed.contains(s.splitId)).toSeq)
+    val available = fixed ++ enumerator.availablePositions(
+      splits.values.filterNot(s => fixed.contains(s.splitId)).toSeq)
     lastAvailable = available
     if (availableNowRequested) {
       // Fixed when the trigger starts; a split first seen during the trigger (a hybrid's next
       // source, a new partition) is bounded by what it held when it was first seen.
       availableNowBound = Some(available ++ availableNowBound.getOrElse(Map.empty))
     }
-    val from = splits.keys.map(id => id -> start.byId.get(id).map(_.position).getOrElse(splits(id).startPosition)).toMap
+    val from = splits.keys
+      .map(id => id -> start.byId.get(id).map(_.position).getOrElse(splits(id).startPosition))
+      .toMap
     def bound(id: String) = availableNowBound.flatMap(_.get(id)).getOrElse(Long.MaxValue)
-    val readableEnd = splits.keys.map(id => id -> math.max(from(id), math.min(available.getOrElse(id, from(id)), bound(id)))).toMap
+    val readableEnd = splits.keys
+      .map(id => id -> math.max(from(id), math.min(available.getOrElse(id, from(id)), bound(id))))
+      .toMap
     val readable = splits.keys.toSeq.map(id => id -> (readableEnd(id) - from(id)))
     val ppr = positionsPerRecord
     val shares = limit.maxRecords match {
@@ -283,10 +325,19 @@ final class SourceRuntime(
     }
     val unaligned = from.map { case (id, pos) => id -> (pos + shares.getOrElse(id, 0L)) }
     // a split read to its stop, or to the end of this AvailableNow trigger, is finished for alignment
-    def finished(id: String) = enumerator.isFinished(splits(id), from(id)) || from(id) >= bound(id)
-    val aligned = eventTime.flatMap(_.prepare(splits.values.toSeq, from, readableEnd, finished,
-      id => tracker.get(id).get, limit.maxRecords, ppr, enumerator,
-      withOthers = group.exists(_.hasOtherMembers(settings.memberId))))
+    def finished(id: String) =
+      enumerator.isFinished(splits(id), from(id)) || from(id) >= bound(id)
+    val aligned = eventTime.flatMap(
+      _.prepare(
+        splits.values.toSeq,
+        from,
+        readableEnd,
+        finished,
+        id => tracker.get(id).get,
+        limit.maxRecords,
+        ppr,
+        enumerator,
+        withOthers = group.exists(_.hasOtherMembers(settings.memberId))))
     new PreparedBatch(this, start, limit, unaligned, aligned)
   }
 
@@ -315,14 +366,20 @@ final class SourceRuntime(
 
   private def openBatchLocked(start: SourceCheckpoint, sharedGroup: Boolean): OpenBatch = {
     catchUp(start)
-    val from = splits.keys.map(id => id -> start.byId.get(id).map(_.position).getOrElse(splits(id).startPosition)).toMap
+    val from = splits.keys
+      .map(id => id -> start.byId.get(id).map(_.position).getOrElse(splits(id).startPosition))
+      .toMap
     val begin = checkpointAt(from)
-    val ranges = splits.values.toSeq.filterNot(s => enumerator.isFinished(s, from(s.splitId)))
+    val ranges = splits.values.toSeq
+      .filterNot(s => enumerator.isFinished(s, from(s.splitId)))
       .map(s => SplitRange(s, from(s.splitId), s.stopPosition.getOrElse(SplitRange.OpenEnd)))
       .filterNot(_.isEmpty)
     lastEnd = Some(begin)
-    OpenBatch(begin, ranges,
-      eventTimes = eventTime.map(_.openingEventTimes(ranges, tracker.get, enumerator)).getOrElse(Map.empty),
+    OpenBatch(
+      begin,
+      ranges,
+      eventTimes =
+        eventTime.map(_.openingEventTimes(ranges, tracker.get, enumerator)).getOrElse(Map.empty),
       pauseSplits = eventTime.flatMap(_.livePausing(ranges.map(_.split))).getOrElse(false),
       sharedGroup = sharedGroup)
   }
@@ -362,8 +419,11 @@ final class SourceRuntime(
     synchronized {
       restore(start)
       val reached = reports.groupMapReduce(_.splitId)(_.until)(math.max)
-      val positions = start.splits.map(e => e.splitId -> math.max(e.position, reached.getOrElse(e.splitId, e.position))).toMap
-      val end = checkpointAt(splits.keys.map(id => id -> positions.getOrElse(id, splits(id).startPosition)).toMap)
+      val positions = start.splits
+        .map(e => e.splitId -> math.max(e.position, reached.getOrElse(e.splitId, e.position)))
+        .toMap
+      val end = checkpointAt(
+        splits.keys.map(id => id -> positions.getOrElse(id, splits(id).startPosition)).toMap)
       lastEnd = Some(end)
       end
     }
@@ -375,21 +435,25 @@ final class SourceRuntime(
    */
   private def positionsPerRecord: Map[String, Double] = {
     val bytewise = splits.values.filterNot(_.positionsCountRecords).toSeq
-    val read = bytewise.flatMap(s => tracker.get(s.splitId).map(p => (p.position - s.startPosition, p.records)))
+    val read = bytewise
+      .flatMap(s => tracker.get(s.splitId).map(p => (p.position - s.startPosition, p.records)))
       .filter(_._2 > 0)
     val bytesPerRecord =
       if (read.isEmpty) AdmissionPlanner.DefaultBytesPerRecord
       else math.max(1.0, read.map(_._1).sum.toDouble / read.map(_._2).sum)
-    splits.values.map(s => s.splitId -> (if (s.positionsCountRecords) 1.0 else bytesPerRecord)).toMap
+    splits.values
+      .map(s => s.splitId -> (if (s.positionsCountRecords) 1.0 else bytesPerRecord))
+      .toMap
   }
 
   private def splitsWithProgress: Seq[(SourceSplit, SplitProgress)] =
     splits.values.toSeq.map(s => s -> tracker.get(s.splitId).get)
 
-  private def track(split: SourceSplit): Unit = if (!splits.contains(split.splitId) && !retired.contains(split.splitId)) {
-    splits(split.splitId) = split
-    tracker.restore(SplitProgress(split.splitId, split.startPosition, None, 0L))
-  }
+  private def track(split: SourceSplit): Unit =
+    if (!splits.contains(split.splitId) && !retired.contains(split.splitId)) {
+      splits(split.splitId) = split
+      tracker.restore(SplitProgress(split.splitId, split.startPosition, None, 0L))
+    }
 
   private def checkpointAt(positions: Map[String, Long]): SourceCheckpoint = {
     val serializer = source.splitSerializer
@@ -399,8 +463,14 @@ final class SourceRuntime(
       source.enumeratorStateSerializer.serialize(enumerator.snapshotState()),
       splits.values.toSeq.map { s =>
         val p = tracker.get(s.splitId).get
-        SplitEntry(s.splitId, serializer.version, serializer.serialize(s), positions(s.splitId),
-          p.position, p.maxEventTime, p.records)
+        SplitEntry(
+          s.splitId,
+          serializer.version,
+          serializer.serialize(s),
+          positions(s.splitId),
+          p.position,
+          p.maxEventTime,
+          p.records)
       },
       finishedSplits)
   }
@@ -411,11 +481,19 @@ final class SourceRuntime(
     start.splits.map { e =>
       val ahead = math.max(0L, lastAvailable.getOrElse(e.splitId, e.position) - e.position)
       math.ceil(ahead / ppr.getOrElse(e.splitId, 1.0)).toLong
-    }.sum + lastAvailable.keys.filterNot(start.byId.contains).map { id =>
-      // found by this planning: available from where they start
-      splits.get(id).map(s => math.ceil(math.max(0L, lastAvailable(id) - s.startPosition) / ppr.getOrElse(id, 1.0)).toLong)
-        .getOrElse(0L)
-    }.sum
+    }.sum + lastAvailable.keys
+      .filterNot(start.byId.contains)
+      .map { id =>
+        // found by this planning: available from where they start
+        splits
+          .get(id)
+          .map(s =>
+            math
+              .ceil(math.max(0L, lastAvailable(id) - s.startPosition) / ppr.getOrElse(id, 1.0))
+              .toLong)
+          .getOrElse(0L)
+      }
+      .sum
   }
 
   // ---- status ---------------------------------------------------------------------------------
@@ -435,9 +513,11 @@ final class SourceRuntime(
       "splits" -> (splits.size + finishedSplits.count).toString,
       "recordsRead" -> (progress.map(_.records).sum + finishedSplits.records).toString)
     // unknown after a restart until the first planning asks the enumerator again
-    if (backlog.nonEmpty || consumed.exists(_.splits.isEmpty)) m("backlogRecords") = backlog.sum.toString
+    if (backlog.nonEmpty || consumed.exists(_.splits.isEmpty))
+      m("backlogRecords") = backlog.sum.toString
     if (finishedSplits.count > 0) m("finishedSplits") = finishedSplits.count.toString
-    (progress.flatMap(_.maxEventTime) ++ finishedSplits.maxEventTime).maxOption.foreach(ts => m("maxEventTimeMs") = ts.toString)
+    (progress.flatMap(_.maxEventTime) ++ finishedSplits.maxEventTime).maxOption.foreach(ts =>
+      m("maxEventTimeMs") = ts.toString)
     if (enumerator != null) {
       m ++= enumerator.metrics
       // per split the last planning asked about, as Spark's Kafka source counts its partitions
@@ -456,8 +536,12 @@ final class SourceRuntime(
       latencyMarkers.clear()
     }
     if (settings.compact) m("recordLayout") = "compact"
-    progress.map(_.counters).foldLeft(finishedSplits.counters)(SplitProgress.sumCounters)
-      .toSeq.sortBy(_._1).foreach { case (k, v) => m(k) = v.toString }
+    progress
+      .map(_.counters)
+      .foldLeft(finishedSplits.counters)(SplitProgress.sumCounters)
+      .toSeq
+      .sortBy(_._1)
+      .foreach { case (k, v) => m(k) = v.toString }
     m.toMap
   }
 
@@ -473,17 +557,24 @@ final class SourceRuntime(
     consumed.splits.filter(e => splits.contains(e.splitId)).map { e =>
       val progress = tracker.get(e.splitId)
       val available = lastAvailable.get(e.splitId)
-      SplitStatus(e.splitId, progress.map(_.records).getOrElse(e.records), e.position, available,
-        available.map(a => math.ceil(math.max(0L, a - e.position) / ppr.getOrElse(e.splitId, 1.0)).toLong),
+      SplitStatus(
+        e.splitId,
+        progress.map(_.records).getOrElse(e.records),
+        e.position,
+        available,
+        available.map(a =>
+          math.ceil(math.max(0L, a - e.position) / ppr.getOrElse(e.splitId, 1.0)).toLong),
         progress.flatMap(_.maxEventTime).orElse(e.maxEventTime))
     }
   }
 
   def close(): Unit = synchronized {
     try {
-      try progressWriter.close() finally if (enumerator != null) enumerator.close()
+      try progressWriter.close()
+      finally if (enumerator != null) enumerator.close()
     } finally {
-      for (a <- settings.eventTime.alignment) AlignmentCoordinator.leave(settings.queryKey, a.group, settings.memberId)
+      for (a <- settings.eventTime.alignment)
+        AlignmentCoordinator.leave(settings.queryKey, a.group, settings.memberId)
     }
   }
 
@@ -491,6 +582,7 @@ final class SourceRuntime(
 }
 
 object SourceRuntime {
+
   /** How long a task's end may wait for an end state to be kept (see `fold`). */
   val EndStateWriteTimeoutMs = 30000L
 }
@@ -522,7 +614,8 @@ private final class PreparedBatch(
     val start: SourceCheckpoint,
     val limit: BatchLimit,
     val unaligned: Map[String, Long],
-    val aligned: Option[AlignedBatch]) extends PreparedMemberBatch {
+    val aligned: Option[AlignedBatch])
+    extends PreparedMemberBatch {
   override def plan(othersFrontier: Option[Long]): SourcePlan = aligned match {
     case Some(a) => a.plan(othersFrontier)
     case None => SourcePlan(unaligned, None, None, Set.empty, None)

@@ -26,7 +26,8 @@ final class SplitProgressTracker {
   def restore(p: SplitProgress): Unit = progress.get(p.splitId) match {
     case Some(known) if known.position > p.position =>
     case Some(known) if known.position == p.position =>
-      progress(p.splitId) = known.copy(counters = SplitProgress.maxCounters(known.counters, p.counters))
+      progress(p.splitId) =
+        known.copy(counters = SplitProgress.maxCounters(known.counters, p.counters))
     case _ => progress(p.splitId) = p
   }
 
@@ -82,15 +83,26 @@ final class SplitProgressTracker {
     val maxTs = (known.maxEventTime ++ r.maxEventTime).reduceOption(_ max _)
     progress(r.splitId) = lastCounted.get(r.splitId) match {
       case Some(c) if c.from == r.from =>
-        val again = SplitProgressTracker.Counted(c.from, math.max(c.until, r.until), math.max(c.records, r.records),
+        val again = SplitProgressTracker.Counted(
+          c.from,
+          math.max(c.until, r.until),
+          math.max(c.records, r.records),
           SplitProgress.maxCounters(c.counters, r.counters))
         lastCounted(r.splitId) = again
-        SplitProgress(r.splitId, math.max(known.position, again.until), maxTs,
+        SplitProgress(
+          r.splitId,
+          math.max(known.position, again.until),
+          maxTs,
           known.records - c.records + again.records,
           SplitProgress.sumCounters(minus(known.counters, c.counters), again.counters))
       case _ if r.from == known.position && r.until > known.position =>
-        lastCounted(r.splitId) = SplitProgressTracker.Counted(r.from, r.until, r.records, r.counters)
-        SplitProgress(r.splitId, r.until, maxTs, known.records + r.records,
+        lastCounted(r.splitId) =
+          SplitProgressTracker.Counted(r.from, r.until, r.records, r.counters)
+        SplitProgress(
+          r.splitId,
+          r.until,
+          maxTs,
+          known.records + r.records,
           SplitProgress.sumCounters(known.counters, r.counters))
       case _ if r.from > known.position =>
         // the part before it is not counted yet: keep it until it is (its event time counts now)

@@ -16,9 +16,14 @@ final case class SplitReport(
     records: Long,
     counters: Map[String, Long] = Map.empty,
     latencyMarkersMs: Seq[Long] = Nil) {
-  def merge(other: SplitReport): SplitReport = SplitReport(splitId, from, math.max(until, other.until),
-    (maxEventTime ++ other.maxEventTime).reduceOption(_ max _), math.max(records, other.records),
+  def merge(other: SplitReport): SplitReport = SplitReport(
+    splitId,
+    from,
+    math.max(until, other.until),
+    (maxEventTime ++ other.maxEventTime).reduceOption(_ max _),
+    math.max(records, other.records),
     SplitProgress.maxCounters(counters, other.counters),
     // a retried task took its own markers; keep one attempt's, not both
-    if (other.latencyMarkersMs.size > latencyMarkersMs.size) other.latencyMarkersMs else latencyMarkersMs)
+    if (other.latencyMarkersMs.size > latencyMarkersMs.size) other.latencyMarkersMs
+    else latencyMarkersMs)
 }

@@ -21,11 +21,15 @@ final case class SplitStatus(
     maxEventTime: Option[Long])
 
 object SplitStatus {
+
   /** `[{"split", "records", "position", "available", "backlogRecords", "maxEventTimeMs"}]`; unknown figures are left out. */
-  def json(splits: Seq[SplitStatus]): String = splits.map { s =>
-    def field(name: String, value: Option[Long]) = value.map(v => s""","$name":$v""").getOrElse("")
-    s"""{"split":${quote(s.splitId)},"records":${s.records},"position":${s.position}""" +
-      field("available", s.available) + field("backlogRecords", s.backlogRecords) +
-      field("maxEventTimeMs", s.maxEventTime) + "}"
-  }.mkString("[", ",", "]")
+  def json(splits: Seq[SplitStatus]): String = splits
+    .map { s =>
+      def field(name: String, value: Option[Long]) =
+        value.map(v => s""","$name":$v""").getOrElse("")
+      s"""{"split":${quote(s.splitId)},"records":${s.records},"position":${s.position}""" +
+        field("available", s.available) + field("backlogRecords", s.backlogRecords) +
+        field("maxEventTimeMs", s.maxEventTime) + "}"
+    }
+    .mkString("[", ",", "]")
 }

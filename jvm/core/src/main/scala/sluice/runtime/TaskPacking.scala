@@ -21,7 +21,10 @@ object TaskPacking {
    * `minTasks` tasks — one per part, a large partition's backlog read by several cores at once.
    * Parts of one range are contiguous and cover it exactly; each is at least one position.
    */
-  def divide[S <: SourceSplit](ranges: Seq[SplitRange[S]], minTasks: Int, size: SplitRange[S] => Double): Seq[Seq[SplitRange[S]]] = {
+  def divide[S <: SourceSplit](
+      ranges: Seq[SplitRange[S]],
+      minTasks: Int,
+      size: SplitRange[S] => Double): Seq[Seq[SplitRange[S]]] = {
     val divisible = ranges.filter(r => r.split.divisible && r.until - r.from > 1)
     if (ranges.size >= minTasks || divisible.isEmpty) return ranges.map(Seq(_))
     val parts = mutable.Map(divisible.map(r => r -> 1): _*)
@@ -34,13 +37,15 @@ object TaskPacking {
       if (n + 1 >= r.until - r.from) candidates -= r else candidates(r) = n + 1
       wanted -= 1
     }
-    ranges.flatMap { r =>
-      val n = parts.getOrElse(r, 1)
-      val length = r.until - r.from
-      // part i starts at from + i * (length / n) + min(i, length % n): exact, and no overflow
-      def start(i: Int) = r.from + i * (length / n) + math.min(i.toLong, length % n)
-      (0 until n).map(i => SplitRange(r.split, start(i), start(i + 1)))
-    }.map(Seq(_))
+    ranges
+      .flatMap { r =>
+        val n = parts.getOrElse(r, 1)
+        val length = r.until - r.from
+        // part i starts at from + i * (length / n) + min(i, length % n): exact, and no overflow
+        def start(i: Int) = r.from + i * (length / n) + math.min(i.toLong, length % n)
+        (0 until n).map(i => SplitRange(r.split, start(i), start(i + 1)))
+      }
+      .map(Seq(_))
   }
 
   /**
@@ -51,10 +56,15 @@ object TaskPacking {
    *   slots go where there is most to read per task.
    * @return the tasks, each a list of ranges; every range in exactly one task
    */
-  def pack[S <: SourceSplit](ranges: Seq[SplitRange[S]], slots: Int, size: SplitRange[S] => Double,
-      placeOf: SplitRange[S] => Option[String] = (_: SplitRange[S]) => None): Seq[Seq[SplitRange[S]]] = {
+  def pack[S <: SourceSplit](
+      ranges: Seq[SplitRange[S]],
+      slots: Int,
+      size: SplitRange[S] => Double,
+      placeOf: SplitRange[S] => Option[String] = (_: SplitRange[S]) => None)
+      : Seq[Seq[SplitRange[S]]] = {
     if (ranges.size <= math.max(1, slots)) return ranges.map(Seq(_))
-    val groups = ranges.groupBy(placeOf).toSeq.sortBy(_._1).map(_._2) // sorted: the same tasks every time
+    val groups =
+      ranges.groupBy(placeOf).toSeq.sortBy(_._1).map(_._2) // sorted: the same tasks every time
     if (groups.size == 1) return balanced(ranges, slots, size)
     val load = groups.map(_.map(r => math.max(1.0, size(r))).sum)
     val share = Array.fill(groups.size)(1)
@@ -70,8 +80,10 @@ object TaskPacking {
   }
 
   /** Largest first, each into the task with the least so far; with no more ranges than tasks, one each. */
-  private def balanced[S <: SourceSplit](ranges: Seq[SplitRange[S]], slots: Int, size: SplitRange[S] => Double)
-      : Seq[Seq[SplitRange[S]]] = {
+  private def balanced[S <: SourceSplit](
+      ranges: Seq[SplitRange[S]],
+      slots: Int,
+      size: SplitRange[S] => Double): Seq[Seq[SplitRange[S]]] = {
     if (ranges.size <= math.max(1, slots)) return ranges.map(Seq(_))
     // ties by split id, so the same ranges always give the same tasks
     val ordered = ranges.sortBy(r => (-size(r), r.split.splitId))

@@ -6,7 +6,8 @@ import org.scalatest.funsuite.AnyFunSuite
 class AlignmentPolicySuite extends AnyFunSuite {
   import AlignmentPolicy.{isAhead, limit}
 
-  test("the limit is the smallest constraining watermark plus the drift; a split strictly above it is ahead") {
+  test(
+    "the limit is the smallest constraining watermark plus the drift; a split strictly above it is ahead") {
     val l = limit(Seq(1000L, 5000L, 1200L), 500)
     assert(l.contains(1500))
     assert(isAhead(Some(5000), finished = false, l))
@@ -23,14 +24,17 @@ class AlignmentPolicySuite extends AnyFunSuite {
     assert(!isAhead(Some(Long.MaxValue), finished = true, limit(Seq(0L), 10)))
   }
 
-  test("a split without a watermark is never ahead and, left out of the minimum, blocks nobody (FLINK-32414)") {
+  test(
+    "a split without a watermark is never ahead and, left out of the minimum, blocks nobody (FLINK-32414)") {
     assert(!isAhead(None, finished = false, limit(Seq(1000L), 100)))
     assert(limit(Seq(1000L), 100).contains(1100))
   }
 
   test("nothing constraining means no limit, and no overflow (FLINK-31632)") {
     assert(limit(Nil, Long.MaxValue).isEmpty)
-    assert(!isAhead(Some(Long.MaxValue), finished = false, None), "nothing may stay paused when nothing constrains")
+    assert(
+      !isAhead(Some(Long.MaxValue), finished = false, None),
+      "nothing may stay paused when nothing constrains")
     assert(limit(Seq(Long.MaxValue - 5), 100).contains(Long.MaxValue))
   }
 

@@ -17,20 +17,44 @@ class HorizonPlannerSuite extends AnyFunSuite {
       series.map(s => s.id -> math.max(from(s.id), s.firstAtOrAfter(t))).toMap
   }
 
-  private def toPlan(s: Series, from: Long, idle: Boolean = false) = SplitToPlan(s.id, from, s.records,
+  private def toPlan(s: Series, from: Long, idle: Boolean = false) = SplitToPlan(
+    s.id,
+    from,
+    s.records,
     maxEventTime = if (from == 0) None else Some(s.timeOf(from - 1)),
     latestEventTime = if (from < s.records) Some(s.timeOf(s.records - 1)) else None,
-    idle = idle, finished = from >= s.records,
+    idle = idle,
+    finished = from >= s.records,
     firstEventTime = if (from == 0 && s.records > 0) Some(s.timeOf(0)) else None)
 
-  private def plan(series: Seq[Series], at: Map[String, Long], driftMs: Long, budget: Option[Long],
-      others: Option[Long] = None, mode: AlignmentMode = AlignmentMode.SplitsByIndex, oooMs: Long = 0): SourcePlan =
-    HorizonPlanner.plan(series.map(s => toPlan(s, at(s.id))), _ - oooMs, oooMs, driftMs, others, budget,
-      Some(new Index(series, at)), mode,
-      ids => series.filter(s => ids.contains(s.id) && at(s.id) < s.records).map(s => s.id -> s.timeOf(at(s.id))).toMap)
+  private def plan(
+      series: Seq[Series],
+      at: Map[String, Long],
+      driftMs: Long,
+      budget: Option[Long],
+      others: Option[Long] = None,
+      mode: AlignmentMode = AlignmentMode.SplitsByIndex,
+      oooMs: Long = 0): SourcePlan =
+    HorizonPlanner.plan(
+      series.map(s => toPlan(s, at(s.id))),
+      _ - oooMs,
+      oooMs,
+      driftMs,
+      others,
+      budget,
+      Some(new Index(series, at)),
+      mode,
+      ids =>
+        series
+          .filter(s => ids.contains(s.id) && at(s.id) < s.records)
+          .map(s => s.id -> s.timeOf(at(s.id)))
+          .toMap)
 
   /** Plans batches until everything is read; returns each batch's end positions. */
-  private def runAll(series: Seq[Series], driftMs: Long, budget: Option[Long]): Seq[Map[String, Long]] = {
+  private def runAll(
+      series: Seq[Series],
+      driftMs: Long,
+      budget: Option[Long]): Seq[Map[String, Long]] = {
     var at = series.map(_.id -> 0L).toMap
     val batches = Seq.newBuilder[Map[String, Long]]
     var guard = 0
@@ -66,7 +90,9 @@ class HorizonPlannerSuite extends AnyFunSuite {
     // (to within the search's tolerance of the limit: each further look-up costs a request)
     val first = batches.head
     val full = 200 - (200 * HorizonPlanner.SearchTolerance).toLong
-    assert(first("p0") >= full && first("p0") <= 200 && (1 to 7).forall(i => first(s"p$i") == 0), first)
+    assert(
+      first("p0") >= full && first("p0") <= 200 && (1 to 7).forall(i => first(s"p$i") == 0),
+      first)
   }
 
   test("a read limit on evenly spread records finds its horizon in a few index look-ups") {
@@ -76,22 +102,33 @@ class HorizonPlannerSuite extends AnyFunSuite {
     val at = series.map(s => s.id -> 3600L).toMap
     var lookups = 0
     val index = new Index(series, at) {
-      override def positionsBefore(t: Long): Map[String, Long] = { lookups += 1; super.positionsBefore(t) }
+      override def positionsBefore(t: Long): Map[String, Long] = {
+        lookups += 1; super.positionsBefore(t)
+      }
     }
-    val p = HorizonPlanner.plan(series.map(s => toPlan(s, at(s.id))), identity, 0, 5 * Minute, None,
-      Some(2000L), Some(index), AlignmentMode.SplitsByIndex)
+    val p = HorizonPlanner.plan(
+      series.map(s => toPlan(s, at(s.id))),
+      identity,
+      0,
+      5 * Minute,
+      None,
+      Some(2000L),
+      Some(index),
+      AlignmentMode.SplitsByIndex)
     val read = series.map(s => p.ends(s.id) - at(s.id)).sum
     assert(read <= 2000 && read >= 2000 - 2000 * HorizonPlanner.SearchTolerance, s"read $read")
     assert(lookups <= 6, s"$lookups index look-ups")
   }
 
-  test("a group's rounds on steady data ask the index about three times each, and keep every batch aligned and full") {
+  test(
+    "a group's rounds on steady data ask the index about three times each, and keep every batch aligned and full") {
     // group_join's shape: two sources of 4 partitions over 12 h, one four times denser, one read
     // limit each. A round plans each member up to three times against different frontiers; what
     // the index answered earlier in the round, and the density the last search found, spare most
     // look-ups (each is a request to the broker).
     def source(name: String, step: Long) =
-      (0 until 4).map(i => Series(s"$name$i", now - 12 * Hour + i * step / 4, step, 12 * Hour / step))
+      (0 until 4).map(i =>
+        Series(s"$name$i", now - 12 * Hour + i * step / 4, step, 12 * Hour / step))
     val members = Seq("sparse" -> source("s", 4000), "dense" -> source("d", 1000))
     val all = members.flatMap(_._2)
     var at = all.map(_.id -> 0L).toMap
@@ -104,13 +141,22 @@ class HorizonPlannerSuite extends AnyFunSuite {
         val start = at
         val answers = scala.collection.mutable.Map[Long, Map[String, Long]]()
         val index = new Index(series, start) {
-          override def positionsBefore(t: Long) = answers.getOrElseUpdate(t, { lookups += 1; super.positionsBefore(t) })
+          override def positionsBefore(t: Long) =
+            answers.getOrElseUpdate(t, { lookups += 1; super.positionsBefore(t) })
           override def answered: Iterable[Long] = answers.keys
         }
         name -> new PreparedMemberBatch {
           override def plan(others: Option[Long]): SourcePlan = {
-            val p = HorizonPlanner.plan(series.map(s => toPlan(s, start(s.id))), identity, 0, 5 * Minute, others,
-              Some(2000L), Some(index), AlignmentMode.SplitsByIndex, msPerRecordHint = hints.get(name))
+            val p = HorizonPlanner.plan(
+              series.map(s => toPlan(s, start(s.id))),
+              identity,
+              0,
+              5 * Minute,
+              others,
+              Some(2000L),
+              Some(index),
+              AlignmentMode.SplitsByIndex,
+              msPerRecordHint = hints.get(name))
             p.msPerRecord.foreach(hints(name) = _)
             p
           }
@@ -120,7 +166,8 @@ class HorizonPlannerSuite extends AnyFunSuite {
       val next = plans.values.flatMap(_.ends).toMap
       val dense = members(1)._2
       val denseRead = dense.map(s => next(s.id) - at(s.id)).sum
-      if (dense.exists(s => next(s.id) < s.records)) assert(denseRead >= 2000 * (1 - HorizonPlanner.SearchTolerance), s"dense read $denseRead")
+      if (dense.exists(s => next(s.id) < s.records))
+        assert(denseRead >= 2000 * (1 - HorizonPlanner.SearchTolerance), s"dense read $denseRead")
       val wms = watermarks(all, next)
       if (wms.nonEmpty) assert(wms.max - wms.min <= 5 * Minute + 4000, s"spread at $next")
       at = next
@@ -156,16 +203,31 @@ class HorizonPlannerSuite extends AnyFunSuite {
     assert(plan(series, at, 0, None, oooMs = 3 * Minute).ends("b") == 50)
     // against another member's watermark (20 min) it does not: event times up to 20 (+ 3) min
     assert(plan(series, at, 0, None, others = Some(20 * Minute)).ends("a") == 21)
-    assert(plan(series, at, 0, None, others = Some(20 * Minute), oooMs = 3 * Minute).ends("a") == 24)
+    assert(
+      plan(series, at, 0, None, others = Some(20 * Minute), oooMs = 3 * Minute).ends("a") == 24)
   }
 
   test("an idle split constrains nobody; all idle means no limit and no overflow") {
     val series = Seq(Series("idle", 0, Minute, 5), Series("busy", Long.MaxValue / 2, Minute, 10))
-    val p = HorizonPlanner.plan(Seq(toPlan(series(0), 5), toPlan(series(1), 0)), identity, 0, 5 * Minute, None, None,
-      Some(new Index(series, Map("idle" -> 5, "busy" -> 0))), AlignmentMode.SplitsByIndex)
+    val p = HorizonPlanner.plan(
+      Seq(toPlan(series(0), 5), toPlan(series(1), 0)),
+      identity,
+      0,
+      5 * Minute,
+      None,
+      None,
+      Some(new Index(series, Map("idle" -> 5, "busy" -> 0))),
+      AlignmentMode.SplitsByIndex)
     assert(p.ends("busy") == 10) // the finished split does not hold it back
-    val allIdle = HorizonPlanner.plan(Seq(toPlan(series(0), 2, idle = true)), identity, 0, Long.MaxValue, None, None,
-      Some(new Index(series.take(1), Map("idle" -> 2))), AlignmentMode.SplitsByIndex)
+    val allIdle = HorizonPlanner.plan(
+      Seq(toPlan(series(0), 2, idle = true)),
+      identity,
+      0,
+      Long.MaxValue,
+      None,
+      None,
+      Some(new Index(series.take(1), Map("idle" -> 2))),
+      AlignmentMode.SplitsByIndex)
     assert(allIdle.limit.isEmpty && allIdle.frontier.isEmpty)
     assert(allIdle.ends("idle") == 5)
   }
@@ -194,22 +256,42 @@ class HorizonPlannerSuite extends AnyFunSuite {
   test("a source whose reader cannot pause splits is held back only as a whole") {
     val series = Seq(Series("a", 0, Minute, 100), Series("b", 50 * Minute, Minute, 100))
     val at = Map("a" -> 40L, "b" -> 10L)
-    val ahead = plan(series, at, 5 * Minute, None, others = Some(10 * Minute), mode = AlignmentMode.WholeSource)
+    val ahead = plan(
+      series,
+      at,
+      5 * Minute,
+      None,
+      others = Some(10 * Minute),
+      mode = AlignmentMode.WholeSource)
     assert(ahead.ends == at) // its slowest split (39 min) is past 10 + 5 min
-    val behind = plan(series, at, 5 * Minute, None, others = Some(60 * Minute), mode = AlignmentMode.WholeSource)
+    val behind = plan(
+      series,
+      at,
+      5 * Minute,
+      None,
+      others = Some(60 * Minute),
+      mode = AlignmentMode.WholeSource)
     assert(behind.ends == Map("a" -> 100L, "b" -> 100L)) // no per-split cut
   }
 
   test("without an index, a split whose watermark is above the limit gets no range") {
     val series = Seq(Series("a", 0, Minute, 100), Series("b", 0, Minute, 100))
     val at = Map("a" -> 10L, "b" -> 50L)
-    val p = HorizonPlanner.plan(series.map(s => toPlan(s, at(s.id)).copy(latestEventTime = None)), identity, 0,
-      5 * Minute, None, None, None, AlignmentMode.SplitsByWatermark)
+    val p = HorizonPlanner.plan(
+      series.map(s => toPlan(s, at(s.id)).copy(latestEventTime = None)),
+      identity,
+      0,
+      5 * Minute,
+      None,
+      None,
+      None,
+      AlignmentMode.SplitsByWatermark)
     assert(p.limit.contains(14 * Minute))
     assert(p.heldBack == Set("b") && p.ends("a") == 100)
   }
 
-  test("a cut never stalls: a split within the limit whose next record lies beyond the horizon reads up to it") {
+  test(
+    "a cut never stalls: a split within the limit whose next record lies beyond the horizon reads up to it") {
     // another member, also waiting, sits at 0; this split read record 0 (time 0), its next is at 30 min
     val sparse = Seq(Series("a", 0, 30 * Minute, 10))
     val p = plan(sparse, Map("a" -> 1L), 5 * Minute, None, others = Some(0L))
@@ -224,15 +306,38 @@ class HorizonPlannerSuite extends AnyFunSuite {
     // 50 records at one instant, 30 min after where the split is; another member holds the limit at 0
     val burst = Seq(Series("a", 30 * Minute, 0, 50))
     val at = Map("a" -> 0L)
-    val p = HorizonPlanner.plan(Seq(toPlan(burst.head, 0).copy(maxEventTime = Some(0L), firstEventTime = None)),
-      identity, 0, 5 * Minute, Some(0L), Some(10), Some(new Index(burst, at)), AlignmentMode.SplitsByIndex,
+    val p = HorizonPlanner.plan(
+      Seq(toPlan(burst.head, 0).copy(maxEventTime = Some(0L), firstEventTime = None)),
+      identity,
+      0,
+      5 * Minute,
+      Some(0L),
+      Some(10),
+      Some(new Index(burst, at)),
+      AlignmentMode.SplitsByIndex,
       _ => Map("a" -> 30 * Minute))
     assert(p.ends("a") == 10)
   }
 
   test("a split read for the first time without a reach still places its source for the others") {
-    val noReach = SplitToPlan("f", 0, 100, None, None, idle = false, finished = false, firstEventTime = Some(7 * Minute))
-    val p = HorizonPlanner.plan(Seq(noReach), identity, 0, Minute, None, None, None, AlignmentMode.SplitsByWatermark)
+    val noReach = SplitToPlan(
+      "f",
+      0,
+      100,
+      None,
+      None,
+      idle = false,
+      finished = false,
+      firstEventTime = Some(7 * Minute))
+    val p = HorizonPlanner.plan(
+      Seq(noReach),
+      identity,
+      0,
+      Minute,
+      None,
+      None,
+      None,
+      AlignmentMode.SplitsByWatermark)
     assert(p.ends("f") == 100)
     assert(p.frontier.contains(7 * Minute))
   }
@@ -243,21 +348,39 @@ class HorizonPlannerSuite extends AnyFunSuite {
    */
   private class BlockIndex(series: Seq[Series], from: Map[String, Long]) extends TimeIndex {
     override val exact = false
-    private def block(t: Long, whole: Series => Boolean) = series.map(s => s.id -> (if (whole(s)) s.records else from(s.id))).toMap
-    override def positionsBefore(t: Long): Map[String, Long] = block(t, s => s.timeOf(s.records - 1) < t)
+    private def block(t: Long, whole: Series => Boolean) =
+      series.map(s => s.id -> (if (whole(s)) s.records else from(s.id))).toMap
+    override def positionsBefore(t: Long): Map[String, Long] =
+      block(t, s => s.timeOf(s.records - 1) < t)
     override def positionsThrough(t: Long): Map[String, Long] = block(t, s => s.timeOf(0) < t)
   }
 
-  private def planBlocks(series: Seq[Series], at: Map[String, Long], driftMs: Long, budget: Option[Long],
+  private def planBlocks(
+      series: Seq[Series],
+      at: Map[String, Long],
+      driftMs: Long,
+      budget: Option[Long],
       others: Option[Long]): SourcePlan =
-    HorizonPlanner.plan(series.map(s => toPlan(s, at(s.id))), identity, 0, driftMs, others, budget,
-      Some(new BlockIndex(series, at)), AlignmentMode.SplitsByIndex,
-      ids => series.filter(s => ids.contains(s.id) && at(s.id) < s.records).map(s => s.id -> s.timeOf(0)).toMap)
+    HorizonPlanner.plan(
+      series.map(s => toPlan(s, at(s.id))),
+      identity,
+      0,
+      driftMs,
+      others,
+      budget,
+      Some(new BlockIndex(series, at)),
+      AlignmentMode.SplitsByIndex,
+      ids =>
+        series
+          .filter(s => ids.contains(s.id) && at(s.id) < s.records)
+          .map(s => s.id -> s.timeOf(0))
+          .toMap)
 
   // one row group of 1000 rows a second apart; another member stands at 600 s, the drift is 10 s
   private val rowGroup = Seq(Series("rg", 0, 1000, 1000))
 
-  test("an inexact index reads a row group straddling the horizon whole, and places it at its largest event time") {
+  test(
+    "an inexact index reads a row group straddling the horizon whole, and places it at its largest event time") {
     val p = planBlocks(rowGroup, Map("rg" -> 0L), 10000, None, others = Some(600000L))
     assert(p.limit.contains(610000L))
     // not cut inside the row group (where an exact index cuts: rows 0..610 s), not held to one row
@@ -269,7 +392,8 @@ class HorizonPlannerSuite extends AnyFunSuite {
     assert(exact.ends("rg") == 611 && exact.frontier.contains(610000L))
   }
 
-  test("an inexact index cut inside a row group by the read limit places it where it stood, not at the horizon") {
+  test(
+    "an inexact index cut inside a row group by the read limit places it where it stood, not at the horizon") {
     val p = planBlocks(rowGroup, Map("rg" -> 0L), 10000, Some(100), others = Some(600000L))
     assert(p.ends("rg") == 100) // the read limit holds
     // rows 0..99 s were read, but the index cannot tell: its first row's time is all that is sure
@@ -287,9 +411,17 @@ class HorizonPlannerSuite extends AnyFunSuite {
   }
 
   test("without any event time to search by, the read limit still holds") {
-    val blind = Seq("x", "y").map(id => SplitToPlan(id, 0, 1000, None, None, idle = false, finished = false))
-    val p = HorizonPlanner.plan(blind, identity, 0, Minute, None, Some(100),
-      Some(new TimeIndex { def positionsBefore(t: Long) = Map("x" -> 1000L, "y" -> 1000L) }), AlignmentMode.SplitsByIndex)
+    val blind = Seq("x", "y").map(id =>
+      SplitToPlan(id, 0, 1000, None, None, idle = false, finished = false))
+    val p = HorizonPlanner.plan(
+      blind,
+      identity,
+      0,
+      Minute,
+      None,
+      Some(100),
+      Some(new TimeIndex { def positionsBefore(t: Long) = Map("x" -> 1000L, "y" -> 1000L) }),
+      AlignmentMode.SplitsByIndex)
     assert(p.ends.values.sum == 100)
   }
 }
@@ -298,6 +430,8 @@ private object HorizonPlannerSuite {
   final case class Series(id: String, base: Long, step: Long, records: Long) {
     def timeOf(k: Long): Long = base + k * step
     def firstAtOrAfter(t: Long): Long =
-      if (t <= base) 0L else if (step == 0) records else math.min(records, (t - base + step - 1) / step)
+      if (t <= base) 0L
+      else if (step == 0) records
+      else math.min(records, (t - base + step - 1) / step)
   }
 }

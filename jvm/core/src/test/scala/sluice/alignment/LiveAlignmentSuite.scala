@@ -3,11 +3,21 @@ package sluice.alignment
 import org.scalatest.funsuite.AnyFunSuite
 
 class LiveAlignmentSuite extends AnyFunSuite {
-  private def split(id: String, wm: Option[Long], idle: Boolean = false, paused: Boolean = false, finished: Boolean = false) =
+  private def split(
+      id: String,
+      wm: Option[Long],
+      idle: Boolean = false,
+      paused: Boolean = false,
+      finished: Boolean = false) =
     LiveSplitState(id, wm, idle, paused, finished)
 
-  private def report(coordinator: LiveAlignment, member: String, splits: LiveSplitState*): Option[Long] =
-    coordinator.report(LiveReport("q", "g", member, maxDriftMs = 100, splits), expiryMs = 1000).maxAllowedWatermark
+  private def report(
+      coordinator: LiveAlignment,
+      member: String,
+      splits: LiveSplitState*): Option[Long] =
+    coordinator
+      .report(LiveReport("q", "g", member, maxDriftMs = 100, splits), expiryMs = 1000)
+      .maxAllowedWatermark
 
   test("the limit is the smallest watermark of the group plus the drift, across members") {
     val c = new LiveAlignment(() => 0L)
@@ -17,10 +27,19 @@ class LiveAlignmentSuite extends AnyFunSuite {
     assert(report(c, "b", split("b0", Some(2000))) == Some(1100))
   }
 
-  test("idle, finished and not-yet-started splits constrain nobody; none constraining means no limit") {
+  test(
+    "idle, finished and not-yet-started splits constrain nobody; none constraining means no limit") {
     val c = new LiveAlignment(() => 0L)
-    assert(report(c, "a", split("a0", None), split("a1", Some(10), idle = true), split("a2", Some(20), finished = true)) == None)
-    assert(report(c, "a", split("a0", Some(Long.MaxValue))) == Some(Long.MaxValue), "no overflow (FLINK-31632)")
+    assert(
+      report(
+        c,
+        "a",
+        split("a0", None),
+        split("a1", Some(10), idle = true),
+        split("a2", Some(20), finished = true)) == None)
+    assert(
+      report(c, "a", split("a0", Some(Long.MaxValue))) == Some(Long.MaxValue),
+      "no overflow (FLINK-31632)")
   }
 
   test("a split its task stopped reporting leaves the minimum after the expiry") {
@@ -38,7 +57,9 @@ class LiveAlignmentSuite extends AnyFunSuite {
     report(c, "a", split("a0", Some(0)), split("a1", Some(1800000)))
     assert(c.maxObservedSpread("q", "g").isEmpty, "first reports: nobody had an answer to act on")
     report(c, "a", split("a0", Some(50)), split("a1", Some(1800000), paused = true))
-    assert(c.maxObservedSpread("q", "g") == Some(0), "a paused split does not read: one split, no spread")
+    assert(
+      c.maxObservedSpread("q", "g") == Some(0),
+      "a paused split does not read: one split, no spread")
     report(c, "a", split("a0", Some(60)), split("a1", Some(160)))
     assert(c.maxObservedSpread("q", "g") == Some(100))
   }
@@ -48,7 +69,10 @@ class LiveAlignmentSuite extends AnyFunSuite {
     val gate = new LiveSplitGate(idleTimeoutMs = Some(1000), () => now)
     Seq("x", "y", "z").foreach(gate.track(_))
     val wms = Map("x" -> Some(100L), "y" -> Some(500L), "z" -> Some(50L))
-    assert(gate.decide(wms, Set.empty, Some(200), unconfirmed = Set("z")) == (Set("y", "z"), Set.empty))
+    assert(
+      gate.decide(wms, Set.empty, Some(200), unconfirmed = Set("z")) == (
+        Set("y", "z"),
+        Set.empty))
     assert(gate.decide(wms, Set.empty, Some(600)) == (Set.empty, Set("y", "z")))
     // a finished split is never paused (FLINK-39728)
     assert(gate.decide(wms, Set("y"), Some(200)) == (Set.empty, Set.empty))
@@ -68,15 +92,20 @@ class LiveAlignmentSuite extends AnyFunSuite {
     assert(!gate.isIdle("x", 6500), "a record makes it active again")
   }
 
-  test("idleness outlives a task: the next task's clock starts from the split's last record, and seeds keep it") {
+  test(
+    "idleness outlives a task: the next task's clock starts from the split's last record, and seeds keep it") {
     var now = 10000L
     val c = new LiveAlignment(() => now)
-    c.report(LiveReport("q", "g", "m", 100, Seq(split("s", Some(5)).copy(lastActiveMs = Some(9000L)))), 1000)
+    c.report(
+      LiveReport("q", "g", "m", 100, Seq(split("s", Some(5)).copy(lastActiveMs = Some(9000L)))),
+      1000)
     c.seed(LiveReport("q", "g", "m", 100, Seq(split("s", Some(5)))), 1000)
     assert(c.lastActive("q", "g", "m") == Map("s" -> 9000L), "a seed keeps what the readers knew")
     val gate = new LiveSplitGate(idleTimeoutMs = Some(2000), () => now)
     gate.track("s", c.lastActive("q", "g", "m").get("s"))
     assert(!gate.isIdle("s", 10500))
-    assert(gate.isIdle("s", 11000), "idle two seconds after its last record, though its task began later")
+    assert(
+      gate.isIdle("s", 11000),
+      "idle two seconds after its last record, though its task began later")
   }
 }

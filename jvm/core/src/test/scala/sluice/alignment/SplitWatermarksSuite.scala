@@ -66,18 +66,39 @@ class SplitWatermarksSuite extends AnyFunSuite {
 
   test("watermark.splits says why a split does not read: finished, paused by alignment, idle") {
     val states = Seq(
-      SplitEventTime("reading", Some(10), WatermarkStatus.Active, paused = false, finished = false),
+      SplitEventTime(
+        "reading",
+        Some(10),
+        WatermarkStatus.Active,
+        paused = false,
+        finished = false),
       SplitEventTime("ahead", Some(90), WatermarkStatus.Active, paused = true, finished = false),
       SplitEventTime("quiet", Some(20), WatermarkStatus.Idle, paused = false, finished = false),
-      SplitEventTime("done", Some(Long.MaxValue), WatermarkStatus.Active, paused = false, finished = true),
-      SplitEventTime("new \"one\"", None, WatermarkStatus.Active, paused = true, finished = false))
-    assert(states.map(_.reason) == Seq(None, Some("alignment"), Some("idleness"), Some("finished"), Some("alignment")))
+      SplitEventTime(
+        "done",
+        Some(Long.MaxValue),
+        WatermarkStatus.Active,
+        paused = false,
+        finished = true),
+      SplitEventTime(
+        "new \"one\"",
+        None,
+        WatermarkStatus.Active,
+        paused = true,
+        finished = false))
+    assert(
+      states.map(_.reason) == Seq(
+        None,
+        Some("alignment"),
+        Some("idleness"),
+        Some("finished"),
+        Some("alignment")))
     assert(SplitEventTime.json(states) == Seq(
       """{"split":"reading","watermarkMs":10,"status":"ACTIVE","paused":false,"finished":false}""",
       """{"split":"ahead","watermarkMs":90,"status":"ACTIVE","paused":true,"finished":false,"reason":"alignment"}""",
       """{"split":"quiet","watermarkMs":20,"status":"IDLE","paused":false,"finished":false,"reason":"idleness"}""",
       s"""{"split":"done","watermarkMs":${Long.MaxValue},"status":"ACTIVE","paused":false,"finished":true,"reason":"finished"}""",
-      """{"split":"new \"one\"","status":"ACTIVE","paused":true,"finished":false,"reason":"alignment"}"""
-    ).mkString("[", ",", "]"))
+      """{"split":"new \"one\"","status":"ACTIVE","paused":true,"finished":false,"reason":"alignment"}""")
+      .mkString("[", ",", "]"))
   }
 }

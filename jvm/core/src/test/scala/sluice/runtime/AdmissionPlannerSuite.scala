@@ -5,7 +5,9 @@ import org.scalatest.funsuite.AnyFunSuite
 class AdmissionPlannerSuite extends AnyFunSuite {
 
   test("everything is read when the backlog fits the budget") {
-    assert(AdmissionPlanner.share(Seq("a" -> 10L, "b" -> 0L, "c" -> 5L), 100) == Map("a" -> 10L, "c" -> 5L))
+    assert(
+      AdmissionPlanner
+        .share(Seq("a" -> 10L, "b" -> 0L, "c" -> 5L), 100) == Map("a" -> 10L, "c" -> 5L))
   }
 
   test("the budget is shared in proportion to backlog and adds up exactly") {
@@ -28,10 +30,14 @@ class AdmissionPlannerSuite extends AnyFunSuite {
 
   test("a record budget over byte positions is converted with the bytes per record") {
     // a file split with 10,000 bytes of backlog at 50 bytes per record, a Kafka split with 300 records
-    val shares = AdmissionPlanner.shareRecords(Seq("file" -> 10000L, "kafka" -> 300L), 250,
+    val shares = AdmissionPlanner.shareRecords(
+      Seq("file" -> 10000L, "kafka" -> 300L),
+      250,
       id => if (id == "file") 50.0 else 1.0)
     // 200 + 300 records of backlog, 250 allowed: half of each, the file's share back in bytes
     assert(shares == Map("file" -> 5000L, "kafka" -> 150L))
-    assert(AdmissionPlanner.shareRecords(Seq("file" -> 1000L), 1000, _ => 50.0) == Map("file" -> 1000L))
+    assert(
+      AdmissionPlanner.shareRecords(Seq("file" -> 1000L), 1000, _ => 50.0) == Map(
+        "file" -> 1000L))
   }
 }

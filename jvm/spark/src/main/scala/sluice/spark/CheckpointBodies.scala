@@ -21,6 +21,7 @@ trait CheckpointBodies {
 }
 
 object CheckpointBodies {
+
   /** The source metric that reports `bytesWritten` (absent while nothing was kept). */
   val BytesWrittenMetric = "checkpointBytesWritten"
 }

@@ -18,6 +18,7 @@ import scala.collection.mutable.ArrayBuffer
 object ContentChunks {
   val MinBytes = 2048
   val MaxBytes = 65536
+
   /**
    * A cut after a byte whose hash has its top 13 bits zero: one byte in 8,192 on random content.
    * The top bits, not the bottom ones: shifted left once per byte, bit k of the hash depends on
@@ -32,12 +33,12 @@ object ContentChunks {
    * out here rather than taken from a JDK generator whose sequence the JDK does not promise.
    */
   private val gear: Array[Long] = {
-    var state = 0x511CE5L
+    var state = 0x511ce5L
     Array.fill(256) {
-      state += 0x9E3779B97F4A7C15L
+      state += 0x9e3779b97f4a7c15L
       var z = state
-      z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L
-      z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL
+      z = (z ^ (z >>> 30)) * 0xbf58476d1ce4e5b9L
+      z = (z ^ (z >>> 27)) * 0x94d049bb133111ebL
       z ^ (z >>> 31)
     }
   }

@@ -29,7 +29,8 @@ final class EventTimeAppender(settings: EventTimeSettings, sourceSchema: StructT
     else columnValueMs(row.getLong(columnIndex))
 
   /** A value of the event-time column (epoch ms, or a timestamp in µs) in epoch ms. */
-  private def columnValueMs(value: Long): Long = if (columnIsMillis) value else Math.floorDiv(value, 1000L)
+  private def columnValueMs(value: Long): Long =
+    if (columnIsMillis) value else Math.floorDiv(value, 1000L)
 
   /** `row` followed by the event-time column (null when the record has none). */
   def append(row: InternalRow, eventTimeMs: Long): InternalRow = {
@@ -54,7 +55,8 @@ final class EventTimeAppender(settings: EventTimeSettings, sourceSchema: StructT
     var max = RecordsWithSplitIds.NoTimestamp
     var i = 0
     while (i < n) {
-      val t = if (source == null) fetched.recordTime(i)
+      val t =
+        if (source == null) fetched.recordTime(i)
         else if (source.isNullAt(i)) RecordsWithSplitIds.NoTimestamp
         else columnValueMs(source.getLong(i))
       if (t == RecordsWithSplitIds.NoTimestamp) column.putNull(i)
@@ -64,7 +66,8 @@ final class EventTimeAppender(settings: EventTimeSettings, sourceSchema: StructT
       }
       i += 1
     }
-    val columns = Array.tabulate[ColumnVector](batch.numCols() + 1)(c => if (c < batch.numCols()) batch.column(c) else column)
+    val columns = Array.tabulate[ColumnVector](batch.numCols() + 1)(c =>
+      if (c < batch.numCols()) batch.column(c) else column)
     (new ColumnarBatch(columns, n), max)
   }
 }

@@ -27,14 +27,19 @@ import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileMana
  * `retainOnly` deletes. Reading a checkpoint checks its content against its name. Calls are
  * serialized: the engine may read offsets from other threads while a commit deletes.
  */
-final class KeptCheckpoints(folder: Path, files: CheckpointFileManager, io: KeptCheckpoints.FileIo)
-  extends CheckpointBodies {
+final class KeptCheckpoints(
+    folder: Path,
+    files: CheckpointFileManager,
+    io: KeptCheckpoints.FileIo)
+    extends CheckpointBodies {
   import KeptCheckpoints._
 
   private val chunkFolder = new Path(folder, "chunks")
   private val mapper = new ObjectMapper()
+
   /** Chunks known to be in the folder (listed once, then kept up to date): saves a look-up per chunk. */
   private var writtenChunks: mutable.Set[String] = _
+
   /** What the lists read or written hold: a commit needs them all, every time. */
   private val listed = mutable.Map[String, Listed]()
   @volatile private var written = 0L
@@ -81,8 +86,9 @@ final class KeptCheckpoints(folder: Path, files: CheckpointFileManager, io: Kept
         out.toByteArray
     }
     if (sha256(bytes) != name) {
-      throw new IllegalStateException(s"Sluice: checkpoint file ${listFile(name)} and its chunks do not hold the " +
-        s"checkpoint it is named after: the query's checkpoint was damaged. $RestoreAdvice")
+      throw new IllegalStateException(
+        s"Sluice: checkpoint file ${listFile(name)} and its chunks do not hold the " +
+          s"checkpoint it is named after: the query's checkpoint was damaged. $RestoreAdvice")
     }
     new String(bytes, StandardCharsets.UTF_8)
   }
@@ -96,8 +102,13 @@ final class KeptCheckpoints(folder: Path, files: CheckpointFileManager, io: Kept
     deleteAllBut(folder, names.map(n => s"${checkName(n)}.json"), spare = Set("chunks"))
     // the chunks of every list still there (not only of those named: one that could not be
     // deleted must stay readable), read before any chunk goes; an unreadable list deletes nothing
-    val lists = files.list(folder).map(_.getPath.getName).filter(_.endsWith(".json")).map(_.stripSuffix(".json"))
-      .filter(n => n.nonEmpty && n.forall(isHex)).toSet
+    val lists = files
+      .list(folder)
+      .map(_.getPath.getName)
+      .filter(_.endsWith(".json"))
+      .map(_.stripSuffix(".json"))
+      .filter(n => n.nonEmpty && n.forall(isHex))
+      .toSet
     val keptChunks = lists.flatMap(n => chunksOf(n).toSeq.flatMap(_.chunks))
     // forgotten before they go: a delete that fails half way must not leave a chunk that is gone
     // known as written (the next checkpoint with its content would list it without writing it)
@@ -108,7 +119,11 @@ final class KeptCheckpoints(folder: Path, files: CheckpointFileManager, io: Kept
 
   private def deleteAllBut(dir: Path, kept: Set[String], spare: Set[String]): Unit = {
     val keep = kept ++ kept.map(n => s".$n.crc") ++ spare
-    files.list(dir).map(_.getPath).filterNot(p => keep.contains(p.getName)).foreach(p => files.delete(p))
+    files
+      .list(dir)
+      .map(_.getPath)
+      .filterNot(p => keep.contains(p.getName))
+      .foreach(p => files.delete(p))
   }
 
   /** What the file of checkpoint `name` holds, or None when it is missing. */
@@ -117,7 +132,8 @@ final class KeptCheckpoints(folder: Path, files: CheckpointFileManager, io: Kept
       val chunks = Option(mapper.readTree(bytes).get("chunks"))
       // a version 2 offset names a checkpoint kept whole, before there were chunks (its content
       // is checked against its name like any other)
-      val held = chunks.fold[Listed](WholeFile)(c => Chunks(c.elements().asScala.map(n => checkName(n.asText())).toSeq))
+      val held = chunks.fold[Listed](WholeFile)(c =>
+        Chunks(c.elements().asScala.map(n => checkName(n.asText())).toSeq))
       listed(name) = held
       held
     }
@@ -128,7 +144,10 @@ final class KeptCheckpoints(folder: Path, files: CheckpointFileManager, io: Kept
     if (writtenChunks == null) {
       writtenChunks = mutable.Set[String]()
       if (files.exists(chunkFolder)) {
-        writtenChunks ++= files.list(chunkFolder).map(_.getPath.getName).filter(n => n.forall(isHex))
+        writtenChunks ++= files
+          .list(chunkFolder)
+          .map(_.getPath.getName)
+          .filter(n => n.forall(isHex))
       }
     }
     writtenChunks
@@ -136,11 +155,13 @@ final class KeptCheckpoints(folder: Path, files: CheckpointFileManager, io: Kept
 
   private def listFile(name: String): Path = new Path(folder, s"${checkName(name)}.json")
 
-  private def damaged(file: Path) = new IllegalStateException(s"Sluice: an offset in the log needs checkpoint file " +
-    s"$file, which is missing. The query's checkpoint was damaged (files deleted or not copied with it); $RestoreAdvice")
+  private def damaged(file: Path) = new IllegalStateException(
+    s"Sluice: an offset in the log needs checkpoint file " +
+      s"$file, which is missing. The query's checkpoint was damaged (files deleted or not copied with it); $RestoreAdvice")
 }
 
 object KeptCheckpoints {
+
   /** What a checkpoint's file holds: the list of its chunks, or (written before chunks) all of it. */
   private sealed trait Listed { def chunks: Seq[String] }
   private final case class Chunks(chunks: Seq[String]) extends Listed

@@ -52,8 +52,11 @@ object LiveAlignmentChannel extends Logging {
    * returns the group's limit for its readers to start with.
    */
   def seed(member: LiveAlignmentMember, splits: Seq[LiveSplitState]): Option[Long] =
-    coordinator.seed(LiveReport(member.queryKey, member.group, member.memberId, member.maxDriftMs, splits),
-      expiryMs(member.updateIntervalMs)).maxAllowedWatermark
+    coordinator
+      .seed(
+        LiveReport(member.queryKey, member.group, member.memberId, member.maxDriftMs, splits),
+        expiryMs(member.updateIntervalMs))
+      .maxAllowedWatermark
 
   /** What query progress shows of a member's group while its readers run. */
   def metrics(member: LiveAlignmentMember): Map[String, String] = {
@@ -62,7 +65,9 @@ object LiveAlignmentChannel extends Logging {
     val own = states.collect { case (m, s) if m == member.memberId => s }
     Map("liveSplits" -> own.map(json).mkString("[", ",", "]")) ++
       limit.map(l => "liveMaxAllowedWatermarkMs" -> l.toString) ++
-      coordinator.maxObservedSpread(member.queryKey, member.group).map(s => "liveMaxObservedDriftMs" -> s.toString)
+      coordinator
+        .maxObservedSpread(member.queryKey, member.group)
+        .map(s => "liveMaxObservedDriftMs" -> s.toString)
   }
 
   private def json(s: LiveSplitState): String = {
@@ -90,16 +95,32 @@ object LiveAlignmentChannel extends Logging {
 
   private[spark] def decodeReport(text: String): (LiveReport, Long) = {
     val root = Mapper.readTree(text)
-    val splits = root.get("splits").elements().asScala.map { n =>
-      LiveSplitState(n.get("split").asText, Option(n.get("watermarkMs")).map(_.asLong),
-        n.get("idle").asBoolean, n.get("paused").asBoolean, n.get("finished").asBoolean,
-        Option(n.get("lastActiveMs")).map(_.asLong))
-    }.toSeq
-    (LiveReport(root.get("query").asText, root.get("group").asText, root.get("member").asText,
-      root.get("maxDriftMs").asLong, splits), root.get("updateIntervalMs").asLong)
+    val splits = root
+      .get("splits")
+      .elements()
+      .asScala
+      .map { n =>
+        LiveSplitState(
+          n.get("split").asText,
+          Option(n.get("watermarkMs")).map(_.asLong),
+          n.get("idle").asBoolean,
+          n.get("paused").asBoolean,
+          n.get("finished").asBoolean,
+          Option(n.get("lastActiveMs")).map(_.asLong))
+      }
+      .toSeq
+    (
+      LiveReport(
+        root.get("query").asText,
+        root.get("group").asText,
+        root.get("member").asText,
+        root.get("maxDriftMs").asLong,
+        splits),
+      root.get("updateIntervalMs").asLong)
   }
 
-  private def encodeDecision(d: LiveDecision): String = d.maxAllowedWatermark.map(_.toString).getOrElse("none")
+  private def encodeDecision(d: LiveDecision): String =
+    d.maxAllowedWatermark.map(_.toString).getOrElse("none")
   private def decodeDecision(text: String): LiveDecision =
     LiveDecision(if (text == "none") None else Some(text.toLong))
 
@@ -120,12 +141,14 @@ object LiveAlignmentChannel extends Logging {
       pausesSplits: Boolean,
       clock: () => Long) {
     val gate = new LiveSplitGate(idleTimeoutMs, clock)
-    private lazy val client = DriverChannel.connect(EndpointName, math.max(member.updateIntervalMs * 10, 10000L).millis)
+    private lazy val client =
+      DriverChannel.connect(EndpointName, math.max(member.updateIntervalMs * 10, 10000L).millis)
     private var pending: Option[Future[String]] = None
     private var nextReportMs = 0L
     private var limit: Option[Long] = initialLimit
     private var failures = 0
     private var lastRecords = Map.empty[String, Long]
+
     /** Splits whose watermark the coordinator has answered for, and those in the report on its way. */
     private var confirmed = initiallyConfirmed
     private var inFlight = Set.empty[String]
@@ -135,7 +158,11 @@ object LiveAlignmentChannel extends Logging {
      * knows) and how many records were read from it so far: returns the splits to pause and to
      * resume now.
      */
-    def tick(now: Long, splits: Seq[LiveSplitState], records: Map[String, Long], waiting: Set[String]): (Set[String], Set[String]) = {
+    def tick(
+        now: Long,
+        splits: Seq[LiveSplitState],
+        records: Map[String, Long],
+        waiting: Set[String]): (Set[String], Set[String]) = {
       records.foreach { case (id, n) =>
         gate.track(id, initiallyActive.get(id))
         if (lastRecords.getOrElse(id, 0L) != n || waiting.contains(id)) gate.recordRead(id, now)
@@ -152,24 +179,40 @@ object LiveAlignmentChannel extends Logging {
             confirmed ++= inFlight // reading goes on under the last limit rather than waiting for a driver that is gone
             failures += 1
             if (failures == 1 || failures % 10 == 0) {
-              logWarning(s"Sluice: the alignment coordinator on the driver did not answer ($failures time(s)): " +
-                s"${e.getMessage}; the last limit stays in force.")
+              logWarning(
+                s"Sluice: the alignment coordinator on the driver did not answer ($failures time(s)): " +
+                  s"${e.getMessage}; the last limit stays in force.")
             }
         }
       }
-      val unconfirmed = splits.filter(s => s.watermark.isDefined && !confirmed.contains(s.splitId)).map(_.splitId).toSet
+      val unconfirmed = splits
+        .filter(s => s.watermark.isDefined && !confirmed.contains(s.splitId))
+        .map(_.splitId)
+        .toSet
       // decided before the report: a split paused now is not idle now (a new task starts unpaused)
       val decision =
         if (!pausesSplits) (Set.empty[String], Set.empty[String])
-        else gate.decide(splits.map(s => s.splitId -> s.watermark).toMap, splits.filter(_.finished).map(_.splitId).toSet,
-          limit, unconfirmed)
-      val withStatus = splits.map(s => s.copy(idle = gate.isIdle(s.splitId, now), paused = gate.isPaused(s.splitId),
-        lastActiveMs = gate.lastActive(s.splitId)))
+        else
+          gate.decide(
+            splits.map(s => s.splitId -> s.watermark).toMap,
+            splits.filter(_.finished).map(_.splitId).toSet,
+            limit,
+            unconfirmed)
+      val withStatus = splits.map(s =>
+        s.copy(
+          idle = gate.isIdle(s.splitId, now),
+          paused = gate.isPaused(s.splitId),
+          lastActiveMs = gate.lastActive(s.splitId)))
       // a split that just got its first watermark is reported at once, not at the next interval
       if (pending.isEmpty && (now >= nextReportMs || (unconfirmed -- inFlight).nonEmpty)) {
         nextReportMs = now + member.updateIntervalMs
         inFlight = splits.filter(_.watermark.isDefined).map(_.splitId).toSet
-        val report = LiveReport(member.queryKey, member.group, member.memberId, member.maxDriftMs, withStatus)
+        val report = LiveReport(
+          member.queryKey,
+          member.group,
+          member.memberId,
+          member.maxDriftMs,
+          withStatus)
         pending = Some(client.ask(encodeReport(report, member.updateIntervalMs)))
       }
       decision

@@ -20,15 +20,23 @@ object OffsetLogLookup {
    * The source's offset in the latest logged batch; `Right(None)` when the log has no batch yet,
    * `Left` when the log has batches but none of its offsets can be told to be this source's.
    */
-  def latest(spark: SparkSession, metadataPath: String, bodies: CheckpointBodies): Either[String, Option[SluiceOffset]] = {
+  def latest(
+      spark: SparkSession,
+      metadataPath: String,
+      bodies: CheckpointBodies): Either[String, Option[SluiceOffset]] = {
     val checkpointRoot = new Path(metadataPath).getParent.getParent
     val log = new OffsetSeqLog(spark, new Path(checkpointRoot, "offsets").toString)
     log.getLatest() match {
       case None => Right(None)
       case Some((batchId, seq)) =>
-        find(seq, memberName(metadataPath), Try(new Path(metadataPath).getName.toInt).toOption, bodies)
+        find(
+          seq,
+          memberName(metadataPath),
+          Try(new Path(metadataPath).getName.toInt).toOption,
+          bodies)
           .map(o => Right(Some(o)))
-          .getOrElse(Left(s"batch $batchId of the offset log has no offset of ${memberName(metadataPath)}"))
+          .getOrElse(Left(
+            s"batch $batchId of the offset log has no offset of ${memberName(metadataPath)}"))
     }
   }
 
@@ -37,15 +45,28 @@ object OffsetLogLookup {
    * by position: Spark numbers a query's sources (`sources/<n>`) in the order it logs their
    * offsets (format 1; format 2 keys them by that number).
    */
-  private def find(seq: OffsetSeqBase, member: String, index: Option[Int], bodies: CheckpointBodies): Option[SluiceOffset] = {
+  private def find(
+      seq: OffsetSeqBase,
+      member: String,
+      index: Option[Int],
+      bodies: CheckpointBodies): Option[SluiceOffset] = {
     val (all, byIndex) = seq match {
-      case m: OffsetMap => (m.offsetsMap.values.toSeq.flatten, index.flatMap(i => m.offsetsMap.get(i.toString)).flatten)
+      case m: OffsetMap =>
+        (
+          m.offsetsMap.values.toSeq.flatten,
+          index.flatMap(i => m.offsetsMap.get(i.toString)).flatten)
       case s => (s.offsets.flatten, index.flatMap(i => s.offsets.lift(i)).flatten)
     }
     // only this member's checkpoint is read (the others' may be kept in their own folders); one
     // that cannot be read fails, naming why, rather than look like an old offset log
-    all.map(_.json()).find(json => SluiceOffset.memberOf(json).contains(member)).map(SluiceOffset.fromJson(_, Some(bodies)))
-      .orElse(byIndex.map(_.json()).filter(json => SluiceOffset.memberOf(json).isEmpty)
-        .flatMap(json => Try(SluiceOffset.fromJson(json, Some(bodies))).toOption))
+    all
+      .map(_.json())
+      .find(json => SluiceOffset.memberOf(json).contains(member))
+      .map(SluiceOffset.fromJson(_, Some(bodies)))
+      .orElse(
+        byIndex
+          .map(_.json())
+          .filter(json => SluiceOffset.memberOf(json).isEmpty)
+          .flatMap(json => Try(SluiceOffset.fromJson(json, Some(bodies))).toOption))
   }
 }

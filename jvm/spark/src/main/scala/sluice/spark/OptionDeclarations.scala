@@ -21,6 +21,7 @@ import sluice.hybrid.{HybridOptions, HybridSource}
  * fail when the committed file is stale.
  */
 object OptionDeclarations {
+
   /** Groups by the key Python looks them up with: the binding's read options, then each source type. */
   def groups: Seq[(String, Seq[ConfigOption[_]])] = Seq(
     "read" -> StreamOptions.all,
@@ -38,17 +39,27 @@ object OptionDeclarations {
     val types = Sources.types.map(str).mkString("[", ", ", "]")
     val body = groups.map { case (group, options) =>
       val names = options.map(_.name.toLowerCase)
-      require(names.distinct.size == names.size, s"group $group declares an option twice: ${names.diff(names.distinct)}")
+      require(
+        names.distinct.size == names.size,
+        s"group $group declares an option twice: ${names.diff(names.distinct)}")
       options.map(option).mkString(s"    ${str(group)}: [\n      ", ",\n      ", "\n    ]")
     }
-    Seq("{", s"""  "format": ${str(Sluice.Format)},""", s"""  "typeOption": ${str(Sources.TypeOption)},""",
-      s"""  "types": $types,""", s"""  "mask": ${str(ConfigOption.Mask)},""", """  "groups": {""",
-      body.mkString(",\n"), "  }", "}").mkString("", "\n", "\n")
+    Seq(
+      "{",
+      s"""  "format": ${str(Sluice.Format)},""",
+      s"""  "typeOption": ${str(Sources.TypeOption)},""",
+      s"""  "types": $types,""",
+      s"""  "mask": ${str(ConfigOption.Mask)},""",
+      """  "groups": {""",
+      body.mkString(",\n"),
+      "  }",
+      "}").mkString("", "\n", "\n")
   }
 
   private def option(o: ConfigOption[_]): String =
     s"""{"name": ${str(o.name)}, "description": ${str(o.doc)}, """ +
-      s""""default": ${o.default.map(d => str(d.toString)).getOrElse("null")}, "allowed": ${str(o.allowed)}, """ +
+      s""""default": ${o.default.map(d => str(d.toString)).getOrElse("null")}, "allowed": ${str(
+          o.allowed)}, """ +
       s""""secret": ${o.secret}}"""
 
   /** `make docs`: writes the file named by the first argument (stdout without one). */

@@ -26,18 +26,32 @@ object ReaderMetrics {
   val AlignmentPausedMs = "alignmentPausedMs"
 
   // Spark builds each metric class again on the driver by reflection: one no-argument class each.
-  def supported: Array[CustomMetric] = Array(new RecordsReadMetric, new BytesReadMetric, new AlignmentPausedMsMetric,
-    new MalformedRecordsDroppedMetric, new MissingFilesSkippedMetric, new ChangedFilesSkippedMetric,
-    new DataLossOffsetsMetric, new NullValuesSkippedMetric, new CompressedFileOpensMetric)
+  def supported: Array[CustomMetric] = Array(
+    new RecordsReadMetric,
+    new BytesReadMetric,
+    new AlignmentPausedMsMetric,
+    new MalformedRecordsDroppedMetric,
+    new MissingFilesSkippedMetric,
+    new ChangedFilesSkippedMetric,
+    new DataLossOffsetsMetric,
+    new NullValuesSkippedMetric,
+    new CompressedFileOpensMetric)
 
   /** A task's figures so far, over the splits it reads. */
-  def current(context: ReaderContext.Local, splitIds: Iterable[String], records: Long, bytes: Long,
+  def current(
+      context: ReaderContext.Local,
+      splitIds: Iterable[String],
+      records: Long,
+      bytes: Long,
       pausedMs: Long): Array[CustomTaskMetric] = {
     val counters = ReaderCounters.all.map { counter =>
       counter -> splitIds.iterator.map(id => context.countersOf(id).getOrElse(counter, 0L)).sum
     }
-    (Seq(RecordsRead -> records, BytesRead -> bytes, AlignmentPausedMs -> pausedMs) ++ counters).map {
-      case (metric, total) => new CustomTaskMetric {
+    (Seq(
+      RecordsRead -> records,
+      BytesRead -> bytes,
+      AlignmentPausedMs -> pausedMs) ++ counters).map { case (metric, total) =>
+      new CustomTaskMetric {
         override def name(): String = metric
         override def value(): Long = total
       }: CustomTaskMetric
@@ -54,10 +68,15 @@ abstract class ReaderCounterMetric(counter: String) extends ReaderSumMetric(coun
 
 final class RecordsReadMetric extends ReaderSumMetric(ReaderMetrics.RecordsRead, "records read")
 final class BytesReadMetric extends ReaderSumMetric(ReaderMetrics.BytesRead, "bytes read")
-final class AlignmentPausedMsMetric extends ReaderSumMetric(ReaderMetrics.AlignmentPausedMs, "time paused by alignment (ms)")
-final class MalformedRecordsDroppedMetric extends ReaderCounterMetric(ReaderCounters.MalformedRecordsDropped)
-final class MissingFilesSkippedMetric extends ReaderCounterMetric(ReaderCounters.MissingFilesSkipped)
-final class ChangedFilesSkippedMetric extends ReaderCounterMetric(ReaderCounters.ChangedFilesSkipped)
+final class AlignmentPausedMsMetric
+    extends ReaderSumMetric(ReaderMetrics.AlignmentPausedMs, "time paused by alignment (ms)")
+final class MalformedRecordsDroppedMetric
+    extends ReaderCounterMetric(ReaderCounters.MalformedRecordsDropped)
+final class MissingFilesSkippedMetric
+    extends ReaderCounterMetric(ReaderCounters.MissingFilesSkipped)
+final class ChangedFilesSkippedMetric
+    extends ReaderCounterMetric(ReaderCounters.ChangedFilesSkipped)
 final class DataLossOffsetsMetric extends ReaderCounterMetric(ReaderCounters.DataLossOffsets)
 final class NullValuesSkippedMetric extends ReaderCounterMetric(ReaderCounters.NullValuesSkipped)
-final class CompressedFileOpensMetric extends ReaderCounterMetric(ReaderCounters.CompressedFileOpens)
+final class CompressedFileOpensMetric
+    extends ReaderCounterMetric(ReaderCounters.CompressedFileOpens)

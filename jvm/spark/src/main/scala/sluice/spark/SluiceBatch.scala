@@ -17,12 +17,16 @@ final class SluiceBatch(source: Source[SourceSplit, Any], options: StreamOptions
   private lazy val ranges: Seq[SplitRange[SourceSplit]] = BoundedPlan.ranges(source)
 
   // latency markers are reported in streaming query progress only; a batch read takes none
-  private val timing = RecordTiming(options.eventTime, options.timestamps.copy(latencyTrackingIntervalMs = None))
+  private val timing =
+    RecordTiming(options.eventTime, options.timestamps.copy(latencyTrackingIntervalMs = None))
 
   override def planInputPartitions(): Array[InputPartition] = {
     val columnar = SluiceReaderFactory.readsColumnar(source, timing, ranges)
-    ranges.map(range => SluiceInputPartition(Seq(range), columnar = columnar): InputPartition).toArray
+    ranges
+      .map(range => SluiceInputPartition(Seq(range), columnar = columnar): InputPartition)
+      .toArray
   }
 
-  override def createReaderFactory(): PartitionReaderFactory = new SluiceReaderFactory(source, timing, progress = None)
+  override def createReaderFactory(): PartitionReaderFactory =
+    new SluiceReaderFactory(source, timing, progress = None)
 }

@@ -25,10 +25,11 @@ final class SluiceColumnarPartitionReader(
     eventTime: Option[EventTimeAppender],
     tracksEventTime: Boolean,
     progress: Option[SplitProgressAccumulator])
-  extends ContinuousPartitionReader[ColumnarBatch] {
+    extends ContinuousPartitionReader[ColumnarBatch] {
 
   private val ranges = new TaskRanges(partition.ranges, context, sourceType)
-  try if (partition.ranges.nonEmpty) reader.handleSplitsChanges(partition.ranges) catch {
+  try if (partition.ranges.nonEmpty) reader.handleSplitsChanges(partition.ranges)
+  catch {
     case e: Throwable =>
       reader.close() // Spark never sees this reader, so it would never close it
       throw e
@@ -65,7 +66,8 @@ final class SluiceColumnarPartitionReader(
   override def get(): ColumnarBatch = batch
 
   /** Where the task's splits stand (the factory's type asks for it; long-running tasks never read batches). */
-  override def getOffset(): SluicePartitionOffset = SluicePartitionOffset(ranges.reports(latencyMarkers = false))
+  override def getOffset(): SluicePartitionOffset = SluicePartitionOffset(
+    ranges.reports(latencyMarkers = false))
 
   /** Spark asks once per batch: cheap next to the batch's rows. */
   override def currentMetricsValues(): Array[CustomTaskMetric] = ranges.metrics()
@@ -74,6 +76,7 @@ final class SluiceColumnarPartitionReader(
 
   override def close(): Unit = if (!closed) {
     closed = true
-    try ranges.sendReports(progress) finally reader.close()
+    try ranges.sendReports(progress)
+    finally reader.close()
   }
 }

@@ -21,18 +21,21 @@ final class SluiceContinuousStream(
     options: StreamOptions,
     metadataPath: String,
     spark: SparkSession)
-  extends SluiceStream(source, options, metadataPath, spark)
-  with ContinuousStream {
+    extends SluiceStream(source, options, metadataPath, spark)
+    with ContinuousStream {
 
   startLongRunning()
 
-  override def planInputPartitions(start: SparkOffset): Array[InputPartition] = planOpenBatch(start)
+  override def planInputPartitions(start: SparkOffset): Array[InputPartition] = planOpenBatch(
+    start)
 
   override def createContinuousReaderFactory(): ContinuousPartitionReaderFactory = readerFactory
 
-  override def mergeOffsets(offsets: Array[PartitionOffset]): SparkOffset = endOfOpenBatch(offsets)
+  override def mergeOffsets(offsets: Array[PartitionOffset]): SparkOffset = endOfOpenBatch(
+    offsets)
 
-  override def needsReconfiguration(): Boolean = openBatch.exists(_ => runtime.discoverNewSplits())
+  override def needsReconfiguration(): Boolean =
+    openBatch.exists(_ => runtime.discoverNewSplits())
 
   override def toString: String = s"SluiceContinuousStream[$displayName]"
 }

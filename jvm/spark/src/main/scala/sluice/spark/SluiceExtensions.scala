@@ -17,8 +17,7 @@ import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
  *  - alignment's maxDrift `auto` is resolved from the started query's `withWatermark` delay (`AutoDrift`).
  */
 final class SluiceExtensions extends (SparkSessionExtensions => Unit) {
-  override def apply(extensions: SparkSessionExtensions): Unit =
-  {
+  override def apply(extensions: SparkSessionExtensions): Unit = {
     extensions.injectResolutionRule(_ => CompactColumnCheck)
     extensions.injectResolutionRule(_ => AutoDrift)
   }
@@ -29,20 +28,36 @@ object CompactColumnCheck extends Rule[LogicalPlan] {
     plan.foreachUp { node =>
       // Only where the children are resolved can a missing name be told apart from one still to come.
       if (node.children.nonEmpty && node.childrenResolved) {
-        lazy val compactTables = node.collectLeaves().collect {
-          case r: StreamingRelationV2 => r.table
-          case r: DataSourceV2Relation => r.table // a batch read (spark.read)
-        }.collect { case t: SluiceTable if t.compact => t }
-        val names = node.expressions.flatMap(_.collect { case u: UnresolvedAttribute => u.nameParts.last })
+        lazy val compactTables = node
+          .collectLeaves()
+          .collect {
+            case r: StreamingRelationV2 => r.table
+            case r: DataSourceV2Relation => r.table // a batch read (spark.read)
+          }
+          .collect { case t: SluiceTable if t.compact => t }
+        val names = node.expressions.flatMap(_.collect { case u: UnresolvedAttribute =>
+          u.nameParts.last
+        })
         names.foreach { name =>
           val visible = node.children.exists(_.output.exists(_.name.equalsIgnoreCase(name))) ||
             (node match { // a lateral alias defined in the same select list resolves later
-              case p: Project => p.projectList.exists { case a: Alias => a.name.equalsIgnoreCase(name); case _ => false }
+              case p: Project =>
+                p.projectList.exists {
+                  case a: Alias => a.name.equalsIgnoreCase(name); case _ => false
+                }
               case _ => false
             })
-          if (!visible) compactTables.find(_.leftOut.exists(_.equalsIgnoreCase(name))).foreach { t =>
-            throw new AnalysisException(t.compactColumnMessage(name), None, None, None, None, Map.empty, Array.empty)
-          }
+          if (!visible)
+            compactTables.find(_.leftOut.exists(_.equalsIgnoreCase(name))).foreach { t =>
+              throw new AnalysisException(
+                t.compactColumnMessage(name),
+                None,
+                None,
+                None,
+                None,
+                Map.empty,
+                Array.empty)
+            }
         }
       }
     }

@@ -26,15 +26,16 @@ final class SluiceMicroBatchStream(
     options: StreamOptions,
     metadataPath: String,
     spark: SparkSession)
-  extends SluiceStream(source, options, metadataPath, spark)
-  with MicroBatchStream
-  with SupportsAdmissionControl
-  with SupportsTriggerAvailableNow
-  with SupportsRealTimeMode {
+    extends SluiceStream(source, options, metadataPath, spark)
+    with MicroBatchStream
+    with SupportsAdmissionControl
+    with SupportsTriggerAvailableNow
+    with SupportsRealTimeMode {
 
   override def getDefaultReadLimit: ReadLimit = {
-    val limits = options.minRecordsPerTrigger.map(ReadLimit.minRows(_, options.maxTriggerDelayMs)).toSeq ++
-      options.maxRecordsPerTrigger.map(ReadLimit.maxRows)
+    val limits =
+      options.minRecordsPerTrigger.map(ReadLimit.minRows(_, options.maxTriggerDelayMs)).toSeq ++
+        options.maxRecordsPerTrigger.map(ReadLimit.maxRows)
     limits match {
       case Seq() => ReadLimit.allAvailable()
       case Seq(one) => one
@@ -59,7 +60,9 @@ final class SluiceMicroBatchStream(
     // last trigger. Before planning: a batch planned and then not run would have moved the runtime
     // (and an alignment group's round) on to an end that was never read.
     if (!longRunning && delayed(start, limit)) return startOffset
-    val end = if (longRunning) runtime.available(start) else runtime.planBatch(start, BatchLimit(maxRows(limit)))
+    val end =
+      if (longRunning) runtime.available(start)
+      else runtime.planBatch(start, BatchLimit(maxRows(limit)))
     if (end eq start) startOffset else offset(end)
   }
 
@@ -72,14 +75,16 @@ final class SluiceMicroBatchStream(
   private def delayed(start: sluice.runtime.SourceCheckpoint, limit: ReadLimit): Boolean = {
     val min = limit match {
       case m: ReadMinRows => Some(m)
-      case composite: CompositeReadLimit => composite.getReadLimits.collectFirst { case m: ReadMinRows => m }
+      case composite: CompositeReadLimit =>
+        composite.getReadLimits.collectFirst { case m: ReadMinRows => m }
       case _ => None
     }
     min.filterNot(_ => availableNow || longRunning).exists { m =>
       val now = System.currentTimeMillis()
       // what exists now, asked without planning anything
-      val wait = now - lastTriggerMs < m.maxTriggerDelayMs && { runtime.available(start); true } &&
-        runtime.recordsAvailableFrom(start) < m.minRows
+      val wait =
+        now - lastTriggerMs < m.maxTriggerDelayMs && { runtime.available(start); true } &&
+          runtime.recordsAvailableFrom(start) < m.minRows
       if (!wait) lastTriggerMs = now
       wait
     }
@@ -101,16 +106,23 @@ final class SluiceMicroBatchStream(
    * whose splits keep state on executors between ranges prefers their executors, and is packed
    * with ranges that prefer the same (`TaskLocality`).
    */
-  override def planInputPartitions(start: SparkOffset, end: SparkOffset): Array[InputPartition] = {
+  override def planInputPartitions(
+      start: SparkOffset,
+      end: SparkOffset): Array[InputPartition] = {
     // asked only when a split has a key: it is a call to the block manager's master
     lazy val executors = ExecutorLocations.sorted()
     def keyed(ranges: Seq[SplitRange[SourceSplit]]) = ranges.exists(_.split.localityKey.isDefined)
-    val tasks = runtime.tasks(Some(checkpointOf(start)), checkpointOf(end),
-      spark.sparkContext.defaultParallelism, options.minPartitions,
+    val tasks = runtime.tasks(
+      Some(checkpointOf(start)),
+      checkpointOf(end),
+      spark.sparkContext.defaultParallelism,
+      options.minPartitions,
       s => if (s.localityKey.isEmpty) None else TaskLocality.placeOf(s, executors))
     val columnar = SluiceReaderFactory.readsColumnar(source, timing, tasks.flatten)
     tasks.map { ranges =>
-      SluiceInputPartition(ranges, locations = if (keyed(ranges)) TaskLocality.preferred(ranges, executors) else Nil,
+      SluiceInputPartition(
+        ranges,
+        locations = if (keyed(ranges)) TaskLocality.preferred(ranges, executors) else Nil,
         columnar = columnar): InputPartition
     }.toArray
   }
@@ -127,9 +139,11 @@ final class SluiceMicroBatchStream(
 
   override def prepareForRealTimeMode(): Unit = startLongRunning()
 
-  override def planInputPartitions(start: SparkOffset): Array[InputPartition] = planOpenBatch(start)
+  override def planInputPartitions(start: SparkOffset): Array[InputPartition] = planOpenBatch(
+    start)
 
-  override def mergeOffsets(offsets: Array[PartitionOffset]): SparkOffset = endOfOpenBatch(offsets)
+  override def mergeOffsets(offsets: Array[PartitionOffset]): SparkOffset = endOfOpenBatch(
+    offsets)
 
   override def toString: String = s"SluiceMicroBatchStream[$displayName]"
 }

@@ -23,7 +23,8 @@ import sluice.runtime.{FinishedSplits, SourceCheckpoint, SplitEntry}
 final case class SluiceOffset(
     checkpoint: SourceCheckpoint,
     member: Option[String] = None,
-    storedAs: Option[String] = None) extends SparkOffset {
+    storedAs: Option[String] = None)
+    extends SparkOffset {
   def sourceType: String = checkpoint.sourceType
   def splits: Seq[SplitEntry] = checkpoint.splits
   def byId: Map[String, SplitEntry] = checkpoint.byId
@@ -48,6 +49,7 @@ final case class SluiceOffset(
 }
 
 object SluiceOffset {
+
   /**
    * Version 1 holds its checkpoint; version 2 holds it too, with the splits that left it summed up
    * (`finished`), or names the file that holds it whole (`checkpoint`); version 3 names a file
@@ -58,8 +60,10 @@ object SluiceOffset {
    */
   val InlineVersion = 2
   val StoredVersion = 3
+
   /** The newest version this build reads (and writes). */
   val CurrentVersion: Int = StoredVersion
+
   /**
    * The largest checkpoint an offset holds itself (a few hundred splits); larger ones are kept
    * in files. Well under what the offset log should carry per source and batch.
@@ -68,7 +72,10 @@ object SluiceOffset {
   private val Mapper = new ObjectMapper()
 
   /** An offset of `checkpoint`, its checkpoint kept in `bodies` when too large for the offset log. */
-  def keep(checkpoint: SourceCheckpoint, member: Option[String], bodies: CheckpointBodies): SluiceOffset = {
+  def keep(
+      checkpoint: SourceCheckpoint,
+      member: Option[String],
+      bodies: CheckpointBodies): SluiceOffset = {
     val inline = SluiceOffset(checkpoint, member)
     if (inline.json().length <= InlineLimitChars) inline
     else SluiceOffset(checkpoint, member, Some(bodies.keep(inlineJson(checkpoint, None))))
@@ -78,35 +85,49 @@ object SluiceOffset {
    * Spark hands restored offsets back as its own `SerializedOffset`; this reads either kind.
    * `bodies` is where the checkpoint an offset names is kept (the source's folder).
    */
-  def of(offset: SparkOffset, bodies: Option[CheckpointBodies] = None): SluiceOffset = offset match {
-    case o: SluiceOffset => o
-    case other => fromJson(other.json(), bodies)
-  }
+  def of(offset: SparkOffset, bodies: Option[CheckpointBodies] = None): SluiceOffset =
+    offset match {
+      case o: SluiceOffset => o
+      case other => fromJson(other.json(), bodies)
+    }
 
   /** The member an offset names, without reading its checkpoint (None: not Sluice's, or none). */
   def memberOf(json: String): Option[String] =
-    scala.util.Try(Mapper.readTree(json)).toOption.flatMap(r => Option(r.get("member"))).map(_.asText)
+    scala.util
+      .Try(Mapper.readTree(json))
+      .toOption
+      .flatMap(r => Option(r.get("member")))
+      .map(_.asText)
 
   def fromJson(json: String, bodies: Option[CheckpointBodies] = None): SluiceOffset = {
-    val root = try Mapper.readTree(json) catch {
-      case e: Exception =>
-        throw new IllegalStateException(s"Sluice: the checkpoint holds an offset that is not valid JSON: $json", e)
-    }
-    val version = Option(root.get("version")).filter(_.canConvertToInt).map(_.asInt).getOrElse(
-      throw new IllegalStateException(
+    val root =
+      try Mapper.readTree(json)
+      catch {
+        case e: Exception =>
+          throw new IllegalStateException(
+            s"Sluice: the checkpoint holds an offset that is not valid JSON: $json",
+            e)
+      }
+    val version = Option(root.get("version"))
+      .filter(_.canConvertToInt)
+      .map(_.asInt)
+      .getOrElse(throw new IllegalStateException(
         s"Sluice: the checkpoint holds an offset without a version; it was not written by Sluice: $json"))
     version match {
       case 1 => readInline(root.asInstanceOf[ObjectNode])
       case 2 | 3 if !root.has("checkpoint") => readInline(root.asInstanceOf[ObjectNode])
       case 2 | 3 =>
-        val name = Option(root.get("checkpoint")).map(_.asText).getOrElse(
-          throw new IllegalStateException(s"Sluice: offset field 'checkpoint' is missing in $json"))
+        val name = Option(root.get("checkpoint"))
+          .map(_.asText)
+          .getOrElse(throw new IllegalStateException(
+            s"Sluice: offset field 'checkpoint' is missing in $json"))
         val store = bodies.getOrElse(throw new IllegalStateException(
           s"Sluice: the offset names checkpoint file '$name' of its source's folder, and no folder was given to read it from"))
         val held = fromJson(store.load(name))
         if (held.sourceType != text(root, "source")) {
-          throw new IllegalStateException(s"Sluice: checkpoint file '$name' holds a '${held.sourceType}' source's " +
-            s"checkpoint, but the offset is of a '${text(root, "source")}' source: the checkpoint folder was altered.")
+          throw new IllegalStateException(
+            s"Sluice: checkpoint file '$name' holds a '${held.sourceType}' source's " +
+              s"checkpoint, but the offset is of a '${text(root, "source")}' source: the checkpoint folder was altered.")
         }
         SluiceOffset(held.checkpoint, Option(root.get("member")).map(_.asText), Some(name))
       case v if v > CurrentVersion =>
@@ -114,36 +135,61 @@ object SluiceOffset {
           s"Sluice: the checkpoint's offset has version $v, but this build reads versions 1 to " +
             s"$CurrentVersion. It was written by a newer Sluice: upgrade, or start from a new checkpoint.")
       case v =>
-        throw new IllegalStateException(s"Sluice: unknown offset version $v in the checkpoint: $json")
+        throw new IllegalStateException(
+          s"Sluice: unknown offset version $v in the checkpoint: $json")
     }
   }
 
-  private def text(node: JsonNode, field: String): String = Option(node.get(field)).map(_.asText).getOrElse(
-    throw new IllegalStateException(s"Sluice: offset field '$field' is missing in $node"))
+  private def text(node: JsonNode, field: String): String = Option(node.get(field))
+    .map(_.asText)
+    .getOrElse(
+      throw new IllegalStateException(s"Sluice: offset field '$field' is missing in $node"))
 
   /** The name of the file an offset's checkpoint is kept in, without reading it; None when it holds its checkpoint. */
   def storedNameOf(json: String): Option[String] =
-    scala.util.Try(Mapper.readTree(json)).toOption.flatMap(r => Option(r.get("checkpoint"))).map(_.asText)
+    scala.util
+      .Try(Mapper.readTree(json))
+      .toOption
+      .flatMap(r => Option(r.get("checkpoint")))
+      .map(_.asText)
 
   private def readInline(root: ObjectNode): SluiceOffset = {
     val enumerator = root.get("enumerator")
-    val splits = root.get("splits").elements().asScala.map { n =>
-      SplitEntry(
-        splitId = text(n, "id"),
-        splitVersion = text(n, "version").toInt,
-        split = text(n, "split"),
-        position = text(n, "position").toLong,
-        reportedPosition = text(n, "reportedPosition").toLong,
-        maxEventTime = Option(n.get("maxEventTime")).map(_.asLong),
-        records = text(n, "records").toLong)
-    }.toSeq
+    val splits = root
+      .get("splits")
+      .elements()
+      .asScala
+      .map { n =>
+        SplitEntry(
+          splitId = text(n, "id"),
+          splitVersion = text(n, "version").toInt,
+          split = text(n, "split"),
+          position = text(n, "position").toLong,
+          reportedPosition = text(n, "reportedPosition").toLong,
+          maxEventTime = Option(n.get("maxEventTime")).map(_.asLong),
+          records = text(n, "records").toLong)
+      }
+      .toSeq
     // absent in offsets written before finished splits left them, and while none has
-    val finished = Option(root.get("finished")).map { f =>
-      FinishedSplits(text(f, "splits").toLong, text(f, "records").toLong, Option(f.get("maxEventTime")).map(_.asLong),
-        Option(f.get("counters")).map(_.properties().asScala.map(e => e.getKey -> e.getValue.asLong).toMap).getOrElse(Map.empty))
-    }.getOrElse(FinishedSplits.None)
-    SluiceOffset(SourceCheckpoint(text(root, "source"), text(enumerator, "version").toInt, text(enumerator, "state"), splits,
-      finished), Option(root.get("member")).map(_.asText))
+    val finished = Option(root.get("finished"))
+      .map { f =>
+        FinishedSplits(
+          text(f, "splits").toLong,
+          text(f, "records").toLong,
+          Option(f.get("maxEventTime")).map(_.asLong),
+          Option(f.get("counters"))
+            .map(_.properties().asScala.map(e => e.getKey -> e.getValue.asLong).toMap)
+            .getOrElse(Map.empty))
+      }
+      .getOrElse(FinishedSplits.None)
+    SluiceOffset(
+      SourceCheckpoint(
+        text(root, "source"),
+        text(enumerator, "version").toInt,
+        text(enumerator, "state"),
+        splits,
+        finished),
+      Option(root.get("member")).map(_.asText))
   }
 
   /** The JSON of an offset that holds its checkpoint. */

@@ -32,7 +32,7 @@ final case class SluiceInputPartition(
     lastActiveMs: Map[String, Long] = Map.empty,
     locations: Seq[String] = Nil,
     columnar: Boolean = false)
-  extends InputPartition {
+    extends InputPartition {
   override def preferredLocations(): Array[String] = locations.toArray
 }
 
@@ -44,9 +44,8 @@ final case class SluiceInputPartition(
 final case class SluicePartitionOffset(reports: Seq[SplitReport]) extends PartitionOffset
 
 /** What a task does with each record besides handing it to Spark. */
-final case class RecordTiming(
-    eventTime: EventTimeSettings,
-    timestamps: TimestampSupport) {
+final case class RecordTiming(eventTime: EventTimeSettings, timestamps: TimestampSupport) {
+
   /** A task's context: its own counters, the layout the binding chose. */
   def readerContext: ReaderContext.Local = ReaderContext(timestamps.layout)
 }
@@ -59,8 +58,12 @@ final class SluiceReaderFactory(
     source: Source[SourceSplit, Any],
     timing: RecordTiming,
     progress: Option[SplitProgressAccumulator],
-    liveAlignment: Option[LiveAlignmentMember] = None) extends ContinuousPartitionReaderFactory {
-  def this(source: Source[SourceSplit, Any], timing: RecordTiming, progress: SplitProgressAccumulator,
+    liveAlignment: Option[LiveAlignmentMember] = None)
+    extends ContinuousPartitionReaderFactory {
+  def this(
+      source: Source[SourceSplit, Any],
+      timing: RecordTiming,
+      progress: SplitProgressAccumulator,
       liveAlignment: Option[LiveAlignmentMember]) =
     this(source, timing, Some(progress), liveAlignment)
 
@@ -71,43 +74,73 @@ final class SluiceReaderFactory(
     val context = timing.readerContext
     val columnar = source match {
       case c: SupportsColumnarReads[SourceSplit @unchecked] => c.createColumnarReader(context)
-      case _ => throw new IllegalStateException(s"Sluice: the ${source.sourceType} source reads no column batches")
+      case _ =>
+        throw new IllegalStateException(
+          s"Sluice: the ${source.sourceType} source reads no column batches")
     }
-    new SluiceColumnarPartitionReader(partition.asInstanceOf[SluiceInputPartition], columnar, source.sourceType,
-      context, eventTimeAppender(context), tracksEventTime = timing.timestamps.force, progress)
+    new SluiceColumnarPartitionReader(
+      partition.asInstanceOf[SluiceInputPartition],
+      columnar,
+      source.sourceType,
+      context,
+      eventTimeAppender(context),
+      tracksEventTime = timing.timestamps.force,
+      progress)
   }
 
   private def eventTimeAppender(context: ReaderContext): Option[EventTimeAppender] =
-    Option.when(timing.eventTime.enabled)(new EventTimeAppender(timing.eventTime, source.schema(context.recordLayout)))
+    Option.when(timing.eventTime.enabled)(
+      new EventTimeAppender(timing.eventTime, source.schema(context.recordLayout)))
 
   override def createReader(partition: InputPartition): SluicePartitionReader = {
     val context = timing.readerContext
     val appender = eventTimeAppender(context)
     val latency = timing.timestamps.latencyTrackingIntervalMs.map(new LatencyMarkers(_))
     val task = partition.asInstanceOf[SluiceInputPartition]
-    val live = if (!task.realTime || !timing.eventTime.enabled) None
-      else liveAlignment.map(new LiveAlignmentChannel.ReaderSide(_, timing.eventTime.idleTimeoutMs, task.initialLimit,
-        initiallyConfirmed = if (task.limitComplete) task.eventTimes.keySet else Set.empty,
-        initiallyActive = task.lastActiveMs, pausesSplits = task.pauseSplits, () => context.currentTimeMillis()))
-    val reader = new SluicePartitionReader(task, source, context, appender,
-      tracksEventTime = timing.timestamps.force, latency, progress, live, timing.eventTime)
+    val live =
+      if (!task.realTime || !timing.eventTime.enabled) None
+      else
+        liveAlignment.map(
+          new LiveAlignmentChannel.ReaderSide(
+            _,
+            timing.eventTime.idleTimeoutMs,
+            task.initialLimit,
+            initiallyConfirmed = if (task.limitComplete) task.eventTimes.keySet else Set.empty,
+            initiallyActive = task.lastActiveMs,
+            pausesSplits = task.pauseSplits,
+            () => context.currentTimeMillis()))
+    val reader = new SluicePartitionReader(
+      task,
+      source,
+      context,
+      appender,
+      tracksEventTime = timing.timestamps.force,
+      latency,
+      progress,
+      live,
+      timing.eventTime)
     // Closed when the task ends as well: not every Spark version's real-time wrapper closes the reader it wraps (close is idempotent).
-    if (task.realTime) Option(TaskContext.get()).foreach(_.addTaskCompletionListener[Unit](_ => reader.close()))
+    if (task.realTime)
+      Option(TaskContext.get()).foreach(_.addTaskCompletionListener[Unit](_ => reader.close()))
     reader
   }
 }
 
 object SluiceReaderFactory {
+
   /**
    * Whether the tasks of one scan, reading `ranges`, read them as column batches: when the source
    * can for every range and no latency marker is taken (markers are taken per record). Spark
    * reads all tasks of a scan one way, so this is asked once for all of them.
    */
-  def readsColumnar(source: Source[SourceSplit, Any], timing: RecordTiming, ranges: Seq[SplitRange[SourceSplit]]): Boolean =
+  def readsColumnar(
+      source: Source[SourceSplit, Any],
+      timing: RecordTiming,
+      ranges: Seq[SplitRange[SourceSplit]]): Boolean =
     source match {
       case c: SupportsColumnarReads[SourceSplit @unchecked] =>
         ranges.nonEmpty && timing.timestamps.latencyTrackingIntervalMs.isEmpty &&
-          c.readsColumnar(ranges, timing.timestamps.layout)
+        c.readsColumnar(ranges, timing.timestamps.layout)
       case _ => false
     }
 }
@@ -129,14 +162,17 @@ final class SluicePartitionReader(
     latency: Option[LatencyMarkers],
     progress: Option[SplitProgressAccumulator],
     live: Option[LiveAlignmentChannel.ReaderSide] = None,
-    eventTimeSettings: EventTimeSettings = EventTimeSettings(EventTimeSettings.Kind.None, 0L, None, None, None))
-  extends SupportsRealTimeRead[InternalRow] with ContinuousPartitionReader[InternalRow] {
+    eventTimeSettings: EventTimeSettings =
+      EventTimeSettings(EventTimeSettings.Kind.None, 0L, None, None, None))
+    extends SupportsRealTimeRead[InternalRow]
+    with ContinuousPartitionReader[InternalRow] {
   import SluicePartitionReader._
 
   private val ranges = new TaskRanges(partition.ranges, context, source.sourceType)
   private def stats = ranges.stats
   private val reader = source.createReader(context)
-  try if (partition.ranges.nonEmpty) reader.handleSplitsChanges(partition.ranges) catch {
+  try if (partition.ranges.nonEmpty) reader.handleSplitsChanges(partition.ranges)
+  catch {
     case e: Throwable =>
       reader.close() // Spark never sees this reader, so it would never close it
       throw e
@@ -146,8 +182,10 @@ final class SluicePartitionReader(
   private var fetched: RecordsWithSplitIds = _
   private var current: ranges.Stats = _
   private var row: InternalRow = _
+
   /** The current record's arrival time (real-time mode), for Spark's latency metrics. */
   private var arrivalTime: Long = RecordsWithSplitIds.NoTimestamp
+
   /** True from a fetch until it yields a record or finishes a split. */
   private var fetchWasEmpty = false
 
@@ -167,7 +205,8 @@ final class SluicePartitionReader(
   override def nextWithTimeout(timeoutMs: java.lang.Long): SupportsRealTimeRead.RecordStatus = {
     val deadline = context.currentTimeMillis() + math.max(0L, timeoutMs.longValue())
     if (advance(deadline) == Advanced.Record) {
-      if (arrivalTime == RecordsWithSplitIds.NoTimestamp) SupportsRealTimeRead.RecordStatus.newStatusWithoutArrivalTime(true)
+      if (arrivalTime == RecordsWithSplitIds.NoTimestamp)
+        SupportsRealTimeRead.RecordStatus.newStatusWithoutArrivalTime(true)
       else SupportsRealTimeRead.RecordStatus.newStatusWithArrivalTimeMs(arrivalTime)
     } else SupportsRealTimeRead.RecordStatus.newStatusWithoutArrivalTime(false)
   }
@@ -176,7 +215,8 @@ final class SluicePartitionReader(
    * Real-time mode (at the batch's end) and continuous processing (after every record): where
    * every split of this task stands now, with what was read so far.
    */
-  override def getOffset(): SluicePartitionOffset = SluicePartitionOffset(reports(latencyMarkers = false))
+  override def getOffset(): SluicePartitionOffset = SluicePartitionOffset(
+    reports(latencyMarkers = false))
 
   /**
    * Moves to the next record: `Record` when there is one, `Finished` once every range is read,
@@ -189,7 +229,8 @@ final class SluicePartitionReader(
           val position = fetched.position
           if (position != current.position) { // a new record (several rows may share one)
             // where it starts: its own position where positions count records, else where the last one ended
-            val start = if (current.range.split.positionsCountRecords) position - 1 else current.position
+            val start =
+              if (current.range.split.positionsCountRecords) position - 1 else current.position
             if (start >= current.range.until) current.readPastRange(start)
             current.recordStart = start
             current.position = position
@@ -227,11 +268,14 @@ final class SluicePartitionReader(
         if (now >= deadline) return Advanced.Waiting
         // In real-time mode a reader whose splits are all paused or read returns nothing at once:
         // after an empty fetch, wait a little rather than spin on the task's core.
-        if (realTime && (fetchWasEmpty || ranges.unfinished.isEmpty)) Thread.sleep(math.min(IdleWaitMs, deadline - now))
+        if (realTime && (fetchWasEmpty || ranges.unfinished.isEmpty))
+          Thread.sleep(math.min(IdleWaitMs, deadline - now))
         if (live.isDefined) align(now)
         if (ranges.unfinished.nonEmpty) {
           // long-running: never wait in the reader past the batch's deadline
-          fetched = if (realTime) reader.fetch(math.max(1L, deadline - context.currentTimeMillis())) else reader.fetch()
+          fetched =
+            if (realTime) reader.fetch(math.max(1L, deadline - context.currentTimeMillis()))
+            else reader.fetch()
           fetchWasEmpty = true
         }
       }
@@ -249,18 +293,30 @@ final class SluicePartitionReader(
     val states = stats.values.toSeq.map { s =>
       val id = s.range.split.splitId
       // where the split stood when the batch was planned counts until a record moves it further
-      val known = (partition.eventTimes.get(id) ++ Some(s.maxEventTime).filter(_ != RecordsWithSplitIds.NoTimestamp)).maxOption
+      val known = (partition.eventTimes.get(id) ++ Some(s.maxEventTime).filter(
+        _ != RecordsWithSplitIds.NoTimestamp)).maxOption
       val wm = known.map(eventTimeSettings.watermarkFor)
-      LiveSplitState(id, wm, idle = false, paused = false, finished = !ranges.unfinished.contains(id))
+      LiveSplitState(
+        id,
+        wm,
+        idle = false,
+        paused = false,
+        finished = !ranges.unfinished.contains(id))
     }
     // a bounded range not read to its end has records waiting (a file queued behind another): not idle
-    val waiting = stats.values.filter(s => !s.range.isOpen && ranges.unfinished.contains(s.range.split.splitId)).map(_.range.split.splitId)
-    val (toPause, toResume) = live.get.tick(now, states, stats.map { case (id, s) => id -> s.records }, waiting.toSet)
+    val waiting = stats.values
+      .filter(s => !s.range.isOpen && ranges.unfinished.contains(s.range.split.splitId))
+      .map(_.range.split.splitId)
+    val (toPause, toResume) =
+      live.get.tick(now, states, stats.map { case (id, s) => id -> s.records }, waiting.toSet)
     if (toPause.nonEmpty || toResume.nonEmpty) reader match {
       case pausable: PausableSplitReader[SourceSplit @unchecked] =>
-        pausable.pauseOrResumeSplits(toPause.toSeq.map(stats(_).range.split), toResume.toSeq.map(stats(_).range.split))
+        pausable.pauseOrResumeSplits(
+          toPause.toSeq.map(stats(_).range.split),
+          toResume.toSeq.map(stats(_).range.split))
         toPause.foreach(id => if (!pausedSince.contains(id)) pausedSince(id) = now)
-        toResume.foreach(id => pausedSince.remove(id).foreach(since => countPaused(id, since, now)))
+        toResume.foreach(id =>
+          pausedSince.remove(id).foreach(since => countPaused(id, since, now)))
       case _ => // planning refused non-pausing readers unless unaligned splits are allowed
     }
   }
@@ -287,7 +343,8 @@ final class SluicePartitionReader(
    * reader near the consumer's ceiling need not pay that often: they are refreshed every 5,000
    * rows, and always once the reader ended (the task's last figures are exact).
    */
-  override def currentMetricsValues(): Array[org.apache.spark.sql.connector.metric.CustomTaskMetric] = {
+  override def currentMetricsValues()
+      : Array[org.apache.spark.sql.connector.metric.CustomTaskMetric] = {
     metricsAsked += 1
     if (lastMetrics == null || ended || metricsAsked % 50 == 0) lastMetrics = metricsNow()
     lastMetrics
@@ -300,7 +357,8 @@ final class SluicePartitionReader(
 
   private def mark(stats: ranges.Stats): Unit = {
     val marker = latency.get.maybeMark(fetched.arrivalTime)
-    if (marker >= 0 && stats.latencyMarkers.size < LatencyMarkers.MaxPerRange) stats.latencyMarkers += marker
+    if (marker >= 0 && stats.latencyMarkers.size < LatencyMarkers.MaxPerRange)
+      stats.latencyMarkers += marker
   }
 
   private def reports(latencyMarkers: Boolean): Seq[SplitReport] = {
@@ -320,6 +378,7 @@ final class SluicePartitionReader(
 }
 
 private object SluicePartitionReader {
+
   /** What `advance` found. */
   sealed trait Advanced
   object Advanced {

@@ -30,10 +30,16 @@ final class SluiceProvider extends TableProvider with DataSourceRegister with Re
     streamOptions.outputSchema(source)
   }
 
-  override def getTable(schema: StructType, partitioning: Array[Transform], properties: util.Map[String, String]): Table = {
+  override def getTable(
+      schema: StructType,
+      partitioning: Array[Transform],
+      properties: util.Map[String, String]): Table = {
     val raw = properties.asScala.toMap
     val (streamOptions, source) = StreamOptions.parse(raw)
-    new SluiceTable(source, streamOptions, BatchReadability.refusal(source, streamOptions, raw.keySet))
+    new SluiceTable(
+      source,
+      streamOptions,
+      BatchReadability.refusal(source, streamOptions, raw.keySet))
   }
 
   override def supportsExternalMetadata(): Boolean = false
@@ -43,14 +49,20 @@ final class SluiceProvider extends TableProvider with DataSourceRegister with Re
    * is when the source cannot be read as a batch. Refusing here, with the reason, is what makes
    * `load()` fail at once; Spark would otherwise say "not a valid Spark SQL Data Source".
    */
-  override def createRelation(sqlContext: SQLContext, parameters: Map[String, String]): BaseRelation = {
-    val raw = parameters match { // Spark hands V1 options lower-cased; connectors get them as given
-      case m: CaseInsensitiveMap[String @unchecked] => m.originalMap
-      case m => m
-    }
+  override def createRelation(
+      sqlContext: SQLContext,
+      parameters: Map[String, String]): BaseRelation = {
+    val raw =
+      parameters match { // Spark hands V1 options lower-cased; connectors get them as given
+        case m: CaseInsensitiveMap[String @unchecked] => m.originalMap
+        case m => m
+      }
     val (streamOptions, source) = StreamOptions.parse(raw)
-    throw new IllegalArgumentException(BatchReadability.refusal(source, streamOptions, raw.keySet).getOrElse(
-      s"Sluice: the ${source.sourceType} source cannot be read as a batch here; read it with spark.readStream."))
+    throw new IllegalArgumentException(
+      BatchReadability
+        .refusal(source, streamOptions, raw.keySet)
+        .getOrElse(
+          s"Sluice: the ${source.sourceType} source cannot be read as a batch here; read it with spark.readStream."))
   }
 }
 
@@ -58,18 +70,27 @@ final class SluiceProvider extends TableProvider with DataSourceRegister with Re
  * One table for both reads: a stream always, a batch when `batchRefusal` is empty (a bounded
  * source, no stream-only options). Spark checks BATCH_READ when `load()` builds a batch read.
  */
-final class SluiceTable(source: Source[SourceSplit, Any], options: StreamOptions, batchRefusal: Option[String])
-  extends Table with SupportsRead {
+final class SluiceTable(
+    source: Source[SourceSplit, Any],
+    options: StreamOptions,
+    batchRefusal: Option[String])
+    extends Table
+    with SupportsRead {
   override def name(): String = s"sluice:${options.name.getOrElse(source.sourceType)}"
 
   /** Whether the source runs compact (`forceTimestampSupport=false`): payload-only rows. */
   def compact: Boolean = !options.timestamps.force
 
   /** Columns the full layout has and compact rows leave out, the event-time column included. */
-  lazy val leftOut: Seq[String] = if (!compact) Nil else {
-    val kept = source.schema(RecordLayout.Compact).fieldNames
-    (source.schema(RecordLayout.Full).fieldNames.filterNot(kept.contains) :+ options.eventTime.eventTimeColumn).toSeq
-  }
+  lazy val leftOut: Seq[String] =
+    if (!compact) Nil
+    else {
+      val kept = source.schema(RecordLayout.Compact).fieldNames
+      (source
+        .schema(RecordLayout.Full)
+        .fieldNames
+        .filterNot(kept.contains) :+ options.eventTime.eventTimeColumn).toSeq
+    }
 
   def compactColumnMessage(column: String): String =
     s"Column '$column' does not exist: the Sluice ${source.sourceType} source" +
@@ -79,30 +100,45 @@ final class SluiceTable(source: Source[SourceSplit, Any], options: StreamOptions
   override def schema(): StructType = options.outputSchema(source)
 
   /** The event-time column of the rows this table gives, under a watermark strategy. */
-  def eventTimeColumn: Option[String] = Option.when(options.eventTime.enabled)(options.eventTime.eventTimeColumn)
+  def eventTimeColumn: Option[String] =
+    Option.when(options.eventTime.enabled)(options.eventTime.eventTimeColumn)
 
   /** Whether alignment's maxDrift is `auto` and waits for the watermark delay of the query reading it. */
   def driftUnresolved: Boolean = options.eventTime.driftUnresolved
 
   /** This table with `auto` drift resolved from the reading query's `withWatermark` delay (`SluiceExtensions`). */
   def withWatermarkDelay(delayMs: Long): SluiceTable =
-    new SluiceTable(source, options.copy(eventTime = options.eventTime.withDriftFromWatermark(delayMs, describe)), batchRefusal)
+    new SluiceTable(
+      source,
+      options.copy(eventTime = options.eventTime.withDriftFromWatermark(delayMs, describe)),
+      batchRefusal)
 
   /** The source as messages name it. */
-  def describe: String = s"Sluice ${source.sourceType} source${options.name.fold("")(n => s" '$n'")}"
+  def describe: String =
+    s"Sluice ${source.sourceType} source${options.name.fold("")(n => s" '$n'")}"
 
   override def capabilities(): util.Set[TableCapability] =
-    if (batchRefusal.isEmpty) util.EnumSet.of(TableCapability.MICRO_BATCH_READ, TableCapability.CONTINUOUS_READ, TableCapability.BATCH_READ)
+    if (batchRefusal.isEmpty)
+      util.EnumSet.of(
+        TableCapability.MICRO_BATCH_READ,
+        TableCapability.CONTINUOUS_READ,
+        TableCapability.BATCH_READ)
     else util.EnumSet.of(TableCapability.MICRO_BATCH_READ, TableCapability.CONTINUOUS_READ)
   override def newScanBuilder(ignored: CaseInsensitiveStringMap): ScanBuilder =
     () => new SluiceScan(source, options, batchRefusal)
 }
 
-final class SluiceScan(source: Source[SourceSplit, Any], options: StreamOptions, batchRefusal: Option[String])
-  extends Scan {
+final class SluiceScan(
+    source: Source[SourceSplit, Any],
+    options: StreamOptions,
+    batchRefusal: Option[String])
+    extends Scan {
   override def readSchema(): StructType = options.outputSchema(source)
-  override def description(): String = s"Sluice ${source.sourceType} source${options.name.fold("")(n => s" '$n'")}"
-  override def supportedCustomMetrics(): Array[org.apache.spark.sql.connector.metric.CustomMetric] = ReaderMetrics.supported
+  override def description(): String =
+    s"Sluice ${source.sourceType} source${options.name.fold("")(n => s" '$n'")}"
+  override def supportedCustomMetrics()
+      : Array[org.apache.spark.sql.connector.metric.CustomMetric] = ReaderMetrics.supported
+
   /**
    * Each query gets its own source object (for either engine), rebuilt from the options: a DataFrame can start several
    * queries, and a source may keep per-query state (a hybrid's sources built at its switches).
@@ -122,6 +158,8 @@ final class SluiceScan(source: Source[SourceSplit, Any], options: StreamOptions,
   /** A batch read gets its own source too, for the same reasons; `load()` already refused what cannot be read. */
   override def toBatch(): Batch = {
     batchRefusal.foreach(why => throw new IllegalArgumentException(why))
-    new SluiceBatch(sluice.Sources.fromOptions(source.options).asInstanceOf[Source[SourceSplit, Any]], options)
+    new SluiceBatch(
+      sluice.Sources.fromOptions(source.options).asInstanceOf[Source[SourceSplit, Any]],
+      options)
   }
 }

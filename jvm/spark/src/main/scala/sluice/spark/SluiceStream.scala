@@ -28,17 +28,19 @@ abstract class SluiceStream(
     options: StreamOptions,
     metadataPath: String,
     spark: SparkSession)
-  extends SparkDataStream
-  with ReportsSourceMetrics
-  with Logging {
+    extends SparkDataStream
+    with ReportsSourceMetrics
+    with Logging {
 
   protected val displayName: String = options.name.getOrElse(source.sourceType)
   private val metadata = new SourceMetadata(metadataPath, spark.sessionState.newHadoopConf())
   private val member = OffsetLogLookup.memberName(metadataPath)
+
   /** sources/<n> under the checkpoint: the parent of `sources` names the query. */
   private val queryKey = new Path(metadataPath).getParent.getParent.toString
 
-  protected val runtime = new SourceRuntime(source,
+  protected val runtime = new SourceRuntime(
+    source,
     RuntimeSettings(
       displayName,
       options.eventTime,
@@ -46,7 +48,8 @@ abstract class SluiceStream(
       latencyTracking = options.timestamps.latencyTrackingIntervalMs.isDefined,
       queryKey = queryKey,
       memberId = metadataPath,
-      allowUnalignedSourceSplitsByDefault = spark.conf.getOption(EventTimeSettings.AllowUnalignedSourceSplitsConf)
+      allowUnalignedSourceSplitsByDefault = spark.conf
+        .getOption(EventTimeSettings.AllowUnalignedSourceSplitsConf)
         .exists(_.trim.equalsIgnoreCase("true"))),
     store = metadata,
     resumePoint = () => resumePoint(),
@@ -54,7 +57,9 @@ abstract class SluiceStream(
 
   private val accumulator = {
     val acc = new SplitProgressAccumulator().deliverTo(runtime.fold)
-    spark.sparkContext.register(acc) // unnamed: named accumulators are rendered into the UI and event log per task
+    spark.sparkContext.register(
+      acc
+    ) // unnamed: named accumulators are rendered into the UI and event log per task
     acc
   }
 
@@ -79,13 +84,14 @@ abstract class SluiceStream(
    */
   private def read(json: String, given: SparkOffset = null): SluiceOffset = given match {
     case o: SluiceOffset => o
-    case _ => synchronized {
-      plannedSince.find(_.json() == json).orElse(lastRead.filter(_.json() == json)).getOrElse {
-        val o = SluiceOffset.fromJson(json, Some(metadata))
-        lastRead = Some(o)
-        o
+    case _ =>
+      synchronized {
+        plannedSince.find(_.json() == json).orElse(lastRead.filter(_.json() == json)).getOrElse {
+          val o = SluiceOffset.fromJson(json, Some(metadata))
+          lastRead = Some(o)
+          o
+        }
       }
-    }
   }
   private var lastRead: Option[SluiceOffset] = None
 
@@ -118,13 +124,14 @@ abstract class SluiceStream(
   private var initial: SluiceOffset = _
 
   /** Where the next batch starts, when an alignment round needs it before Spark said. */
-  private def resumePoint(): Option[SourceCheckpoint] = OffsetLogLookup.latest(spark, metadataPath, metadata) match {
-    case Right(Some(logged)) => Some(logged.checkpoint)
-    case Right(None) => Some(checkpointOf(initialOffset()))
-    case Left(why) =>
-      logInfo(s"$this cannot take part in its alignment group's round yet: $why")
-      None
-  }
+  private def resumePoint(): Option[SourceCheckpoint] =
+    OffsetLogLookup.latest(spark, metadataPath, metadata) match {
+      case Right(Some(logged)) => Some(logged.checkpoint)
+      case Right(None) => Some(checkpointOf(initialOffset()))
+      case Left(why) =>
+        logInfo(s"$this cannot take part in its alignment group's round yet: $why")
+        None
+    }
 
   override def deserializeOffset(json: String): SparkOffset = {
     val offset = read(json)
@@ -158,33 +165,48 @@ abstract class SluiceStream(
       val previous = plannedSince.lift(at - 1).flatMap(_.storedAs)
       plannedSince = plannedSince.drop(at)
       // after a restart Spark does not ask for the initial offset: its file names it
-      val initialName = Option(initial).map(_.storedAs).getOrElse(metadata.readInitialOffset().flatMap(SluiceOffset.storedNameOf))
+      val initialName = Option(initial)
+        .map(_.storedAs)
+        .getOrElse(metadata.readInitialOffset().flatMap(SluiceOffset.storedNameOf))
       // housekeeping: a failure to delete is tried again at the next commit, never fails the query
-      try metadata.retainOnly(plannedSince.flatMap(_.storedAs).toSet ++ previous ++ initialName ++ lastCommitted)
-      catch { case scala.util.control.NonFatal(e) => logWarning(s"$this could not delete checkpoints no offset names: $e") }
+      try
+        metadata.retainOnly(
+          plannedSince.flatMap(_.storedAs).toSet ++ previous ++ initialName ++ lastCommitted)
+      catch {
+        case scala.util.control.NonFatal(e) =>
+          logWarning(s"$this could not delete checkpoints no offset names: $e")
+      }
     }
     lastCommitted = committed.storedAs
   }
   private var lastCommitted: Option[String] = None
 
   override def stop(): Unit =
-    try runtime.close() finally liveAlignment.foreach(m => LiveAlignmentChannel.coordinator.forget(m.queryKey, m.group))
+    try runtime.close()
+    finally
+      liveAlignment.foreach(m => LiveAlignmentChannel.coordinator.forget(m.queryKey, m.group))
 
-  override def metrics(latestConsumedOffset: Optional[SparkOffset]): java.util.Map[String, String] = {
-    val consumed = latestConsumedOffset.map[Option[SourceCheckpoint]](o => Some(checkpointOf(o))).orElse(None)
+  override def metrics(
+      latestConsumedOffset: Optional[SparkOffset]): java.util.Map[String, String] = {
+    val consumed =
+      latestConsumedOffset.map[Option[SourceCheckpoint]](o => Some(checkpointOf(o))).orElse(None)
     val kept = metadata.bytesWritten
-    (runtime.metrics(consumed) ++ liveAlignment.map(LiveAlignmentChannel.metrics).getOrElse(Map.empty) ++
+    (runtime.metrics(consumed) ++ liveAlignment
+      .map(LiveAlignmentChannel.metrics)
+      .getOrElse(Map.empty) ++
       Option.when(kept > 0)(CheckpointBodies.BytesWrittenMetric -> kept.toString)).asJava
   }
 
   protected def timing: RecordTiming = RecordTiming(options.eventTime, options.timestamps)
 
-  protected def readerFactory: SluiceReaderFactory = new SluiceReaderFactory(source, timing, accumulator, liveAlignment)
+  protected def readerFactory: SluiceReaderFactory =
+    new SluiceReaderFactory(source, timing, accumulator, liveAlignment)
 
   // ---- long-running batches (real-time mode, continuous processing) ---------------------------
 
   /** Set by the engine before it plans: readers run until the engine ends the batch. */
   @volatile protected var longRunning = false
+
   /** The long batch running now: where it started, as the runtime opened it. */
   @volatile protected var openBatch: Option[OpenBatch] = None
 
@@ -195,8 +217,11 @@ abstract class SluiceStream(
   }
 
   /** Who this source is in its live alignment group, for the readers' reports. */
-  private def liveAlignment: Option[LiveAlignmentMember] = Option.when(longRunning)(()).flatMap(_ =>
-    options.eventTime.alignment.map(a => LiveAlignmentMember(queryKey, a.group, metadataPath, a.maxDriftMs, a.updateIntervalMs)))
+  private def liveAlignment: Option[LiveAlignmentMember] = Option
+    .when(longRunning)(())
+    .flatMap(_ =>
+      options.eventTime.alignment.map(a =>
+        LiveAlignmentMember(queryKey, a.group, metadataPath, a.maxDriftMs, a.updateIntervalMs)))
 
   /**
    * A long batch reads every split from where `start` has it, open-ended: the tasks run until
@@ -207,28 +232,44 @@ abstract class SluiceStream(
     val batch = runtime.openBatch(checkpointOf(start))
     openBatch = Some(batch)
     val lastActive = liveAlignment.map(LiveAlignmentChannel.lastActive).getOrElse(Map.empty)
-    val initialLimit = liveAlignment.flatMap(LiveAlignmentChannel.seed(_, batch.ranges.map { r =>
-      val id = r.split.splitId
-      LiveSplitState(id, batch.eventTimes.get(id).map(options.eventTime.watermarkFor), idle = false, paused = false, finished = false)
-    }))
+    val initialLimit = liveAlignment.flatMap(
+      LiveAlignmentChannel.seed(
+        _,
+        batch.ranges.map { r =>
+          val id = r.split.splitId
+          LiveSplitState(
+            id,
+            batch.eventTimes.get(id).map(options.eventTime.watermarkFor),
+            idle = false,
+            paused = false,
+            finished = false)
+        }))
     // Nothing to read (all read, nothing there yet) is still one task that waits for the batch
     // to end: a long batch without tasks would end at once, and the engine would start the next
     // one right away, again and again.
-    val tasks = TaskPacking.pack[SourceSplit](batch.ranges, spark.sparkContext.defaultParallelism, _ => 1.0)
+    val tasks =
+      TaskPacking.pack[SourceSplit](batch.ranges, spark.sparkContext.defaultParallelism, _ => 1.0)
     (if (tasks.isEmpty) Seq(Seq.empty[SplitRange[SourceSplit]]) else tasks).map { ranges =>
       val ids = ranges.map(_.split.splitId).toSet
-      SluiceInputPartition(ranges, realTime = true, eventTimes = batch.eventTimes.filter { case (id, _) => ids.contains(id) },
-        initialLimit = initialLimit, pauseSplits = batch.pauseSplits, limitComplete = !batch.sharedGroup,
+      SluiceInputPartition(
+        ranges,
+        realTime = true,
+        eventTimes = batch.eventTimes.filter { case (id, _) => ids.contains(id) },
+        initialLimit = initialLimit,
+        pauseSplits = batch.pauseSplits,
+        limitComplete = !batch.sharedGroup,
         lastActiveMs = lastActive.filter { case (id, _) => ids.contains(id) }): InputPartition
     }.toArray
   }
 
   /** Where the long batch's readers got is where the next batch (or epoch) starts. */
   protected def endOfOpenBatch(offsets: Array[PartitionOffset]): SparkOffset = {
-    val batch = openBatch.getOrElse(throw new IllegalStateException(s"$this: mergeOffsets before planInputPartitions"))
+    val batch = openBatch.getOrElse(
+      throw new IllegalStateException(s"$this: mergeOffsets before planInputPartitions"))
     val reports = offsets.toSeq.flatMap {
       case o: SluicePartitionOffset => o.reports
-      case other => throw new IllegalStateException(s"$this: not a Sluice partition offset: $other")
+      case other =>
+        throw new IllegalStateException(s"$this: not a Sluice partition offset: $other")
     }
     offset(runtime.endOfOpenBatch(batch.start, reports))
   }

@@ -23,7 +23,9 @@ import sluice.runtime.ProgressStore
  *  - checkpoints too large for the offset log (`sluice-checkpoints/`, the [[KeptCheckpoints]]),
  *    each named by an offset.
  */
-final class SourceMetadata(metadataPath: String, hadoopConf: Configuration) extends ProgressStore with CheckpointBodies {
+final class SourceMetadata(metadataPath: String, hadoopConf: Configuration)
+    extends ProgressStore
+    with CheckpointBodies {
   private val root = new Path(metadataPath)
   private val initialFile = new Path(root, "sluice-initial-offset.json")
   private val progressFile = new Path(root, "sluice-progress.json")
@@ -45,26 +47,33 @@ final class SourceMetadata(metadataPath: String, hadoopConf: Configuration) exte
     mapper.readTree(text).get("splits").elements().asScala.map(SplitProgressJson.read)
   }
 
-  private lazy val kept = new KeptCheckpoints(new Path(root, "sluice-checkpoints"), files, new KeptCheckpoints.FileIo {
-    override def write(file: Path, bytes: Array[Byte]): Unit = SourceMetadata.this.write(file, bytes)
-    override def read(file: Path): Option[Array[Byte]] = readBytes(file)
-  })
+  private lazy val kept = new KeptCheckpoints(
+    new Path(root, "sluice-checkpoints"),
+    files,
+    new KeptCheckpoints.FileIo {
+      override def write(file: Path, bytes: Array[Byte]): Unit =
+        SourceMetadata.this.write(file, bytes)
+      override def read(file: Path): Option[Array[Byte]] = readBytes(file)
+    })
 
   override def keep(json: String): String = kept.keep(json)
   override def load(name: String): String = kept.load(name)
   override def retainOnly(names: Set[String]): Unit = kept.retainOnly(names)
   override def bytesWritten: Long = kept.bytesWritten
 
-  private def read(file: Path): Option[String] = readBytes(file).map(new String(_, StandardCharsets.UTF_8))
+  private def read(file: Path): Option[String] =
+    readBytes(file).map(new String(_, StandardCharsets.UTF_8))
 
   private def readBytes(file: Path): Option[Array[Byte]] =
     if (!files.exists(file)) None
     else {
       val in = files.open(file)
-      try Some(in.readAllBytes()) finally in.close()
+      try Some(in.readAllBytes())
+      finally in.close()
     }
 
-  private def write(file: Path, text: String): Unit = write(file, text.getBytes(StandardCharsets.UTF_8))
+  private def write(file: Path, text: String): Unit =
+    write(file, text.getBytes(StandardCharsets.UTF_8))
 
   private lazy val fileSystem = root.getFileSystem(hadoopConf)
   private lazy val isLocal = fileSystem.getScheme == "file"
@@ -81,19 +90,25 @@ final class SourceMetadata(metadataPath: String, hadoopConf: Configuration) exte
       // as Hadoop's local file system maps a path (its URI's decoded path), whatever the characters
       val target = new java.io.File(fileSystem.makeQualified(file).toUri.getPath).toPath
       java.nio.file.Files.createDirectories(target.getParent)
-      val temp = target.resolveSibling(s".${target.getFileName}.${java.util.UUID.randomUUID()}.tmp")
+      val temp =
+        target.resolveSibling(s".${target.getFileName}.${java.util.UUID.randomUUID()}.tmp")
       try {
         java.nio.file.Files.write(temp, bytes)
         // a checksum Hadoop wrote beside an earlier version (an earlier build, or a write through
         // Hadoop) would no longer match: it goes first, so no crash leaves it beside new content
         java.nio.file.Files.deleteIfExists(target.resolveSibling(s".${target.getFileName}.crc"))
-        java.nio.file.Files.move(temp, target, java.nio.file.StandardCopyOption.ATOMIC_MOVE,
+        java.nio.file.Files.move(
+          temp,
+          target,
+          java.nio.file.StandardCopyOption.ATOMIC_MOVE,
           java.nio.file.StandardCopyOption.REPLACE_EXISTING)
       } finally java.nio.file.Files.deleteIfExists(temp)
     } else {
-      if (!files.exists(file.getParent)) files.mkdirs(file.getParent) // Spark creates the folder only when it first needs it
+      if (!files.exists(file.getParent))
+        files.mkdirs(file.getParent) // Spark creates the folder only when it first needs it
       val out = files.createAtomic(file, true)
-      try out.write(bytes) catch {
+      try out.write(bytes)
+      catch {
         case e: Throwable =>
           out.cancel()
           throw e

@@ -22,7 +22,9 @@ final class SplitProgressAccumulator extends AccumulatorV2[SplitReport, Seq[Spli
   @transient private var receiver: Seq[SplitReport] => Unit = _
 
   /** On the driver: where merged task reports go. */
-  def deliverTo(receiver: Seq[SplitReport] => Unit): this.type = { this.receiver = receiver; this }
+  def deliverTo(receiver: Seq[SplitReport] => Unit): this.type = {
+    this.receiver = receiver; this
+  }
 
   override def isZero: Boolean = synchronized(reports.isEmpty)
   override def copy(): SplitProgressAccumulator = synchronized {

@@ -13,13 +13,18 @@ import sluice.runtime.SplitReport
  * Its reports travel to the driver when the task ends (the progress accumulator), or at a long
  * batch's end (`SluicePartitionOffset`); its figures are the scan's SQL metrics.
  */
-private[spark] final class TaskRanges(ranges: Seq[SplitRange[SourceSplit]], context: ReaderContext.Local, sourceType: String) {
+private[spark] final class TaskRanges(
+    ranges: Seq[SplitRange[SourceSplit]],
+    context: ReaderContext.Local,
+    sourceType: String) {
 
   final class Stats(val range: SplitRange[SourceSplit]) {
     var maxEventTime: Long = RecordsWithSplitIds.NoTimestamp
     var records: Long = 0L
+
     /** Where the split stands after the current record; the next record must start inside the range. */
     var position: Long = range.from
+
     /** Where the current record starts, and whether rows of it are still to be handed out. */
     var recordStart: Long = range.from
     var midRecord = false
@@ -45,14 +50,23 @@ private[spark] final class TaskRanges(ranges: Seq[SplitRange[SourceSplit]], cont
    * again and again (continuous processing: every epoch), markers must not be.
    */
   def reports(latencyMarkers: Boolean): Seq[SplitReport] = stats.values.toSeq.flatMap { s =>
-    val maxTs = if (s.maxEventTime == RecordsWithSplitIds.NoTimestamp) None else Some(s.maxEventTime)
+    val maxTs =
+      if (s.maxEventTime == RecordsWithSplitIds.NoTimestamp) None else Some(s.maxEventTime)
     val id = s.range.split.splitId
     // an open range is never read to its end (a split given up, e.g. a deleted partition, stays where it got)
     // a record handed out in part is read again from its start: at least once, never a row lost
-    val reached = if (!unfinished.contains(id) && !s.range.isOpen) s.range.until
-      else if (s.midRecord) s.recordStart else s.position
+    val reached =
+      if (!unfinished.contains(id) && !s.range.isOpen) s.range.until
+      else if (s.midRecord) s.recordStart
+      else s.position
     Option.when(reached > s.range.from)(
-      SplitReport(id, s.range.from, reached, maxTs, s.records, context.countersOf(id),
+      SplitReport(
+        id,
+        s.range.from,
+        reached,
+        maxTs,
+        s.records,
+        context.countersOf(id),
         if (latencyMarkers) s.latencyMarkers.toSeq else Nil))
   }
 
@@ -67,10 +81,19 @@ private[spark] final class TaskRanges(ranges: Seq[SplitRange[SourceSplit]], cont
 
   /** The task's figures so far, as the scan's SQL metrics. */
   def metrics(): Array[CustomTaskMetric] = {
-    val paused = stats.keys.iterator.map(id => context.countersOf(id).getOrElse(ReaderMetrics.AlignmentPausedMs, 0L)).sum
+    val paused = stats.keys.iterator
+      .map(id => context.countersOf(id).getOrElse(ReaderMetrics.AlignmentPausedMs, 0L))
+      .sum
     // byte positions (files) are the bytes read; other readers count their own (Kafka: key and value sizes)
-    val bytes = context.bytesRead + stats.values.iterator.filterNot(_.range.split.positionsCountRecords)
-      .map(s => s.position - s.range.from).sum
-    ReaderMetrics.current(context, stats.keys, stats.values.iterator.map(_.records).sum, bytes, paused)
+    val bytes = context.bytesRead + stats.values.iterator
+      .filterNot(_.range.split.positionsCountRecords)
+      .map(s => s.position - s.range.from)
+      .sum
+    ReaderMetrics.current(
+      context,
+      stats.keys,
+      stats.values.iterator.map(_.records).sum,
+      bytes,
+      paused)
   }
 }

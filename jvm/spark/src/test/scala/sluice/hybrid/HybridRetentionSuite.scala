@@ -20,19 +20,36 @@ class HybridRetentionSuite extends AnyFunSuite with KafkaSuiteBase with SparkSui
   private val Margin = 10000L
 
   /** The archive (bounded, read 5 records a batch), then the live topic from its end minus the margin. */
-  private def hybrid(archive: String, live: String, failOnDataLoss: Boolean = true) = HybridSource.builder(
-      KafkaSource.builder().bootstrapServers(kafka.bootstrapServers).topics(archive)
-        .startingOffsets(OffsetsInitializer.earliest()).stoppingOffsets(OffsetsInitializer.latest()).build())
+  private def hybrid(archive: String, live: String, failOnDataLoss: Boolean = true) = HybridSource
+    .builder(
+      KafkaSource
+        .builder()
+        .bootstrapServers(kafka.bootstrapServers)
+        .topics(archive)
+        .startingOffsets(OffsetsInitializer.earliest())
+        .stoppingOffsets(OffsetsInitializer.latest())
+        .build())
     .addSourceStartingAtPreviousEnd(
-      KafkaSource.builder().bootstrapServers(kafka.bootstrapServers).topics(live)
-        .startingOffsets(OffsetsInitializer.earliest()).failOnDataLoss(failOnDataLoss).build(), marginMs = Margin)
+      KafkaSource
+        .builder()
+        .bootstrapServers(kafka.bootstrapServers)
+        .topics(live)
+        .startingOffsets(OffsetsInitializer.earliest())
+        .failOnDataLoss(failOnDataLoss)
+        .build(),
+      marginMs = Margin)
     .retentionCheck(Duration.ofMillis(500), Duration.ofHours(2))
     .build()
 
   private def start(source: HybridSource, name: String): StreamingQuery =
-    Sluice.fromSource(spark, source, null, name, Map("maxRecordsPerTrigger" -> "5"))
-      .writeStream.format("memory").queryName(name.replace('-', '_'))
-      .option("checkpointLocation", tempDir("ckpt").toString).trigger(Trigger.ProcessingTime(0)).start()
+    Sluice
+      .fromSource(spark, source, null, name, Map("maxRecordsPerTrigger" -> "5"))
+      .writeStream
+      .format("memory")
+      .queryName(name.replace('-', '_'))
+      .option("checkpointLocation", tempDir("ckpt").toString)
+      .trigger(Trigger.ProcessingTime(0))
+      .start()
 
   /** Lets `q` switch to the live topic and read all there is, stops it; the values it wrote to `table`. */
   private def readThroughSwitch(q: StreamingQuery, table: String): Seq[String] = {
@@ -43,7 +60,11 @@ class HybridRetentionSuite extends AnyFunSuite with KafkaSuiteBase with SparkSui
       processAllAvailable(q)
     } finally q.stop()
     assert(q.exception.isEmpty, q.exception)
-    spark.table(table).collect().map(r => new String(r.getAs[Array[Byte]]("value"), "UTF-8")).toSeq
+    spark
+      .table(table)
+      .collect()
+      .map(r => new String(r.getAs[Array[Byte]]("value"), "UTF-8"))
+      .toSeq
   }
 
   private def text(values: Seq[(String, Long)]): Seq[ProducedRecord] =
@@ -67,38 +88,49 @@ class HybridRetentionSuite extends AnyFunSuite with KafkaSuiteBase with SparkSui
     recent
   }
 
-  test("the broker's retention deleted the records the switch needs: the query fails before the switch, saying so") {
+  test(
+    "the broker's retention deleted the records the switch needs: the query fails before the switch, saying so") {
     val recent = archiveAndDeletedLive("gone-archive", "gone-live")
     val q = start(hybrid("gone-archive", "gone-live"), "gone")
-    val failed = try intercept[org.apache.spark.sql.streaming.StreamingQueryException](awaitEnd(q)) finally q.stop()
+    val failed =
+      try intercept[org.apache.spark.sql.streaming.StreamingQueryException](awaitEnd(q))
+      finally q.stop()
     val e = failed.getCause
     val switchStart = base + 99000L - Margin
-    assert(e.getMessage == s"HybridSource: source 1 (kafka) will start at its first record at or after $switchStart: " +
-      s"source 0's last event time ${base + 99000L} minus $Margin ms, but the records it needs are gone: " +
-      s"gone-live-0 from its first record at or after $switchStart (${java.time.Instant.ofEpochMilli(switchStart)}) (it now begins " +
-      s"at offset 100, a record of $recent (${java.time.Instant.ofEpochMilli(recent)})) " +
-      "(retention.ms of gone-live: 600000 ms). Keep them longer (raise retention.ms of gone-live), let the previous " +
-      "source reach later event times, or start this source later. The query stops now, before the switch, rather " +
-      "than skip those records after it. (Checked every hybrid.retentionCheckIntervalMs = 500 ms.)")
+    assert(
+      e.getMessage == s"HybridSource: source 1 (kafka) will start at its first record at or after $switchStart: " +
+        s"source 0's last event time ${base + 99000L} minus $Margin ms, but the records it needs are gone: " +
+        s"gone-live-0 from its first record at or after $switchStart (${java.time.Instant.ofEpochMilli(switchStart)}) (it now begins " +
+        s"at offset 100, a record of $recent (${java.time.Instant.ofEpochMilli(recent)})) " +
+        "(retention.ms of gone-live: 600000 ms). Keep them longer (raise retention.ms of gone-live), let the previous " +
+        "source reach later event times, or start this source later. The query stops now, before the switch, rather " +
+        "than skip those records after it. (Checked every hybrid.retentionCheckIntervalMs = 500 ms.)")
     // it failed before the switch: nothing of the live topic was planned or read. (How much of
     // the archive was read first depends on when the guard's thread checked, so it may be none.)
-    assert(!q.recentProgress.exists(_.sources.head.metrics.asScala.get("activeSource").contains("1")))
-    val read = spark.table("gone").collect().map(r => new String(r.getAs[Array[Byte]]("value"), "UTF-8"))
+    assert(
+      !q.recentProgress.exists(_.sources.head.metrics.asScala.get("activeSource").contains("1")))
+    val read =
+      spark.table("gone").collect().map(r => new String(r.getAs[Array[Byte]]("value"), "UTF-8"))
     assert(read.forall(_.startsWith("a")))
     assert(read.length < 100)
   }
 
-  test("with failOnDataLoss=false the switch goes ahead without the deleted records, and the metrics say they are gone") {
+  test(
+    "with failOnDataLoss=false the switch goes ahead without the deleted records, and the metrics say they are gone") {
     archiveAndDeletedLive("tolerant-archive", "tolerant-live")
     val q = start(hybrid("tolerant-archive", "tolerant-live", failOnDataLoss = false), "tolerant")
     val read = readThroughSwitch(q, "tolerant")
     assert(read.sorted == ((0 until 100).map(i => s"a$i") :+ "now").sorted)
     // reported once the switch's start is known (at the switch at the latest), and kept after it
-    assert(q.lastProgress.sources.head.metrics.get(RetentionGuard.LostMetric) == "true",
-      q.recentProgress.map(_.sources.head.metrics.asScala.filter(_._1.startsWith("retention"))).mkString("\n"))
+    assert(
+      q.lastProgress.sources.head.metrics.get(RetentionGuard.LostMetric) == "true",
+      q.recentProgress
+        .map(_.sources.head.metrics.asScala.filter(_._1.startsWith("retention")))
+        .mkString("\n"))
   }
 
-  test("while the records are there, retentionHeadroomMs says how long before the switch's start can be deleted") {
+  test(
+    "while the records are there, retentionHeadroomMs says how long before the switch's start can be deleted") {
     val now = System.currentTimeMillis()
     val base = now - 3600000L // an hour ago
     val retentionMs = 86400000L
@@ -109,15 +141,23 @@ class HybridRetentionSuite extends AnyFunSuite with KafkaSuiteBase with SparkSui
 
     val startedAt = System.currentTimeMillis()
     val q = start(hybrid("kept-archive", "kept-live"), "kept")
-    def headroom = q.recentProgress.flatMap(_.sources.head.metrics.asScala.get(RetentionGuard.HeadroomMetric)).headOption
+    def headroom = q.recentProgress
+      .flatMap(_.sources.head.metrics.asScala.get(RetentionGuard.HeadroomMetric))
+      .headOption
     try {
       eventually("retentionHeadroomMs in the metrics", q)(headroom.isDefined)
       // the switch starts at the archive's last record (base+99s) minus the margin; its records
       // can be deleted once they are retention.ms old
       val switchStart = base + 99000L - Margin
       val h = headroom.get.toLong
-      assert(h <= switchStart + retentionMs - startedAt && h >= switchStart + retentionMs - System.currentTimeMillis(), h)
-      val withHeadroom = q.recentProgress.map(_.sources.head.metrics.asScala).find(_.contains(RetentionGuard.HeadroomMetric)).get
+      assert(
+        h <= switchStart + retentionMs - startedAt && h >= switchStart + retentionMs - System
+          .currentTimeMillis(),
+        h)
+      val withHeadroom = q.recentProgress
+        .map(_.sources.head.metrics.asScala)
+        .find(_.contains(RetentionGuard.HeadroomMetric))
+        .get
       assert(withHeadroom("retentionStartMs") == switchStart.toString)
     } catch {
       case e: Throwable =>
@@ -126,7 +166,8 @@ class HybridRetentionSuite extends AnyFunSuite with KafkaSuiteBase with SparkSui
     }
     // and the switch goes ahead: the live topic from base+89s on
     val read = readThroughSwitch(q, "kept")
-    assert(read.sorted == ((0 until 100).map(i => s"a$i") ++ (89 until 200).map(i => s"l$i")).sorted)
+    assert(
+      read.sorted == ((0 until 100).map(i => s"a$i") ++ (89 until 200).map(i => s"l$i")).sorted)
     // after the switch there is nothing left to watch
     assert(!q.recentProgress.last.sources.head.metrics.containsKey(RetentionGuard.HeadroomMetric))
   }

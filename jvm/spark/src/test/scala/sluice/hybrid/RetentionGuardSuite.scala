@@ -25,10 +25,18 @@ class RetentionGuardSuite extends AnyFunSuite {
   /** Lets a check started in the background finish. */
   private def settle(guard: RetentionGuard): Unit = Thread.sleep(300)
 
-  test("an unreachable system never fails the query, and is asked again only after the interval") {
+  test(
+    "an unreachable system never fails the query, and is asked again only after the interval") {
     var now = 0L
-    val watch = new Scripted(() => throw new IllegalStateException("KafkaSource: could not look up offsets within 60 s"))
-    val guard = new RetentionGuard(1, "kafka", watch, intervalMs = 60000, warnBelowMs = 0, clock = () => now)
+    val watch = new Scripted(() =>
+      throw new IllegalStateException("KafkaSource: could not look up offsets within 60 s"))
+    val guard = new RetentionGuard(
+      1,
+      "kafka",
+      watch,
+      intervalMs = 60000,
+      warnBelowMs = 0,
+      clock = () => now)
     try {
       (1 to 20).foreach { _ => guard.observe(Some(Known)); settle(guard) }
       assert(watch.checks.get == 1) // every 60 s at most, whatever the batch rate
@@ -53,22 +61,30 @@ class RetentionGuardSuite extends AnyFunSuite {
     try {
       known.observe(Some(Known)); settle(known)
       val e = intercept[IllegalStateException](known.observe(Some(Known)))
-      assert(e.getMessage == "HybridSource: source 1 (kafka) will start at 1000, but the records it needs are gone: " +
-        "t-0 ... The query stops now, before the switch, rather than skip those records after it. " +
-        "(Checked every hybrid.retentionCheckIntervalMs = 0 ms.)")
+      assert(
+        e.getMessage == "HybridSource: source 1 (kafka) will start at 1000, but the records it needs are gone: " +
+          "t-0 ... The query stops now, before the switch, rather than skip those records after it. " +
+          "(Checked every hybrid.retentionCheckIntervalMs = 0 ms.)")
     } finally known.close()
   }
 
-  test("a loss the source tolerates (failOnDataLoss=false) never fails the query, and shows in the metrics") {
-    val gone = RetentionCheck(Some(-5000L), Some("the records it needs are gone: t-0 ..."), tolerated = true)
+  test(
+    "a loss the source tolerates (failOnDataLoss=false) never fails the query, and shows in the metrics") {
+    val gone = RetentionCheck(
+      Some(-5000L),
+      Some("the records it needs are gone: t-0 ..."),
+      tolerated = true)
     val guard = new RetentionGuard(1, "kafka", new Scripted(() => gone), 0, 0)
     try {
       guard.observe(Some(Known)); settle(guard)
       guard.observe(Some(Known))
       guard.confirmBeforeSwitch(Some(Known))
-      assert(guard.metrics(RetentionGuard.LostMetric) == "true" && guard.metrics(RetentionGuard.HeadroomMetric) == "-5000")
+      assert(
+        guard.metrics(RetentionGuard.LostMetric) == "true" && guard.metrics(
+          RetentionGuard.HeadroomMetric) == "-5000")
     } finally guard.close()
-    val fatal = new RetentionGuard(1, "kafka", new Scripted(() => gone.copy(tolerated = false)), 0, 0)
+    val fatal =
+      new RetentionGuard(1, "kafka", new Scripted(() => gone.copy(tolerated = false)), 0, 0)
     try {
       fatal.observe(Some(Known)); settle(fatal)
       intercept[IllegalStateException](fatal.observe(Some(Known)))
@@ -86,7 +102,9 @@ class RetentionGuardSuite extends AnyFunSuite {
       guard.observe(Some(Known))
       assert(watch.checks.get == 1)
       val e = intercept[IllegalStateException](guard.confirmBeforeSwitch(Some(Known)))
-      assert(e.getMessage.startsWith("HybridSource: source 1 (kafka) will start at 1000, but the records it needs are gone"))
+      assert(
+        e.getMessage.startsWith(
+          "HybridSource: source 1 (kafka) will start at 1000, but the records it needs are gone"))
       assert(watch.checks.get == 2)
     } finally guard.close()
   }
@@ -94,7 +112,8 @@ class RetentionGuardSuite extends AnyFunSuite {
   test("a switch-time check that cannot answer in time lets the switch go ahead") {
     val watch = new Scripted(() => { Thread.sleep(2000); RetentionCheck(None, Some("gone")) })
     val guard = new RetentionGuard(1, "kafka", watch, intervalMs = 3600000, warnBelowMs = 0)
-    try guard.confirmBeforeSwitch(Some(Known), timeoutMs = 100) finally guard.close()
+    try guard.confirmBeforeSwitch(Some(Known), timeoutMs = 100)
+    finally guard.close()
   }
 
   test("nothing to check yet (no event time read) starts no check") {
@@ -104,7 +123,10 @@ class RetentionGuardSuite extends AnyFunSuite {
       guard.observe(None); settle(guard)
       assert(watch.checks.get == 0 && guard.metrics.isEmpty)
       guard.observe(Some(Known)); settle(guard)
-      assert(watch.checks.get == 1 && guard.metrics.keySet == Set("retentionStartMs", "retentionCheckedAtMs"))
+      assert(
+        watch.checks.get == 1 && guard.metrics.keySet == Set(
+          "retentionStartMs",
+          "retentionCheckedAtMs"))
     } finally guard.close()
   }
 }

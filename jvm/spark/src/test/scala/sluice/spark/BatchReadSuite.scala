@@ -32,7 +32,9 @@ class BatchReadSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase
     df.drop(Provenance.SplitColumn, Provenance.PositionColumn, Provenance.TimestampColumn)
 
   /** The streaming read's schema: what Spark knows without starting a query. */
-  private def streamSchema(source: Source[_, _], strategy: WatermarkStrategy = null,
+  private def streamSchema(
+      source: Source[_, _],
+      strategy: WatermarkStrategy = null,
       options: Map[String, String] = Map.empty) =
     Sluice.fromSource(spark, source, strategy, null, options).schema
 
@@ -41,19 +43,31 @@ class BatchReadSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase
 
   // ---- generator --------------------------------------------------------------------------------
 
-  test("generator: exactly the records it defines, in the streaming read's schema, event_time included") {
-    val source = GeneratorSource.builder().splits(3).recordsPerSplit(40).eventTimeStepMs(10).splitSkewMs(2, 5000)
-      .payloadBytes(8).build()
+  test(
+    "generator: exactly the records it defines, in the streaming read's schema, event_time included") {
+    val source = GeneratorSource
+      .builder()
+      .splits(3)
+      .recordsPerSplit(40)
+      .eventTimeStepMs(10)
+      .splitSkewMs(2, 5000)
+      .payloadBytes(8)
+      .build()
     val df = Sluice.read(spark, source)
     assert(df.schema == streamSchema(source))
     val cfg = source.config
-    val expected = for (s <- 0 until 3; i <- 0L until 40L)
-      yield Row(cfg.recordId(s, i), s, new Timestamp(cfg.eventTimeMs(s, i)), cfg.payload(s, i))
+    val expected =
+      for (s <- 0 until 3; i <- 0L until 40L)
+        yield Row(cfg.recordId(s, i), s, new Timestamp(cfg.eventTimeMs(s, i)), cfg.payload(s, i))
     assert(multiset(df) == expected.groupBy(identity).map { case (r, rs) => r -> rs.size })
     assert(df.rdd.getNumPartitions == 3, "one task per split")
 
-    val strategy = WatermarkStrategy.forBoundedOutOfOrderness(Duration.ofSeconds(5))
-      .withWatermarkAlignment("g", Duration.ofSeconds(1)) // no effect in a batch: nothing is read in rounds
+    val strategy = WatermarkStrategy
+      .forBoundedOutOfOrderness(Duration.ofSeconds(5))
+      .withWatermarkAlignment(
+        "g",
+        Duration.ofSeconds(1)
+      ) // no effect in a batch: nothing is read in rounds
     val timed = Sluice.read(spark, source, strategy, "timed")
     assert(timed.schema == streamSchema(source, strategy))
     assert(timed.schema.fieldNames.last == "event_time")
@@ -63,7 +77,8 @@ class BatchReadSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase
     assert(Sluice.read(spark, none).count() == 0)
   }
 
-  test("compact rows (forceTimestampSupport=false): the stream's compact rows; left-out columns named as such") {
+  test(
+    "compact rows (forceTimestampSupport=false): the stream's compact rows; left-out columns named as such") {
     val source = GeneratorSource.builder().splits(2).recordsPerSplit(25).build()
     val compact = Map("forceTimestampSupport" -> "false")
     val df = Sluice.read(spark, source, null, "compact", compact)
@@ -79,32 +94,56 @@ class BatchReadSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase
   private lazy val jsonDir = FileTestData.write(tempDir("json"), FileTestData.jsonFiles)
   private lazy val csvDir = FileTestData.write(tempDir("csv"), FileTestData.csvFiles)
 
-  test("files: the data columns of spark.read.json and spark.read.csv, byte-range splits included") {
-    val json = FileSource.builder().path(jsonDir.toString).format("json").schema(FileTestData.JsonSchemaWithCorrupt)
-      .maxSplitBytes(64).build()
+  test(
+    "files: the data columns of spark.read.json and spark.read.csv, byte-range splits included") {
+    val json = FileSource
+      .builder()
+      .path(jsonDir.toString)
+      .format("json")
+      .schema(FileTestData.JsonSchemaWithCorrupt)
+      .maxSplitBytes(64)
+      .build()
     val ours = Sluice.read(spark, json)
     assert(ours.schema == streamSchema(json))
     assert(ours.select(Provenance.SplitColumn).distinct().count() > 5, "files cut in byte ranges")
-    val theirs = spark.read.option("recursiveFileLookup", "true").schema(FileTestData.JsonSchemaWithCorrupt)
+    val theirs = spark.read
+      .option("recursiveFileLookup", "true")
+      .schema(FileTestData.JsonSchemaWithCorrupt)
       .json(jsonDir.toString)
     assert(dataColumns(ours).schema == theirs.schema)
     assert(multiset(dataColumns(ours)) == multiset(theirs))
 
-    val csv = FileSource.builder().path(csvDir.toString).format("csv").schema(FileTestData.CsvSchemaWithCorrupt)
-      .option("header", "true").build()
-    val expected = spark.read.option("header", "true").option("recursiveFileLookup", "true")
-      .schema(FileTestData.CsvSchemaWithCorrupt).csv(csvDir.toString)
+    val csv = FileSource
+      .builder()
+      .path(csvDir.toString)
+      .format("csv")
+      .schema(FileTestData.CsvSchemaWithCorrupt)
+      .option("header", "true")
+      .build()
+    val expected = spark.read
+      .option("header", "true")
+      .option("recursiveFileLookup", "true")
+      .schema(FileTestData.CsvSchemaWithCorrupt)
+      .csv(csvDir.toString)
     // the same source given as options only, as Spark Connect or SQL users give it
     val byOptions = spark.read.format("sluice").options(csv.options).load()
     assert(multiset(dataColumns(byOptions)) == multiset(expected))
     assert(expected.count() >= 7)
   }
 
-  test("files: records dropped as malformed are counted in the scan's SQL metrics, not silently lost") {
+  test(
+    "files: records dropped as malformed are counted in the scan's SQL metrics, not silently lost") {
     val dir = Files.createTempDirectory("malformed")
-    Files.write(dir.resolve("a.json"), "{\"id\": 1}\nnot json\n{\"id\": 2}\nnor this\n".getBytes(UTF_8))
-    val source = FileSource.builder().path(dir.toString).format("json").schema("id BIGINT")
-      .option("mode", "DROPMALFORMED").build()
+    Files.write(
+      dir.resolve("a.json"),
+      "{\"id\": 1}\nnot json\n{\"id\": 2}\nnor this\n".getBytes(UTF_8))
+    val source = FileSource
+      .builder()
+      .path(dir.toString)
+      .format("json")
+      .schema("id BIGINT")
+      .option("mode", "DROPMALFORMED")
+      .build()
     val ids = Sluice.read(spark, source).select("id")
     assert(ids.collect().map(_.getLong(0)).sorted.toSeq == Seq(1L, 2L))
     val scans = ids.queryExecution.executedPlan.collect {
@@ -114,7 +153,12 @@ class BatchReadSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase
   }
 
   test("files: a watermark strategy over a timestamp column adds that column as event_time") {
-    val source = FileSource.builder().path(jsonDir.toString).format("json").schema(FileTestData.JsonSchema).build()
+    val source = FileSource
+      .builder()
+      .path(jsonDir.toString)
+      .format("json")
+      .schema(FileTestData.JsonSchema)
+      .build()
     val strategy = WatermarkStrategy.forMonotonousTimestamps().withTimestampColumn("ts")
     val df = Sluice.read(spark, source, strategy, null)
     assert(df.schema == streamSchema(source, strategy))
@@ -132,69 +176,119 @@ class BatchReadSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase
   private def produce(): Unit = if (!produced) {
     produced = true
     kafka.createTopic(topic, 4)
-    kafka.produce(topic, (0 until records).map { i =>
-      ProducedRecord.text(
-        key = if (i % 7 == 0) None else Some(s"k${i % 1000}"),
-        value = if (i % 11 == 0) None else Some(s"""{"i":$i,"s":"välue-$i"}"""),
-        partition = Some(i % 4),
-        timestamp = Some(baseTs + i * 10L),
-        headers = if (i % 3 == 0) Seq("h" -> s"$i", "n" -> null) else Nil)
-    })
+    kafka.produce(
+      topic,
+      (0 until records).map { i =>
+        ProducedRecord.text(
+          key = if (i % 7 == 0) None else Some(s"k${i % 1000}"),
+          value = if (i % 11 == 0) None else Some(s"""{"i":$i,"s":"välue-$i"}"""),
+          partition = Some(i % 4),
+          timestamp = Some(baseTs + i * 10L),
+          headers = if (i % 3 == 0) Seq("h" -> s"$i", "n" -> null) else Nil)
+      })
   }
 
   private def sparkKafka(start: String, end: String): DataFrame =
-    spark.read.format("kafka").option("kafka.bootstrap.servers", kafka.bootstrapServers)
-      .option("subscribe", topic).option("includeHeaders", "true")
-      .option("startingOffsets", start).option("endingOffsets", end).load()
+    spark.read
+      .format("kafka")
+      .option("kafka.bootstrap.servers", kafka.bootstrapServers)
+      .option("subscribe", topic)
+      .option("includeHeaders", "true")
+      .option("startingOffsets", start)
+      .option("endingOffsets", end)
+      .load()
 
   private def assertSameRows(expected: DataFrame, actual: DataFrame, rows: Long): Unit = {
     assert(expected.schema == actual.schema)
     assert(expected.count() == rows)
     assert(actual.count() == rows)
-    assert(expected.exceptAll(actual).isEmpty, "rows Spark's Kafka source read that Sluice did not")
-    assert(actual.exceptAll(expected).isEmpty, "rows Sluice read that Spark's Kafka source did not")
+    assert(
+      expected.exceptAll(actual).isEmpty,
+      "rows Spark's Kafka source read that Sluice did not")
+    assert(
+      actual.exceptAll(expected).isEmpty,
+      "rows Sluice read that Spark's Kafka source did not")
   }
 
-  test("Kafka: the same rows as Spark's Kafka batch read, every column, for offsets and 'latest' ends", Slow) {
+  test(
+    "Kafka: the same rows as Spark's Kafka batch read, every column, for offsets and 'latest' ends",
+    Slow) {
     produce()
     val start = s"""{"$topic":{"0":100,"1":-2,"2":2000,"3":0}}"""
     val end = s"""{"$topic":{"0":5000,"1":-1,"2":9000,"3":0}}"""
-    val ours = spark.read.format("sluice").option("source", "kafka")
-      .option("kafka.bootstrap.servers", kafka.bootstrapServers).option("subscribe", topic)
-      .option("includeHeaders", "true").option("startingOffsets", start).option("endingOffsets", end).load()
+    val ours = spark.read
+      .format("sluice")
+      .option("source", "kafka")
+      .option("kafka.bootstrap.servers", kafka.bootstrapServers)
+      .option("subscribe", topic)
+      .option("includeHeaders", "true")
+      .option("startingOffsets", start)
+      .option("endingOffsets", end)
+      .load()
     assertSameRows(sparkKafka(start, end), ours, (5000 - 100) + 10000 + (9000 - 2000))
 
-    val bounded = KafkaSource.builder().bootstrapServers(kafka.bootstrapServers).topics(topic).includeHeaders(true)
-      .startingOffsets(OffsetsInitializer.earliest()).stoppingOffsets(OffsetsInitializer.latest()).build()
+    val bounded = KafkaSource
+      .builder()
+      .bootstrapServers(kafka.bootstrapServers)
+      .topics(topic)
+      .includeHeaders(true)
+      .startingOffsets(OffsetsInitializer.earliest())
+      .stoppingOffsets(OffsetsInitializer.latest())
+      .build()
     val all = Sluice.read(spark, bounded, null, "all")
     assert(all.schema == streamSchema(bounded))
     assertSameRows(sparkKafka("earliest", "latest"), all, records)
   }
 
-  test("Kafka: a stopping offset beyond a partition's end fails as lost records, or is skipped with failOnDataLoss=false") {
+  test(
+    "Kafka: a stopping offset beyond a partition's end fails as lost records, or is skipped with failOnDataLoss=false") {
     kafka.createTopic("batch-short", 1)
-    kafka.produce("batch-short", (0 until 10).map(i => ProducedRecord.text(value = Some(s"v$i"), partition = Some(0))))
-    def beyond(failOnDataLoss: Boolean) = KafkaSource.builder().bootstrapServers(kafka.bootstrapServers)
-      .topics("batch-short").startingOffsets(OffsetsInitializer.earliest()).failOnDataLoss(failOnDataLoss)
-      .option("endingOffsets", """{"batch-short":{"0":50}}""").build()
+    kafka.produce(
+      "batch-short",
+      (0 until 10).map(i => ProducedRecord.text(value = Some(s"v$i"), partition = Some(0))))
+    def beyond(failOnDataLoss: Boolean) = KafkaSource
+      .builder()
+      .bootstrapServers(kafka.bootstrapServers)
+      .topics("batch-short")
+      .startingOffsets(OffsetsInitializer.earliest())
+      .failOnDataLoss(failOnDataLoss)
+      .option("endingOffsets", """{"batch-short":{"0":50}}""")
+      .build()
     val e = intercept[Exception](Sluice.read(spark, beyond(failOnDataLoss = true)).collect())
-    assert(messages(e).contains("ends at offset 10, but offsets up to 50 were planned to be read"), messages(e))
+    assert(
+      messages(e).contains("ends at offset 10, but offsets up to 50 were planned to be read"),
+      messages(e))
     assert(Sluice.read(spark, beyond(failOnDataLoss = false)).count() == 10)
   }
 
-  test("a hybrid of files, then bounded Kafka: every record once, in the streaming read's schema") {
+  test(
+    "a hybrid of files, then bounded Kafka: every record once, in the streaming read's schema") {
     kafka.createTopic("batch-tail", 2)
-    kafka.produce("batch-tail", (0 until 30).map(i =>
-      ProducedRecord.text(value = Some(s"""{"id":${1000 + i}}"""), partition = Some(i % 2))))
+    kafka.produce(
+      "batch-tail",
+      (0 until 30).map(i =>
+        ProducedRecord.text(value = Some(s"""{"id":${1000 + i}}"""), partition = Some(i % 2))))
     val first = tempDir("files1")
     val second = tempDir("files2")
-    Files.write(first.resolve("a.json"), (0 until 20).map(i => s"""{"id":$i}""").mkString("\n").getBytes(UTF_8))
-    Files.write(second.resolve("b.json"), (100 until 140).map(i => s"""{"id":$i}""").mkString("\n").getBytes(UTF_8))
-    def files(dir: Path) = FileSource.builder().path(dir.toString).format("json").schema("id BIGINT").build()
-    val tail = KafkaSource.builder().bootstrapServers(kafka.bootstrapServers).topics("batch-tail")
-      .startingOffsets(OffsetsInitializer.earliest()).stoppingOffsets(OffsetsInitializer.latest())
-      .option("format", "json").option("schema", "id BIGINT").build()
-    val hybrid = HybridSource.builder(files(first)).addSource(files(second)).addSource(tail).build()
+    Files.write(
+      first.resolve("a.json"),
+      (0 until 20).map(i => s"""{"id":$i}""").mkString("\n").getBytes(UTF_8))
+    Files.write(
+      second.resolve("b.json"),
+      (100 until 140).map(i => s"""{"id":$i}""").mkString("\n").getBytes(UTF_8))
+    def files(dir: Path) =
+      FileSource.builder().path(dir.toString).format("json").schema("id BIGINT").build()
+    val tail = KafkaSource
+      .builder()
+      .bootstrapServers(kafka.bootstrapServers)
+      .topics("batch-tail")
+      .startingOffsets(OffsetsInitializer.earliest())
+      .stoppingOffsets(OffsetsInitializer.latest())
+      .option("format", "json")
+      .option("schema", "id BIGINT")
+      .build()
+    val hybrid =
+      HybridSource.builder(files(first)).addSource(files(second)).addSource(tail).build()
     val df = Sluice.read(spark, hybrid, null, "three")
     assert(df.schema == streamSchema(hybrid))
     val ids = df.select("id").collect().map(_.getLong(0)).sorted.toSeq
@@ -204,10 +298,13 @@ class BatchReadSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase
   // ---- refusals ---------------------------------------------------------------------------------
 
   /** Both entry points refuse at load(), before any job runs, with the same message. */
-  private def refusedAtLoad(source: Source[_, _], options: Map[String, String] = Map.empty): String = {
+  private def refusedAtLoad(
+      source: Source[_, _],
+      options: Map[String, String] = Map.empty): String = {
     val direct = intercept[IllegalArgumentException](
       spark.read.format("sluice").options(source.options ++ options).load())
-    val viaApi = intercept[IllegalArgumentException](Sluice.read(spark, source, null, null, options))
+    val viaApi =
+      intercept[IllegalArgumentException](Sluice.read(spark, source, null, null, options))
     assert(direct.getMessage == viaApi.getMessage)
     direct.getMessage
   }
@@ -217,7 +314,8 @@ class BatchReadSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase
     assert(refusedAtLoad(kafkaSource).contains(
       "this kafka source is unbounded: give the Kafka source stopping offsets (endingOffsets / stoppingOffsets"))
 
-    val monitored = FileSource.builder().path(jsonDir.toString).schema("a INT").monitorIntervalMs(1000).build()
+    val monitored =
+      FileSource.builder().path(jsonDir.toString).schema("a INT").monitorIntervalMs(1000).build()
     assert(refusedAtLoad(monitored).contains("unset monitorIntervalMs"))
 
     val endless = GeneratorSource.builder().rowsPerSecond(10).build()
@@ -225,37 +323,63 @@ class BatchReadSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase
 
     val files = FileSource.builder().path(jsonDir.toString).schema("a INT").build()
     val hybrid = HybridSource.builder(files).addSource(monitored).build()
-    assert(refusedAtLoad(hybrid).contains("this hybrid source is unbounded: its last source is unbounded: it lists " +
-      "its paths again every 1000 ms for new files; unset monitorIntervalMs"))
+    assert(
+      refusedAtLoad(hybrid).contains(
+        "this hybrid source is unbounded: its last source is unbounded: it lists " +
+          "its paths again every 1000 ms for new files; unset monitorIntervalMs"))
 
     // the same table still serves a stream
     assert(spark.readStream.format("sluice").options(endless.options).load().isStreaming)
   }
 
-  test("a hybrid whose next source is derived from where the previous one ended is refused at load()") {
+  test(
+    "a hybrid whose next source is derived from where the previous one ended is refused at load()") {
     val files = FileSource.builder().path(jsonDir.toString).schema("a INT").build()
-    val bounded = KafkaSource.builder().bootstrapServers("127.0.0.1:1").topics("t")
-      .startingOffsets(OffsetsInitializer.earliest()).stoppingOffsets(OffsetsInitializer.latest()).build()
+    val bounded = KafkaSource
+      .builder()
+      .bootstrapServers("127.0.0.1:1")
+      .topics("t")
+      .startingOffsets(OffsetsInitializer.earliest())
+      .stoppingOffsets(OffsetsInitializer.latest())
+      .build()
     val later = FileSource.builder().path(csvDir.toString).format("csv").schema("a INT").build()
-    val byTime = HybridSource.builder(
-        KafkaSource.builder().bootstrapServers("127.0.0.1:1").topics("a")
-          .startingOffsets(OffsetsInitializer.earliest()).stoppingOffsets(OffsetsInitializer.latest()).build())
-      .addSourceStartingAtPreviousEnd(bounded, 60000L).build()
+    val byTime = HybridSource
+      .builder(
+        KafkaSource
+          .builder()
+          .bootstrapServers("127.0.0.1:1")
+          .topics("a")
+          .startingOffsets(OffsetsInitializer.earliest())
+          .stoppingOffsets(OffsetsInitializer.latest())
+          .build())
+      .addSourceStartingAtPreviousEnd(bounded, 60000L)
+      .build()
     val message = refusedAtLoad(byTime)
-    assert(message.contains("a batch read cannot derive the next source from where the previous one ended; source 1 " +
-      "of this hybrid starts at the previous source's last event time minus 60000 ms"), message)
+    assert(
+      message.contains(
+        "a batch read cannot derive the next source from where the previous one ended; source 1 " +
+          "of this hybrid starts at the previous source's last event time minus 60000 ms"),
+      message)
 
-    val byFactory = HybridSource.builder(files)
-      .addSource(SourceFactory(_ => later), Boundedness.Bounded).build()
-    assert(refusedAtLoad(byFactory).contains("source 1 of this hybrid is built by a factory at the switch"))
+    val byFactory = HybridSource
+      .builder(files)
+      .addSource(SourceFactory(_ => later), Boundedness.Bounded)
+      .build()
+    assert(
+      refusedAtLoad(byFactory).contains(
+        "source 1 of this hybrid is built by a factory at the switch"))
   }
 
-  test("stream-only read options are refused at load(): maxRecordsPerTrigger, latencyTrackingInterval") {
+  test(
+    "stream-only read options are refused at load(): maxRecordsPerTrigger, latencyTrackingInterval") {
     val source = GeneratorSource.builder().recordsPerSplit(10).build()
     assert(refusedAtLoad(source, Map("maxRecordsPerTrigger" -> "5")).contains(
       "option maxRecordsPerTrigger bounds the records of one micro-batch and means nothing in a batch read"))
-    assert(refusedAtLoad(source, Map("latencyTrackingInterval" -> "1s")).contains("option latencyTrackingInterval"))
+    assert(
+      refusedAtLoad(source, Map("latencyTrackingInterval" -> "1s"))
+        .contains("option latencyTrackingInterval"))
     // off is not tracking: nothing to refuse
-    assert(Sluice.read(spark, source, null, null, Map("latencyTrackingInterval" -> "0")).count() == 10)
+    assert(
+      Sluice.read(spark, source, null, null, Map("latencyTrackingInterval" -> "0")).count() == 10)
   }
 }

@@ -20,20 +20,38 @@ import sluice.testkit.{KafkaSuiteBase, ProducedRecord}
 class ContinuousSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase {
 
   private def kafkaSource(topic: String): DataFrame =
-    Sluice.fromSource(spark, KafkaSource.builder().bootstrapServers(kafka.bootstrapServers).topics(topic)
-      .startingOffsets(OffsetsInitializer.earliest()).option("partitionDiscoveryIntervalMs", "500").build())
+    Sluice.fromSource(
+      spark,
+      KafkaSource
+        .builder()
+        .bootstrapServers(kafka.bootstrapServers)
+        .topics(topic)
+        .startingOffsets(OffsetsInitializer.earliest())
+        .option("partitionDiscoveryIntervalMs", "500")
+        .build())
 
   private def startContinuous(df: DataFrame, sink: String, checkpoint: String): StreamingQuery =
-    df.writeStream.foreach(RealTimeSink.writer(sink)).option("checkpointLocation", checkpoint)
-      .trigger(Trigger.Continuous("1 second")).start()
+    df.writeStream
+      .foreach(RealTimeSink.writer(sink))
+      .option("checkpointLocation", checkpoint)
+      .trigger(Trigger.Continuous("1 second"))
+      .start()
 
   private def produce(topic: String, partitions: Int, from: Int, until: Int): Unit =
-    kafka.produce(topic, (from until until).map(i => ProducedRecord.text(key = Some(s"k$i"), value = Some(s"v$i"),
-      partition = Some(i % partitions))))
+    kafka.produce(
+      topic,
+      (from until until).map(i =>
+        ProducedRecord.text(
+          key = Some(s"k$i"),
+          value = Some(s"v$i"),
+          partition = Some(i % partitions))))
 
-  private def values(rows: Seq[Row]): Seq[String] = rows.map(r => new String(r.getAs[Array[Byte]]("value"), "UTF-8"))
+  private def values(rows: Seq[Row]): Seq[String] =
+    rows.map(r => new String(r.getAs[Array[Byte]]("value"), "UTF-8"))
 
-  test("Kafka in continuous mode: every record, a partition added while running, nothing lost across a restart", Slow) {
+  test(
+    "Kafka in continuous mode: every record, a partition added while running, nothing lost across a restart",
+    Slow) {
     val topic = "cont-rows"
     kafka.createTopic(topic, 2)
     produce(topic, 2, 0, 100)
@@ -43,61 +61,119 @@ class ContinuousSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBas
       RealTimeSink.await("cont", "the first 100 records", first)(_.size >= 100)
       kafka.addPartitions(topic, 3)
       produce(topic, 3, 100, 160) // a third of them in the new partition
-      val got = RealTimeSink.await("cont", "the records of the new partition too", first)(rows => values(rows).toSet.size >= 160)
+      val got = RealTimeSink.await("cont", "the records of the new partition too", first)(rows =>
+        values(rows).toSet.size >= 160)
       assert(values(got).toSet == (0 until 160).map(i => s"v$i").toSet)
       // let epochs commit what was read, then stop
-      def committed = Option(new java.io.File(ckpt, "commits").listFiles()).map(_.count(_.getName.forall(_.isDigit))).getOrElse(0)
+      def committed = Option(new java.io.File(ckpt, "commits").listFiles())
+        .map(_.count(_.getName.forall(_.isDigit)))
+        .getOrElse(0)
       val before = committed
-      eventually(s"two more epochs committed after epoch ${before - 1}", first, timeoutMs = 30000)(committed >= before + 2)
+      eventually(
+        s"two more epochs committed after epoch ${before - 1}",
+        first,
+        timeoutMs = 30000)(committed >= before + 2)
     } finally first.stop()
     produce(topic, 3, 160, 200)
     val second = startContinuous(kafkaSource(topic), "cont", ckpt)
     try {
-      val got = RealTimeSink.await("cont", "the records produced while stopped", second)(rows => values(rows).toSet.size >= 200)
+      val got = RealTimeSink.await("cont", "the records produced while stopped", second)(rows =>
+        values(rows).toSet.size >= 200)
       assert(values(got).toSet == (0 until 200).map(i => s"v$i").toSet, "nothing lost")
     } finally second.stop()
     // the same rows as a micro-batch read of the topic, column for column (duplicates aside); after
     // the continuous query stopped, whose tasks held every task slot
-    val micro = kafkaSource(topic).writeStream.format("memory").queryName("cont_micro").trigger(Trigger.AvailableNow()).start()
+    val micro = kafkaSource(topic).writeStream
+      .format("memory")
+      .queryName("cont_micro")
+      .trigger(Trigger.AvailableNow())
+      .start()
     awaitEnd(micro)
-    def key(r: Row) = (r.getAs[Int]("partition"), r.getAs[Long]("offset"), values(Seq(r)).head,
-      r.getAs[java.sql.Timestamp]("timestamp"), r.getAs[Int]("timestampType"))
-    val continuousRows = RealTimeSink.arrivals("cont").map(_.row).map(key).distinct.sortBy(k => (k._1, k._2))
-    assert(continuousRows == spark.table("cont_micro").collect().toSeq.map(key).sortBy(k => (k._1, k._2)))
+    def key(r: Row) = (
+      r.getAs[Int]("partition"),
+      r.getAs[Long]("offset"),
+      values(Seq(r)).head,
+      r.getAs[java.sql.Timestamp]("timestamp"),
+      r.getAs[Int]("timestampType"))
+    val continuousRows =
+      RealTimeSink.arrivals("cont").map(_.row).map(key).distinct.sortBy(k => (k._1, k._2))
+    assert(
+      continuousRows == spark
+        .table("cont_micro")
+        .collect()
+        .toSeq
+        .map(key)
+        .sortBy(k => (k._1, k._2)))
   }
 
-  test("files in continuous mode: the micro-batch rows; a file added while running is read after a reconfiguration", Slow) {
+  test(
+    "files in continuous mode: the micro-batch rows; a file added while running is read after a reconfiguration",
+    Slow) {
     val dir = tempDir("cont-plain-files")
-    Files.write(dir.resolve("a.csv"), (0 until 30).map(i => s"$i,name$i").mkString("\n").getBytes("UTF-8"))
-    def files = Sluice.fromSource(spark, FileSource.builder().path(dir.toString).format("csv").schema("id BIGINT, name STRING")
-      .option("monitorIntervalMs", "200").build())
+    Files.write(
+      dir.resolve("a.csv"),
+      (0 until 30).map(i => s"$i,name$i").mkString("\n").getBytes("UTF-8"))
+    def files = Sluice.fromSource(
+      spark,
+      FileSource
+        .builder()
+        .path(dir.toString)
+        .format("csv")
+        .schema("id BIGINT, name STRING")
+        .option("monitorIntervalMs", "200")
+        .build())
     val q = startContinuous(files, "cont-files", tempDir("ckpt").toString)
     try {
       RealTimeSink.await("cont-files", "the first file", q)(_.size >= 30)
-      Files.write(dir.resolve("b.csv"), (30 until 45).map(i => s"$i,name$i").mkString("\n").getBytes("UTF-8"))
+      Files.write(
+        dir.resolve("b.csv"),
+        (30 until 45).map(i => s"$i,name$i").mkString("\n").getBytes("UTF-8"))
       RealTimeSink.await("cont-files", "the file added while the query ran", q)(_.size >= 45)
     } finally q.stop()
-    val micro = files.writeStream.format("memory").queryName("cont_files_micro").trigger(Trigger.AvailableNow()).start()
+    val micro = files.writeStream
+      .format("memory")
+      .queryName("cont_files_micro")
+      .trigger(Trigger.AvailableNow())
+      .start()
     awaitEnd(micro)
-    def key(r: Row) = (r.getAs[Long]("id"), r.getAs[String]("name"), r.getAs[String]("_split"), r.getAs[Long]("_position"))
+    def key(r: Row) = (
+      r.getAs[Long]("id"),
+      r.getAs[String]("name"),
+      r.getAs[String]("_split"),
+      r.getAs[Long]("_position"))
     // at least once: the reconfiguration restarts the tasks from the last committed epoch
     val continuousRows = RealTimeSink.arrivals("cont-files").map(a => key(a.row)).distinct
-    assert(continuousRows.sorted == spark.table("cont_files_micro").collect().toSeq.map(key).sorted)
+    assert(
+      continuousRows.sorted == spark.table("cont_files_micro").collect().toSeq.map(key).sorted)
   }
 
   test("a files-then-Kafka hybrid in continuous mode switches by restarting its tasks", Slow) {
     val dir = tempDir("cont-files")
-    Files.write(dir.resolve("a.json"), (0 until 40).map(i => s"""{"id":$i}""").mkString("\n").getBytes("UTF-8"))
+    Files.write(
+      dir.resolve("a.json"),
+      (0 until 40).map(i => s"""{"id":$i}""").mkString("\n").getBytes("UTF-8"))
     val topic = "cont-tail"
     kafka.createTopic(topic, 2)
-    kafka.produce(topic, (100 until 130).map(i => ProducedRecord.text(value = Some(s"""{"id":$i}"""), partition = Some(i % 2))))
+    kafka.produce(
+      topic,
+      (100 until 130).map(i =>
+        ProducedRecord.text(value = Some(s"""{"id":$i}"""), partition = Some(i % 2))))
     val files = FileSource.builder().path(dir.toString).format("json").schema("id BIGINT").build()
-    val tail = KafkaSource.builder().bootstrapServers(kafka.bootstrapServers).topics(topic)
-      .startingOffsets(OffsetsInitializer.earliest()).option("format", "json").option("schema", "id BIGINT").build()
-    val q = startContinuous(Sluice.fromSource(spark, HybridSource.builder(files).addSource(tail).build()).select("id"),
-      "cont-hybrid", tempDir("ckpt").toString)
+    val tail = KafkaSource
+      .builder()
+      .bootstrapServers(kafka.bootstrapServers)
+      .topics(topic)
+      .startingOffsets(OffsetsInitializer.earliest())
+      .option("format", "json")
+      .option("schema", "id BIGINT")
+      .build()
+    val q = startContinuous(
+      Sluice.fromSource(spark, HybridSource.builder(files).addSource(tail).build()).select("id"),
+      "cont-hybrid",
+      tempDir("ckpt").toString)
     try {
-      val got = RealTimeSink.await("cont-hybrid", "the file rows, then the Kafka rows", q)(_.size >= 70)
+      val got =
+        RealTimeSink.await("cont-hybrid", "the file rows, then the Kafka rows", q)(_.size >= 70)
       assert(got.map(_.getLong(0)).sorted == ((0L until 40L) ++ (100L until 130L)))
     } finally q.stop()
   }

@@ -23,7 +23,8 @@ object RealTimeSink {
   def writer(name: String): ForeachWriter[Row] = new ForeachWriter[Row] {
     override def open(partitionId: Long, epochId: Long): Boolean = true
     override def process(row: Row): Unit =
-      rows.computeIfAbsent(name, _ => new ConcurrentLinkedQueue[Arrival]())
+      rows
+        .computeIfAbsent(name, _ => new ConcurrentLinkedQueue[Arrival]())
         .add(Arrival(row, sequence.incrementAndGet(), System.currentTimeMillis()))
     override def close(errorOrNull: Throwable): Unit = ()
   }

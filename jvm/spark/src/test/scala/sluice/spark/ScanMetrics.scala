@@ -6,6 +6,7 @@ import org.apache.spark.sql.streaming.StreamingQuery
 
 /** The SQL metrics of a stream's scan nodes, as the Spark UI's SQL tab shows them. */
 object ScanMetrics {
+
   /** Each metric summed over the scan nodes of the query's last executed batch. */
   def ofLastBatch(query: StreamingQuery): Map[String, Long] = {
     val plan = query.asInstanceOf[StreamingQueryWrapper].streamingQuery.lastExecution.executedPlan
@@ -17,13 +18,23 @@ object ScanMetrics {
 
 /** A SQL metric as the Spark UI's SQL tab shows it, summed over every execution the UI kept. */
 object UiMetrics {
+
   /** `label`: the metric's description, as the UI labels it (e.g. "Sluice: records read"). */
   def summed(spark: org.apache.spark.sql.SparkSession, label: String): Long = {
     val store = spark.sharedState.statusStore
-    store.executionsList().map { e =>
-      val ids = store.planGraph(e.executionId).allNodes.flatMap(_.metrics).filter(_.name == label).map(_.accumulatorId).toSet
-      val values = store.executionMetrics(e.executionId)
-      ids.toSeq.flatMap(values.get).map(v => scala.util.Try(v.trim.toLong).getOrElse(0L)).sum
-    }.sum
+    store
+      .executionsList()
+      .map { e =>
+        val ids = store
+          .planGraph(e.executionId)
+          .allNodes
+          .flatMap(_.metrics)
+          .filter(_.name == label)
+          .map(_.accumulatorId)
+          .toSet
+        val values = store.executionMetrics(e.executionId)
+        ids.toSeq.flatMap(values.get).map(v => scala.util.Try(v.trim.toLong).getOrElse(0L)).sum
+      }
+      .sum
   }
 }

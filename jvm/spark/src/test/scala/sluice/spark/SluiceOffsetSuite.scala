@@ -6,9 +6,15 @@ import sluice.runtime.{SourceCheckpoint, SplitEntry}
 
 class SluiceOffsetSuite extends AnyFunSuite {
 
-  private val offset = SluiceOffset(SourceCheckpoint("generator", 1, "1700000000000:true", Seq(
-    SplitEntry("0", 1, "0:100", 40, 20, Some(1700000019000L), 20),
-    SplitEntry("1", 1, "1:100", 100, 100, None, 100))), Some("sources/0"))
+  private val offset = SluiceOffset(
+    SourceCheckpoint(
+      "generator",
+      1,
+      "1700000000000:true",
+      Seq(
+        SplitEntry("0", 1, "0:100", 40, 20, Some(1700000019000L), 20),
+        SplitEntry("1", 1, "1:100", 100, 100, None, 100))),
+    Some("sources/0"))
 
   test("an offset survives a JSON round trip") {
     assert(SluiceOffset.fromJson(offset.json()) == offset)
@@ -20,13 +26,15 @@ class SluiceOffsetSuite extends AnyFunSuite {
     assert(read.sourceType == "generator")
     assert(read.checkpoint.enumeratorState == "1700000000000:true")
     assert(read.member.isEmpty, "offsets written before they named their member have none")
-    assert(read.splits.map(s => (s.splitId, s.position, s.records, s.maxEventTime)) == Seq(
-      ("0", 4000L, 3000L, Some(1700002999000L)),
-      ("1", 4000L, 3000L, Some(1700002999000L))))
+    assert(
+      read.splits.map(s => (s.splitId, s.position, s.records, s.maxEventTime)) == Seq(
+        ("0", 4000L, 3000L, Some(1700002999000L)),
+        ("1", 4000L, 3000L, Some(1700002999000L))))
   }
 
   test("an offset of a newer version is refused with a clear message") {
-    val e = intercept[IllegalStateException](SluiceOffset.fromJson("""{"version":99,"source":"generator"}"""))
+    val e = intercept[IllegalStateException](
+      SluiceOffset.fromJson("""{"version":99,"source":"generator"}"""))
     assert(e.getMessage.contains("version 99"))
     assert(e.getMessage.contains("written by a newer Sluice"))
   }

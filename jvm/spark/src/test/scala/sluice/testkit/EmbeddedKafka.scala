@@ -133,7 +133,9 @@ final class EmbeddedKafka(
     } {}
     // one deadline for the whole start: a broker printing other lines must not extend it
     val deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(startTimeoutMs)
-    def next() = nextLine(math.max(1L, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())), "to start",
+    def next() = nextLine(
+      math.max(1L, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())),
+      "to start",
       reportedMs = startTimeoutMs)
     var line = next()
     while (!line.startsWith(ReadyPrefix)) line = next()
@@ -249,8 +251,11 @@ final class EmbeddedKafka(
         }
         if (!process.waitFor(30, TimeUnit.SECONDS)) {
           process.destroy()
-          if (!process.waitFor(15, TimeUnit.SECONDS) && !process.destroyForcibly().waitFor(15, TimeUnit.SECONDS))
-            System.err.println("sluice EmbeddedKafka: the broker process did not exit within 60 s of 'stop'; left behind")
+          if (!process.waitFor(15, TimeUnit.SECONDS) && !process
+              .destroyForcibly()
+              .waitFor(15, TimeUnit.SECONDS))
+            System.err.println(
+              "sluice EmbeddedKafka: the broker process did not exit within 60 s of 'stop'; left behind")
         }
       } finally {
         process = null

@@ -22,20 +22,33 @@ private[testkit] object BenchLoad {
    * producer gave up on (a batch for a just-created topic can expire before its leader is known)
    * are sent again, up to three rounds; what still fails fails the command.
    */
-  def produce(producer: KafkaProducer[Array[Byte], Array[Byte]], topic: String, partitions: Int,
-      count: Long, valueBytes: Int, baseTimestampMs: Long): Long = {
+  def produce(
+      producer: KafkaProducer[Array[Byte], Array[Byte]],
+      topic: String,
+      partitions: Int,
+      count: Long,
+      valueBytes: Int,
+      baseTimestampMs: Long): Long = {
     val value = Array.tabulate[Byte](valueBytes)(i => ('a' + i % 26).toByte)
     var toSend: Iterator[Long] = Iterator.range(0L, count)
     var round = 0
     var lastError: Exception = null
     while (toSend.hasNext) {
       if (round == 3) {
-        throw new IllegalStateException(s"records of $topic could not be written after 3 rounds (last error: $lastError)", lastError)
+        throw new IllegalStateException(
+          s"records of $topic could not be written after 3 rounds (last error: $lastError)",
+          lastError)
       }
       val failed = new java.util.concurrent.ConcurrentLinkedQueue[java.lang.Long]()
       toSend.foreach { i =>
         val key = java.lang.Long.toString(i).getBytes("UTF-8")
-        producer.send(new ProducerRecord(topic, Int.box((i % partitions).toInt), Long.box(baseTimestampMs + i), key, value),
+        producer.send(
+          new ProducerRecord(
+            topic,
+            Int.box((i % partitions).toInt),
+            Long.box(baseTimestampMs + i),
+            key,
+            value),
           (_, e) => if (e != null) { failed.add(i); lastError = e })
       }
       producer.flush()
@@ -57,7 +70,8 @@ private[testkit] object BenchLoad {
     val consumer = new KafkaConsumer(props, new ByteArrayDeserializer, new ByteArrayDeserializer)
     try {
       consumer.assign(partitions.asJava)
-      val ends = consumer.endOffsets(partitions.asJava).asScala.map { case (tp, o) => tp -> o.longValue }
+      val ends =
+        consumer.endOffsets(partitions.asJava).asScala.map { case (tp, o) => tp -> o.longValue }
       consumer.seekToBeginning(partitions.asJava)
       val started = System.nanoTime()
       var records = 0L

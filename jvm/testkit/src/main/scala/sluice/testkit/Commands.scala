@@ -83,13 +83,27 @@ final class Commands(bootstrapServers: String) extends AutoCloseable {
         if (args.size != 1) usage("start-offsets <topic>")
         offsets(args(0), OffsetSpec.earliest())
       case "produce-generated" =>
-        if (args.size != 4) usage("produce-generated <topic> <count> <valueBytes> <baseTimestampMs>")
-        BenchLoad.produce(producer, args(0), partitionsOf(args(0)).size, long(args(1), "count"),
-          int(args(2), "valueBytes"), long(args(3), "baseTimestampMs")).toString
+        if (args.size != 4)
+          usage("produce-generated <topic> <count> <valueBytes> <baseTimestampMs>")
+        BenchLoad
+          .produce(
+            producer,
+            args(0),
+            partitionsOf(args(0)).size,
+            long(args(1), "count"),
+            int(args(2), "valueBytes"),
+            long(args(3), "baseTimestampMs"))
+          .toString
       case "produce-steady" =>
-        if (args.size != 4) usage("produce-steady <topic> <recordsPerSecond> <seconds> <timestampShiftMs>")
-        SteadyLoad.start(producer, args(0), partitionsOf(args(0)).size, int(args(1), "recordsPerSecond"),
-          int(args(2), "seconds"), long(args(3), "timestampShiftMs"))
+        if (args.size != 4)
+          usage("produce-steady <topic> <recordsPerSecond> <seconds> <timestampShiftMs>")
+        SteadyLoad.start(
+          producer,
+          args(0),
+          partitionsOf(args(0)).size,
+          int(args(1), "recordsPerSecond"),
+          int(args(2), "seconds"),
+          long(args(3), "timestampShiftMs"))
         "started"
       case "consume-count" =>
         if (args.size != 1) usage("consume-count <topic>")
@@ -254,11 +268,14 @@ final class Commands(bootstrapServers: String) extends AutoCloseable {
       val partitions = desc.partitions().asScala.map { p =>
         s"p${p.partition()} leader=${Option(p.leader()).map(_.id()).getOrElse("none")} isr=${p.isr().size()}"
       }
-      val dirs = get(admin.describeLogDirs(Collections.singletonList(Broker.NodeId)).allDescriptions())
-        .asScala.values.flatMap(_.asScala).map { case (dir, d) =>
-          val error = Option(d.error()).map(e => s"error=${e.getClass.getSimpleName}").getOrElse("ok")
-          s"$dir $error, ${Paths.get(dir).toFile.getUsableSpace >> 20} MiB free"
-        }
+      val dirs = get(
+        admin
+          .describeLogDirs(Collections.singletonList(Broker.NodeId))
+          .allDescriptions()).asScala.values.flatMap(_.asScala).map { case (dir, d) =>
+        val error =
+          Option(d.error()).map(e => s"error=${e.getClass.getSimpleName}").getOrElse("ok")
+        s"$dir $error, ${Paths.get(dir).toFile.getUsableSpace >> 20} MiB free"
+      }
       (partitions ++ dirs).mkString("; ")
     } catch { case NonFatal(e) => s"not known (${CommandLoop.describe(e)})" }
 

@@ -31,10 +31,11 @@ private[file] object Compression {
   def checkDecodable(path: Path, conf: Configuration): Unit = {
     val name = path.getName.toLowerCase(java.util.Locale.ROOT)
     Undecodable.find(name.endsWith).filter(_ => codecOf(path, conf).isEmpty).foreach { suffix =>
-      throw new IllegalArgumentException(s"FileSource: '$path' is compressed ($suffix), a format neither Spark " +
-        "nor Hadoop can decompress (spark.read would return its compressed bytes as text). Supported: gzip (.gz), " +
-        "bzip2 (.bz2), zstd (.zst), deflate (.deflate) and Hadoop's lz4 and snappy formats. Recompress the files, " +
-        "or narrow option 'path' to leave them out.")
+      throw new IllegalArgumentException(
+        s"FileSource: '$path' is compressed ($suffix), a format neither Spark " +
+          "nor Hadoop can decompress (spark.read would return its compressed bytes as text). Supported: gzip (.gz), " +
+          "bzip2 (.bz2), zstd (.zst), deflate (.deflate) and Hadoop's lz4 and snappy formats. Recompress the files, " +
+          "or narrow option 'path' to leave them out.")
     }
   }
 
@@ -59,11 +60,13 @@ private[file] object Compression {
     }
   }
 
-  private final class Pooled(in: InputStream, decompressor: Decompressor) extends FilterInputStream(in) {
+  private final class Pooled(in: InputStream, decompressor: Decompressor)
+      extends FilterInputStream(in) {
     private var closed = false
     override def close(): Unit = if (!closed) {
       closed = true
-      try super.close() finally if (decompressor != null) CodecPool.returnDecompressor(decompressor)
+      try super.close()
+      finally if (decompressor != null) CodecPool.returnDecompressor(decompressor)
     }
   }
 
@@ -77,19 +80,27 @@ private[file] object Compression {
     var left = n
     while (left > 0) {
       val read = in.read(buffer, 0, math.min(buffer.length.toLong, left).toInt)
-      if (read < 0) throw new java.io.EOFException(s"the decompressed stream ended ${left} bytes before position $n")
+      if (read < 0)
+        throw new java.io.EOFException(
+          s"the decompressed stream ended ${left} bytes before position $n")
       left -= read
     }
   }
 
   /** Why a compressed file could not be read, naming it: corrupt or truncated. */
   def unreadable(path: String, codec: CompressionCodec, cause: Throwable): IOException =
-    new IOException(s"FileSource: could not decompress '$path' (${codec.getClass.getSimpleName}): " +
-      s"${cause.getMessage}. The file is corrupt or truncated; files must be complete when they appear (write them " +
-      "elsewhere, then rename them in). Replace or remove it.", cause)
+    new IOException(
+      s"FileSource: could not decompress '$path' (${codec.getClass.getSimpleName}): " +
+        s"${cause.getMessage}. The file is corrupt or truncated; files must be complete when they appear (write them " +
+        "elsewhere, then rename them in). Replace or remove it.",
+      cause)
 
   /** Opens `path` and decompresses it with `codec`. */
-  def open(path: Path, conf: Configuration, codec: CompressionCodec, bufferBytes: Int): InputStream =
+  def open(
+      path: Path,
+      conf: Configuration,
+      codec: CompressionCodec,
+      bufferBytes: Int): InputStream =
     decompress(path, path.getFileSystem(conf).open(path, bufferBytes), codec)
 
   /**
@@ -99,22 +110,28 @@ private[file] object Compression {
    * an error for one that cannot be decompressed to its end (corrupt, or still being written) or
    * that changed while it was measured (the length would not be the listed file's).
    */
-  def decompressedLength(path: Path, conf: Configuration, listedLength: Long, listedModificationTime: Long)
-      : Option[Long] = {
-    val codec = codecOf(path, conf).getOrElse(throw new IllegalStateException(s"FileSource: '$path' is not compressed"))
+  def decompressedLength(
+      path: Path,
+      conf: Configuration,
+      listedLength: Long,
+      listedModificationTime: Long): Option[Long] = {
+    val codec = codecOf(path, conf).getOrElse(
+      throw new IllegalStateException(s"FileSource: '$path' is not compressed"))
     try {
       val fs = path.getFileSystem(conf)
       val in = decompress(path, new LimitedStream(fs.open(path, 64 * 1024), listedLength), codec)
-      val total = try {
-        val buf = new Array[Byte](64 * 1024)
-        var total = 0L
-        var n = in.read(buf)
-        while (n >= 0) { total += n; n = in.read(buf) }
-        total
-      } finally in.close()
+      val total =
+        try {
+          val buf = new Array[Byte](64 * 1024)
+          var total = 0L
+          var n = in.read(buf)
+          while (n >= 0) { total += n; n = in.read(buf) }
+          total
+        } finally in.close()
       val now = fs.getFileStatus(path)
       if (now.getLen != listedLength || now.getModificationTime != listedModificationTime) {
-        throw new IOException(s"the file changed while it was measured (${now.getLen} bytes now, $listedLength listed)")
+        throw new IOException(
+          s"the file changed while it was measured (${now.getLen} bytes now, $listedLength listed)")
       }
       Some(total)
     } catch { case _: FileNotFoundException => None }
@@ -123,7 +140,8 @@ private[file] object Compression {
   /** The first `limit` bytes of `in`: a file measured as listed, whatever was appended since. */
   private final class LimitedStream(in: InputStream, limit: Long) extends FilterInputStream(in) {
     private var left = limit
-    override def read(): Int = if (left <= 0) -1 else { val b = super.read(); if (b >= 0) left -= 1; b }
+    override def read(): Int =
+      if (left <= 0) -1 else { val b = super.read(); if (b >= 0) left -= 1; b }
     override def read(b: Array[Byte], off: Int, len: Int): Int =
       if (left <= 0) -1
       else {

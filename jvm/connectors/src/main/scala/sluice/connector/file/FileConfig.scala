@@ -33,46 +33,78 @@ final case class FileConfig(
 object FileConfig {
   val Context = "FileSource"
 
-  val Path: ConfigOption[Seq[String]] = ConfigOption[Seq[String]]("path",
+  val Path: ConfigOption[Seq[String]] = ConfigOption[Seq[String]](
+    "path",
     "files, directories (read recursively, hidden files skipped) or globs, comma-separated; " +
-      "commas inside `{a,b}` belong to the glob", None, "one or more comma-separated paths or globs",
+      "commas inside `{a,b}` belong to the glob",
+    None,
+    "one or more comma-separated paths or globs",
     s => Some(splitPaths(s)).filter(_.nonEmpty))
-  val MonitorIntervalMs: ConfigOption[Long] = ConfigOption.long("monitorIntervalMs",
-    "when set, the paths are listed again at this interval and new files are read: the source is " +
-      "unbounded; when not set, the files found at the start are read and the source ends")
+  val MonitorIntervalMs: ConfigOption[Long] = ConfigOption
+    .long(
+      "monitorIntervalMs",
+      "when set, the paths are listed again at this interval and new files are read: the source is " +
+        "unbounded; when not set, the files found at the start are read and the source ends")
     .withCheck("an integer >= 1")(_ >= 1)
-  val IgnoreMissingFiles: ConfigOption[Boolean] = ConfigOption.boolean("ignoreMissingFiles",
-    "a file that vanishes between listing and reading is skipped and counted as " +
-      "`missingFilesSkipped`, instead of failing the query").withDefault(false)
-  val IgnoreChangedFiles: ConfigOption[Boolean] = ConfigOption.boolean("ignoreChangedFiles",
-    "a file whose length or modification time changed after it was listed (files must be complete " +
-      "when they appear: write them elsewhere, then rename them in) fails the query; with this option " +
-      "its unread part is skipped and counted as `changedFilesSkipped`").withDefault(false)
-  val MaxSplitBytes: ConfigOption[Long] = ConfigOption.long("maxSplitBytes",
-    "files larger than this are read as several splits of byte ranges, in parallel (not compressed files: " +
-      "one split each)")
-    .withDefault(128L * 1024 * 1024).withCheck("an integer >= 1")(_ >= 1)
-  val MaxOpenCompressedFiles: ConfigOption[Int] = ConfigOption.int("maxOpenCompressedFiles",
-    "per executor, how many compressed files a batch that stopped inside them leaves open for the next batch " +
-      "(which then reads on instead of decompressing each from its start again); each holds a decompressor " +
-      "(from about 100 KiB for gzip to several MiB for zstd or bzip2); 0 keeps none open")
-    .withDefault(16).withCheck("an integer >= 0")(_ >= 0)
-  val OpenCompressedFileIdleMs: ConfigOption[Long] = ConfigOption.long("openCompressedFileIdleMs",
-    "how long a compressed file left open for the next batch waits for it before it is closed; keep it above " +
-      "the trigger interval")
-    .withDefault(10L * 60 * 1000).withCheck("an integer >= 1")(_ >= 1)
-  val NotReadyTimeoutMs: ConfigOption[Long] = ConfigOption.long("notReadyTimeoutMs",
-    "monitored: a file found but not readable yet (a compressed file or a Parquet file still being written in " +
-      "place) is left out and tried again while it changes; unchanged for this long, it is taken for corrupt and " +
-      "fails the query, naming it")
-    .withDefault(NotReadyFiles.LimitMs).withCheck("an integer >= 1")(_ >= 1)
-  val TimestampColumn: ConfigOption[String] = ConfigOption.string("timestampColumn",
+  val IgnoreMissingFiles: ConfigOption[Boolean] = ConfigOption
+    .boolean(
+      "ignoreMissingFiles",
+      "a file that vanishes between listing and reading is skipped and counted as " +
+        "`missingFilesSkipped`, instead of failing the query")
+    .withDefault(false)
+  val IgnoreChangedFiles: ConfigOption[Boolean] = ConfigOption
+    .boolean(
+      "ignoreChangedFiles",
+      "a file whose length or modification time changed after it was listed (files must be complete " +
+        "when they appear: write them elsewhere, then rename them in) fails the query; with this option " +
+        "its unread part is skipped and counted as `changedFilesSkipped`")
+    .withDefault(false)
+  val MaxSplitBytes: ConfigOption[Long] = ConfigOption
+    .long(
+      "maxSplitBytes",
+      "files larger than this are read as several splits of byte ranges, in parallel (not compressed files: " +
+        "one split each)")
+    .withDefault(128L * 1024 * 1024)
+    .withCheck("an integer >= 1")(_ >= 1)
+  val MaxOpenCompressedFiles: ConfigOption[Int] = ConfigOption
+    .int(
+      "maxOpenCompressedFiles",
+      "per executor, how many compressed files a batch that stopped inside them leaves open for the next batch " +
+        "(which then reads on instead of decompressing each from its start again); each holds a decompressor " +
+        "(from about 100 KiB for gzip to several MiB for zstd or bzip2); 0 keeps none open")
+    .withDefault(16)
+    .withCheck("an integer >= 0")(_ >= 0)
+  val OpenCompressedFileIdleMs: ConfigOption[Long] = ConfigOption
+    .long(
+      "openCompressedFileIdleMs",
+      "how long a compressed file left open for the next batch waits for it before it is closed; keep it above " +
+        "the trigger interval")
+    .withDefault(10L * 60 * 1000)
+    .withCheck("an integer >= 1")(_ >= 1)
+  val NotReadyTimeoutMs: ConfigOption[Long] = ConfigOption
+    .long(
+      "notReadyTimeoutMs",
+      "monitored: a file found but not readable yet (a compressed file or a Parquet file still being written in " +
+        "place) is left out and tried again while it changes; unchanged for this long, it is taken for corrupt and " +
+        "fails the query, naming it")
+    .withDefault(NotReadyFiles.LimitMs)
+    .withCheck("an integer >= 1")(_ >= 1)
+  val TimestampColumn: ConfigOption[String] = ConfigOption.string(
+    "timestampColumn",
     "a TIMESTAMP or epoch-milliseconds BIGINT column of the schema whose value is each record's " +
       "event time (max event time in progress and in the end state)")
 
   val own: Seq[ConfigOption[_]] =
-    Seq(Path, MonitorIntervalMs, IgnoreMissingFiles, IgnoreChangedFiles, MaxSplitBytes, TimestampColumn,
-      MaxOpenCompressedFiles, OpenCompressedFileIdleMs, NotReadyTimeoutMs)
+    Seq(
+      Path,
+      MonitorIntervalMs,
+      IgnoreMissingFiles,
+      IgnoreChangedFiles,
+      MaxSplitBytes,
+      TimestampColumn,
+      MaxOpenCompressedFiles,
+      OpenCompressedFileIdleMs,
+      NotReadyTimeoutMs)
   val all: Seq[ConfigOption[_]] = own ++ PayloadFormat.all
 
   def fromOptions(raw: Map[String, String]): FileConfig = {
@@ -83,13 +115,25 @@ object FileConfig {
       val field = payload.outputSchema.find(_.name == c)
       val ok = field.exists(f => f.dataType == TimestampType || f.dataType == LongType)
       if (!ok) {
-        throw ConfigOption.invalid(Context, TimestampColumn.name, c,
+        throw ConfigOption.invalid(
+          Context,
+          TimestampColumn.name,
+          c,
           "a TIMESTAMP or BIGINT column of the schema: " + describe(payload.outputSchema))
       }
     }
-    FileConfig(o.required(Path), payload, o.get(MonitorIntervalMs), o.get(IgnoreMissingFiles).get,
-      o.get(IgnoreChangedFiles).get, o.get(MaxSplitBytes).get, ts, o.get(MaxOpenCompressedFiles).get,
-      o.get(OpenCompressedFileIdleMs).get, o.get(NotReadyTimeoutMs).get, raw)
+    FileConfig(
+      o.required(Path),
+      payload,
+      o.get(MonitorIntervalMs),
+      o.get(IgnoreMissingFiles).get,
+      o.get(IgnoreChangedFiles).get,
+      o.get(MaxSplitBytes).get,
+      ts,
+      o.get(MaxOpenCompressedFiles).get,
+      o.get(OpenCompressedFileIdleMs).get,
+      o.get(NotReadyTimeoutMs).get,
+      raw)
   }
 
   private def describe(s: StructType): String = {

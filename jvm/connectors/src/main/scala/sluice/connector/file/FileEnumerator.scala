@@ -34,14 +34,18 @@ final class FileEnumerator(
     restored: FileEnumeratorState,
     hadoopConf: () => Configuration,
     clock: () => Long)
-  extends SplitEnumerator[FileSplit, FileEnumeratorState]
-  with SupportsStartEventTime[FileSplit] {
+    extends SplitEnumerator[FileSplit, FileEnumeratorState]
+    with SupportsStartEventTime[FileSplit] {
 
   private val known = mutable.LinkedHashMap[String, DiscoveredFile]()
   restored.files.foreach(f => known(f.path) = f)
   private var listed = restored.listed
   private var lastListingMs = Long.MinValue
-  private val notReady = new NotReadyFiles(FileConfig.Context, config.monitorIntervalMs.isDefined, clock, config.notReadyTimeoutMs)
+  private val notReady = new NotReadyFiles(
+    FileConfig.Context,
+    config.monitorIntervalMs.isDefined,
+    clock,
+    config.notReadyTimeoutMs)
 
   override def discoverSplits(): Seq[FileSplit] = {
     val due = config.monitorIntervalMs match {
@@ -50,11 +54,14 @@ final class FileEnumerator(
     }
     if (!due) return Nil
     // A bounded source needs its paths to exist; a monitored one may wait for them.
-    val found = FileListing.list(config.paths, hadoopConf(), mustExist = config.monitorIntervalMs.isEmpty)
+    val found =
+      FileListing.list(config.paths, hadoopConf(), mustExist = config.monitorIntervalMs.isEmpty)
     lastListingMs = clock()
     listed = true
     notReady.retainFound(found)
-    val fresh = found.filterNot(f => known.contains(f.path) || notReady.unchangedSinceFailure(f)).sortBy(_.path)
+    val fresh = found
+      .filterNot(f => known.contains(f.path) || notReady.unchangedSinceFailure(f))
+      .sortBy(_.path)
     val measured = decompressedLengths(fresh)
     val kept = fresh.filter { f =>
       measured.get(f.path) match {
@@ -63,8 +70,12 @@ final class FileEnumerator(
         case Some(Right(length)) => length.isDefined
         // a compressed file written in place is cut short until its writer is done: monitored, it
         // is tried again at the next listings (NotReadyFiles says until when)
-        case Some(Left(e)) => !notReady.retryLater(f, s"could not decompress file '${f.path}' (${codecName(f)})",
-          "it is corrupt or truncated", e)
+        case Some(Left(e)) =>
+          !notReady.retryLater(
+            f,
+            s"could not decompress file '${f.path}' (${codecName(f)})",
+            "it is corrupt or truncated",
+            e)
       }
     }
     kept.foreach { f => known(f.path) = f; notReady.ready(f.path) }
@@ -77,36 +88,58 @@ final class FileEnumerator(
    * a time (decompressing is CPU-bound). Right(None) for a file that vanished; Left for one that
    * cannot be decompressed to its end.
    */
-  private def decompressedLengths(files: Seq[DiscoveredFile]): Map[String, Either[Throwable, Option[Long]]] = {
+  private def decompressedLengths(
+      files: Seq[DiscoveredFile]): Map[String, Either[Throwable, Option[Long]]] = {
     val conf = hadoopConf()
     val compressed = files.filter(f => Compression.codecOf(new Path(f.path), conf).isDefined)
     val threads = Runtime.getRuntime.availableProcessors()
     val monitored = config.monitorIntervalMs.isDefined
-    ListedFileReads.inParallel(compressed, threads, "sluice-file-decompressed-length") { f =>
-      // no compressed format is empty: a writer created it and has not written yet
-      if (monitored && f.length == 0) throw new java.io.EOFException("the file is empty")
-      Compression.decompressedLength(new Path(f.path), conf, f.length, f.modificationTime)
-    }.map { case (f, length) =>
-      // a file that vanished before it was ever read, while monitored, is simply not found
-      if (length == Right(None) && !config.ignoreMissingFiles && !monitored) {
-        throw new FileNotFoundException(s"FileSource: file '${f.path}' was listed but no longer exists. Set option " +
-          s"'ignoreMissingFiles' to true to skip such files.")
+    ListedFileReads
+      .inParallel(compressed, threads, "sluice-file-decompressed-length") { f =>
+        // no compressed format is empty: a writer created it and has not written yet
+        if (monitored && f.length == 0) throw new java.io.EOFException("the file is empty")
+        Compression.decompressedLength(new Path(f.path), conf, f.length, f.modificationTime)
       }
-      f.path -> length
-    }.toMap
+      .map { case (f, length) =>
+        // a file that vanished before it was ever read, while monitored, is simply not found
+        if (length == Right(None) && !config.ignoreMissingFiles && !monitored) {
+          throw new FileNotFoundException(
+            s"FileSource: file '${f.path}' was listed but no longer exists. Set option " +
+              s"'ignoreMissingFiles' to true to skip such files.")
+        }
+        f.path -> length
+      }
+      .toMap
   }
 
   private def codecName(f: DiscoveredFile): String =
-    Compression.codecOf(new Path(f.path), hadoopConf()).map(_.getClass.getSimpleName).getOrElse("?")
+    Compression
+      .codecOf(new Path(f.path), hadoopConf())
+      .map(_.getClass.getSimpleName)
+      .getOrElse("?")
 
   /** A compressed file is one split (it cannot be entered mid-way), whatever its length. */
   private def splitsOf(f: DiscoveredFile, decompressedLength: Option[Long]): Seq[FileSplit] =
     if (decompressedLength.isDefined) {
-      Seq(FileSplit(f.path, 0L, decompressedLength.get, f.length, f.modificationTime, compressed = true))
-    } else if (f.length <= config.maxSplitBytes) Seq(FileSplit(f.path, 0L, f.length, f.length, f.modificationTime))
-    else (0L until f.length by config.maxSplitBytes).map { start =>
-      FileSplit(f.path, start, math.min(start + config.maxSplitBytes, f.length), f.length, f.modificationTime)
-    }
+      Seq(
+        FileSplit(
+          f.path,
+          0L,
+          decompressedLength.get,
+          f.length,
+          f.modificationTime,
+          compressed = true))
+    } else if (f.length <= config.maxSplitBytes)
+      Seq(FileSplit(f.path, 0L, f.length, f.length, f.modificationTime))
+    else
+      (0L until f.length by config.maxSplitBytes).map { start =>
+        FileSplit(
+          f.path,
+          start,
+          math.min(start + config.maxSplitBytes, f.length),
+          f.length,
+          f.modificationTime)
+      }
 
   override def availablePositions(splits: Seq[FileSplit]): Map[String, Long] =
     splits.map(s => s.splitId -> s.end).toMap
@@ -118,7 +151,8 @@ final class FileEnumerator(
 
   override def firstEventTimes(ranges: Seq[SplitRange[FileSplit]]): Map[String, Long] =
     if (config.timestampColumn.isEmpty) Map.empty
-    else ranges.filterNot(_.isEmpty).flatMap(r => firstEventTime(r).map(r.split.splitId -> _)).toMap
+    else
+      ranges.filterNot(_.isEmpty).flatMap(r => firstEventTime(r).map(r.split.splitId -> _)).toMap
 
   /**
    * Reads the range's first records with the source's own reader until one has an event time.
@@ -144,17 +178,21 @@ final class FileEnumerator(
     } finally reader.close()
   }
 
-  override def snapshotState(): FileEnumeratorState = FileEnumeratorState(known.values.toSeq, listed)
+  override def snapshotState(): FileEnumeratorState =
+    FileEnumeratorState(known.values.toSeq, listed)
 
   /** Adds the files read (a JSON array of paths) and their count for the next source of a hybrid. */
   override def endState(finished: Seq[SplitProgress]): EnumeratorEndState = {
     val files = FileEnumeratorStateSerializer.mapper.createArrayNode()
     known.keys.toSeq.sorted.foreach(p => files.add(p))
-    EnumeratorEndState(finished, Map("files" -> files.toString, "fileCount" -> known.size.toString))
+    EnumeratorEndState(
+      finished,
+      Map("files" -> files.toString, "fileCount" -> known.size.toString))
   }
 }
 
-private[file] object FileEnumeratorStateSerializer extends VersionedSerializer[FileEnumeratorState] {
+private[file] object FileEnumeratorStateSerializer
+    extends VersionedSerializer[FileEnumeratorState] {
   override val version: Int = 1
   val mapper = new ObjectMapper()
 
@@ -163,7 +201,11 @@ private[file] object FileEnumeratorStateSerializer extends VersionedSerializer[F
     root.put("listed", state.listed)
     val files = root.putArray("files")
     state.files.foreach { f =>
-      files.addObject().put("path", f.path).put("length", f.length).put("modificationTime", f.modificationTime)
+      files
+        .addObject()
+        .put("path", f.path)
+        .put("length", f.length)
+        .put("modificationTime", f.modificationTime)
     }
     mapper.writeValueAsString(root)
   }
@@ -173,14 +215,24 @@ private[file] object FileEnumeratorStateSerializer extends VersionedSerializer[F
       throw VersionedSerializer.unsupported("file enumerator state", version, this.version)
     }
     val root = mapper.readTree(text)
-    val files = root.get("files").asInstanceOf[ArrayNode].elements().asScala.map { n =>
-      DiscoveredFile(n.get("path").asText, n.get("length").asLong, n.get("modificationTime").asLong)
-    }.toSeq
+    val files = root
+      .get("files")
+      .asInstanceOf[ArrayNode]
+      .elements()
+      .asScala
+      .map { n =>
+        DiscoveredFile(
+          n.get("path").asText,
+          n.get("length").asLong,
+          n.get("modificationTime").asLong)
+      }
+      .toSeq
     FileEnumeratorState(files, root.get("listed").asBoolean)
   }
 }
 
 private object FileEnumerator {
+
   /** Records looked at, at most, to find where a range starts in event time. */
   val RecordsToFindStartTime = 1000
 }

@@ -17,14 +17,16 @@ private[file] object FileListing {
       val fs = path.getFileSystem(conf)
       val matched = Option(fs.globStatus(path)).map(_.toSeq).getOrElse(Nil)
       if (matched.isEmpty && mustExist) {
-        throw new FileNotFoundException(s"FileSource: path '$p' matches no file or directory. " +
-          "Check option 'path', or set 'monitorIntervalMs' to wait for files to appear.")
+        throw new FileNotFoundException(
+          s"FileSource: path '$p' matches no file or directory. " +
+            "Check option 'path', or set 'monitorIntervalMs' to wait for files to appear.")
       }
-      matched.foreach(s => leafFiles(fs, s).foreach { f =>
-        val name = f.getPath.toString
-        Compression.checkDecodable(f.getPath, conf)
-        out(name) = DiscoveredFile(name, f.getLen, f.getModificationTime)
-      })
+      matched.foreach(s =>
+        leafFiles(fs, s).foreach { f =>
+          val name = f.getPath.toString
+          Compression.checkDecodable(f.getPath, conf)
+          out(name) = DiscoveredFile(name, f.getLen, f.getModificationTime)
+        })
     }
     out.values.toSeq
   }
@@ -32,7 +34,9 @@ private[file] object FileListing {
   private def leafFiles(fs: FileSystem, status: FileStatus): Seq[FileStatus] =
     if (status.isFile) Seq(status)
     else {
-      val children = try fs.listStatus(status.getPath).toSeq catch { case _: FileNotFoundException => Nil }
+      val children =
+        try fs.listStatus(status.getPath).toSeq
+        catch { case _: FileNotFoundException => Nil }
       children.filterNot(c => hidden(c.getPath.getName)).flatMap(leafFiles(fs, _))
     }
 

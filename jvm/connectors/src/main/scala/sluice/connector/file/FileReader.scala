@@ -31,7 +31,7 @@ final class FileReader(
     hadoopConf: () => Configuration,
     /** Takes up and leaves open compressed files between ranges: readers of tasks, not the driver's look-ups. */
     keepFilesOpen: Boolean = true)
-  extends PausableSplitReader[FileSplit] {
+    extends PausableSplitReader[FileSplit] {
   import FileReader._
 
   private val parser = config.payload.newParser()
@@ -44,6 +44,7 @@ final class FileReader(
   private val pending = mutable.Queue[SplitRange[FileSplit]]()
   private val compact = context.recordLayout == RecordLayout.Compact
   private var current: Cursor = _
+
   /** Splits paused by alignment (FLIP-217), and the open ranges set aside while paused. */
   private val paused = mutable.Set[String]()
   private val parked = mutable.LinkedHashMap[String, Cursor]()
@@ -58,18 +59,25 @@ final class FileReader(
     private var baseline = parser.malformedDropped
     private var reading = true
     private var stream: InputStream = _
+
     /** Spark's codec for a compressed file: positions are then in its decompressed stream. */
     private val codec: Option[CompressionCodec] =
-      if (split.compressed) Some(Compression.codecOf(new Path(split.path), conf).getOrElse(
-        throw new IllegalStateException(s"FileSource: '${split.path}' was listed as compressed, but no codec " +
-          "decompresses it now: the Hadoop configuration (io.compression.codecs) changed since it was listed.")))
+      if (split.compressed)
+        Some(
+          Compression
+            .codecOf(new Path(split.path), conf)
+            .getOrElse(throw new IllegalStateException(
+              s"FileSource: '${split.path}' was listed as compressed, but no codec " +
+                "decompresses it now: the Hadoop configuration (io.compression.codecs) changed since it was listed.")))
       else None
     var lines: LineReader = _
     var done = false
     var missing = 0L
     var changed = 0L
+
     /** 1 when this range opened its compressed file at the start (did not take it up where left open). */
     var opened = 0L
+
     /** Start of the csv header line of this file, if this range holds it; -1 otherwise. */
     var headerStart = -1L
 
@@ -88,7 +96,8 @@ final class FileReader(
           decompressing {
             stream match {
               case seekable: FSDataInputStream => seekable.seek(range.from - 1)
-              case decompressed => Compression.discard(decompressed, range.from - 1) // no way into it but through it
+              case decompressed =>
+                Compression.discard(decompressed, range.from - 1) // no way into it but through it
             }
             lines = new LineReader(stream, range.from - 1)
             lines.skipToLineStartAfterPreviousByte()
@@ -100,9 +109,10 @@ final class FileReader(
         case e: FileNotFoundException =>
           close()
           if (!config.ignoreMissingFiles) {
-            throw new FileNotFoundException(s"FileSource: file '${split.path}' was listed but no " +
-              "longer exists. Set option 'ignoreMissingFiles' to true to skip such files (they " +
-              s"are counted as $MissingFilesSkipped). (${e.getMessage})")
+            throw new FileNotFoundException(
+              s"FileSource: file '${split.path}' was listed but no " +
+                "longer exists. Set option 'ignoreMissingFiles' to true to skip such files (they " +
+                s"are counted as $MissingFilesSkipped). (${e.getMessage})")
           }
           missing = 1L
           done = true
@@ -129,21 +139,26 @@ final class FileReader(
     private def decompressing[T](read: => T): T = codec match {
       case None => read
       case Some(c) =>
-        try read catch {
+        try read
+        catch {
           case e: FileNotFoundException => throw e
-          case e @ (_: java.io.IOException | _: RuntimeException) => throw Compression.unreadable(split.path, c, e)
+          case e @ (_: java.io.IOException | _: RuntimeException) =>
+            throw Compression.unreadable(split.path, c, e)
         }
     }
 
     // The header is the first line Spark's csv reader does not skip; it may precede `from`.
     private def findHeader(path: Path): Long = {
       val in = open(path)
-      try decompressing {
-        val r = new LineReader(in, 0L, 8192)
-        var header = -1L
-        while (header < 0 && r.next()) if (!parser.skipsLine(r.bytes, r.offset, r.length)) header = r.lineStart
-        header
-      } finally in.close()
+      try
+        decompressing {
+          val r = new LineReader(in, 0L, 8192)
+          var header = -1L
+          while (header < 0 && r.next())
+            if (!parser.skipsLine(r.bytes, r.offset, r.length)) header = r.lineStart
+          header
+        }
+      finally in.close()
     }
 
     /**
@@ -152,8 +167,13 @@ final class FileReader(
      * An error, or with `ignoreChangedFiles` the unread part is skipped and counted.
      */
     private def changedSinceListing(): Boolean = {
-      val changedNow = ListedFileCheck.changed("FileSource", split.path, split.fileLength, split.modificationTime,
-        config.ignoreChangedFiles, conf)
+      val changedNow = ListedFileCheck.changed(
+        "FileSource",
+        split.path,
+        split.fileLength,
+        split.modificationTime,
+        config.ignoreChangedFiles,
+        conf)
       if (changedNow) changed = 1L
       changedNow
     }
@@ -167,16 +187,21 @@ final class FileReader(
         done = true
         // the next batch reads on from here: a compressed file is kept open for it
         if (rangeRead && split.compressed && keepFilesOpen && config.maxOpenCompressedFiles > 0 &&
-            range.until < split.end) {
-          OpenDecompressedFiles.park(split, range.until, new OpenDecompressedFiles.Parked(stream, lines, headerStart),
-            config.maxOpenCompressedFiles, config.openCompressedFileIdleMs)
+          range.until < split.end) {
+          OpenDecompressedFiles.park(
+            split,
+            range.until,
+            new OpenDecompressedFiles.Parked(stream, lines, headerStart),
+            config.maxOpenCompressedFiles,
+            config.openCompressedFileIdleMs)
           stream = null
         }
         close()
         // the file's last range: the lines read up to its end must have been the listed ones
         // (a file removed once read is fine)
         if (split.endsFile && range.until >= split.end) {
-          try changedSinceListing() catch { case _: FileNotFoundException => false }
+          try changedSinceListing()
+          catch { case _: FileNotFoundException => false }
         }
         return false
       }
@@ -212,13 +237,16 @@ final class FileReader(
 
   /** A resumed range first (it is open already), else the next range not paused. */
   private def nextUnpaused(): Cursor =
-    parked.find { case (id, _) => !paused.contains(id) }.map { case (id, c) => parked.remove(id); c.resume(); c }
+    parked
+      .find { case (id, _) => !paused.contains(id) }
+      .map { case (id, c) => parked.remove(id); c.resume(); c }
       .orElse(pending.dequeueFirst(r => !paused.contains(r.split.splitId)).map(new Cursor(_)))
       .orNull
 
   override def pauseOrResumeSplits(toPause: Seq[FileSplit], toResume: Seq[FileSplit]): Unit = {
     // Splits this reader does not own (any more) are ignored, never an error (FLINK-39728).
-    val owned = pending.map(_.split.splitId).toSet ++ parked.keySet ++ Option(current).map(_.split.splitId)
+    val owned =
+      pending.map(_.split.splitId).toSet ++ parked.keySet ++ Option(current).map(_.split.splitId)
     paused ++= toPause.map(_.splitId).filter(owned.contains)
     paused --= toResume.map(_.splitId)
   }
@@ -239,7 +267,8 @@ final class FileReader(
   }
 
   /** Up to `LinesPerFetch` lines of one range, parsed lazily as the engine pulls records. */
-  private final class Batch(c: Cursor, override val finishedSplits: Set[String]) extends RecordsWithSplitIds {
+  private final class Batch(c: Cursor, override val finishedSplits: Set[String])
+      extends RecordsWithSplitIds {
     private var splitGiven = false
     private var budget = LinesPerFetch
     private var rows: Iterator[InternalRow] = Iterator.empty

@@ -17,37 +17,47 @@ import sluice.connector.format.{PayloadFormat, Provenance}
  * modification time).
  */
 final class FileSource private[file] (val config: FileConfig)
-  extends Source[FileSplit, FileEnumeratorState] with SupportsSplitPausing[FileSplit] {
+    extends Source[FileSplit, FileEnumeratorState]
+    with SupportsSplitPausing[FileSplit] {
 
   override def sourceType: String = FileSource.Type
 
   override def boundedness: Boundedness =
     if (config.monitorIntervalMs.isEmpty) Boundedness.Bounded else Boundedness.ContinuousUnbounded
 
-  override val schema: StructType = Provenance.appendTo(config.payload.outputSchema, FileConfig.Context)
+  override val schema: StructType =
+    Provenance.appendTo(config.payload.outputSchema, FileConfig.Context)
 
   /** Full rows: data then provenance. Compact rows: the data only, no file times read. */
   override def schema(layout: RecordLayout): StructType = layout match {
     case RecordLayout.Full => schema
     case RecordLayout.Compact if config.timestampColumn.isDefined =>
-      throw new IllegalArgumentException(s"${FileConfig.Context}: option '${FileConfig.TimestampColumn.name}' gives " +
-        "records an event time, but compact rows (forceTimestampSupport=false) carry none; remove it or set " +
-        "forceTimestampSupport=true.")
+      throw new IllegalArgumentException(
+        s"${FileConfig.Context}: option '${FileConfig.TimestampColumn.name}' gives " +
+          "records an event time, but compact rows (forceTimestampSupport=false) carry none; remove it or set " +
+          "forceTimestampSupport=true.")
     case RecordLayout.Compact => config.payload.outputSchema
   }
 
-  override def options: Map[String, String] = config.options + (FileSource.TypeOption -> sourceType)
+  override def options: Map[String, String] =
+    config.options + (FileSource.TypeOption -> sourceType)
 
-  override def createEnumerator(): FileEnumerator = restoreEnumerator(FileEnumeratorState(Nil, listed = false))
+  override def createEnumerator(): FileEnumerator = restoreEnumerator(
+    FileEnumeratorState(Nil, listed = false))
 
   override def restoreEnumerator(state: FileEnumeratorState): FileEnumerator =
-    new FileEnumerator(config, state, () => FileSource.driverHadoopConf(), () => System.currentTimeMillis())
+    new FileEnumerator(
+      config,
+      state,
+      () => FileSource.driverHadoopConf(),
+      () => System.currentTimeMillis())
 
   override def createReader(context: ReaderContext): FileReader =
     new FileReader(config, context, () => FileSource.executorHadoopConf())
 
   override def splitSerializer: VersionedSerializer[FileSplit] = FileSplitSerializer
-  override def enumeratorStateSerializer: VersionedSerializer[FileEnumeratorState] = FileEnumeratorStateSerializer
+  override def enumeratorStateSerializer: VersionedSerializer[FileEnumeratorState] =
+    FileEnumeratorStateSerializer
 
   override def toString: String = s"FileSource(${config.options.toSeq.sorted.mkString(", ")})"
 }
@@ -60,22 +70,25 @@ object FileSource {
 
   def fromOptions(options: Map[String, String]): FileSource = {
     if (parquet.ParquetConfig.isParquet(options)) {
-      throw new IllegalArgumentException(s"${FileConfig.Context}: Parquet files are read by ParquetSource (row-group " +
-        "splits): build it with ParquetSource.builder(), or give the options to Sluice (source=file, format=parquet).")
+      throw new IllegalArgumentException(
+        s"${FileConfig.Context}: Parquet files are read by ParquetSource (row-group " +
+          "splits): build it with ParquetSource.builder(), or give the options to Sluice (source=file, format=parquet).")
     }
     new FileSource(FileConfig.fromOptions(options))
   }
 
   /** On the driver: the session's Hadoop configuration (with its `spark.hadoop.*` settings). */
   private def driverHadoopConf(): Configuration =
-    SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession)
-      .map(_.sessionState.newHadoopConf()).getOrElse(new Configuration())
+    SparkSession.getActiveSession
+      .orElse(SparkSession.getDefaultSession)
+      .map(_.sessionState.newHadoopConf())
+      .getOrElse(new Configuration())
 
   /** On executors: Hadoop defaults plus the application's `spark.hadoop.*` settings. */
   private def executorHadoopConf(): Configuration = {
     val conf = new Configuration()
-    Option(SparkEnv.get).foreach(_.conf.getAllWithPrefix("spark.hadoop.").foreach {
-      case (k, v) => conf.set(k, v)
+    Option(SparkEnv.get).foreach(_.conf.getAllWithPrefix("spark.hadoop.").foreach { case (k, v) =>
+      conf.set(k, v)
     })
     conf
   }
@@ -97,12 +110,16 @@ object FileSource {
     def ignoreMissingFiles(ignore: Boolean): Builder = set(IgnoreMissingFiles.name, ignore)
     def ignoreChangedFiles(ignore: Boolean): Builder = set(IgnoreChangedFiles.name, ignore)
     def maxSplitBytes(n: Long): Builder = set(MaxSplitBytes.name, n)
+
     /** Per executor, how many compressed files a batch that stopped inside them leaves open for the next one. */
     def maxOpenCompressedFiles(n: Int): Builder = set(MaxOpenCompressedFiles.name, n)
+
     /** How long a compressed file left open waits for the next batch before it is closed. */
     def openCompressedFileIdleMs(ms: Long): Builder = set(OpenCompressedFileIdleMs.name, ms)
+
     /** Monitored: how long a file that cannot be read yet may stay unchanged before it fails the query. */
     def notReadyTimeoutMs(ms: Long): Builder = set(NotReadyTimeoutMs.name, ms)
+
     /** A Spark reader option (`mode`, `sep`, `header`, `timestampFormat`, ...) or any option by name. */
     def option(name: String, value: String): Builder = set(name, value)
 

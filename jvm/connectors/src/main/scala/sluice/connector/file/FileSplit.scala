@@ -18,7 +18,7 @@ final case class FileSplit(
     fileLength: Long,
     modificationTime: Long,
     compressed: Boolean = false)
-  extends SourceSplit {
+    extends SourceSplit {
 
   /** The path for a whole file; a byte range adds `#start-end`. */
   override val splitId: String =
@@ -39,6 +39,7 @@ final case class FileSplit(
 }
 
 private[file] object FileSplitSerializer extends VersionedSerializer[FileSplit] {
+
   /** 2: a compressed flag (version 1 splits are uncompressed files). */
   override val version: Int = 2
 
@@ -47,7 +48,8 @@ private[file] object FileSplitSerializer extends VersionedSerializer[FileSplit] 
     s"${s.start}:${s.end}:${s.fileLength}:${s.modificationTime}:${if (s.compressed) 1 else 0}:${s.path}"
 
   override def deserialize(version: Int, text: String): FileSplit = {
-    if (version > this.version) throw VersionedSerializer.unsupported("a file split", version, this.version)
+    if (version > this.version)
+      throw VersionedSerializer.unsupported("a file split", version, this.version)
     if (version == 1) {
       val Array(start, end, length, mtime, path) = text.split(":", 5)
       FileSplit(path, start.toLong, end.toLong, length.toLong, mtime.toLong)

@@ -10,7 +10,10 @@ import java.io.InputStream
  *
  * `in` is positioned at byte `position` of the file.
  */
-private[file] final class LineReader(in: InputStream, private var pos: Long, bufferSize: Int = 64 * 1024) {
+private[file] final class LineReader(
+    in: InputStream,
+    private var pos: Long,
+    bufferSize: Int = 64 * 1024) {
   private val buf = new Array[Byte](bufferSize)
   private var bufLen = 0
   private var bufPos = 0
@@ -21,6 +24,7 @@ private[file] final class LineReader(in: InputStream, private var pos: Long, buf
   var bytes: Array[Byte] = buf
   var offset: Int = 0
   var length: Int = 0
+
   /** Byte position of the current line's start. */
   var lineStart: Long = 0L
 
@@ -36,7 +40,8 @@ private[file] final class LineReader(in: InputStream, private var pos: Long, buf
 
   private def append(from: Int, until: Int): Unit = {
     val n = until - from
-    if (accLen + n > acc.length) acc = java.util.Arrays.copyOf(acc, math.max(acc.length * 2, accLen + n))
+    if (accLen + n > acc.length)
+      acc = java.util.Arrays.copyOf(acc, math.max(acc.length * 2, accLen + n))
     System.arraycopy(buf, from, acc, accLen, n)
     accLen += n
   }
@@ -46,8 +51,9 @@ private[file] final class LineReader(in: InputStream, private var pos: Long, buf
     val found = readLine()
     // As Hadoop's LineRecordReader: a UTF-8 byte-order mark opening the file is not data, and a
     // file that holds nothing else has no line at all.
-    if (found && lineStart == 0 && length >= 3 && bytes(offset) == 0xEF.toByte && bytes(offset + 1) == 0xBB.toByte &&
-      bytes(offset + 2) == 0xBF.toByte) {
+    if (found && lineStart == 0 && length >= 3 && bytes(offset) == 0xef.toByte && bytes(
+        offset + 1) == 0xbb.toByte &&
+      bytes(offset + 2) == 0xbf.toByte) {
       offset += 3
       length -= 3
       if (length == 0 && pos == 3) return false
@@ -76,7 +82,9 @@ private[file] final class LineReader(in: InputStream, private var pos: Long, buf
         if (cr) {
           if (bufPos >= bufLen) {
             // The '\n' of a '\r\n' may be in the next buffer: keep the line before refilling.
-            if (!spanning) { append(offset, offset + length); bytes = acc; offset = 0; length = accLen }
+            if (!spanning) {
+              append(offset, offset + length); bytes = acc; offset = 0; length = accLen
+            }
             if (fill() && buf(0) == '\n') { bufPos = 1; pos += 1 }
           } else if (buf(bufPos) == '\n') { bufPos += 1; pos += 1 }
         }

@@ -12,12 +12,18 @@ import sluice.api.ReaderCounters
  * skips the unread part and counts it).
  */
 private[file] object ListedFileCheck {
-  def changed(context: String, path: String, listedLength: Long, listedModificationTime: Long,
-      ignoreChangedFiles: Boolean, conf: Configuration): Boolean = {
+  def changed(
+      context: String,
+      path: String,
+      listedLength: Long,
+      listedModificationTime: Long,
+      ignoreChangedFiles: Boolean,
+      conf: Configuration): Boolean = {
     val p = new Path(path)
     val now = p.getFileSystem(conf).getFileStatus(p)
     // seconds: object stores answer a listing in milliseconds and a HEAD request in seconds
-    val same = now.getLen == listedLength && now.getModificationTime / 1000 == listedModificationTime / 1000
+    val same =
+      now.getLen == listedLength && now.getModificationTime / 1000 == listedModificationTime / 1000
     if (!same && !ignoreChangedFiles) {
       throw new IllegalStateException(s"$context: file '$path' changed after it was listed " +
         s"(length $listedLength -> ${now.getLen} bytes, modified at $listedModificationTime -> " +

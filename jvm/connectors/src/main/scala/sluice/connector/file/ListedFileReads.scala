@@ -10,8 +10,8 @@ import java.util.concurrent.{Callable, ExecutionException, Executors, TimeUnit}
  * the options reject it) still throws.
  */
 private[connector] object ListedFileReads {
-  def inParallel[T](files: Seq[DiscoveredFile], threads: Int, threadName: String)(read: DiscoveredFile => T)
-      : Seq[(DiscoveredFile, Either[Throwable, T])] = {
+  def inParallel[T](files: Seq[DiscoveredFile], threads: Int, threadName: String)(
+      read: DiscoveredFile => T): Seq[(DiscoveredFile, Either[Throwable, T])] = {
     def one(f: DiscoveredFile): Either[Throwable, T] =
       try Right(read(f))
       catch {
@@ -21,15 +21,19 @@ private[connector] object ListedFileReads {
       }
     if (files.size <= 1) files.map(f => f -> one(f))
     else {
-      val pool = Executors.newFixedThreadPool(math.max(1, math.min(threads, files.size)), (r: Runnable) => {
-        val t = new Thread(r, threadName)
-        t.setDaemon(true)
-        t
-      })
+      val pool = Executors.newFixedThreadPool(
+        math.max(1, math.min(threads, files.size)),
+        (r: Runnable) => {
+          val t = new Thread(r, threadName)
+          t.setDaemon(true)
+          t
+        })
       try {
-        val futures = files.map(f => f -> pool.submit(new Callable[Either[Throwable, T]] { def call() = one(f) }))
+        val futures = files.map(f =>
+          f -> pool.submit(new Callable[Either[Throwable, T]] { def call() = one(f) }))
         futures.map { case (f, future) =>
-          try f -> future.get() catch { case e: ExecutionException => throw e.getCause }
+          try f -> future.get()
+          catch { case e: ExecutionException => throw e.getCause }
         }
       } finally {
         pool.shutdownNow()

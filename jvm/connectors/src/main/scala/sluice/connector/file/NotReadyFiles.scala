@@ -17,7 +17,10 @@ import scala.collection.mutable
  * One per enumerator, on the driver. Each file waited for is logged once; how many are waited
  * for is a metric (`filesNotReady`).
  */
-private[connector] final class NotReadyFiles(context: String, monitored: Boolean, clock: () => Long,
+private[connector] final class NotReadyFiles(
+    context: String,
+    monitored: Boolean,
+    clock: () => Long,
     limitMs: Long = NotReadyFiles.LimitMs) {
   import NotReadyFiles.Waiting
 
@@ -28,10 +31,11 @@ private[connector] final class NotReadyFiles(context: String, monitored: Boolean
    * fail again, so it is left out of this listing without reading it. Throws once it has been
    * unchanged for the limit.
    */
-  def unchangedSinceFailure(f: DiscoveredFile): Boolean = waiting.get(f.path).filter(_.sameAs(f)).exists { w =>
-    failIfTooLong(w)
-    true
-  }
+  def unchangedSinceFailure(f: DiscoveredFile): Boolean =
+    waiting.get(f.path).filter(_.sameAs(f)).exists { w =>
+      failIfTooLong(w)
+      true
+    }
 
   /**
    * `f` could not be read (`what` names what, `why` the likely reason, `cause` the error): true
@@ -44,9 +48,10 @@ private[connector] final class NotReadyFiles(context: String, monitored: Boolean
       case Some(seen) if seen.sameAs(f) => seen.copy(what = what, why = why, cause = cause)
       case seen =>
         if (seen.isEmpty) {
-          NotReadyFiles.log.info(s"$context: $what: $why, or still being written; it is left out of this listing " +
-            s"and tried again once it changes, until it is complete or unchanged for ${limitMs / 1000} s " +
-            s"(then the query fails). (${cause.getMessage})")
+          NotReadyFiles.log.info(
+            s"$context: $what: $why, or still being written; it is left out of this listing " +
+              s"and tried again once it changes, until it is complete or unchanged for ${limitMs / 1000} s " +
+              s"(then the query fails). (${cause.getMessage})")
         }
         Waiting(f.length, f.modificationTime, now, what, why, cause)
     }
@@ -61,15 +66,22 @@ private[connector] final class NotReadyFiles(context: String, monitored: Boolean
   }
 
   private def failure(what: String, why: String, unchangedMs: Option[Long], cause: Throwable) =
-    new IllegalStateException(s"$context: $what" + unchangedMs.map(ms => s", unchanged for ${ms / 1000} s").getOrElse("") +
-      s": $why. Files must be complete when they appear: write them elsewhere or under a hidden name (starting with " +
-      s"'.' or '_'), then rename them into the folder; replace or remove this one" +
-      unchangedMs.map(_ => s" (or, for a writer that pauses longer, raise option 'notReadyTimeoutMs', now $limitMs)")
-        .getOrElse("") + s". (${cause.getMessage})", cause)
+    new IllegalStateException(
+      s"$context: $what" + unchangedMs
+        .map(ms => s", unchanged for ${ms / 1000} s")
+        .getOrElse("") +
+        s": $why. Files must be complete when they appear: write them elsewhere or under a hidden name (starting with " +
+        s"'.' or '_'), then rename them into the folder; replace or remove this one" +
+        unchangedMs
+          .map(_ =>
+            s" (or, for a writer that pauses longer, raise option 'notReadyTimeoutMs', now $limitMs)")
+          .getOrElse("") + s". (${cause.getMessage})",
+      cause)
 
   /** `path` was read: no longer waited for. */
   def ready(path: String): Unit =
-    if (waiting.remove(path).isDefined) NotReadyFiles.log.info(s"$context: '$path' is complete now and read.")
+    if (waiting.remove(path).isDefined)
+      NotReadyFiles.log.info(s"$context: '$path' is complete now and read.")
 
   /** Forgets files no longer found by a listing (removed while waited for). */
   def retainFound(found: Seq[DiscoveredFile]): Unit = {
@@ -78,10 +90,12 @@ private[connector] final class NotReadyFiles(context: String, monitored: Boolean
   }
 
   /** For query progress: how many files are waited for. */
-  def metrics: Map[String, String] = if (monitored) Map(NotReadyFiles.Metric -> waiting.size.toString) else Map.empty
+  def metrics: Map[String, String] =
+    if (monitored) Map(NotReadyFiles.Metric -> waiting.size.toString) else Map.empty
 }
 
 private[connector] object NotReadyFiles {
+
   /** How long a monitored file may stay unreadable and unchanged unless `notReadyTimeoutMs` says otherwise. */
   val LimitMs: Long = 10 * 60 * 1000L
 
@@ -90,8 +104,14 @@ private[connector] object NotReadyFiles {
   private val log = org.slf4j.LoggerFactory.getLogger(classOf[NotReadyFiles])
 
   /** A file waited for: its status when a read of it last failed, and since when (driver clock) it is so. */
-  private final case class Waiting(length: Long, modificationTime: Long, sinceMs: Long, what: String, why: String,
+  private final case class Waiting(
+      length: Long,
+      modificationTime: Long,
+      sinceMs: Long,
+      what: String,
+      why: String,
       cause: Throwable) {
-    def sameAs(f: DiscoveredFile): Boolean = f.length == length && f.modificationTime == modificationTime
+    def sameAs(f: DiscoveredFile): Boolean =
+      f.length == length && f.modificationTime == modificationTime
   }
 }

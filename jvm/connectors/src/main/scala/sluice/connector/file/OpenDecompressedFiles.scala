@@ -28,32 +28,48 @@ private[file] object OpenDecompressedFiles {
   final class Parked(val stream: InputStream, val lines: LineReader, val headerStart: Long) {
     private[OpenDecompressedFiles] var parkedAtMs = 0L
     private[OpenDecompressedFiles] var maxIdleMs = 0L
-    def close(): Unit = try stream.close() catch { case _: java.io.IOException => }
+    def close(): Unit = try stream.close()
+    catch { case _: java.io.IOException => }
   }
 
-  private final case class Key(path: String, fileLength: Long, modificationTime: Long, position: Long)
+  private final case class Key(
+      path: String,
+      fileLength: Long,
+      modificationTime: Long,
+      position: Long)
 
   private val open = mutable.LinkedHashMap[Key, Parked]()
+
   /** How many ranges took up a file left open (for tests). */
   val resumed = new AtomicLong()
 
-  private def key(split: FileSplit, position: Long) = Key(split.path, split.fileLength, split.modificationTime, position)
+  private def key(split: FileSplit, position: Long) =
+    Key(split.path, split.fileLength, split.modificationTime, position)
 
   /**
    * Keeps `parked`, which stands at `position` of `split`'s decompressed stream, for at most
    * `maxIdleMs`; then at most `maxOpen` files stay open (the parking source's limit: the JVM's
    * sources share these entries).
    */
-  def park(split: FileSplit, position: Long, parked: Parked, maxOpen: Int, maxIdleMs: Long): Unit = {
+  def park(
+      split: FileSplit,
+      position: Long,
+      parked: Parked,
+      maxOpen: Int,
+      maxIdleMs: Long): Unit = {
     val closing = synchronized {
       parked.parkedAtMs = System.currentTimeMillis()
       parked.maxIdleMs = maxIdleMs
       val replaced = open.put(key(split, position), parked).toSeq
-      val stale = expired() ++ (if (open.size > maxOpen) open.keys.take(open.size - maxOpen).toSeq else Nil)
+      val stale =
+        expired() ++ (if (open.size > maxOpen) open.keys.take(open.size - maxOpen).toSeq else Nil)
       replaced ++ stale.distinct.flatMap(open.remove)
     }
     closing.foreach(_.close()) // outside the lock: closing may touch storage
-    sweeper.schedule(new Runnable { def run(): Unit = sweep() }, maxIdleMs + 1, TimeUnit.MILLISECONDS)
+    sweeper.schedule(
+      new Runnable { def run(): Unit = sweep() },
+      maxIdleMs + 1,
+      TimeUnit.MILLISECONDS)
   }
 
   /** Closes what has been idle for too long. */
@@ -61,11 +77,13 @@ private[file] object OpenDecompressedFiles {
 
   /** One daemon thread per JVM, started with the first parked file; a sweep per parked file. */
   private lazy val sweeper = {
-    val executor = new ScheduledThreadPoolExecutor(1, (task: Runnable) => {
-      val t = new Thread(task, "sluice-open-compressed-files-sweeper")
-      t.setDaemon(true)
-      t
-    })
+    val executor = new ScheduledThreadPoolExecutor(
+      1,
+      (task: Runnable) => {
+        val t = new Thread(task, "sluice-open-compressed-files-sweeper")
+        t.setDaemon(true)
+        t
+      })
     executor.setRemoveOnCancelPolicy(true)
     executor
   }

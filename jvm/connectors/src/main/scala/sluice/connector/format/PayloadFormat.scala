@@ -25,7 +25,8 @@ final class PayloadFormat private (
     /** Spark's reader options as given (validated). */
     val readerOptions: Map[String, String],
     jsonOptions: JSONOptionsInRead,
-    csvOptions: CSVOptions) extends Serializable {
+    csvOptions: CSVOptions)
+    extends Serializable {
 
   /** The parse mode (PERMISSIVE, DROPMALFORMED, FAILFAST); text has none and is PERMISSIVE. */
   def mode: String = format match {
@@ -56,12 +57,18 @@ object PayloadFormat {
   /** The schema of the text format, as `spark.read.text` returns it. */
   val TextSchema: StructType = StructType(Seq(StructField("value", StringType)))
 
-  val FormatOption: ConfigOption[String] = ConfigOption.string("format",
-    "payload format: JSON lines, CSV lines, or text lines (one `value` STRING column)")
-    .withDefault(Json).withCheck("json, csv or text")(f => Formats.contains(f.toLowerCase))
-  val SchemaOption: ConfigOption[StructType] = ConfigOption[StructType]("schema",
-    "the data columns, for json and csv (text has the fixed column `value` STRING)", None,
-    "a DDL string such as 'a INT, b STRING', or a StructType as JSON", parseSchema)
+  val FormatOption: ConfigOption[String] = ConfigOption
+    .string(
+      "format",
+      "payload format: JSON lines, CSV lines, or text lines (one `value` STRING column)")
+    .withDefault(Json)
+    .withCheck("json, csv or text")(f => Formats.contains(f.toLowerCase))
+  val SchemaOption: ConfigOption[StructType] = ConfigOption[StructType](
+    "schema",
+    "the data columns, for json and csv (text has the fixed column `value` STRING)",
+    None,
+    "a DDL string such as 'a INT, b STRING', or a StructType as JSON",
+    parseSchema)
 
   /** The options of a payload format: `format`, `schema`, and Spark's reader options. */
   val all: Seq[ConfigOption[_]] = Seq(FormatOption, SchemaOption) ++ ReaderOptions.all
@@ -82,8 +89,9 @@ object PayloadFormat {
     reader.keys.toSeq.sorted.foreach { k =>
       val applies = ReaderOptions.formats(k).get
       if (!applies.contains(format)) {
-        throw new IllegalArgumentException(s"$context: option '$k' does not apply to format " +
-          s"'$format'; it applies to ${applies.toSeq.sorted.mkString(", ")}.")
+        throw new IllegalArgumentException(
+          s"$context: option '$k' does not apply to format " +
+            s"'$format'; it applies to ${applies.toSeq.sorted.mkString(", ")}.")
       }
     }
     // parse every reader option once so that a bad value fails here, named
@@ -95,52 +103,81 @@ object PayloadFormat {
    * Builds a format on the driver. `schema` is required for json and csv and must be null (or
    * `value STRING`) for text. Session settings are taken from the active session's SQLConf.
    */
-  def apply(format: String, schema: StructType, readerOptions: Map[String, String], context: String): PayloadFormat = {
+  def apply(
+      format: String,
+      schema: StructType,
+      readerOptions: Map[String, String],
+      context: String): PayloadFormat = {
     val conf = SQLConf.get
     val tz = conf.sessionLocalTimeZone
     val defaultCorrupt = conf.columnNameOfCorruptRecord
     format match {
       case Text =>
         if (schema != null && asNullable(schema) != TextSchema) {
-          throw new IllegalArgumentException(s"$context: format 'text' has the fixed schema " +
-            "'value STRING'; remove option 'schema'.")
+          throw new IllegalArgumentException(
+            s"$context: format 'text' has the fixed schema " +
+              "'value STRING'; remove option 'schema'.")
         }
         new PayloadFormat(Text, TextSchema, readerOptions, null, null)
       case Json | Csv =>
         if (schema == null) {
-          throw new IllegalArgumentException(s"$context: missing required option 'schema' for " +
-            s"format '$format'; allowed: ${SchemaOption.allowed}.")
+          throw new IllegalArgumentException(
+            s"$context: missing required option 'schema' for " +
+              s"format '$format'; allowed: ${SchemaOption.allowed}.")
         }
         val data = asNullable(schema)
-        readerOptions.collectFirst { case (k, v) if k.equalsIgnoreCase(TimeZone) => v }.foreach { zone =>
-          if (Try(DateTimeUtils.getZoneId(zone)).isFailure) {
-            throw ConfigOption.invalid(context, TimeZone, zone, "a region-based zone ID such as " +
-              "'America/Los_Angeles', or an offset such as '+01:00' or 'UTC'")
-          }
+        readerOptions.collectFirst { case (k, v) if k.equalsIgnoreCase(TimeZone) => v }.foreach {
+          zone =>
+            if (Try(DateTimeUtils.getZoneId(zone)).isFailure) {
+              throw ConfigOption.invalid(
+                context,
+                TimeZone,
+                zone,
+                "a region-based zone ID such as " +
+                  "'America/Los_Angeles', or an offset such as '+01:00' or 'UTC'")
+            }
         }
         val (json, csv) =
           if (format == Json) (new JSONOptionsInRead(readerOptions, tz, defaultCorrupt), null)
           else (null, new CSVOptions(readerOptions, false, tz, defaultCorrupt))
         if (json != null) {
-          checkPatterns(data, json.dateFormatInRead, json.timestampFormatInRead, json.timestampNTZFormatInRead,
-            json.zoneId, json.locale, context)
+          checkPatterns(
+            data,
+            json.dateFormatInRead,
+            json.timestampFormatInRead,
+            json.timestampNTZFormatInRead,
+            json.zoneId,
+            json.locale,
+            context)
         } else {
-          checkPatterns(data, csv.dateFormatInRead, csv.timestampFormatInRead, csv.timestampNTZFormatInRead,
-            csv.zoneId, csv.locale, context)
+          checkPatterns(
+            data,
+            csv.dateFormatInRead,
+            csv.timestampFormatInRead,
+            csv.timestampNTZFormatInRead,
+            csv.zoneId,
+            csv.locale,
+            context)
         }
-        val corrupt = if (json != null) json.columnNameOfCorruptRecord else csv.columnNameOfCorruptRecord
+        val corrupt =
+          if (json != null) json.columnNameOfCorruptRecord else csv.columnNameOfCorruptRecord
         Try(ExprUtils.verifyColumnNameOfCorruptRecord(data, corrupt)).failed.foreach { e =>
-          throw new IllegalArgumentException(s"$context: the corrupt-record column '$corrupt' " +
-            s"must be a nullable STRING column of the schema (${e.getMessage}).")
+          throw new IllegalArgumentException(
+            s"$context: the corrupt-record column '$corrupt' " +
+              s"must be a nullable STRING column of the schema (${e.getMessage}).")
         }
         if (format == Csv) {
-          data.fields.find(f => f.dataType match {
-            case _: StructType | _: ArrayType | _: MapType | _: VariantType => true
-            case _ => false
-          }).foreach { f =>
-            throw new IllegalArgumentException(s"$context: format 'csv' cannot read column " +
-              s"'${f.name}' of type ${f.dataType.sql}; csv columns must be of atomic types.")
-          }
+          data.fields
+            .find(f =>
+              f.dataType match {
+                case _: StructType | _: ArrayType | _: MapType | _: VariantType => true
+                case _ => false
+              })
+            .foreach { f =>
+              throw new IllegalArgumentException(
+                s"$context: format 'csv' cannot read column " +
+                  s"'${f.name}' of type ${f.dataType.sql}; csv columns must be of atomic types.")
+            }
         }
         new PayloadFormat(format, data, readerOptions, json, csv)
       case other =>
@@ -156,20 +193,37 @@ object PayloadFormat {
    * instead of its first task. Only for a type the schema holds: Spark never builds the others,
    * so a pattern no column uses is no error there, nor here.
    */
-  private def checkPatterns(schema: StructType, date: Option[String], timestamp: Option[String],
-      timestampNTZ: Option[String], zone: java.time.ZoneId, locale: java.util.Locale, context: String): Unit = {
+  private def checkPatterns(
+      schema: StructType,
+      date: Option[String],
+      timestamp: Option[String],
+      timestampNTZ: Option[String],
+      zone: java.time.ZoneId,
+      locale: java.util.Locale,
+      context: String): Unit = {
     import org.apache.spark.sql.catalyst.util.LegacyDateFormats.FAST_DATE_FORMAT
     def holds(t: DataType): Boolean = contains(schema, t)
-    def check(option: String, pattern: Option[String])(build: => Any): Unit = pattern.filter(_ => holds(typeOf(option))).foreach { p =>
-      Try(build).failed.foreach { e =>
-        throw ConfigOption.invalid(context, option, p, "a datetime pattern as Spark's readers take " +
-          s"(Spark's 'Datetime Patterns' reference); Spark says: ${e.getMessage}")
+    def check(option: String, pattern: Option[String])(build: => Any): Unit =
+      pattern.filter(_ => holds(typeOf(option))).foreach { p =>
+        Try(build).failed.foreach { e =>
+          throw ConfigOption.invalid(
+            context,
+            option,
+            p,
+            "a datetime pattern as Spark's readers take " +
+              s"(Spark's 'Datetime Patterns' reference); Spark says: ${e.getMessage}")
+        }
       }
-    }
     check("dateFormat", date)(DateFormatter(date, locale, FAST_DATE_FORMAT, isParsing = true))
-    check("timestampFormat", timestamp)(TimestampFormatter(timestamp, zone, locale, FAST_DATE_FORMAT, isParsing = true))
+    check("timestampFormat", timestamp)(
+      TimestampFormatter(timestamp, zone, locale, FAST_DATE_FORMAT, isParsing = true))
     check("timestampNTZFormat", timestampNTZ)(
-      TimestampFormatter(timestampNTZ, zone, FAST_DATE_FORMAT, isParsing = true, forTimestampNTZ = true))
+      TimestampFormatter(
+        timestampNTZ,
+        zone,
+        FAST_DATE_FORMAT,
+        isParsing = true,
+        forTimestampNTZ = true))
   }
 
   private def contains(in: DataType, t: DataType): Boolean = in == t || (in match {

@@ -23,7 +23,12 @@ trait PayloadParser {
    * The rows of one payload. `splitId` and `position` only name the payload in the error thrown
    * under FAILFAST.
    */
-  def parse(bytes: Array[Byte], offset: Int, length: Int, splitId: String, position: Long): Iterator[InternalRow]
+  def parse(
+      bytes: Array[Byte],
+      offset: Int,
+      length: Int,
+      splitId: String,
+      position: Long): Iterator[InternalRow]
 
   /** Records dropped as malformed so far (DROPMALFORMED). */
   def malformedDropped: Long
@@ -37,14 +42,17 @@ trait PayloadParser {
 
 /** A payload that broke FAILFAST, with where it came from. */
 final class MalformedPayloadException(message: String, cause: Throwable)
-  extends SparkException(message, cause)
+    extends SparkException(message, cause)
 
 /** The bytes of the payload being parsed; one reused holder instead of a copy per record. */
 private[format] final class Payload {
   var bytes: Array[Byte] = _
   var offset: Int = 0
   var length: Int = 0
-  def set(b: Array[Byte], off: Int, len: Int): Payload = { bytes = b; offset = off; length = len; this }
+  def set(b: Array[Byte], off: Int, len: Int): Payload = {
+    bytes = b; offset = off; length = len; this
+  }
+
   /** A copy, since the corrupt-record column outlives the reader's buffer. */
   def toUTF8String: UTF8String =
     UTF8String.fromBytes(java.util.Arrays.copyOfRange(bytes, offset, offset + length))
@@ -54,47 +62,68 @@ private[format] final class Payload {
  * Wraps Spark's `FailureSafeParser` as Spark's file sources use it, counting DROPMALFORMED drops
  * (which look like empty results otherwise, as blank lines do) and naming FAILFAST's payload.
  */
-private[format] abstract class SafeParser[IN](mode: org.apache.spark.sql.catalyst.util.ParseMode,
-    schema: StructType, corruptColumn: String) extends PayloadParser {
+private[format] abstract class SafeParser[IN](
+    mode: org.apache.spark.sql.catalyst.util.ParseMode,
+    schema: StructType,
+    corruptColumn: String)
+    extends PayloadParser {
   private var dropped = 0L
   protected def raw(input: IN): Iterable[InternalRow]
-  private val safe = new FailureSafeParser[IN](input =>
-    try raw(input) catch {
-      case e: BadRecordException if mode == DropMalformedMode => dropped += 1; throw e
-    }, mode, schema, corruptColumn)
+  private val safe = new FailureSafeParser[IN](
+    input =>
+      try raw(input)
+      catch {
+        case e: BadRecordException if mode == DropMalformedMode => dropped += 1; throw e
+      },
+    mode,
+    schema,
+    corruptColumn)
 
   protected def safeParse(input: IN, splitId: String, position: Long): Iterator[InternalRow] =
-    try safe.parse(input) catch {
+    try safe.parse(input)
+    catch {
       case e: SparkException if mode == FailFastMode =>
-        throw new MalformedPayloadException(s"Malformed record in split '$splitId' at position " +
-          s"$position (mode FAILFAST; use mode PERMISSIVE or DROPMALFORMED to keep reading): " +
-          e.getMessage, e)
+        throw new MalformedPayloadException(
+          s"Malformed record in split '$splitId' at position " +
+            s"$position (mode FAILFAST; use mode PERMISSIVE or DROPMALFORMED to keep reading): " +
+            e.getMessage,
+          e)
     }
 
   override def malformedDropped: Long = dropped
 }
 
 private[format] final class JsonPayloadParser(schema: StructType, options: JSONOptionsInRead)
-  extends SafeParser[Payload](options.parseMode, schema, options.columnNameOfCorruptRecord) {
+    extends SafeParser[Payload](options.parseMode, schema, options.columnNameOfCorruptRecord) {
 
   private val jackson = new JacksonParser(
-    StructType(schema.filterNot(_.name == options.columnNameOfCorruptRecord)), options,
-    true, Nil) // allowArrayAsStructs, as JsonFileFormat: `[{..},{..}]` on one line is two records
+    StructType(schema.filterNot(_.name == options.columnNameOfCorruptRecord)),
+    options,
+    true,
+    Nil
+  ) // allowArrayAsStructs, as JsonFileFormat: `[{..},{..}]` on one line is two records
   private val payload = new Payload
   private val open: (JsonFactory, Payload) => JsonParser =
     (factory, p) => factory.createParser(p.bytes, p.offset, p.length)
   private val literal: Payload => UTF8String = _.toUTF8String
 
-  override protected def raw(input: Payload): Iterable[InternalRow] = jackson.parse(input, open, literal)
+  override protected def raw(input: Payload): Iterable[InternalRow] =
+    jackson.parse(input, open, literal)
 
-  override def parse(bytes: Array[Byte], offset: Int, length: Int, splitId: String, position: Long): Iterator[InternalRow] =
+  override def parse(
+      bytes: Array[Byte],
+      offset: Int,
+      length: Int,
+      splitId: String,
+      position: Long): Iterator[InternalRow] =
     safeParse(payload.set(bytes, offset, length), splitId, position)
 }
 
 private[format] final class CsvPayloadParser(schema: StructType, options: CSVOptions)
-  extends SafeParser[String](options.parseMode, schema, options.columnNameOfCorruptRecord) {
+    extends SafeParser[String](options.parseMode, schema, options.columnNameOfCorruptRecord) {
 
-  private val dataSchema = StructType(schema.filterNot(_.name == options.columnNameOfCorruptRecord))
+  private val dataSchema = StructType(
+    schema.filterNot(_.name == options.columnNameOfCorruptRecord))
   private val univocity = new UnivocityParser(dataSchema, dataSchema, options, Nil)
   private val parseLine = univocity.parse
   // Spark compares the line's first character; an ASCII comment can be compared as a byte.
@@ -103,7 +132,12 @@ private[format] final class CsvPayloadParser(schema: StructType, options: CSVOpt
 
   override protected def raw(input: String): Iterable[InternalRow] = parseLine(input)
 
-  override def parse(bytes: Array[Byte], offset: Int, length: Int, splitId: String, position: Long): Iterator[InternalRow] =
+  override def parse(
+      bytes: Array[Byte],
+      offset: Int,
+      length: Int,
+      splitId: String,
+      position: Long): Iterator[InternalRow] =
     if (skipsLine(bytes, offset, length)) Iterator.empty
     else safeParse(new String(bytes, offset, length, UTF_8), splitId, position)
 
@@ -132,7 +166,12 @@ private[format] final class TextPayloadParser extends PayloadParser {
   private val row = new GenericInternalRow(values)
   private val one = new SingleRow(row)
 
-  override def parse(bytes: Array[Byte], offset: Int, length: Int, splitId: String, position: Long): Iterator[InternalRow] = {
+  override def parse(
+      bytes: Array[Byte],
+      offset: Int,
+      length: Int,
+      splitId: String,
+      position: Long): Iterator[InternalRow] = {
     values(0) = UTF8String.fromBytes(java.util.Arrays.copyOfRange(bytes, offset, offset + length))
     one.reset()
   }

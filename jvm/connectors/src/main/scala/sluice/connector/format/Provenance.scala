@@ -16,17 +16,19 @@ object Provenance {
   val PositionColumn = "_position"
   val TimestampColumn = "_timestamp"
 
-  val schema: StructType = StructType(Seq(
-    StructField(SplitColumn, StringType, nullable = false),
-    StructField(PositionColumn, LongType, nullable = false),
-    StructField(TimestampColumn, TimestampType, nullable = true)))
+  val schema: StructType = StructType(
+    Seq(
+      StructField(SplitColumn, StringType, nullable = false),
+      StructField(PositionColumn, LongType, nullable = false),
+      StructField(TimestampColumn, TimestampType, nullable = true)))
 
   /** Data columns followed by the provenance columns; a data column may not take their names. */
   def appendTo(data: StructType, context: String): StructType = {
     val taken = data.fieldNames.filter(n => schema.fieldNames.exists(_.equalsIgnoreCase(n)))
     if (taken.nonEmpty) {
-      throw new IllegalArgumentException(s"$context: schema column '${taken.head}' clashes with a " +
-        s"provenance column (${schema.fieldNames.mkString(", ")}); rename it.")
+      throw new IllegalArgumentException(
+        s"$context: schema column '${taken.head}' clashes with a " +
+          s"provenance column (${schema.fieldNames.mkString(", ")}); rename it.")
     }
     StructType(data.fields ++ schema.fields)
   }
@@ -43,7 +45,11 @@ object Provenance {
     def split(id: UTF8String): Unit = provenance.update(0, id)
 
     /** The row for `data` at `position`; `hasTimestamp` = false leaves `_timestamp` null. */
-    def apply(data: InternalRow, position: Long, timestampMicros: Long, hasTimestamp: Boolean): InternalRow = {
+    def apply(
+        data: InternalRow,
+        position: Long,
+        timestampMicros: Long,
+        hasTimestamp: Boolean): InternalRow = {
       provenance.setLong(1, position)
       if (hasTimestamp) provenance.setLong(2, timestampMicros) else provenance.setNullAt(2)
       joined(data, provenance)

@@ -29,42 +29,71 @@ final case class GeneratorConfig(
 
   def toOptions: Map[String, String] = {
     import GeneratorConfig._
-    Map(Splits.name -> splits.toString,
+    Map(
+      Splits.name -> splits.toString,
       EventTimeStartMs.name -> eventTimeStartMs.toString,
       EventTimeStepMs.name -> eventTimeStepMs.toString,
       PayloadBytes.name -> payloadBytes.toString) ++
       recordsPerSplit.map(RecordsPerSplit.name -> _.toString) ++
       rowsPerSecond.map(RowsPerSecond.name -> _.toString) ++
       (if (splitSkewMs.isEmpty) Nil
-       else Seq(SplitSkewMs.name -> splitSkewMs.toSeq.sorted.map { case (s, ms) => s"$s:$ms" }.mkString(",")))
+       else
+         Seq(
+           SplitSkewMs.name -> splitSkewMs.toSeq.sorted
+             .map { case (s, ms) => s"$s:$ms" }
+             .mkString(",")))
   }
 }
 
 object GeneratorConfig {
-  val Splits: ConfigOption[Int] = ConfigOption.int("splits", "number of splits (parallel record streams)")
-    .withDefault(1).withCheck("an integer from 1 to 100000")(n => n >= 1 && n <= 100000)
-  val RecordsPerSplit: ConfigOption[Long] = ConfigOption.long("recordsPerSplit",
-    "records in each split; when set the source is bounded").withCheck("an integer >= 0")(_ >= 0)
-  val RowsPerSecond: ConfigOption[Long] = ConfigOption.long("rowsPerSecond",
-    "records per second and split that become available; required when recordsPerSplit is not set")
+  val Splits: ConfigOption[Int] = ConfigOption
+    .int("splits", "number of splits (parallel record streams)")
+    .withDefault(1)
+    .withCheck("an integer from 1 to 100000")(n => n >= 1 && n <= 100000)
+  val RecordsPerSplit: ConfigOption[Long] = ConfigOption
+    .long("recordsPerSplit", "records in each split; when set the source is bounded")
+    .withCheck("an integer >= 0")(_ >= 0)
+  val RowsPerSecond: ConfigOption[Long] = ConfigOption
+    .long(
+      "rowsPerSecond",
+      "records per second and split that become available; required when recordsPerSplit is not set")
     .withCheck("an integer >= 1")(_ >= 1)
-  val EventTimeStartMs: ConfigOption[Long] = ConfigOption.long("eventTimeStartMs",
-    "event time of each split's first record, epoch milliseconds").withDefault(1700000000000L)
-  val EventTimeStepMs: ConfigOption[Long] = ConfigOption.long("eventTimeStepMs",
-    "event time between consecutive records of a split, milliseconds")
-    .withDefault(1000L).withCheck("an integer >= 0")(_ >= 0)
+  val EventTimeStartMs: ConfigOption[Long] = ConfigOption
+    .long("eventTimeStartMs", "event time of each split's first record, epoch milliseconds")
+    .withDefault(1700000000000L)
+  val EventTimeStepMs: ConfigOption[Long] = ConfigOption
+    .long("eventTimeStepMs", "event time between consecutive records of a split, milliseconds")
+    .withDefault(1000L)
+    .withCheck("an integer >= 0")(_ >= 0)
   val SplitSkewMs: ConfigOption[Map[Int, Long]] = ConfigOption[Map[Int, Long]](
-    "splitSkewMs", "event-time offset per split, e.g. '0:-86400000,3:60000'", None,
+    "splitSkewMs",
+    "event-time offset per split, e.g. '0:-86400000,3:60000'",
+    None,
     "comma-separated split:milliseconds pairs, e.g. '0:-86400000,3:60000'",
-    s => Try(s.split(",").map(_.trim).filter(_.nonEmpty).map { pair =>
-      val Array(split, ms) = pair.split(":").map(_.trim)
-      split.toInt -> ms.toLong
-    }.toMap).toOption)
-  val PayloadBytes: ConfigOption[Int] = ConfigOption.int("payloadBytes", "length of each record's payload")
-    .withDefault(16).withCheck("an integer from 0 to 1048576")(n => n >= 0 && n <= 1048576)
+    s =>
+      Try(
+        s.split(",")
+          .map(_.trim)
+          .filter(_.nonEmpty)
+          .map { pair =>
+            val Array(split, ms) = pair.split(":").map(_.trim)
+            split.toInt -> ms.toLong
+          }
+          .toMap).toOption)
+  val PayloadBytes: ConfigOption[Int] = ConfigOption
+    .int("payloadBytes", "length of each record's payload")
+    .withDefault(16)
+    .withCheck("an integer from 0 to 1048576")(n => n >= 0 && n <= 1048576)
 
   val all: Seq[ConfigOption[_]] =
-    Seq(Splits, RecordsPerSplit, RowsPerSecond, EventTimeStartMs, EventTimeStepMs, SplitSkewMs, PayloadBytes)
+    Seq(
+      Splits,
+      RecordsPerSplit,
+      RowsPerSecond,
+      EventTimeStartMs,
+      EventTimeStepMs,
+      SplitSkewMs,
+      PayloadBytes)
 
   def fromOptions(raw: Map[String, String]): GeneratorConfig = {
     val o = new Options(raw, all, "GeneratorSource")
@@ -78,11 +107,21 @@ object GeneratorConfig {
     }
     val skew = o.get(SplitSkewMs).getOrElse(Map.empty)
     skew.keys.find(s => s < 0 || s >= splits).foreach { s =>
-      throw ConfigOption.invalid("GeneratorSource", SplitSkewMs.name, raw.collectFirst {
-        case (k, v) if k.equalsIgnoreCase(SplitSkewMs.name) => v
-      }.get, s"split indexes from 0 to ${splits - 1} (split $s does not exist)")
+      throw ConfigOption.invalid(
+        "GeneratorSource",
+        SplitSkewMs.name,
+        raw.collectFirst {
+          case (k, v) if k.equalsIgnoreCase(SplitSkewMs.name) => v
+        }.get,
+        s"split indexes from 0 to ${splits - 1} (split $s does not exist)")
     }
-    GeneratorConfig(splits, records, rate, o.get(EventTimeStartMs).get, o.get(EventTimeStepMs).get,
-      skew, o.get(PayloadBytes).get)
+    GeneratorConfig(
+      splits,
+      records,
+      rate,
+      o.get(EventTimeStartMs).get,
+      o.get(EventTimeStepMs).get,
+      skew,
+      o.get(PayloadBytes).get)
   }
 }

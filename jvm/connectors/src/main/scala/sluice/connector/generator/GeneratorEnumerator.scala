@@ -9,8 +9,8 @@ import sluice.api.{SplitEnumerator, SplitRange, SupportsEventTimeIndex, Versione
  * of the record index, so its event-time index is exact.
  */
 final class GeneratorEnumerator(config: GeneratorConfig, startTimeMs: Long, clock: () => Long)
-  extends SplitEnumerator[GeneratorSplit, GeneratorEnumeratorState]
-  with SupportsEventTimeIndex[GeneratorSplit] {
+    extends SplitEnumerator[GeneratorSplit, GeneratorEnumeratorState]
+    with SupportsEventTimeIndex[GeneratorSplit] {
 
   private var discovered = false
 
@@ -18,7 +18,8 @@ final class GeneratorEnumerator(config: GeneratorConfig, startTimeMs: Long, cloc
     if (discovered) Nil
     else {
       discovered = true
-      (0 until config.splits).map(i => GeneratorSplit(i, config.recordsPerSplit, config.rowsPerSecond.map(_ => startTimeMs)))
+      (0 until config.splits).map(i =>
+        GeneratorSplit(i, config.recordsPerSplit, config.rowsPerSecond.map(_ => startTimeMs)))
     }
 
   override def availablePositions(splits: Seq[GeneratorSplit]): Map[String, Long] = {
@@ -28,7 +29,9 @@ final class GeneratorEnumerator(config: GeneratorConfig, startTimeMs: Long, cloc
 
   override def noMoreSplits: Boolean = discovered
 
-  override def positionsBefore(ranges: Seq[SplitRange[GeneratorSplit]], eventTimeMs: Long): Map[String, Long] =
+  override def positionsBefore(
+      ranges: Seq[SplitRange[GeneratorSplit]],
+      eventTimeMs: Long): Map[String, Long] =
     ranges.map { r =>
       val first = config.eventTimeMs(r.split.index, 0)
       val step = config.eventTimeStepMs
@@ -41,18 +44,29 @@ final class GeneratorEnumerator(config: GeneratorConfig, startTimeMs: Long, cloc
     }.toMap
 
   override def latestEventTimes(ranges: Seq[SplitRange[GeneratorSplit]]): Map[String, Long] =
-    ranges.filterNot(_.isEmpty).map(r => r.split.splitId -> config.eventTimeMs(r.split.index, r.until - 1)).toMap
+    ranges
+      .filterNot(_.isEmpty)
+      .map(r => r.split.splitId -> config.eventTimeMs(r.split.index, r.until - 1))
+      .toMap
 
   override def firstEventTimes(ranges: Seq[SplitRange[GeneratorSplit]]): Map[String, Long] =
-    ranges.filterNot(_.isEmpty).map(r => r.split.splitId -> config.eventTimeMs(r.split.index, r.from)).toMap
+    ranges
+      .filterNot(_.isEmpty)
+      .map(r => r.split.splitId -> config.eventTimeMs(r.split.index, r.from))
+      .toMap
 
   override def snapshotState(): GeneratorEnumeratorState =
     GeneratorEnumeratorState(startTimeMs, discovered)
 }
 
 private[generator] object GeneratorEnumerator {
+
   /** How many records of `split` exist at `nowMs`: `rowsPerSecond` per second since `sinceMs`, up to its stop. */
-  def available(config: GeneratorConfig, split: GeneratorSplit, sinceMs: Long, nowMs: Long): Long = {
+  def available(
+      config: GeneratorConfig,
+      split: GeneratorSplit,
+      sinceMs: Long,
+      nowMs: Long): Long = {
     val generated = config.rowsPerSecond match {
       case Some(rate) =>
         // rate * seconds without overflowing for large rates or long-running queries
@@ -66,7 +80,8 @@ private[generator] object GeneratorEnumerator {
 
 final case class GeneratorEnumeratorState(startTimeMs: Long, splitsDiscovered: Boolean)
 
-private[generator] object GeneratorStateSerializer extends VersionedSerializer[GeneratorEnumeratorState] {
+private[generator] object GeneratorStateSerializer
+    extends VersionedSerializer[GeneratorEnumeratorState] {
   override val version: Int = 1
   override def serialize(state: GeneratorEnumeratorState): String =
     s"${state.startTimeMs}:${state.splitsDiscovered}"

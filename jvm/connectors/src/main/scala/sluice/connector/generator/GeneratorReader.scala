@@ -13,17 +13,24 @@ import sluice.config.RecordLayout
  * Computes records on the fly. Supports pause/resume, so the generator can stand in for a
  * pausable connector in alignment tests.
  */
-final class GeneratorReader(config: GeneratorConfig, layout: RecordLayout) extends PausableSplitReader[GeneratorSplit] {
+final class GeneratorReader(config: GeneratorConfig, layout: RecordLayout)
+    extends PausableSplitReader[GeneratorSplit] {
   import GeneratorReader._
 
   private final class Cursor(val split: GeneratorSplit, var next: Long, val until: Long) {
+
     /**
      * Read to its end or open-ended (real-time mode): records exist as the rate makes them, from
      * the split's start time. (A micro-batch range ends where the rate had got when it was planned.)
      */
-    private val pacedSince = if (until == SplitRange.OpenEnd || split.stopPosition.contains(until)) config.rowsPerSecond.map(_ =>
-      split.generatingSinceMs.getOrElse(System.currentTimeMillis() - next * 1000 / config.rowsPerSecond.get)) else None
-    def end: Long = pacedSince.fold(until)(since => GeneratorEnumerator.available(config, split, since, System.currentTimeMillis()))
+    private val pacedSince =
+      if (until == SplitRange.OpenEnd || split.stopPosition.contains(until))
+        config.rowsPerSecond.map(_ =>
+          split.generatingSinceMs.getOrElse(
+            System.currentTimeMillis() - next * 1000 / config.rowsPerSecond.get))
+      else None
+    def end: Long = pacedSince.fold(until)(since =>
+      GeneratorEnumerator.available(config, split, since, System.currentTimeMillis()))
   }
 
   private val active = mutable.LinkedHashMap[String, Cursor]()
@@ -32,7 +39,9 @@ final class GeneratorReader(config: GeneratorConfig, layout: RecordLayout) exten
   override def handleSplitsChanges(ranges: Seq[SplitRange[GeneratorSplit]]): Unit =
     ranges.foreach(r => active(r.split.splitId) = new Cursor(r.split, r.from, r.until))
 
-  override def pauseOrResumeSplits(toPause: Seq[GeneratorSplit], toResume: Seq[GeneratorSplit]): Unit = {
+  override def pauseOrResumeSplits(
+      toPause: Seq[GeneratorSplit],
+      toResume: Seq[GeneratorSplit]): Unit = {
     // Splits this reader does not own (any more) are ignored, never an error (FLINK-39728).
     toPause.map(_.splitId).filter(active.contains).foreach(paused += _)
     toResume.map(_.splitId).foreach(paused -= _)
@@ -48,7 +57,7 @@ final class GeneratorReader(config: GeneratorConfig, layout: RecordLayout) exten
   override def close(): Unit = active.clear()
 
   private final class Batch(cursors: IndexedSeq[Cursor], override val finishedSplits: Set[String])
-    extends RecordsWithSplitIds {
+      extends RecordsWithSplitIds {
     private var splitIdx = -1
     private var cursor: Cursor = _
     private var remaining = 0L
@@ -87,7 +96,8 @@ final class GeneratorReader(config: GeneratorConfig, layout: RecordLayout) exten
 
     override def row: InternalRow = theRow
     override def eventTime: Long =
-      if (compact) RecordsWithSplitIds.NoTimestamp else config.eventTimeMs(cursor.split.index, current)
+      if (compact) RecordsWithSplitIds.NoTimestamp
+      else config.eventTimeMs(cursor.split.index, current)
     override def position: Long = current + 1
   }
 }

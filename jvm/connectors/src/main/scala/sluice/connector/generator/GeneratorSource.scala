@@ -11,7 +11,8 @@ import sluice.config.RecordLayout
  * The demo, the tests and the benchmarks read from it.
  */
 final class GeneratorSource private[generator] (val config: GeneratorConfig)
-  extends Source[GeneratorSplit, GeneratorEnumeratorState] with SupportsSplitPausing[GeneratorSplit] {
+    extends Source[GeneratorSplit, GeneratorEnumeratorState]
+    with SupportsSplitPausing[GeneratorSplit] {
 
   override def sourceType: String = GeneratorSource.Type
 
@@ -28,28 +29,32 @@ final class GeneratorSource private[generator] (val config: GeneratorConfig)
     new GeneratorEnumerator(config, System.currentTimeMillis(), () => System.currentTimeMillis())
 
   override def restoreEnumerator(state: GeneratorEnumeratorState): GeneratorEnumerator = {
-    val enumerator = new GeneratorEnumerator(config, state.startTimeMs, () => System.currentTimeMillis())
+    val enumerator =
+      new GeneratorEnumerator(config, state.startTimeMs, () => System.currentTimeMillis())
     if (state.splitsDiscovered) enumerator.discoverSplits()
     enumerator
   }
 
-  override def createReader(context: ReaderContext): GeneratorReader = new GeneratorReader(config, context.recordLayout)
+  override def createReader(context: ReaderContext): GeneratorReader =
+    new GeneratorReader(config, context.recordLayout)
 
   override def splitSerializer: VersionedSerializer[GeneratorSplit] = GeneratorSplitSerializer
   override def enumeratorStateSerializer: VersionedSerializer[GeneratorEnumeratorState] =
     GeneratorStateSerializer
 
-  override def toString: String = s"GeneratorSource(${config.toOptions.toSeq.sorted.mkString(", ")})"
+  override def toString: String =
+    s"GeneratorSource(${config.toOptions.toSeq.sorted.mkString(", ")})"
 }
 
 object GeneratorSource {
   val Type = "generator"
 
-  val Schema: StructType = StructType(Seq(
-    StructField("id", LongType, nullable = false),
-    StructField("split", IntegerType, nullable = false),
-    StructField("timestamp", TimestampType, nullable = false),
-    StructField("payload", StringType, nullable = false)))
+  val Schema: StructType = StructType(
+    Seq(
+      StructField("id", LongType, nullable = false),
+      StructField("split", IntegerType, nullable = false),
+      StructField("timestamp", TimestampType, nullable = false),
+      StructField("payload", StringType, nullable = false)))
 
   /** The compact layout: the record's data, without its split and time. */
   val CompactSchema: StructType = StructType(Seq(Schema("id"), Schema("payload")))

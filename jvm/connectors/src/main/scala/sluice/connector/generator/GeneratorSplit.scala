@@ -7,8 +7,11 @@ import sluice.api.{SourceSplit, VersionedSerializer}
  * A rate-limited generator's split carries when generation started (`generatingSinceMs`), so a
  * reader given an open range (real-time mode) hands out only what the rate has made available.
  */
-final case class GeneratorSplit(index: Int, stopPosition: Option[Long], generatingSinceMs: Option[Long] = None)
-  extends SourceSplit {
+final case class GeneratorSplit(
+    index: Int,
+    stopPosition: Option[Long],
+    generatingSinceMs: Option[Long] = None)
+    extends SourceSplit {
   override val splitId: String = index.toString
   override def startPosition: Long = 0L
 }
@@ -19,12 +22,15 @@ private[generator] object GeneratorSplitSerializer extends VersionedSerializer[G
   override def serialize(split: GeneratorSplit): String =
     s"${split.index}:${split.stopPosition.map(_.toString).getOrElse("")}:${split.generatingSinceMs.map(_.toString).getOrElse("")}"
   override def deserialize(version: Int, text: String): GeneratorSplit = {
-    if (version > this.version) throw VersionedSerializer.unsupported("a generator split", version, this.version)
+    if (version > this.version)
+      throw VersionedSerializer.unsupported("a generator split", version, this.version)
     def long(s: String) = if (s.isEmpty) None else Some(s.toLong)
     text.split(":", -1) match {
       case Array(index, stop) => GeneratorSplit(index.toInt, long(stop))
       case Array(index, stop, since) => GeneratorSplit(index.toInt, long(stop), long(since))
-      case _ => throw new IllegalStateException(s"GeneratorSource: '$text' is not a generator split (version $version)")
+      case _ =>
+        throw new IllegalStateException(
+          s"GeneratorSource: '$text' is not a generator split (version $version)")
     }
   }
 }

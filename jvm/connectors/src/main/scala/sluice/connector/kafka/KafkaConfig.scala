@@ -22,10 +22,12 @@ object TopicSubscription {
     @transient private lazy val compiled = Pattern.compile(regex)
     override def matches(topic: String): Boolean = compiled.matcher(topic).matches()
   }
+
   /** Spark's `assign`: these partitions only, no discovery of others. */
   final case class Assigned(partitions: Map[String, Set[Int]]) extends TopicSubscription {
     override def matches(topic: String): Boolean = partitions.contains(topic)
-    def includes(topic: String, partition: Int): Boolean = partitions.get(topic).exists(_.contains(partition))
+    def includes(topic: String, partition: Int): Boolean =
+      partitions.get(topic).exists(_.contains(partition))
   }
 }
 
@@ -60,7 +62,8 @@ final case class KafkaConfig(
    * Checked when a query starts afresh only: a restart takes its positions from the checkpoint,
    * and ignores these (as Spark does), so a subscription narrowed since must not fail it.
    */
-  def checkStartSubscribed(): Unit = KafkaConfig.checkSubscribed(starting, startingOption, subscription)
+  def checkStartSubscribed(): Unit =
+    KafkaConfig.checkSubscribed(starting, startingOption, subscription)
 
   /**
    * How readers turn records into rows in `layout`. Compact raw rows hold the value (and the key
@@ -69,10 +72,12 @@ final case class KafkaConfig(
   def decoder(layout: RecordLayout): KafkaRecordDecoder = (payload, layout) match {
     case (None, RecordLayout.Full) => KafkaRecordDecoder.Raw(includeHeaders)
     case (None, RecordLayout.Compact) if includeHeaders =>
-      throw new IllegalArgumentException("KafkaSource: compact rows (forceTimestampSupport=false) hold the value, " +
-        "and the key with includeKey=true, never headers; remove includeHeaders or set forceTimestampSupport=true.")
+      throw new IllegalArgumentException(
+        "KafkaSource: compact rows (forceTimestampSupport=false) hold the value, " +
+          "and the key with includeKey=true, never headers; remove includeHeaders or set forceTimestampSupport=true.")
     case (None, RecordLayout.Compact) => KafkaRecordDecoder.RawCompact(includeKey)
-    case (Some(format), _) => KafkaRecordDecoder.Parsed(format, withProvenance = layout == RecordLayout.Full)
+    case (Some(format), _) =>
+      KafkaRecordDecoder.Parsed(format, withProvenance = layout == RecordLayout.Full)
   }
 
   def readCommitted: Boolean =
@@ -89,74 +94,137 @@ object KafkaConfig {
 
   val BootstrapServers: ConfigOption[String] =
     ConfigOption.string("kafka.bootstrap.servers", "the Kafka brokers, host:port[,host:port...]")
+
   /** Secret: consumer properties carry the credentials (sasl.jaas.config, ssl.*.password). */
-  val ConsumerProperty: ConfigOption[String] = ConfigOption.string("kafka.<property>",
-    "any Kafka consumer property, e.g. kafka.security.protocol, kafka.sasl.jaas.config").asSecret
-  val Subscribe: ConfigOption[String] = ConfigOption.string("subscribe",
+  val ConsumerProperty: ConfigOption[String] = ConfigOption
+    .string(
+      "kafka.<property>",
+      "any Kafka consumer property, e.g. kafka.security.protocol, kafka.sasl.jaas.config")
+    .asSecret
+  val Subscribe: ConfigOption[String] = ConfigOption.string(
+    "subscribe",
     "comma-separated topics to read; give one of subscribe, subscribePattern and assign")
-  val SubscribePattern: ConfigOption[String] = ConfigOption[String]("subscribePattern",
-    "a Java regex of topics to read; give one of subscribe, subscribePattern and assign", None,
-    "a Java regular expression", s => Try(Pattern.compile(s)).toOption.map(_ => s))
-  val Assign: ConfigOption[Map[String, Set[Int]]] = ConfigOption[Map[String, Set[Int]]]("assign",
+  val SubscribePattern: ConfigOption[String] = ConfigOption[String](
+    "subscribePattern",
+    "a Java regex of topics to read; give one of subscribe, subscribePattern and assign",
+    None,
+    "a Java regular expression",
+    s => Try(Pattern.compile(s)).toOption.map(_ => s))
+  val Assign: ConfigOption[Map[String, Set[Int]]] = ConfigOption[Map[String, Set[Int]]](
+    "assign",
     """the partitions to read, as JSON ({"topicA":[0,1],"topicB":[2,4]}); no other partitions are discovered; """ +
-      "give one of subscribe, subscribePattern and assign", None,
-    "a JSON object of partition lists per topic, e.g. {\"topicA\":[0,1]}", parseAssign)
-  val StartingOffsetsByTimestampStrategy: ConfigOption[String] = ConfigOption.string(
-    "startingOffsetsByTimestampStrategy",
-    "when no record of a partition has a timestamp at or after the start timestamp: error fails the query " +
-      "(Spark's default), latest starts that partition at its end")
-    .withDefault("error").withCheck("error or latest")(v => Seq("error", "latest").contains(v.toLowerCase))
-  val GroupIdPrefix: ConfigOption[String] = ConfigOption.string("groupIdPrefix",
-    "consumers get the group id <prefix>-<random id> (for broker ACLs and quotas keyed by group); Sluice " +
-      "never joins the group nor commits offsets to it").withCheck("a non-empty string")(_.trim.nonEmpty)
-  val StartingOffsets: ConfigOption[String] = ConfigOption[String]("startingOffsets",
+      "give one of subscribe, subscribePattern and assign",
+    None,
+    "a JSON object of partition lists per topic, e.g. {\"topicA\":[0,1]}",
+    parseAssign)
+  val StartingOffsetsByTimestampStrategy: ConfigOption[String] = ConfigOption
+    .string(
+      "startingOffsetsByTimestampStrategy",
+      "when no record of a partition has a timestamp at or after the start timestamp: error fails the query " +
+        "(Spark's default), latest starts that partition at its end")
+    .withDefault("error")
+    .withCheck("error or latest")(v => Seq("error", "latest").contains(v.toLowerCase))
+  val GroupIdPrefix: ConfigOption[String] = ConfigOption
+    .string(
+      "groupIdPrefix",
+      "consumers get the group id <prefix>-<random id> (for broker ACLs and quotas keyed by group); Sluice " +
+        "never joins the group nor commits offsets to it")
+    .withCheck("a non-empty string")(_.trim.nonEmpty)
+  val StartingOffsets: ConfigOption[String] = ConfigOption[String](
+    "startingOffsets",
     "where a new query starts: earliest, latest, or JSON offsets per partition " +
       """({"topic":{"0":23,"1":-2}}, -2 earliest, -1 latest)""",
-    Some("latest"), "earliest, latest, or a JSON object of offsets per topic and partition",
+    Some("latest"),
+    "earliest, latest, or a JSON object of offsets per topic and partition",
     s => offsetsSpec(s, allowLatest = true))
-  val StartingTimestamp: ConfigOption[Long] = ConfigOption.long("startingTimestamp",
-    "start every partition at the first record with a timestamp >= this (epoch ms); " +
-      "takes precedence over startingOffsetsByTimestamp and startingOffsets").withCheck("an integer >= 0")(_ >= 0)
-  val StartingOffsetsByTimestamp: ConfigOption[String] = ConfigOption[String]("startingOffsetsByTimestamp",
-    "a JSON object of start timestamps per topic and partition", None,
-    "a JSON object of epoch-ms timestamps per topic and partition", s => OffsetsInitializer.parseJson(s).map(_ => s))
-  val EndingOffsets: ConfigOption[String] = ConfigOption[String]("endingOffsets",
+  val StartingTimestamp: ConfigOption[Long] = ConfigOption
+    .long(
+      "startingTimestamp",
+      "start every partition at the first record with a timestamp >= this (epoch ms); " +
+        "takes precedence over startingOffsetsByTimestamp and startingOffsets")
+    .withCheck("an integer >= 0")(_ >= 0)
+  val StartingOffsetsByTimestamp: ConfigOption[String] = ConfigOption[String](
+    "startingOffsetsByTimestamp",
+    "a JSON object of start timestamps per topic and partition",
+    None,
+    "a JSON object of epoch-ms timestamps per topic and partition",
+    s => OffsetsInitializer.parseJson(s).map(_ => s))
+  val EndingOffsets: ConfigOption[String] = ConfigOption[String](
+    "endingOffsets",
     "makes the source bounded: latest (as of the query's start) or JSON offsets per partition (-1 latest)",
-    None, "latest, or a JSON object of offsets per topic and partition", s => offsetsSpec(s, allowLatest = true)
-      .filter(_ != "earliest"))
-  val EndingTimestamp: ConfigOption[Long] = ConfigOption.long("endingTimestamp",
-    "makes the source bounded: stop every partition before the first record with a timestamp >= this")
+    None,
+    "latest, or a JSON object of offsets per topic and partition",
+    s =>
+      offsetsSpec(s, allowLatest = true)
+        .filter(_ != "earliest"))
+  val EndingTimestamp: ConfigOption[Long] = ConfigOption
+    .long(
+      "endingTimestamp",
+      "makes the source bounded: stop every partition before the first record with a timestamp >= this")
     .withCheck("an integer >= 0")(_ >= 0)
-  val EndingOffsetsByTimestamp: ConfigOption[String] = ConfigOption[String]("endingOffsetsByTimestamp",
-    "makes the source bounded: JSON end timestamps per topic and partition", None,
-    "a JSON object of epoch-ms timestamps per topic and partition", s => OffsetsInitializer.parseJson(s).map(_ => s))
-  val FailOnDataLoss: ConfigOption[Boolean] = ConfigOption.boolean("failOnDataLoss",
-    "fail when offsets to read are gone (retention, deleted topics); false: skip and count them")
+  val EndingOffsetsByTimestamp: ConfigOption[String] = ConfigOption[String](
+    "endingOffsetsByTimestamp",
+    "makes the source bounded: JSON end timestamps per topic and partition",
+    None,
+    "a JSON object of epoch-ms timestamps per topic and partition",
+    s => OffsetsInitializer.parseJson(s).map(_ => s))
+  val FailOnDataLoss: ConfigOption[Boolean] = ConfigOption
+    .boolean(
+      "failOnDataLoss",
+      "fail when offsets to read are gone (retention, deleted topics); false: skip and count them")
     .withDefault(true)
-  val IncludeHeaders: ConfigOption[Boolean] = ConfigOption.boolean("includeHeaders",
-    "add the headers column to raw rows").withDefault(false)
-  val IncludeKey: ConfigOption[Boolean] = ConfigOption.boolean("includeKey",
-    "compact raw rows (forceTimestampSupport=false): add the key column before value; full rows always have it")
+  val IncludeHeaders: ConfigOption[Boolean] = ConfigOption
+    .boolean("includeHeaders", "add the headers column to raw rows")
     .withDefault(false)
-  val PartitionDiscoveryIntervalMs: ConfigOption[Long] = ConfigOption.long("partitionDiscoveryIntervalMs",
-    "how often to look for new partitions and topics; 0: at every batch").withDefault(0L)
+  val IncludeKey: ConfigOption[Boolean] = ConfigOption
+    .boolean(
+      "includeKey",
+      "compact raw rows (forceTimestampSupport=false): add the key column before value; full rows always have it")
+    .withDefault(false)
+  val PartitionDiscoveryIntervalMs: ConfigOption[Long] = ConfigOption
+    .long(
+      "partitionDiscoveryIntervalMs",
+      "how often to look for new partitions and topics; 0: at every batch")
+    .withDefault(0L)
     .withCheck("an integer >= 0")(_ >= 0)
-  val PollTimeoutMs: ConfigOption[Long] = ConfigOption.long("kafkaConsumer.pollTimeoutMs",
-    "how long an executor waits for records it knows exist before failing").withDefault(120000L)
+  val PollTimeoutMs: ConfigOption[Long] = ConfigOption
+    .long(
+      "kafkaConsumer.pollTimeoutMs",
+      "how long an executor waits for records it knows exist before failing")
+    .withDefault(120000L)
     .withCheck("an integer >= 1")(_ >= 1)
 
-  val Format: ConfigOption[String] = ConfigOption.string("format",
-    "raw: Spark's Kafka schema; json, csv or text: the value parsed into `schema` by the same parsers " +
-      "as the file source, followed by the provenance columns _split, _position, _timestamp")
-    .withDefault("raw").withCheck("raw, json, csv or text")(f => f == "raw" || PayloadFormat.Formats.contains(f))
+  val Format: ConfigOption[String] = ConfigOption
+    .string(
+      "format",
+      "raw: Spark's Kafka schema; json, csv or text: the value parsed into `schema` by the same parsers " +
+        "as the file source, followed by the provenance columns _split, _position, _timestamp")
+    .withDefault("raw")
+    .withCheck("raw, json, csv or text")(f => f == "raw" || PayloadFormat.Formats.contains(f))
 
   /** Options of the payload format (schema, reader options), for parsed formats. */
-  private val formatOptions: Seq[ConfigOption[_]] = PayloadFormat.all.filterNot(_.name == PayloadFormat.FormatOption.name)
+  private val formatOptions: Seq[ConfigOption[_]] =
+    PayloadFormat.all.filterNot(_.name == PayloadFormat.FormatOption.name)
 
-  private val own: Seq[ConfigOption[_]] = Seq(BootstrapServers, Subscribe, SubscribePattern, Assign, StartingOffsets,
-    StartingTimestamp, StartingOffsetsByTimestamp, StartingOffsetsByTimestampStrategy, EndingOffsets,
-    EndingTimestamp, EndingOffsetsByTimestamp, GroupIdPrefix,
-    FailOnDataLoss, IncludeHeaders, IncludeKey, PartitionDiscoveryIntervalMs, PollTimeoutMs, Format)
+  private val own: Seq[ConfigOption[_]] = Seq(
+    BootstrapServers,
+    Subscribe,
+    SubscribePattern,
+    Assign,
+    StartingOffsets,
+    StartingTimestamp,
+    StartingOffsetsByTimestamp,
+    StartingOffsetsByTimestampStrategy,
+    EndingOffsets,
+    EndingTimestamp,
+    EndingOffsetsByTimestamp,
+    GroupIdPrefix,
+    FailOnDataLoss,
+    IncludeHeaders,
+    IncludeKey,
+    PartitionDiscoveryIntervalMs,
+    PollTimeoutMs,
+    Format)
 
   val all: Seq[ConfigOption[_]] = own ++ formatOptions
 
@@ -179,12 +247,21 @@ object KafkaConfig {
 
   /** The option a start was taken from, by Spark's precedence, for messages. */
   private def startingOption(o: Options): String =
-    Seq(StartingTimestamp, StartingOffsetsByTimestamp, StartingOffsets).find(o.contains).getOrElse(StartingOffsets).name
+    Seq(StartingTimestamp, StartingOffsetsByTimestamp, StartingOffsets)
+      .find(o.contains)
+      .getOrElse(StartingOffsets)
+      .name
   private def stoppingOption(o: Options): String =
-    Seq(EndingTimestamp, EndingOffsetsByTimestamp, EndingOffsets).find(o.contains).getOrElse(EndingOffsets).name
+    Seq(EndingTimestamp, EndingOffsetsByTimestamp, EndingOffsets)
+      .find(o.contains)
+      .getOrElse(EndingOffsets)
+      .name
 
   /** Positions given per partition must be for topics the source reads: another topic is a typo. */
-  private[kafka] def checkSubscribed(initializer: OffsetsInitializer, option: String, subscription: TopicSubscription): Unit = {
+  private[kafka] def checkSubscribed(
+      initializer: OffsetsInitializer,
+      option: String,
+      subscription: TopicSubscription): Unit = {
     val topics = initializer match {
       case OffsetsInitializer.Specific(offsets) => offsets.keySet.map(_.topic)
       case OffsetsInitializer.TimestampPerPartition(timestamps) => timestamps.keySet.map(_.topic)
@@ -194,11 +271,14 @@ object KafkaConfig {
     if (stray.nonEmpty) {
       val read = subscription match {
         case TopicSubscription.Topics(names) => s"subscribe: ${names.mkString(", ")}"
-        case TopicSubscription.TopicPattern(regex) => s"subscribePattern '$regex' does not match them"
-        case TopicSubscription.Assigned(partitions) => s"assign: ${partitions.keys.toSeq.sorted.mkString(", ")}"
+        case TopicSubscription.TopicPattern(regex) =>
+          s"subscribePattern '$regex' does not match them"
+        case TopicSubscription.Assigned(partitions) =>
+          s"assign: ${partitions.keys.toSeq.sorted.mkString(", ")}"
       }
-      throw new IllegalArgumentException(s"KafkaSource: option '$option' names topics not subscribed: " +
-        stray.map(t => s"'$t'").mkString(", ") + s" ($read).")
+      throw new IllegalArgumentException(
+        s"KafkaSource: option '$option' names topics not subscribed: " +
+          stray.map(t => s"'$t'").mkString(", ") + s" ($read).")
     }
   }
 
@@ -213,36 +293,54 @@ object KafkaConfig {
     consumer.foreach { case (name, value) =>
       Option(declared.get(name)).filter(k => Checked.contains(k.`type`)).foreach { key =>
         val ok = Try(ConfigDef.parseType(name, value, key.`type`))
-          .flatMap(parsed => Try(Option(key.validator).foreach(_.ensureValid(name, parsed)))).isSuccess
+          .flatMap(parsed => Try(Option(key.validator).foreach(_.ensureValid(name, parsed))))
+          .isSuccess
         if (!ok) {
           val values = Option(key.validator).map(v => s", valid values $v").getOrElse("")
-          throw ConfigOption.invalid("KafkaSource", Prefix + name, ConfigOption.Mask,
+          throw ConfigOption.invalid(
+            "KafkaSource",
+            Prefix + name,
+            ConfigOption.Mask,
             s"what Kafka's consumer property $name takes: type ${key.`type`}$values")
         }
       }
     }
   }
-  private val Checked = Set(ConfigDef.Type.INT, ConfigDef.Type.LONG, ConfigDef.Type.SHORT, ConfigDef.Type.DOUBLE,
-    ConfigDef.Type.BOOLEAN, ConfigDef.Type.STRING)
+  private val Checked = Set(
+    ConfigDef.Type.INT,
+    ConfigDef.Type.LONG,
+    ConfigDef.Type.SHORT,
+    ConfigDef.Type.DOUBLE,
+    ConfigDef.Type.BOOLEAN,
+    ConfigDef.Type.STRING)
 
   private def parseAssign(text: String): Option[Map[String, Set[Int]]] = Try {
     import scala.jdk.CollectionConverters._
     val root = OffsetsInitializer.mapper.readTree(text)
     require(root.isObject && root.size > 0)
-    root.properties().asScala.map { topic =>
-      require(topic.getValue.isArray && topic.getValue.size > 0)
-      topic.getKey -> topic.getValue.elements().asScala.map { p =>
-        require(p.canConvertToInt && p.asInt >= 0)
-        p.asInt
-      }.toSet
-    }.toMap
+    root
+      .properties()
+      .asScala
+      .map { topic =>
+        require(topic.getValue.isArray && topic.getValue.size > 0)
+        topic.getKey -> topic.getValue
+          .elements()
+          .asScala
+          .map { p =>
+            require(p.canConvertToInt && p.asInt >= 0)
+            p.asInt
+          }
+          .toSet
+      }
+      .toMap
   }.toOption
 
-  private def offsetsSpec(s: String, allowLatest: Boolean): Option[String] = s.trim.toLowerCase match {
-    case "earliest" => Some("earliest")
-    case "latest" if allowLatest => Some("latest")
-    case _ => OffsetsInitializer.parseJson(s).map(_ => s.trim)
-  }
+  private def offsetsSpec(s: String, allowLatest: Boolean): Option[String] =
+    s.trim.toLowerCase match {
+      case "earliest" => Some("earliest")
+      case "latest" if allowLatest => Some("latest")
+      case _ => OffsetsInitializer.parseJson(s).map(_ => s.trim)
+    }
 
   private def initializer(spec: String): OffsetsInitializer = spec match {
     case "earliest" => OffsetsInitializer.Earliest
@@ -254,50 +352,84 @@ object KafkaConfig {
     val (consumerRaw, own) = raw.partition(_._1.toLowerCase.startsWith(Prefix))
     own.keys.foreach { k =>
       SparkOnly.get(k.toLowerCase).foreach { why =>
-        throw new IllegalArgumentException(s"KafkaSource: option '$k' of Spark's Kafka source is not supported: $why.")
+        throw new IllegalArgumentException(
+          s"KafkaSource: option '$k' of Spark's Kafka source is not supported: $why.")
       }
     }
     // an unknown name lists the Kafka options, and the payload options only for parsed payloads
-    val parsedPayload = own.exists { case (k, v) => k.equalsIgnoreCase(Format.name) && !v.trim.equalsIgnoreCase("raw") }
-    val o = new Options(own ++ consumerRaw.filter(_._1.equalsIgnoreCase(BootstrapServers.name)), all, "KafkaSource",
+    val parsedPayload = own.exists { case (k, v) =>
+      k.equalsIgnoreCase(Format.name) && !v.trim.equalsIgnoreCase("raw")
+    }
+    val o = new Options(
+      own ++ consumerRaw.filter(_._1.equalsIgnoreCase(BootstrapServers.name)),
+      all,
+      "KafkaSource",
       listed = if (parsedPayload) documented ++ formatOptions else documented)
     val consumer = consumerRaw.map { case (k, v) => k.substring(Prefix.length) -> v }
     consumer.keys.foreach { k =>
       Reserved.get(k.toLowerCase).foreach { why =>
-        throw new IllegalArgumentException(s"KafkaSource: option 'kafka.$k' is not supported: $why.")
+        throw new IllegalArgumentException(
+          s"KafkaSource: option 'kafka.$k' is not supported: $why.")
       }
     }
     checkConsumerProperties(consumer)
     val servers = o.required(BootstrapServers)
-    if (servers.trim.isEmpty) throw ConfigOption.invalid("KafkaSource", BootstrapServers.name, servers, "host:port[,host:port...]")
+    if (servers.trim.isEmpty)
+      throw ConfigOption.invalid(
+        "KafkaSource",
+        BootstrapServers.name,
+        servers,
+        "host:port[,host:port...]")
 
     val subscription = (o.get(Subscribe), o.get(SubscribePattern), o.get(Assign)) match {
       case (Some(topics), None, None) =>
         val names = topics.split(",").map(_.trim).filter(_.nonEmpty).toSeq
-        if (names.isEmpty) throw ConfigOption.invalid("KafkaSource", Subscribe.name, topics, "one or more topic names")
+        if (names.isEmpty)
+          throw ConfigOption.invalid(
+            "KafkaSource",
+            Subscribe.name,
+            topics,
+            "one or more topic names")
         TopicSubscription.Topics(names)
       case (None, Some(pattern), None) => TopicSubscription.TopicPattern(pattern)
       case (None, None, Some(partitions)) => TopicSubscription.Assigned(partitions)
-      case (None, None, None) => throw new IllegalArgumentException(
-        "KafkaSource: give what to read with option 'subscribe' (comma-separated topics), 'subscribePattern' " +
-          "(a regex) or 'assign' (partitions per topic, as JSON).")
-      case _ => throw new IllegalArgumentException(
-        "KafkaSource: options " + Seq(Subscribe, SubscribePattern, Assign).filter(o.contains).map(x => s"'${x.name}'")
-          .mkString(" and ") + " exclude each other; give one of 'subscribe', 'subscribePattern' and 'assign'.")
+      case (None, None, None) =>
+        throw new IllegalArgumentException(
+          "KafkaSource: give what to read with option 'subscribe' (comma-separated topics), 'subscribePattern' " +
+            "(a regex) or 'assign' (partitions per topic, as JSON).")
+      case _ =>
+        throw new IllegalArgumentException(
+          "KafkaSource: options " + Seq(Subscribe, SubscribePattern, Assign)
+            .filter(o.contains)
+            .map(x => s"'${x.name}'")
+            .mkString(
+              " and ") + " exclude each other; give one of 'subscribe', 'subscribePattern' and 'assign'.")
     }
-    val groupId = (consumer.collectFirst { case (k, v) if k.equalsIgnoreCase("group.id") => v }, o.get(GroupIdPrefix)) match {
-      case (Some(_), Some(_)) => throw new IllegalArgumentException(
-        s"KafkaSource: options 'kafka.group.id' and '${GroupIdPrefix.name}' exclude each other; give one.")
+    val groupId = (
+      consumer.collectFirst { case (k, v) if k.equalsIgnoreCase("group.id") => v },
+      o.get(GroupIdPrefix)) match {
+      case (Some(_), Some(_)) =>
+        throw new IllegalArgumentException(
+          s"KafkaSource: options 'kafka.group.id' and '${GroupIdPrefix.name}' exclude each other; give one.")
       case (Some(_), None) => Map.empty[String, String] // passed on as given
-      case (None, prefix) => prefix.map(p => "group.id" -> s"${p.trim}-${java.util.UUID.randomUUID()}").toMap
+      case (None, prefix) =>
+        prefix.map(p => "group.id" -> s"${p.trim}-${java.util.UUID.randomUUID()}").toMap
     }
 
     // Spark's precedence: a global timestamp, then timestamps per partition, then offsets.
-    val starting = o.get(StartingTimestamp).map(OffsetsInitializer.Timestamp)
-      .orElse(o.get(StartingOffsetsByTimestamp).map(j => OffsetsInitializer.TimestampPerPartition(OffsetsInitializer.parseJson(j).get)))
+    val starting = o
+      .get(StartingTimestamp)
+      .map(OffsetsInitializer.Timestamp)
+      .orElse(o
+        .get(StartingOffsetsByTimestamp)
+        .map(j => OffsetsInitializer.TimestampPerPartition(OffsetsInitializer.parseJson(j).get)))
       .getOrElse(initializer(o.get(StartingOffsets).get))
-    val stopping = o.get(EndingTimestamp).map(OffsetsInitializer.Timestamp)
-      .orElse(o.get(EndingOffsetsByTimestamp).map(j => OffsetsInitializer.TimestampPerPartition(OffsetsInitializer.parseJson(j).get)))
+    val stopping = o
+      .get(EndingTimestamp)
+      .map(OffsetsInitializer.Timestamp)
+      .orElse(o
+        .get(EndingOffsetsByTimestamp)
+        .map(j => OffsetsInitializer.TimestampPerPartition(OffsetsInitializer.parseJson(j).get)))
       .orElse(o.get(EndingOffsets).map(initializer))
 
     stopping.foreach(checkSubscribed(_, stoppingOption(o), subscription))
@@ -311,20 +443,34 @@ object KafkaConfig {
         None
       case parsed =>
         Seq(IncludeHeaders, IncludeKey).find(o.contains).foreach { opt =>
-          throw new IllegalArgumentException(s"KafkaSource: option '${opt.name}' applies to format raw only.")
+          throw new IllegalArgumentException(
+            s"KafkaSource: option '${opt.name}' applies to format raw only.")
         }
         val names = PayloadFormat.all.map(_.name.toLowerCase).toSet
         val formatRaw = own.filter { case (k, _) => names.contains(k.toLowerCase) }
-        val payload = PayloadFormat.fromOptions(new Options(formatRaw, PayloadFormat.all, "KafkaSource"), formatRaw, "KafkaSource")
+        val payload = PayloadFormat.fromOptions(
+          new Options(formatRaw, PayloadFormat.all, "KafkaSource"),
+          formatRaw,
+          "KafkaSource")
         if (payload.hasHeader) {
-          throw new IllegalArgumentException("KafkaSource: option 'header' means nothing for Kafka values; remove it.")
+          throw new IllegalArgumentException(
+            "KafkaSource: option 'header' means nothing for Kafka values; remove it.")
         }
         Some(payload)
     }
 
-    KafkaConfig(consumer ++ groupId + ("bootstrap.servers" -> servers.trim), subscription,
-      starting, stopping, o.get(FailOnDataLoss).get, o.get(IncludeHeaders).get,
-      o.get(PartitionDiscoveryIntervalMs).get, o.get(PollTimeoutMs).get, payload, o.get(IncludeKey).get,
-      startingOption(o), o.get(StartingOffsetsByTimestampStrategy).get.equalsIgnoreCase("latest"))
+    KafkaConfig(
+      consumer ++ groupId + ("bootstrap.servers" -> servers.trim),
+      subscription,
+      starting,
+      stopping,
+      o.get(FailOnDataLoss).get,
+      o.get(IncludeHeaders).get,
+      o.get(PartitionDiscoveryIntervalMs).get,
+      o.get(PollTimeoutMs).get,
+      payload,
+      o.get(IncludeKey).get,
+      startingOption(o),
+      o.get(StartingOffsetsByTimestampStrategy).get.equalsIgnoreCase("latest"))
   }
 }

@@ -23,6 +23,7 @@ private[kafka] object KafkaConsumerPool {
 
   /** Idle consumers kept per configuration: enough for every partition a few queries read. */
   private val MaxIdlePerKey = 32
+
   /** An idle consumer unused this long is closed (a query that stopped, partitions read no more). */
   private val MaxIdleMs = 5 * 60 * 1000L
 
@@ -34,11 +35,14 @@ private[kafka] object KafkaConsumerPool {
    * assigned (what it fetched for them is kept when it is assigned the rest), else the one idle
    * the longest, else a new one. Its assignment and paused partitions are as it was left.
    */
-  def borrow(properties: Map[String, String], partitions: Set[TopicPartition] = Set.empty): Consumer = {
+  def borrow(
+      properties: Map[String, String],
+      partitions: Set[TopicPartition] = Set.empty): Consumer = {
     val pooled = idle.synchronized {
       Option(idle.get(properties)).flatMap { queue =>
         def shared(i: Idle) = i.consumer.assignment().asScala.count(partitions.contains)
-        val best = if (queue.isEmpty) None else Some(queue.asScala.maxBy(shared)).filter(shared(_) > 0)
+        val best =
+          if (queue.isEmpty) None else Some(queue.asScala.maxBy(shared)).filter(shared(_) > 0)
         val chosen = best.orElse(Option(queue.peekLast()))
         chosen.foreach(queue.remove)
         chosen.map(_.consumer)
@@ -62,9 +66,14 @@ private[kafka] object KafkaConsumerPool {
     withoutInterrupt(releaseNow(properties, consumer, healthy, System.currentTimeMillis()))
 
   /** `now` is given by tests, to see idle consumers age. */
-  private[kafka] def releaseNow(properties: Map[String, String], consumer: Consumer, healthy: Boolean, now: Long): Unit = {
+  private[kafka] def releaseNow(
+      properties: Map[String, String],
+      consumer: Consumer,
+      healthy: Boolean,
+      now: Long): Unit = {
     val paused = healthy && {
-      try { consumer.pause(consumer.assignment()); true } catch { case NonFatal(_) => false }
+      try { consumer.pause(consumer.assignment()); true }
+      catch { case NonFatal(_) => false }
     }
     val evicted = idle.synchronized {
       val queue = idle.computeIfAbsent(properties, _ => new java.util.ArrayDeque[Idle]())
@@ -95,7 +104,9 @@ private[kafka] object KafkaConsumerPool {
     // user gave (kafka.group.id, groupIdPrefix) is only a label, as partitions are assigned.
     props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false")
     props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "none")
-    props.putIfAbsent(ConsumerConfig.CLIENT_ID_CONFIG, s"sluice-reader-${java.util.UUID.randomUUID()}")
+    props.putIfAbsent(
+      ConsumerConfig.CLIENT_ID_CONFIG,
+      s"sluice-reader-${java.util.UUID.randomUUID()}")
     new KafkaConsumer(props, new ByteArrayDeserializer, new ByteArrayDeserializer)
   }
 
@@ -105,9 +116,11 @@ private[kafka] object KafkaConsumerPool {
    */
   private def withoutInterrupt(body: => Unit): Unit = {
     val interrupted = Thread.interrupted()
-    try body finally if (interrupted) Thread.currentThread().interrupt()
+    try body
+    finally if (interrupted) Thread.currentThread().interrupt()
   }
 
   private def closeQuietly(consumer: Consumer): Unit =
-    try consumer.close(java.time.Duration.ofSeconds(5)) catch { case NonFatal(_) => }
+    try consumer.close(java.time.Duration.ofSeconds(5))
+    catch { case NonFatal(_) => }
 }

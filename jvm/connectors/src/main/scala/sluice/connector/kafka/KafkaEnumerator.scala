@@ -23,16 +23,19 @@ import sluice.api._
  * offset at or after a time, so alignment can cut a partition's range where it would pass the limit.
  */
 final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumeratorState])
-  extends SplitEnumerator[KafkaPartitionSplit, KafkaEnumeratorState]
-  with SupportsEventTimeIndex[KafkaPartitionSplit] {
+    extends SplitEnumerator[KafkaPartitionSplit, KafkaEnumeratorState]
+    with SupportsEventTimeIndex[KafkaPartitionSplit] {
   import KafkaEnumerator._
 
   private var discovered: Set[TopicPartition] = restored.map(_.discovered).getOrElse(Set.empty)
   private var initialDiscoveryDone = restored.exists(_.initialDiscoveryDone)
   private var topicIds: Map[String, String] = restored.map(_.topicIds).getOrElse(Map.empty)
-  private var incarnations: Map[TopicPartition, Int] = restored.map(_.incarnations).getOrElse(Map.empty)
+  private var incarnations: Map[TopicPartition, Int] =
+    restored.map(_.incarnations).getOrElse(Map.empty)
+
   /** Where readers got in each split, as the runtime last told. */
   private var positions: Map[String, Long] = Map.empty
+
   /** Partitions whose log no longer continues where they were read, and the offset each goes on from. */
   private var broken: Map[TopicPartition, Long] = Map.empty
   private var lastDiscoveryMs = Long.MinValue
@@ -41,7 +44,9 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
     if (adminClient == null) {
       val props = new Properties()
       config.consumerProperties.foreach { case (k, v) => props.put(k, v) }
-      props.put(AdminClientConfig.CLIENT_ID_CONFIG, s"sluice-enumerator-${java.util.UUID.randomUUID()}")
+      props.put(
+        AdminClientConfig.CLIENT_ID_CONFIG,
+        s"sluice-enumerator-${java.util.UUID.randomUUID()}")
       adminClient = Admin.create(props)
     }
     adminClient
@@ -55,7 +60,8 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
   override def discoverSplits(): Seq[KafkaPartitionSplit] = {
     val now = System.currentTimeMillis()
     // a restored enumerator discovers at its first planning (`now - MinValue` would overflow)
-    val due = lastDiscoveryMs == Long.MinValue || now - lastDiscoveryMs >= config.partitionDiscoveryIntervalMs
+    val due =
+      lastDiscoveryMs == Long.MinValue || now - lastDiscoveryMs >= config.partitionDiscoveryIntervalMs
     if (initialDiscoveryDone && (bounded || !due)) {
       return goOnFromBroken()
     }
@@ -64,13 +70,21 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
     recreatedTopics(ids)
     val replacements = goOnFromBroken()
     val fresh = (partitions -- discovered).toSeq.sortBy(tp => (tp.topic, tp.partition))
-    val splits = if (fresh.isEmpty) Nil else {
-      // Partitions that appear after the query started are read from their beginning, as Spark does.
-      val starting = if (initialDiscoveryDone) OffsetsInitializer.Earliest else config.starting
-      val starts = resolve(fresh, starting, atEnd = false)
-      val stops = config.stopping.map(resolve(fresh, _, atEnd = true))
-      fresh.map(tp => KafkaPartitionSplit(tp.topic, tp.partition, starts(tp), stops.map(_(tp)), incarnations.getOrElse(tp, 0)))
-    }
+    val splits =
+      if (fresh.isEmpty) Nil
+      else {
+        // Partitions that appear after the query started are read from their beginning, as Spark does.
+        val starting = if (initialDiscoveryDone) OffsetsInitializer.Earliest else config.starting
+        val starts = resolve(fresh, starting, atEnd = false)
+        val stops = config.stopping.map(resolve(fresh, _, atEnd = true))
+        fresh.map(tp =>
+          KafkaPartitionSplit(
+            tp.topic,
+            tp.partition,
+            starts(tp),
+            stops.map(_(tp)),
+            incarnations.getOrElse(tp, 0)))
+      }
     discovered ++= fresh
     topicIds ++= ids.filter { case (topic, _) => discovered.exists(_.topic == topic) }
     initialDiscoveryDone = true
@@ -87,10 +101,11 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
     if (recreated.isEmpty) return
     if (config.failOnDataLoss) {
       val (topic, id) = recreated.head
-      throw new IllegalStateException(s"KafkaSource: topic $topic was deleted and re-created (its topic id " +
-        s"changed from ${topicIds(topic)} to $id) after this query started reading it: records of the old topic " +
-        "not read yet are lost, and the new topic's offsets do not continue the old ones. Set failOnDataLoss=false " +
-        "to read the new topic from its beginning (counted as partitionsReset in the source metrics).")
+      throw new IllegalStateException(
+        s"KafkaSource: topic $topic was deleted and re-created (its topic id " +
+          s"changed from ${topicIds(topic)} to $id) after this query started reading it: records of the old topic " +
+          "not read yet are lost, and the new topic's offsets do not continue the old ones. Set failOnDataLoss=false " +
+          "to read the new topic from its beginning (counted as partitionsReset in the source metrics).")
     }
     val partitions = discovered.filter(tp => recreated.contains(tp.topic)).toSeq
     val earliest = listOffsets(partitions, OffsetSpec.earliest(), tolerateMissing = true)
@@ -109,20 +124,23 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
    * A bounded source only finishes them: its stop offsets belonged to the old log.
    */
   private def goOnFromBroken(): Seq[KafkaPartitionSplit] = {
-    val splits = broken.toSeq.sortBy { case (tp, _) => (tp.topic, tp.partition) }.map { case (tp, from) =>
-      val next = incarnations.getOrElse(tp, 0) + 1
-      incarnations += tp -> next
-      log.warn(s"KafkaSource: partition $tp no longer continues where it was read; it goes on from offset " +
-        s"$from as split ${KafkaPartitionSplit(tp.topic, tp.partition, from, None, next).splitId} (failOnDataLoss=false).")
-      KafkaPartitionSplit(tp.topic, tp.partition, from, None, next)
-    }
+    val splits =
+      broken.toSeq.sortBy { case (tp, _) => (tp.topic, tp.partition) }.map { case (tp, from) =>
+        val next = incarnations.getOrElse(tp, 0) + 1
+        incarnations += tp -> next
+        log.warn(s"KafkaSource: partition $tp no longer continues where it was read; it goes on from offset " +
+          s"$from as split ${KafkaPartitionSplit(tp.topic, tp.partition, from, None, next).splitId} (failOnDataLoss=false).")
+        KafkaPartitionSplit(tp.topic, tp.partition, from, None, next)
+      }
     broken = Map.empty
     if (bounded) Nil else splits
   }
 
   /** A split of an incarnation that was replaced reads nothing more. */
   override def isFinished(split: KafkaPartitionSplit, position: Long): Boolean =
-    super.isFinished(split, position) || split.incarnation < incarnations.getOrElse(split.topicPartition, 0)
+    super.isFinished(split, position) || split.incarnation < incarnations.getOrElse(
+      split.topicPartition,
+      0)
 
   /**
    * A partition's log ends below the offset already read (truncated by an unclean leader election,
@@ -131,10 +149,11 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
    */
   private def logBelowRead(s: KafkaPartitionSplit, end: Long, read: Long): Unit = {
     if (config.failOnDataLoss) {
-      throw new IllegalStateException(s"KafkaSource: topic ${s.topic} partition ${s.partition} now ends at offset " +
-        s"$end, below offset $read that this query already read up to: its log was truncated, or the topic was " +
-        "deleted and re-created. Records may have been lost, and offsets no longer mean what they meant. Set " +
-        s"failOnDataLoss=false to go on from offset $end (counted as partitionsReset in the source metrics).")
+      throw new IllegalStateException(
+        s"KafkaSource: topic ${s.topic} partition ${s.partition} now ends at offset " +
+          s"$end, below offset $read that this query already read up to: its log was truncated, or the topic was " +
+          "deleted and re-created. Records may have been lost, and offsets no longer mean what they meant. Set " +
+          s"failOnDataLoss=false to go on from offset $end (counted as partitionsReset in the source metrics).")
     }
     broken += s.topicPartition -> end
     // a re-created topic also ends early: look at its id before going on, or it would be reset twice
@@ -144,14 +163,20 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
   override def noMoreSplits: Boolean = bounded && initialDiscoveryDone
 
   override def availablePositions(splits: Seq[KafkaPartitionSplit]): Map[String, Long] = {
-    val (finished, current) = splits.partition(s => isFinished(s, positions.getOrElse(s.splitId, s.startPosition)))
-    val done = finished.map(s => s.splitId -> positions.getOrElse(s.splitId, s.startPosition)).toMap
+    val (finished, current) =
+      splits.partition(s => isFinished(s, positions.getOrElse(s.splitId, s.startPosition)))
+    val done =
+      finished.map(s => s.splitId -> positions.getOrElse(s.splitId, s.startPosition)).toMap
     if (current.isEmpty) return done
-    val latest = listOffsets(current.map(_.topicPartition), OffsetSpec.latest(), tolerateMissing = true)
+    val latest =
+      listOffsets(current.map(_.topicPartition), OffsetSpec.latest(), tolerateMissing = true)
     done ++ current.map { s =>
       val end = latest.get(s.topicPartition) match {
         case Some(offset) =>
-          positions.get(s.splitId).filter(offset < _).foreach(read => logBelowRead(s, offset, read))
+          positions
+            .get(s.splitId)
+            .filter(offset < _)
+            .foreach(read => logBelowRead(s, offset, read))
           offset
         case None if config.failOnDataLoss =>
           throw new IllegalStateException(
@@ -165,10 +190,16 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
     }.toMap
   }
 
-  override def positionsBefore(ranges: Seq[SplitRange[KafkaPartitionSplit]], eventTimeMs: Long): Map[String, Long] = {
+  override def positionsBefore(
+      ranges: Seq[SplitRange[KafkaPartitionSplit]],
+      eventTimeMs: Long): Map[String, Long] = {
     // Kafka reserves negative timestamps for "latest"/"earliest"; records are never that old.
-    if (ranges.isEmpty || eventTimeMs <= 0) return ranges.map(r => r.split.splitId -> r.from).toMap
-    val found = listOffsetInfos(ranges.map(_.split.topicPartition), OffsetSpec.forTimestamp(eventTimeMs), tolerateMissing = true)
+    if (ranges.isEmpty || eventTimeMs <= 0)
+      return ranges.map(r => r.split.splitId -> r.from).toMap
+    val found = listOffsetInfos(
+      ranges.map(_.split.topicPartition),
+      OffsetSpec.forTimestamp(eventTimeMs),
+      tolerateMissing = true)
     ranges.map { r =>
       // the first offset with a timestamp >= eventTimeMs; none (-1): every record is earlier
       val first = found.get(r.split.topicPartition).map(_.offset()).getOrElse(r.from)
@@ -181,19 +212,34 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
    * range's, exact when the range reaches the partition's end. Brokers that cannot answer leave
    * alignment with the splits' reported event times only.
    */
-  override def latestEventTimes(ranges: Seq[SplitRange[KafkaPartitionSplit]]): Map[String, Long] = {
+  override def latestEventTimes(
+      ranges: Seq[SplitRange[KafkaPartitionSplit]]): Map[String, Long] = {
     if (ranges.isEmpty || !maxTimestampSupported) return Map.empty
-    val found = try listOffsetInfos(ranges.map(_.split.topicPartition), OffsetSpec.maxTimestamp(), tolerateMissing = true)
-    catch {
-      case e: IllegalStateException if e.getCause.isInstanceOf[org.apache.kafka.common.errors.UnsupportedVersionException] =>
-        maxTimestampSupported = false
-        Map.empty[TopicPartition, ListOffsetsResultInfo]
-    }
-    ranges.flatMap(r => found.get(r.split.topicPartition).filter(_.offset() >= 0).map(r.split.splitId -> _.timestamp())).toMap
+    val found =
+      try
+        listOffsetInfos(
+          ranges.map(_.split.topicPartition),
+          OffsetSpec.maxTimestamp(),
+          tolerateMissing = true)
+      catch {
+        case e: IllegalStateException
+            if e.getCause
+              .isInstanceOf[org.apache.kafka.common.errors.UnsupportedVersionException] =>
+          maxTimestampSupported = false
+          Map.empty[TopicPartition, ListOffsetsResultInfo]
+      }
+    ranges
+      .flatMap(r =>
+        found
+          .get(r.split.topicPartition)
+          .filter(_.offset() >= 0)
+          .map(r.split.splitId -> _.timestamp()))
+      .toMap
   }
   private var maxTimestampSupported = true
 
-  override def firstEventTimes(ranges: Seq[SplitRange[KafkaPartitionSplit]]): Map[String, Long] = {
+  override def firstEventTimes(
+      ranges: Seq[SplitRange[KafkaPartitionSplit]]): Map[String, Long] = {
     val wanted = ranges.filterNot(_.isEmpty)
     if (wanted.isEmpty) return Map.empty
     // Only a fetch can tell the timestamp at an offset: seek a consumer there and read one record each.
@@ -206,12 +252,14 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
       val times = scala.collection.mutable.Map[String, Long]()
       val deadline = System.currentTimeMillis() + FirstRecordTimeoutMs
       while (times.size < wanted.size && System.currentTimeMillis() < deadline) {
-        val polled = try consumer.poll(java.time.Duration.ofMillis(200)) catch {
-          case e: org.apache.kafka.clients.consumer.OffsetOutOfRangeException =>
-            // gone by retention: unknown here; the reader decides about the loss (failOnDataLoss)
-            consumer.pause(e.offsetOutOfRangePartitions().keySet())
-            org.apache.kafka.clients.consumer.ConsumerRecords.empty[Array[Byte], Array[Byte]]()
-        }
+        val polled =
+          try consumer.poll(java.time.Duration.ofMillis(200))
+          catch {
+            case e: org.apache.kafka.clients.consumer.OffsetOutOfRangeException =>
+              // gone by retention: unknown here; the reader decides about the loss (failOnDataLoss)
+              consumer.pause(e.offsetOutOfRangePartitions().keySet())
+              org.apache.kafka.clients.consumer.ConsumerRecords.empty[Array[Byte], Array[Byte]]()
+          }
         polled.asScala.foreach { rec =>
           val tp = new TopicPartition(rec.topic, rec.partition)
           byTp.get(tp).filter(r => rec.offset >= r.from).foreach { r =>
@@ -225,9 +273,11 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
     } finally KafkaConsumerPool.release(config.consumerProperties, consumer, healthy)
   }
 
-  override def snapshotState(): KafkaEnumeratorState = KafkaEnumeratorState(discovered, initialDiscoveryDone, topicIds, incarnations)
+  override def snapshotState(): KafkaEnumeratorState =
+    KafkaEnumeratorState(discovered, initialDiscoveryDone, topicIds, incarnations)
 
-  override def metrics: Map[String, String] = Map("partitionsReset" -> incarnations.values.sum.toString)
+  override def metrics: Map[String, String] = Map(
+    "partitionsReset" -> incarnations.values.sum.toString)
 
   /**
    * Spark's Kafka source's figures, computed as it computes them: per topic-partition, the
@@ -236,19 +286,24 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
    * split (re-created topic) counts once, by its current split.
    */
   override def backlogMetrics(behind: Seq[(KafkaPartitionSplit, Long)]): Map[String, String] = {
-    val perPartition = behind.groupBy(_._1.topicPartition).values.map(_.maxBy(_._1.incarnation)._2).toSeq
+    val perPartition =
+      behind.groupBy(_._1.topicPartition).values.map(_.maxBy(_._1.incarnation)._2).toSeq
     if (perPartition.isEmpty) Map.empty
-    else Map(
-      "minOffsetsBehindLatest" -> perPartition.min.toString,
-      "maxOffsetsBehindLatest" -> perPartition.max.toString,
-      "avgOffsetsBehindLatest" -> (perPartition.sum.toDouble / perPartition.size).toString)
+    else
+      Map(
+        "minOffsetsBehindLatest" -> perPartition.min.toString,
+        "maxOffsetsBehindLatest" -> perPartition.max.toString,
+        "avgOffsetsBehindLatest" -> (perPartition.sum.toDouble / perPartition.size).toString)
   }
 
   override def endState(finished: Seq[SplitProgress]): EnumeratorEndState =
-    EnumeratorEndState(finished, Map("partitions" -> finished.map(_.splitId).sorted.mkString(",")))
+    EnumeratorEndState(
+      finished,
+      Map("partitions" -> finished.map(_.splitId).sorted.mkString(",")))
 
   override def close(): Unit = if (adminClient != null) {
-    try adminClient.close(java.time.Duration.ofSeconds(5)) catch { case NonFatal(_) => }
+    try adminClient.close(java.time.Duration.ofSeconds(5))
+    catch { case NonFatal(_) => }
     adminClient = null
   }
 
@@ -256,45 +311,68 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
   private[kafka] def partitionsNow(): Set[TopicPartition] = currentPartitions()._1
 
   /** Each topic's `retention.ms` (-1: records are not deleted by age). */
-  private[kafka] def retentionMs(topics: Set[String]): Map[String, Long] = wrap("describe topic configurations") {
-    import org.apache.kafka.common.config.{ConfigResource, TopicConfig}
-    val resources = topics.map(t => new ConfigResource(ConfigResource.Type.TOPIC, t))
-    admin.describeConfigs(resources.asJava).all().get(60, TimeUnit.SECONDS).asScala.map { case (r, c) =>
-      r.name -> Option(c.get(TopicConfig.RETENTION_MS_CONFIG)).flatMap(e => Option(e.value)).map(_.toLong).getOrElse(-1L)
-    }.toMap
-  }
+  private[kafka] def retentionMs(topics: Set[String]): Map[String, Long] =
+    wrap("describe topic configurations") {
+      import org.apache.kafka.common.config.{ConfigResource, TopicConfig}
+      val resources = topics.map(t => new ConfigResource(ConfigResource.Type.TOPIC, t))
+      admin
+        .describeConfigs(resources.asJava)
+        .all()
+        .get(60, TimeUnit.SECONDS)
+        .asScala
+        .map { case (r, c) =>
+          r.name -> Option(c.get(TopicConfig.RETENTION_MS_CONFIG))
+            .flatMap(e => Option(e.value))
+            .map(_.toLong)
+            .getOrElse(-1L)
+        }
+        .toMap
+    }
 
   /** The offset (and its record's timestamp) `spec` designates in each partition; a missing partition is left out. */
-  private[kafka] def offsetsAt(partitions: Seq[TopicPartition], spec: OffsetSpec): Map[TopicPartition, ListOffsetsResultInfo] =
+  private[kafka] def offsetsAt(
+      partitions: Seq[TopicPartition],
+      spec: OffsetSpec): Map[TopicPartition, ListOffsetsResultInfo] =
     listOffsetInfos(partitions, spec, tolerateMissing = true)
 
   /** The subscribed topics' partitions, and each topic's id. */
-  private def currentPartitions(): (Set[TopicPartition], Map[String, String]) = wrap("list topics and partitions") {
-    val topics = config.subscription match {
-      case TopicSubscription.Topics(names) =>
-        val existing = admin.listTopics().names().get(60, TimeUnit.SECONDS).asScala
-        names.filter(existing.contains)
-      case p: TopicSubscription.TopicPattern =>
-        admin.listTopics().names().get(60, TimeUnit.SECONDS).asScala.filter(p.matches).toSeq
-      case TopicSubscription.Assigned(partitions) =>
-        val existing = admin.listTopics().names().get(60, TimeUnit.SECONDS).asScala
-        partitions.keys.filter(existing.contains).toSeq
-    }
-    if (topics.isEmpty) (Set.empty, Map.empty)
-    else {
-      val described = admin.describeTopics(topics.asJava).allTopicNames().get(60, TimeUnit.SECONDS).asScala.values
-      val all = described.flatMap(d => d.partitions().asScala.map(p => new TopicPartition(d.name, p.partition))).toSet
-      val read = config.subscription match {
-        case a: TopicSubscription.Assigned => all.filter(tp => a.includes(tp.topic, tp.partition))
-        case _ => all
+  private def currentPartitions(): (Set[TopicPartition], Map[String, String]) =
+    wrap("list topics and partitions") {
+      val topics = config.subscription match {
+        case TopicSubscription.Topics(names) =>
+          val existing = admin.listTopics().names().get(60, TimeUnit.SECONDS).asScala
+          names.filter(existing.contains)
+        case p: TopicSubscription.TopicPattern =>
+          admin.listTopics().names().get(60, TimeUnit.SECONDS).asScala.filter(p.matches).toSeq
+        case TopicSubscription.Assigned(partitions) =>
+          val existing = admin.listTopics().names().get(60, TimeUnit.SECONDS).asScala
+          partitions.keys.filter(existing.contains).toSeq
       }
-      (read,
-        described.map(d => d.name -> d.topicId.toString).toMap)
+      if (topics.isEmpty) (Set.empty, Map.empty)
+      else {
+        val described = admin
+          .describeTopics(topics.asJava)
+          .allTopicNames()
+          .get(60, TimeUnit.SECONDS)
+          .asScala
+          .values
+        val all = described
+          .flatMap(d => d.partitions().asScala.map(p => new TopicPartition(d.name, p.partition)))
+          .toSet
+        val read = config.subscription match {
+          case a: TopicSubscription.Assigned =>
+            all.filter(tp => a.includes(tp.topic, tp.partition))
+          case _ => all
+        }
+        (read, described.map(d => d.name -> d.topicId.toString).toMap)
+      }
     }
-  }
 
   /** Offsets an initializer designates, per partition. */
-  private def resolve(partitions: Seq[TopicPartition], initializer: OffsetsInitializer, atEnd: Boolean): Map[TopicPartition, Long] = {
+  private def resolve(
+      partitions: Seq[TopicPartition],
+      initializer: OffsetsInitializer,
+      atEnd: Boolean): Map[TopicPartition, Long] = {
     import OffsetsInitializer._
     lazy val earliest = listOffsets(partitions, OffsetSpec.earliest(), tolerateMissing = false)
     lazy val latest = listOffsets(partitions, OffsetSpec.latest(), tolerateMissing = false)
@@ -307,9 +385,10 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
       partitions.map { tp =>
         val offset = found.get(tp).filter(_ >= 0)
         if (offset.isEmpty && !atEnd && !config.startPastLastRecordAtEnd) {
-          throw new IllegalStateException(s"KafkaSource: no record of $tp has a timestamp at or after ${times(tp)}, " +
-            s"the start option '${config.startingOption}' gives; with startingOffsetsByTimestampStrategy=latest " +
-            "(the default is error, as in Spark) such a partition starts at its end.")
+          throw new IllegalStateException(
+            s"KafkaSource: no record of $tp has a timestamp at or after ${times(tp)}, " +
+              s"the start option '${config.startingOption}' gives; with startingOffsetsByTimestampStrategy=latest " +
+              "(the default is error, as in Spark) such a partition starts at its end.")
         }
         tp -> offset.getOrElse(latest(tp))
       }.toMap
@@ -317,14 +396,15 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
     initializer match {
       case Earliest => earliest
       case Latest => latest
-      case Specific(offsets) => partitions.map { tp =>
-        tp -> (offsets.get(tp) match {
-          case Some(EarliestOffset) => earliest(tp)
-          case Some(LatestOffset) => latest(tp)
-          case Some(offset) => offset
-          case None => if (atEnd) latest(tp) else earliest(tp)
-        })
-      }.toMap
+      case Specific(offsets) =>
+        partitions.map { tp =>
+          tp -> (offsets.get(tp) match {
+            case Some(EarliestOffset) => earliest(tp)
+            case Some(LatestOffset) => latest(tp)
+            case Some(offset) => offset
+            case None => if (atEnd) latest(tp) else earliest(tp)
+          })
+        }.toMap
       case Timestamp(ts) => byTime(partitions.map(_ -> ts).toMap)
       case TimestampPerPartition(times) =>
         val missing = partitions.filterNot(times.contains)
@@ -337,32 +417,52 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
     }
   }
 
-  private def listOffsets(partitions: Seq[TopicPartition], spec: OffsetSpec, tolerateMissing: Boolean): Map[TopicPartition, Long] =
-    listOffsetInfos(partitions, spec, tolerateMissing).map { case (tp, info) => tp -> info.offset() }
+  private def listOffsets(
+      partitions: Seq[TopicPartition],
+      spec: OffsetSpec,
+      tolerateMissing: Boolean): Map[TopicPartition, Long] =
+    listOffsetInfos(partitions, spec, tolerateMissing).map { case (tp, info) =>
+      tp -> info.offset()
+    }
 
-  private def listOffsetInfos(partitions: Seq[TopicPartition], spec: OffsetSpec, tolerateMissing: Boolean): Map[TopicPartition, ListOffsetsResultInfo] =
+  private def listOffsetInfos(
+      partitions: Seq[TopicPartition],
+      spec: OffsetSpec,
+      tolerateMissing: Boolean): Map[TopicPartition, ListOffsetsResultInfo] =
     wrap("look up offsets") {
-      val isolation = if (config.readCommitted) IsolationLevel.READ_COMMITTED else IsolationLevel.READ_UNCOMMITTED
-      val result = admin.listOffsets(partitions.map(_ -> spec).toMap.asJava, new ListOffsetsOptions(isolation))
+      val isolation =
+        if (config.readCommitted) IsolationLevel.READ_COMMITTED
+        else IsolationLevel.READ_UNCOMMITTED
+      val result = admin.listOffsets(
+        partitions.map(_ -> spec).toMap.asJava,
+        new ListOffsetsOptions(isolation))
       partitions.flatMap { tp =>
         try Some(tp -> result.partitionResult(tp).get(60, TimeUnit.SECONDS))
         catch {
-          case e: ExecutionException if tolerateMissing && e.getCause.isInstanceOf[UnknownTopicOrPartitionException] => None
+          case e: ExecutionException
+              if tolerateMissing && e.getCause.isInstanceOf[UnknownTopicOrPartitionException] =>
+            None
         }
       }.toMap
     }
 
   private def wrap[T](what: String)(body: => T): T =
-    try body catch {
+    try body
+    catch {
       case e: ExecutionException =>
-        throw new IllegalStateException(s"KafkaSource: could not $what: ${e.getCause.getMessage}", e.getCause)
+        throw new IllegalStateException(
+          s"KafkaSource: could not $what: ${e.getCause.getMessage}",
+          e.getCause)
       case e: java.util.concurrent.TimeoutException =>
-        throw new IllegalStateException(s"KafkaSource: could not $what within 60 s; are the brokers reachable?", e)
+        throw new IllegalStateException(
+          s"KafkaSource: could not $what within 60 s; are the brokers reachable?",
+          e)
     }
 }
 
 private object KafkaEnumerator {
   private val log = org.slf4j.LoggerFactory.getLogger(classOf[KafkaEnumerator])
+
   /** How long finding the first record's timestamp of the partitions may take (answers are cached). */
   val FirstRecordTimeoutMs = 5000L
 }
@@ -378,21 +478,26 @@ final case class KafkaEnumeratorState(
     topicIds: Map[String, String] = Map.empty,
     incarnations: Map[TopicPartition, Int] = Map.empty)
 
-private[kafka] object KafkaEnumeratorStateSerializer extends VersionedSerializer[KafkaEnumeratorState] {
+private[kafka] object KafkaEnumeratorStateSerializer
+    extends VersionedSerializer[KafkaEnumeratorState] {
+
   /** 2 adds topic ids and incarnations; 1 still reads. */
   override val version: Int = 2
   // "done;p:topic,...;id:topic,...;n:p:topic,...": the topic is the free-form tail of each entry.
   override def serialize(s: KafkaEnumeratorState): String = {
-    def partitions(tps: Iterable[TopicPartition]) = tps.toSeq.sortBy(tp => (tp.topic, tp.partition))
+    def partitions(tps: Iterable[TopicPartition]) =
+      tps.toSeq.sortBy(tp => (tp.topic, tp.partition))
     Seq(
       s.initialDiscoveryDone.toString,
       partitions(s.discovered).map(tp => s"${tp.partition}:${tp.topic}").mkString(","),
       s.topicIds.toSeq.sorted.map { case (topic, id) => s"$id:$topic" }.mkString(","),
-      partitions(s.incarnations.keys).map(tp => s"${s.incarnations(tp)}:${tp.partition}:${tp.topic}").mkString(",")
-    ).mkString(";")
+      partitions(s.incarnations.keys)
+        .map(tp => s"${s.incarnations(tp)}:${tp.partition}:${tp.topic}")
+        .mkString(",")).mkString(";")
   }
   override def deserialize(version: Int, text: String): KafkaEnumeratorState = {
-    if (version > this.version) throw VersionedSerializer.unsupported("Kafka enumerator state", version, this.version)
+    if (version > this.version)
+      throw VersionedSerializer.unsupported("Kafka enumerator state", version, this.version)
     val fields = text.split(";", -1)
     def entries(i: Int) = fields.lift(i).toSeq.flatMap(_.split(",")).filter(_.nonEmpty)
     val partitions = entries(1).map { e =>

@@ -17,12 +17,14 @@ final case class KafkaPartitionSplit(
     startPosition: Long,
     stopPosition: Option[Long],
     incarnation: Int = 0)
-  extends SourceSplit {
-  override val splitId: String = if (incarnation == 0) s"$topic-$partition" else s"$topic-$partition@$incarnation"
+    extends SourceSplit {
+  override val splitId: String =
+    if (incarnation == 0) s"$topic-$partition" else s"$topic-$partition@$incarnation"
   def topicPartition: TopicPartition = new TopicPartition(topic, partition)
 }
 
 private[kafka] object KafkaSplitSerializer extends VersionedSerializer[KafkaPartitionSplit] {
+
   /** 2 adds the incarnation; 1 (without it) still reads. */
   override val version: Int = 2
 
@@ -32,7 +34,8 @@ private[kafka] object KafkaSplitSerializer extends VersionedSerializer[KafkaPart
     s"${s.partition}:${s.startPosition}:${s.stopPosition.map(_.toString).getOrElse("")}:${s.incarnation}:${s.topic}"
 
   override def deserialize(version: Int, text: String): KafkaPartitionSplit = {
-    if (version > this.version) throw VersionedSerializer.unsupported("a Kafka split", version, this.version)
+    if (version > this.version)
+      throw VersionedSerializer.unsupported("a Kafka split", version, this.version)
     def stop(t: String) = if (t.isEmpty) None else Some(t.toLong)
     if (version == 1) {
       val Array(partition, start, end, topic) = text.split(":", 4)

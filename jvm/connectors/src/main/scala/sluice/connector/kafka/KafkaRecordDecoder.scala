@@ -15,6 +15,7 @@ import sluice.connector.format.{PayloadFormat, Provenance}
  */
 sealed trait KafkaRecordDecoder extends Serializable {
   def schema: StructType
+
   /** Whether rows carry record times (the full layout); compact readers never read them. */
   def readsTimestamps: Boolean = true
 }
@@ -29,9 +30,11 @@ object KafkaRecordDecoder {
     override def readsTimestamps: Boolean = false
   }
 
-  final case class Parsed(format: PayloadFormat, withProvenance: Boolean = true) extends KafkaRecordDecoder {
+  final case class Parsed(format: PayloadFormat, withProvenance: Boolean = true)
+      extends KafkaRecordDecoder {
     override def schema: StructType =
-      if (withProvenance) Provenance.appendTo(format.outputSchema, "KafkaSource") else format.outputSchema
+      if (withProvenance) Provenance.appendTo(format.outputSchema, "KafkaSource")
+      else format.outputSchema
     override def readsTimestamps: Boolean = withProvenance
   }
 }
@@ -56,14 +59,14 @@ private[kafka] final class ParsedRecords(format: PayloadFormat, withProvenance: 
       appender.split(UTF8String.fromString(splitId))
     }
     val value = record.value
-    rows =
-      if (value == null) { nullValues += 1; Iterator.empty }
-      else parser.parse(value, 0, value.length, splitId, record.offset)
+    rows = if (value == null) { nullValues += 1; Iterator.empty }
+    else parser.parse(value, 0, value.length, splitId, record.offset)
   }
 
   def hasNext: Boolean = rows.hasNext
 
   def next(): InternalRow =
-    if (withProvenance) appender(rows.next(), record.offset, record.timestamp * 1000L, hasTimestamp = true)
+    if (withProvenance)
+      appender(rows.next(), record.offset, record.timestamp * 1000L, hasTimestamp = true)
     else rows.next()
 }

@@ -29,7 +29,9 @@ final class KafkaRetentionWatch(config: KafkaConfig) extends RetentionWatch {
   override def check(startAtTimestamp: Option[Long], nowMs: Long): RetentionCheck = {
     val partitions = lookup.partitionsNow().toSeq.sortBy(tp => (tp.topic, tp.partition))
     if (partitions.isEmpty) return RetentionCheck(None, None)
-    startAtTimestamp.map(ts => Start.Timestamps(partitions.map(_ -> ts).toMap)).orElse(configuredStart(partitions)) match {
+    startAtTimestamp
+      .map(ts => Start.Timestamps(partitions.map(_ -> ts).toMap))
+      .orElse(configuredStart(partitions)) match {
       case None => RetentionCheck(None, None)
       case Some(Start.Offsets(offsets)) => atOffsets(offsets)
       case Some(Start.Timestamps(times)) => atTimestamps(times, nowMs)
@@ -44,26 +46,37 @@ final class KafkaRetentionWatch(config: KafkaConfig) extends RetentionWatch {
       case Specific(offsets) =>
         Some(Start.Offsets(offsets.filter { case (tp, o) => o >= 0 && partitions.contains(tp) }))
       case Timestamp(ts) => Some(Start.Timestamps(partitions.map(_ -> ts).toMap))
-      case TimestampPerPartition(times) => Some(Start.Timestamps(times.filter { case (tp, _) => partitions.contains(tp) }))
+      case TimestampPerPartition(times) =>
+        Some(Start.Timestamps(times.filter { case (tp, _) => partitions.contains(tp) }))
     }
   }
 
   private def atOffsets(offsets: Map[TopicPartition, Long]): RetentionCheck = {
     val earliest = lookup.offsetsAt(offsets.keys.toSeq, OffsetSpec.earliest())
     val gone = offsets.toSeq.sortBy(_._1.toString).flatMap { case (tp, start) =>
-      earliest.get(tp).map(_.offset()).filter(_ > start).map(e => s"$tp from offset $start (it now begins at offset $e)")
+      earliest
+        .get(tp)
+        .map(_.offset())
+        .filter(_ > start)
+        .map(e => s"$tp from offset $start (it now begins at offset $e)")
     }
     // the timestamp of the record at a start offset needs a fetch: no headroom for an offset start
-    RetentionCheck(None, Option.when(gone.nonEmpty)(s"the records it starts at are gone: ${gone.mkString("; ")}. " +
-      s"Keep them longer (raise retention.ms of ${topicsOf(offsets.keys)}), or give it start offsets that still exist."),
+    RetentionCheck(
+      None,
+      Option.when(gone.nonEmpty)(s"the records it starts at are gone: ${gone.mkString("; ")}. " +
+        s"Keep them longer (raise retention.ms of ${topicsOf(offsets.keys)}), or give it start offsets that still exist."),
       tolerated = !config.failOnDataLoss)
   }
 
   private def atTimestamps(times: Map[TopicPartition, Long], nowMs: Long): RetentionCheck = {
     val retention = lookup.retentionMs(times.keySet.map(_.topic))
     val earliest = lookup.offsetsAt(times.keys.toSeq, OffsetSpec.earliest())
-    val firstAtStart = times.groupBy(_._2).flatMap { case (ts, tps) => lookup.offsetsAt(tps.keys.toSeq, OffsetSpec.forTimestamp(ts)) }
-    val ageing = times.toSeq.flatMap { case (tp, ts) => retention.get(tp.topic).filter(_ >= 0).map(r => ts + r - nowMs) }
+    val firstAtStart = times.groupBy(_._2).flatMap { case (ts, tps) =>
+      lookup.offsetsAt(tps.keys.toSeq, OffsetSpec.forTimestamp(ts))
+    }
+    val ageing = times.toSeq.flatMap { case (tp, ts) =>
+      retention.get(tp.topic).filter(_ >= 0).map(r => ts + r - nowMs)
+    }
     val gone = times.toSeq.sortBy(_._1.toString).flatMap { case (tp, ts) =>
       for {
         begin <- earliest.get(tp).map(_.offset()) if begin > 0
@@ -72,10 +85,15 @@ final class KafkaRetentionWatch(config: KafkaConfig) extends RetentionWatch {
       } yield s"$tp from its first record at or after ${instant(ts)} (it now begins at offset $begin, a record of " +
         s"${instant(first.timestamp())})"
     }
-    val retentions = retention.toSeq.sorted.map { case (t, r) => s"$t: ${if (r < 0) "none" else s"$r ms"}" }.mkString(", ")
-    RetentionCheck(ageing.minOption, Option.when(gone.nonEmpty)(s"the records it needs are gone: ${gone.mkString("; ")} " +
-      s"(retention.ms of $retentions). Keep them longer (raise retention.ms of ${topicsOf(times.keys)}), let the " +
-      "previous source reach later event times, or start this source later."), tolerated = !config.failOnDataLoss)
+    val retentions = retention.toSeq.sorted
+      .map { case (t, r) => s"$t: ${if (r < 0) "none" else s"$r ms"}" }
+      .mkString(", ")
+    RetentionCheck(
+      ageing.minOption,
+      Option.when(gone.nonEmpty)(s"the records it needs are gone: ${gone.mkString("; ")} " +
+        s"(retention.ms of $retentions). Keep them longer (raise retention.ms of ${topicsOf(times.keys)}), let the " +
+        "previous source reach later event times, or start this source later."),
+      tolerated = !config.failOnDataLoss)
   }
 
   override def close(): Unit = lookup.close()
@@ -89,5 +107,6 @@ private object KafkaRetentionWatch {
   }
 
   def instant(ms: Long): String = s"$ms (${Instant.ofEpochMilli(ms)})"
-  def topicsOf(tps: Iterable[TopicPartition]): String = tps.map(_.topic).toSeq.distinct.sorted.mkString(", ")
+  def topicsOf(tps: Iterable[TopicPartition]): String =
+    tps.map(_.topic).toSeq.distinct.sorted.mkString(", ")
 }

@@ -22,7 +22,8 @@ final class KafkaRowConverter(includeHeaders: Boolean) extends RawRowConverter {
   private val writer = new UnsafeRowWriter(7)
   private var topic: String = _
   private var topicUtf8: UTF8String = _
-  private lazy val withHeaders = UnsafeProjection.create(KafkaRowConverter.schema(includeHeaders = true))
+  private lazy val withHeaders =
+    UnsafeProjection.create(KafkaRowConverter.schema(includeHeaders = true))
   private lazy val generic = new GenericInternalRow(8)
 
   override def convert(record: ConsumerRecord[Array[Byte], Array[Byte]]): InternalRow = {
@@ -30,7 +31,8 @@ final class KafkaRowConverter(includeHeaders: Boolean) extends RawRowConverter {
       topic = record.topic
       topicUtf8 = UTF8String.fromString(topic)
     }
-    if (includeHeaders) convertWithHeaders(record) else {
+    if (includeHeaders) convertWithHeaders(record)
+    else {
       writer.reset()
       writer.zeroOutNullBytes()
       if (record.key == null) writer.setNullAt(0) else writer.write(0, record.key)
@@ -44,7 +46,8 @@ final class KafkaRowConverter(includeHeaders: Boolean) extends RawRowConverter {
     }
   }
 
-  private def convertWithHeaders(record: ConsumerRecord[Array[Byte], Array[Byte]]): InternalRow = {
+  private def convertWithHeaders(
+      record: ConsumerRecord[Array[Byte], Array[Byte]]): InternalRow = {
     generic.update(0, record.key)
     generic.update(1, record.value)
     generic.update(2, topicUtf8)
@@ -53,27 +56,32 @@ final class KafkaRowConverter(includeHeaders: Boolean) extends RawRowConverter {
     generic.update(5, record.timestamp * 1000L)
     generic.update(6, record.timestampType.id)
     val headers = record.headers.toArray
-    generic.update(7, if (headers.isEmpty) null else new GenericArrayData(headers.map { h =>
-      new GenericInternalRow(Array[Any](UTF8String.fromString(h.key), h.value))
-    }))
+    generic.update(
+      7,
+      if (headers.isEmpty) null
+      else
+        new GenericArrayData(headers.map { h =>
+          new GenericInternalRow(Array[Any](UTF8String.fromString(h.key), h.value))
+        }))
     withHeaders(generic)
   }
 }
 
 object KafkaRowConverter {
-  val HeadersType: DataType = ArrayType(StructType(Seq(
-    StructField("key", StringType), StructField("value", BinaryType))))
+  val HeadersType: DataType = ArrayType(
+    StructType(Seq(StructField("key", StringType), StructField("value", BinaryType))))
 
   /** Spark's Kafka source schema. */
   def schema(includeHeaders: Boolean): StructType = {
-    val base = StructType(Seq(
-      StructField("key", BinaryType),
-      StructField("value", BinaryType),
-      StructField("topic", StringType),
-      StructField("partition", IntegerType),
-      StructField("offset", LongType),
-      StructField("timestamp", TimestampType),
-      StructField("timestampType", IntegerType)))
+    val base = StructType(
+      Seq(
+        StructField("key", BinaryType),
+        StructField("value", BinaryType),
+        StructField("topic", StringType),
+        StructField("partition", IntegerType),
+        StructField("offset", LongType),
+        StructField("timestamp", TimestampType),
+        StructField("timestampType", IntegerType)))
     if (includeHeaders) base.add(StructField("headers", HeadersType)) else base
   }
 }

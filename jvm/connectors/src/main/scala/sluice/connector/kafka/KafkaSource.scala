@@ -12,10 +12,10 @@ import sluice.config.{ConfigOption, RecordLayout}
  * offsets are given.
  */
 final class KafkaSource private (rawOptions: Map[String, String], val config: KafkaConfig)
-  extends Source[KafkaPartitionSplit, KafkaEnumeratorState]
-  with SupportsStartAtTimestamp
-  with SupportsRetentionWatch
-  with SupportsSplitPausing[KafkaPartitionSplit] {
+    extends Source[KafkaPartitionSplit, KafkaEnumeratorState]
+    with SupportsStartAtTimestamp
+    with SupportsRetentionWatch
+    with SupportsSplitPausing[KafkaPartitionSplit] {
 
   override def sourceType: String = KafkaSource.Type
 
@@ -31,22 +31,28 @@ final class KafkaSource private (rawOptions: Map[String, String], val config: Ka
     config.checkStartSubscribed()
     new KafkaEnumerator(config, None)
   }
-  override def restoreEnumerator(state: KafkaEnumeratorState): KafkaEnumerator = new KafkaEnumerator(config, Some(state))
-  override def createReader(context: ReaderContext): KafkaSplitReader = new KafkaSplitReader(config, context)
+  override def restoreEnumerator(state: KafkaEnumeratorState): KafkaEnumerator =
+    new KafkaEnumerator(config, Some(state))
+  override def createReader(context: ReaderContext): KafkaSplitReader =
+    new KafkaSplitReader(config, context)
 
   override def retentionWatch(): KafkaRetentionWatch = new KafkaRetentionWatch(config)
 
   override def splitSerializer: VersionedSerializer[KafkaPartitionSplit] = KafkaSplitSerializer
-  override def enumeratorStateSerializer: VersionedSerializer[KafkaEnumeratorState] = KafkaEnumeratorStateSerializer
+  override def enumeratorStateSerializer: VersionedSerializer[KafkaEnumeratorState] =
+    KafkaEnumeratorStateSerializer
 
   /** The same source, starting every partition at its first record at or after `timestampMs`. */
   override def startingAtTimestamp(timestampMs: Long): KafkaSource = {
     import KafkaConfig._
-    val starts = Seq(StartingOffsets, StartingTimestamp, StartingOffsetsByTimestamp).map(_.name.toLowerCase)
+    val starts =
+      Seq(StartingOffsets, StartingTimestamp, StartingOffsetsByTimestamp).map(_.name.toLowerCase)
     // a partition with nothing at or after the timestamp starts at its end: nothing there to skip
-    KafkaSource.fromOptions(rawOptions.filterNot(e => (starts :+ StartingOffsetsByTimestampStrategy.name.toLowerCase)
-      .contains(e._1.toLowerCase)) + (StartingTimestamp.name -> timestampMs.toString) +
-      (StartingOffsetsByTimestampStrategy.name -> "latest"))
+    KafkaSource.fromOptions(
+      rawOptions.filterNot(e =>
+        (starts :+ StartingOffsetsByTimestampStrategy.name.toLowerCase)
+          .contains(e._1.toLowerCase)) + (StartingTimestamp.name -> timestampMs.toString) +
+        (StartingOffsetsByTimestampStrategy.name -> "latest"))
   }
 
   override def toString: String = s"KafkaSource($config)"
@@ -70,11 +76,17 @@ object KafkaSource {
     def bootstrapServers(servers: String): Builder = set(BootstrapServers.name, servers)
     def topics(topics: String*): Builder = set(Subscribe.name, topics.mkString(","))
     def topicPattern(regex: String): Builder = set(SubscribePattern.name, regex)
+
     /** Spark's `assign`: these partitions only (give this, `topics` or `topicPattern`). */
-    def partitions(assigned: Map[String, Seq[Int]]): Builder = set(Assign.name,
-      assigned.toSeq.sortBy(_._1).map { case (t, ps) =>
-        OffsetsInitializer.mapper.writeValueAsString(t) + ps.sorted.mkString(":[", ",", "]")
-      }.mkString("{", ",", "}"))
+    def partitions(assigned: Map[String, Seq[Int]]): Builder = set(
+      Assign.name,
+      assigned.toSeq
+        .sortBy(_._1)
+        .map { case (t, ps) =>
+          OffsetsInitializer.mapper.writeValueAsString(t) + ps.sorted.mkString(":[", ",", "]")
+        }
+        .mkString("{", ",", "}"))
+
     /** A Kafka consumer property (e.g. `security.protocol`); passed to every consumer. */
     def property(key: String, value: String): Builder = set(Prefix + key, value)
 
@@ -84,15 +96,21 @@ object KafkaSource {
      * defaults to Spark's `error`; set it after this to fail instead).
      */
     def startingOffsets(initializer: OffsetsInitializer): Builder = {
-      val b = without(StartingOffsets, StartingTimestamp, StartingOffsetsByTimestamp, StartingOffsetsByTimestampStrategy)
+      val b = without(
+        StartingOffsets,
+        StartingTimestamp,
+        StartingOffsetsByTimestamp,
+        StartingOffsetsByTimestampStrategy)
       initializer match {
         case OffsetsInitializer.Earliest => b.set(StartingOffsets.name, "earliest")
         case OffsetsInitializer.Latest => b.set(StartingOffsets.name, "latest")
-        case OffsetsInitializer.Specific(o) => b.set(StartingOffsets.name, OffsetsInitializer.toJson(o))
+        case OffsetsInitializer.Specific(o) =>
+          b.set(StartingOffsets.name, OffsetsInitializer.toJson(o))
         case OffsetsInitializer.Timestamp(ts) =>
           b.set(StartingTimestamp.name, ts).set(StartingOffsetsByTimestampStrategy.name, "latest")
-        case OffsetsInitializer.TimestampPerPartition(t) => b.set(StartingOffsetsByTimestamp.name, OffsetsInitializer.toJson(t))
-          .set(StartingOffsetsByTimestampStrategy.name, "latest")
+        case OffsetsInitializer.TimestampPerPartition(t) =>
+          b.set(StartingOffsetsByTimestamp.name, OffsetsInitializer.toJson(t))
+            .set(StartingOffsetsByTimestampStrategy.name, "latest")
       }
     }
 
@@ -101,24 +119,30 @@ object KafkaSource {
       val b = without(EndingOffsets, EndingTimestamp, EndingOffsetsByTimestamp)
       initializer match {
         case OffsetsInitializer.Earliest =>
-          throw new IllegalArgumentException("KafkaSource: 'earliest' is not a stopping position; use latest, offsets or a timestamp.")
+          throw new IllegalArgumentException(
+            "KafkaSource: 'earliest' is not a stopping position; use latest, offsets or a timestamp.")
         case OffsetsInitializer.Latest => b.set(EndingOffsets.name, "latest")
-        case OffsetsInitializer.Specific(o) => b.set(EndingOffsets.name, OffsetsInitializer.toJson(o))
+        case OffsetsInitializer.Specific(o) =>
+          b.set(EndingOffsets.name, OffsetsInitializer.toJson(o))
         case OffsetsInitializer.Timestamp(ts) => b.set(EndingTimestamp.name, ts)
-        case OffsetsInitializer.TimestampPerPartition(t) => b.set(EndingOffsetsByTimestamp.name, OffsetsInitializer.toJson(t))
+        case OffsetsInitializer.TimestampPerPartition(t) =>
+          b.set(EndingOffsetsByTimestamp.name, OffsetsInitializer.toJson(t))
       }
     }
 
     def failOnDataLoss(fail: Boolean): Builder = set(FailOnDataLoss.name, fail)
     def includeHeaders(include: Boolean): Builder = set(IncludeHeaders.name, include)
+
     /** Compact rows (`forceTimestampSupport=false`) hold the value only unless this is true. */
     def includeKey(include: Boolean): Builder = set(IncludeKey.name, include)
-    def partitionDiscoveryIntervalMs(ms: Long): Builder = set(PartitionDiscoveryIntervalMs.name, ms)
+    def partitionDiscoveryIntervalMs(ms: Long): Builder =
+      set(PartitionDiscoveryIntervalMs.name, ms)
     def option(name: String, value: String): Builder = set(name, value)
 
     def build(): KafkaSource = KafkaSource.fromOptions(options)
   }
 
   /** For builders in other languages: `{"topic":{"0":12}}`-style maps from pairs. */
-  def partition(topic: String, partition: Int): TopicPartition = new TopicPartition(topic, partition)
+  def partition(topic: String, partition: Int): TopicPartition =
+    new TopicPartition(topic, partition)
 }

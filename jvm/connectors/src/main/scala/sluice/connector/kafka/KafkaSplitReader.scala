@@ -20,14 +20,19 @@ import sluice.api.{PausableSplitReader, ReaderContext, RecordsWithSplitIds, Spli
  * the skipped offsets as `dataLossOffsets`.
  */
 final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
-  extends PausableSplitReader[KafkaPartitionSplit] {
+    extends PausableSplitReader[KafkaPartitionSplit] {
   import KafkaSplitReader._
 
-  private final class Assignment(val split: KafkaPartitionSplit, val from: Long, val until: Long) {
+  private final class Assignment(
+      val split: KafkaPartitionSplit,
+      val from: Long,
+      val until: Long) {
     val tp: TopicPartition = split.topicPartition
     var lost = 0L
+
     /** The consumer's position when progress was last seen: a poll may skip records without returning any. */
     var positionSeen: Long = from
+
     /** Read for as long as the task runs (real-time, continuous): waiting for data is normal. */
     def open: Boolean = until == SplitRange.OpenEnd
   }
@@ -41,23 +46,29 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
   private val (converter, parsed): (RawRowConverter, ParsedRecords) = decoder match {
     case KafkaRecordDecoder.Raw(headers) => (new KafkaRowConverter(headers), null)
     case KafkaRecordDecoder.RawCompact(key) => (new CompactKafkaRowConverter(key), null)
-    case KafkaRecordDecoder.Parsed(format, provenance) => (null, new ParsedRecords(format, provenance))
+    case KafkaRecordDecoder.Parsed(format, provenance) =>
+      (null, new ParsedRecords(format, provenance))
   }
   private val readsTimestamps = decoder.readsTimestamps
   private var lastProgressMs = context.currentTimeMillis()
+
   /** Splits given up because their partition was deleted, to report as finished. */
   private val finishedGone = mutable.Set[String]()
 
   override def handleSplitsChanges(ranges: Seq[SplitRange[KafkaPartitionSplit]]): Unit = guarded {
-    ranges.foreach(r => assigned(r.split.topicPartition) = new Assignment(r.split, r.from, r.until))
-    if (consumer == null) consumer = KafkaConsumerPool.borrow(config.consumerProperties, assigned.keySet.toSet)
+    ranges.foreach(r =>
+      assigned(r.split.topicPartition) = new Assignment(r.split, r.from, r.until))
+    if (consumer == null)
+      consumer = KafkaConsumerPool.borrow(config.consumerProperties, assigned.keySet.toSet)
     KafkaConsumerPool.assign(consumer, assigned.keys)
     if (paused.nonEmpty) consumer.pause(paused.asJava)
     // seeking to where the consumer stands keeps the records it already fetched from there
     ranges.foreach(r => consumer.seek(r.split.topicPartition, r.from))
   }
 
-  override def pauseOrResumeSplits(toPause: Seq[KafkaPartitionSplit], toResume: Seq[KafkaPartitionSplit]): Unit = guarded {
+  override def pauseOrResumeSplits(
+      toPause: Seq[KafkaPartitionSplit],
+      toResume: Seq[KafkaPartitionSplit]): Unit = guarded {
     // Splits this reader no longer owns are ignored, never an error (FLINK-39728).
     val pause = toPause.map(_.topicPartition).filter(assigned.contains)
     val resume = toResume.map(_.topicPartition).filter(paused.contains)
@@ -78,11 +89,15 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
   }
 
   private def poll(waitMs: Long): RecordsWithSplitIds = {
-    val records = try consumer.poll(Duration.ofMillis(waitMs)) catch {
-      case e: OffsetOutOfRangeException =>
-        e.offsetOutOfRangePartitions().asScala.foreach { case (tp, offset) => handleOutOfRange(tp, offset) }
-        ConsumerRecords.empty[Array[Byte], Array[Byte]]()
-    }
+    val records =
+      try consumer.poll(Duration.ofMillis(waitMs))
+      catch {
+        case e: OffsetOutOfRangeException =>
+          e.offsetOutOfRangePartitions().asScala.foreach { case (tp, offset) =>
+            handleOutOfRange(tp, offset)
+          }
+          ConsumerRecords.empty[Array[Byte], Array[Byte]]()
+      }
     if (records.isEmpty) {
       checkStalled()
       RecordsWithSplitIds.empty(finishedNow())
@@ -91,7 +106,6 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
       new Batch(records)
     }
   }
-
 
   override def close(): Unit = {
     assigned.clear()
@@ -142,13 +156,15 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
       lastProgressMs = context.currentTimeMillis()
       moved.foreach(a => a.positionSeen = consumer.position(a.tp))
     }
-    val ends = try consumer.endOffsets(active.map(_.tp).asJava, Duration.ofMillis(MetadataTimeoutMs)) catch {
-      case e: org.apache.kafka.common.errors.TimeoutException =>
-        // a deleted topic answers no offset requests: find out whether that is why
-        finishGonePartitions(active)
-        if (assigned.isEmpty) return
-        throw e
-    }
+    val ends =
+      try consumer.endOffsets(active.map(_.tp).asJava, Duration.ofMillis(MetadataTimeoutMs))
+      catch {
+        case e: org.apache.kafka.common.errors.TimeoutException =>
+          // a deleted topic answers no offset requests: find out whether that is why
+          finishGonePartitions(active)
+          if (assigned.isEmpty) return
+          throw e
+      }
     active.filter(a => assigned.contains(a.tp)).foreach { a =>
       val end = ends.get(a.tp).longValue()
       val position = consumer.position(a.tp)
@@ -166,17 +182,25 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
     if (context.currentTimeMillis() - lastProgressMs > config.pollTimeoutMs) {
       throw new IllegalStateException(
         s"KafkaSource: no records arrived within kafkaConsumer.pollTimeoutMs=${config.pollTimeoutMs} ms for " +
-          active.map(a => s"${a.split.splitId} at offset ${consumer.position(a.tp)} (to read up to ${a.until})")
+          active
+            .map(a =>
+              s"${a.split.splitId} at offset ${consumer.position(a.tp)} (to read up to ${a.until})")
             .mkString(", ") + ". Check that the brokers are reachable.")
     }
   }
 
   /** Partitions whose topic or partition no longer exists: an error, or skipped and counted. */
   private def finishGonePartitions(candidates: Seq[Assignment]): Unit = {
-    val existing = candidates.map(_.tp.topic).distinct.flatMap { topic =>
-      Option(consumer.partitionsFor(topic, Duration.ofMillis(MetadataTimeoutMs))).map(_.asScala).getOrElse(Nil)
-        .map(p => new TopicPartition(topic, p.partition))
-    }.toSet
+    val existing = candidates
+      .map(_.tp.topic)
+      .distinct
+      .flatMap { topic =>
+        Option(consumer.partitionsFor(topic, Duration.ofMillis(MetadataTimeoutMs)))
+          .map(_.asScala)
+          .getOrElse(Nil)
+          .map(p => new TopicPartition(topic, p.partition))
+      }
+      .toSet
     candidates.filterNot(a => existing.contains(a.tp)).foreach { a =>
       if (config.failOnDataLoss) {
         throw new IllegalStateException(
@@ -196,7 +220,8 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
 
   /** A consumer whose call failed is in an unknown state: it goes back to the pool only to be closed. */
   private def guarded[T](body: => T): T =
-    try body catch {
+    try body
+    catch {
       case e: scala.util.control.ControlThrowable => throw e // control flow, not a failure
       case e: Throwable =>
         healthy = false
@@ -204,7 +229,8 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
     }
 
   /** Records of one poll, by partition, cut at each partition's `until`. */
-  private final class Batch(records: ConsumerRecords[Array[Byte], Array[Byte]]) extends RecordsWithSplitIds {
+  private final class Batch(records: ConsumerRecords[Array[Byte], Array[Byte]])
+      extends RecordsWithSplitIds {
     private val partitions = records.partitions().iterator()
     private var until = 0L
     private var splitId: String = _
@@ -239,7 +265,8 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
           return false
         }
         // what the record weighs on the wire (a null key or value is -1): the scan's bytesRead
-        context.addBytesRead(math.max(0, record.serializedKeySize) + math.max(0, record.serializedValueSize))
+        context.addBytesRead(
+          math.max(0, record.serializedKeySize) + math.max(0, record.serializedValueSize))
         if (parsed == null) {
           theRow = converter.convert(record)
           return true
@@ -259,7 +286,8 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
     }
 
     override def row: InternalRow = theRow
-    override def eventTime: Long = if (readsTimestamps) record.timestamp else RecordsWithSplitIds.NoTimestamp
+    override def eventTime: Long =
+      if (readsTimestamps) record.timestamp else RecordsWithSplitIds.NoTimestamp
     override def arrivalTime: Long = record.timestamp
     override def position: Long = record.offset + 1
     override def finishedSplits: Set[String] = Set.empty
@@ -272,8 +300,10 @@ private object KafkaSplitReader {
   val DataLossOffsets: String = ReaderCounters.DataLossOffsets
   val MalformedRecordsDropped: String = ReaderCounters.MalformedRecordsDropped
   val NullValuesSkipped: String = ReaderCounters.NullValuesSkipped
+
   /** How long one fetch() may block; short, so pause/resume and finishing react quickly. */
   val PollSliceMs = 500L
+
   /** Metadata lookups that a deleted topic never answers are given up after this. */
   val MetadataTimeoutMs = 10000L
 }

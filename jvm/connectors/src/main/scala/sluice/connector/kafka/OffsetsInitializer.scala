@@ -18,7 +18,8 @@ object OffsetsInitializer {
   case object Latest extends OffsetsInitializer
   final case class Specific(offsets: Map[TopicPartition, Long]) extends OffsetsInitializer
   final case class Timestamp(timestampMs: Long) extends OffsetsInitializer
-  final case class TimestampPerPartition(timestamps: Map[TopicPartition, Long]) extends OffsetsInitializer
+  final case class TimestampPerPartition(timestamps: Map[TopicPartition, Long])
+      extends OffsetsInitializer
 
   val EarliestOffset = -2L
   val LatestOffset = -1L
@@ -27,7 +28,8 @@ object OffsetsInitializer {
   def latest(): OffsetsInitializer = Latest
   def offsets(offsets: Map[TopicPartition, Long]): OffsetsInitializer = Specific(offsets)
   def timestamp(timestampMs: Long): OffsetsInitializer = Timestamp(timestampMs)
-  def timestamps(timestamps: Map[TopicPartition, Long]): OffsetsInitializer = TimestampPerPartition(timestamps)
+  def timestamps(timestamps: Map[TopicPartition, Long]): OffsetsInitializer =
+    TimestampPerPartition(timestamps)
 
   private[kafka] val mapper = new ObjectMapper()
 
@@ -35,7 +37,9 @@ object OffsetsInitializer {
   def toJson(values: Map[TopicPartition, Long]): String = {
     val root = mapper.createObjectNode()
     values.toSeq.sortBy(e => (e._1.topic, e._1.partition)).foreach { case (tp, v) =>
-      val topic = Option(root.get(tp.topic)).getOrElse(root.putObject(tp.topic)).asInstanceOf[com.fasterxml.jackson.databind.node.ObjectNode]
+      val topic = Option(root.get(tp.topic))
+        .getOrElse(root.putObject(tp.topic))
+        .asInstanceOf[com.fasterxml.jackson.databind.node.ObjectNode]
       topic.put(tp.partition.toString, v)
     }
     mapper.writeValueAsString(root)
@@ -45,12 +49,17 @@ object OffsetsInitializer {
     import scala.jdk.CollectionConverters._
     val root = mapper.readTree(text)
     require(root.isObject)
-    root.properties().asScala.toSeq.flatMap { topic =>
-      require(topic.getValue.isObject)
-      topic.getValue.properties().asScala.map { p =>
-        require(p.getValue.canConvertToLong)
-        new TopicPartition(topic.getKey, p.getKey.toInt) -> p.getValue.asLong
+    root
+      .properties()
+      .asScala
+      .toSeq
+      .flatMap { topic =>
+        require(topic.getValue.isObject)
+        topic.getValue.properties().asScala.map { p =>
+          require(p.getValue.canConvertToLong)
+          new TopicPartition(topic.getKey, p.getKey.toInt) -> p.getValue.asLong
+        }
       }
-    }.toMap
+      .toMap
   }.toOption
 }

@@ -30,28 +30,50 @@ class CompressedFilesSuite extends AnyFunSuite with SparkSuiteBase {
   private def sluiceRows(source: FileSource): (DataFrame, Long) = {
     tables += 1
     val name = s"compressed_$tables"
-    val q = Sluice.fromSource(spark, source, null, "files").writeStream.format("memory").queryName(name)
-      .option("checkpointLocation", tempDir("ckpt").toString).trigger(Trigger.AvailableNow()).start()
+    val q = Sluice
+      .fromSource(spark, source, null, "files")
+      .writeStream
+      .format("memory")
+      .queryName(name)
+      .option("checkpointLocation", tempDir("ckpt").toString)
+      .trigger(Trigger.AvailableNow())
+      .start()
     awaitEnd(q)
     q.exception.foreach(e => throw e)
-    val dropped = q.recentProgress.flatMap(_.sources.map(_.metrics.asScala.getOrElse("malformedRecordsDropped", "0").toLong))
-    (spark.table(name).drop(Provenance.SplitColumn, Provenance.PositionColumn, Provenance.TimestampColumn),
+    val dropped = q.recentProgress.flatMap(
+      _.sources.map(_.metrics.asScala.getOrElse("malformedRecordsDropped", "0").toLong))
+    (
+      spark
+        .table(name)
+        .drop(Provenance.SplitColumn, Provenance.PositionColumn, Provenance.TimestampColumn),
       (0L +: dropped.toSeq).max)
   }
 
-  private def sluiceSource(format: String, schema: String, options: Map[String, String], dir: Path): FileSource = {
+  private def sluiceSource(
+      format: String,
+      schema: String,
+      options: Map[String, String],
+      dir: Path): FileSource = {
     val builder = FileSource.builder().path(dir.toString).format(format)
     val withSchema = if (format == "text") builder else builder.schema(schema)
     options.foldLeft(withSchema) { case (b, (k, v)) => b.option(k, v) }.build()
   }
 
-  private def sparkRead(format: String, schema: String, options: Map[String, String], dir: Path): DataFrame = {
+  private def sparkRead(
+      format: String,
+      schema: String,
+      options: Map[String, String],
+      dir: Path): DataFrame = {
     val reader = spark.read.format(format).options(options).option("recursiveFileLookup", "true")
     (if (schema == null) reader else reader.schema(schema)).load(dir.toString)
   }
 
   /** Asserts Sluice's rows are Spark's; returns how many rows and how many drops Sluice counted. */
-  private def assertSame(format: String, schema: String, options: Map[String, String], dir: Path): (Long, Long) = {
+  private def assertSame(
+      format: String,
+      schema: String,
+      options: Map[String, String],
+      dir: Path): (Long, Long) = {
     val (df, dropped) = sluiceRows(sluiceSource(format, schema, options, dir))
     val expected = sparkRead(format, schema, options, dir)
     assert(df.schema == expected.schema)
@@ -60,8 +82,10 @@ class CompressedFilesSuite extends AnyFunSuite with SparkSuiteBase {
     (rows.size.toLong, dropped)
   }
 
-  private lazy val jsonDirs = Codecs.map(ext => ext -> writeCompressed(tempDir(s"json-$ext"), utf8(jsonFiles), ext)).toMap
-  private lazy val csvDirs = Codecs.map(ext => ext -> writeCompressed(tempDir(s"csv-$ext"), utf8(csvFiles), ext)).toMap
+  private lazy val jsonDirs =
+    Codecs.map(ext => ext -> writeCompressed(tempDir(s"json-$ext"), utf8(jsonFiles), ext)).toMap
+  private lazy val csvDirs =
+    Codecs.map(ext => ext -> writeCompressed(tempDir(s"csv-$ext"), utf8(csvFiles), ext)).toMap
 
   Codecs.foreach { ext =>
     test(s".$ext: json, csv with a header and text give spark.read's rows, one split per file") {
@@ -70,13 +94,22 @@ class CompressedFilesSuite extends AnyFunSuite with SparkSuiteBase {
       assertSame("csv", CsvSchema, Map("header" -> "true"), csvDirs(ext))
       assertSame("text", null, Map.empty, jsonDirs(ext))
       // whatever maxSplitBytes says: a compressed file is never cut into byte ranges
-      val splits = FileSource.builder().path(jsonDirs(ext).toString).schema(JsonSchema).maxSplitBytes(8).build()
-        .createEnumerator().discoverSplits()
-      assert(splits.map(_.path.replaceAll(".*/json-[^/]*/", "")).sorted == Seq(s"a.json.$ext", s"empty.json.$ext",
-        s"sub/b.json.$ext"))
+      val splits = FileSource
+        .builder()
+        .path(jsonDirs(ext).toString)
+        .schema(JsonSchema)
+        .maxSplitBytes(8)
+        .build()
+        .createEnumerator()
+        .discoverSplits()
+      assert(
+        splits
+          .map(_.path.replaceAll(".*/json-[^/]*/", ""))
+          .sorted == Seq(s"a.json.$ext", s"empty.json.$ext", s"sub/b.json.$ext"))
       splits.foreach { s =>
         assert(s.compressed && s.start == 0 && s.splitId == s.path)
-        val name = s.path.stripPrefix("file:").replaceAll(".*/json-[^/]*/", "").stripSuffix(s".$ext")
+        val name =
+          s.path.stripPrefix("file:").replaceAll(".*/json-[^/]*/", "").stripSuffix(s".$ext")
         // positions end at the decompressed length, not at the compressed one
         assert(s.end == jsonFiles.toMap.apply(name).getBytes(UTF_8).length, name)
         assert(s.fileLength == Files.size(java.nio.file.Paths.get(s.path.stripPrefix("file:"))))
@@ -84,35 +117,52 @@ class CompressedFilesSuite extends AnyFunSuite with SparkSuiteBase {
     }
 
     test(s".$ext: DROPMALFORMED gives Spark's rows and counts every record it drops") {
-      Seq(("json", JsonSchema, Map.empty[String, String], jsonDirs(ext)),
-        ("csv", CsvSchema, Map("header" -> "true"), csvDirs(ext))).foreach { case (format, schema, options, dir) =>
-        val (permissive, _) = assertSame(format, schema, options, dir)
-        val (dropping, dropped) = assertSame(format, schema, options + ("mode" -> "DROPMALFORMED"), dir)
-        assert(dropped > 0 && dropped == permissive - dropping, s"$format: Spark dropped ${permissive - dropping}")
+      Seq(
+        ("json", JsonSchema, Map.empty[String, String], jsonDirs(ext)),
+        ("csv", CsvSchema, Map("header" -> "true"), csvDirs(ext))).foreach {
+        case (format, schema, options, dir) =>
+          val (permissive, _) = assertSame(format, schema, options, dir)
+          val (dropping, dropped) =
+            assertSame(format, schema, options + ("mode" -> "DROPMALFORMED"), dir)
+          assert(
+            dropped > 0 && dropped == permissive - dropping,
+            s"$format: Spark dropped ${permissive - dropping}")
       }
     }
   }
 
-  test("deflate, concatenated gzip members and several zstd frames are read as Spark reads them") {
+  test(
+    "deflate, concatenated gzip members and several zstd frames are read as Spark reads them") {
     val dir = tempDir("members")
-    Files.write(dir.resolve("d.json.deflate"), compress(jsonLines(0, 50).getBytes(UTF_8), "deflate"))
+    Files.write(
+      dir.resolve("d.json.deflate"),
+      compress(jsonLines(0, 50).getBytes(UTF_8), "deflate"))
     // `cat a.gz b.gz`: one file, two gzip members (and the same for zstd frames)
-    Files.write(dir.resolve("two.json.gz"),
-      compress(jsonLines(100, 30).getBytes(UTF_8), "gz") ++ compress(jsonLines(130, 30).getBytes(UTF_8), "gz"))
-    Files.write(dir.resolve("two.json.zst"),
-      compress(jsonLines(200, 30).getBytes(UTF_8), "zst") ++ compress(jsonLines(230, 30).getBytes(UTF_8), "zst"))
+    Files.write(
+      dir.resolve("two.json.gz"),
+      compress(jsonLines(100, 30).getBytes(UTF_8), "gz") ++ compress(
+        jsonLines(130, 30).getBytes(UTF_8),
+        "gz"))
+    Files.write(
+      dir.resolve("two.json.zst"),
+      compress(jsonLines(200, 30).getBytes(UTF_8), "zst") ++ compress(
+        jsonLines(230, 30).getBytes(UTF_8),
+        "zst"))
     val (rows, _) = assertSame("json", "id INT, pad STRING", Map.empty, dir)
     assert(rows == 50 + 60 + 60)
   }
 
-  test("positions are offsets in the decompressed stream: any cut of a compressed file reads each line once") {
+  test(
+    "positions are offsets in the decompressed stream: any cut of a compressed file reads each line once") {
     // a byte-order mark, CR, CRLF, blank lines and no final newline, as FileReaderSuite has them uncompressed
-    val text = "\uFEFFfirst\nsecond\r\nthird\rfourth\n\n\r\nlong " + ("é" * 3000) + "\r\nx\r\r\n\n" +
-      (0 until 2000).map(i => s"line $i").mkString("\n") + "\nlast, no newline"
+    val text =
+      "\uFEFFfirst\nsecond\r\nthird\rfourth\n\n\r\nlong " + ("é" * 3000) + "\r\nx\r\r\n\n" +
+        (0 until 2000).map(i => s"line $i").mkString("\n") + "\nlast, no newline"
     val plain = FileTestData.write(tempDir("plain"), Seq("f.txt" -> text))
     val plainSource = FileSource.builder().path(plain.toString).format("text").build()
     val plainSplit = plainSource.createEnumerator().discoverSplits().head
-    val expected = FileReaderSuite.readAll(plainSource, Seq(plainSplit -> (0L, plainSplit.end)))._1
+    val expected =
+      FileReaderSuite.readAll(plainSource, Seq(plainSplit -> (0L, plainSplit.end)))._1
     Codecs.foreach { ext =>
       val dir = writeCompressed(tempDir(s"cut-$ext"), Seq("f.txt" -> text.getBytes(UTF_8)), ext)
       val source = FileSource.builder().path(dir.toString).format("text").build()
@@ -122,52 +172,96 @@ class CompressedFilesSuite extends AnyFunSuite with SparkSuiteBase {
       assert(FileReaderSuite.readAll(source, Seq(split -> (0L, split.end)))._1 == expected)
       val rnd = new scala.util.Random(11)
       (0 until 8).foreach { _ =>
-        val cuts = (0L +: Seq.fill(3)(rnd.nextInt(split.end.toInt).toLong) :+ split.end).distinct.sorted
-        val lines = cuts.sliding(2).flatMap { case Seq(a, b) => FileReaderSuite.readAll(source, Seq(split -> (a, b)))._1 }
+        val cuts =
+          (0L +: Seq.fill(3)(rnd.nextInt(split.end.toInt).toLong) :+ split.end).distinct.sorted
+        val lines = cuts.sliding(2).flatMap { case Seq(a, b) =>
+          FileReaderSuite.readAll(source, Seq(split -> (a, b)))._1
+        }
         assert(lines.toSeq == expected, s".$ext cuts $cuts")
       }
     }
     // a csv header is skipped only at the start, even when a range resumes after it in the decompressed stream
-    val csv = writeCompressed(tempDir("cut-csv"), Seq("h.csv" -> "\n\nid,name\n1,a\n2,b\n".getBytes(UTF_8)), "gz")
-    val csvSource = FileSource.builder().path(csv.toString).format("csv").schema("id INT, name STRING")
-      .option("header", "true").build()
+    val csv = writeCompressed(
+      tempDir("cut-csv"),
+      Seq("h.csv" -> "\n\nid,name\n1,a\n2,b\n".getBytes(UTF_8)),
+      "gz")
+    val csvSource = FileSource
+      .builder()
+      .path(csv.toString)
+      .format("csv")
+      .schema("id INT, name STRING")
+      .option("header", "true")
+      .build()
     val csvSplit = csvSource.createEnumerator().discoverSplits().head
-    assert(FileReaderSuite.readAll(csvSource, Seq(csvSplit -> (0L, csvSplit.end)))._1.map(_._3) == Seq("1", "2"))
+    assert(
+      FileReaderSuite.readAll(csvSource, Seq(csvSplit -> (0L, csvSplit.end)))._1.map(_._3) == Seq(
+        "1",
+        "2"))
     val resumedAfterHeader = FileReaderSuite.readAll(csvSource, Seq(csvSplit -> (3L, 12L)))._1 ++
       FileReaderSuite.readAll(csvSource, Seq(csvSplit -> (12L, csvSplit.end)))._1
     assert(resumedAfterHeader.map(_._3) == Seq("1", "2"))
   }
 
-  test("a range that reads on where the last one ended takes up the file left open, with the same lines") {
-    val dir = writeCompressed(tempDir("open"), Seq("f.json" -> jsonLines(0, 3000).getBytes(UTF_8)), "zst")
+  test(
+    "a range that reads on where the last one ended takes up the file left open, with the same lines") {
+    val dir =
+      writeCompressed(tempDir("open"), Seq("f.json" -> jsonLines(0, 3000).getBytes(UTF_8)), "zst")
     val source = FileSource.builder().path(dir.toString).format("text").build()
     val split = source.createEnumerator().discoverSplits().head
     val expected = FileReaderSuite.readAll(source, Seq(split -> (0L, split.end)))._1
-    val cuts = Seq(0L, 1000L, 1001L, 50000L, split.end - 1, split.end) // mid-line, at a line start and near the end
+    val cuts = Seq(
+      0L,
+      1000L,
+      1001L,
+      50000L,
+      split.end - 1,
+      split.end
+    ) // mid-line, at a line start and near the end
     val before = OpenDecompressedFiles.resumed.get()
-    val lines = cuts.sliding(2).flatMap { case Seq(a, b) => FileReaderSuite.readAll(source, Seq(split -> (a, b)))._1 }
+    val lines = cuts.sliding(2).flatMap { case Seq(a, b) =>
+      FileReaderSuite.readAll(source, Seq(split -> (a, b)))._1
+    }
     assert(lines.toSeq == expected)
-    assert(OpenDecompressedFiles.resumed.get() - before == cuts.size - 2) // every range but the first
+    assert(
+      OpenDecompressedFiles.resumed.get() - before == cuts.size - 2
+    ) // every range but the first
   }
 
-  test("a compressed file left open is closed once idle for openCompressedFileIdleMs, whether or not anything reads on") {
-    val dir = writeCompressed(tempDir("idle"), Seq("f.json" -> jsonLines(0, 10).getBytes(UTF_8)), "gz")
-    val split = FileSource.builder().path(dir.toString).format("text").build().createEnumerator().discoverSplits().head
+  test(
+    "a compressed file left open is closed once idle for openCompressedFileIdleMs, whether or not anything reads on") {
+    val dir =
+      writeCompressed(tempDir("idle"), Seq("f.json" -> jsonLines(0, 10).getBytes(UTF_8)), "gz")
+    val split = FileSource
+      .builder()
+      .path(dir.toString)
+      .format("text")
+      .build()
+      .createEnumerator()
+      .discoverSplits()
+      .head
     val closed = new java.util.concurrent.CountDownLatch(1)
     val stream = new java.io.ByteArrayInputStream(Array.emptyByteArray) {
       override def close(): Unit = closed.countDown()
     }
-    OpenDecompressedFiles.park(split, 5L, new OpenDecompressedFiles.Parked(stream, new LineReader(stream, 5L), -1L),
-      maxOpen = 16, maxIdleMs = 200)
+    OpenDecompressedFiles.park(
+      split,
+      5L,
+      new OpenDecompressedFiles.Parked(stream, new LineReader(stream, 5L), -1L),
+      maxOpen = 16,
+      maxIdleMs = 200)
     // no range of any query touches the cache again (a stopped query): the file is closed anyway
-    assert(closed.await(30, java.util.concurrent.TimeUnit.SECONDS), "the idle file was never closed")
+    assert(
+      closed.await(30, java.util.concurrent.TimeUnit.SECONDS),
+      "the idle file was never closed")
     assert(OpenDecompressedFiles.take(split, 5L).isEmpty)
   }
 
-  test("the way to a position past 2 GiB of a gzip stream reads through it, never Hadoop's int-narrowed skip") {
+  test(
+    "the way to a position past 2 GiB of a gzip stream reads through it, never Hadoop's int-narrowed skip") {
     // Hadoop's DecompressorStream.skip narrows its count to an int: at 2^31 + 5 it throws at once
     // (and at 2^32 + k it never ends). Reading through ends at the stream's real end instead.
-    val dir = writeCompressed(tempDir("far"), Seq("f.json" -> jsonLines(0, 100).getBytes(UTF_8)), "gz")
+    val dir =
+      writeCompressed(tempDir("far"), Seq("f.json" -> jsonLines(0, 100).getBytes(UTF_8)), "gz")
     val path = new org.apache.hadoop.fs.Path(dir.resolve("f.json.gz").toString)
     val conf = new org.apache.hadoop.conf.Configuration()
     val in = Compression.open(path, conf, Compression.codecOf(path, conf).get, 4096)
@@ -182,9 +276,12 @@ class CompressedFilesSuite extends AnyFunSuite with SparkSuiteBase {
     val whole = compress(jsonLines(0, 500).getBytes(UTF_8), "gz")
     Files.write(dir.resolve("ok.json.gz"), whole)
     Files.write(dir.resolve("cut.json.gz"), whole.take(whole.length / 2))
-    val e = intercept[Exception](sluiceRows(FileSource.builder().path(dir.toString).schema("id INT").build()))
-    assert(causes(e).contains("could not decompress") && causes(e).contains("cut.json.gz") &&
-      causes(e).contains("corrupt or truncated"), causes(e))
+    val e = intercept[Exception](
+      sluiceRows(FileSource.builder().path(dir.toString).schema("id INT").build()))
+    assert(
+      causes(e).contains("could not decompress") && causes(e).contains("cut.json.gz") &&
+        causes(e).contains("corrupt or truncated"),
+      causes(e))
 
     // corrupted after it was listed, with the length and modification time it was listed with: the reader names it
     val later = tempDir("corrupted")
@@ -194,34 +291,57 @@ class CompressedFilesSuite extends AnyFunSuite with SparkSuiteBase {
     val split = source.createEnumerator().discoverSplits().head
     val mtime = Files.getLastModifiedTime(file)
     val broken = whole.clone()
-    (whole.length / 3 until whole.length / 3 + 64).foreach(i => broken(i) = (broken(i) ^ 0x5A).toByte)
+    (whole.length / 3 until whole.length / 3 + 64).foreach(i =>
+      broken(i) = (broken(i) ^ 0x5a).toByte)
     Files.write(file, broken)
     Files.setLastModifiedTime(file, mtime)
-    val read = intercept[Exception](FileReaderSuite.readAll(source, Seq(split -> (0L, split.end))))
+    val read =
+      intercept[Exception](FileReaderSuite.readAll(source, Seq(split -> (0L, split.end))))
     assert(causes(read).contains(s"could not decompress '${split.path}'"), causes(read))
   }
 
-  test("a .json.gz written in place into a monitored folder is read once complete: never partly, never twice") {
+  test(
+    "a .json.gz written in place into a monitored folder is read once complete: never partly, never twice") {
     val dir = tempDir("in-place")
     Files.write(dir.resolve("first.json.gz"), compress(jsonLines(0, 20).getBytes(UTF_8), "gz"))
     val late = dir.resolve("late.json.gz")
     val whole = compress(jsonLines(1000, 3000).getBytes(UTF_8), "gz")
     Files.write(late, Array.emptyByteArray) // its writer has just created it
-    val source = FileSource.builder().path(dir.toString).schema("id INT, pad STRING").monitorIntervalMs(50).build()
+    val source = FileSource
+      .builder()
+      .path(dir.toString)
+      .schema("id INT, pad STRING")
+      .monitorIntervalMs(50)
+      .build()
     tables += 1
     val name = s"compressed_$tables"
-    val q = Sluice.fromSource(spark, source, null, "inplace").writeStream.format("memory").queryName(name)
-      .option("checkpointLocation", tempDir("ckpt").toString).trigger(Trigger.ProcessingTime(50)).start()
-    def ids(file: String) = spark.table(name).where(s"${Provenance.SplitColumn} LIKE '%/$file'").select("id")
-      .collect().map(_.getInt(0)).toSeq
-    def notReady = Option(q.lastProgress).map(_.sources.head.metrics.asScala.getOrElse(NotReadyFiles.Metric, "")).orNull
+    val q = Sluice
+      .fromSource(spark, source, null, "inplace")
+      .writeStream
+      .format("memory")
+      .queryName(name)
+      .option("checkpointLocation", tempDir("ckpt").toString)
+      .trigger(Trigger.ProcessingTime(50))
+      .start()
+    def ids(file: String) = spark
+      .table(name)
+      .where(s"${Provenance.SplitColumn} LIKE '%/$file'")
+      .select("id")
+      .collect()
+      .map(_.getInt(0))
+      .toSeq
+    def notReady = Option(q.lastProgress)
+      .map(_.sources.head.metrics.asScala.getOrElse(NotReadyFiles.Metric, ""))
+      .orNull
     try {
       eventually("the complete file's rows", q)(ids("first.json.gz").size == 20)
       // halfway written; meanwhile other files come and are read in batches of their own
       Files.write(late, whole.take(whole.length / 2))
       (0 until 2).foreach { i =>
         Thread.sleep(300) // several listings
-        Files.write(dir.resolve(s"other-$i.json.gz"), compress(jsonLines(100 * (i + 1), 10).getBytes(UTF_8), "gz"))
+        Files.write(
+          dir.resolve(s"other-$i.json.gz"),
+          compress(jsonLines(100 * (i + 1), 10).getBytes(UTF_8), "gz"))
         eventually(s"other-$i's rows", q)(ids(s"other-$i.json.gz").size == 10)
       }
       assert(q.isActive && q.exception.isEmpty)
@@ -232,30 +352,46 @@ class CompressedFilesSuite extends AnyFunSuite with SparkSuiteBase {
       eventually("the late file's rows", q)(ids("late.json.gz").size >= 3000)
       Thread.sleep(500) // more listings: the file is known now, and read once
       val expected = spark.read.schema("id INT, pad STRING").json(late.toString).collect().toSeq
-      val read = spark.table(name).where(s"${Provenance.SplitColumn} LIKE '%/late.json.gz'").select("id", "pad")
-        .collect().toSeq
+      val read = spark
+        .table(name)
+        .where(s"${Provenance.SplitColumn} LIKE '%/late.json.gz'")
+        .select("id", "pad")
+        .collect()
+        .toSeq
       assert(expected.size == 3000 && multiset(read) == multiset(expected))
       assert(spark.table(name).count() == 20 + 10 + 10 + 3000)
       eventually("no file waited for", q)(notReady == "0")
     } finally q.stop()
   }
 
-  test("a .json.gz read over many batches is decompressed from its start once (compressedFileOpens)") {
+  test(
+    "a .json.gz read over many batches is decompressed from its start once (compressedFileOpens)") {
     val dir = tempDir("opens")
     Files.write(dir.resolve("a.json.gz"), compress(jsonLines(0, 2000).getBytes(UTF_8), "gz"))
+
     /** The batches that read rows, and the source's `compressedFileOpens` once the query ended. */
     def run(configure: FileSource.Builder => FileSource.Builder): (Int, Long) = {
       tables += 1
       val name = s"compressed_$tables"
-      val source = configure(FileSource.builder().path(dir.toString).schema("id INT, pad STRING")).build()
-      val q = Sluice.fromSource(spark, source, null, "opens", Map("maxRecordsPerTrigger" -> "250"))
-        .writeStream.format("memory").queryName(name).option("checkpointLocation", tempDir("ckpt").toString)
-        .trigger(Trigger.AvailableNow()).start()
+      val source =
+        configure(FileSource.builder().path(dir.toString).schema("id INT, pad STRING")).build()
+      val q = Sluice
+        .fromSource(spark, source, null, "opens", Map("maxRecordsPerTrigger" -> "250"))
+        .writeStream
+        .format("memory")
+        .queryName(name)
+        .option("checkpointLocation", tempDir("ckpt").toString)
+        .trigger(Trigger.AvailableNow())
+        .start()
       awaitEnd(q)
       q.exception.foreach(e => throw e)
-      assert(spark.table(name).select("id").collect().map(_.getInt(0)).toSeq.sorted == (0 until 2000))
-      (q.recentProgress.count(_.numInputRows > 0),
-        q.lastProgress.sources.head.metrics.asScala(sluice.api.ReaderCounters.CompressedFileOpens).toLong)
+      assert(
+        spark.table(name).select("id").collect().map(_.getInt(0)).toSeq.sorted == (0 until 2000))
+      (
+        q.recentProgress.count(_.numInputRows > 0),
+        q.lastProgress.sources.head.metrics
+          .asScala(sluice.api.ReaderCounters.CompressedFileOpens)
+          .toLong)
     }
     val (batches, opens) = run(identity)
     assert(batches >= 4 && opens == 1, s"$batches batches")
@@ -266,32 +402,58 @@ class CompressedFilesSuite extends AnyFunSuite with SparkSuiteBase {
 
   test("a compression format Spark cannot decompress is refused with a clear message") {
     val dir = tempDir("xz")
-    Files.write(dir.resolve("a.json.xz"), Array[Byte](0xFD.toByte, '7', 'z', 'X', 'Z', 0))
+    Files.write(dir.resolve("a.json.xz"), Array[Byte](0xfd.toByte, '7', 'z', 'X', 'Z', 0))
     val e = intercept[IllegalArgumentException](
-      FileSource.builder().path(dir.toString).schema("id INT").build().createEnumerator().discoverSplits())
-    assert(e.getMessage.contains("a.json.xz' is compressed (.xz), a format neither Spark nor Hadoop can decompress"),
+      FileSource
+        .builder()
+        .path(dir.toString)
+        .schema("id INT")
+        .build()
+        .createEnumerator()
+        .discoverSplits())
+    assert(
+      e.getMessage.contains(
+        "a.json.xz' is compressed (.xz), a format neither Spark nor Hadoop can decompress"),
       e.getMessage)
   }
 
-  test(".json.gz read a few records per batch, stopped mid-file and restarted from its checkpoint: every record once") {
+  test(
+    ".json.gz read a few records per batch, stopped mid-file and restarted from its checkpoint: every record once") {
     val dir = tempDir("restart")
     Files.write(dir.resolve("a.json.gz"), compress(jsonLines(0, 700).getBytes(UTF_8), "gz"))
     Files.write(dir.resolve("b.json.gz"), compress(jsonLines(700, 500).getBytes(UTF_8), "gz"))
     val out = tempDir("restart-sink").toString
     val ckpt = tempDir("restart-ckpt").toString
     def start(trigger: Trigger): StreamingQuery =
-      Sluice.fromSource(spark, FileSource.builder().path(dir.toString).schema("id INT, pad STRING").build(), null,
-          "gz", Map("maxRecordsPerTrigger" -> "40"))
-        .writeStream.format("parquet").option("path", out).option("checkpointLocation", ckpt).trigger(trigger).start()
+      Sluice
+        .fromSource(
+          spark,
+          FileSource.builder().path(dir.toString).schema("id INT, pad STRING").build(),
+          null,
+          "gz",
+          Map("maxRecordsPerTrigger" -> "40"))
+        .writeStream
+        .format("parquet")
+        .option("path", out)
+        .option("checkpointLocation", ckpt)
+        .trigger(trigger)
+        .start()
 
     val first = start(Trigger.ProcessingTime(0))
     try eventually("three batches", first)(first.recentProgress.count(_.numInputRows > 0) >= 3)
     finally first.stop()
     // the first run stopped inside a compressed file: some of a file's records are in the sink, not all
-    val perFile = spark.read.parquet(out).groupBy(Provenance.SplitColumn).count().collect()
-      .map(r => r.getString(0) -> r.getLong(1)).toMap
+    val perFile = spark.read
+      .parquet(out)
+      .groupBy(Provenance.SplitColumn)
+      .count()
+      .collect()
+      .map(r => r.getString(0) -> r.getLong(1))
+      .toMap
     assert(perFile.nonEmpty && perFile.values.sum < 1200, perFile)
-    assert(perFile.exists { case (f, n) => n < (if (f.endsWith("a.json.gz")) 700 else 500) }, perFile)
+    assert(
+      perFile.exists { case (f, n) => n < (if (f.endsWith("a.json.gz")) 700 else 500) },
+      perFile)
 
     val second = start(Trigger.AvailableNow())
     awaitEnd(second)
@@ -299,8 +461,13 @@ class CompressedFilesSuite extends AnyFunSuite with SparkSuiteBase {
     val ids = spark.read.parquet(out).select("id").collect().map(_.getInt(0)).toSeq
     assert(ids.sorted == (0 until 1200))
     // the positions are the lines' offsets in the decompressed stream
-    val positions = spark.read.parquet(out).where("id IN (0, 1, 700)").select("id", Provenance.PositionColumn)
-      .collect().map(r => r.getInt(0) -> r.getLong(1)).toMap
+    val positions = spark.read
+      .parquet(out)
+      .where("id IN (0, 1, 700)")
+      .select("id", Provenance.PositionColumn)
+      .collect()
+      .map(r => r.getInt(0) -> r.getLong(1))
+      .toMap
     assert(positions == Map(0 -> 0L, 1 -> (jsonLines(0, 1).length.toLong), 700 -> 0L))
   }
 }

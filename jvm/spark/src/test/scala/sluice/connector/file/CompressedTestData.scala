@@ -10,6 +10,7 @@ import org.apache.commons.compress.compressors.bzip2.BZip2CompressorOutputStream
 
 /** Compressed files as the usual tools write them (gzip, bzip2, zstd, zlib-deflate). */
 object CompressedTestData {
+
   /** Extensions the tests compress with, and what writes each. */
   val Codecs: Seq[String] = Seq("gz", "bz2", "zst")
 
@@ -21,7 +22,8 @@ object CompressedTestData {
       case "zst" => new ZstdOutputStream(out)
       case "deflate" => new DeflaterOutputStream(out)
     }
-    try z.write(bytes) finally z.close()
+    try z.write(bytes)
+    finally z.close()
     out.toByteArray
   }
 
@@ -35,9 +37,13 @@ object CompressedTestData {
     dir
   }
 
-  def utf8(files: Seq[(String, String)]): Seq[(String, Array[Byte])] = files.map { case (n, c) => n -> c.getBytes(UTF_8) }
+  def utf8(files: Seq[(String, String)]): Seq[(String, Array[Byte])] = files.map { case (n, c) =>
+    n -> c.getBytes(UTF_8)
+  }
 
   /** `n` JSON lines `{"id": i, ...}` from `first`, padded so that lines differ in length. */
   def jsonLines(first: Int, n: Int): String =
-    (first until first + n).map(i => s"""{"id": $i, "pad": "${"x" * (i % 17)}"}""").mkString("", "\n", "\n")
+    (first until first + n)
+      .map(i => s"""{"id": $i, "pad": "${"x" * (i % 17)}"}""")
+      .mkString("", "\n", "\n")
 }

@@ -31,7 +31,8 @@ class FileReaderSuite extends AnyFunSuite with SparkSuiteBase {
       }
       i += 1
     }
-    if (start < bytes.length) out += start.toLong -> new String(bytes, start, bytes.length - start, UTF_8)
+    if (start < bytes.length)
+      out += start.toLong -> new String(bytes, start, bytes.length - start, UTF_8)
     out.toSeq
   }
 
@@ -48,7 +49,8 @@ class FileReaderSuite extends AnyFunSuite with SparkSuiteBase {
     }
   }
 
-  test("resuming at any position a read reported, or cutting a range anywhere, loses and repeats nothing") {
+  test(
+    "resuming at any position a read reported, or cutting a range anywhere, loses and repeats nothing") {
     val source = textSource()
     val split = source.createEnumerator().discoverSplits().head
     val (all, _) = readAll(source, Seq(split -> (0L, split.end)))
@@ -60,28 +62,37 @@ class FileReaderSuite extends AnyFunSuite with SparkSuiteBase {
     }
     val rnd = new scala.util.Random(7)
     (0 until 30).foreach { _ =>
-      val cuts = (0L +: Seq.fill(4)(rnd.nextInt(split.end.toInt).toLong) :+ split.end).distinct.sorted
-      val lines = cuts.sliding(2).flatMap { case Seq(a, b) => readAll(source, Seq(split -> (a, b)))._1 }.toSeq
+      val cuts =
+        (0L +: Seq.fill(4)(rnd.nextInt(split.end.toInt).toLong) :+ split.end).distinct.sorted
+      val lines = cuts
+        .sliding(2)
+        .flatMap { case Seq(a, b) => readAll(source, Seq(split -> (a, b)))._1 }
+        .toSeq
       assert(lines.map(l => (l._2, l._3)) == expected, s"cuts $cuts")
     }
   }
 
-  test("a paused range is set aside, open, while the others are read, and resumes where it stopped (FLIP-217)") {
+  test(
+    "a paused range is set aside, open, while the others are read, and resumes where it stopped (FLIP-217)") {
     // a range longer than one fetch, so that it is paused half-way; and a short one
-    val files = FileTestData.write(tempDir("pause"), Seq(
-      "a.txt" -> (0 until 20000).map(i => s"a$i").mkString("\n"),
-      "b.txt" -> (0 until 10).map(i => s"b$i").mkString("\n")))
+    val files = FileTestData.write(
+      tempDir("pause"),
+      Seq(
+        "a.txt" -> (0 until 20000).map(i => s"a$i").mkString("\n"),
+        "b.txt" -> (0 until 10).map(i => s"b$i").mkString("\n")))
     val source = FileSource.builder().path(files.toString).format("text").build()
     val Seq(a, b) = source.createEnumerator().discoverSplits()
     val reader = source.createReader(sluice.api.ReaderContext())
     try {
-      reader.handleSplitsChanges(Seq(SplitRange(a, a.start, a.end), SplitRange(b, b.start, b.end)))
+      reader.handleSplitsChanges(
+        Seq(SplitRange(a, a.start, a.end), SplitRange(b, b.start, b.end)))
       val seen = mutable.ArrayBuffer[String]()
       def fetchOnce(): Set[String] = {
         val r = reader.fetch()
         var split = r.nextSplit()
         while (split != null) {
-          while (r.nextRecord()) seen += String.valueOf(r.row.get(0, org.apache.spark.sql.types.StringType))
+          while (r.nextRecord())
+            seen += String.valueOf(r.row.get(0, org.apache.spark.sql.types.StringType))
           split = r.nextSplit()
         }
         r.finishedSplits
@@ -90,7 +101,10 @@ class FileReaderSuite extends AnyFunSuite with SparkSuiteBase {
       val readOfA = seen.size
       assert(readOfA > 0 && readOfA < 20000)
       reader.pauseOrResumeSplits(Seq(a), Nil)
-      reader.pauseOrResumeSplits(Seq(a.copy(path = "not-mine")), Nil) // not owned: ignored, no error
+      reader.pauseOrResumeSplits(
+        Seq(a.copy(path = "not-mine")),
+        Nil
+      ) // not owned: ignored, no error
       val finishedWhilePaused = (0 until 10).flatMap(_ => fetchOnce()).toSet
       assert(finishedWhilePaused == Set(b.splitId))
       assert(seen.drop(readOfA) == (0 until 10).map(i => s"b$i"))
@@ -104,8 +118,13 @@ class FileReaderSuite extends AnyFunSuite with SparkSuiteBase {
 
   test("a csv header is skipped only where the file starts, even when a range resumes after it") {
     val csv = FileTestData.write(tempDir("hdr"), Seq("h.csv" -> "\n\nid,name\n1,a\n2,b\n"))
-    val source = FileSource.builder().path(csv.toString).format("csv").schema("id INT, name STRING")
-      .option("header", "true").build()
+    val source = FileSource
+      .builder()
+      .path(csv.toString)
+      .format("csv")
+      .schema("id INT, name STRING")
+      .option("header", "true")
+      .build()
     val split = source.createEnumerator().discoverSplits().head
     val (rows, _) = readAll(source, Seq(split -> (0L, split.end)))
     assert(rows.map(_._3) == Seq("1", "2"))
@@ -115,8 +134,11 @@ class FileReaderSuite extends AnyFunSuite with SparkSuiteBase {
 }
 
 object FileReaderSuite {
+
   /** (position after, line start, first column as a string) per row, and the splits finished. */
-  def drain(reader: FileReader, ranges: Seq[SplitRange[FileSplit]]): (Seq[(Long, Long, String)], Set[String]) = {
+  def drain(
+      reader: FileReader,
+      ranges: Seq[SplitRange[FileSplit]]): (Seq[(Long, Long, String)], Set[String]) = {
     reader.handleSplitsChanges(ranges)
     val rows = mutable.ArrayBuffer[(Long, Long, String)]()
     var finished = Set.empty[String]
@@ -130,7 +152,10 @@ object FileReaderSuite {
         while (r.nextRecord()) {
           val row = r.row
           val width = row.numFields
-          rows += ((r.position, row.getLong(width - 2), String.valueOf(row.get(0, org.apache.spark.sql.types.StringType))))
+          rows += ((
+            r.position,
+            row.getLong(width - 2),
+            String.valueOf(row.get(0, org.apache.spark.sql.types.StringType))))
         }
         split = r.nextSplit()
       }
@@ -139,7 +164,9 @@ object FileReaderSuite {
     (rows.toSeq, finished)
   }
 
-  def readAll(source: FileSource, ranges: Seq[(FileSplit, (Long, Long))]): (Seq[(Long, Long, String)], Set[String]) = {
+  def readAll(
+      source: FileSource,
+      ranges: Seq[(FileSplit, (Long, Long))]): (Seq[(Long, Long, String)], Set[String]) = {
     val reader = source.createReader(sluice.api.ReaderContext())
     try drain(reader, ranges.map { case (s, (a, b)) => SplitRange(s, a, b) })
     finally reader.close()

@@ -5,7 +5,8 @@ import java.nio.file.{Files, Path}
 
 /** Files with the awkward cases Spark's file sources must agree on. */
 object FileTestData {
-  val JsonSchema = "a INT, b STRING, n STRUCT<x: ARRAY<INT>, m: MAP<STRING, STRING>>, ts TIMESTAMP"
+  val JsonSchema =
+    "a INT, b STRING, n STRUCT<x: ARRAY<INT>, m: MAP<STRING, STRING>>, ts TIMESTAMP"
   val JsonSchemaWithCorrupt = JsonSchema + ", _corrupt_record STRING"
 
   /** Lines of JSON: valid, malformed, wrong types, unicode, nested, blank, CRLF, top-level arrays. */

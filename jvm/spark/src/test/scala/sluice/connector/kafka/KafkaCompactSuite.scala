@@ -15,21 +15,32 @@ class KafkaCompactSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteB
   override protected def beforeAll(): Unit = {
     super.beforeAll()
     kafka.createTopic(topic, 2)
-    kafka.produce(topic, (0 until 2000).map { i =>
-      ProducedRecord.text(key = if (i % 5 == 0) None else Some(s"k$i"),
-        value = if (i % 7 == 0) None else Some(s"""{"i":$i,"s":"v$i"}"""), partition = Some(i % 2))
-    })
+    kafka.produce(
+      topic,
+      (0 until 2000).map { i =>
+        ProducedRecord.text(
+          key = if (i % 5 == 0) None else Some(s"k$i"),
+          value = if (i % 7 == 0) None else Some(s"""{"i":$i,"s":"v$i"}"""),
+          partition = Some(i % 2))
+      })
   }
 
   private def source(options: (String, String)*): KafkaSource = {
-    val b = KafkaSource.builder().bootstrapServers(kafka.bootstrapServers).topics(topic)
+    val b = KafkaSource
+      .builder()
+      .bootstrapServers(kafka.bootstrapServers)
+      .topics(topic)
       .startingOffsets(OffsetsInitializer.earliest())
     options.foldLeft(b) { case (acc, (k, v)) => acc.option(k, v) }.build()
   }
 
   private def read(df: DataFrame, table: String): DataFrame = {
-    val q = df.writeStream.format("memory").queryName(table).trigger(Trigger.AvailableNow())
-      .option("checkpointLocation", tempDir("ckpt").toString).start()
+    val q = df.writeStream
+      .format("memory")
+      .queryName(table)
+      .trigger(Trigger.AvailableNow())
+      .option("checkpointLocation", tempDir("ckpt").toString)
+      .start()
     assert(q.awaitTermination(120000))
     assert(q.exception.isEmpty, q.exception)
     spark.table(table)
@@ -51,10 +62,18 @@ class KafkaCompactSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteB
   }
 
   test("with includeKey, the key and the value, as Spark's source reads them") {
-    val rows = read(Sluice.fromSource(spark, source("includeKey" -> "true"), null, null, compact), "compact_kv")
+    val rows = read(
+      Sluice.fromSource(spark, source("includeKey" -> "true"), null, null, compact),
+      "compact_kv")
     assert(rows.columns.toSeq == Seq("key", "value"))
-    val theirs = read(spark.readStream.format("kafka").option("kafka.bootstrap.servers", kafka.bootstrapServers)
-      .option("subscribe", topic).option("startingOffsets", "earliest").load(), "spark_rows").select("key", "value")
+    val theirs = read(
+      spark.readStream
+        .format("kafka")
+        .option("kafka.bootstrap.servers", kafka.bootstrapServers)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .load(),
+      "spark_rows").select("key", "value")
     assertSameRows(rows, theirs)
   }
 
@@ -68,7 +87,8 @@ class KafkaCompactSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteB
   test("headers are not payload: compact raw rows refuse includeHeaders") {
     val e = intercept[IllegalArgumentException](
       Sluice.fromSource(spark, source("includeHeaders" -> "true"), null, null, compact))
-    assert(e.getMessage == "KafkaSource: compact rows (forceTimestampSupport=false) hold the value, and the key " +
-      "with includeKey=true, never headers; remove includeHeaders or set forceTimestampSupport=true.")
+    assert(
+      e.getMessage == "KafkaSource: compact rows (forceTimestampSupport=false) hold the value, and the key " +
+        "with includeKey=true, never headers; remove includeHeaders or set forceTimestampSupport=true.")
   }
 }

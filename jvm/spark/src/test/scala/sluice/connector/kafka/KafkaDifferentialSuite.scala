@@ -19,35 +19,55 @@ class KafkaDifferentialSuite extends AnyFunSuite with KafkaSuiteBase with SparkS
   private val records = 100000
   private val baseTs = 1700000000000L
   private val SparkMetricNames =
-    Seq("minOffsetsBehindLatest", "maxOffsetsBehindLatest", "avgOffsetsBehindLatest", "estimatedTotalBytesBehindLatest")
+    Seq(
+      "minOffsetsBehindLatest",
+      "maxOffsetsBehindLatest",
+      "avgOffsetsBehindLatest",
+      "estimatedTotalBytesBehindLatest")
 
   override protected def beforeAll(): Unit = {
     super.beforeAll()
     kafka.createTopic(topic, 4)
-    kafka.produce(topic, (0 until records).map { i =>
-      ProducedRecord.text(
-        key = if (i % 7 == 0) None else Some(s"k${i % 1000}"),
-        value = if (i % 11 == 0) None else Some(s"""{"i":$i,"s":"välue-$i"}"""),
-        partition = Some(i % 4),
-        timestamp = Some(baseTs + i * 10L),
-        headers = if (i % 3 == 0) Seq("h" -> s"$i", "n" -> null, "h" -> "again") else Nil)
-    })
+    kafka.produce(
+      topic,
+      (0 until records).map { i =>
+        ProducedRecord.text(
+          key = if (i % 7 == 0) None else Some(s"k${i % 1000}"),
+          value = if (i % 11 == 0) None else Some(s"""{"i":$i,"s":"välue-$i"}"""),
+          partition = Some(i % 4),
+          timestamp = Some(baseTs + i * 10L),
+          headers = if (i % 3 == 0) Seq("h" -> s"$i", "n" -> null, "h" -> "again") else Nil)
+      })
   }
 
   private def theirs(options: (String, String)*): DataFrame =
-    spark.readStream.format("kafka").option("kafka.bootstrap.servers", kafka.bootstrapServers)
-      .option("subscribe", topic).option("includeHeaders", "true").options(options.toMap).load()
+    spark.readStream
+      .format("kafka")
+      .option("kafka.bootstrap.servers", kafka.bootstrapServers)
+      .option("subscribe", topic)
+      .option("includeHeaders", "true")
+      .options(options.toMap)
+      .load()
 
   private def ours(options: (String, String)*): DataFrame =
-    spark.readStream.format("sluice").option("source", "kafka")
+    spark.readStream
+      .format("sluice")
+      .option("source", "kafka")
       .option("kafka.bootstrap.servers", kafka.bootstrapServers)
-      .option("subscribe", topic).option("includeHeaders", "true").options(options.toMap).load()
+      .option("subscribe", topic)
+      .option("includeHeaders", "true")
+      .options(options.toMap)
+      .load()
 
   private def collect(df: DataFrame, name: String): DataFrame = run(df, name)._1
 
   private def run(df: DataFrame, name: String): (DataFrame, StreamingQuery) = {
-    val q = df.writeStream.format("memory").queryName(name).trigger(Trigger.AvailableNow())
-      .option("checkpointLocation", tempDir("ckpt").toString).start()
+    val q = df.writeStream
+      .format("memory")
+      .queryName(name)
+      .trigger(Trigger.AvailableNow())
+      .option("checkpointLocation", tempDir("ckpt").toString)
+      .start()
     awaitEnd(q, timeoutMs = 300000)
     assert(q.exception.isEmpty, q.exception)
     (spark.table(name), q)
@@ -69,77 +89,139 @@ class KafkaDifferentialSuite extends AnyFunSuite with KafkaSuiteBase with SparkS
   }
 
   test("earliest: identical rows, every column", Slow) {
-    assertSameMultiset(collect(theirs("startingOffsets" -> "earliest"), "spark_earliest"),
-      collect(ours("startingOffsets" -> "earliest"), "sluice_earliest"), records)
+    assertSameMultiset(
+      collect(theirs("startingOffsets" -> "earliest"), "spark_earliest"),
+      collect(ours("startingOffsets" -> "earliest"), "sluice_earliest"),
+      records)
   }
 
   test("specific offsets per partition: identical rows") {
     val start = s"""{"$topic":{"0":100,"1":-2,"2":24000,"3":25000}}"""
     val expected = collect(theirs("startingOffsets" -> start), "spark_specific")
-    assertSameMultiset(expected, collect(ours("startingOffsets" -> start), "sluice_specific"),
+    assertSameMultiset(
+      expected,
+      collect(ours("startingOffsets" -> start), "sluice_specific"),
       records - 100 - 24000 - 25000)
   }
 
   test("a start timestamp: identical rows") {
     val ts = (baseTs + 600000L).toString // record 60000 on
-    assertSameMultiset(collect(theirs("startingTimestamp" -> ts), "spark_ts"),
-      collect(ours("startingTimestamp" -> ts), "sluice_ts"), records - 60000)
+    assertSameMultiset(
+      collect(theirs("startingTimestamp" -> ts), "spark_ts"),
+      collect(ours("startingTimestamp" -> ts), "sluice_ts"),
+      records - 60000)
   }
 
   test("bounded ends: identical to Spark's batch read of the same range") {
     val end = s"""{"$topic":{"0":1000,"1":-1,"2":20000,"3":0}}"""
-    val expected = spark.read.format("kafka").option("kafka.bootstrap.servers", kafka.bootstrapServers)
-      .option("subscribe", topic).option("includeHeaders", "true")
-      .option("startingOffsets", "earliest").option("endingOffsets", end).load()
-    val bounded = KafkaSource.builder().bootstrapServers(kafka.bootstrapServers).topics(topic)
-      .includeHeaders(true).startingOffsets(OffsetsInitializer.earliest())
-      .option("endingOffsets", end).build()
+    val expected = spark.read
+      .format("kafka")
+      .option("kafka.bootstrap.servers", kafka.bootstrapServers)
+      .option("subscribe", topic)
+      .option("includeHeaders", "true")
+      .option("startingOffsets", "earliest")
+      .option("endingOffsets", end)
+      .load()
+    val bounded = KafkaSource
+      .builder()
+      .bootstrapServers(kafka.bootstrapServers)
+      .topics(topic)
+      .includeHeaders(true)
+      .startingOffsets(OffsetsInitializer.earliest())
+      .option("endingOffsets", end)
+      .build()
     assert(bounded.boundedness == _root_.sluice.api.Boundedness.Bounded)
     val actual = collect(_root_.sluice.Sluice.fromSource(spark, bounded), "sluice_bounded")
     assertSameMultiset(expected, actual, 1000 + 25000 + 20000)
   }
 
-  test("Spark's source metrics: the same names and values at the end of an AvailableNow run; scan metrics exact") {
+  test(
+    "Spark's source metrics: the same names and values at the end of an AvailableNow run; scan metrics exact") {
     val small = "differential-metrics"
     kafka.createTopic(small, 4)
-    kafka.produce(small, (0 until 2000).map { i =>
-      ProducedRecord.text(key = if (i % 5 == 0) None else Some(s"k$i"), value = if (i % 13 == 0) None else Some(s"v-é-$i"),
-        partition = Some(i % 4))
-    })
+    kafka.produce(
+      small,
+      (0 until 2000).map { i =>
+        ProducedRecord.text(
+          key = if (i % 5 == 0) None else Some(s"k$i"),
+          value = if (i % 13 == 0) None else Some(s"v-é-$i"),
+          partition = Some(i % 4))
+      })
     def read(df: DataFrame) = df.selectExpr("key", "value", "topic", "partition", "offset")
-    val (expected, theirQuery) = run(read(spark.readStream.format("kafka").option("kafka.bootstrap.servers", kafka.bootstrapServers)
-      .option("subscribe", small).option("startingOffsets", "earliest").load()), "spark_metrics")
-    val (actual, ourQuery) = run(read(spark.readStream.format("sluice").option("source", "kafka")
-      .option("kafka.bootstrap.servers", kafka.bootstrapServers)
-      .option("subscribe", small).option("startingOffsets", "earliest").load()), "sluice_metrics")
+    val (expected, theirQuery) = run(
+      read(
+        spark.readStream
+          .format("kafka")
+          .option("kafka.bootstrap.servers", kafka.bootstrapServers)
+          .option("subscribe", small)
+          .option("startingOffsets", "earliest")
+          .load()),
+      "spark_metrics")
+    val (actual, ourQuery) = run(
+      read(
+        spark.readStream
+          .format("sluice")
+          .option("source", "kafka")
+          .option("kafka.bootstrap.servers", kafka.bootstrapServers)
+          .option("subscribe", small)
+          .option("startingOffsets", "earliest")
+          .load()),
+      "sluice_metrics")
     assertSameMultiset(expected, actual, 2000)
 
     val (theirs, ours) = (sparkMetrics(theirQuery).last, sparkMetrics(ourQuery).last)
     // read to the end: 0 behind in every partition; Apache Spark reports no byte estimate
-    assert(theirs == Map("minOffsetsBehindLatest" -> Some("0"), "maxOffsetsBehindLatest" -> Some("0"),
-      "avgOffsetsBehindLatest" -> Some("0.0"), "estimatedTotalBytesBehindLatest" -> None), theirs)
+    assert(
+      theirs == Map(
+        "minOffsetsBehindLatest" -> Some("0"),
+        "maxOffsetsBehindLatest" -> Some("0"),
+        "avgOffsetsBehindLatest" -> Some("0.0"),
+        "estimatedTotalBytesBehindLatest" -> None),
+      theirs)
     assert(ours == theirs)
 
     // the scan's SQL metrics of Sluice's one batch: every record, and its key and value bytes
     assert(ourQuery.recentProgress.count(_.numInputRows > 0) == 1)
     val scan = _root_.sluice.spark.ScanMetrics.ofLastBatch(ourQuery)
     assert(scan("recordsRead") == 2000)
-    val bytes = expected.selectExpr("sum(coalesce(octet_length(key), 0) + coalesce(octet_length(value), 0))").head().getLong(0)
+    val bytes = expected
+      .selectExpr("sum(coalesce(octet_length(key), 0) + coalesce(octet_length(value), 0))")
+      .head()
+      .getLong(0)
     assert(scan("bytesRead") == bytes)
     assert(scan("malformedRecordsDropped") == 0 && scan("alignmentPausedMs") == 0)
   }
 
-  test("Spark's source metrics batch by batch: one partition read 300 offsets a trigger, as Spark's source reads it") {
+  test(
+    "Spark's source metrics batch by batch: one partition read 300 offsets a trigger, as Spark's source reads it") {
     val one = "differential-lag"
     kafka.createTopic(one, 1)
-    kafka.produce(one, (0 until 1000).map(i => ProducedRecord.text(value = Some(s"v$i"), partition = Some(0))))
-    val (_, theirQuery) = run(spark.readStream.format("kafka").option("kafka.bootstrap.servers", kafka.bootstrapServers)
-      .option("subscribe", one).option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", "300").load(), "spark_lag")
-    val (_, ourQuery) = run(spark.readStream.format("sluice").option("source", "kafka")
-      .option("kafka.bootstrap.servers", kafka.bootstrapServers).option("subscribe", one)
-      .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", "300").load(), "sluice_lag")
+    kafka.produce(
+      one,
+      (0 until 1000).map(i => ProducedRecord.text(value = Some(s"v$i"), partition = Some(0))))
+    val (_, theirQuery) = run(
+      spark.readStream
+        .format("kafka")
+        .option("kafka.bootstrap.servers", kafka.bootstrapServers)
+        .option("subscribe", one)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", "300")
+        .load(),
+      "spark_lag")
+    val (_, ourQuery) = run(
+      spark.readStream
+        .format("sluice")
+        .option("source", "kafka")
+        .option("kafka.bootstrap.servers", kafka.bootstrapServers)
+        .option("subscribe", one)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", "300")
+        .load(),
+      "sluice_lag")
     val theirs = sparkMetrics(theirQuery)
-    assert(theirs.map(_("maxOffsetsBehindLatest")) == Seq("700", "400", "100", "0").map(Some(_)), theirs)
+    assert(
+      theirs.map(_("maxOffsetsBehindLatest")) == Seq("700", "400", "100", "0").map(Some(_)),
+      theirs)
     assert(sparkMetrics(ourQuery) == theirs)
   }
 }

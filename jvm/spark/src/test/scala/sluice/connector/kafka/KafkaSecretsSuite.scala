@@ -27,17 +27,19 @@ class KafkaSecretsSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteB
     val root = ctx.getConfiguration.getRootLogger
     val previous = root.getLevel
     val lines = mutable.ArrayBuffer[String]()
-    val appender = new AbstractAppender("secret-capture", null, null, true, Property.EMPTY_ARRAY) {
-      override def append(event: LogEvent): Unit = lines.synchronized {
-        lines += event.getMessage.getFormattedMessage
-        Option(event.getThrown).foreach(t => lines += stackTrace(t))
+    val appender =
+      new AbstractAppender("secret-capture", null, null, true, Property.EMPTY_ARRAY) {
+        override def append(event: LogEvent): Unit = lines.synchronized {
+          lines += event.getMessage.getFormattedMessage
+          Option(event.getThrown).foreach(t => lines += stackTrace(t))
+        }
       }
-    }
     appender.start()
     root.addAppender(appender, Level.INFO, null)
     root.setLevel(Level.INFO)
     ctx.updateLoggers()
-    try (body, lines.synchronized(lines.mkString("\n"))) finally {
+    try (body, lines.synchronized(lines.mkString("\n")))
+    finally {
       root.removeAppender("secret-capture")
       root.setLevel(previous)
       ctx.updateLoggers()
@@ -51,43 +53,65 @@ class KafkaSecretsSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteB
   }
 
   private def filesUnder(dir: Path): String =
-    Files.walk(dir).iterator().asScala.filter(Files.isRegularFile(_))
-      .map(p => new String(Files.readAllBytes(p), "ISO-8859-1")).mkString("\n")
+    Files
+      .walk(dir)
+      .iterator()
+      .asScala
+      .filter(Files.isRegularFile(_))
+      .map(p => new String(Files.readAllBytes(p), "ISO-8859-1"))
+      .mkString("\n")
 
   test("a planted credential appears in no log, error, offset log, progress or metric") {
     val topic = "secrets"
     kafka.createTopic(topic, 2)
-    kafka.produce(topic, (0 until 20).map(i => ProducedRecord.text(value = Some(s"v$i"), partition = Some(i % 2))))
+    kafka.produce(
+      topic,
+      (0 until 20).map(i => ProducedRecord.text(value = Some(s"v$i"), partition = Some(i % 2))))
     val ckpt = tempDir("ckpt")
-    def query(t: String) = spark.readStream.format("sluice").option("source", "kafka")
-      .option("kafka.bootstrap.servers", kafka.bootstrapServers).option("subscribe", t)
+    def query(t: String) = spark.readStream
+      .format("sluice")
+      .option("source", "kafka")
+      .option("kafka.bootstrap.servers", kafka.bootstrapServers)
+      .option("subscribe", t)
       .option("startingOffsets", "earliest")
       .option("kafka.ssl.truststore.password", secret)
-      .option("kafka.sasl.jaas.config",
+      .option(
+        "kafka.sasl.jaas.config",
         s"""org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="$secret";""")
       .load()
 
     val ((progress, failure), logs) = capturingLogs {
-      val ok = query(topic).writeStream.format("noop").option("checkpointLocation", ckpt.toString)
-        .trigger(Trigger.AvailableNow()).start()
+      val ok = query(topic).writeStream
+        .format("noop")
+        .option("checkpointLocation", ckpt.toString)
+        .trigger(Trigger.AvailableNow())
+        .start()
       awaitEnd(ok, timeoutMs = 60000)
       assert(ok.exception.isEmpty, ok.exception)
       val progress = ok.recentProgress.map(_.json).mkString("\n") +
         ok.recentProgress.flatMap(_.sources.map(_.metrics.toString)).mkString("\n")
       // a failing query: its error and everything logged on the way
       kafka.deleteTopic(topic)
-      val bad = query(topic).writeStream.format("noop").option("checkpointLocation", ckpt.toString)
-        .trigger(Trigger.AvailableNow()).start()
+      val bad = query(topic).writeStream
+        .format("noop")
+        .option("checkpointLocation", ckpt.toString)
+        .trigger(Trigger.AvailableNow())
+        .start()
       val e = intercept[Exception](bad.awaitTermination(60000))
       (progress, stackTrace(e))
     }
     assert(progress.contains("recordsRead"), "the progress to check is empty")
     assert(failure.contains("is gone"), failure)
-    assert(logs.contains("ConsumerConfig values") || logs.contains("AdminClientConfig values"),
+    assert(
+      logs.contains("ConsumerConfig values") || logs.contains("AdminClientConfig values"),
       "the Kafka clients' configuration dump was not captured, so the log check would prove nothing")
-    Seq("logs" -> logs, "error" -> failure, "progress and metrics" -> progress,
-      "checkpoint (offset log, commits, progress store)" -> filesUnder(ckpt)).foreach { case (where, text) =>
-      assert(!text.contains(secret), s"the secret leaked into the $where")
+    Seq(
+      "logs" -> logs,
+      "error" -> failure,
+      "progress and metrics" -> progress,
+      "checkpoint (offset log, commits, progress store)" -> filesUnder(ckpt)).foreach {
+      case (where, text) =>
+        assert(!text.contains(secret), s"the secret leaked into the $where")
     }
   }
 }

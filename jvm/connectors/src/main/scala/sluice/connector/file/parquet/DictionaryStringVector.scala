@@ -30,7 +30,7 @@ import org.apache.spark.unsafe.types.{BinaryView, CalendarInterval, TimestampNan
  * to Spark's reader: closing the view must not free them.
  */
 private[parquet] final class DictionaryStringVector private (below: WritableColumnVector)
-  extends ColumnVector(below.dataType()) {
+    extends ColumnVector(below.dataType()) {
 
   import DictionaryStringVector._
 
@@ -41,7 +41,9 @@ private[parquet] final class DictionaryStringVector private (below: WritableColu
     case _: MapType => Array(view(below.getChild(0)), view(below.getChild(1)))
     case _ => Array.empty
   }
-  private val viewedChildren: Array[DictionaryStringVector] = children.collect { case v: DictionaryStringVector => v }
+  private val viewedChildren: Array[DictionaryStringVector] = children.collect {
+    case v: DictionaryStringVector => v
+  }
 
   // the entries decoded in this batch: decoded(id) is current when stamps(id) == batch
   private var decoded: Array[UTF8String] = Array.empty
@@ -83,13 +85,20 @@ private[parquet] final class DictionaryStringVector private (below: WritableColu
   }
 
   override def getArray(rowId: Int): ColumnarArray =
-    if (below.isNullAt(rowId)) null else new ColumnarArray(children(0), below.getArrayOffset(rowId), below.getArrayLength(rowId))
+    if (below.isNullAt(rowId)) null
+    else new ColumnarArray(children(0), below.getArrayOffset(rowId), below.getArrayLength(rowId))
 
   override def getMap(rowId: Int): ColumnarMap =
     if (below.isNullAt(rowId)) null
-    else new ColumnarMap(children(0), children(1), below.getArrayOffset(rowId), below.getArrayLength(rowId))
+    else
+      new ColumnarMap(
+        children(0),
+        children(1),
+        below.getArrayOffset(rowId),
+        below.getArrayLength(rowId))
 
-  override def getChild(ordinal: Int): ColumnVector = if (children.isEmpty) below.getChild(ordinal) else children(ordinal)
+  override def getChild(ordinal: Int): ColumnVector =
+    if (children.isEmpty) below.getChild(ordinal) else children(ordinal)
 
   override def close(): Unit = ()
   override def closeIfFreeable(): Unit = ()
@@ -103,15 +112,19 @@ private[parquet] final class DictionaryStringVector private (below: WritableColu
   override def getLong(rowId: Int): Long = below.getLong(rowId)
   override def getFloat(rowId: Int): Float = below.getFloat(rowId)
   override def getDouble(rowId: Int): Double = below.getDouble(rowId)
-  override def getDecimal(rowId: Int, precision: Int, scale: Int): Decimal = below.getDecimal(rowId, precision, scale)
+  override def getDecimal(rowId: Int, precision: Int, scale: Int): Decimal =
+    below.getDecimal(rowId, precision, scale)
   override def getBinary(rowId: Int): Array[Byte] = below.getBinary(rowId)
   override def getBinaryView(rowId: Int): BinaryView = below.getBinaryView(rowId)
   override def getInterval(rowId: Int): CalendarInterval = below.getInterval(rowId)
-  override def getTimestampNTZNanos(rowId: Int): TimestampNanosVal = below.getTimestampNTZNanos(rowId)
-  override def getTimestampLTZNanos(rowId: Int): TimestampNanosVal = below.getTimestampLTZNanos(rowId)
+  override def getTimestampNTZNanos(rowId: Int): TimestampNanosVal =
+    below.getTimestampNTZNanos(rowId)
+  override def getTimestampLTZNanos(rowId: Int): TimestampNanosVal =
+    below.getTimestampLTZNanos(rowId)
 }
 
 private[parquet] object DictionaryStringVector {
+
   /** Dictionary ids from here on are decoded per row, as Spark's vector does. */
   val MaxCachedId: Int = 1 << 14
 

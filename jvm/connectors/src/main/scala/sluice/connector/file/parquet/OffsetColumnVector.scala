@@ -14,7 +14,9 @@ import org.apache.spark.unsafe.types.{BinaryView, CalendarInterval, TimestampNan
  * calls `closeIfFreeable` on each batch it is done with) must not free it.
  * `numNulls` is the count below, an upper bound of the view's.
  */
-private[parquet] final class OffsetColumnVector(below: ColumnVector, offset: Int) extends ColumnVector(below.dataType()) {
+private[parquet] final class OffsetColumnVector(below: ColumnVector, offset: Int)
+    extends ColumnVector(below.dataType()) {
+
   /**
    * Children read by row (`getStruct`, `getVariant` and `getInterval` read a struct's fields, a
    * variant's or an interval's parts through them) are shifted alike; an array's or a map's
@@ -22,8 +24,10 @@ private[parquet] final class OffsetColumnVector(below: ColumnVector, offset: Int
    * and `getMap` are answered below, with absolute element offsets).
    */
   private val children: Array[ColumnVector] = below.dataType() match {
-    case s: StructType => Array.tabulate(s.length)(i => new OffsetColumnVector(below.getChild(i), offset))
-    case CalendarIntervalType => Array.tabulate(3)(i => new OffsetColumnVector(below.getChild(i), offset))
+    case s: StructType =>
+      Array.tabulate(s.length)(i => new OffsetColumnVector(below.getChild(i), offset))
+    case CalendarIntervalType =>
+      Array.tabulate(3)(i => new OffsetColumnVector(below.getChild(i), offset))
     case VariantType => Array.tabulate(2)(i => new OffsetColumnVector(below.getChild(i), offset))
     case _ => Array.empty
   }
@@ -42,15 +46,20 @@ private[parquet] final class OffsetColumnVector(below: ColumnVector, offset: Int
   override def getDouble(rowId: Int): Double = below.getDouble(rowId + offset)
   override def getArray(rowId: Int): ColumnarArray = below.getArray(rowId + offset)
   override def getMap(rowId: Int): ColumnarMap = below.getMap(rowId + offset)
-  override def getDecimal(rowId: Int, precision: Int, scale: Int): Decimal = below.getDecimal(rowId + offset, precision, scale)
+  override def getDecimal(rowId: Int, precision: Int, scale: Int): Decimal =
+    below.getDecimal(rowId + offset, precision, scale)
   override def getUTF8String(rowId: Int): UTF8String = below.getUTF8String(rowId + offset)
   override def getBinary(rowId: Int): Array[Byte] = below.getBinary(rowId + offset)
   override def getBinaryView(rowId: Int): BinaryView = below.getBinaryView(rowId + offset)
   override def getInterval(rowId: Int): CalendarInterval = below.getInterval(rowId + offset)
-  override def getTimestampNTZNanos(rowId: Int): TimestampNanosVal = below.getTimestampNTZNanos(rowId + offset)
-  override def getTimestampLTZNanos(rowId: Int): TimestampNanosVal = below.getTimestampLTZNanos(rowId + offset)
+  override def getTimestampNTZNanos(rowId: Int): TimestampNanosVal =
+    below.getTimestampNTZNanos(rowId + offset)
+  override def getTimestampLTZNanos(rowId: Int): TimestampNanosVal =
+    below.getTimestampLTZNanos(rowId + offset)
 
   override def getChild(ordinal: Int): ColumnVector =
     if (ordinal < children.length) children(ordinal)
-    else throw new UnsupportedOperationException(s"a child of a ${below.dataType().simpleString} vector is indexed by element, not by row")
+    else
+      throw new UnsupportedOperationException(
+        s"a child of a ${below.dataType().simpleString} vector is indexed by element, not by row")
 }

@@ -35,7 +35,7 @@ final class ParquetBatchReader(
     rows: ParquetRows,
     context: ReaderContext,
     hadoopConf: () => Configuration)
-  extends ColumnarSplitReader[RowGroupSplit] {
+    extends ColumnarSplitReader[RowGroupSplit] {
 
   private val tsIndex = config.timestampIndex
   private val tsMillis = config.timestampIsMillis
@@ -49,21 +49,28 @@ final class ParquetBatchReader(
    * midpoint (`readsColumnar` takes no other), so the reader gives its rows and only them, from
    * its first: `next` counts them, and is the row index of the next row the reader gives.
    */
-  private final class Cursor(toRead: SplitRange[RowGroupSplit]) extends RowGroupCursor(toRead, toRead.split.firstRow) {
+  private final class Cursor(toRead: SplitRange[RowGroupSplit])
+      extends RowGroupCursor(toRead, toRead.split.firstRow) {
     private var batches: ParquetRows.Batches = _
+
     /** The position after the last row handed on. */
     var position: Long = range.from
     // the provenance vectors of this range (the row count only sizes null counts: never null)
-    private lazy val splitColumn = constant(StringType)(_.setUtf8String(UTF8String.fromString(split.splitId)))
-    private lazy val timestampColumn = constant(TimestampType)(_.setLong(split.modificationTime * 1000L))
+    private lazy val splitColumn =
+      constant(StringType)(_.setUtf8String(UTF8String.fromString(split.splitId)))
+    private lazy val timestampColumn =
+      constant(TimestampType)(_.setLong(split.modificationTime * 1000L))
 
-    private def constant(t: org.apache.spark.sql.types.DataType)(set: ConstantColumnVector => Unit) = {
+    private def constant(t: org.apache.spark.sql.types.DataType)(
+        set: ConstantColumnVector => Unit) = {
       val v = new ConstantColumnVector(1, t)
       set(v)
       v
     }
 
-    require(split.aloneAtMidpoint, s"row group ${split.rowGroup} of '${split.path}' is not alone at an exact midpoint: read it as rows")
+    require(
+      split.aloneAtMidpoint,
+      s"row group ${split.rowGroup} of '${split.path}' is not alone at an exact midpoint: read it as rows")
     done = range.from >= range.until
     if (!done) open(config, partitions, hadoopConf) { file => batches = rows.readBatches(file) }
 
@@ -86,8 +93,13 @@ final class ParquetBatchReader(
           position = end
           done = end >= range.until
           val data = viewsOf(batch)
-          val columns = if (compact) data else data ++ Array[ColumnVector](splitColumn, new RowIndexVector(first), timestampColumn)
-          return new ColumnarBatch(if (skip == 0) columns else columns.map(new OffsetColumnVector(_, skip)), count)
+          val columns =
+            if (compact) data
+            else
+              data ++ Array[ColumnVector](splitColumn, new RowIndexVector(first), timestampColumn)
+          return new ColumnarBatch(
+            if (skip == 0) columns else columns.map(new OffsetColumnVector(_, skip)),
+            count)
         }
       }
       throw new AssertionError("unreachable")
@@ -102,13 +114,15 @@ final class ParquetBatchReader(
      * `DictionaryStringVector`, told that a new batch starts.
      */
     private def viewsOf(batch: ColumnarBatch): Array[ColumnVector] = {
-      if (below.length != batch.numCols() || below.indices.exists(i => below(i) ne batch.column(i))) {
+      if (below.length != batch.numCols() || below.indices.exists(i =>
+          below(i) ne batch.column(i))) {
         below = Array.tabulate(batch.numCols())(batch.column)
         views = below.map(DictionaryStringVector.view)
-      } else views.foreach {
-        case v: DictionaryStringVector => v.nextBatch()
-        case _ =>
-      }
+      } else
+        views.foreach {
+          case v: DictionaryStringVector => v.nextBatch()
+          case _ =>
+        }
       views.clone()
     }
 
@@ -126,7 +140,8 @@ final class ParquetBatchReader(
     }
   }
 
-  override def handleSplitsChanges(ranges: Seq[SplitRange[RowGroupSplit]]): Unit = pending ++= ranges
+  override def handleSplitsChanges(ranges: Seq[SplitRange[RowGroupSplit]]): Unit =
+    pending ++= ranges
 
   override def fetch(): ColumnarFetch = {
     var finished = Set.empty[String]
@@ -151,8 +166,12 @@ final class ParquetBatchReader(
     pending.clear()
   }
 
-  private final class Fetch(override val splitId: String, override val batch: ColumnarBatch, override val position: Long,
-      override val finishedSplits: Set[String]) extends ColumnarFetch {
+  private final class Fetch(
+      override val splitId: String,
+      override val batch: ColumnarBatch,
+      override val position: Long,
+      override val finishedSplits: Set[String])
+      extends ColumnarFetch {
     private val times = if (tsIndex < 0) null else batch.column(tsIndex)
 
     override def recordTime(row: Int): Long =
@@ -160,6 +179,7 @@ final class ParquetBatchReader(
       else if (tsMillis) times.getLong(row)
       else Math.floorDiv(times.getLong(row), 1000L)
 
-    override def maxRecordTime: Long = if (times == null) RecordsWithSplitIds.NoTimestamp else super.maxRecordTime
+    override def maxRecordTime: Long =
+      if (times == null) RecordsWithSplitIds.NoTimestamp else super.maxRecordTime
   }
 }

@@ -45,65 +45,110 @@ final case class ParquetConfig(
   val outputSchema: StructType = StructType(dataSchema.fields ++ partitionSchema.fields)
 
   def timestampIndex: Int = timestampColumn.map(outputSchema.fieldIndex).getOrElse(-1)
-  def timestampIsMillis: Boolean = timestampColumn.exists(c => outputSchema(c).dataType == LongType)
+  def timestampIsMillis: Boolean =
+    timestampColumn.exists(c => outputSchema(c).dataType == LongType)
 }
 
 object ParquetConfig {
   val Context = "FileSource (parquet)"
   val Parquet = "parquet"
 
-  val Format: ConfigOption[String] = ConfigOption.string("format",
-    "`parquet`: Parquet files read by Spark's own Parquet reader, split by row group")
+  val Format: ConfigOption[String] = ConfigOption
+    .string(
+      "format",
+      "`parquet`: Parquet files read by Spark's own Parquet reader, split by row group")
     .withCheck("parquet")(_.equalsIgnoreCase(Parquet))
   val Schema: ConfigOption[StructType] = PayloadFormat.SchemaOption.copy(doc =
     "the columns to read; when not given, read from the files' footers as `spark.read.parquet` does " +
       "(partition columns of `name=value` directories are added either way)")
-  val MergeSchema: ConfigOption[Boolean] = ConfigOption.boolean("mergeSchema",
+  val MergeSchema: ConfigOption[Boolean] = ConfigOption.boolean(
+    "mergeSchema",
     "Spark's Parquet option: the schema is merged from every file's footer rather than taken from " +
       "one (default: the session's spark.sql.parquet.mergeSchema)")
   private val rebaseModes = Set("EXCEPTION", "CORRECTED", "LEGACY")
-  val DatetimeRebaseMode: ConfigOption[String] = ConfigOption.string("datetimeRebaseMode",
-    "Spark's Parquet option: how dates and timestamps written in the legacy hybrid calendar are " +
-      "read (default: the session's spark.sql.parquet.datetimeRebaseModeInRead)")
+  val DatetimeRebaseMode: ConfigOption[String] = ConfigOption
+    .string(
+      "datetimeRebaseMode",
+      "Spark's Parquet option: how dates and timestamps written in the legacy hybrid calendar are " +
+        "read (default: the session's spark.sql.parquet.datetimeRebaseModeInRead)")
     .withCheck("EXCEPTION, CORRECTED or LEGACY")(m => rebaseModes.contains(m.toUpperCase))
-  val Int96RebaseMode: ConfigOption[String] = ConfigOption.string("int96RebaseMode",
-    "Spark's Parquet option: as datetimeRebaseMode, for INT96 timestamps " +
-      "(default: the session's spark.sql.parquet.int96RebaseModeInRead)")
+  val Int96RebaseMode: ConfigOption[String] = ConfigOption
+    .string(
+      "int96RebaseMode",
+      "Spark's Parquet option: as datetimeRebaseMode, for INT96 timestamps " +
+        "(default: the session's spark.sql.parquet.int96RebaseModeInRead)")
     .withCheck("EXCEPTION, CORRECTED or LEGACY")(m => rebaseModes.contains(m.toUpperCase))
 
   /** Options of this format only (the rest are the file source's). */
   val own: Seq[ConfigOption[_]] = Seq(MergeSchema, DatetimeRebaseMode, Int96RebaseMode)
-  val all: Seq[ConfigOption[_]] = Seq(FileConfig.Path, FileConfig.MonitorIntervalMs, FileConfig.IgnoreMissingFiles,
-    FileConfig.IgnoreChangedFiles, FileConfig.NotReadyTimeoutMs, FileConfig.TimestampColumn, Format, Schema) ++ own
+  val all: Seq[ConfigOption[_]] = Seq(
+    FileConfig.Path,
+    FileConfig.MonitorIntervalMs,
+    FileConfig.IgnoreMissingFiles,
+    FileConfig.IgnoreChangedFiles,
+    FileConfig.NotReadyTimeoutMs,
+    FileConfig.TimestampColumn,
+    Format,
+    Schema) ++ own
 
   /** True when `options` ask for Parquet files (`format` = parquet, any case). */
   def isParquet(options: Map[String, String]): Boolean =
-    options.exists { case (k, v) => k.equalsIgnoreCase(Format.name) && v.trim.equalsIgnoreCase(Parquet) }
+    options.exists { case (k, v) =>
+      k.equalsIgnoreCase(Format.name) && v.trim.equalsIgnoreCase(Parquet)
+    }
 
   def fromOptions(raw: Map[String, String]): ParquetConfig = {
     val o = new Options(raw, all, Context)
     val paths = o.required(FileConfig.Path)
     val monitor = o.get(FileConfig.MonitorIntervalMs)
-    val sparkOptions = own.flatMap(opt => raw.collectFirst { case (k, v) if k.equalsIgnoreCase(opt.name) => opt.name -> v.trim }).toMap
-    val session = SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession).getOrElse(
-      throw new IllegalStateException(s"$Context: a Parquet source is defined on the Spark driver, with a " +
-        "SparkSession: it reads the files' schema and the session's Parquet settings there."))
+    val sparkOptions = own
+      .flatMap(opt =>
+        raw.collectFirst { case (k, v) if k.equalsIgnoreCase(opt.name) => opt.name -> v.trim })
+      .toMap
+    val session = SparkSession.getActiveSession
+      .orElse(SparkSession.getDefaultSession)
+      .getOrElse(
+        throw new IllegalStateException(
+          s"$Context: a Parquet source is defined on the Spark driver, with a " +
+            "SparkSession: it reads the files' schema and the session's Parquet settings there."))
     val userSchema = o.get(Schema).map(PayloadFormat.asNullable)
-    val (data, partitions, roots) = resolve(session, paths, userSchema, sparkOptions, monitor.isDefined)
+    val (data, partitions, roots) =
+      resolve(session, paths, userSchema, sparkOptions, monitor.isDefined)
     val output = StructType(data.fields ++ partitions.fields)
     Provenance.appendTo(output, Context) // refuses a column named as a provenance column
     val ts = o.get(FileConfig.TimestampColumn)
     ts.foreach { c =>
-      val ok = output.find(_.name == c).exists(f => f.dataType == TimestampType || f.dataType == LongType)
+      val ok = output
+        .find(_.name == c)
+        .exists(f => f.dataType == TimestampType || f.dataType == LongType)
       if (!ok) {
-        val candidates = output.fields.filter(f => f.dataType == TimestampType || f.dataType == LongType).map(_.name)
-        throw ConfigOption.invalid(Context, FileConfig.TimestampColumn.name, c, "a TIMESTAMP or BIGINT column " +
-          "of the schema: " + (if (candidates.isEmpty) "the schema has none" else candidates.mkString(", ")))
+        val candidates = output.fields
+          .filter(f => f.dataType == TimestampType || f.dataType == LongType)
+          .map(_.name)
+        throw ConfigOption.invalid(
+          Context,
+          FileConfig.TimestampColumn.name,
+          c,
+          "a TIMESTAMP or BIGINT column " +
+            "of the schema: " + (if (candidates.isEmpty) "the schema has none"
+                                 else candidates.mkString(", ")))
       }
     }
     val conf = SQLConf.get
-    ParquetConfig(paths, monitor, o.get(FileConfig.IgnoreMissingFiles).get, o.get(FileConfig.IgnoreChangedFiles).get,
-      o.get(FileConfig.NotReadyTimeoutMs).get, ts, data, partitions, roots, conf.sessionLocalTimeZone, conf.caseSensitiveAnalysis, sparkOptions, raw)
+    ParquetConfig(
+      paths,
+      monitor,
+      o.get(FileConfig.IgnoreMissingFiles).get,
+      o.get(FileConfig.IgnoreChangedFiles).get,
+      o.get(FileConfig.NotReadyTimeoutMs).get,
+      ts,
+      data,
+      partitions,
+      roots,
+      conf.sessionLocalTimeZone,
+      conf.caseSensitiveAnalysis,
+      sparkOptions,
+      raw)
   }
 
   /**
@@ -112,29 +157,45 @@ object ParquetConfig {
    * partition inference `spark.read` does. A monitored source whose paths do not exist yet has
    * no partition columns and needs `schema`.
    */
-  private def resolve(session: SparkSession, paths: Seq[String], userSchema: Option[StructType],
-      sparkOptions: Map[String, String], monitored: Boolean): (StructType, StructType, Seq[String]) = {
-    val relation = try {
-      val reader = userSchema.foldLeft(session.read.format(Parquet).options(sparkOptions))(_.schema(_))
-      reader.load(paths: _*).queryExecution.analyzed.collectFirst {
-        case l: LogicalRelation if l.relation.isInstanceOf[HadoopFsRelation] => l.relation.asInstanceOf[HadoopFsRelation]
+  private def resolve(
+      session: SparkSession,
+      paths: Seq[String],
+      userSchema: Option[StructType],
+      sparkOptions: Map[String, String],
+      monitored: Boolean): (StructType, StructType, Seq[String]) = {
+    val relation =
+      try {
+        val reader =
+          userSchema.foldLeft(session.read.format(Parquet).options(sparkOptions))(_.schema(_))
+        reader.load(paths: _*).queryExecution.analyzed.collectFirst {
+          case l: LogicalRelation if l.relation.isInstanceOf[HadoopFsRelation] =>
+            l.relation.asInstanceOf[HadoopFsRelation]
+        }
+      } catch {
+        case NonFatal(_)
+            if monitored && userSchema.isDefined && Try(missing(session, paths)).getOrElse(
+              false) =>
+          None
+        case NonFatal(e) =>
+          throw new IllegalArgumentException(
+            s"$Context: cannot resolve the schema of '${paths.mkString(",")}' as " +
+              s"spark.read.parquet does: ${e.getMessage}" +
+              (if (userSchema.isEmpty)
+                 " Give option 'schema' to read files whose schema cannot be inferred yet."
+               else ""),
+            e)
       }
-    } catch {
-      case NonFatal(_) if monitored && userSchema.isDefined && Try(missing(session, paths)).getOrElse(false) => None
-      case NonFatal(e) =>
-        throw new IllegalArgumentException(s"$Context: cannot resolve the schema of '${paths.mkString(",")}' as " +
-          s"spark.read.parquet does: ${e.getMessage}" +
-          (if (userSchema.isEmpty) " Give option 'schema' to read files whose schema cannot be inferred yet." else ""), e)
-    }
     relation match {
       case None => (userSchema.get, new StructType(), Nil)
       case Some(r) =>
         val data = PayloadFormat.asNullable(r.dataSchema)
         val parts = PayloadFormat.asNullable(r.partitionSchema)
         if (r.schema.map(_.name) != (data.fields ++ parts.fields).map(_.name).toSeq) {
-          val overlap = parts.fieldNames.filter(p => data.fieldNames.exists(_.equalsIgnoreCase(p)))
-          throw new IllegalArgumentException(s"$Context: partition column(s) ${overlap.mkString(", ")} are also " +
-            "columns of the files; reading such data is not supported: rename the directories or the columns.")
+          val overlap =
+            parts.fieldNames.filter(p => data.fieldNames.exists(_.equalsIgnoreCase(p)))
+          throw new IllegalArgumentException(
+            s"$Context: partition column(s) ${overlap.mkString(", ")} are also " +
+              "columns of the files; reading such data is not supported: rename the directories or the columns.")
         }
         (data, parts, r.location.rootPaths.map(_.toString))
     }

@@ -14,7 +14,10 @@ import sluice.connector.file.{DiscoveredFile, FileListing, ListedFileReads, NotR
  * Every file found so far, and whether every row group of them has statistics of the event-time
  * column (the event-time index covers the source only then).
  */
-final case class ParquetEnumeratorState(files: Seq[DiscoveredFile], listed: Boolean, indexed: Boolean = true)
+final case class ParquetEnumeratorState(
+    files: Seq[DiscoveredFile],
+    listed: Boolean,
+    indexed: Boolean = true)
 
 /**
  * Lists the paths on the driver (once, or every `monitorIntervalMs`) and turns each new file into
@@ -35,15 +38,19 @@ final class ParquetEnumerator(
     restored: ParquetEnumeratorState,
     hadoopConf: () => Configuration,
     clock: () => Long)
-  extends SplitEnumerator[RowGroupSplit, ParquetEnumeratorState]
-  with SupportsEventTimeIndex[RowGroupSplit] {
+    extends SplitEnumerator[RowGroupSplit, ParquetEnumeratorState]
+    with SupportsEventTimeIndex[RowGroupSplit] {
 
   private val known = mutable.LinkedHashMap[String, DiscoveredFile]()
   restored.files.foreach(f => known(f.path) = f)
   private var listed = restored.listed
   private var indexed = restored.indexed
   private var lastListingMs = Long.MinValue
-  private val notReady = new NotReadyFiles(ParquetConfig.Context, config.monitorIntervalMs.isDefined, clock, config.notReadyTimeoutMs)
+  private val notReady = new NotReadyFiles(
+    ParquetConfig.Context,
+    config.monitorIntervalMs.isDefined,
+    clock,
+    config.notReadyTimeoutMs)
 
   override def discoverSplits(): Seq[RowGroupSplit] = {
     val due = config.monitorIntervalMs match {
@@ -56,18 +63,28 @@ final class ParquetEnumerator(
     lastListingMs = clock()
     listed = true
     notReady.retainFound(found)
-    val fresh = found.filterNot(f => known.contains(f.path) || notReady.unchangedSinceFailure(f)).sortBy(_.path)
+    val fresh = found
+      .filterNot(f => known.contains(f.path) || notReady.unchangedSinceFailure(f))
+      .sortBy(_.path)
     val partitions = new PartitionDirectories(config)
-    fresh.foreach(f => partitions.valuesOf(f.path)) // a file outside the partition layout fails here, named
-    val footers = ListedFileReads.inParallel(fresh, ParquetEnumerator.FooterThreads, "sluice-parquet-footer")(
-      f => RowGroups.splitsOf(f, conf, config))
+    fresh.foreach(f =>
+      partitions.valuesOf(f.path)) // a file outside the partition layout fails here, named
+    val footers =
+      ListedFileReads.inParallel(fresh, ParquetEnumerator.FooterThreads, "sluice-parquet-footer")(
+        f => RowGroups.splitsOf(f, conf, config))
     // A file written in place has no footer until it is complete: monitored, it is tried again at
     // the next listing (NotReadyFiles says until when).
-    val ready = footers.filter {
-      case (_, Right(_)) => true
-      case (f, Left(e)) => !notReady.retryLater(f, s"cannot read the Parquet footer of file '${f.path}'",
-        "it is not a complete Parquet file", e)
-    }.collect { case (f, Right(splits)) => f -> splits }
+    val ready = footers
+      .filter {
+        case (_, Right(_)) => true
+        case (f, Left(e)) =>
+          !notReady.retryLater(
+            f,
+            s"cannot read the Parquet footer of file '${f.path}'",
+            "it is not a complete Parquet file",
+            e)
+      }
+      .collect { case (f, Right(splits)) => f -> splits }
     val splits = ready.flatMap(_._2)
     // files are known once their splits are made: a failure or a file not ready is listed again next time
     ready.foreach { case (f, _) => known(f.path) = f; notReady.ready(f.path) }
@@ -84,18 +101,23 @@ final class ParquetEnumerator(
 
   override def hasEventTimeIndex: Boolean = config.timestampColumn.isDefined && indexed
 
-  override def positionsBefore(ranges: Seq[SplitRange[RowGroupSplit]], eventTimeMs: Long): Map[String, Long] =
+  override def positionsBefore(
+      ranges: Seq[SplitRange[RowGroupSplit]],
+      eventTimeMs: Long): Map[String, Long] =
     wholeOrNothing(ranges)(_.maxEventTime.exists(_ < eventTimeMs))
 
   /** Statistics are per row group: a row inside one has no known event time. */
   override def exactEventTimeIndex: Boolean = false
 
   // the row group's smallest event time bounds the range's from below, however far it was read
-  override def positionsThrough(ranges: Seq[SplitRange[RowGroupSplit]], eventTimeMs: Long): Map[String, Long] =
+  override def positionsThrough(
+      ranges: Seq[SplitRange[RowGroupSplit]],
+      eventTimeMs: Long): Map[String, Long] =
     wholeOrNothing(ranges)(_.minEventTime.exists(_ < eventTimeMs))
 
   /** Each range read to its end when `whole` holds for its row group (or it has no event times), else not at all. */
-  private def wholeOrNothing(ranges: Seq[SplitRange[RowGroupSplit]])(whole: RowGroupSplit => Boolean): Map[String, Long] =
+  private def wholeOrNothing(ranges: Seq[SplitRange[RowGroupSplit]])(
+      whole: RowGroupSplit => Boolean): Map[String, Long] =
     ranges.map { r =>
       r.split.splitId -> (if (r.split.noEventTimes || whole(r.split)) r.until else r.from)
     }.toMap
@@ -107,17 +129,21 @@ final class ParquetEnumerator(
   override def firstEventTimes(ranges: Seq[SplitRange[RowGroupSplit]]): Map[String, Long] =
     ranges.filterNot(_.isEmpty).flatMap(r => r.split.minEventTime.map(r.split.splitId -> _)).toMap
 
-  override def snapshotState(): ParquetEnumeratorState = ParquetEnumeratorState(known.values.toSeq, listed, indexed)
+  override def snapshotState(): ParquetEnumeratorState =
+    ParquetEnumeratorState(known.values.toSeq, listed, indexed)
 
   /** As for line files: the files read (a JSON array of paths) and their count, for a hybrid's next source. */
   override def endState(finished: Seq[SplitProgress]): EnumeratorEndState = {
     val files = ParquetEnumeratorStateSerializer.mapper.createArrayNode()
     known.keys.toSeq.sorted.foreach(p => files.add(p))
-    EnumeratorEndState(finished, Map("files" -> files.toString, "fileCount" -> known.size.toString))
+    EnumeratorEndState(
+      finished,
+      Map("files" -> files.toString, "fileCount" -> known.size.toString))
   }
 }
 
-private[parquet] object ParquetEnumeratorStateSerializer extends VersionedSerializer[ParquetEnumeratorState] {
+private[parquet] object ParquetEnumeratorStateSerializer
+    extends VersionedSerializer[ParquetEnumeratorState] {
   override val version: Int = 1
   val mapper = new ObjectMapper()
 
@@ -127,7 +153,11 @@ private[parquet] object ParquetEnumeratorStateSerializer extends VersionedSerial
     root.put("indexed", state.indexed)
     val files = root.putArray("files")
     state.files.foreach { f =>
-      files.addObject().put("path", f.path).put("length", f.length).put("modificationTime", f.modificationTime)
+      files
+        .addObject()
+        .put("path", f.path)
+        .put("length", f.length)
+        .put("modificationTime", f.modificationTime)
     }
     mapper.writeValueAsString(root)
   }
@@ -137,14 +167,24 @@ private[parquet] object ParquetEnumeratorStateSerializer extends VersionedSerial
       throw VersionedSerializer.unsupported("Parquet enumerator state", version, this.version)
     }
     val root = mapper.readTree(text)
-    val files = root.get("files").asInstanceOf[ArrayNode].elements().asScala.map { n =>
-      DiscoveredFile(n.get("path").asText, n.get("length").asLong, n.get("modificationTime").asLong)
-    }.toSeq
+    val files = root
+      .get("files")
+      .asInstanceOf[ArrayNode]
+      .elements()
+      .asScala
+      .map { n =>
+        DiscoveredFile(
+          n.get("path").asText,
+          n.get("length").asLong,
+          n.get("modificationTime").asLong)
+      }
+      .toSeq
     ParquetEnumeratorState(files, root.get("listed").asBoolean, root.get("indexed").asBoolean)
   }
 }
 
 private object ParquetEnumerator {
+
   /** Footers are small reads that mostly wait for storage: more at once than there are cores. */
   val FooterThreads = 8
 }

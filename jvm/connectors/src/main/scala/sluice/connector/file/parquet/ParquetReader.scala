@@ -26,7 +26,7 @@ final class ParquetReader(
     rows: ParquetRows,
     context: ReaderContext,
     hadoopConf: () => Configuration)
-  extends PausableSplitReader[RowGroupSplit] {
+    extends PausableSplitReader[RowGroupSplit] {
   import ParquetReader._
 
   private val appender = new Provenance.Appender
@@ -40,7 +40,8 @@ final class ParquetReader(
   private val parked = mutable.LinkedHashMap[String, Cursor]()
 
   /** An open range: Spark's row iterator over its row group, standing at row `next`. */
-  private final class Cursor(toRead: SplitRange[RowGroupSplit]) extends RowGroupCursor(toRead, toRead.split.firstRow) {
+  private final class Cursor(toRead: SplitRange[RowGroupSplit])
+      extends RowGroupCursor(toRead, toRead.split.firstRow) {
     val id: UTF8String = UTF8String.fromString(split.splitId)
     val mtimeMicros: Long = split.modificationTime * 1000L
     private var iterator: ParquetRows.IndexedRows = _
@@ -76,7 +77,8 @@ final class ParquetReader(
     }
   }
 
-  override def handleSplitsChanges(ranges: Seq[SplitRange[RowGroupSplit]]): Unit = pending ++= ranges
+  override def handleSplitsChanges(ranges: Seq[SplitRange[RowGroupSplit]]): Unit =
+    pending ++= ranges
 
   override def fetch(): RecordsWithSplitIds = {
     var finished = Set.empty[String]
@@ -94,13 +96,18 @@ final class ParquetReader(
   }
 
   private def nextUnpaused(): Cursor =
-    parked.find { case (id, _) => !paused.contains(id) }.map { case (id, c) => parked.remove(id); c }
+    parked
+      .find { case (id, _) => !paused.contains(id) }
+      .map { case (id, c) => parked.remove(id); c }
       .orElse(pending.dequeueFirst(r => !paused.contains(r.split.splitId)).map(new Cursor(_)))
       .orNull
 
-  override def pauseOrResumeSplits(toPause: Seq[RowGroupSplit], toResume: Seq[RowGroupSplit]): Unit = {
+  override def pauseOrResumeSplits(
+      toPause: Seq[RowGroupSplit],
+      toResume: Seq[RowGroupSplit]): Unit = {
     // Splits this reader does not own (any more) are ignored, never an error (FLINK-39728).
-    val owned = pending.map(_.split.splitId).toSet ++ parked.keySet ++ Option(current).map(_.split.splitId)
+    val owned =
+      pending.map(_.split.splitId).toSet ++ parked.keySet ++ Option(current).map(_.split.splitId)
     paused ++= toPause.map(_.splitId).filter(owned.contains)
     paused --= toResume.map(_.splitId)
   }
@@ -113,7 +120,8 @@ final class ParquetReader(
   }
 
   /** Up to `RowsPerFetch` rows of one range. */
-  private final class Batch(c: Cursor, override val finishedSplits: Set[String]) extends RecordsWithSplitIds {
+  private final class Batch(c: Cursor, override val finishedSplits: Set[String])
+      extends RecordsWithSplitIds {
     private var splitGiven = false
     private var budget = RowsPerFetch
     private var current: InternalRow = _

@@ -42,7 +42,7 @@ final class ParquetRows private (
     dataSchema: StructType,
     partitionSchema: StructType,
     conf: Broadcast[SerializableConfiguration])
-  extends Serializable {
+    extends Serializable {
 
   /** The Hadoop configuration the reader reads files with (the session's, with the source's options). */
   def hadoopConf: Configuration = conf.value.value
@@ -50,7 +50,10 @@ final class ParquetRows private (
   def read(file: PartitionedFile): ParquetRows.IndexedRows = {
     // the reader's rows are the data columns, the row index, then the partition columns
     val types = (dataSchema.fields ++ partitionSchema.fields).map(_.dataType)
-    new ParquetRows.IndexedRows(reader(file), dataSchema.length, new RowWithoutColumn(dataSchema.length, types))
+    new ParquetRows.IndexedRows(
+      reader(file),
+      dataSchema.length,
+      new RowWithoutColumn(dataSchema.length, types))
   }
 
   /** Whether `readBatches` may be called: Spark would read these columns as batches. */
@@ -58,7 +61,8 @@ final class ParquetRows private (
 
   /** The file's column batches: data then partition columns, without row indexes. */
   def readBatches(file: PartitionedFile): ParquetRows.Batches = {
-    val read = batchReader.getOrElse(throw new IllegalStateException("Spark reads these Parquet columns as rows"))
+    val read = batchReader.getOrElse(
+      throw new IllegalStateException("Spark reads these Parquet columns as rows"))
     new ParquetRows.Batches(read(file))
   }
 }
@@ -67,16 +71,31 @@ object ParquetRows {
   def apply(session: SparkSession, config: ParquetConfig): ParquetRows = {
     val hadoopConf = session.sessionState.newHadoopConfWithOptions(config.sparkOptions)
     refuseRowFilters(hadoopConf)
-    val required = config.dataSchema.add(ParquetFileFormat.ROW_INDEX_TEMPORARY_COLUMN_NAME, LongType, nullable = true) // nullable: a missing column Spark fills
+    val required = config.dataSchema.add(
+      ParquetFileFormat.ROW_INDEX_TEMPORARY_COLUMN_NAME,
+      LongType,
+      nullable = true
+    ) // nullable: a missing column Spark fills
     val format = new ParquetFileFormat()
     // each build writes its columns into the configuration it is given and broadcasts that object
     // (shared as is by tasks in the driver's JVM): the two builds must not share one
-    def build(columns: StructType, batches: Boolean) = format.buildReaderWithPartitionValues(session, config.dataSchema,
-      config.partitionSchema, columns, Nil, config.sparkOptions + (FileFormat.OPTION_RETURNING_BATCH -> batches.toString),
+    def build(columns: StructType, batches: Boolean) = format.buildReaderWithPartitionValues(
+      session,
+      config.dataSchema,
+      config.partitionSchema,
+      columns,
+      Nil,
+      config.sparkOptions + (FileFormat.OPTION_RETURNING_BATCH -> batches.toString),
       new Configuration(hadoopConf))
-    val batches = format.supportBatch(session, StructType(config.dataSchema.fields ++ config.partitionSchema.fields))
-    new ParquetRows(build(required, batches = false), Option.when(batches)(build(config.dataSchema, batches = true)),
-      config.dataSchema, config.partitionSchema, session.sparkContext.broadcast(new SerializableConfiguration(hadoopConf)))
+    val batches = format.supportBatch(
+      session,
+      StructType(config.dataSchema.fields ++ config.partitionSchema.fields))
+    new ParquetRows(
+      build(required, batches = false),
+      Option.when(batches)(build(config.dataSchema, batches = true)),
+      config.dataSchema,
+      config.partitionSchema,
+      session.sparkContext.broadcast(new SerializableConfiguration(hadoopConf)))
   }
 
   /**
@@ -85,8 +104,12 @@ object ParquetRows {
    * and free them);
    * `rowIndex` is the row index in the file of the last row given.
    */
-  final class IndexedRows private[ParquetRows] (rows: Iterator[InternalRow], indexOrdinal: Int, view: RowWithoutColumn)
-    extends Iterator[InternalRow] with Closeable {
+  final class IndexedRows private[ParquetRows] (
+      rows: Iterator[InternalRow],
+      indexOrdinal: Int,
+      view: RowWithoutColumn)
+      extends Iterator[InternalRow]
+      with Closeable {
     var rowIndex: Long = -1L
     override def hasNext: Boolean = rows.hasNext
     override def next(): InternalRow = {
@@ -98,10 +121,13 @@ object ParquetRows {
   }
 
   /** The vectorized reader's batches, valid until the next `hasNext` (as its rows are). */
-  final class Batches private[ParquetRows] (batches: Iterator[InternalRow]) extends Iterator[ColumnarBatch] with Closeable {
+  final class Batches private[ParquetRows] (batches: Iterator[InternalRow])
+      extends Iterator[ColumnarBatch]
+      with Closeable {
     override def hasNext: Boolean = batches.hasNext
     // Spark's reader hands its batches through an iterator typed as rows (FileFormat's contract)
-    override def next(): ColumnarBatch = batches.next().asInstanceOf[Any].asInstanceOf[ColumnarBatch]
+    override def next(): ColumnarBatch =
+      batches.next().asInstanceOf[Any].asInstanceOf[ColumnarBatch]
     override def close(): Unit = closeReader(batches)
   }
 
@@ -110,12 +136,15 @@ object ParquetRows {
    * so a parquet-mr row filter set in the session's Hadoop configuration would drop rows unseen.
    */
   private def refuseRowFilters(conf: Configuration): Unit =
-    Seq(ParquetInputFormat.FILTER_PREDICATE, ParquetInputFormat.UNBOUND_RECORD_FILTER).find(conf.get(_) != null).foreach { key =>
-      throw new IllegalArgumentException(s"${ParquetConfig.Context}: the Hadoop configuration sets '$key', a Parquet " +
-        "row filter: Sluice reads every row of a row group (its positions are row indexes), so rows that filter " +
-        s"dropped would be skipped silently. Unset it (spark.hadoop.$key or the session setting '$key') and filter " +
-        "in the query instead.")
-    }
+    Seq(ParquetInputFormat.FILTER_PREDICATE, ParquetInputFormat.UNBOUND_RECORD_FILTER)
+      .find(conf.get(_) != null)
+      .foreach { key =>
+        throw new IllegalArgumentException(
+          s"${ParquetConfig.Context}: the Hadoop configuration sets '$key', a Parquet " +
+            "row filter: Sluice reads every row of a row group (its positions are row indexes), so rows that filter " +
+            s"dropped would be skipped silently. Unset it (spark.hadoop.$key or the session setting '$key') and filter " +
+            "in the query instead.")
+      }
 
   private def closeReader(reader: Iterator[_]): Unit = reader match {
     case c: Closeable => c.close()

@@ -20,7 +20,8 @@ import sluice.connector.format.Provenance
  * (`ParquetReader`, which real-time mode and continuous processing always use).
  */
 final class ParquetSource private[parquet] (val config: ParquetConfig, rows: ParquetRows)
-  extends Source[RowGroupSplit, ParquetEnumeratorState] with SupportsSplitPausing[RowGroupSplit]
+    extends Source[RowGroupSplit, ParquetEnumeratorState]
+    with SupportsSplitPausing[RowGroupSplit]
     with SupportsColumnarReads[RowGroupSplit] {
 
   override def sourceType: String = FileSource.Type
@@ -28,19 +29,22 @@ final class ParquetSource private[parquet] (val config: ParquetConfig, rows: Par
   override def boundedness: Boundedness =
     if (config.monitorIntervalMs.isEmpty) Boundedness.Bounded else Boundedness.ContinuousUnbounded
 
-  override val schema: StructType = Provenance.appendTo(config.outputSchema, ParquetConfig.Context)
+  override val schema: StructType =
+    Provenance.appendTo(config.outputSchema, ParquetConfig.Context)
 
   /** Full rows: data, partition columns, provenance. Compact rows: data and partition columns. */
   override def schema(layout: RecordLayout): StructType = layout match {
     case RecordLayout.Full => schema
     case RecordLayout.Compact if config.timestampColumn.isDefined =>
-      throw new IllegalArgumentException(s"${ParquetConfig.Context}: option '${FileConfig.TimestampColumn.name}' " +
-        "gives records an event time, but compact rows (forceTimestampSupport=false) carry none; remove it or set " +
-        "forceTimestampSupport=true.")
+      throw new IllegalArgumentException(
+        s"${ParquetConfig.Context}: option '${FileConfig.TimestampColumn.name}' " +
+          "gives records an event time, but compact rows (forceTimestampSupport=false) carry none; remove it or set " +
+          "forceTimestampSupport=true.")
     case RecordLayout.Compact => config.outputSchema
   }
 
-  override def options: Map[String, String] = config.options + (ParquetSource.TypeOption -> sourceType)
+  override def options: Map[String, String] =
+    config.options + (ParquetSource.TypeOption -> sourceType)
 
   override def createEnumerator(): ParquetEnumerator =
     restoreEnumerator(ParquetEnumeratorState(Nil, listed = false))
@@ -56,14 +60,17 @@ final class ParquetSource private[parquet] (val config: ParquetConfig, rows: Par
    * alone at their midpoint (`RowGroupSplit.aloneAtMidpoint`: not those of old footers that share
    * one, of encrypted footers, or of splits an earlier version planned).
    */
-  override def readsColumnar(ranges: Seq[SplitRange[RowGroupSplit]], layout: RecordLayout): Boolean =
+  override def readsColumnar(
+      ranges: Seq[SplitRange[RowGroupSplit]],
+      layout: RecordLayout): Boolean =
     rows.readsBatches && ranges.forall(_.split.aloneAtMidpoint)
 
   override def createColumnarReader(context: ReaderContext): ParquetBatchReader =
     new ParquetBatchReader(config, rows, context, () => rows.hadoopConf)
 
   override def splitSerializer: VersionedSerializer[RowGroupSplit] = RowGroupSplitSerializer
-  override def enumeratorStateSerializer: VersionedSerializer[ParquetEnumeratorState] = ParquetEnumeratorStateSerializer
+  override def enumeratorStateSerializer: VersionedSerializer[ParquetEnumeratorState] =
+    ParquetEnumeratorStateSerializer
 
   override def toString: String = s"FileSource(${config.options.toSeq.sorted.mkString(", ")})"
 }
@@ -76,7 +83,10 @@ object ParquetSource {
   /** On the driver, with a SparkSession: resolves the schema and builds Spark's reader. */
   def fromOptions(options: Map[String, String]): ParquetSource = {
     val config = ParquetConfig.fromOptions(options)
-    val session = SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession).get // checked by the config
+    val session =
+      SparkSession.getActiveSession
+        .orElse(SparkSession.getDefaultSession)
+        .get // checked by the config
     new ParquetSource(config, ParquetRows(session, config))
   }
 
@@ -90,6 +100,7 @@ object ParquetSource {
     def path(p: String): Builder = paths(p)
     def paths(ps: String*): Builder =
       set(Path.name, (options.get(Path.name).toSeq.filter(_.nonEmpty) ++ ps).mkString(","))
+
     /** The columns to read; without it, they are read from the files as `spark.read.parquet` does. */
     def schema(ddl: String): Builder = set(Schema.name, ddl)
     def schema(s: StructType): Builder = set(Schema.name, s.json)
@@ -98,6 +109,7 @@ object ParquetSource {
     def ignoreMissingFiles(ignore: Boolean): Builder = set(IgnoreMissingFiles.name, ignore)
     def ignoreChangedFiles(ignore: Boolean): Builder = set(IgnoreChangedFiles.name, ignore)
     def mergeSchema(merge: Boolean): Builder = set(MergeSchema.name, merge)
+
     /** Any option by name (`datetimeRebaseMode`, `int96RebaseMode`, ...). */
     def option(name: String, value: String): Builder = set(name, value)
 

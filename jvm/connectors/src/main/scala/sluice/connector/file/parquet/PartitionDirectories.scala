@@ -31,19 +31,26 @@ private[parquet] final class PartitionDirectories(config: ParquetConfig) {
       val name = dir.getName
       val eq = name.indexOf('=')
       // the innermost directory of a column wins, as in Spark's path parsing
-      raw.getOrElseUpdate(key(ExternalCatalogUtils.unescapePathName(name.substring(0, eq))), name.substring(eq + 1))
+      raw.getOrElseUpdate(
+        key(ExternalCatalogUtils.unescapePathName(name.substring(0, eq))),
+        name.substring(eq + 1))
       dir = dir.getParent
     }
     new GenericInternalRow(schema.fields.map { f =>
-      val value = raw.getOrElse(key(f.name), throw new IllegalStateException(s"${ParquetConfig.Context}: file " +
-        s"'$file' is not under a '${f.name}=<value>' directory, but '${f.name}' is a partition column of this source " +
-        s"(found when the source was defined, from its paths). Keep files of one source in one directory layout."))
+      val value = raw.getOrElse(
+        key(f.name),
+        throw new IllegalStateException(s"${ParquetConfig.Context}: file " +
+          s"'$file' is not under a '${f.name}=<value>' directory, but '${f.name}' is a partition column of this source " +
+          s"(found when the source was defined, from its paths). Keep files of one source in one directory layout."))
       try PartitioningUtils.castPartValueToDesiredType(f.dataType, value, zone)
       catch {
-        case NonFatal(e) => throw new IllegalStateException(s"${ParquetConfig.Context}: file '$file' is under " +
-          s"'${f.name}=$value', which is not a ${f.dataType.sql}, the type of partition column '${f.name}' (inferred " +
-          "from the directories found when the source was defined, or given in its schema). Give the column a " +
-          s"type every value fits (option 'schema', e.g. STRING). (${e.getMessage})", e)
+        case NonFatal(e) =>
+          throw new IllegalStateException(
+            s"${ParquetConfig.Context}: file '$file' is under " +
+              s"'${f.name}=$value', which is not a ${f.dataType.sql}, the type of partition column '${f.name}' (inferred " +
+              "from the directories found when the source was defined, or given in its schema). Give the column a " +
+              s"type every value fits (option 'schema', e.g. STRING). (${e.getMessage})",
+            e)
       }
     })
   }

@@ -11,8 +11,11 @@ import sluice.api.{ReaderContext, SplitRange}
  *
  * @param start the row index Spark's reader gives first
  */
-private[parquet] abstract class RowGroupCursor(val range: SplitRange[RowGroupSplit], start: Long) {
+private[parquet] abstract class RowGroupCursor(
+    val range: SplitRange[RowGroupSplit],
+    start: Long) {
   val split: RowGroupSplit = range.split
+
   /** The row index of the next row Spark's reader gives. */
   var next: Long = start
   var done: Boolean = false
@@ -22,8 +25,10 @@ private[parquet] abstract class RowGroupCursor(val range: SplitRange[RowGroupSpl
   def close(): Unit
 
   /** Opens the row group's file with `read` (`RowGroupFile.open`); a skipped file ends the range. */
-  protected def open(config: ParquetConfig, partitions: PartitionDirectories, hadoopConf: () => Configuration)(
-      read: PartitionedFile => Unit): Unit =
+  protected def open(
+      config: ParquetConfig,
+      partitions: PartitionDirectories,
+      hadoopConf: () => Configuration)(read: PartitionedFile => Unit): Unit =
     RowGroupFile.open(config, partitions, split, hadoopConf)(read) match {
       case RowGroupFile.Read =>
       case skipped =>

@@ -28,22 +28,39 @@ private[parquet] object RowGroupFile {
    * file changed since it was listed (`ignoreChangedFiles`) or is gone (`ignoreMissingFiles`;
    * otherwise that fails, naming the option). After `Missing` the caller closes what `read` opened.
    */
-  def open(config: ParquetConfig, partitions: PartitionDirectories, split: RowGroupSplit, hadoopConf: () => Configuration)(
-      read: PartitionedFile => Unit): Opened =
+  def open(
+      config: ParquetConfig,
+      partitions: PartitionDirectories,
+      split: RowGroupSplit,
+      hadoopConf: () => Configuration)(read: PartitionedFile => Unit): Opened =
     try {
-      if (ListedFileCheck.changed(ParquetConfig.Context, split.path, split.fileLength, split.modificationTime,
-          config.ignoreChangedFiles, hadoopConf())) Changed
+      if (ListedFileCheck.changed(
+          ParquetConfig.Context,
+          split.path,
+          split.fileLength,
+          split.modificationTime,
+          config.ignoreChangedFiles,
+          hadoopConf())) Changed
       else {
-        read(PartitionedFile(partitions.valuesOf(split.path), SparkPath.fromPath(new Path(split.path)),
-          split.start, split.length, Array.empty[String], split.modificationTime, split.fileLength, Map.empty))
+        read(
+          PartitionedFile(
+            partitions.valuesOf(split.path),
+            SparkPath.fromPath(new Path(split.path)),
+            split.start,
+            split.length,
+            Array.empty[String],
+            split.modificationTime,
+            split.fileLength,
+            Map.empty))
         Read
       }
     } catch {
       case e: FileNotFoundException =>
         if (!config.ignoreMissingFiles) {
-          throw new FileNotFoundException(s"${ParquetConfig.Context}: file '${split.path}' was listed but no " +
-            "longer exists. Set option 'ignoreMissingFiles' to true to skip such files (they are counted as " +
-            s"$MissingFilesSkipped). (${e.getMessage})")
+          throw new FileNotFoundException(
+            s"${ParquetConfig.Context}: file '${split.path}' was listed but no " +
+              "longer exists. Set option 'ignoreMissingFiles' to true to skip such files (they are counted as " +
+              s"$MissingFilesSkipped). (${e.getMessage})")
         }
         Missing
     }
@@ -56,18 +73,22 @@ private[parquet] object RowGroupFile {
 
   /** Spark's reader ran out of rows before row `next` of the row group. */
   def endedEarly(split: RowGroupSplit, next: Long): IllegalStateException =
-    new IllegalStateException(s"${ParquetConfig.Context}: row group ${split.rowGroup} of '${split.path}' " +
-      s"ended at row $next, but its footer, when the file was listed, said it holds rows ${split.firstRow} to " +
-      s"${split.firstRow + split.rowCount - 1}" + (if (next == split.firstRow) " (Spark's Parquet reader " +
-      s"selected no row group for byte ${split.start}, the row group's midpoint when listed)" else "") +
-      ": the file changed after it was listed.")
+    new IllegalStateException(
+      s"${ParquetConfig.Context}: row group ${split.rowGroup} of '${split.path}' " +
+        s"ended at row $next, but its footer, when the file was listed, said it holds rows ${split.firstRow} to " +
+        s"${split.firstRow + split.rowCount - 1}" + (if (next == split.firstRow)
+                                                       " (Spark's Parquet reader " +
+                                                         s"selected no row group for byte ${split.start}, the row group's midpoint when listed)"
+                                                     else "") +
+        ": the file changed after it was listed.")
 
   /** Spark's reader gave more rows than the row group held when listed (the batch reader counts them). */
   def moreRows(split: RowGroupSplit): IllegalStateException =
-    new IllegalStateException(s"${ParquetConfig.Context}: Spark's Parquet reader gave more rows for row group " +
-      s"${split.rowGroup} of '${split.path}' than the ${split.rowCount} its footer held when the file was listed: " +
-      "the file changed after it was listed, or the byte range given for the row group (its midpoint) selected " +
-      "another row group as well.")
+    new IllegalStateException(
+      s"${ParquetConfig.Context}: Spark's Parquet reader gave more rows for row group " +
+        s"${split.rowGroup} of '${split.path}' than the ${split.rowCount} its footer held when the file was listed: " +
+        "the file changed after it was listed, or the byte range given for the row group (its midpoint) selected " +
+        "another row group as well.")
 
   /** Spark's reader gave row `found` where row `expected` was due. */
   def otherRow(split: RowGroupSplit, found: Long, expected: Long): IllegalStateException =

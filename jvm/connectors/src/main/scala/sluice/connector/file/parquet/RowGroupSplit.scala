@@ -40,7 +40,7 @@ final case class RowGroupSplit(
     noEventTimes: Boolean = false,
     /** The midpoint is exact and no other row group of the file has it: the reader gives this one's rows alone. */
     aloneAtMidpoint: Boolean = false)
-  extends SourceSplit {
+    extends SourceSplit {
 
   /** The path for a file of one row group; otherwise the path and `#rowgroup=<index>`. */
   override val splitId: String = if (rowGroups == 1) path else s"$path#rowgroup=$rowGroup"
@@ -68,17 +68,55 @@ private[parquet] object RowGroupSplitSerializer extends VersionedSerializer[RowG
 
   // The path goes last: it may contain any character but a newline.
   override def serialize(s: RowGroupSplit): String =
-    Seq(s.rowGroup, s.rowGroups, s.firstRow, s.rowCount, s.start, s.length, s.fileLength, s.modificationTime,
-      opt(s.minEventTime), opt(s.maxEventTime), s.noEventTimes, s.aloneAtMidpoint, s.path).mkString(":")
+    Seq(
+      s.rowGroup,
+      s.rowGroups,
+      s.firstRow,
+      s.rowCount,
+      s.start,
+      s.length,
+      s.fileLength,
+      s.modificationTime,
+      opt(s.minEventTime),
+      opt(s.maxEventTime),
+      s.noEventTimes,
+      s.aloneAtMidpoint,
+      s.path).mkString(":")
 
   override def deserialize(version: Int, text: String): RowGroupSplit = {
-    if (version > this.version) throw VersionedSerializer.unsupported("a Parquet row-group split", version, this.version)
+    if (version > this.version)
+      throw VersionedSerializer.unsupported("a Parquet row-group split", version, this.version)
     val fields = version match {
       case 1 => text.split(":", 12).patch(11, Seq("false"), 0)
       case _ => text.split(":", 13)
     }
-    val Array(rg, rgs, first, count, start, length, fileLength, mtime, min, max, noTimes, alone, path) = fields
-    RowGroupSplit(path, rg.toInt, rgs.toInt, first.toLong, count.toLong, start.toLong, length.toLong,
-      fileLength.toLong, mtime.toLong, opt(min), opt(max), noTimes.toBoolean, alone.toBoolean)
+    val Array(
+      rg,
+      rgs,
+      first,
+      count,
+      start,
+      length,
+      fileLength,
+      mtime,
+      min,
+      max,
+      noTimes,
+      alone,
+      path) = fields
+    RowGroupSplit(
+      path,
+      rg.toInt,
+      rgs.toInt,
+      first.toLong,
+      count.toLong,
+      start.toLong,
+      length.toLong,
+      fileLength.toLong,
+      mtime.toLong,
+      opt(min),
+      opt(max),
+      noTimes.toBoolean,
+      alone.toBoolean)
   }
 }

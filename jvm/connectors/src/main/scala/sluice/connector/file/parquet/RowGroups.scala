@@ -25,14 +25,22 @@ import sluice.connector.file.DiscoveredFile
  */
 private[parquet] object RowGroups {
 
-  def splitsOf(file: DiscoveredFile, conf: Configuration, config: ParquetConfig): Seq[RowGroupSplit] = {
+  def splitsOf(
+      file: DiscoveredFile,
+      conf: Configuration,
+      config: ParquetConfig): Seq[RowGroupSplit] = {
     val path = new Path(file.path)
     val (blocks, mids, exactMidpoints) = footer(path, file.length, conf) match {
       case Some(raw) =>
-        (new ParquetMetadataConverter().fromParquetMetadata(raw).getBlocks.asScala.toIndexedSeq, midpoints(raw), true)
+        (
+          new ParquetMetadataConverter().fromParquetMetadata(raw).getBlocks.asScala.toIndexedSeq,
+          midpoints(raw),
+          true)
       case None => // an encrypted footer: parquet-mr decrypts it; the converted footer's offsets are used
         val reader = ParquetFileReader.open(HadoopInputFile.fromPath(path, conf))
-        val bs = try reader.getFooter.getBlocks.asScala.toIndexedSeq finally reader.close()
+        val bs =
+          try reader.getFooter.getBlocks.asScala.toIndexedSeq
+          finally reader.close()
         // close to parquet-mr's rule on the raw footer, but not the same in every case (a
         // dictionary offset of 0, encrypted column metadata): no row group counts as alone at its
         // midpoint, so their rows are read as rows, each row's index checked
@@ -43,8 +51,19 @@ private[parquet] object RowGroups {
     blocks.indices.filter(i => blocks(i).getRowCount > 0).map { i =>
       val b = blocks(i)
       val times = config.timestampColumn.flatMap(c => eventTimes(file.path, b, c, config))
-      RowGroupSplit(file.path, i, blocks.size, firstRows(i), b.getRowCount, mids(i), 1L,
-        file.length, file.modificationTime, times.flatMap(_._1), times.flatMap(_._2), times.exists(_._1.isEmpty),
+      RowGroupSplit(
+        file.path,
+        i,
+        blocks.size,
+        firstRows(i),
+        b.getRowCount,
+        mids(i),
+        1L,
+        file.length,
+        file.modificationTime,
+        times.flatMap(_._1),
+        times.flatMap(_._2),
+        times.exists(_._1.isEmpty),
         aloneAtMidpoint = exactMidpoints && atMidpoint(mids(i)) == 1)
     }
   }
@@ -53,15 +72,18 @@ private[parquet] object RowGroups {
   private def footer(path: Path, length: Long, conf: Configuration): Option[FileMetaData] = {
     val in = path.getFileSystem(conf).open(path)
     try {
-      if (length < 12) throw new IOException(s"'$path' is $length bytes long: too short for a Parquet file")
+      if (length < 12)
+        throw new IOException(s"'$path' is $length bytes long: too short for a Parquet file")
       val tail = new Array[Byte](8)
       in.readFully(length - 8, tail)
       val magic = new String(tail, 4, 4, StandardCharsets.US_ASCII)
       if (magic == "PARE") None
-      else if (magic != "PAR1") throw new IOException(s"'$path' does not end with Parquet's magic bytes (found '$magic')")
+      else if (magic != "PAR1")
+        throw new IOException(s"'$path' does not end with Parquet's magic bytes (found '$magic')")
       else {
         val size = ByteBuffer.wrap(tail, 0, 4).order(ByteOrder.LITTLE_ENDIAN).getInt
-        if (size <= 0 || size > length - 12) throw new IOException(s"'$path' has a footer length $size out of the file")
+        if (size <= 0 || size > length - 12)
+          throw new IOException(s"'$path' has a footer length $size out of the file")
         val bytes = new Array[Byte](size)
         in.readFully(length - 8 - size, bytes)
         Some(Util.readFileMetaData(new ByteArrayInputStream(bytes)))
@@ -88,7 +110,9 @@ private[parquet] object RowGroups {
         if (withMetadata) {
           val md = g.getColumns.get(0).getMeta_data
           val data = md.getData_page_offset
-          if (md.isSetDictionary_page_offset && data > md.getDictionary_page_offset) md.getDictionary_page_offset else data
+          if (md.isSetDictionary_page_offset && data > md.getDictionary_page_offset)
+            md.getDictionary_page_offset
+          else data
         } else {
           var s = g.getFile_offset
           val invalid = if (previousStart == 0L) s != 4L else s < previousStart + previousSize
@@ -109,18 +133,24 @@ private[parquet] object RowGroups {
    * (None, None) when statistics say every value is null; None when they cannot tell (no
    * statistics, INT96 timestamps, a partition column).
    */
-  private def eventTimes(path: String, b: BlockMetaData, column: String, config: ParquetConfig): Option[(Option[Long], Option[Long])] = {
+  private def eventTimes(
+      path: String,
+      b: BlockMetaData,
+      column: String,
+      config: ParquetConfig): Option[(Option[Long], Option[Long])] = {
     val chunk = b.getColumns.asScala.find { c =>
       val p = c.getPath.toArray
-      p.length == 1 && (if (config.caseSensitive) p(0) == column else p(0).equalsIgnoreCase(column))
+      p.length == 1 && (if (config.caseSensitive) p(0) == column
+                        else p(0).equalsIgnoreCase(column))
     }
     chunk.foreach { c =>
       c.getPrimitiveType.getLogicalTypeAnnotation match {
         case ts: TimestampLogicalTypeAnnotation if config.timestampIsMillis =>
-          throw new IllegalArgumentException(s"${ParquetConfig.Context}: timestampColumn '$column' is read by Spark " +
-            s"as BIGINT, which this source takes as epoch milliseconds, but in '$path' it is a Parquet TIMESTAMP(" +
-            s"${ts.getUnit}) (a BIGINT schema over a timestamp column, or spark.sql.legacy.parquet.nanosAsLong): " +
-            "its event times would be wrong. Read the column as TIMESTAMP, or use a BIGINT column of epoch milliseconds.")
+          throw new IllegalArgumentException(
+            s"${ParquetConfig.Context}: timestampColumn '$column' is read by Spark " +
+              s"as BIGINT, which this source takes as epoch milliseconds, but in '$path' it is a Parquet TIMESTAMP(" +
+              s"${ts.getUnit}) (a BIGINT schema over a timestamp column, or spark.sql.legacy.parquet.nanosAsLong): " +
+              "its event times would be wrong. Read the column as TIMESTAMP, or use a BIGINT column of epoch milliseconds.")
         case _ =>
       }
     }
@@ -129,10 +159,14 @@ private[parquet] object RowGroups {
       val toMillis = millis(c.getPrimitiveType)
       if (stats == null || toMillis.isEmpty || stats.isEmpty) None
       else if (!stats.hasNonNullValue) {
-        if (stats.isNumNullsSet && stats.getNumNulls == b.getRowCount) Some((None, None)) else None
+        if (stats.isNumNullsSet && stats.getNumNulls == b.getRowCount) Some((None, None))
+        else None
       } else {
         val f = toMillis.get
-        Some((Some(f(stats.genericGetMin.asInstanceOf[java.lang.Long])), Some(f(stats.genericGetMax.asInstanceOf[java.lang.Long]))))
+        Some(
+          (
+            Some(f(stats.genericGetMin.asInstanceOf[java.lang.Long])),
+            Some(f(stats.genericGetMax.asInstanceOf[java.lang.Long]))))
       }
     }
   }
@@ -140,13 +174,15 @@ private[parquet] object RowGroups {
   /** How a stored INT64 becomes epoch milliseconds, as the reader computes a row's event time. */
   private def millis(t: org.apache.parquet.schema.PrimitiveType): Option[Long => Long] =
     if (t.getPrimitiveTypeName != PrimitiveTypeName.INT64) None
-    else t.getLogicalTypeAnnotation match {
-      case ts: TimestampLogicalTypeAnnotation => ts.getUnit match {
-        case TimeUnit.MILLIS => Some(v => v)
-        case TimeUnit.MICROS => Some(v => Math.floorDiv(v, 1000L))
-        case TimeUnit.NANOS => Some(v => Math.floorDiv(v, 1000000L))
+    else
+      t.getLogicalTypeAnnotation match {
+        case ts: TimestampLogicalTypeAnnotation =>
+          ts.getUnit match {
+            case TimeUnit.MILLIS => Some(v => v)
+            case TimeUnit.MICROS => Some(v => Math.floorDiv(v, 1000L))
+            case TimeUnit.NANOS => Some(v => Math.floorDiv(v, 1000000L))
+          }
+        case null => Some(v => v) // a BIGINT of epoch milliseconds
+        case _ => None
       }
-      case null => Some(v => v) // a BIGINT of epoch milliseconds
-      case _ => None
-    }
 }

@@ -16,7 +16,8 @@ private[parquet] final class RowIndexVector(first: Long) extends ColumnVector(Lo
   override def isNullAt(rowId: Int): Boolean = false
   override def getLong(rowId: Int): Long = first + rowId
 
-  private def notLong(what: String) = new UnsupportedOperationException(s"a row-index vector holds longs, not $what")
+  private def notLong(what: String) = new UnsupportedOperationException(
+    s"a row-index vector holds longs, not $what")
   override def getBoolean(rowId: Int): Boolean = throw notLong("booleans")
   override def getByte(rowId: Int): Byte = throw notLong("bytes")
   override def getShort(rowId: Int): Short = throw notLong("shorts")
@@ -25,7 +26,8 @@ private[parquet] final class RowIndexVector(first: Long) extends ColumnVector(Lo
   override def getDouble(rowId: Int): Double = throw notLong("doubles")
   override def getArray(rowId: Int): ColumnarArray = throw notLong("arrays")
   override def getMap(ordinal: Int): ColumnarMap = throw notLong("maps")
-  override def getDecimal(rowId: Int, precision: Int, scale: Int): Decimal = throw notLong("decimals")
+  override def getDecimal(rowId: Int, precision: Int, scale: Int): Decimal = throw notLong(
+    "decimals")
   override def getUTF8String(rowId: Int): UTF8String = throw notLong("strings")
   override def getBinary(rowId: Int): Array[Byte] = throw notLong("binaries")
   override def getChild(ordinal: Int): ColumnVector = throw notLong("children")

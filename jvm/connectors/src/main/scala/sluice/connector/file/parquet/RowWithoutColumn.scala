@@ -39,15 +39,19 @@ final class RowWithoutColumn(skipped: Int, types: Array[DataType]) extends Inter
   override def getLong(ordinal: Int): Long = row.getLong(at(ordinal))
   override def getFloat(ordinal: Int): Float = row.getFloat(at(ordinal))
   override def getDouble(ordinal: Int): Double = row.getDouble(at(ordinal))
-  override def getDecimal(ordinal: Int, precision: Int, scale: Int): Decimal = row.getDecimal(at(ordinal), precision, scale)
+  override def getDecimal(ordinal: Int, precision: Int, scale: Int): Decimal =
+    row.getDecimal(at(ordinal), precision, scale)
   override def getUTF8String(ordinal: Int): UTF8String = row.getUTF8String(at(ordinal))
   override def getBinary(ordinal: Int): Array[Byte] = row.getBinary(at(ordinal))
   override def getBinaryView(ordinal: Int): BinaryView = row.getBinaryView(at(ordinal))
   override def getInterval(ordinal: Int): CalendarInterval = row.getInterval(at(ordinal))
-  override def getTimestampNTZNanos(ordinal: Int): TimestampNanosVal = row.getTimestampNTZNanos(at(ordinal))
-  override def getTimestampLTZNanos(ordinal: Int): TimestampNanosVal = row.getTimestampLTZNanos(at(ordinal))
+  override def getTimestampNTZNanos(ordinal: Int): TimestampNanosVal =
+    row.getTimestampNTZNanos(at(ordinal))
+  override def getTimestampLTZNanos(ordinal: Int): TimestampNanosVal =
+    row.getTimestampLTZNanos(at(ordinal))
   override def getVariant(ordinal: Int): VariantVal = row.getVariant(at(ordinal))
-  override def getStruct(ordinal: Int, numFields: Int): InternalRow = row.getStruct(at(ordinal), numFields)
+  override def getStruct(ordinal: Int, numFields: Int): InternalRow =
+    row.getStruct(at(ordinal), numFields)
   override def getArray(ordinal: Int): ArrayData = row.getArray(at(ordinal))
   override def getMap(ordinal: Int): MapData = row.getMap(at(ordinal))
   override def get(ordinal: Int, dataType: DataType): AnyRef = row.get(at(ordinal), dataType)
@@ -63,6 +67,8 @@ final class RowWithoutColumn(skipped: Int, types: Array[DataType]) extends Inter
     new GenericInternalRow(values)
   }
 
-  override def setNullAt(i: Int): Unit = throw new UnsupportedOperationException("a view of the reader's row is read-only")
-  override def update(i: Int, value: Any): Unit = throw new UnsupportedOperationException("a view of the reader's row is read-only")
+  override def setNullAt(i: Int): Unit = throw new UnsupportedOperationException(
+    "a view of the reader's row is read-only")
+  override def update(i: Int, value: Any): Unit = throw new UnsupportedOperationException(
+    "a view of the reader's row is read-only")
 }

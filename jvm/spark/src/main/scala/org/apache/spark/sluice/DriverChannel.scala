@@ -16,6 +16,7 @@ import org.apache.spark.util.RpcUtils
  * that need not see user jars, so no Sluice class ever travels.
  */
 object DriverChannel {
+
   /** Endpoints served per RPC environment (a new SparkContext has a new one). */
   private val served = new java.util.WeakHashMap[RpcEnv, java.util.Set[String]]()
 
@@ -31,18 +32,23 @@ object DriverChannel {
   /** On an executor (or the driver): a client of the driver's endpoint `name`. */
   def connect(name: String, timeout: FiniteDuration): Client = {
     val env = SparkEnv.get
-    new Client(RpcUtils.makeDriverRef(name, env.conf, env.rpcEnv), new RpcTimeout(timeout, "sluice.driverChannel.timeout"))
+    new Client(
+      RpcUtils.makeDriverRef(name, env.conf, env.rpcEnv),
+      new RpcTimeout(timeout, "sluice.driverChannel.timeout"))
   }
 
   final class Client private[DriverChannel] (ref: RpcEndpointRef, timeout: RpcTimeout) {
+
     /** Sends `request`; the future fails if the driver does not answer within the timeout. */
     def ask(request: String): Future[String] = ref.ask[String](request, timeout)
   }
 
-  private final class Endpoint(override val rpcEnv: RpcEnv, handler: String => String) extends ThreadSafeRpcEndpoint {
+  private final class Endpoint(override val rpcEnv: RpcEnv, handler: String => String)
+      extends ThreadSafeRpcEndpoint {
     override def receiveAndReply(context: RpcCallContext): PartialFunction[Any, Unit] = {
       case request: String =>
-        try context.reply(handler(request)) catch { case e: Exception => context.sendFailure(e) }
+        try context.reply(handler(request))
+        catch { case e: Exception => context.sendFailure(e) }
     }
   }
 }

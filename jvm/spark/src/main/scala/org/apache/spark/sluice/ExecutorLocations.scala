@@ -13,12 +13,15 @@ import org.apache.spark.scheduler.ExecutorCacheTaskLocation
  * run in the driver's JVM anyway.
  */
 object ExecutorLocations {
-  def sorted(): IndexedSeq[String] = Option(SparkEnv.get).map { env =>
-    val bm = env.blockManager
-    bm.master.getPeers(bm.blockManagerId)
-      .map(id => ExecutorCacheTaskLocation(id.host, id.executorId))
-      .sortBy(l => (l.host, l.executorId))
-      .map(_.toString)
-      .toIndexedSeq
-  }.getOrElse(IndexedSeq.empty)
+  def sorted(): IndexedSeq[String] = Option(SparkEnv.get)
+    .map { env =>
+      val bm = env.blockManager
+      bm.master
+        .getPeers(bm.blockManagerId)
+        .map(id => ExecutorCacheTaskLocation(id.host, id.executorId))
+        .sortBy(l => (l.host, l.executorId))
+        .map(_.toString)
+        .toIndexedSeq
+    }
+    .getOrElse(IndexedSeq.empty)
 }

@@ -39,12 +39,14 @@ class DictionaryStringVectorSuite extends AnyFunSuite {
     }
   }
 
-  private def strings(v: ColumnVector, n: Int): Seq[String] = (0 until n).map(i => Option(v.getUTF8String(i)).map(_.toString).orNull)
+  private def strings(v: ColumnVector, n: Int): Seq[String] =
+    (0 until n).map(i => Option(v.getUTF8String(i)).map(_.toString).orNull)
 
   private def viewOf(v: OnHeapColumnVector): DictionaryStringVector =
     DictionaryStringVector.view(v).asInstanceOf[DictionaryStringVector]
 
-  test("a dictionary string column: Spark's strings, each entry decoded once per batch, afresh in the next") {
+  test(
+    "a dictionary string column: Spark's strings, each entry decoded once per batch, afresh in the next") {
     val ids = (0 until 100).map(i => if (i % 9 == 0) None else Some(i % 4))
     val below = new OnHeapColumnVector(100, StringType)
     val first = new CountingDictionary(id => s"first-$id")
@@ -54,7 +56,9 @@ class DictionaryStringVectorSuite extends AnyFunSuite {
     assert(strings(view, 100) == expected)
     assert(strings(view, 100) == expected)
     assert(first.decodes == 4, "each of the 4 entries decoded once in the batch")
-    assert(view.getUTF8String(1) eq view.getUTF8String(5), "the decoded string is handed out again")
+    assert(
+      view.getUTF8String(1) eq view.getUTF8String(5),
+      "the decoded string is handed out again")
 
     // the next batch: the reader set a new dictionary; the view must not give the last batch's strings
     val second = new CountingDictionary(id => s"second-$id")
@@ -67,9 +71,13 @@ class DictionaryStringVectorSuite extends AnyFunSuite {
 
   test("plain strings pass through; entries at or past the cache's end are decoded per row") {
     val plain = new OnHeapColumnVector(3, StringType)
-    Seq("a", "bc", "").zipWithIndex.foreach { case (s, i) => plain.putByteArray(i, s.getBytes(UTF_8)) }
+    Seq("a", "bc", "").zipWithIndex.foreach { case (s, i) =>
+      plain.putByteArray(i, s.getBytes(UTF_8))
+    }
     assert(strings(viewOf(plain), 3) == Seq("a", "bc", ""))
-    assert(viewOf(plain).getChild(0) eq plain.getChild(0), "a string vector's bytes are Spark's child")
+    assert(
+      viewOf(plain).getChild(0) eq plain.getChild(0),
+      "a string vector's bytes are Spark's child")
 
     val big = DictionaryStringVector.MaxCachedId
     val huge = new OnHeapColumnVector(4, StringType)
@@ -90,33 +98,62 @@ class DictionaryStringVectorSuite extends AnyFunSuite {
     arrays.putArray(2, 2, 4)
     val arrayView = DictionaryStringVector.view(arrays)
     assert(arrayView.getArray(1) == null)
-    assert((0 until 4).map(j => Option(arrayView.getArray(2).getUTF8String(j)).map(_.toString).orNull) == Seq(null, "t0", "t1", "t1"))
+    assert(
+      (0 until 4).map(j =>
+        Option(arrayView.getArray(2).getUTF8String(j))
+          .map(_.toString)
+          .orNull) == Seq(null, "t0", "t1", "t1"))
     assert(arrayView.getArray(0).getUTF8String(0).toString == "t0")
     assert(elementNames.decodes == 2)
 
-    val structs = new OnHeapColumnVector(2, StructType(Seq(StructField("n", IntegerType), StructField("s", StringType))))
+    val structs = new OnHeapColumnVector(
+      2,
+      StructType(Seq(StructField("n", IntegerType), StructField("s", StringType))))
     structs.getChild(0).putInt(0, 7)
     structs.getChild(0).putInt(1, 8)
-    fill(structs.getChild(1).asInstanceOf[OnHeapColumnVector], new CountingDictionary(id => s"s$id"), Seq(Some(3), Some(3)))
+    fill(
+      structs.getChild(1).asInstanceOf[OnHeapColumnVector],
+      new CountingDictionary(id => s"s$id"),
+      Seq(Some(3), Some(3)))
     val structView = DictionaryStringVector.view(structs)
-    assert((0 until 2).map(i => (structView.getStruct(i).getInt(0), structView.getStruct(i).getUTF8String(1))) ==
-      Seq((7, UTF8String.fromString("s3")), (8, UTF8String.fromString("s3"))))
+    assert(
+      (0 until 2).map(i =>
+        (structView.getStruct(i).getInt(0), structView.getStruct(i).getUTF8String(1))) ==
+        Seq((7, UTF8String.fromString("s3")), (8, UTF8String.fromString("s3"))))
     assert(structView.getStruct(0).getUTF8String(1) eq structView.getStruct(1).getUTF8String(1))
 
     val maps = new OnHeapColumnVector(1, MapType(StringType, StringType))
-    fill(maps.getChild(0).asInstanceOf[OnHeapColumnVector], new CountingDictionary(id => s"k$id"), Seq(Some(0), Some(1)))
-    fill(maps.getChild(1).asInstanceOf[OnHeapColumnVector], new CountingDictionary(id => s"v$id"), Seq(Some(5), Some(5)))
+    fill(
+      maps.getChild(0).asInstanceOf[OnHeapColumnVector],
+      new CountingDictionary(id => s"k$id"),
+      Seq(Some(0), Some(1)))
+    fill(
+      maps.getChild(1).asInstanceOf[OnHeapColumnVector],
+      new CountingDictionary(id => s"v$id"),
+      Seq(Some(5), Some(5)))
     maps.putArray(0, 0, 2)
     val mapView = DictionaryStringVector.view(maps)
     val map = mapView.getMap(0)
-    assert((0 until 2).map(j => (map.keyArray().getUTF8String(j).toString, map.valueArray().getUTF8String(j).toString)) ==
-      Seq(("k0", "v5"), ("k1", "v5")))
+    assert(
+      (0 until 2).map(j =>
+        (map.keyArray().getUTF8String(j).toString, map.valueArray().getUTF8String(j).toString)) ==
+        Seq(("k0", "v5"), ("k1", "v5")))
 
     // the next batch: nested views forget what they decoded too
-    fill(elements, new CountingDictionary(id => s"u$id"), Seq(Some(0), Some(1), None, Some(0), Some(1), Some(1)))
-    fill(structs.getChild(1).asInstanceOf[OnHeapColumnVector], new CountingDictionary(id => s"w$id"), Seq(Some(3), Some(3)))
-    fill(maps.getChild(1).asInstanceOf[OnHeapColumnVector], new CountingDictionary(id => s"x$id"), Seq(Some(5), Some(5)))
-    Seq(arrayView, structView, mapView).foreach(_.asInstanceOf[DictionaryStringVector].nextBatch())
+    fill(
+      elements,
+      new CountingDictionary(id => s"u$id"),
+      Seq(Some(0), Some(1), None, Some(0), Some(1), Some(1)))
+    fill(
+      structs.getChild(1).asInstanceOf[OnHeapColumnVector],
+      new CountingDictionary(id => s"w$id"),
+      Seq(Some(3), Some(3)))
+    fill(
+      maps.getChild(1).asInstanceOf[OnHeapColumnVector],
+      new CountingDictionary(id => s"x$id"),
+      Seq(Some(5), Some(5)))
+    Seq(arrayView, structView, mapView).foreach(
+      _.asInstanceOf[DictionaryStringVector].nextBatch())
     assert(arrayView.getArray(2).getUTF8String(3).toString == "u1")
     assert(structView.getStruct(1).getUTF8String(1).toString == "w3")
     assert(mapView.getMap(0).valueArray().getUTF8String(1).toString == "x5")
