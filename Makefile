@@ -31,12 +31,10 @@ export SPARK_JARS_DIR = $(firstword $(wildcard $(abspath $(VENV))/lib/python3*/s
 demo: build
 	$(PY) demo/demo.py
 
-# One sbt launch builds what the Python tests need and runs the Scala tests (a launch costs tens of
-# seconds); the Python tests then find the jar, the broker's classpath and the release up to date.
+# One sbt launch builds what the Python tests need, then runs the Scala tests; the Python tests run
+# beside them from the moment the jar, the broker's classpath and the release are written (build/test).
 test: $(VENV)/.ok
-	$(SBT) $(JVM_BUILD) $(SCALA_TESTS)
-	touch $(JVM_OUTPUTS)
-	$(MAKE) --no-print-directory test-python
+	JVM_OUTPUTS='$(JVM_OUTPUTS)' build/test $(JVM_BUILD) -- $(SCALA_TESTS)
 
 test-scala: $(VENV)/.ok
 	$(SBT) $(SCALA_TESTS)

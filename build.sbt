@@ -71,6 +71,11 @@ lazy val testkit = (project in file("jvm/testkit"))
 //   core, connectors  <-  spark   (the DataSource V2 binding and the entry points; the one artifact)
 // A reversed import does not compile: core cannot see Spark, connectors cannot see core or spark.
 
+// The packages whose suites go to the first of spark's two test JVMs (about half the time each).
+lazy val KafkaHeavyPackages = Seq("sluice.connector.kafka.", "sluice.alignment.", "sluice.hybrid.")
+
+Global / concurrentRestrictions += Tags.limit(Tags.ForkedTestGroup, 2)
+
 lazy val scalaTest = "org.scalatest" %% "scalatest" % "3.2.19" % Test
 
 lazy val api = (project in file("jvm/api"))
@@ -135,6 +140,19 @@ lazy val spark = (project in file("jvm/spark"))
     Test / test := (Test / test).dependsOn(testkit / writeBrokerClasspath).value,
     Test / testOnly := (Test / testOnly).dependsOn(testkit / writeBrokerClasspath).evaluated,
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"),
+    // Two test JVMs side by side: the suites wait on brokers and triggers more than they compute,
+    // so a 2-core machine runs both halves in little more than the longer one's time. Suites
+    // stay sequential within a JVM (each starts its own broker and SparkSession).
+    Test / testGrouping := {
+      val jvm = ForkOptions()
+        .withRunJVMOptions((Test / javaOptions).value.toVector)
+        .withWorkingDirectory(baseDirectory.value)
+      val (kafka, others) = (Test / definedTests).value.sortBy(_.name)
+        .partition(t => KafkaHeavyPackages.exists(p => t.name.startsWith(p)))
+      Seq(
+        Tests.Group("kafka-alignment-hybrid", kafka, Tests.SubProcess(jvm)),
+        Tests.Group("files-modes-config", others, Tests.SubProcess(jvm)))
+    },
     // The self-contained jar for spark.jars: the four subprojects' classes plus kafka-clients.
     assembly / assemblyJarName := s"sluice-spark-assembly-${version.value}.jar",
     assembly / assemblyExcludedJars := {
@@ -168,6 +186,14 @@ lazy val benchkit = (project in file("jvm/benchkit"))
   .settings(sparkProvided)
   .settings(name := "sluice-benchkit", publish / skip := true)
 
+lazy val markBuilt = taskKey[File]("writes target/jvm-built: what `make build` needs of sbt is done (build/test starts the Python suites then)")
+
 lazy val root = (project in file("."))
   .aggregate(api, core, connectors, spark, benchkit, testkit)
-  .settings(publish / skip := true)
+  .settings(
+    publish / skip := true,
+    markBuilt := {
+      val out = target.value / "jvm-built"
+      IO.write(out, "")
+      out
+    })
