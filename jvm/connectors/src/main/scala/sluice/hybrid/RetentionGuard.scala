@@ -141,6 +141,10 @@ private[hybrid] final class RetentionGuard(
   def toleratedLoss: Option[String] =
     last.filter(o => o.start.known && o.check.tolerated).flatMap(_.check.lost)
 
+  /** Waits for the check `observe` started last, if any (tests: instead of sleeping). */
+  private[hybrid] def awaitCheck(timeoutMs: Long = SwitchCheckTimeoutMs): Unit =
+    running.foreach(_.get(timeoutMs, java.util.concurrent.TimeUnit.MILLISECONDS))
+
   /** Waits briefly for a check in flight: it holds the watch's client. */
   override def close(): Unit = {
     executor.shutdownNow()

@@ -23,7 +23,7 @@ class RetentionGuardSuite extends AnyFunSuite {
   private val LowerBound = PlannedStart(Some(1000L), known = false, "at least at 1000")
 
   /** Lets a check started in the background finish. */
-  private def settle(guard: RetentionGuard): Unit = Thread.sleep(300)
+  private def settle(guard: RetentionGuard): Unit = guard.awaitCheck()
 
   test(
     "an unreachable system never fails the query, and is asked again only after the interval") {
@@ -110,7 +110,9 @@ class RetentionGuardSuite extends AnyFunSuite {
   }
 
   test("a switch-time check that cannot answer in time lets the switch go ahead") {
-    val watch = new Scripted(() => { Thread.sleep(2000); RetentionCheck(None, Some("gone")) })
+    // a system that never answers (the latch never opens; closing the guard interrupts the wait)
+    val never = new java.util.concurrent.CountDownLatch(1)
+    val watch = new Scripted(() => { never.await(); RetentionCheck(None, Some("gone")) })
     val guard = new RetentionGuard(1, "kafka", watch, intervalMs = 3600000, warnBelowMs = 0)
     try guard.confirmBeforeSwitch(Some(Known), timeoutMs = 100)
     finally guard.close()

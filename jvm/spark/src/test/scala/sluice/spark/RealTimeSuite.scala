@@ -240,7 +240,9 @@ class RealTimeSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase 
     try {
       val got = RealTimeSink.await("files", "the 80 file rows", plain)(_.size >= 80)
       // every file read: later batches have nothing to read and still last their 3 seconds
-      Thread.sleep(4000)
+      val ended = plain.recentProgress.length
+      eventually("two more batches, with nothing left to read", plain)(
+        plain.recentProgress.length >= ended + 2)
       val batches = plain.recentProgress.length
       val elapsedMs = System.currentTimeMillis() - started
       assert(

@@ -337,8 +337,8 @@ class CompressedFilesSuite extends AnyFunSuite with SparkSuiteBase {
       eventually("the complete file's rows", q)(ids("first.json.gz").size == 20)
       // halfway written; meanwhile other files come and are read in batches of their own
       Files.write(late, whole.take(whole.length / 2))
+      // each other file read is a listing that saw the cut one
       (0 until 2).foreach { i =>
-        Thread.sleep(300) // several listings
         Files.write(
           dir.resolve(s"other-$i.json.gz"),
           compress(jsonLines(100 * (i + 1), 10).getBytes(UTF_8), "gz"))
@@ -350,7 +350,11 @@ class CompressedFilesSuite extends AnyFunSuite with SparkSuiteBase {
 
       Files.write(late, whole) // the writer is done, in place
       eventually("the late file's rows", q)(ids("late.json.gz").size >= 3000)
-      Thread.sleep(500) // more listings: the file is known now, and read once
+      // a listing after it was read: the file is known now, and not read again
+      Files.write(
+        dir.resolve("other-2.json.gz"),
+        compress(jsonLines(300, 10).getBytes(UTF_8), "gz"))
+      eventually("other-2's rows", q)(ids("other-2.json.gz").size == 10)
       val expected = spark.read.schema("id INT, pad STRING").json(late.toString).collect().toSeq
       val read = spark
         .table(name)
@@ -359,7 +363,7 @@ class CompressedFilesSuite extends AnyFunSuite with SparkSuiteBase {
         .collect()
         .toSeq
       assert(expected.size == 3000 && multiset(read) == multiset(expected))
-      assert(spark.table(name).count() == 20 + 10 + 10 + 3000)
+      assert(spark.table(name).count() == 20 + 10 + 10 + 3000 + 10)
       eventually("no file waited for", q)(notReady == "0")
     } finally q.stop()
   }

@@ -391,7 +391,12 @@ class ParquetSourceSuite extends AnyFunSuite with SparkSuiteBase {
       .start()
     try {
       eventually("the complete file's rows", q)(spark.table(name).count() == 10)
-      Thread.sleep(500) // several listings with the incomplete file
+      // listed, and held back rather than failed or read
+      eventually("the incomplete file counted as not ready", q)(
+        Option(q.lastProgress).exists(
+          _.sources.head.metrics.asScala
+            .get(sluice.connector.file.NotReadyFiles.Metric)
+            .contains("1")))
       assert(q.isActive && q.exception.isEmpty)
       Files.copy(complete, inPlace, java.nio.file.StandardCopyOption.REPLACE_EXISTING)
       eventually("the file's rows once complete", q)(spark.table(name).count() == 20)
