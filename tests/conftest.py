@@ -1,4 +1,5 @@
-"""Shared fixtures: one local[2] SparkSession with the Sluice jar for the whole run."""
+"""Shared fixtures: one local[2] SparkSession with the Sluice jar and one Kafka broker for the whole
+run (each test module uses topics of its own names)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 import sluice
 from pyspark.sql import SparkSession
+from sluice.testing import EmbeddedKafka
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -34,3 +36,10 @@ def spark() -> Iterator[SparkSession]:
 @pytest.fixture()
 def checkpoint(tmp_path: Path) -> str:
     return str(tmp_path / "checkpoint")
+
+
+@pytest.fixture(scope="session")
+def kafka() -> Iterator[EmbeddedKafka]:
+    """One broker for every module: starting one costs seconds; topic names are unique per module."""
+    with EmbeddedKafka() as broker:
+        yield broker

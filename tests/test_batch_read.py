@@ -4,7 +4,6 @@ source refused when the DataFrame is created, naming the fix."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 
 import pytest
 import sluice
@@ -12,12 +11,6 @@ from pyspark.sql import SparkSession
 from sluice import KafkaSource, OffsetsInitializer, SluiceConfigError, WatermarkStrategy
 from sluice.kafka import KafkaSourceBuilder
 from sluice.testing import EmbeddedKafka
-
-
-@pytest.fixture(scope="module")
-def kafka() -> Iterator[EmbeddedKafka]:
-    with EmbeddedKafka() as broker:
-        yield broker
 
 
 def test_read_bounded_kafka_as_a_batch_and_refuse_unbounded(

@@ -26,12 +26,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(scope="module")
-def kafka() -> Iterator[EmbeddedKafka]:
-    with EmbeddedKafka() as broker:
-        yield broker
-
-
 def client(scenario: str, tmp_path: Path, **arguments: Any) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, str(CLIENT), scenario, json.dumps(arguments)],

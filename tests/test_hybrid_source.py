@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from datetime import UTC, timedelta
 from pathlib import Path
 
@@ -22,12 +21,6 @@ from sluice.hybrid import SourceSwitchContext
 from sluice.testing import EmbeddedKafka
 
 SCHEMA = "id BIGINT, ts TIMESTAMP"
-
-
-@pytest.fixture(scope="module")
-def kafka() -> Iterator[EmbeddedKafka]:
-    with EmbeddedKafka() as broker:
-        yield broker
 
 
 def run(spark: SparkSession, source, table: str) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 
 import pytest
 import sluice
@@ -11,12 +10,6 @@ from pyspark.sql import SparkSession
 from sluice import SluiceConfigError
 from sluice.kafka import KafkaSource, OffsetsInitializer
 from sluice.testing import EmbeddedKafka
-
-
-@pytest.fixture(scope="module")
-def kafka() -> Iterator[EmbeddedKafka]:
-    with EmbeddedKafka() as broker:
-        yield broker
 
 
 def test_raw_rows_match_what_the_broker_holds(spark: SparkSession, kafka: EmbeddedKafka) -> None:

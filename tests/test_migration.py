@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -58,12 +58,6 @@ def page_snippet() -> Callable[[str], str]:
     namespace: dict[str, object] = {}
     exec(compile(match.group(1), str(PAGE), "exec"), namespace)  # noqa: S102 - our own docs
     return namespace["last_spark_offsets"]  # type: ignore[return-value]
-
-
-@pytest.fixture(scope="module")
-def kafka() -> Iterator[EmbeddedKafka]:
-    with EmbeddedKafka() as broker:
-        yield broker
 
 
 @pytest.fixture(scope="module")

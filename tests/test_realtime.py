@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -15,12 +14,6 @@ from sluice import KafkaSource, OffsetsInitializer, WatermarkStrategy
 from sluice.testing import EmbeddedKafka
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def kafka() -> Iterator[EmbeddedKafka]:
-    with EmbeddedKafka() as broker:
-        yield broker
 
 
 def _values(sink: Path) -> list[str]:

@@ -30,12 +30,6 @@ MAX_WATERMARK = 2**63 - 1
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.fixture(scope="module")
-def kafka() -> Iterator[EmbeddedKafka]:
-    with EmbeddedKafka() as broker:
-        yield broker
-
-
 @pytest.fixture(scope="module", autouse=True)
 def unwatched_after(spark: SparkSession) -> Iterator[None]:
     """The listener the status calls register stays with this module's queries, not the next suites'."""
