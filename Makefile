@@ -19,8 +19,7 @@ MAVEN_POM := target/maven-repo/dev/sluice/sluice-spark_2.13/$(VERSION)/sluice-sp
 BROKER_CP := jvm/testkit/target/broker-classpath.txt
 JVM_OUTPUTS := $(ASSEMBLY) $(BROKER_CP) $(MAVEN_POM)
 JVM_BUILD := 'spark/assembly' 'spark/writeSparkKafkaClasspath' 'benchkit/package' 'testkit/writeBrokerClasspath' 'spark/publish'
-# scalafmt first: a formatting slip fails in seconds, not after the suites
-SCALA_TESTS := 'scalafmtCheckAll' 'core/test' 'spark/test'
+SCALA_TESTS := 'core/test' 'spark/test'
 SCALA_SOURCES := $(shell find jvm -path '*/src/main/*' -name '*.scala' 2>/dev/null) build.sbt project/plugins.sbt \
   $(wildcard project/*.scala) LICENSE NOTICE
 # Expanded when a recipe runs (the venv may not exist yet when make starts), for any Python 3 minor.
@@ -31,13 +30,14 @@ export SPARK_JARS_DIR = $(firstword $(wildcard $(abspath $(VENV))/lib/python3*/s
 demo: build
 	$(PY) demo/demo.py
 
-# One sbt launch builds what the Python tests need, then runs the Scala tests; the Python tests run
-# beside them from the moment the jar, the broker's classpath and the release are written (build/test).
+# One sbt launch builds what the Python tests need and checks the formatting (a slip fails in
+# seconds), then runs the Scala tests; the Python tests run beside them from the moment the jar, the
+# broker's classpath and the release are written (build/test).
 test: $(VENV)/.ok
-	JVM_OUTPUTS='$(JVM_OUTPUTS)' build/test $(JVM_BUILD) -- $(SCALA_TESTS)
+	JVM_OUTPUTS='$(JVM_OUTPUTS)' build/test $(JVM_BUILD) 'scalafmtCheckAll' -- $(SCALA_TESTS)
 
 test-scala: $(VENV)/.ok
-	$(SBT) $(SCALA_TESTS)
+	$(SBT) 'scalafmtCheckAll' $(SCALA_TESTS)
 
 test-python: build dist lint-python
 	$(PY) -m pytest -q --durations=10 tests
