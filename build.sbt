@@ -73,6 +73,35 @@ lazy val testkit = (project in file("jvm/testkit"))
 
 lazy val scalaTest = "org.scalatest" %% "scalatest" % "3.2.19" % Test
 
+// What tests that start Spark code need on Java 17 (Spark's own launcher passes the same).
+lazy val java17Opens = Seq(
+  "--add-opens=java.base/java.lang=ALL-UNNAMED",
+  "--add-opens=java.base/java.lang.invoke=ALL-UNNAMED",
+  "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
+  "--add-opens=java.base/java.io=ALL-UNNAMED",
+  "--add-opens=java.base/java.net=ALL-UNNAMED",
+  "--add-opens=java.base/java.nio=ALL-UNNAMED",
+  "--add-opens=java.base/java.util=ALL-UNNAMED",
+  "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
+  "--add-opens=java.base/java.util.concurrent.atomic=ALL-UNNAMED",
+  "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+  "--add-opens=java.base/sun.nio.cs=ALL-UNNAMED",
+  "--add-opens=java.base/sun.security.action=ALL-UNNAMED",
+  "--add-opens=java.base/sun.util.calendar=ALL-UNNAMED",
+  "-Djdk.reflect.useDirectMethodHandle=false"
+)
+
+// Suites that start the embedded broker (`sluice.testkit.EmbeddedKafka`, in connectors' tests):
+// forked, so the broker's classpath file can be passed, and written before they run.
+lazy val brokerTests = Seq(
+  Test / fork := true,
+  Test / parallelExecution := false,
+  Test / javaOptions += s"-Dsluice.brokerClasspathFile=${(testkit / target).value / "broker-classpath.txt"}",
+  Test / test := (Test / test).dependsOn(testkit / writeBrokerClasspath).value,
+  Test / testOnly := (Test / testOnly).dependsOn(testkit / writeBrokerClasspath).evaluated,
+  Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD")
+)
+
 lazy val api = (project in file("jvm/api"))
   .settings(sparkProvided)
   .settings(name := "sluice-api", publish / skip := true)
@@ -92,39 +121,31 @@ lazy val core = (project in file("jvm/core"))
     }
   )
 
+// Its tests need no SparkSession: serializers, the data-loss policy, the enumerator and the split
+// reader against the embedded broker, whose client (sluice.testkit.EmbeddedKafka) lives here.
 lazy val connectors = (project in file("jvm/connectors"))
   .dependsOn(api)
   .settings(sparkProvided)
-  .settings(name := "sluice-connectors", publish / skip := true, libraryDependencies += kafkaClients)
+  .settings(brokerTests)
+  .settings(
+    name := "sluice-connectors",
+    publish / skip := true,
+    libraryDependencies ++= Seq(kafkaClients, scalaTest),
+    Test / javaOptions ++= Seq("-Xmx1g", "-XX:+UseG1GC") ++ java17Opens
+  )
 
+// Its tests use connectors' test classes (test->test) for the broker's client: that client talks to
+// the broker's own JVM, so neither project's tests have the broker's jars (Kafka's server, its Scala
+// and Jackson) on their classpath, where they would clash with Spark's.
 lazy val spark = (project in file("jvm/spark"))
-  .dependsOn(core, connectors)
+  .dependsOn(core, connectors % "compile->compile;test->test")
   .settings(sparkProvided)
+  .settings(brokerTests)
   .settings(
     name := "sluice-spark",
     libraryDependencies ++= Seq(kafkaClients, scalaTest) ++ sparkKafkaConnector.map(_ % Test),
     // One JVM per test run, sized for a 2-core machine; the broker runs in its own process.
-    Test / fork := true,
-    Test / parallelExecution := false,
-    Test / javaOptions ++= Seq(
-      "-Xmx3g",
-      "-XX:+UseG1GC",
-      s"-Dsluice.brokerClasspathFile=${(testkit / target).value / "broker-classpath.txt"}",
-      "--add-opens=java.base/java.lang=ALL-UNNAMED",
-      "--add-opens=java.base/java.lang.invoke=ALL-UNNAMED",
-      "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
-      "--add-opens=java.base/java.io=ALL-UNNAMED",
-      "--add-opens=java.base/java.net=ALL-UNNAMED",
-      "--add-opens=java.base/java.nio=ALL-UNNAMED",
-      "--add-opens=java.base/java.util=ALL-UNNAMED",
-      "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
-      "--add-opens=java.base/java.util.concurrent.atomic=ALL-UNNAMED",
-      "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
-      "--add-opens=java.base/sun.nio.cs=ALL-UNNAMED",
-      "--add-opens=java.base/sun.security.action=ALL-UNNAMED",
-      "--add-opens=java.base/sun.util.calendar=ALL-UNNAMED",
-      "-Djdk.reflect.useDirectMethodHandle=false"
-    ),
+    Test / javaOptions ++= Seq("-Xmx3g", "-XX:+UseG1GC") ++ java17Opens,
     writeSparkKafkaClasspath := {
       val out = target.value / "spark-kafka-jars.txt"
       val names = Seq("spark-sql-kafka-0-10", "spark-token-provider-kafka-0-10", "commons-pool2")
@@ -132,9 +153,6 @@ lazy val spark = (project in file("jvm/spark"))
       IO.write(out, jars.map(_.getAbsolutePath).mkString(","))
       out
     },
-    Test / test := (Test / test).dependsOn(testkit / writeBrokerClasspath).value,
-    Test / testOnly := (Test / testOnly).dependsOn(testkit / writeBrokerClasspath).evaluated,
-    Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"),
     // The self-contained jar for spark.jars: the four subprojects' classes plus kafka-clients.
     assembly / assemblyJarName := s"sluice-spark-assembly-${version.value}.jar",
     assembly / assemblyExcludedJars := {
