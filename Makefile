@@ -19,7 +19,7 @@ MAVEN_POM := target/maven-repo/dev/sluice/sluice-spark_2.13/$(VERSION)/sluice-sp
 BROKER_CP := jvm/testkit/target/broker-classpath.txt
 JVM_OUTPUTS := $(ASSEMBLY) $(BROKER_CP) $(MAVEN_POM)
 JVM_BUILD := 'spark/assembly' 'spark/writeSparkKafkaClasspath' 'benchkit/package' 'testkit/writeBrokerClasspath' 'spark/publish'
-SCALA_TESTS := 'core/test' 'spark/test'
+SCALA_TESTS := 'core/test' 'connectors/test' 'spark/test'
 SCALA_SOURCES := $(shell find jvm -path '*/src/main/*' -name '*.scala' 2>/dev/null) build.sbt project/plugins.sbt \
   $(wildcard project/*.scala) LICENSE NOTICE
 # Expanded when a recipe runs (the venv may not exist yet when make starts), for any Python 3 minor.
@@ -54,7 +54,7 @@ fmt: $(VENV)/.ok
 
 # Everything but the end-to-end suites tagged slow (ScalaTest tag sluice.Slow, pytest marker slow).
 test-fast: build dist
-	$(SBT) 'core/test' 'spark/testOnly -- -l sluice.Slow'
+	$(SBT) 'core/test' 'connectors/test' 'spark/testOnly -- -l sluice.Slow'
 	$(PY) -m pytest -q -m 'not slow' tests
 
 build: $(VENV)/.ok $(ASSEMBLY) $(BROKER_CP) $(VENV)/.sluice-installed

@@ -78,6 +78,35 @@ Global / concurrentRestrictions += Tags.limit(Tags.ForkedTestGroup, 2)
 
 lazy val scalaTest = "org.scalatest" %% "scalatest" % "3.2.19" % Test
 
+// What tests that start Spark code need on Java 17 (Spark's own launcher passes the same).
+lazy val java17Opens = Seq(
+  "--add-opens=java.base/java.lang=ALL-UNNAMED",
+  "--add-opens=java.base/java.lang.invoke=ALL-UNNAMED",
+  "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
+  "--add-opens=java.base/java.io=ALL-UNNAMED",
+  "--add-opens=java.base/java.net=ALL-UNNAMED",
+  "--add-opens=java.base/java.nio=ALL-UNNAMED",
+  "--add-opens=java.base/java.util=ALL-UNNAMED",
+  "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
+  "--add-opens=java.base/java.util.concurrent.atomic=ALL-UNNAMED",
+  "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+  "--add-opens=java.base/sun.nio.cs=ALL-UNNAMED",
+  "--add-opens=java.base/sun.security.action=ALL-UNNAMED",
+  "--add-opens=java.base/sun.util.calendar=ALL-UNNAMED",
+  "-Djdk.reflect.useDirectMethodHandle=false"
+)
+
+// Suites that start the embedded broker (`sluice.testkit.EmbeddedKafka`, in connectors' tests):
+// forked, so the broker's classpath file can be passed, and written before they run.
+lazy val brokerTests = Seq(
+  Test / fork := true,
+  Test / parallelExecution := false,
+  Test / javaOptions += s"-Dsluice.brokerClasspathFile=${(testkit / target).value / "broker-classpath.txt"}",
+  Test / test := (Test / test).dependsOn(testkit / writeBrokerClasspath).value,
+  Test / testOnly := (Test / testOnly).dependsOn(testkit / writeBrokerClasspath).evaluated,
+  Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD")
+)
+
 lazy val api = (project in file("jvm/api"))
   .settings(sparkProvided)
   .settings(name := "sluice-api", publish / skip := true)
@@ -97,39 +126,31 @@ lazy val core = (project in file("jvm/core"))
     }
   )
 
+// Its tests need no SparkSession: serializers, the data-loss policy, the enumerator and the split
+// reader against the embedded broker, whose client (sluice.testkit.EmbeddedKafka) lives here.
 lazy val connectors = (project in file("jvm/connectors"))
   .dependsOn(api)
   .settings(sparkProvided)
-  .settings(name := "sluice-connectors", publish / skip := true, libraryDependencies += kafkaClients)
+  .settings(brokerTests)
+  .settings(
+    name := "sluice-connectors",
+    publish / skip := true,
+    libraryDependencies ++= Seq(kafkaClients, scalaTest),
+    Test / javaOptions ++= Seq("-Xmx1g", "-XX:+UseG1GC") ++ java17Opens
+  )
 
+// Its tests use connectors' test classes (test->test) for the broker's client: that client talks to
+// the broker's own JVM, so neither project's tests have the broker's jars (Kafka's server, its Scala
+// and Jackson) on their classpath, where they would clash with Spark's.
 lazy val spark = (project in file("jvm/spark"))
-  .dependsOn(core, connectors)
+  .dependsOn(core, connectors % "compile->compile;test->test")
   .settings(sparkProvided)
+  .settings(brokerTests)
   .settings(
     name := "sluice-spark",
     libraryDependencies ++= Seq(kafkaClients, scalaTest) ++ sparkKafkaConnector.map(_ % Test),
     // One JVM per test run, sized for a 2-core machine; the broker runs in its own process.
-    Test / fork := true,
-    Test / parallelExecution := false,
-    Test / javaOptions ++= Seq(
-      "-Xmx3g",
-      "-XX:+UseG1GC",
-      s"-Dsluice.brokerClasspathFile=${(testkit / target).value / "broker-classpath.txt"}",
-      "--add-opens=java.base/java.lang=ALL-UNNAMED",
-      "--add-opens=java.base/java.lang.invoke=ALL-UNNAMED",
-      "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
-      "--add-opens=java.base/java.io=ALL-UNNAMED",
-      "--add-opens=java.base/java.net=ALL-UNNAMED",
-      "--add-opens=java.base/java.nio=ALL-UNNAMED",
-      "--add-opens=java.base/java.util=ALL-UNNAMED",
-      "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
-      "--add-opens=java.base/java.util.concurrent.atomic=ALL-UNNAMED",
-      "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
-      "--add-opens=java.base/sun.nio.cs=ALL-UNNAMED",
-      "--add-opens=java.base/sun.security.action=ALL-UNNAMED",
-      "--add-opens=java.base/sun.util.calendar=ALL-UNNAMED",
-      "-Djdk.reflect.useDirectMethodHandle=false"
-    ),
+    Test / javaOptions ++= Seq("-Xmx3g", "-XX:+UseG1GC") ++ java17Opens,
     writeSparkKafkaClasspath := {
       val out = target.value / "spark-kafka-jars.txt"
       val names = Seq("spark-sql-kafka-0-10", "spark-token-provider-kafka-0-10", "commons-pool2")
@@ -137,9 +158,8 @@ lazy val spark = (project in file("jvm/spark"))
       IO.write(out, jars.map(_.getAbsolutePath).mkString(","))
       out
     },
-    Test / test := (Test / test).dependsOn(testkit / writeBrokerClasspath).value,
-    Test / testOnly := (Test / testOnly).dependsOn(testkit / writeBrokerClasspath).evaluated,
-    Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"),
+    // the checkout's files some suites compare with (docs/options.md, python/sluice/_options.json)
+    Test / javaOptions += s"-Dsluice.repoRoot=${(ThisBuild / baseDirectory).value}",
     // Two test JVMs side by side: the suites wait on brokers and triggers more than they compute,
     // so a 2-core machine runs both halves in little more than the longer one's time. Suites
     // stay sequential within a JVM (each starts its own broker and SparkSession).

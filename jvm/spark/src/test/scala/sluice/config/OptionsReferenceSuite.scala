@@ -1,17 +1,16 @@
 package sluice.config
 
-import java.nio.file.{Files, Paths}
+import java.nio.file.Files
 
 import org.scalatest.funsuite.AnyFunSuite
 
-import sluice.Sources
+import sluice.{CheckoutFiles, Sources}
 
 class OptionsReferenceSuite extends AnyFunSuite {
 
   test("docs/options.md lists exactly the declared options") {
-    val path = Seq(Paths.get("docs", "options.md"), Paths.get("..", "docs", "options.md"))
-      .find(Files.exists(_))
-      .get
+    val path = CheckoutFiles("docs", "options.md")
+    assert(Files.exists(path), s"$path is missing")
     val doc = new String(Files.readAllBytes(path), "UTF-8")
     val marker = "<!-- generated from the option declarations: do not edit below -->\n"
     assert(doc.contains(marker), "docs/options.md lost its generated section marker")

@@ -1,18 +1,17 @@
 package sluice.spark
 
-import java.nio.file.{Files, Paths}
+import java.nio.file.Files
 
 import org.scalatest.funsuite.AnyFunSuite
 
+import sluice.CheckoutFiles
 import sluice.config.{ConfigOption, Options}
 
 class OptionDeclarationsSuite extends AnyFunSuite {
 
   test("python/sluice/_options.json holds exactly the declared options") {
-    val path = Seq(
-      Paths.get("python", "sluice", "_options.json"),
-      Paths.get("..", "python", "sluice", "_options.json"))
-      .find(Files.exists(_))
+    val path = Some(CheckoutFiles("python", "sluice", "_options.json"))
+      .filter(Files.exists(_))
       .getOrElse(fail("python/sluice/_options.json is missing: generate it with `make docs`"))
     val shipped = new String(Files.readAllBytes(path), "UTF-8")
     assert(

@@ -1,31 +1,30 @@
 package sluice.connector.kafka
 
-import java.util.Properties
-import java.util.concurrent.{ExecutionException, TimeUnit}
-
-import scala.jdk.CollectionConverters._
-import scala.util.control.NonFatal
-
-import org.apache.kafka.clients.admin.{Admin, AdminClientConfig, ListOffsetsOptions, OffsetSpec}
-import org.apache.kafka.clients.admin.ListOffsetsResult.ListOffsetsResultInfo
-import org.apache.kafka.common.{IsolationLevel, TopicPartition}
-import org.apache.kafka.common.errors.UnknownTopicOrPartitionException
+import org.apache.kafka.clients.admin.OffsetSpec
+import org.apache.kafka.common.TopicPartition
 
 import sluice.api._
 
 /**
- * Discovers topic-partitions with an Admin client in the driver, resolves their start (and, for a
- * bounded source, stop) offsets once, when they are first seen, and reports how far each can be
- * read. The resolved offsets live in the splits, hence in the offset log: a restarted query never
- * re-resolves "latest" or a timestamp differently.
+ * Discovers topic-partitions in the driver, resolves their start (and, for a bounded source, stop)
+ * offsets once, when they are first seen, and reports how far each can be read. The resolved
+ * offsets live in the splits, hence in the offset log: a restarted query never re-resolves
+ * "latest" or a timestamp differently.
  *
  * Its event-time index is the record timestamp: `offsetsForTimes` finds, exactly, the first
  * offset at or after a time, so alignment can cut a partition's range where it would pass the limit.
+ *
+ * It asks the brokers through `KafkaAdminLookups`, reads first records' timestamps through
+ * `KafkaFirstRecordTimes`, and leaves every data-loss decision to `KafkaDataLoss`.
  */
 final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumeratorState])
     extends SplitEnumerator[KafkaPartitionSplit, KafkaEnumeratorState]
     with SupportsEventTimeIndex[KafkaPartitionSplit] {
   import KafkaEnumerator._
+
+  private val lookups = new KafkaAdminLookups(config)
+  private val firstRecordTimes = new KafkaFirstRecordTimes(config)
+  private val dataLoss = new KafkaDataLoss(config.failOnDataLoss)
 
   private var discovered: Set[TopicPartition] = restored.map(_.discovered).getOrElse(Set.empty)
   private var initialDiscoveryDone = restored.exists(_.initialDiscoveryDone)
@@ -39,18 +38,6 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
   /** Partitions whose log no longer continues where they were read, and the offset each goes on from. */
   private var broken: Map[TopicPartition, Long] = Map.empty
   private var lastDiscoveryMs = Long.MinValue
-  private var adminClient: Admin = _
-  private def admin: Admin = {
-    if (adminClient == null) {
-      val props = new Properties()
-      config.consumerProperties.foreach { case (k, v) => props.put(k, v) }
-      props.put(
-        AdminClientConfig.CLIENT_ID_CONFIG,
-        s"sluice-enumerator-${java.util.UUID.randomUUID()}")
-      adminClient = Admin.create(props)
-    }
-    adminClient
-  }
 
   private def bounded = config.stopping.isDefined
 
@@ -66,7 +53,7 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
       return goOnFromBroken()
     }
     lastDiscoveryMs = now
-    val (partitions, ids) = currentPartitions()
+    val (partitions, ids) = lookups.partitionsAndTopicIds()
     recreatedTopics(ids)
     val replacements = goOnFromBroken()
     val fresh = (partitions -- discovered).toSeq.sortBy(tp => (tp.topic, tp.partition))
@@ -99,16 +86,9 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
   private def recreatedTopics(ids: Map[String, String]): Unit = {
     val recreated = ids.filter { case (topic, id) => topicIds.get(topic).exists(_ != id) }
     if (recreated.isEmpty) return
-    if (config.failOnDataLoss) {
-      val (topic, id) = recreated.head
-      throw new IllegalStateException(
-        s"KafkaSource: topic $topic was deleted and re-created (its topic id " +
-          s"changed from ${topicIds(topic)} to $id) after this query started reading it: records of the old topic " +
-          "not read yet are lost, and the new topic's offsets do not continue the old ones. Set failOnDataLoss=false " +
-          "to read the new topic from its beginning (counted as partitionsReset in the source metrics).")
-    }
+    recreated.foreach { case (topic, id) => dataLoss.topicRecreated(topic, topicIds(topic), id) }
     val partitions = discovered.filter(tp => recreated.contains(tp.topic)).toSeq
-    val earliest = listOffsets(partitions, OffsetSpec.earliest(), tolerateMissing = true)
+    val earliest = lookups.offsets(partitions, OffsetSpec.earliest(), tolerateMissing = true)
     broken ++= partitions.flatMap(tp => earliest.get(tp).map(tp -> _))
     // a partition the new topic does not have is finished; should it be added later, it is new
     partitions.filterNot(earliest.contains).foreach { tp =>
@@ -142,52 +122,62 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
       split.topicPartition,
       0)
 
-  /**
-   * A partition's log ends below the offset already read (truncated by an unclean leader election,
-   * or the topic re-created before its id was checked): an error, as in Spark's Kafka source, or
-   * with failOnDataLoss=false the partition goes on from the new end, as Spark's does.
-   */
-  private def logBelowRead(s: KafkaPartitionSplit, end: Long, read: Long): Unit = {
-    if (config.failOnDataLoss) {
-      throw new IllegalStateException(
-        s"KafkaSource: topic ${s.topic} partition ${s.partition} now ends at offset " +
-          s"$end, below offset $read that this query already read up to: its log was truncated, or the topic was " +
-          "deleted and re-created. Records may have been lost, and offsets no longer mean what they meant. Set " +
-          s"failOnDataLoss=false to go on from offset $end (counted as partitionsReset in the source metrics).")
-    }
-    broken += s.topicPartition -> end
-    // a re-created topic also ends early: look at its id before going on, or it would be reset twice
-    lastDiscoveryMs = Long.MinValue
-  }
-
   override def noMoreSplits: Boolean = bounded && initialDiscoveryDone
 
+  /**
+   * How far each split can be read now, and — the one state change, made here explicitly — the
+   * partitions found ending below what was read, to go on from their new end at the next planning
+   * (see `endsNow`).
+   */
   override def availablePositions(splits: Seq[KafkaPartitionSplit]): Map[String, Long] = {
+    val found = endsNow(splits)
+    found.endedBelowRead.foreach { case (tp, end) => goOnFromNewEnd(tp, end) }
+    found.available
+  }
+
+  /**
+   * A query, changing nothing: how far each split can be read now (never past a bounded split's
+   * stop), and the partitions whose log ends below the offset already read (truncated by an
+   * unclean leader election, or the topic re-created before its id was checked). Each loss it
+   * finds is decided by `KafkaDataLoss`: an error, as in Spark's Kafka source, or with
+   * failOnDataLoss=false reported in the answer.
+   */
+  private[kafka] def endsNow(splits: Seq[KafkaPartitionSplit]): Ends = {
     val (finished, current) =
       splits.partition(s => isFinished(s, positions.getOrElse(s.splitId, s.startPosition)))
     val done =
       finished.map(s => s.splitId -> positions.getOrElse(s.splitId, s.startPosition)).toMap
-    if (current.isEmpty) return done
+    if (current.isEmpty) return Ends(done, Nil)
     val latest =
-      listOffsets(current.map(_.topicPartition), OffsetSpec.latest(), tolerateMissing = true)
-    done ++ current.map { s =>
+      lookups.offsets(current.map(_.topicPartition), OffsetSpec.latest(), tolerateMissing = true)
+    val belowRead = Seq.newBuilder[(TopicPartition, Long)]
+    val available = done ++ current.map { s =>
       val end = latest.get(s.topicPartition) match {
         case Some(offset) =>
-          positions
-            .get(s.splitId)
-            .filter(offset < _)
-            .foreach(read => logBelowRead(s, offset, read))
+          positions.get(s.splitId).filter(offset < _).foreach { read =>
+            dataLoss.logEndsBelowRead(s.topicPartition, offset, read)
+            belowRead += s.topicPartition -> offset
+          }
           offset
-        case None if config.failOnDataLoss =>
-          throw new IllegalStateException(
-            s"KafkaSource: partition ${s.splitId} is gone (its topic or partition was deleted), so " +
-              "records not read yet may be lost. Set failOnDataLoss=false to go on without it.")
-        // gone: a bounded split is planned to its end, so the reader finds it gone, counts the
-        // loss and finishes it (a hybrid must not wait for it forever); an unbounded one stops
-        case None => s.stopPosition.getOrElse(s.startPosition)
+        case None =>
+          dataLoss.partitionGoneAtPlanning(s.splitId)
+          // gone: a bounded split is planned to its end, so the reader finds it gone, counts the
+          // loss and finishes it (a hybrid must not wait for it forever); an unbounded one stops
+          s.stopPosition.getOrElse(s.startPosition)
       }
       s.splitId -> s.stopPosition.fold(end)(math.min(_, end))
     }.toMap
+    Ends(available, belowRead.result())
+  }
+
+  /**
+   * A partition's log ends at `end`, below what was read (failOnDataLoss=false): it goes on from
+   * there, as Spark's source does, in a new split the next planning makes.
+   */
+  private def goOnFromNewEnd(tp: TopicPartition, end: Long): Unit = {
+    broken += tp -> end
+    // a re-created topic also ends early: look at its id before going on, or it would be reset twice
+    lastDiscoveryMs = Long.MinValue
   }
 
   override def positionsBefore(
@@ -196,7 +186,7 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
     // Kafka reserves negative timestamps for "latest"/"earliest"; records are never that old.
     if (ranges.isEmpty || eventTimeMs <= 0)
       return ranges.map(r => r.split.splitId -> r.from).toMap
-    val found = listOffsetInfos(
+    val found = lookups.offsetInfos(
       ranges.map(_.split.topicPartition),
       OffsetSpec.forTimestamp(eventTimeMs),
       tolerateMissing = true)
@@ -214,20 +204,7 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
    */
   override def latestEventTimes(
       ranges: Seq[SplitRange[KafkaPartitionSplit]]): Map[String, Long] = {
-    if (ranges.isEmpty || !maxTimestampSupported) return Map.empty
-    val found =
-      try
-        listOffsetInfos(
-          ranges.map(_.split.topicPartition),
-          OffsetSpec.maxTimestamp(),
-          tolerateMissing = true)
-      catch {
-        case e: IllegalStateException
-            if e.getCause
-              .isInstanceOf[org.apache.kafka.common.errors.UnsupportedVersionException] =>
-          maxTimestampSupported = false
-          Map.empty[TopicPartition, ListOffsetsResultInfo]
-      }
+    val found = lookups.maxTimestamps(ranges.map(_.split.topicPartition))
     ranges
       .flatMap(r =>
         found
@@ -236,42 +213,9 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
           .map(r.split.splitId -> _.timestamp()))
       .toMap
   }
-  private var maxTimestampSupported = true
 
-  override def firstEventTimes(
-      ranges: Seq[SplitRange[KafkaPartitionSplit]]): Map[String, Long] = {
-    val wanted = ranges.filterNot(_.isEmpty)
-    if (wanted.isEmpty) return Map.empty
-    // Only a fetch can tell the timestamp at an offset: seek a consumer there and read one record each.
-    val byTp = wanted.map(r => r.split.topicPartition -> r).toMap
-    val consumer = KafkaConsumerPool.borrow(config.consumerProperties, byTp.keySet)
-    var healthy = false
-    try {
-      KafkaConsumerPool.assign(consumer, byTp.keys)
-      wanted.foreach(r => consumer.seek(r.split.topicPartition, r.from))
-      val times = scala.collection.mutable.Map[String, Long]()
-      val deadline = System.currentTimeMillis() + FirstRecordTimeoutMs
-      while (times.size < wanted.size && System.currentTimeMillis() < deadline) {
-        val polled =
-          try consumer.poll(java.time.Duration.ofMillis(200))
-          catch {
-            case e: org.apache.kafka.clients.consumer.OffsetOutOfRangeException =>
-              // gone by retention: unknown here; the reader decides about the loss (failOnDataLoss)
-              consumer.pause(e.offsetOutOfRangePartitions().keySet())
-              org.apache.kafka.clients.consumer.ConsumerRecords.empty[Array[Byte], Array[Byte]]()
-          }
-        polled.asScala.foreach { rec =>
-          val tp = new TopicPartition(rec.topic, rec.partition)
-          byTp.get(tp).filter(r => rec.offset >= r.from).foreach { r =>
-            times.getOrElseUpdate(r.split.splitId, rec.timestamp)
-            consumer.pause(Seq(tp).asJava)
-          }
-        }
-      }
-      healthy = true
-      times.toMap
-    } finally KafkaConsumerPool.release(config.consumerProperties, consumer, healthy)
-  }
+  override def firstEventTimes(ranges: Seq[SplitRange[KafkaPartitionSplit]]): Map[String, Long] =
+    firstRecordTimes.of(ranges)
 
   override def snapshotState(): KafkaEnumeratorState =
     KafkaEnumeratorState(discovered, initialDiscoveryDone, topicIds, incarnations)
@@ -301,72 +245,7 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
       finished,
       Map("partitions" -> finished.map(_.splitId).sorted.mkString(",")))
 
-  override def close(): Unit = if (adminClient != null) {
-    try adminClient.close(java.time.Duration.ofSeconds(5))
-    catch { case NonFatal(_) => }
-    adminClient = null
-  }
-
-  /** The subscribed topics' partitions now (one call to the brokers each time). */
-  private[kafka] def partitionsNow(): Set[TopicPartition] = currentPartitions()._1
-
-  /** Each topic's `retention.ms` (-1: records are not deleted by age). */
-  private[kafka] def retentionMs(topics: Set[String]): Map[String, Long] =
-    wrap("describe topic configurations") {
-      import org.apache.kafka.common.config.{ConfigResource, TopicConfig}
-      val resources = topics.map(t => new ConfigResource(ConfigResource.Type.TOPIC, t))
-      admin
-        .describeConfigs(resources.asJava)
-        .all()
-        .get(60, TimeUnit.SECONDS)
-        .asScala
-        .map { case (r, c) =>
-          r.name -> Option(c.get(TopicConfig.RETENTION_MS_CONFIG))
-            .flatMap(e => Option(e.value))
-            .map(_.toLong)
-            .getOrElse(-1L)
-        }
-        .toMap
-    }
-
-  /** The offset (and its record's timestamp) `spec` designates in each partition; a missing partition is left out. */
-  private[kafka] def offsetsAt(
-      partitions: Seq[TopicPartition],
-      spec: OffsetSpec): Map[TopicPartition, ListOffsetsResultInfo] =
-    listOffsetInfos(partitions, spec, tolerateMissing = true)
-
-  /** The subscribed topics' partitions, and each topic's id. */
-  private def currentPartitions(): (Set[TopicPartition], Map[String, String]) =
-    wrap("list topics and partitions") {
-      val topics = config.subscription match {
-        case TopicSubscription.Topics(names) =>
-          val existing = admin.listTopics().names().get(60, TimeUnit.SECONDS).asScala
-          names.filter(existing.contains)
-        case p: TopicSubscription.TopicPattern =>
-          admin.listTopics().names().get(60, TimeUnit.SECONDS).asScala.filter(p.matches).toSeq
-        case TopicSubscription.Assigned(partitions) =>
-          val existing = admin.listTopics().names().get(60, TimeUnit.SECONDS).asScala
-          partitions.keys.filter(existing.contains).toSeq
-      }
-      if (topics.isEmpty) (Set.empty, Map.empty)
-      else {
-        val described = admin
-          .describeTopics(topics.asJava)
-          .allTopicNames()
-          .get(60, TimeUnit.SECONDS)
-          .asScala
-          .values
-        val all = described
-          .flatMap(d => d.partitions().asScala.map(p => new TopicPartition(d.name, p.partition)))
-          .toSet
-        val read = config.subscription match {
-          case a: TopicSubscription.Assigned =>
-            all.filter(tp => a.includes(tp.topic, tp.partition))
-          case _ => all
-        }
-        (read, described.map(d => d.name -> d.topicId.toString).toMap)
-      }
-    }
+  override def close(): Unit = lookups.close()
 
   /** Offsets an initializer designates, per partition. */
   private def resolve(
@@ -374,13 +253,14 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
       initializer: OffsetsInitializer,
       atEnd: Boolean): Map[TopicPartition, Long] = {
     import OffsetsInitializer._
-    lazy val earliest = listOffsets(partitions, OffsetSpec.earliest(), tolerateMissing = false)
-    lazy val latest = listOffsets(partitions, OffsetSpec.latest(), tolerateMissing = false)
+    lazy val earliest =
+      lookups.offsets(partitions, OffsetSpec.earliest(), tolerateMissing = false)
+    lazy val latest = lookups.offsets(partitions, OffsetSpec.latest(), tolerateMissing = false)
     def byTime(times: Map[TopicPartition, Long]) = {
       // The first offset with a timestamp >= the given one; none such: the partition's end, or
       // for a start under Spark's default strategy, an error.
       val found = partitions.groupBy(tp => times(tp)).flatMap { case (ts, tps) =>
-        listOffsets(tps, OffsetSpec.forTimestamp(ts), tolerateMissing = false)
+        lookups.offsets(tps, OffsetSpec.forTimestamp(ts), tolerateMissing = false)
       }
       partitions.map { tp =>
         val offset = found.get(tp).filter(_ >= 0)
@@ -416,102 +296,14 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
         byTime(times)
     }
   }
-
-  private def listOffsets(
-      partitions: Seq[TopicPartition],
-      spec: OffsetSpec,
-      tolerateMissing: Boolean): Map[TopicPartition, Long] =
-    listOffsetInfos(partitions, spec, tolerateMissing).map { case (tp, info) =>
-      tp -> info.offset()
-    }
-
-  private def listOffsetInfos(
-      partitions: Seq[TopicPartition],
-      spec: OffsetSpec,
-      tolerateMissing: Boolean): Map[TopicPartition, ListOffsetsResultInfo] =
-    wrap("look up offsets") {
-      val isolation =
-        if (config.readCommitted) IsolationLevel.READ_COMMITTED
-        else IsolationLevel.READ_UNCOMMITTED
-      val result = admin.listOffsets(
-        partitions.map(_ -> spec).toMap.asJava,
-        new ListOffsetsOptions(isolation))
-      partitions.flatMap { tp =>
-        try Some(tp -> result.partitionResult(tp).get(60, TimeUnit.SECONDS))
-        catch {
-          case e: ExecutionException
-              if tolerateMissing && e.getCause.isInstanceOf[UnknownTopicOrPartitionException] =>
-            None
-        }
-      }.toMap
-    }
-
-  private def wrap[T](what: String)(body: => T): T =
-    try body
-    catch {
-      case e: ExecutionException =>
-        throw new IllegalStateException(
-          s"KafkaSource: could not $what: ${e.getCause.getMessage}",
-          e.getCause)
-      case e: java.util.concurrent.TimeoutException =>
-        throw new IllegalStateException(
-          s"KafkaSource: could not $what within 60 s; are the brokers reachable?",
-          e)
-    }
 }
 
 private object KafkaEnumerator {
   private val log = org.slf4j.LoggerFactory.getLogger(classOf[KafkaEnumerator])
 
-  /** How long finding the first record's timestamp of the partitions may take (answers are cached). */
-  val FirstRecordTimeoutMs = 5000L
-}
-
-/**
- * @param topicIds     each topic's id (KIP-516) when it was first read: a new id is a re-created topic
- * @param incarnations the current incarnation of partitions whose log stopped continuing where
- *                     the query read it (see `KafkaPartitionSplit`); absent = 0
- */
-final case class KafkaEnumeratorState(
-    discovered: Set[TopicPartition],
-    initialDiscoveryDone: Boolean,
-    topicIds: Map[String, String] = Map.empty,
-    incarnations: Map[TopicPartition, Int] = Map.empty)
-
-private[kafka] object KafkaEnumeratorStateSerializer
-    extends VersionedSerializer[KafkaEnumeratorState] {
-
-  /** 2 adds topic ids and incarnations; 1 still reads. */
-  override val version: Int = 2
-  // "done;p:topic,...;id:topic,...;n:p:topic,...": the topic is the free-form tail of each entry.
-  override def serialize(s: KafkaEnumeratorState): String = {
-    def partitions(tps: Iterable[TopicPartition]) =
-      tps.toSeq.sortBy(tp => (tp.topic, tp.partition))
-    Seq(
-      s.initialDiscoveryDone.toString,
-      partitions(s.discovered).map(tp => s"${tp.partition}:${tp.topic}").mkString(","),
-      s.topicIds.toSeq.sorted.map { case (topic, id) => s"$id:$topic" }.mkString(","),
-      partitions(s.incarnations.keys)
-        .map(tp => s"${s.incarnations(tp)}:${tp.partition}:${tp.topic}")
-        .mkString(",")).mkString(";")
-  }
-  override def deserialize(version: Int, text: String): KafkaEnumeratorState = {
-    if (version > this.version)
-      throw VersionedSerializer.unsupported("Kafka enumerator state", version, this.version)
-    val fields = text.split(";", -1)
-    def entries(i: Int) = fields.lift(i).toSeq.flatMap(_.split(",")).filter(_.nonEmpty)
-    val partitions = entries(1).map { e =>
-      val Array(p, topic) = e.split(":", 2)
-      new TopicPartition(topic, p.toInt)
-    }.toSet
-    val ids = entries(2).map { e =>
-      val Array(id, topic) = e.split(":", 2)
-      topic -> id
-    }.toMap
-    val incarnations = entries(3).map { e =>
-      val Array(n, p, topic) = e.split(":", 3)
-      new TopicPartition(topic, p.toInt) -> n.toInt
-    }.toMap
-    KafkaEnumeratorState(partitions, fields(0).toBoolean, ids, incarnations)
-  }
+  /**
+   * What one look at the partitions' ends found: each split's available position, and the
+   * partitions whose log ends below what was read, with that end.
+   */
+  final case class Ends(available: Map[String, Long], endedBelowRead: Seq[(TopicPartition, Long)])
 }

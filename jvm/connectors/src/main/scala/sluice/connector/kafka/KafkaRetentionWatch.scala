@@ -23,11 +23,11 @@ import sluice.api.{RetentionCheck, RetentionWatch}
 final class KafkaRetentionWatch(config: KafkaConfig) extends RetentionWatch {
   import KafkaRetentionWatch._
 
-  /** An enumerator never planned with: its Admin client and look-ups only. */
-  private val lookup = new KafkaEnumerator(config, None)
+  private val lookup = new KafkaAdminLookups(config)
+  private val dataLoss = new KafkaDataLoss(config.failOnDataLoss)
 
   override def check(startAtTimestamp: Option[Long], nowMs: Long): RetentionCheck = {
-    val partitions = lookup.partitionsNow().toSeq.sortBy(tp => (tp.topic, tp.partition))
+    val partitions = lookup.partitions().toSeq.sortBy(tp => (tp.topic, tp.partition))
     if (partitions.isEmpty) return RetentionCheck(None, None)
     startAtTimestamp
       .map(ts => Start.Timestamps(partitions.map(_ -> ts).toMap))
@@ -52,7 +52,8 @@ final class KafkaRetentionWatch(config: KafkaConfig) extends RetentionWatch {
   }
 
   private def atOffsets(offsets: Map[TopicPartition, Long]): RetentionCheck = {
-    val earliest = lookup.offsetsAt(offsets.keys.toSeq, OffsetSpec.earliest())
+    val earliest =
+      lookup.offsetInfos(offsets.keys.toSeq, OffsetSpec.earliest(), tolerateMissing = true)
     val gone = offsets.toSeq.sortBy(_._1.toString).flatMap { case (tp, start) =>
       earliest
         .get(tp)
@@ -65,14 +66,15 @@ final class KafkaRetentionWatch(config: KafkaConfig) extends RetentionWatch {
       None,
       Option.when(gone.nonEmpty)(s"the records it starts at are gone: ${gone.mkString("; ")}. " +
         s"Keep them longer (raise retention.ms of ${topicsOf(offsets.keys)}), or give it start offsets that still exist."),
-      tolerated = !config.failOnDataLoss)
+      tolerated = dataLoss.tolerated)
   }
 
   private def atTimestamps(times: Map[TopicPartition, Long], nowMs: Long): RetentionCheck = {
     val retention = lookup.retentionMs(times.keySet.map(_.topic))
-    val earliest = lookup.offsetsAt(times.keys.toSeq, OffsetSpec.earliest())
+    val earliest =
+      lookup.offsetInfos(times.keys.toSeq, OffsetSpec.earliest(), tolerateMissing = true)
     val firstAtStart = times.groupBy(_._2).flatMap { case (ts, tps) =>
-      lookup.offsetsAt(tps.keys.toSeq, OffsetSpec.forTimestamp(ts))
+      lookup.offsetInfos(tps.keys.toSeq, OffsetSpec.forTimestamp(ts), tolerateMissing = true)
     }
     val ageing = times.toSeq.flatMap { case (tp, ts) =>
       retention.get(tp.topic).filter(_ >= 0).map(r => ts + r - nowMs)
@@ -93,7 +95,7 @@ final class KafkaRetentionWatch(config: KafkaConfig) extends RetentionWatch {
       Option.when(gone.nonEmpty)(s"the records it needs are gone: ${gone.mkString("; ")} " +
         s"(retention.ms of $retentions). Keep them longer (raise retention.ms of ${topicsOf(times.keys)}), let the " +
         "previous source reach later event times, or start this source later."),
-      tolerated = !config.failOnDataLoss)
+      tolerated = dataLoss.tolerated)
   }
 
   override def close(): Unit = lookup.close()

@@ -15,9 +15,9 @@ import sluice.api.{PausableSplitReader, ReaderContext, RecordsWithSplitIds, Spli
  * Reads offset ranges of topic-partitions with one pooled `KafkaConsumer` (assign + seek + poll).
  * Supports pausing and resuming partitions (FLIP-217), ignoring partitions it does not own.
  *
- * Data loss (offsets gone through retention or deletion) is an error naming the topic, partition
- * and offsets when `failOnDataLoss` is true; otherwise the reader skips to what exists and counts
- * the skipped offsets as `dataLossOffsets`.
+ * Data loss (offsets gone through retention or deletion) is decided by `KafkaDataLoss`: an error
+ * naming the topic, partition and offsets when `failOnDataLoss` is true; otherwise the reader
+ * skips to what exists and counts the skipped offsets as `dataLossOffsets`.
  */
 final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
     extends PausableSplitReader[KafkaPartitionSplit] {
@@ -50,6 +50,7 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
       (null, new ParsedRecords(format, provenance))
   }
   private val readsTimestamps = decoder.readsTimestamps
+  private val dataLoss = new KafkaDataLoss(config.failOnDataLoss)
   private var lastProgressMs = context.currentTimeMillis()
 
   /** Splits given up because their partition was deleted, to report as finished. */
@@ -130,13 +131,7 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
   private def handleOutOfRange(tp: TopicPartition, offset: Long): Unit = {
     val a = assigned(tp)
     val earliest = consumer.beginningOffsets(Seq(tp).asJava).get(tp).longValue()
-    if (config.failOnDataLoss) {
-      throw new IllegalStateException(
-        s"KafkaSource: cannot read offsets [$offset, ${a.until}) of topic ${tp.topic} partition " +
-          s"${tp.partition}: the earliest offset still in Kafka is $earliest, so some records were " +
-          "lost (aged out by retention, or the topic was deleted and re-created) before they were " +
-          "read. Set failOnDataLoss=false to skip them and count them in the source metrics.")
-    }
+    dataLoss.offsetsOutOfRange(tp, offset, a.until, earliest)
     val resumeAt = math.min(math.max(earliest, offset), a.until)
     recordLoss(a, resumeAt - offset)
     consumer.seek(tp, resumeAt)
@@ -169,12 +164,7 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
       val end = ends.get(a.tp).longValue()
       val position = consumer.position(a.tp)
       if (end <= position && end < a.until) {
-        if (config.failOnDataLoss) {
-          throw new IllegalStateException(
-            s"KafkaSource: topic ${a.tp.topic} partition ${a.tp.partition} ends at offset $end, but " +
-              s"offsets up to ${a.until} were planned to be read: records were lost (the topic was " +
-              "deleted or truncated). Set failOnDataLoss=false to skip them and count them in the metrics.")
-        }
+        dataLoss.logEndsBeforePlanned(a.tp, end, a.until)
         recordLoss(a, a.until - position)
         consumer.seek(a.tp, a.until)
       }
@@ -202,11 +192,7 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
       }
       .toSet
     candidates.filterNot(a => existing.contains(a.tp)).foreach { a =>
-      if (config.failOnDataLoss) {
-        throw new IllegalStateException(
-          s"KafkaSource: partition ${a.split.splitId} is gone (its topic or partition was deleted) " +
-            s"before offsets up to ${a.until} were read. Set failOnDataLoss=false to go on without it.")
-      }
+      dataLoss.partitionGoneWhileReading(a.split.splitId, a.until)
       recordLoss(a, a.until - consumer.position(a.tp))
       assigned.remove(a.tp)
       paused -= a.tp

@@ -1,0 +1,171 @@
+package sluice.connector.kafka
+
+import java.util.Properties
+import java.util.concurrent.{ExecutionException, TimeUnit}
+
+import scala.jdk.CollectionConverters._
+import scala.util.control.NonFatal
+
+import org.apache.kafka.clients.admin.{Admin, AdminClientConfig, ListOffsetsOptions, OffsetSpec}
+import org.apache.kafka.clients.admin.ListOffsetsResult.ListOffsetsResultInfo
+import org.apache.kafka.common.{IsolationLevel, TopicPartition}
+import org.apache.kafka.common.errors.{UnknownTopicOrPartitionException, UnsupportedVersionException}
+
+/**
+ * What a Kafka source asks the brokers' Admin API in the driver, with the source's own client
+ * settings: the subscribed partitions and their topics' ids, offsets (and their records'
+ * timestamps) by `OffsetSpec`, and topics' `retention.ms`. The enumerator plans with it and the
+ * retention watch checks with it, as Spark keeps `KafkaOffsetReaderAdmin` apart from its
+ * consumers. One Admin client, created at the first look-up; every answer is waited for at most
+ * 60 s and a failure names what was asked.
+ */
+private[kafka] final class KafkaAdminLookups(config: KafkaConfig) extends AutoCloseable {
+  import KafkaAdminLookups._
+
+  private var adminClient: Admin = _
+  private def admin: Admin = {
+    if (adminClient == null) {
+      val props = new Properties()
+      config.consumerProperties.foreach { case (k, v) => props.put(k, v) }
+      props.put(
+        AdminClientConfig.CLIENT_ID_CONFIG,
+        s"sluice-enumerator-${java.util.UUID.randomUUID()}")
+      adminClient = Admin.create(props)
+    }
+    adminClient
+  }
+
+  /** Brokers older than 3.0 cannot answer `OffsetSpec.maxTimestamp`; asked once, then not again. */
+  private var maxTimestampSupported = true
+
+  /** The subscribed topics' partitions now (one call to the brokers each time). */
+  def partitions(): Set[TopicPartition] = partitionsAndTopicIds()._1
+
+  /** The subscribed topics' partitions, and each topic's id (KIP-516). */
+  def partitionsAndTopicIds(): (Set[TopicPartition], Map[String, String]) =
+    wrap("list topics and partitions") {
+      val topics = config.subscription match {
+        case TopicSubscription.Topics(names) =>
+          val existing = admin.listTopics().names().get(TimeoutSeconds, TimeUnit.SECONDS).asScala
+          names.filter(existing.contains)
+        case p: TopicSubscription.TopicPattern =>
+          admin
+            .listTopics()
+            .names()
+            .get(TimeoutSeconds, TimeUnit.SECONDS)
+            .asScala
+            .filter(p.matches)
+            .toSeq
+        case TopicSubscription.Assigned(partitions) =>
+          val existing = admin.listTopics().names().get(TimeoutSeconds, TimeUnit.SECONDS).asScala
+          partitions.keys.filter(existing.contains).toSeq
+      }
+      if (topics.isEmpty) (Set.empty, Map.empty)
+      else {
+        val described = admin
+          .describeTopics(topics.asJava)
+          .allTopicNames()
+          .get(TimeoutSeconds, TimeUnit.SECONDS)
+          .asScala
+          .values
+        val all = described
+          .flatMap(d => d.partitions().asScala.map(p => new TopicPartition(d.name, p.partition)))
+          .toSet
+        val read = config.subscription match {
+          case a: TopicSubscription.Assigned =>
+            all.filter(tp => a.includes(tp.topic, tp.partition))
+          case _ => all
+        }
+        (read, described.map(d => d.name -> d.topicId.toString).toMap)
+      }
+    }
+
+  /** The offset `spec` designates in each partition; a missing partition is left out when tolerated, else an error. */
+  def offsets(
+      partitions: Seq[TopicPartition],
+      spec: OffsetSpec,
+      tolerateMissing: Boolean): Map[TopicPartition, Long] =
+    offsetInfos(partitions, spec, tolerateMissing).map { case (tp, info) =>
+      tp -> info.offset()
+    }
+
+  /** The offset (and its record's timestamp) `spec` designates in each partition. */
+  def offsetInfos(
+      partitions: Seq[TopicPartition],
+      spec: OffsetSpec,
+      tolerateMissing: Boolean): Map[TopicPartition, ListOffsetsResultInfo] =
+    wrap("look up offsets") {
+      val isolation =
+        if (config.readCommitted) IsolationLevel.READ_COMMITTED
+        else IsolationLevel.READ_UNCOMMITTED
+      val result = admin.listOffsets(
+        partitions.map(_ -> spec).toMap.asJava,
+        new ListOffsetsOptions(isolation))
+      partitions.flatMap { tp =>
+        try Some(tp -> result.partitionResult(tp).get(TimeoutSeconds, TimeUnit.SECONDS))
+        catch {
+          case e: ExecutionException
+              if tolerateMissing && e.getCause.isInstanceOf[UnknownTopicOrPartitionException] =>
+            None
+        }
+      }.toMap
+    }
+
+  /**
+   * Each partition's largest timestamp and its offset (KIP-734, brokers 3.0 and later); empty from
+   * brokers that cannot answer. A missing partition is left out.
+   */
+  def maxTimestamps(partitions: Seq[TopicPartition]): Map[TopicPartition, ListOffsetsResultInfo] =
+    if (partitions.isEmpty || !maxTimestampSupported) Map.empty
+    else
+      try offsetInfos(partitions, OffsetSpec.maxTimestamp(), tolerateMissing = true)
+      catch {
+        case e: IllegalStateException if e.getCause.isInstanceOf[UnsupportedVersionException] =>
+          maxTimestampSupported = false
+          Map.empty
+      }
+
+  /** Each topic's `retention.ms` (-1: records are not deleted by age). */
+  def retentionMs(topics: Set[String]): Map[String, Long] =
+    wrap("describe topic configurations") {
+      import org.apache.kafka.common.config.{ConfigResource, TopicConfig}
+      val resources = topics.map(t => new ConfigResource(ConfigResource.Type.TOPIC, t))
+      admin
+        .describeConfigs(resources.asJava)
+        .all()
+        .get(TimeoutSeconds, TimeUnit.SECONDS)
+        .asScala
+        .map { case (r, c) =>
+          r.name -> Option(c.get(TopicConfig.RETENTION_MS_CONFIG))
+            .flatMap(e => Option(e.value))
+            .map(_.toLong)
+            .getOrElse(-1L)
+        }
+        .toMap
+    }
+
+  override def close(): Unit = if (adminClient != null) {
+    try adminClient.close(java.time.Duration.ofSeconds(5))
+    catch { case NonFatal(_) => }
+    adminClient = null
+  }
+}
+
+private object KafkaAdminLookups {
+
+  /** How long one Admin answer may take. */
+  val TimeoutSeconds = 60L
+
+  private def wrap[T](what: String)(body: => T): T =
+    try body
+    catch {
+      case e: ExecutionException =>
+        throw new IllegalStateException(
+          s"KafkaSource: could not $what: ${e.getCause.getMessage}",
+          e.getCause)
+      case e: java.util.concurrent.TimeoutException =>
+        throw new IllegalStateException(
+          s"KafkaSource: could not $what within $TimeoutSeconds s; are the brokers reachable?",
+          e)
+    }
+}

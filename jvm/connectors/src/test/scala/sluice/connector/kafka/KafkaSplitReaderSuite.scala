@@ -1,0 +1,92 @@
+package sluice.connector.kafka
+
+import scala.collection.mutable
+
+import org.scalatest.funsuite.AnyFunSuite
+
+import sluice.api.{ReaderContext, ReaderCounters, SplitRange}
+import sluice.testkit.{KafkaSuiteBase, ProducedRecord}
+
+/** The split reader against a real broker; no Spark. */
+class KafkaSplitReaderSuite extends AnyFunSuite with KafkaSuiteBase {
+
+  private def produce(topic: String, count: Int): Unit =
+    kafka.produce(
+      topic,
+      (0 until count).map(i => ProducedRecord.text(value = Some(s"v$i"), partition = Some(0))))
+
+  private def reader(topic: String, context: ReaderContext, failOnDataLoss: Boolean = true) =
+    KafkaSource
+      .builder()
+      .bootstrapServers(kafka.bootstrapServers)
+      .topics(topic)
+      .failOnDataLoss(failOnDataLoss)
+      .build()
+      .createReader(context)
+
+  /** What one read record gave: its offset and value (from the row), and the position after it. */
+  private case class Read(splitId: String, offset: Long, value: String, position: Long)
+
+  /** Fetches until `split` is reported finished (or 30 s pass); returns the records read. */
+  private def readToEnd(r: KafkaSplitReader, split: String): Seq[Read] = {
+    val read = mutable.Buffer[Read]()
+    var finished = false
+    val deadline = System.currentTimeMillis() + 30000
+    while (!finished) {
+      assert(System.currentTimeMillis() < deadline, s"split $split not finished within 30 s")
+      val batch = r.fetch()
+      var id = batch.nextSplit()
+      while (id != null) {
+        while (batch.nextRecord()) {
+          val row = batch.row
+          read += Read(id, row.getLong(4), new String(row.getBinary(1), "UTF-8"), batch.position)
+        }
+        id = batch.nextSplit()
+      }
+      finished = batch.finishedSplits.contains(split)
+    }
+    read.toSeq
+  }
+
+  test("reads exactly a planned range and reports the split finished at its end") {
+    val topic = "reader-range"
+    kafka.createTopic(topic, 1)
+    produce(topic, 10)
+    val context = ReaderContext()
+    val r = reader(topic, context)
+    try {
+      val split = KafkaPartitionSplit(topic, 0, 0L, None)
+      r.handleSplitsChanges(Seq(SplitRange(split, 2L, 7L)))
+      val read = readToEnd(r, split.splitId)
+      assert(read == (2 until 7).map(i => Read(split.splitId, i.toLong, s"v$i", i + 1L)))
+      assert(context.bytesRead == 5 * 2, "bytes read: five values of two bytes, null keys")
+    } finally r.close()
+  }
+
+  test(
+    "records gone by retention: an error naming the offsets, or skipped and counted (failOnDataLoss)") {
+    val topic = "reader-retention"
+    kafka.createTopic(topic, 1)
+    produce(topic, 10)
+    assert(kafka.deleteRecords(topic, 0, 5L) == 5L)
+    val split = KafkaPartitionSplit(topic, 0, 0L, None)
+
+    val failing = reader(topic, ReaderContext())
+    try {
+      failing.handleSplitsChanges(Seq(SplitRange(split, 0L, 10L)))
+      val e = intercept[IllegalStateException](readToEnd(failing, split.splitId))
+      assert(
+        e.getMessage.contains(s"cannot read offsets [0, 10) of topic $topic partition 0") &&
+          e.getMessage.contains("the earliest offset still in Kafka is 5"),
+        e.getMessage)
+    } finally failing.close()
+
+    val context = ReaderContext()
+    val skipping = reader(topic, context, failOnDataLoss = false)
+    try {
+      skipping.handleSplitsChanges(Seq(SplitRange(split, 0L, 10L)))
+      assert(readToEnd(skipping, split.splitId).map(_.offset) == (5L until 10L))
+      assert(context.countersOf(split.splitId) == Map(ReaderCounters.DataLossOffsets -> 5L))
+    } finally skipping.close()
+  }
+}
