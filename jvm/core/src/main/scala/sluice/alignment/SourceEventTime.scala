@@ -115,9 +115,8 @@ final class SourceEventTime(
           override def positionsThrough(t: Long): Map[String, Long] =
             if (exact) positionsBefore(t)
             else
-              throughAnswers.getOrElseUpdate(
-                t,
-                i.positionsThrough(ranges.filterNot(_.isEmpty), t))
+              throughAnswers
+                .getOrElseUpdate(t, i.positionsThrough(ranges.filterNot(_.isEmpty), t))
           override def answered: Iterable[Long] = if (exact) answers.keys else throughAnswers.keys
         })
       def nextEventTimes(ids: Seq[String]) =
