@@ -15,17 +15,17 @@ import sluice.api._
  * Planning runs on the engine's query thread; reports may arrive on another thread (when tasks
  * end), hence the locking.
  *
+ * An alignment group plans a round from what its members were handed, never by asking the
+ * engine: the binding tells a member where its next batch starts (`resumesAt`) before the engine
+ * asks it, and each batch planned since moves that on.
+ *
  * @param store        keeps reported progress until a checkpoint carries it
- * @param resumePoint  where this source's next batch starts, for a group that plans a round
- *                     before the engine asked this source (after a restart); None when the
- *                     binding cannot tell
  * @param defaultLimit this source's own read limit, for rounds other members start
  */
 final class SourceRuntime(
     source: Source[SourceSplit, Any],
     settings: RuntimeSettings,
     store: ProgressStore,
-    resumePoint: () => Option[SourceCheckpoint],
     defaultLimit: BatchLimit)
     extends AlignmentMember {
 
@@ -51,6 +51,9 @@ final class SourceRuntime(
 
   /** The end of the batch planned last: where the next one starts. */
   private var lastEnd: Option[SourceCheckpoint] = None
+
+  /** Where the engine will start this source's next batch, as the binding said before it asked. */
+  private var handedStart: Option[SourceCheckpoint] = None
 
   /** A finished split's end state that could not be kept before its batch committed. */
   private var endStateNotKept: Option[Throwable] = None
@@ -222,8 +225,18 @@ final class SourceRuntime(
     }
   }
 
+  /**
+   * Where the engine will start this source's next batch, told before the engine asks it: after a
+   * restart another member of its alignment group may open a round first, and the round plans this
+   * member from here. Until this source plans a batch of its own (which then says where the next
+   * one starts); without it, the member is planned late in such a round.
+   */
+  def resumesAt(checkpoint: SourceCheckpoint): Unit = synchronized {
+    handedStart = Some(checkpoint)
+  }
+
   override def prepareForRound(): Option[PreparedMemberBatch] = synchronized {
-    lastEnd.orElse(resumePoint()).map(prepare(_, defaultLimit))
+    lastEnd.orElse(handedStart).map(prepare(_, defaultLimit))
   }
 
   /**

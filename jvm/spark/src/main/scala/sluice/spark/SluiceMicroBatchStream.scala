@@ -32,6 +32,9 @@ final class SluiceMicroBatchStream(
     with SupportsTriggerAvailableNow
     with SupportsRealTimeMode {
 
+  // a micro-batch group plans its members' batches in rounds (see `AlignmentGroup`)
+  handOverResumePoint()
+
   override def getDefaultReadLimit: ReadLimit = {
     val limits =
       options.minRecordsPerTrigger.map(ReadLimit.minRows(_, options.maxTriggerDelayMs)).toSeq ++
