@@ -54,6 +54,9 @@ object SourceFactories {
 
   def isRegistered(id: String): Boolean = registered.contains(id)
 
+  /** The factories registered now: queries add none (only building a hybrid does). */
+  private[sluice] def size: Int = registered.size
+
   /** What to do about a factory id this driver does not know. */
   val NotRegisteredFix: String =
     "factories are not stored in the checkpoint: define the query again in this " +

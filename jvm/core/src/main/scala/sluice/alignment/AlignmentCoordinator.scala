@@ -159,10 +159,15 @@ object AlignmentGroup {
 
 /**
  * The driver-wide registry of alignment groups. A group is scoped to one query (its checkpoint
- * location), so two queries naming the same group never hold each other back.
+ * location), so two queries naming the same group never hold each other back. A group lives as
+ * long as its members: a runtime joins when it is built and leaves when it closes (the engine
+ * stops its stream), and the last member to leave removes the group.
  */
 object AlignmentCoordinator {
   private val groups = mutable.Map[(String, String), AlignmentGroup]()
+
+  /** The groups held now: none once every query that had one stopped. */
+  private[sluice] def size: Int = synchronized(groups.size)
 
   def join(
       queryKey: String,

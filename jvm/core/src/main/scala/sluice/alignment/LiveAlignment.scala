@@ -121,6 +121,9 @@ final class LiveAlignment(clock: () => Long = () => System.currentTimeMillis()) 
     groups.remove((queryKey, group))
     spreads.remove((queryKey, group))
   }
+
+  /** The groups held now: none once every query that had one stopped. */
+  private[sluice] def size: Int = synchronized((groups.keySet ++ spreads.keySet).size)
 }
 
 object LiveAlignment {

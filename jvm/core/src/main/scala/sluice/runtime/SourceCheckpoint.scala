@@ -51,6 +51,10 @@ final case class SourceCheckpoint(
 
   lazy val byId: Map[String, SplitEntry] = splits.map(s => s.splitId -> s).toMap
 
+  /** Where a batch from here reads `split` from: where this checkpoint has it, else its start (new). */
+  def positionOf(split: sluice.api.SourceSplit): Long =
+    byId.get(split.splitId).map(_.position).getOrElse(split.startPosition)
+
   /** Where each split stands, the part of a checkpoint that says which records a batch reads. */
   def positions: Seq[(String, Long)] = splits.map(s => s.splitId -> s.position)
 

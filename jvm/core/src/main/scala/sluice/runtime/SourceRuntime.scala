@@ -15,21 +15,27 @@ import sluice.api._
  * Planning runs on the engine's query thread; reports may arrive on another thread (when tasks
  * end), hence the locking.
  *
+ * An alignment group plans a round from what its members were handed, never by asking the
+ * engine: the binding tells a member where its next batch starts (`resumesAt`) before the engine
+ * asks it, and each batch planned since moves that on.
+ *
  * @param store        keeps reported progress until a checkpoint carries it
- * @param resumePoint  where this source's next batch starts, for a group that plans a round
- *                     before the engine asked this source (after a restart); None when the
- *                     binding cannot tell
  * @param defaultLimit this source's own read limit, for rounds other members start
  */
 final class SourceRuntime(
     source: Source[SourceSplit, Any],
     settings: RuntimeSettings,
     store: ProgressStore,
-    resumePoint: () => Option[SourceCheckpoint],
     defaultLimit: BatchLimit)
     extends AlignmentMember {
 
   private val tracker = new SplitProgressTracker
+
+  /** Where this runtime stands in the engine's cycle; only the transitions below change it. */
+  private var current: RuntimeState = RuntimeState.Created
+
+  /** Where this runtime stands: read-only, asking changes nothing. */
+  def state: RuntimeState = synchronized(current)
   private val progressWriter = new ProgressWriter(store, settings.displayName)
   private val splits = mutable.LinkedHashMap[String, SourceSplit]()
   private var enumerator: SplitEnumerator[SourceSplit, Any] = _
@@ -51,6 +57,9 @@ final class SourceRuntime(
 
   /** The end of the batch planned last: where the next one starts. */
   private var lastEnd: Option[SourceCheckpoint] = None
+
+  /** Where the engine will start this source's next batch, as the binding said before it asked. */
+  private var handedStart: Option[SourceCheckpoint] = None
 
   /** A finished split's end state that could not be kept before its batch committed. */
   private var endStateNotKept: Option[Throwable] = None
@@ -83,6 +92,7 @@ final class SourceRuntime(
     enumerator = source.createEnumerator()
     progressRestored = true
     enumerator.discoverSplits().foreach(track)
+    current = RuntimeState.Restored
     checkpointAt(splits.values.map(s => s.splitId -> s.startPosition).toMap)
   }
 
@@ -95,6 +105,7 @@ final class SourceRuntime(
     if (enumerator == null) {
       restoreEnumerator(checkpoint)
       finishedSplits = checkpoint.finished
+      current = RuntimeState.Restored
     }
     checkpoint.splits
       .filterNot(e => splits.contains(e.splitId) || retired.contains(e.splitId))
@@ -116,23 +127,25 @@ final class SourceRuntime(
     restoredFrom = Some(checkpoint)
   }
 
-  /** The split ranges a batch reads from `start` to `end` (empty ones left out). */
+  /**
+   * The split ranges a batch reads from `start` to `end` (empty ones left out): read from the two
+   * checkpoints alone, this runtime's state is neither read nor changed.
+   */
   def ranges(
       start: Option[SourceCheckpoint],
-      end: SourceCheckpoint): Seq[SplitRange[SourceSplit]] = {
-    restore(end)
-    val from = start.map(_.byId).getOrElse(Map.empty)
+      end: SourceCheckpoint): Seq[SplitRange[SourceSplit]] =
     end.splits.flatMap { e =>
       val split = source.splitSerializer.deserialize(e.splitVersion, e.split)
-      val begin = from.get(e.splitId).map(_.position).getOrElse(split.startPosition)
+      val begin = start.map(_.positionOf(split)).getOrElse(split.startPosition)
       Some(SplitRange(split, begin, e.position)).filterNot(_.isEmpty)
     }
-  }
 
   /**
    * The tasks a batch from `start` to `end` runs: its ranges packed into at most `slots` tasks
    * (the engine's parallelism), so splits with little to read share one (`TaskPacking`), a
    * split's range with ranges of the same `placeOf` (the executor it is best read on) if any.
+   * The engine hands `end` back here (after a restart, the batch it replays): it is taken in as
+   * `restore` takes it, so that the sizes count the splits' records read so far.
    */
   def tasks(
       start: Option[SourceCheckpoint],
@@ -140,6 +153,7 @@ final class SourceRuntime(
       slots: Int,
       minTasks: Option[Int] = None,
       placeOf: SourceSplit => Option[String] = _ => None): Seq[Seq[SplitRange[SourceSplit]]] = {
+    restore(end)
     val batch = ranges(start, end)
     val ppr = synchronized(positionsPerRecord)
     def size(r: SplitRange[SourceSplit]) =
@@ -222,8 +236,18 @@ final class SourceRuntime(
     }
   }
 
+  /**
+   * Where the engine will start this source's next batch, told before the engine asks it: after a
+   * restart another member of its alignment group may open a round first, and the round plans this
+   * member from here. Until this source plans a batch of its own (which then says where the next
+   * one starts); without it, the member is planned late in such a round.
+   */
+  def resumesAt(checkpoint: SourceCheckpoint): Unit = synchronized {
+    handedStart = Some(checkpoint)
+  }
+
   override def prepareForRound(): Option[PreparedMemberBatch] = synchronized {
-    lastEnd.orElse(resumePoint()).map(prepare(_, defaultLimit))
+    lastEnd.orElse(handedStart).map(prepare(_, defaultLimit))
   }
 
   /**
@@ -310,9 +334,7 @@ final class SourceRuntime(
       // source, a new partition) is bounded by what it held when it was first seen.
       availableNowBound = Some(available ++ availableNowBound.getOrElse(Map.empty))
     }
-    val from = splits.keys
-      .map(id => id -> start.byId.get(id).map(_.position).getOrElse(splits(id).startPosition))
-      .toMap
+    val from = positionsIn(start)
     def bound(id: String) = availableNowBound.flatMap(_.get(id)).getOrElse(Long.MaxValue)
     val readableEnd = splits.keys
       .map(id => id -> math.max(from(id), math.min(available.getOrElse(id, from(id)), bound(id))))
@@ -347,6 +369,7 @@ final class SourceRuntime(
     val next = checkpointAt(prepared.unaligned ++ ends)
     val end = if (next.readsNothingAfter(prepared.start)) prepared.start else next
     lastEnd = Some(end)
+    current = RuntimeState.Planned
     end
   }
 
@@ -366,15 +389,14 @@ final class SourceRuntime(
 
   private def openBatchLocked(start: SourceCheckpoint, sharedGroup: Boolean): OpenBatch = {
     catchUp(start)
-    val from = splits.keys
-      .map(id => id -> start.byId.get(id).map(_.position).getOrElse(splits(id).startPosition))
-      .toMap
+    val from = positionsIn(start)
     val begin = checkpointAt(from)
     val ranges = splits.values.toSeq
       .filterNot(s => enumerator.isFinished(s, from(s.splitId)))
       .map(s => SplitRange(s, from(s.splitId), s.stopPosition.getOrElse(SplitRange.OpenEnd)))
       .filterNot(_.isEmpty)
     lastEnd = Some(begin)
+    current = RuntimeState.Running
     OpenBatch(
       begin,
       ranges,
@@ -399,15 +421,19 @@ final class SourceRuntime(
     }
   }
 
-  /** How far each split of `start` could be read now: what an engine that only looks asks for. */
-  def available(start: SourceCheckpoint): SourceCheckpoint = synchronized {
+  /**
+   * How far each split of `start` could be read now, and how many records that is: what an engine
+   * that only looks asks for (real-time mode's end offset, `minRecordsPerTrigger`'s count). Plans
+   * nothing: the state stays where it is; what it found is kept for the backlog in progress.
+   */
+  def available(start: SourceCheckpoint): Available = synchronized {
     restore(start)
     lastAvailable = enumerator.availablePositions(splits.values.toSeq)
-    val next = checkpointAt(splits.keys.map { id =>
-      val from = start.byId.get(id).map(_.position).getOrElse(splits(id).startPosition)
-      id -> math.max(from, lastAvailable.getOrElse(id, from))
-    }.toMap)
-    if (next.readsNothingAfter(start)) start else next
+    val from = positionsIn(start)
+    val next = checkpointAt(from.map { case (id, p) =>
+      id -> math.max(p, lastAvailable.getOrElse(id, p))
+    })
+    Available(if (next.readsNothingAfter(start)) start else next, recordsAvailableFrom(start))
   }
 
   /**
@@ -419,12 +445,11 @@ final class SourceRuntime(
     synchronized {
       restore(start)
       val reached = reports.groupMapReduce(_.splitId)(_.until)(math.max)
-      val positions = start.splits
-        .map(e => e.splitId -> math.max(e.position, reached.getOrElse(e.splitId, e.position)))
-        .toMap
-      val end = checkpointAt(
-        splits.keys.map(id => id -> positions.getOrElse(id, splits(id).startPosition)).toMap)
+      val end = checkpointAt(positionsIn(start).map { case (id, p) =>
+        id -> (if (start.byId.contains(id)) math.max(p, reached.getOrElse(id, p)) else p)
+      })
       lastEnd = Some(end)
+      current = RuntimeState.Planned
       end
     }
   }
@@ -455,6 +480,10 @@ final class SourceRuntime(
       tracker.restore(SplitProgress(split.splitId, split.startPosition, None, 0L))
     }
 
+  /** Where a batch from `start` reads each known split from: the one expression of a start position. */
+  private def positionsIn(start: SourceCheckpoint): Map[String, Long] =
+    splits.values.map(s => s.splitId -> start.positionOf(s)).toMap
+
   private def checkpointAt(positions: Map[String, Long]): SourceCheckpoint = {
     val serializer = source.splitSerializer
     SourceCheckpoint(
@@ -475,8 +504,8 @@ final class SourceRuntime(
       finishedSplits)
   }
 
-  /** The records that were available from `start` at the last planning (positions over positions per record). */
-  def recordsAvailableFrom(start: SourceCheckpoint): Long = synchronized {
+  /** The records that were available from `start` at the last look (positions over positions per record). */
+  private def recordsAvailableFrom(start: SourceCheckpoint): Long = {
     val ppr = positionsPerRecord
     start.splits.map { e =>
       val ahead = math.max(0L, lastAvailable.getOrElse(e.splitId, e.position) - e.position)
@@ -569,6 +598,7 @@ final class SourceRuntime(
   }
 
   def close(): Unit = synchronized {
+    current = RuntimeState.Finished
     try {
       try progressWriter.close()
       finally if (enumerator != null) enumerator.close()
@@ -586,6 +616,43 @@ object SourceRuntime {
   /** How long a task's end may wait for an end state to be kept (see `fold`). */
   val EndStateWriteTimeoutMs = 30000L
 }
+
+/**
+ * Where a `SourceRuntime` stands in the engine's cycle. Each event the engine sends is one
+ * transition (`start`/`restore`, `planBatch`, `openBatch`, `endOfOpenBatch`, `close`); what only
+ * looks (`available`, `ranges`, `metrics`) leaves it where it is.
+ *
+ * {{{
+ *   Created --start / restore--> Restored --planBatch--> Planned --planBatch--> Planned
+ *                                   |                       |
+ *                                   +----openBatch----> Running --endOfOpenBatch--> Planned
+ *   any --close--> Finished
+ * }}}
+ */
+sealed trait RuntimeState
+object RuntimeState {
+
+  /** Built: no enumerator yet; the engine has not handed it a checkpoint. */
+  case object Created extends RuntimeState
+
+  /** The enumerator is rebuilt (or new), nothing planned by this runtime yet. */
+  case object Restored extends RuntimeState
+
+  /** A batch is planned; its end is where the next one starts. */
+  case object Planned extends RuntimeState
+
+  /** A long-running batch is open: readers read until the engine ends it. */
+  case object Running extends RuntimeState
+
+  /** Closed with its stream: it left its alignment group. */
+  case object Finished extends RuntimeState
+}
+
+/**
+ * What an engine that only looks is told: how far each split could be read now (`end`: the
+ * start itself when nothing is there), and how many records that is.
+ */
+final case class Available(end: SourceCheckpoint, records: Long)
 
 /**
  * A long-running batch (real-time mode, continuous processing) as the runtime opened it.

@@ -54,11 +54,12 @@ class SourceRuntimeSuite extends AnyFunSuite {
           new InMemorySource(splits).asInstanceOf[sluice.api.Source[SourceSplit, Any]],
           settings(id, group),
           new ProgressStore.InMemory,
-          resumePoint = () =>
-            if (unplaceable.contains(id)) None
-            else log.lastOption.map(_(id)).orElse(Some(initialOf(id))),
           defaultLimit = BatchLimit(defaultLimit.getOrElse(limit)))
       }.toMap
+      // as the binding does when it builds its streams: each is told where it starts next
+      sources.map(_._1).filterNot(unplaceable).foreach { id =>
+        runtimes(id).resumesAt(log.lastOption.map(_(id)).getOrElse(initialOf(id)))
+      }
     }
 
     private def initialOf(id: String): SourceCheckpoint = initial.getOrElse(
@@ -171,12 +172,8 @@ class SourceRuntimeSuite extends AnyFunSuite {
     val source = new InMemorySource(Seq(s0), later = Seq(Nil, Seq(s2)))
       .asInstanceOf[sluice.api.Source[SourceSplit, Any]]
     val store = new ProgressStore.InMemory
-    def runtime() = new SourceRuntime(
-      source,
-      settings("s", None),
-      store,
-      resumePoint = () => None,
-      defaultLimit = BatchLimit(None))
+    def runtime() =
+      new SourceRuntime(source, settings("s", None), store, defaultLimit = BatchLimit(None))
 
     /** Reads the batch as tasks would, and reports it; the splits read. */
     def read(r: SourceRuntime, start: SourceCheckpoint, end: SourceCheckpoint): Seq[String] = {
@@ -253,7 +250,6 @@ class SourceRuntimeSuite extends AnyFunSuite {
           .asInstanceOf[sluice.api.Source[SourceSplit, Any]],
         settings("a", None),
         store,
-        resumePoint = () => None,
         defaultLimit = BatchLimit(None))
       try {
         val start = runtime.start()
@@ -282,7 +278,6 @@ class SourceRuntimeSuite extends AnyFunSuite {
       source,
       settings("s", None),
       new ProgressStore.InMemory,
-      resumePoint = () => None,
       defaultLimit = BatchLimit(None))
     val first = runtime()
     val initial = first.start()

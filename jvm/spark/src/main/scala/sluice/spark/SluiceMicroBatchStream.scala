@@ -32,6 +32,9 @@ final class SluiceMicroBatchStream(
     with SupportsTriggerAvailableNow
     with SupportsRealTimeMode {
 
+  // a micro-batch group plans its members' batches in rounds (see `AlignmentGroup`)
+  handOverResumePoint()
+
   override def getDefaultReadLimit: ReadLimit = {
     val limits =
       options.minRecordsPerTrigger.map(ReadLimit.minRows(_, options.maxTriggerDelayMs)).toSeq ++
@@ -61,7 +64,7 @@ final class SluiceMicroBatchStream(
     // (and an alignment group's round) on to an end that was never read.
     if (!longRunning && delayed(start, limit)) return startOffset
     val end =
-      if (longRunning) runtime.available(start)
+      if (longRunning) runtime.available(start).end
       else runtime.planBatch(start, BatchLimit(maxRows(limit)))
     if (end eq start) startOffset else offset(end)
   }
@@ -83,8 +86,7 @@ final class SluiceMicroBatchStream(
       val now = System.currentTimeMillis()
       // what exists now, asked without planning anything
       val wait =
-        now - lastTriggerMs < m.maxTriggerDelayMs && { runtime.available(start); true } &&
-          runtime.recordsAvailableFrom(start) < m.minRows
+        now - lastTriggerMs < m.maxTriggerDelayMs && runtime.available(start).records < m.minRows
       if (!wait) lastTriggerMs = now
       wait
     }

@@ -52,7 +52,6 @@ abstract class SluiceStream(
         .getOption(EventTimeSettings.AllowUnalignedSourceSplitsConf)
         .exists(_.trim.equalsIgnoreCase("true"))),
     store = metadata,
-    resumePoint = () => resumePoint(),
     defaultLimit = BatchLimit(options.maxRecordsPerTrigger))
 
   private val accumulator = {
@@ -123,15 +122,20 @@ abstract class SluiceStream(
   }
   private var initial: SluiceOffset = _
 
-  /** Where the next batch starts, when an alignment round needs it before Spark said. */
-  private def resumePoint(): Option[SourceCheckpoint] =
+  /**
+   * Tells the runtime where Spark will start this source's next batch (the latest logged batch's
+   * offset, or the initial one), when its alignment group may plan a round before Spark asks this
+   * source: after a restart Spark hands a source its start only when it asks it. Read here, when
+   * the stream is built, so that nothing below the binding asks back up for it.
+   */
+  protected def handOverResumePoint(): Unit = if (options.eventTime.alignment.isDefined) {
     OffsetLogLookup.latest(spark, metadataPath, metadata) match {
-      case Right(Some(logged)) => Some(logged.checkpoint)
-      case Right(None) => Some(checkpointOf(initialOffset()))
+      case Right(Some(logged)) => runtime.resumesAt(logged.checkpoint)
+      case Right(None) => runtime.resumesAt(checkpointOf(initialOffset()))
       case Left(why) =>
         logInfo(s"$this cannot take part in its alignment group's round yet: $why")
-        None
     }
+  }
 
   override def deserializeOffset(json: String): SparkOffset = {
     val offset = read(json)

@@ -1,0 +1,150 @@
+package sluice.runtime
+
+import org.scalatest.funsuite.AnyFunSuite
+
+import sluice.api.{Source, SourceSplit}
+import sluice.eventtime.{AlignmentSettings, EventTimeSettings}
+
+/**
+ * Each event the engine sends `SourceRuntime` is one transition between its named states, and
+ * what only looks leaves the state where it is. No SparkSession: the engine is these calls.
+ */
+class RuntimeStatesSuite extends AnyFunSuite {
+  import RuntimeState._
+
+  private def settings(group: Option[String] = None) = RuntimeSettings(
+    displayName = "s",
+    eventTime = EventTimeSettings(
+      EventTimeSettings.Kind.BoundedOutOfOrderness,
+      0,
+      None,
+      None,
+      group.map(g => AlignmentSettings(g, 60000L, 1000, None))),
+    compact = false,
+    latencyTracking = false,
+    queryKey = "states",
+    memberId = "s")
+
+  /** Two splits of 100 records, one unbounded (a long batch keeps it open). */
+  private def runtime(group: Option[String] = None) = new SourceRuntime(
+    new InMemorySource(Seq(MemSplit("0", 0, 1000, 100), MemSplit("1", 0, 1000, 100, false)))
+      .asInstanceOf[Source[SourceSplit, Any]],
+    settings(group),
+    new ProgressStore.InMemory,
+    defaultLimit = BatchLimit(None))
+
+  private def within[T](r: SourceRuntime)(body: SourceRuntime => T): T =
+    try body(r)
+    finally r.close()
+
+  test("built: Created, and no enumerator is asked anything") {
+    within(runtime()) { r =>
+      assert(r.state == Created)
+      assert(r.metrics(None)("splits") == "0")
+    }
+  }
+
+  test("start: Created -> Restored, every split at its start") {
+    within(runtime()) { r =>
+      val initial = r.start()
+      assert(r.state == Restored)
+      assert(initial.positions == Seq("0" -> 0L, "1" -> 0L))
+    }
+  }
+
+  test(
+    "restore: Created -> Restored from the checkpoint handed back; later ones keep the state") {
+    val batch0 = within(runtime()) { r => r.planBatch(r.start(), BatchLimit(Some(20))) }
+    within(runtime()) { r =>
+      r.restore(batch0)
+      assert(r.state == Restored)
+      assert(r.metrics(None)("splits") == "2")
+      val batch1 = r.planBatch(batch0, BatchLimit(Some(20)))
+      r.restore(batch0) // Spark commits a batch after it planned the next
+      assert(r.state == Planned)
+      assert(r.planBatch(batch1, BatchLimit(Some(20))).positions.map(_._2).sum == 60L)
+    }
+  }
+
+  test("planBatch: Restored -> Planned, and again Planned -> Planned from the end it planned") {
+    within(runtime()) { r =>
+      val initial = r.start()
+      val batch0 = r.planBatch(initial, BatchLimit(Some(50)))
+      assert(r.state == Planned)
+      assert(batch0.positions.map(_._2).sum == 50L)
+      val batch1 = r.planBatch(batch0, BatchLimit(Some(50)))
+      assert(r.state == Planned)
+      assert(batch1.positions.map(_._2).sum == 100L)
+    }
+  }
+
+  test("openBatch: -> Running, every split open from where the start has it") {
+    within(runtime()) { r =>
+      val batch0 = r.planBatch(r.start(), BatchLimit(Some(20)))
+      val open = r.openBatch(batch0)
+      assert(r.state == Running)
+      assert(open.start.positions == batch0.positions)
+      assert(
+        open.ranges.map(x => (x.split.splitId, x.from, x.until)).toSet ==
+          batch0.positions.map { case (id, p) =>
+            (id, p, if (id == "0") 100L else sluice.api.SplitRange.OpenEnd)
+          }.toSet)
+    }
+  }
+
+  test("endOfOpenBatch: Running -> Planned, each split where its readers got") {
+    within(runtime()) { r =>
+      val initial = r.start()
+      val open = r.openBatch(initial)
+      val end = r.endOfOpenBatch(open.start, Seq(SplitReport("1", 0L, 42L, Some(41000L), 42L)))
+      assert(r.state == Planned)
+      assert(end.positions == Seq("0" -> 0L, "1" -> 42L))
+    }
+  }
+
+  test("close: -> Finished, and the runtime left its alignment group") {
+    val r = runtime(group = Some("g"))
+    r.start()
+    assert(sluice.alignment.AlignmentCoordinator.size == 1)
+    r.close()
+    assert(r.state == Finished)
+    assert(sluice.alignment.AlignmentCoordinator.size == 0)
+  }
+
+  test("what only looks changes no state: available, ranges, metrics") {
+    within(runtime()) { r =>
+      val initial = r.start()
+      val batch0 = r.planBatch(initial, BatchLimit(Some(20)))
+      val looked = r.available(batch0)
+      assert(looked.records == 180L && looked.end.positions == Seq("0" -> 100L, "1" -> 100L))
+      assert(r.ranges(Some(initial), batch0).map(x => x.until - x.from).sum == 20L)
+      r.metrics(Some(batch0))
+      assert(r.state == Planned)
+      // and the next batch is planned from where the engine says, not from what was looked at
+      assert(r.planBatch(batch0, BatchLimit(Some(20))).positions.map(_._2).sum == 40L)
+    }
+  }
+
+  test("resumesAt: a round another member opens plans this one from the start it was handed") {
+    val a = runtime(group = Some("round"))
+    val b = new SourceRuntime(
+      new InMemorySource(Seq(MemSplit("0", 0, 1000, 100))).asInstanceOf[Source[SourceSplit, Any]],
+      settings(Some("round")).copy(memberId = "b", displayName = "b"),
+      new ProgressStore.InMemory,
+      defaultLimit = BatchLimit(Some(10)))
+    try {
+      val (startA, startB) = (a.start(), b.start())
+      b.resumesAt(startB)
+      a.planBatch(startA, BatchLimit(Some(10)))
+      assert(b.state == Restored, "a round prepares a member; it plans only when asked")
+      // prepared from there: it asked its enumerator how far its split can be read
+      assert(b.metrics(Some(startB)).get("backlogRecords").contains("100"))
+      // b takes its part of the round: planned from the start it was handed, with its own limit
+      assert(b.planBatch(startB, BatchLimit(Some(10))).positions == Seq("0" -> 10L))
+      assert(b.state == Planned)
+    } finally {
+      a.close()
+      b.close()
+    }
+  }
+}

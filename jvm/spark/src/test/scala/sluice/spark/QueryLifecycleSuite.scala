@@ -1,0 +1,68 @@
+package sluice.spark
+
+import java.time.Duration
+
+import org.apache.spark.sql.DataFrame
+import org.apache.spark.sql.streaming.{StreamingQuery, Trigger}
+import org.scalatest.funsuite.AnyFunSuite
+
+import sluice.{Sluice, SparkSuiteBase}
+import sluice.alignment.AlignmentCoordinator
+import sluice.connector.generator.GeneratorSource
+import sluice.eventtime.WatermarkStrategy
+import sluice.hybrid.SourceFactories
+
+/**
+ * The driver's registries live as long as the queries that use them: after many queries started
+ * and stopped, none holds anything a stopped query put there.
+ */
+class QueryLifecycleSuite extends AnyFunSuite with SparkSuiteBase {
+
+  private val grouped = WatermarkStrategy
+    .forMonotonousTimestamps()
+    .withWatermarkAlignment("pair", Duration.ofMinutes(5))
+
+  /** A source of one split in the alignment group; `records` bounds it, or it runs on. */
+  private def member(name: String, records: Option[Long]): DataFrame = {
+    val b = GeneratorSource.builder().splits(1).eventTimeStartMs(1700000000000L)
+    Sluice.fromSource(
+      spark,
+      records.fold(b.rowsPerSecond(50))(b.recordsPerSplit).build(),
+      grouped,
+      name)
+  }
+
+  private def start(df: DataFrame, trigger: Trigger): StreamingQuery = df.writeStream
+    .format("noop")
+    .option("checkpointLocation", tempDir("lifecycle").toString)
+    .trigger(trigger)
+    .start()
+
+  test("100 queries started and stopped leave every registry as it was") {
+    val factories = SourceFactories.size
+    // in rounds of five queries at once, to keep it quick; the first query of a few rounds is a
+    // long-running one (continuous: one source, Spark has no union there) holding a live group
+    (0 until 100).grouped(5).foreach { round =>
+      val live = round.head % 50 == 0
+      val queries = round.map { i =>
+        if (live && i == round.head)
+          start(member(s"live$i", None), Trigger.Continuous("200 milliseconds"))
+        else
+          start(member(s"a$i", Some(20)).union(member(s"b$i", Some(20))), Trigger.AvailableNow())
+      }
+      try {
+        (if (live) queries.tail else queries).foreach { q =>
+          awaitEnd(q)
+          assert(q.exception.isEmpty, q.exception)
+          assert(q.recentProgress.map(_.numInputRows).sum == 40L)
+        }
+        if (live)
+          eventually("the live alignment group to hold the readers' splits", queries.head)(
+            LiveAlignmentChannel.coordinator.size == 1 && AlignmentCoordinator.size == 1)
+      } finally queries.foreach(_.stop())
+      assert(AlignmentCoordinator.size == 0, s"alignment groups left after queries $round")
+      assert(LiveAlignmentChannel.coordinator.size == 0, s"live groups left after queries $round")
+    }
+    assert(SourceFactories.size == factories, "queries registered source factories")
+  }
+}
