@@ -40,7 +40,7 @@ test-scala: $(VENV)/.ok
 	$(SBT) 'scalafmtCheckAll' $(SCALA_TESTS)
 
 test-python: build dist lint-python
-	$(PY) -m pytest -q --durations=10 tests
+	$(PY) -m pytest -q --durations=10 $(PYTEST_ARGS) tests
 
 lint-python: $(VENV)/.ok
 	$(VENV)/bin/ruff check .
