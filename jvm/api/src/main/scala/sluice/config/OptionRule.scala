@@ -16,7 +16,8 @@ sealed trait OptionRule {
 }
 
 object OptionRule {
-  private def quoted(options: Seq[ConfigOption[_]]): Seq[String] = options.map(o => s"'${o.name}'")
+  private def quoted(options: Seq[ConfigOption[_]]): Seq[String] =
+    options.map(o => s"'${o.name}'")
   private def backticked(options: Seq[ConfigOption[_]]): Seq[String] =
     options.map(o => s"`${o.name}`")
 

@@ -34,7 +34,9 @@ class OptionDeclarationsSuite extends AnyFunSuite {
         accepts(option, value) == expected,
         s"${option.name}: '$value' is ${if (expected) "refused" else "accepted"} by the check " +
           s"but the declared values ${option.values} say otherwise")
-      v.min.foreach { m => check(m.toString, true); check((m - 1).toString, v.words.contains((m - 1).toString)) }
+      v.min.foreach { m =>
+        check(m.toString, true); check((m - 1).toString, v.words.contains((m - 1).toString))
+      }
       v.max.foreach { m => check(m.toString, true); check((m + 1).toString, false) }
       if (v.integers) check("x1", v.words.contains("x1"))
       v.words.foreach { w =>
@@ -55,10 +57,12 @@ class OptionDeclarationsSuite extends AnyFunSuite {
     assert(untyped.isEmpty, s"ranges stated only as text: $untyped")
   }
 
-  test("the rules that combine options name declared options of their group, and the JVM applies them") {
+  test(
+    "the rules that combine options name declared options of their group, and the JVM applies them") {
     for ((group, rules) <- OptionDeclarations.rules; rule <- rules) {
       val options = OptionDeclarations.groups.toMap.apply(group)
-      rule.options.foreach(o => assert(options.contains(o), s"$group rule ${rule.name}: ${o.name}"))
+      rule.options.foreach(o =>
+        assert(options.contains(o), s"$group rule ${rule.name}: ${o.name}"))
     }
     val base = Map("kafka.bootstrap.servers" -> "b:9092")
     def error(options: Map[String, String]) =
@@ -68,14 +72,20 @@ class OptionDeclarationsSuite extends AnyFunSuite {
         "KafkaSource: options 'subscribe' and 'assign' exclude each other; give one of 'subscribe', " +
         "'subscribePattern' and 'assign'.")
     assert(
-      error(Map.empty) == "KafkaSource: give what to read with option 'subscribe' (comma-separated " +
+      error(
+        Map.empty) == "KafkaSource: give what to read with option 'subscribe' (comma-separated " +
         "topics), 'subscribePattern' (a regex) or 'assign' (partitions per topic, as JSON).")
     // the first alternative given applies, whatever else is given
     val started = KafkaConfig.fromOptions(
-      base ++ Map("subscribe" -> "a", "startingOffsets" -> "earliest", "startingTimestamp" -> "5"))
+      base ++ Map(
+        "subscribe" -> "a",
+        "startingOffsets" -> "earliest",
+        "startingTimestamp" -> "5"))
     assert(started.starting == sluice.connector.kafka.OffsetsInitializer.Timestamp(5))
     assert(started.startingOption == KafkaConfig.Start.options.head.name)
-    val start = KafkaConfig.rules.collectFirst { case f: OptionRule.FirstOf if f.name == "start" => f }
+    val start = KafkaConfig.rules.collectFirst {
+      case f: OptionRule.FirstOf if f.name == "start" => f
+    }
     assert(start.exists(_.qualifiers == Seq(KafkaConfig.StartingOffsetsByTimestampStrategy)))
   }
 

@@ -266,7 +266,8 @@ object KafkaConfig {
     "interceptor.classes" -> "interceptors would see records read more than once on retries")
 
   /** The option a start was taken from, by Spark's precedence, for messages. */
-  private def startingOption(o: Options): String = Start.applying(o).getOrElse(StartingOffsets).name
+  private def startingOption(o: Options): String =
+    Start.applying(o).getOrElse(StartingOffsets).name
   private def stoppingOption(o: Options): String = Stop.applying(o).getOrElse(EndingOffsets).name
 
   /** Positions given per partition must be for topics the source reads: another topic is a typo. */
