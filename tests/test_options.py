@@ -142,6 +142,16 @@ def test_early_checks_read_the_declared_values_not_the_text() -> None:
     assert [kind.allows(v) for v in ("monotonous", "MONOTONOUS")] == [True, False]
     column = _options.declared("read")["watermark.eventTimeColumn"]
     assert [column.allows(v) for v in ("et", " ")] == [True, False]
+    # a word that is a number is the number, as the JVM reads it
+    chars = _options.declared("file")["maxCharsPerColumn"]
+    assert [chars.allows(v) for v in ("-1", "-01", " -1 ", 0, 5, -2)] == [
+        True,
+        True,
+        True,
+        False,
+        True,
+        False,
+    ]
     # an option whose rule only the text states is left to the JVM
     assert _options.declared("kafka")["startingOffsets"].values is None
     assert _options.declared("kafka")["startingOffsets"].allows("anything")

@@ -63,6 +63,9 @@ class Declared:
         words = v.get("words", [])
         if text in words or (v.get("ignoreCase") and text.lower() in (w.lower() for w in words)):
             return True
+        # a word that is a number is compared as the JVM compares it: "-01" is -1
+        if any(_same_integer(text, w) for w in words):
+            return True
         if "min" in v or "max" in v:
             try:
                 number = int(text)
@@ -78,7 +81,8 @@ class Declared:
         Spark Connect client, with no JVM, still fails early here)."""
         if not self.allows(value):
             raise SluiceConfigError(
-                f"{context}: invalid value '{value}' for option '{key}'; allowed: {self.allowed}."
+                f"{context}: invalid value '{shown(key, str(value))}' for option '{key}'; "
+                f"allowed: {self.allowed}."
             )
 
 
@@ -202,6 +206,13 @@ def is_secret(key: str) -> bool:
     """The JVM's rule: a value is secret when an option declared secret covers its key (today the
     Kafka consumer properties, ``kafka.<property>``, which carry the credentials)."""
     return any(option.secret for option in declarations(key))
+
+
+def _same_integer(text: str, word: str) -> bool:
+    try:
+        return int(text) == int(word)
+    except ValueError:
+        return False
 
 
 def shown(key: str, value: str) -> str:
