@@ -8,7 +8,7 @@ import sluice.api.{ColumnarSplitReader, ReaderContext, SourceSplit}
 
 /**
  * The column-batch twin of `SluicePartitionReader`, for a task whose ranges the source reads as
- * batches (`SupportsColumnarReads`; a micro-batch or a batch read, never a long-running one):
+ * batches (`SupportsColumnarReads`; a micro-batch or a batch read, never an open one):
  * hands each batch of the connector's reader to Spark as it is, with the event-time column
  * appended under a watermark strategy, and keeps the same per-split figures from whole batches
  * (the position after the batch's last row, its row count, its largest event time), so the
@@ -65,7 +65,7 @@ final class SluiceColumnarPartitionReader(
 
   override def get(): ColumnarBatch = batch
 
-  /** Where the task's splits stand (the factory's type asks for it; long-running tasks never read batches). */
+  /** Where the task's splits stand (the factory's type asks for it; tasks of open batches never read batches). */
   override def getOffset(): SluicePartitionOffset = SluicePartitionOffset(
     ranges.reports(latencyMarkers = false))
 

@@ -11,9 +11,10 @@ import sluice.eventtime.EventTimeSettings
 import sluice.runtime.{LatencyMarkers, SplitReport}
 
 /**
- * The split ranges one Spark task reads. In real-time mode (`realTime`) the task runs for the
- * whole long batch: its ranges are open-ended (or end where a bounded split stops), and a task
- * that has read everything waits for the batch to end rather than finishing. There, with
+ * The split ranges one Spark task reads, and which kind of batch it reads (`mode`). A task of an
+ * open batch (real-time mode, continuous processing) runs for the whole batch: its ranges are
+ * open-ended (or end where a bounded split stops), and a task that has read everything waits
+ * for the batch to end rather than finishing. There, with
  * alignment, `eventTimes` says where each split stands in event time before its first record of
  * the batch, `initialLimit` is the group's limit when the batch was planned (`limitComplete`
  * when it counts every member of the group: otherwise splits wait for the coordinator's first
@@ -24,7 +25,7 @@ import sluice.runtime.{LatencyMarkers, SplitReport}
  */
 final case class SluiceInputPartition(
     ranges: Seq[SplitRange[SourceSplit]],
-    realTime: Boolean = false,
+    mode: TaskMode = TaskMode.MicroBatch,
     eventTimes: Map[String, Long] = Map.empty,
     initialLimit: Option[Long] = None,
     pauseSplits: Boolean = false,
@@ -98,7 +99,7 @@ final class SluiceReaderFactory(
     val latency = timing.timestamps.latencyTrackingIntervalMs.map(new LatencyMarkers(_))
     val task = partition.asInstanceOf[SluiceInputPartition]
     val live =
-      if (!task.realTime || !timing.eventTime.enabled) None
+      if (!task.mode.readsOpenBatch || !timing.eventTime.enabled) None
       else
         liveAlignment.map(
           new LiveAlignmentChannel.ReaderSide(
@@ -120,7 +121,7 @@ final class SluiceReaderFactory(
       live,
       timing.eventTime)
     // Closed when the task ends as well: not every Spark version's real-time wrapper closes the reader it wraps (close is idempotent).
-    if (task.realTime)
+    if (task.mode.readsOpenBatch)
       Option(TaskContext.get()).foreach(_.addTaskCompletionListener[Unit](_ => reader.close()))
     reader
   }
@@ -178,7 +179,7 @@ final class SluicePartitionReader(
       throw e
   }
 
-  private val realTime = partition.realTime
+  private val realTime = partition.mode.readsOpenBatch
   private var fetched: RecordsWithSplitIds = _
   private var current: ranges.Stats = _
   private var row: InternalRow = _
