@@ -43,12 +43,12 @@ object LiveAlignmentChannel extends Logging {
    */
   def expiryMs(updateIntervalMs: Long): Long = math.max(5 * updateIntervalMs, 5000L)
 
-  /** On the driver, when a long batch is planned: when each of the member's splits last read a record. */
+  /** On the driver, when an open batch is planned: when each of the member's splits last read a record. */
   def lastActive(member: LiveAlignmentMember): Map[String, Long] =
     coordinator.lastActive(member.queryKey, member.group, member.memberId)
 
   /**
-   * On the driver, when a long batch is planned: records where the member's splits stand, and
+   * On the driver, when an open batch is planned: records where the member's splits stand, and
    * returns the group's limit for its readers to start with.
    */
   def seed(member: LiveAlignmentMember, splits: Seq[LiveSplitState]): Option[Long] =

@@ -14,7 +14,7 @@ import sluice.api.{ReaderContext, ReaderCounters}
  *    the files (positions are byte offsets, so the lines with their line ends); 0 for sources
  *    that report neither (the generator);
  *  - `alignmentPausedMs`: milliseconds splits spent paused by event-time alignment, summed over
- *    splits (only readers of a long-running batch pause; micro-batches are aligned when they are
+ *    splits (only readers of an open batch pause; micro-batches are aligned when they are
  *    planned, and report 0). Also a split counter, hence in query progress: Spark 4.3's real-time
  *    reader wrapper passes no task metrics on to the scan;
  *  - the readers' counters (`ReaderCounters`): records dropped as malformed, files and offsets

@@ -8,7 +8,7 @@ import org.apache.spark.sql.connector.read.streaming.{Offset => SparkOffset}
 import sluice.api._
 
 /**
- * A Sluice source inside Spark's continuous engine (`Trigger.Continuous`): one long batch per
+ * A Sluice source inside Spark's continuous engine (`Trigger.Continuous`): one open batch per
  * set of splits, whose tasks read until the query stops or the set changes. Every epoch Spark
  * collects where each task's splits got and `mergeOffsets` turns that into the epoch's offset.
  *
@@ -24,10 +24,10 @@ final class SluiceContinuousStream(
     extends SluiceStream(source, options, metadataPath, spark)
     with ContinuousStream {
 
-  startLongRunning()
+  startOpenBatches()
 
-  override def planInputPartitions(start: SparkOffset): Array[InputPartition] = planOpenBatch(
-    start)
+  override def planInputPartitions(start: SparkOffset): Array[InputPartition] =
+    planOpenBatch(start, TaskMode.Continuous)
 
   override def createContinuousReaderFactory(): ContinuousPartitionReaderFactory = readerFactory
 

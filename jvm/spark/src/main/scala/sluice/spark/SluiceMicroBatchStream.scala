@@ -15,7 +15,7 @@ import sluice.runtime.BatchLimit
  * the offset log before each batch runs, so a restarted query replays exactly the same batch; the
  * readers' reports reach the runtime through the progress accumulator as tasks end.
  *
- * Real-time mode (`Trigger.RealTime`) runs the same engine with long batches whose end is not
+ * Real-time mode (`Trigger.RealTime`) runs the same engine with open batches whose end is not
  * known in advance: the runtime opens a batch (every split from where it stands, open-ended),
  * tasks read as records arrive until Spark ends the batch, and `mergeOffsets` turns where the
  * readers got into the next offset. Alignment then works live, through the driver's
@@ -54,7 +54,7 @@ final class SluiceMicroBatchStream(
     throw new UnsupportedOperationException("latestOffset(Offset, ReadLimit) is used instead")
 
   /**
-   * Micro-batch: plans the next batch. Real-time mode asks too, once per long batch, but takes the
+   * Micro-batch: plans the next batch. Real-time mode asks too, once per open batch, but takes the
    * batch's end from `mergeOffsets`: it gets what exists now, and nothing is planned.
    */
   override def latestOffset(startOffset: SparkOffset, limit: ReadLimit): SparkOffset = {
@@ -62,9 +62,9 @@ final class SluiceMicroBatchStream(
     // asked at every trigger, data or not, as Spark's Kafka source asks: the delay counts from the
     // last trigger. Before planning: a batch planned and then not run would have moved the runtime
     // (and an alignment group's round) on to an end that was never read.
-    if (!longRunning && delayed(start, limit)) return startOffset
+    if (!readsOpenBatches && delayed(start, limit)) return startOffset
     val end =
-      if (longRunning) runtime.available(start).end
+      if (readsOpenBatches) runtime.available(start).end
       else runtime.planBatch(start, BatchLimit(maxRows(limit)))
     if (end eq start) startOffset else offset(end)
   }
@@ -82,7 +82,7 @@ final class SluiceMicroBatchStream(
         composite.getReadLimits.collectFirst { case m: ReadMinRows => m }
       case _ => None
     }
-    min.filterNot(_ => availableNow || longRunning).exists { m =>
+    min.filterNot(_ => availableNow || readsOpenBatches).exists { m =>
       val now = System.currentTimeMillis()
       // what exists now, asked without planning anything
       val wait =
@@ -139,10 +139,10 @@ final class SluiceMicroBatchStream(
 
   // ---- real-time mode -------------------------------------------------------------------------
 
-  override def prepareForRealTimeMode(): Unit = startLongRunning()
+  override def prepareForRealTimeMode(): Unit = startOpenBatches()
 
-  override def planInputPartitions(start: SparkOffset): Array[InputPartition] = planOpenBatch(
-    start)
+  override def planInputPartitions(start: SparkOffset): Array[InputPartition] =
+    planOpenBatch(start, TaskMode.RealTime)
 
   override def mergeOffsets(offsets: Array[PartitionOffset]): SparkOffset = endOfOpenBatch(
     offsets)

@@ -2,18 +2,19 @@ package sluice.spark
 
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.connector.metric.CustomTaskMetric
 import org.apache.spark.sql.connector.read.InputPartition
 import org.apache.spark.sql.connector.read.streaming.{ContinuousPartitionReader, ContinuousPartitionReaderFactory, PartitionOffset, SupportsRealTimeRead}
 
-import sluice.alignment.LiveSplitState
-import sluice.api.{PausableSplitReader, ReaderContext, RecordsWithSplitIds, Source, SourceSplit, SplitRange, SupportsColumnarReads}
+import sluice.api.{ReaderContext, RecordsWithSplitIds, Source, SourceSplit, SplitRange, SplitReader, SupportsColumnarReads}
 import sluice.eventtime.EventTimeSettings
 import sluice.runtime.{LatencyMarkers, SplitReport}
 
 /**
- * The split ranges one Spark task reads. In real-time mode (`realTime`) the task runs for the
- * whole long batch: its ranges are open-ended (or end where a bounded split stops), and a task
- * that has read everything waits for the batch to end rather than finishing. There, with
+ * The split ranges one Spark task reads, and which kind of batch it reads (`mode`). A task of an
+ * open batch (real-time mode, continuous processing) runs for the whole batch: its ranges are
+ * open-ended (or end where a bounded split stops), and a task that has read everything waits
+ * for the batch to end rather than finishing. There, with
  * alignment, `eventTimes` says where each split stands in event time before its first record of
  * the batch, `initialLimit` is the group's limit when the batch was planned (`limitComplete`
  * when it counts every member of the group: otherwise splits wait for the coordinator's first
@@ -24,7 +25,7 @@ import sluice.runtime.{LatencyMarkers, SplitReport}
  */
 final case class SluiceInputPartition(
     ranges: Seq[SplitRange[SourceSplit]],
-    realTime: Boolean = false,
+    mode: TaskMode = TaskMode.MicroBatch,
     eventTimes: Map[String, Long] = Map.empty,
     initialLimit: Option[Long] = None,
     pauseSplits: Boolean = false,
@@ -78,13 +79,16 @@ final class SluiceReaderFactory(
         throw new IllegalStateException(
           s"Sluice: the ${source.sourceType} source reads no column batches")
     }
+    val task = partition.asInstanceOf[SluiceInputPartition]
     new SluiceColumnarPartitionReader(
-      partition.asInstanceOf[SluiceInputPartition],
+      task,
       columnar,
-      source.sourceType,
-      context,
-      eventTimeAppender(context),
-      tracksEventTime = timing.timestamps.force,
+      new ReaderLoop(
+        task,
+        source.sourceType,
+        context,
+        eventTimeAppender(context),
+        tracksEventTime = timing.timestamps.force),
       progress)
   }
 
@@ -98,7 +102,7 @@ final class SluiceReaderFactory(
     val latency = timing.timestamps.latencyTrackingIntervalMs.map(new LatencyMarkers(_))
     val task = partition.asInstanceOf[SluiceInputPartition]
     val live =
-      if (!task.realTime || !timing.eventTime.enabled) None
+      if (!task.mode.readsOpenBatch || !timing.eventTime.enabled) None
       else
         liveAlignment.map(
           new LiveAlignmentChannel.ReaderSide(
@@ -109,18 +113,18 @@ final class SluiceReaderFactory(
             initiallyActive = task.lastActiveMs,
             pausesSplits = task.pauseSplits,
             () => context.currentTimeMillis()))
-    val reader = new SluicePartitionReader(
+    val loop = new ReaderLoop(
       task,
-      source,
+      source.sourceType,
       context,
       appender,
       tracksEventTime = timing.timestamps.force,
       latency,
-      progress,
       live,
       timing.eventTime)
+    val reader = new SluicePartitionReader(task, source, context, loop, progress)
     // Closed when the task ends as well: not every Spark version's real-time wrapper closes the reader it wraps (close is idempotent).
-    if (task.realTime)
+    if (task.mode.readsOpenBatch)
       Option(TaskContext.get()).foreach(_.addTaskCompletionListener[Unit](_ => reader.close()))
     reader
   }
@@ -146,51 +150,30 @@ object SluiceReaderFactory {
 }
 
 /**
- * Drives a source's `SplitReader` over the task's ranges and hands its rows to Spark, keeping per
- * split the largest event time and the record count, which it reports through the accumulator
- * when the task ends. Under a watermark strategy, event time comes from the strategy's column
- * (or the connector's record time) and is appended to each row as the event-time column
- * (`event_time` unless `watermark.eventTimeColumn` names another). Compact sources (`tracksEventTime` false) read no record time at all; with latency tracking on, markers are
- * taken here and travel in the report, never as rows.
+ * Spark's row reader over the task's `ReaderLoop`, for every mode (micro-batch, batch read,
+ * real-time, continuous): owns the source's `SplitReader`, and answers Spark's calls — `next` /
+ * `get`, `nextWithTimeout` (real-time mode's deadline), `getOffset` (where an open batch's
+ * splits stand), the metrics, and the reports sent when it closes. What happens to each record
+ * (positions, event time and its column, latency markers, live alignment) is the loop's.
  */
 final class SluicePartitionReader(
     partition: SluiceInputPartition,
     source: Source[SourceSplit, Any],
     context: ReaderContext.Local,
-    eventTime: Option[EventTimeAppender],
-    tracksEventTime: Boolean,
-    latency: Option[LatencyMarkers],
-    progress: Option[SplitProgressAccumulator],
-    live: Option[LiveAlignmentChannel.ReaderSide] = None,
-    eventTimeSettings: EventTimeSettings =
-      EventTimeSettings(EventTimeSettings.Kind.None, 0L, None, None, None))
+    loop: ReaderLoop,
+    progress: Option[SplitProgressAccumulator])
     extends SupportsRealTimeRead[InternalRow]
     with ContinuousPartitionReader[InternalRow] {
-  import SluicePartitionReader._
+  import ReaderLoop.Advanced
 
-  private val ranges = new TaskRanges(partition.ranges, context, source.sourceType)
-  private def stats = ranges.stats
-  private val reader = source.createReader(context)
-  try if (partition.ranges.nonEmpty) reader.handleSplitsChanges(partition.ranges)
-  catch {
-    case e: Throwable =>
-      reader.close() // Spark never sees this reader, so it would never close it
-      throw e
-  }
-
-  private val realTime = partition.realTime
-  private var fetched: RecordsWithSplitIds = _
-  private var current: ranges.Stats = _
-  private var row: InternalRow = _
-
-  /** The current record's arrival time (real-time mode), for Spark's latency metrics. */
-  private var arrivalTime: Long = RecordsWithSplitIds.NoTimestamp
-
-  /** True from a fetch until it yields a record or finishes a split. */
-  private var fetchWasEmpty = false
+  private val reader: SplitReader[SourceSplit] = ReaderLoop.opened(
+    source.createReader(context),
+    partition.ranges,
+    (r: SplitReader[SourceSplit], ranges: Seq[SplitRange[SourceSplit]]) =>
+      r.handleSplitsChanges(ranges))
 
   override def next(): Boolean = {
-    val more = advance(Long.MaxValue) == Advanced.Record
+    val more = loop.nextRow(reader, Long.MaxValue) == Advanced.Record
     if (!more) ended = true
     more
   }
@@ -204,10 +187,10 @@ final class SluicePartitionReader(
    */
   override def nextWithTimeout(timeoutMs: java.lang.Long): SupportsRealTimeRead.RecordStatus = {
     val deadline = context.currentTimeMillis() + math.max(0L, timeoutMs.longValue())
-    if (advance(deadline) == Advanced.Record) {
-      if (arrivalTime == RecordsWithSplitIds.NoTimestamp)
+    if (loop.nextRow(reader, deadline) == Advanced.Record) {
+      if (loop.arrivalTime == RecordsWithSplitIds.NoTimestamp)
         SupportsRealTimeRead.RecordStatus.newStatusWithoutArrivalTime(true)
-      else SupportsRealTimeRead.RecordStatus.newStatusWithArrivalTimeMs(arrivalTime)
+      else SupportsRealTimeRead.RecordStatus.newStatusWithArrivalTimeMs(loop.arrivalTime)
     } else SupportsRealTimeRead.RecordStatus.newStatusWithoutArrivalTime(false)
   }
 
@@ -216,177 +199,29 @@ final class SluicePartitionReader(
    * every split of this task stands now, with what was read so far.
    */
   override def getOffset(): SluicePartitionOffset = SluicePartitionOffset(
-    reports(latencyMarkers = false))
+    loop.reports(latencyMarkers = false))
 
-  /**
-   * Moves to the next record: `Record` when there is one, `Finished` once every range is read,
-   * `Waiting` when the reader had nothing by `deadline` (epoch ms; only open ranges wait).
-   */
-  private def advance(deadline: Long): Advanced = {
-    while (true) {
-      if (current != null) {
-        if (fetched.nextRecord()) {
-          val position = fetched.position
-          if (position != current.position) { // a new record (several rows may share one)
-            // where it starts: its own position where positions count records, else where the last one ended
-            val start =
-              if (current.range.split.positionsCountRecords) position - 1 else current.position
-            if (start >= current.range.until) current.readPastRange(start)
-            current.recordStart = start
-            current.position = position
-          }
-          if (realTime) current.midRecord = fetched.recordHasMoreRows
-          current.records += 1
-          eventTime match {
-            case Some(appender) =>
-              val t = appender.eventTimeMs(fetched.row, fetched.eventTime)
-              row = appender.append(fetched.row, t)
-              current.sawEventTime(t)
-            case None =>
-              row = fetched.row
-              if (tracksEventTime) current.sawEventTime(fetched.eventTime)
-          }
-          if (latency.isDefined) mark(current)
-          if (realTime) arrivalTime = fetched.arrivalTime
-          fetchWasEmpty = false
-          return Advanced.Record
-        }
-        current = null
-      }
-      if (fetched != null) {
-        val splitId = fetched.nextSplit()
-        if (splitId != null) current = stats(splitId)
-        else {
-          if (fetched.finishedSplits.nonEmpty) fetchWasEmpty = false
-          ranges.unfinished --= fetched.finishedSplits
-          fetched = null
-        }
-      } else if (ranges.unfinished.isEmpty && !realTime) {
-        return Advanced.Finished
-      } else {
-        val now = context.currentTimeMillis()
-        if (now >= deadline) return Advanced.Waiting
-        // In real-time mode a reader whose splits are all paused or read returns nothing at once:
-        // after an empty fetch, wait a little rather than spin on the task's core.
-        if (realTime && (fetchWasEmpty || ranges.unfinished.isEmpty))
-          Thread.sleep(math.min(IdleWaitMs, deadline - now))
-        if (live.isDefined) align(now)
-        if (ranges.unfinished.nonEmpty) {
-          // long-running: never wait in the reader past the batch's deadline
-          fetched =
-            if (realTime) reader.fetch(math.max(1L, deadline - context.currentTimeMillis()))
-            else reader.fetch()
-          fetchWasEmpty = true
-        }
-      }
-    }
-    Advanced.Waiting
-  }
-
-  override def get(): InternalRow = row
-
-  /**
-   * Live alignment (FLIP-217 inside a running task): reports this task's splits to the driver's
-   * coordinator and pauses or resumes them on its latest limit.
-   */
-  private def align(now: Long): Unit = {
-    val states = stats.values.toSeq.map { s =>
-      val id = s.range.split.splitId
-      // where the split stood when the batch was planned counts until a record moves it further
-      val known = (partition.eventTimes.get(id) ++ Some(s.maxEventTime).filter(
-        _ != RecordsWithSplitIds.NoTimestamp)).maxOption
-      val wm = known.map(eventTimeSettings.watermarkFor)
-      LiveSplitState(
-        id,
-        wm,
-        idle = false,
-        paused = false,
-        finished = !ranges.unfinished.contains(id))
-    }
-    // a bounded range not read to its end has records waiting (a file queued behind another): not idle
-    val waiting = stats.values
-      .filter(s => !s.range.isOpen && ranges.unfinished.contains(s.range.split.splitId))
-      .map(_.range.split.splitId)
-    val (toPause, toResume) =
-      live.get.tick(now, states, stats.map { case (id, s) => id -> s.records }, waiting.toSet)
-    if (toPause.nonEmpty || toResume.nonEmpty) reader match {
-      case pausable: PausableSplitReader[SourceSplit @unchecked] =>
-        pausable.pauseOrResumeSplits(
-          toPause.toSeq.map(stats(_).range.split),
-          toResume.toSeq.map(stats(_).range.split))
-        toPause.foreach(id => if (!pausedSince.contains(id)) pausedSince(id) = now)
-        toResume.foreach(id =>
-          pausedSince.remove(id).foreach(since => countPaused(id, since, now)))
-      case _ => // planning refused non-pausing readers unless unaligned splits are allowed
-    }
-  }
-
-  /** Splits paused by live alignment now, and since when their time paused is not counted yet. */
-  private val pausedSince = scala.collection.mutable.Map[String, Long]()
-
-  /** Time paused goes into the split's counters: query progress, and the scan's SQL metrics. */
-  private def countPaused(splitId: String, since: Long, now: Long): Unit =
-    context.count(splitId, ReaderMetrics.AlignmentPausedMs, math.max(0L, now - since))
-
-  /** Counts the time of the pauses still going on, up to now (before a report, or for the metrics). */
-  private def countOngoingPauses(): Unit = if (pausedSince.nonEmpty) {
-    val now = context.currentTimeMillis()
-    pausedSince.foreach { case (id, since) => countPaused(id, since, now) }
-    pausedSince.mapValuesInPlace((_, _) => now)
-  }
+  override def get(): InternalRow = loop.row
 
   private var metricsAsked = 0L
-  private var lastMetrics: Array[org.apache.spark.sql.connector.metric.CustomTaskMetric] = _
+  private var lastMetrics: Array[CustomTaskMetric] = _
 
   /**
    * Spark asks every 100 rows; working the figures out takes a lock and copies counters, which a
    * reader near the consumer's ceiling need not pay that often: they are refreshed every 5,000
    * rows, and always once the reader ended (the task's last figures are exact).
    */
-  override def currentMetricsValues()
-      : Array[org.apache.spark.sql.connector.metric.CustomTaskMetric] = {
+  override def currentMetricsValues(): Array[CustomTaskMetric] = {
     metricsAsked += 1
-    if (lastMetrics == null || ended || metricsAsked % 50 == 0) lastMetrics = metricsNow()
+    if (lastMetrics == null || ended || metricsAsked % 50 == 0) lastMetrics = loop.metrics()
     lastMetrics
-  }
-
-  private def metricsNow(): Array[org.apache.spark.sql.connector.metric.CustomTaskMetric] = {
-    countOngoingPauses()
-    ranges.metrics()
-  }
-
-  private def mark(stats: ranges.Stats): Unit = {
-    val marker = latency.get.maybeMark(fetched.arrivalTime)
-    if (marker >= 0 && stats.latencyMarkers.size < LatencyMarkers.MaxPerRange)
-      stats.latencyMarkers += marker
-  }
-
-  private def reports(latencyMarkers: Boolean): Seq[SplitReport] = {
-    countOngoingPauses()
-    ranges.reports(latencyMarkers)
   }
 
   private var closed = false
 
   override def close(): Unit = if (!closed) {
     closed = true
-    try {
-      countOngoingPauses()
-      ranges.sendReports(progress)
-    } finally reader.close()
+    try loop.finish(progress)
+    finally reader.close()
   }
-}
-
-private object SluicePartitionReader {
-
-  /** What `advance` found. */
-  sealed trait Advanced
-  object Advanced {
-    case object Record extends Advanced
-    case object Waiting extends Advanced
-    case object Finished extends Advanced
-  }
-
-  /** How long a real-time task waits after a fetch that gave nothing, before fetching again. */
-  val IdleWaitMs = 5L
 }

@@ -19,7 +19,7 @@ import sluice.runtime.{BatchLimit, OpenBatch, RuntimeSettings, SourceCheckpoint,
 /**
  * What every Sluice stream shares, whatever engine runs it: the source's `SourceRuntime`, its
  * checkpoint folder, offsets, the executor -> driver progress channel and query-progress metrics;
- * and the long-running batches of real-time mode and continuous processing, whose readers run
+ * and the open batches (the runtime's `OpenBatch`) of real-time mode and continuous processing, whose readers run
  * until the engine ends the batch (or the epoch) and report where they got (`mergeOffsets`).
  * `SluiceMicroBatchStream` and `SluiceContinuousStream` are the engines' adapters over it.
  */
@@ -217,33 +217,33 @@ abstract class SluiceStream(
   protected def readerFactory: SluiceReaderFactory =
     new SluiceReaderFactory(source, timing, accumulator, liveAlignment)
 
-  // ---- long-running batches (real-time mode, continuous processing) ---------------------------
+  // ---- open batches (real-time mode, continuous processing) -----------------------------------
 
   /** Set by the engine before it plans: readers run until the engine ends the batch. */
-  @volatile protected var longRunning = false
+  @volatile protected var readsOpenBatches = false
 
-  /** The long batch running now: where it started, as the runtime opened it. */
+  /** The open batch running now: where it started, as the runtime opened it. */
   @volatile protected var openBatch: Option[OpenBatch] = None
 
   /** Prepares the driver side of live alignment before readers start. */
-  protected def startLongRunning(): Unit = {
-    longRunning = true
+  protected def startOpenBatches(): Unit = {
+    readsOpenBatches = true
     if (options.eventTime.alignment.isDefined) LiveAlignmentChannel.serve()
   }
 
   /** Who this source is in its live alignment group, for the readers' reports. */
   private def liveAlignment: Option[LiveAlignmentMember] = Option
-    .when(longRunning)(())
+    .when(readsOpenBatches)(())
     .flatMap(_ =>
       options.eventTime.alignment.map(a =>
         LiveAlignmentMember(queryKey, a.group, metadataPath, a.maxDriftMs, a.updateIntervalMs)))
 
   /**
-   * A long batch reads every split from where `start` has it, open-ended: the tasks run until
+   * An open batch reads every split from where `start` has it, open-ended: the tasks run until
    * the engine ends the batch, so all of them must run at once. Splits share tasks so that a
-   * source needs no more task slots than the cluster has.
+   * source needs no more task slots than the cluster has. `mode` says which engine runs it.
    */
-  protected def planOpenBatch(start: SparkOffset): Array[InputPartition] = {
+  protected def planOpenBatch(start: SparkOffset, mode: TaskMode): Array[InputPartition] = {
     val batch = runtime.openBatch(checkpointOf(start))
     openBatch = Some(batch)
     val lastActive = liveAlignment.map(LiveAlignmentChannel.lastActive).getOrElse(Map.empty)
@@ -260,7 +260,7 @@ abstract class SluiceStream(
             finished = false)
         }))
     // Nothing to read (all read, nothing there yet) is still one task that waits for the batch
-    // to end: a long batch without tasks would end at once, and the engine would start the next
+    // to end: an open batch without tasks would end at once, and the engine would start the next
     // one right away, again and again.
     val tasks =
       TaskPacking.pack[SourceSplit](batch.ranges, spark.sparkContext.defaultParallelism, _ => 1.0)
@@ -268,7 +268,7 @@ abstract class SluiceStream(
       val ids = ranges.map(_.split.splitId).toSet
       SluiceInputPartition(
         ranges,
-        realTime = true,
+        mode = mode,
         eventTimes = batch.eventTimes.filter { case (id, _) => ids.contains(id) },
         initialLimit = initialLimit,
         pauseSplits = batch.pauseSplits,
@@ -277,7 +277,7 @@ abstract class SluiceStream(
     }.toArray
   }
 
-  /** Where the long batch's readers got is where the next batch (or epoch) starts. */
+  /** Where the open batch's readers got is where the next batch (or epoch) starts. */
   protected def endOfOpenBatch(offsets: Array[PartitionOffset]): SparkOffset = {
     val batch = openBatch.getOrElse(
       throw new IllegalStateException(s"$this: mergeOffsets before planInputPartitions"))

@@ -32,6 +32,13 @@ private[spark] final class TaskRanges(
 
     def sawEventTime(t: Long): Unit = if (t > maxEventTime) maxEventTime = t
 
+    /** A record starting at `start` moves the split to `position`; it must start inside the range. */
+    def moveTo(start: Long, position: Long): Unit = {
+      if (start >= range.until) readPastRange(start)
+      recordStart = start
+      this.position = position
+    }
+
     /** A record that starts past the range belongs to the next batch: emitting it would read it twice. */
     def readPastRange(start: Long): Nothing =
       throw new IllegalStateException(s"Sluice: the $sourceType reader returned a record of split " +
