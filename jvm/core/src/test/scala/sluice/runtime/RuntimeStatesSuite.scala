@@ -126,13 +126,16 @@ class RuntimeStatesSuite extends AnyFunSuite {
     }
   }
 
+  /** Member "b" of `group`: one split of 100 records, read 10 at a time. */
+  private def secondMember(group: String) = new SourceRuntime(
+    new InMemorySource(Seq(MemSplit("0", 0, 1000, 100))).asInstanceOf[Source[SourceSplit, Any]],
+    settings(Some(group)).copy(memberId = "b", displayName = "b"),
+    new ProgressStore.InMemory,
+    defaultLimit = BatchLimit(Some(10)))
+
   test("resumesAt: a round another member opens plans this one from the start it was handed") {
     val a = runtime(group = Some("round"))
-    val b = new SourceRuntime(
-      new InMemorySource(Seq(MemSplit("0", 0, 1000, 100))).asInstanceOf[Source[SourceSplit, Any]],
-      settings(Some("round")).copy(memberId = "b", displayName = "b"),
-      new ProgressStore.InMemory,
-      defaultLimit = BatchLimit(Some(10)))
+    val b = secondMember("round")
     try {
       val (startA, startB) = (a.start(), b.start())
       b.resumesAt(startB)
@@ -152,11 +155,7 @@ class RuntimeStatesSuite extends AnyFunSuite {
   test(
     "resumesFresh: a new member is started by the round another member opens, not before; its start is the engine's") {
     val a = runtime(group = Some("fresh"))
-    val b = new SourceRuntime(
-      new InMemorySource(Seq(MemSplit("0", 0, 1000, 100))).asInstanceOf[Source[SourceSplit, Any]],
-      settings(Some("fresh")).copy(memberId = "b", displayName = "b"),
-      new ProgressStore.InMemory,
-      defaultLimit = BatchLimit(Some(10)))
+    val b = secondMember("fresh")
     try {
       b.resumesFresh()
       assert(b.state == Created, "told, nothing is started yet (no system is asked)")
