@@ -30,11 +30,11 @@ export SPARK_JARS_DIR = $(firstword $(wildcard $(abspath $(VENV))/lib/python3*/s
 demo: build
 	$(PY) demo/demo.py
 
-# One sbt launch builds what the Python tests need and checks the formatting (a slip fails in
-# seconds), then runs the Scala tests; the Python tests run beside them from the moment the jar, the
-# broker's classpath and the release are written (build/test).
+# One sbt launch builds what the Python tests need, then checks the formatting (a slip fails before
+# any Scala test runs) and runs the Scala tests; the Python tests run beside them from the moment the
+# jar, the broker's classpath and the release are written (build/test).
 test: $(VENV)/.ok
-	JVM_OUTPUTS='$(JVM_OUTPUTS)' build/test $(JVM_BUILD) 'scalafmtCheckAll' -- $(SCALA_TESTS)
+	JVM_OUTPUTS='$(JVM_OUTPUTS)' build/test $(JVM_BUILD) -- 'scalafmtCheckAll' $(SCALA_TESTS)
 
 test-scala: $(VENV)/.ok
 	$(SBT) 'scalafmtCheckAll' $(SCALA_TESTS)
@@ -78,16 +78,20 @@ kafka: build
 
 # Regenerates the option reference (docs/options.md) and the Python package's copies of the JVM's
 # declarations: python/sluice/_options.json (names, defaults, allowed values, secret flags, the rules
-# that combine options) and python/sluice/_metrics.json (every query-progress metric, its type).
+# that combine options), python/sluice/_metrics.json (every query-progress metric, its type) and the
+# metric reference that ends docs/observability.md.
 docs: $(VENV)/.ok
-	mkdir -p target && rm -f target/options.json target/metrics.json && $(SBT) 'spark/runMain sluice.Sources' \
+	mkdir -p target && rm -f target/options.json target/metrics.json target/metrics.md && $(SBT) 'spark/runMain sluice.Sources' \
 	  'spark/runMain sluice.spark.OptionDeclarations $(abspath target/options.json)' \
-	  'spark/runMain sluice.spark.MetricDeclarations $(abspath target/metrics.json)' | grep -v '^\[' | sed -n '/^## /,$$p' > target/options.generated
+	  'spark/runMain sluice.spark.MetricDeclarations $(abspath target/metrics.json) $(abspath target/metrics.md)' | grep -v '^\[' | sed -n '/^## /,$$p' > target/options.generated
 	test -s target/options.generated || { echo "make docs: sbt printed no reference (is another sbt running?)" >&2; exit 1; }
 	test -s target/options.json || { echo "make docs: sbt wrote no target/options.json" >&2; exit 1; }
 	test -s target/metrics.json || { echo "make docs: sbt wrote no target/metrics.json" >&2; exit 1; }
+	test -s target/metrics.md || { echo "make docs: sbt wrote no target/metrics.md" >&2; exit 1; }
 	{ sed '/<!-- generated from the option declarations/q' docs/options.md; cat target/options.generated; } > target/options.md
 	mv target/options.md docs/options.md
+	{ sed '/<!-- generated from the metric declarations/q' docs/observability.md; cat target/metrics.md; } > target/observability.md
+	mv target/observability.md docs/observability.md
 	mv target/options.json python/sluice/_options.json
 	mv target/metrics.json python/sluice/_metrics.json
 

@@ -10,7 +10,11 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.streaming.StreamingQuery
 import org.scalatest.{Assertions, BeforeAndAfterAll, Suite}
 
-/** One local[2] SparkSession per suite, sized for a 2-core machine. */
+/**
+ * A SparkSession of its own per suite (its SQL settings, temporary views and streaming queries
+ * are the suite's), all sharing the test JVM's one SparkContext: starting a context costs seconds,
+ * a session nothing. Sized for a 2-core machine.
+ */
 trait SparkSuiteBase extends BeforeAndAfterAll { self: Suite =>
   @transient protected var spark: SparkSession = _
 
@@ -19,20 +23,12 @@ trait SparkSuiteBase extends BeforeAndAfterAll { self: Suite =>
 
   override protected def beforeAll(): Unit = {
     super.beforeAll()
-    spark = SparkSession
-      .builder()
-      .master(master)
-      .appName(getClass.getSimpleName)
-      .config("spark.sql.shuffle.partitions", "2")
-      .config("spark.ui.enabled", "false")
-      .config("spark.sql.streaming.stopTimeout", "30s")
-      .config("spark.sql.extensions", "sluice.spark.SluiceExtensions")
-      .getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
+    spark = SharedSparkContext.session(master)
   }
 
   override protected def afterAll(): Unit = {
-    try if (spark != null) spark.stop()
+    // a query a failed test left running would read on into the next suite
+    try if (spark != null) spark.streams.active.foreach(_.stop())
     finally super.afterAll()
   }
 
@@ -137,5 +133,37 @@ object SparkSuiteBase {
       .getOrElse("; no progress yet")
     val text = s"query $name $state$error$last"
     if (text.length > 4000) text.take(4000) + " ..." else text
+  }
+}
+
+/**
+ * The test JVM's SparkContext (see [[SparkSuiteBase]]): started for the first suite, started again
+ * only when a suite needs another master; Spark's shutdown hook stops it when the JVM exits.
+ */
+object SharedSparkContext {
+  private var base: SparkSession = _
+
+  /** A new session on a context with `master`. */
+  def session(master: String): SparkSession = synchronized {
+    if (base != null && base.sparkContext.master != master) {
+      base.stop()
+      base = null
+    }
+    if (base == null || base.sparkContext.isStopped) {
+      base = SparkSession
+        .builder()
+        .master(master)
+        .appName("sluice-tests")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.streaming.stopTimeout", "30s")
+        .config("spark.sql.extensions", "sluice.spark.SluiceExtensions")
+        .getOrCreate()
+      base.sparkContext.setLogLevel("WARN")
+    }
+    val session = base.newSession()
+    SparkSession.setActiveSession(session)
+    SparkSession.setDefaultSession(session)
+    session
   }
 }

@@ -429,18 +429,22 @@ object EmbeddedKafka {
 }
 
 /**
- * Starts one [[EmbeddedKafka]] for the suite (before its tests) and stops it after them. Mix into
- * an `AnyFunSuite`; combines with `SparkSuiteBase`.
+ * Gives the suite the test JVM's one [[EmbeddedKafka]]: started by the first suite that needs it
+ * and stopped when the JVM exits (its shutdown hook), so a test run starts a broker per test JVM
+ * instead of one per suite. Suites share it the way the Python suites share theirs: every topic
+ * name is unique within a test JVM (the broker refuses to create one twice, and it creates none on
+ * its own, so a clash fails loudly). Mix into an `AnyFunSuite`; combines with `SparkSuiteBase`.
  */
 trait KafkaSuiteBase extends BeforeAndAfterAll { self: Suite =>
   @transient protected var kafka: EmbeddedKafka = _
 
   override protected def beforeAll(): Unit = {
-    kafka = new EmbeddedKafka().start()
+    kafka = SharedKafka.broker
     super.beforeAll()
   }
+}
 
-  override protected def afterAll(): Unit =
-    try super.afterAll()
-    finally if (kafka != null) kafka.stop()
+/** The test JVM's broker (see [[KafkaSuiteBase]]). */
+object SharedKafka {
+  lazy val broker: EmbeddedKafka = new EmbeddedKafka().start()
 }

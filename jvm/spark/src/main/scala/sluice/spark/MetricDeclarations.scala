@@ -49,11 +49,12 @@ object MetricDeclarations {
     text("recordLayout", "compact when the rows are compact records (absent for full rows)"),
     long(
       CheckpointBodies.BytesWrittenMetric,
-      "bytes this run of the query wrote to keep checkpoints too large for the offset log")) ++
+      "bytes this run of the query wrote to keep checkpoints too large for the offset log " +
+        "(chunks that changed, and their lists; see architecture.md, Recovery); absent while none was that large")) ++
     ReaderCounters.all.map(c => long(c, s"the readers' counter $c, summed over splits")) :+
     long(
       ReaderMetrics.AlignmentPausedMs,
-      "milliseconds splits spent paused by event-time alignment in long-running batches, summed over splits")
+      "milliseconds splits spent paused by event-time alignment in open batches (real-time mode, continuous processing), summed over splits")
 
   /** With a watermark strategy, and with alignment. */
   val eventTime: Seq[SourceMetric] = Seq(
@@ -92,7 +93,7 @@ object MetricDeclarations {
     long("latency.p99Ms", "99th percentile latency of those markers"),
     long("latency.maxMs", "largest latency of those markers"))
 
-  /** Long-running batches (real-time mode, continuous processing) with alignment. */
+  /** Open batches (real-time mode, continuous processing) with alignment. */
   val live: Seq[SourceMetric] = Seq(
     SourceMetric(
       "liveSplits",
@@ -168,9 +169,43 @@ object MetricDeclarations {
       "}").mkString("", "\n", "\n")
   }
 
-  /** `make docs`: writes the file named by the first argument (stdout without one). */
-  def main(args: Array[String]): Unit = args.headOption match {
-    case Some(path) => Files.write(Paths.get(path), json.getBytes(StandardCharsets.UTF_8))
-    case None => print(json)
+  /** The headings of the reference in docs/observability.md, with the metrics under each. */
+  private def sections: Seq[(String, Seq[SourceMetric])] = Seq(
+    "Every source" -> runtime,
+    "With a watermark strategy, and with alignment" -> eventTime,
+    "Open batches (real-time mode, continuous processing) with alignment" -> live,
+    "The connectors' own" -> connectors)
+
+  /**
+   * The metric reference that ends docs/observability.md (below its generated-section marker):
+   * a table per section, each metric with its type and meaning, a JSON list's fields named.
+   */
+  def markdown: String = {
+    def cell(s: String) = s.replace("|", "\\|")
+    def row(m: SourceMetric): String = {
+      val fields =
+        if (m.fields.isEmpty) ""
+        else m.fields.map { case (f, d) => s"`$f` ($d)" }.mkString("; fields: ", ", ", "")
+      s"| `${m.name}` | ${m.kind.name} | ${cell(m.doc + fields)} |"
+    }
+    sections
+      .map { case (title, metrics) =>
+        (Seq(s"### $title", "", "| metric | type | meaning |", "|---|---|---|") ++
+          metrics.map(row)).mkString("\n")
+      }
+      .mkString("", "\n\n", "\n")
+  }
+
+  /**
+   * `make docs`: writes the JSON to the file named by the first argument and the markdown
+   * reference to the second (the JSON to stdout without arguments).
+   */
+  def main(args: Array[String]): Unit = args match {
+    case Array(jsonPath, markdownPath) =>
+      Files.write(Paths.get(jsonPath), json.getBytes(StandardCharsets.UTF_8))
+      Files.write(Paths.get(markdownPath), markdown.getBytes(StandardCharsets.UTF_8))
+    case Array(jsonPath) =>
+      Files.write(Paths.get(jsonPath), json.getBytes(StandardCharsets.UTF_8))
+    case _ => print(json)
   }
 }

@@ -24,6 +24,17 @@ class MetricDeclarationsSuite extends AnyFunSuite with SparkSuiteBase {
       "python/sluice/_metrics.json is out of date: regenerate it with `make docs`")
   }
 
+  test("docs/observability.md ends with exactly the declared metrics") {
+    val path = CheckoutFiles("docs", "observability.md")
+    val doc = new String(Files.readAllBytes(path), "UTF-8")
+    val marker = "<!-- generated from the metric declarations: do not edit below -->\n"
+    assert(doc.contains(marker), "docs/observability.md lost its generated section marker")
+    assert(
+      doc.substring(doc.indexOf(marker) + marker.length) == MetricDeclarations.markdown,
+      "docs/observability.md's metric reference is out of date: regenerate it with `make docs`")
+    MetricDeclarations.all.foreach(m => assert(doc.contains(s"| `${m.name}` |"), m.name))
+  }
+
   private def gen(records: Int, start: Long) =
     GeneratorSource.builder().splits(2).recordsPerSplit(records).eventTimeStartMs(start).build()
 
