@@ -2,6 +2,8 @@ package sluice.alignment
 
 import scala.collection.mutable
 
+import sluice.eventtime.EventTimeSettings
+
 /**
  * One split as a long-running reader reports it to the coordinator every `updateInterval`
  * (FLIP-182's `ReportedWatermarkEvent`): its watermark (none before its first record), and
@@ -18,6 +20,27 @@ final case class LiveSplitState(
 
   /** FLIP-180/217: only active splits with a watermark hold the group back. */
   def constrains: Boolean = watermark.isDefined && !idle && !finished
+}
+
+object LiveSplitState {
+
+  /**
+   * A split of an open batch where it stands in event time (`maxEventTimeMs`: the largest known,
+   * none before its first record): its watermark under `eventTime`, neither idle nor paused (a
+   * reader's `LiveSplitGate` says those). The one place both sides build it: the driver seeding
+   * the coordinator as it plans the batch, and each reader's report.
+   */
+  def at(
+      splitId: String,
+      maxEventTimeMs: Option[Long],
+      eventTime: EventTimeSettings,
+      finished: Boolean): LiveSplitState =
+    LiveSplitState(
+      splitId,
+      maxEventTimeMs.map(eventTime.watermarkFor),
+      idle = false,
+      paused = false,
+      finished = finished)
 }
 
 /** A reader's report: the group it belongs to, who it is, and its splits now. */

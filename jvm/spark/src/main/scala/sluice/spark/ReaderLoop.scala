@@ -181,13 +181,7 @@ private[spark] final class ReaderLoop(
       // where the split stood when the batch was planned counts until a record moves it further
       val known = (partition.eventTimes.get(id) ++ Some(s.maxEventTime).filter(
         _ != RecordsWithSplitIds.NoTimestamp)).maxOption
-      val wm = known.map(eventTimeSettings.watermarkFor)
-      LiveSplitState(
-        id,
-        wm,
-        idle = false,
-        paused = false,
-        finished = !ranges.unfinished.contains(id))
+      LiveSplitState.at(id, known, eventTimeSettings, finished = !ranges.unfinished.contains(id))
     }
     // a bounded range not read to its end has records waiting (a file queued behind another): not idle
     val waiting = stats.values
