@@ -40,7 +40,7 @@ test-scala: $(VENV)/.ok
 	$(SBT) 'scalafmtCheckAll' $(SCALA_TESTS)
 
 test-python: build dist lint-python
-	$(PY) -m pytest -q --durations=10 tests
+	$(PY) -m pytest -q --durations=10 $(PYTEST_ARGS) tests
 
 lint-python: $(VENV)/.ok
 	$(VENV)/bin/ruff check .
@@ -76,16 +76,20 @@ chaos: build
 kafka: build
 	$(PY) -m sluice.testing
 
-# Regenerates the option reference (docs/options.md) and the Python package's copy of the option
-# declarations (python/sluice/_options.json: names, defaults, allowed values, secret flags).
+# Regenerates the option reference (docs/options.md) and the Python package's copies of the JVM's
+# declarations: python/sluice/_options.json (names, defaults, allowed values, secret flags, the rules
+# that combine options) and python/sluice/_metrics.json (every query-progress metric, its type).
 docs: $(VENV)/.ok
-	mkdir -p target && rm -f target/options.json && $(SBT) 'spark/runMain sluice.Sources' \
-	  'spark/runMain sluice.spark.OptionDeclarations $(abspath target/options.json)' | grep -v '^\[' | sed -n '/^## /,$$p' > target/options.generated
+	mkdir -p target && rm -f target/options.json target/metrics.json && $(SBT) 'spark/runMain sluice.Sources' \
+	  'spark/runMain sluice.spark.OptionDeclarations $(abspath target/options.json)' \
+	  'spark/runMain sluice.spark.MetricDeclarations $(abspath target/metrics.json)' | grep -v '^\[' | sed -n '/^## /,$$p' > target/options.generated
 	test -s target/options.generated || { echo "make docs: sbt printed no reference (is another sbt running?)" >&2; exit 1; }
 	test -s target/options.json || { echo "make docs: sbt wrote no target/options.json" >&2; exit 1; }
+	test -s target/metrics.json || { echo "make docs: sbt wrote no target/metrics.json" >&2; exit 1; }
 	{ sed '/<!-- generated from the option declarations/q' docs/options.md; cat target/options.generated; } > target/options.md
 	mv target/options.md docs/options.md
 	mv target/options.json python/sluice/_options.json
+	mv target/metrics.json python/sluice/_metrics.json
 
 clean:
 	rm -rf jvm/*/target target project/target project/project python/sluice/jars \

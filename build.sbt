@@ -59,8 +59,14 @@ lazy val testkit = (project in file("jvm/testkit"))
     ),
     writeBrokerClasspath := {
       val out = target.value / "broker-classpath.txt"
-      val cp = (Compile / fullClasspath).value.files.map(_.getAbsolutePath)
-      IO.write(out, cp.mkString(File.pathSeparator))
+      val cp = (Compile / fullClasspath).value.files.map(_.getAbsolutePath).mkString(File.pathSeparator)
+      // test tasks ask for it again while Python tests start brokers from it: never rewritten in
+      // place (a reader could see it empty), only replaced whole when it changed
+      if (!out.exists || IO.read(out) != cp) {
+        val part = target.value / "broker-classpath.txt.part"
+        IO.write(part, cp)
+        IO.move(part, out)
+      }
       out
     }
   )
@@ -74,7 +80,12 @@ lazy val testkit = (project in file("jvm/testkit"))
 // The packages whose suites go to the first of spark's two test JVMs (about half the time each).
 lazy val KafkaHeavyPackages = Seq("sluice.connector.kafka.", "sluice.alignment.", "sluice.hybrid.")
 
-Global / concurrentRestrictions += Tags.limit(Tags.ForkedTestGroup, 2)
+// sbt's defaults allow one forked test group at a time, and restrictions add up (all must hold):
+// the set is replaced, keeping the other defaults.
+Global / concurrentRestrictions := Seq(
+  Tags.limitAll(EvaluateTask.SystemProcessors),
+  Tags.limit(Tags.ForkedTestGroup, 2),
+  Tags.exclusiveGroup(Tags.Clean))
 
 lazy val scalaTest = "org.scalatest" %% "scalatest" % "3.2.19" % Test
 
@@ -164,7 +175,7 @@ lazy val spark = (project in file("jvm/spark"))
     // so a 2-core machine runs both halves in little more than the longer one's time. Suites
     // stay sequential within a JVM (each starts its own broker and SparkSession).
     Test / testGrouping := {
-      val jvm = ForkOptions()
+      val jvm = (Test / forkOptions).value
         .withRunJVMOptions((Test / javaOptions).value.toVector)
         .withWorkingDirectory(baseDirectory.value)
       val (kafka, others) = (Test / definedTests).value.sortBy(_.name)

@@ -94,6 +94,7 @@ def test_every_option_a_builder_sets_is_declared_on_the_jvm() -> None:
         WatermarkStrategy.for_monotonous_timestamps(),
     ):
         assert kind.options["watermark.kind"] in read["watermark.kind"].allowed.split(", ")
+        assert kind.options["watermark.kind"] in read["watermark.kind"].values["words"]
 
 
 def test_repr_masks_what_the_jvm_declares_secret_even_inside_a_hybrid() -> None:
@@ -122,3 +123,65 @@ def test_a_negative_margin_fails_early_with_the_declared_rule() -> None:
 def test_an_undeclared_name_says_where_names_come_from() -> None:
     with pytest.raises(KeyError, match="make docs"):
         _options.declared("kafka")["startingOffset"]
+
+
+def test_early_checks_read_the_declared_values_not_the_text() -> None:
+    splits = _options.declared("generator")["splits"]
+    assert splits.values == {"min": 1, "max": 100000}
+    assert [splits.allows(v) for v in (1, 100000, 0, 100001, "four", " 7 ")] == [
+        True,
+        True,
+        False,
+        False,
+        False,
+        True,
+    ]
+    drift = _options.declared("read")["watermark.alignment.maxDriftMs"]
+    assert [drift.allows(v) for v in ("auto", "AUTO", 0, -1)] == [True, True, True, False]
+    kind = _options.declared("read")["watermark.kind"]
+    assert [kind.allows(v) for v in ("monotonous", "MONOTONOUS")] == [True, False]
+    column = _options.declared("read")["watermark.eventTimeColumn"]
+    assert [column.allows(v) for v in ("et", " ")] == [True, False]
+    # a word that is a number is the number, as the JVM reads it
+    chars = _options.declared("file")["maxCharsPerColumn"]
+    assert [chars.allows(v) for v in ("-1", "-01", " -1 ", 0, 5, -2)] == [
+        True,
+        True,
+        True,
+        False,
+        True,
+        False,
+    ]
+    # an option whose rule only the text states is left to the JVM
+    assert _options.declared("kafka")["startingOffsets"].values is None
+    assert _options.declared("kafka")["startingOffsets"].allows("anything")
+
+
+def test_the_kafka_builder_replaces_start_and_stop_alternatives_as_the_jvm_declares_them() -> None:
+    start, stop = _options.rule("kafka", "start"), _options.rule("kafka", "stop")
+    assert (start.kind, start.options, start.qualifiers) == (
+        "firstOf",
+        ("startingTimestamp", "startingOffsetsByTimestamp", "startingOffsets"),
+        ("startingOffsetsByTimestampStrategy",),
+    )
+    assert stop.options == ("endingTimestamp", "endingOffsetsByTimestamp", "endingOffsets")
+    builder = (
+        KafkaSource.builder()
+        .starting_offsets(OffsetsInitializer.timestamp(5))
+        .stopping_offsets(OffsetsInitializer.timestamp(9))
+    )
+    assert builder._options["startingOffsetsByTimestampStrategy"] == "latest"  # noqa: SLF001
+    options = _unbuilt(
+        builder.starting_offsets(OffsetsInitializer.earliest()).stopping_offsets(OffsetsInitializer.latest())
+    ).options
+    assert {k: v for k, v in options.items() if k in start.replaced + stop.replaced} == {
+        "startingOffsets": "earliest",
+        "endingOffsets": "latest",
+    }
+    subscription = _options.rule("kafka", "subscription")
+    assert (subscription.kind, subscription.options) == (
+        "exactlyOne",
+        ("subscribe", "subscribePattern", "assign"),
+    )
+    with pytest.raises(KeyError, match="make docs"):
+        _options.rule("kafka", "ending")

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from importlib import resources
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sluice._jvm import SluiceConfigError
 
@@ -23,8 +23,6 @@ if TYPE_CHECKING:
     from sluice.watermarks import WatermarkStrategy
 
 _PLACEHOLDER = re.compile(r"<(\w+)>")
-_AT_LEAST = re.compile(r"an integer >= (-?\d+)")
-_BETWEEN = re.compile(r"an integer from (-?\d+) to (-?\d+)")
 
 
 @dataclass(frozen=True)
@@ -35,6 +33,10 @@ class Declared:
     description: str
     default: str | None
     allowed: str
+    values: dict[str, Any] | None
+    """``allowed`` as data (``sluice.config.AllowedValues``): integers from ``min`` to ``max``,
+    or one of ``words`` (in any case with ``ignoreCase``), or any non-blank string (``nonBlank``);
+    None when only the text says."""
     secret: bool
 
     def fill(self, **parts: object) -> str:
@@ -46,24 +48,60 @@ class Declared:
             key = key.replace(f"<{part}>", str(value))
         return key
 
+    @property
+    def integers(self) -> bool:
+        """Whether the declared values are (or include) a range of integers."""
+        return self.values is not None and ("min" in self.values or "max" in self.values)
+
+    def allows(self, value: int | str) -> bool:
+        """Whether the declared values allow ``value`` (True when none are declared: the JVM,
+        which checks every value, decides)."""
+        v = self.values
+        if v is None:
+            return True
+        text = str(value).strip()  # as the JVM trims a value before it checks it
+        words = v.get("words", [])
+        if text in words or (v.get("ignoreCase") and text.lower() in (w.lower() for w in words)):
+            return True
+        # a word that is a number is compared as the JVM compares it: "-01" is -1
+        if any(_same_integer(text, w) for w in words):
+            return True
+        if "min" in v or "max" in v:
+            try:
+                number = int(text)
+            except ValueError:
+                return False
+            return v.get("min", number) <= number <= v.get("max", number)
+        if v.get("nonBlank"):
+            return bool(text.strip())
+        return not words
+
     def check_early(self, value: int | str, context: str, key: str) -> None:
-        """Fails at once, with the JVM's message, on a value the declared ``allowed`` text rules
-        out. Only "an integer >= N" and "an integer from N to M" are read; any other rule is left to
-        the JVM, which checks all (so a Spark Connect client, with no JVM, still fails early here)."""
-        at_least, between = _AT_LEAST.fullmatch(self.allowed), _BETWEEN.fullmatch(self.allowed)
-        if not at_least and not between:
-            return
-        low, high = (
-            (int(at_least.group(1)), None) if at_least else (int(between.group(1)), int(between.group(2)))
-        )
-        try:
-            number = int(str(value).strip())
-        except ValueError:
-            number = None
-        if number is None or number < low or (high is not None and number > high):
+        """Fails at once, with the JVM's message, on a value the declared values rule out (a
+        Spark Connect client, with no JVM, still fails early here)."""
+        if not self.allows(value):
             raise SluiceConfigError(
-                f"{context}: invalid value '{value}' for option '{key}'; allowed: {self.allowed}."
+                f"{context}: invalid value '{shown(key, str(value))}' for option '{key}'; "
+                f"allowed: {self.allowed}."
             )
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A rule over several options of one group (``sluice.config.OptionRule``): ``exactlyOne``
+    (give exactly one of ``options``) or ``firstOf`` (alternatives, the first given applies; a
+    builder setting one removes the others and the ``qualifiers``)."""
+
+    name: str
+    kind: str
+    options: tuple[str, ...]
+    qualifiers: tuple[str, ...]
+    text: str
+
+    @property
+    def replaced(self) -> tuple[str, ...]:
+        """What a builder removes before it sets one of the alternatives."""
+        return self.options + self.qualifiers
 
 
 class _Group(Mapping[str, Declared]):
@@ -99,10 +137,29 @@ TYPES: tuple[str, ...] = tuple(_RAW["types"])
 MASK: str = _RAW["mask"]
 OPTIONS: dict[str, _Group] = {group: _Group(group, opts) for group, opts in _RAW["groups"].items()}
 """By group: ``read`` (the binding's options, watermark.* included), then each source type."""
+RULES: dict[str, dict[str, Rule]] = {
+    group: {
+        r["name"]: Rule(r["name"], r["kind"], tuple(r["options"]), tuple(r.get("qualifiers", ())), r["text"])
+        for r in rules
+    }
+    for group, rules in _RAW["rules"].items()
+}
+"""By group, then by name: the rules that combine the group's options."""
 
 
 def declared(group: str) -> _Group:
     return OPTIONS[group]
+
+
+def rule(group: str, name: str) -> Rule:
+    """The rule ``name`` of ``group`` as the JVM declares it (KeyError, saying so, if it does not)."""
+    try:
+        return RULES[group][name]
+    except KeyError:
+        raise KeyError(
+            f"rule '{name}' is not declared for '{group}' on the JVM side; regenerate "
+            "python/sluice/_options.json with `make docs`"
+        ) from None
 
 
 def _template(name: str) -> re.Pattern[str]:
@@ -117,7 +174,9 @@ def _template(name: str) -> re.Pattern[str]:
 
 # `source` is the registry's key rather than a declared option; it is declared here from its values.
 _EXACT: dict[str, list[Declared]] = {
-    TYPE_OPTION.lower(): [Declared(TYPE_OPTION, "the source type", None, ", ".join(TYPES), False)]
+    TYPE_OPTION.lower(): [
+        Declared(TYPE_OPTION, "the source type", None, ", ".join(TYPES), {"words": list(TYPES)}, False)
+    ]
 }
 _TEMPLATES: list[tuple[Declared, re.Pattern[str]]] = []
 for _group in OPTIONS.values():
@@ -147,6 +206,13 @@ def is_secret(key: str) -> bool:
     """The JVM's rule: a value is secret when an option declared secret covers its key (today the
     Kafka consumer properties, ``kafka.<property>``, which carry the credentials)."""
     return any(option.secret for option in declarations(key))
+
+
+def _same_integer(text: str, word: str) -> bool:
+    try:
+        return int(text) == int(word)
+    except ValueError:
+        return False
 
 
 def shown(key: str, value: str) -> str:

@@ -11,6 +11,7 @@ import io
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from sluice._metrics import HYBRID_SPLIT_ID_SEPARATOR, hybrid_member
 from sluice._status import int_metric, member_of, source_histories, split_list
 from sluice.progress import batches
 
@@ -48,13 +49,13 @@ def _require_matplotlib() -> Any:
     return _figure_class
 
 
-def _short(split_id: str) -> str:
-    """A legend label: a file split's id is its file's URI (under a hybrid, after ``<member>:``);
-    its last path segment is what tells the lines apart."""
+def _short(source_type: str, split_id: str) -> str:
+    """A legend label: a file split's id is its file's URI (under a hybrid, after the member's
+    index); its last path segment is what tells the lines apart."""
     if "/" not in split_id:
         return split_id
-    member, sep, rest = split_id.partition(":")
-    prefix = f"{member}:" if sep and member.isdigit() else ""
+    member, _ = hybrid_member(source_type, split_id)
+    prefix = f"{member}{HYBRID_SPLIT_ID_SEPARATOR}" if member is not None else ""
     return prefix + split_id.rsplit("/", 1)[1]
 
 
@@ -104,7 +105,7 @@ def plot(query: StreamingQuery, path: str | PathLike[str] | None = None, title: 
                 )
                 color = group_colors.setdefault(key, next(colors))
             else:
-                label, color = f"{source} {_short(split_id)}", next(colors)
+                label, color = f"{source} {_short(source_type, split_id)}", next(colors)
             xs, ys = zip(*points, strict=False)
             axes.plot(
                 xs, ys, marker="." if len(points) < 50 else None, linewidth=1.2, label=label, color=color

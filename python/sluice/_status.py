@@ -8,11 +8,11 @@ why), the alignment group's limit, and a hybrid's active member.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sluice._metrics import hybrid_member, value
 from sluice.progress import BatchReport, SourceReport, batches
 
 if TYPE_CHECKING:
@@ -69,24 +69,18 @@ def is_sluice(source: SourceReport) -> bool:
 
 
 def split_list(metrics: dict[str, str], key: str) -> list[dict[str, Any]]:
-    text = metrics.get(key)
-    return json.loads(text) if text else []
+    """A per-split metric (``splitProgress``, ``watermark.splits``), read as the JVM declares it."""
+    return value(metrics, key)
 
 
 def member_of(source_type: str, split_id: str) -> int | None:
-    """A hybrid's split ids are ``<member index>:<member's split id>`` (docs/hybrid.md)."""
-    if source_type != "hybrid":
-        return None
-    head, sep, _ = split_id.partition(":")
-    return int(head) if sep and head.isdigit() else None
+    """A hybrid's split id names its member (docs/hybrid.md); the format is the JVM's."""
+    return hybrid_member(source_type, split_id)[0]
 
 
 def int_metric(metrics: dict[str, str], key: str) -> int | None:
-    value = metrics.get(key)
-    try:
-        return int(value) if value not in (None, "") else None
-    except ValueError:
-        return None
+    """A whole-number metric, read as the JVM declares it."""
+    return value(metrics, key)
 
 
 @dataclass
@@ -206,7 +200,8 @@ def _rows(pd: Any, h: SourceHistory, window: int, now_ms: float) -> list[dict[st
     rates = split_rates(h, window)
     types = h.member_types()
     active = int_metric(metrics, "activeSource")
-    members = len(metrics["recordsPerSource"].split(",")) if "recordsPerSource" in metrics else None
+    per_member = value(metrics, "recordsPerSource")  # one number per member, in member order
+    members = len(per_member) if per_member is not None else None
 
     def timestamp(ms: Any) -> Any:
         return pd.NaT if ms is None or ms == _MAX_WATERMARK else pd.Timestamp(int(ms), unit="ms", tz="UTC")

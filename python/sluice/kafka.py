@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from sluice._options import declared
+from sluice._options import declared, rule
 from sluice.sources import Source, _Builder
 
 
@@ -58,6 +58,10 @@ class KafkaSource(Source):
 
 
 _KAFKA = declared("kafka")
+# Start and stop positions are alternatives (the JVM's KafkaConfig.Start, Stop): setting one
+# removes the others, and at the start the option that qualifies a timestamp start.
+_START = rule("kafka", "start")
+_STOP = rule("kafka", "stop")
 # The option each kind of OffsetsInitializer sets, at the start and at the end.
 _STARTING = {
     "offsets": _KAFKA["startingOffsets"].name,
@@ -100,7 +104,7 @@ class KafkaSourceBuilder(_Builder["KafkaSourceBuilder"]):
         ``startingOffsetsByTimestampStrategy`` defaults to Spark's ``error``; set it after this
         to fail instead)."""
         strategy = _KAFKA["startingOffsetsByTimestampStrategy"].name
-        for name in [*_STARTING.values(), strategy]:
+        for name in _START.replaced:
             self._options.pop(name, None)
         if initializer.option in ("timestamp", "timestamps"):
             self._set(strategy, "latest")
@@ -108,7 +112,7 @@ class KafkaSourceBuilder(_Builder["KafkaSourceBuilder"]):
 
     def stopping_offsets(self, initializer: OffsetsInitializer) -> KafkaSourceBuilder:
         """Makes the source bounded: it ends at these positions."""
-        for name in _ENDING.values():
+        for name in _STOP.replaced:
             self._options.pop(name, None)
         return self._set(_ENDING[initializer.option], initializer.value)
 

@@ -69,7 +69,7 @@ class _Builder(Generic[B]):
     def _check_declared_ranges(self) -> None:
         options = declared(self._source_type)
         for key, value in self._options.items():
-            if key in options:
+            if key in options and options[key].integers:
                 options[key].check_early(value, self._source_class.__name__, key)
 
 

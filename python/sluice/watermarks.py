@@ -18,7 +18,6 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Literal
 
-from sluice._jvm import SluiceConfigError
 from sluice._options import declared
 
 # The strategy's options are read options of the binding, declared with the JVM's EventTimeSettings.
@@ -31,8 +30,9 @@ _IDLE_TIMEOUT = _READ["watermark.idleTimeoutMs"].name
 _GROUP = _READ["watermark.alignment.group"].name
 _MAX_DRIFT = _READ["watermark.alignment.maxDriftMs"].name
 _UPDATE_INTERVAL = _READ["watermark.alignment.updateIntervalMs"].name
-# the value of watermark.alignment.maxDriftMs that asks for the drift from the query's watermark
-_AUTO = "auto"
+# the value of watermark.alignment.maxDriftMs that asks for the drift from the query's watermark:
+# the one word it allows besides integers
+(_AUTO,) = (_READ["watermark.alignment.maxDriftMs"].values or {}).get("words", [])
 _ALLOW_UNALIGNED = _READ["watermark.alignment.allowUnalignedSourceSplits"].name
 
 
@@ -88,11 +88,7 @@ class WatermarkStrategy:
         time: ``.with_timestamp_column("event_time").with_event_time_column("et")``."""
         if not isinstance(name, str):
             raise TypeError(f"name must be a str, not {name!r}")
-        if not name.strip():
-            raise SluiceConfigError(
-                f"WatermarkStrategy: invalid value '{name}' for option '{_EVENT_TIME_COLUMN.name}'; "
-                f"allowed: {_EVENT_TIME_COLUMN.allowed}."
-            )
+        _EVENT_TIME_COLUMN.check_early(name, "WatermarkStrategy", _EVENT_TIME_COLUMN.name)
         return self._with({_EVENT_TIME_COLUMN.name: name})
 
     def with_idleness(self, timeout: timedelta | int) -> WatermarkStrategy:

@@ -71,7 +71,8 @@ object Sources extends SourceResolver {
           "of every source here (above); see docs/migrating-from-spark-kafka.md. " +
           "Raw rows have Spark's Kafka schema: `key`, `value`, `topic`, `partition`, `offset`, " +
           "`timestamp`, `timestampType` (and `headers`).",
-        KafkaConfig.documented),
+        KafkaConfig.documented,
+        KafkaConfig.rules),
       Section(
         "File source (`source` = `file`)",
         "JSON lines, CSV lines or text lines, parsed by Spark's own parsers as `spark.read.json/csv/text` " +

@@ -15,12 +15,43 @@ final case class ConfigOption[T](
     parse: String => Option[T],
     check: T => Boolean = (_: T) => true,
     /** Values may be credentials: no message, log or repr shows them (Python's reprs follow this flag). */
-    secret: Boolean = false) {
+    secret: Boolean = false,
+    /**
+     * What `allowed` says, in a form a program reads: python/sluice/_options.json carries it, so
+     * that Python's builders check a value without parsing the English text. None: the text only.
+     */
+    values: Option[AllowedValues] = None) {
 
   def withDefault(value: T): ConfigOption[T] = copy(default = Some(value))
+
+  /** A check only the text describes (`values` is cleared: it would no longer say the same). */
   def withCheck(allowedText: String)(ok: T => Boolean): ConfigOption[T] =
-    copy(allowed = allowedText, check = ok)
+    copy(allowed = allowedText, check = ok, values = None)
+
+  /** Declares what a custom check allows, for programs (ConfigOptionSuite tests they agree). */
+  def withValues(declared: AllowedValues): ConfigOption[T] = copy(values = Some(declared))
   def asSecret: ConfigOption[T] = copy(secret = true)
+
+  /** Integers `>= min`: the text, the check and the declared values from one number. */
+  def atLeast(min: Long)(implicit n: Numeric[T]): ConfigOption[T] =
+    withCheck(s"an integer >= $min")(v => n.toLong(v) >= min)
+      .withValues(AllowedValues(min = Some(min)))
+
+  /** Integers from `min` to `max`, both included. */
+  def between(min: Long, max: Long)(implicit n: Numeric[T]): ConfigOption[T] =
+    withCheck(s"an integer from $min to $max")(v => n.toLong(v) >= min && n.toLong(v) <= max)
+      .withValues(AllowedValues(min = Some(min), max = Some(max)))
+
+  /** One of `words` (`ignoreCase`: in any case); `text` is how the reference lists them. */
+  def oneOf(text: String, words: Seq[String], ignoreCase: Boolean)(implicit
+      ev: T <:< String): ConfigOption[T] =
+    withCheck(text)(v =>
+      if (ignoreCase) words.exists(_.equalsIgnoreCase(ev(v))) else words.contains(ev(v)))
+      .withValues(AllowedValues(words = words, ignoreCase = ignoreCase))
+
+  /** Any string with a character that is not white space. */
+  def nonBlank(text: String)(implicit ev: T <:< String): ConfigOption[T] =
+    withCheck(text)(v => ev(v).trim.nonEmpty).withValues(AllowedValues(nonBlank = true))
 
   /** The value as the options map stores it. */
   def render(value: T): String = value.toString
@@ -30,6 +61,20 @@ final case class ConfigOption[T](
     parsed.getOrElse(
       throw ConfigOption.invalid(context, name, if (secret) ConfigOption.Mask else raw, allowed))
   }
+}
+
+/**
+ * The values an option allows, as data: integers from `min` to `max` (either bound optional),
+ * or one of `words`, or (`nonBlank`) any string with a character that is not white space. With
+ * both a bound and words, either kind is allowed (`an integer >= 0, or auto`).
+ */
+final case class AllowedValues(
+    min: Option[Long] = None,
+    max: Option[Long] = None,
+    words: Seq[String] = Nil,
+    ignoreCase: Boolean = false,
+    nonBlank: Boolean = false) {
+  def integers: Boolean = min.isDefined || max.isDefined
 }
 
 object ConfigOption {

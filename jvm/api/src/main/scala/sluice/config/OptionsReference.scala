@@ -6,7 +6,11 @@ package sluice.config
  */
 object OptionsReference {
 
-  final case class Section(title: String, intro: String, options: Seq[ConfigOption[_]])
+  final case class Section(
+      title: String,
+      intro: String,
+      options: Seq[ConfigOption[_]],
+      rules: Seq[OptionRule] = Nil)
 
   def markdown(sections: Seq[Section]): String = {
     val body = sections.map { s =>
@@ -20,7 +24,9 @@ object OptionsReference {
         s.intro,
         "",
         "| option | meaning | default | allowed |",
-        "|---|---|---|---|") ++ rows)
+        "|---|---|---|---|") ++ rows ++
+        Option.when(s.rules.nonEmpty)(
+          "\nRules that combine options: " + s.rules.map(_.text).mkString("; ") + "."))
         .mkString("\n")
     }
     body.mkString("\n\n") + "\n"

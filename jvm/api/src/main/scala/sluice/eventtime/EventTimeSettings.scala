@@ -4,7 +4,7 @@ import scala.util.Try
 
 import org.apache.spark.sql.types.{LongType, StructType, TimestampType}
 
-import sluice.config.{ConfigOption, Options}
+import sluice.config.{AllowedValues, ConfigOption, Options}
 
 /**
  * How far a split's watermark may run ahead of the slowest split of its alignment group: a fixed
@@ -175,13 +175,13 @@ object EventTimeSettings {
     .string(
       "watermark.kind",
       "how watermarks are derived: none, boundedOutOfOrderness (needs watermark.maxOutOfOrdernessMs) or monotonous")
-    .withCheck(Kind.all.mkString(", "))(Kind.all.contains)
+    .oneOf(Kind.all.mkString(", "), Kind.all, ignoreCase = false)
     .withDefault(Kind.None)
   val MaxOutOfOrdernessMs: ConfigOption[Long] = ConfigOption
     .long(
       "watermark.maxOutOfOrdernessMs",
       "how far event time may go back within a split; a split's watermark is its largest event time minus this")
-    .withCheck("an integer >= 0")(_ >= 0)
+    .atLeast(0)
   val TimestampColumn: ConfigOption[String] = ConfigOption.string(
     "watermark.timestampColumn",
     "the column holding event time (timestamp, or long epoch ms); unset: the connector's record time " +
@@ -191,18 +191,18 @@ object EventTimeSettings {
       "watermark.eventTimeColumn",
       "the name of the column the watermark strategy adds to every row (the event time to hand to Spark's " +
         "withWatermark); must not be a column the source already has")
-    .withCheck("a non-empty name")(_.trim.nonEmpty)
+    .nonBlank("a non-empty name")
     .withDefault(DefaultEventTimeColumn)
   val IdleTimeoutMs: ConfigOption[Long] = ConfigOption
     .long(
       "watermark.idleTimeoutMs",
       "a split with nothing read for this long turns idle and stops holding back alignment; unset: never idle")
-    .withCheck("an integer >= 1")(_ >= 1)
+    .atLeast(1)
   val AlignmentGroup: ConfigOption[String] = ConfigOption
     .string(
       "watermark.alignment.group",
       "sources of one query naming the same group keep their watermarks within maxDriftMs of each other")
-    .withCheck("a non-empty name")(_.trim.nonEmpty)
+    .nonBlank("a non-empty name")
   val AlignmentMaxDriftMs: ConfigOption[MaxDrift] = ConfigOption[MaxDrift](
     "watermark.alignment.maxDriftMs",
     "how far a split's watermark may run ahead of the slowest split of the group; auto: the withWatermark delay " +
@@ -216,11 +216,12 @@ object EventTimeSettings {
       case MaxDrift.Fixed(ms) => ms >= 0
       case _ => true
     }
+    .withValues(AllowedValues(min = Some(0), words = Seq(MaxDrift.AutoValue), ignoreCase = true))
   val AlignmentUpdateIntervalMs: ConfigOption[Long] = ConfigOption
     .long(
       "watermark.alignment.updateIntervalMs",
       "in real-time mode, how often running readers report their splits' watermarks to the driver and get the group's limit back; micro-batches re-evaluate the limit every batch")
-    .withCheck("an integer >= 1")(_ >= 1)
+    .atLeast(1)
     .withDefault(1000L)
   val AllowUnalignedSourceSplits: ConfigOption[Boolean] = ConfigOption.boolean(
     "watermark.alignment.allowUnalignedSourceSplits",

@@ -13,7 +13,7 @@ object HybridOptions {
     .int(
       "hybrid.sources",
       "the number of sources, read one after the other; every source but the last must be bounded")
-    .withCheck("an integer >= 1")(_ >= 1)
+    .atLeast(1)
 
   /** A template: `<i>` is the source's index from 0, `<option>` one of its options. */
   val Entry: ConfigOption[String] = ConfigOption[String](
@@ -31,13 +31,13 @@ object HybridOptions {
     .string(
       "boundedness",
       "hybrid.<i>.boundedness, with factory: whether the source the factory builds is bounded")
-    .withCheck("bounded or unbounded")(b => Seq("bounded", "unbounded").contains(b.toLowerCase))
+    .oneOf("bounded or unbounded", Seq("bounded", "unbounded"), ignoreCase = true)
   val StartAtPreviousEndMinusMs: ConfigOption[Long] = ConfigOption
     .long(
       "startAtPreviousEndMinusMs",
       "hybrid.<i>.startAtPreviousEndMinusMs: start source i (one that can start at a timestamp, e.g. Kafka) at " +
         "the previous source's largest event time minus this")
-    .withCheck("an integer >= 0")(_ >= 0)
+    .atLeast(0)
 
   val RetentionCheckIntervalMs: ConfigOption[Long] = ConfigOption
     .long(
@@ -46,14 +46,14 @@ object HybridOptions {
         "that the next source, if it is Kafka, still holds the records its start will need (earliest offsets and " +
         "their timestamps, the topics' retention.ms): metric retentionHeadroomMs, a warning below " +
         "hybrid.retentionWarningMs, and the query fails before the switch once those records are gone; 0: never check")
-    .withCheck("an integer >= 0")(_ >= 0)
+    .atLeast(0)
     .withDefault(60000L)
   val RetentionWarningMs: ConfigOption[Long] = ConfigOption
     .long(
       "hybrid.retentionWarningMs",
       "a warning is logged at each retention check while retentionHeadroomMs (how long before the records the next " +
         "source will start at can be deleted) is below this")
-    .withCheck("an integer >= 0")(_ >= 0)
+    .atLeast(0)
     .withDefault(6 * 3600 * 1000L)
 
   /** Options of the hybrid as a whole (not of one source). */

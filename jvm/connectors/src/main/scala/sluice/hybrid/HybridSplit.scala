@@ -15,9 +15,16 @@ final case class HybridSplit(sourceIndex: Int, child: SourceSplit) extends Sourc
 }
 
 object HybridSplit {
-  def id(sourceIndex: Int, childId: String): String = s"$sourceIndex:$childId"
+
+  /**
+   * A split's id is its member's index, this, and the member's split id (`1:events-0`). Query
+   * progress shows these ids; python/sluice/_metrics.json carries the separator to `sluice.status`.
+   */
+  val IdSeparator = ":"
+
+  def id(sourceIndex: Int, childId: String): String = s"$sourceIndex$IdSeparator$childId"
   def parseId(id: String): (Int, String) = {
-    val Array(index, child) = id.split(":", 2)
+    val Array(index, child) = id.split(java.util.regex.Pattern.quote(IdSeparator), 2)
     (index.toInt, child)
   }
 }

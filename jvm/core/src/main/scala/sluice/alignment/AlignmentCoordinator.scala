@@ -169,6 +169,10 @@ object AlignmentCoordinator {
   /** The groups held now: none once every query that had one stopped. */
   private[sluice] def size: Int = synchronized(groups.size)
 
+  /** Whether a query's group is registered (tests: suites of one JVM may hold groups of their own). */
+  private[sluice] def holds(queryKey: String, group: String): Boolean =
+    synchronized(groups.contains(queryKey -> group))
+
   def join(
       queryKey: String,
       group: String,

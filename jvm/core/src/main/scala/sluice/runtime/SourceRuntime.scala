@@ -61,6 +61,12 @@ final class SourceRuntime(
   /** Where the engine will start this source's next batch, as the binding said before it asked. */
   private var handedStart: Option[SourceCheckpoint] = None
 
+  /** The engine holds no checkpoint of this source yet: a round may start it, as the engine would. */
+  private var startsFresh = false
+
+  /** The first checkpoint `start` made: the engine asks for it again after a round started it. */
+  private var firstCheckpoint: Option[SourceCheckpoint] = None
+
   /** A finished split's end state that could not be kept before its batch committed. */
   private var endStateNotKept: Option[Throwable] = None
 
@@ -89,11 +95,15 @@ final class SourceRuntime(
 
   /** A new query's first checkpoint: the splits discovered now, each at its start position. */
   def start(): SourceCheckpoint = synchronized {
-    enumerator = source.createEnumerator()
-    progressRestored = true
-    enumerator.discoverSplits().foreach(track)
-    current = RuntimeState.Restored
-    checkpointAt(splits.values.map(s => s.splitId -> s.startPosition).toMap)
+    firstCheckpoint.getOrElse {
+      enumerator = source.createEnumerator()
+      progressRestored = true
+      enumerator.discoverSplits().foreach(track)
+      current = RuntimeState.Restored
+      val first = checkpointAt(splits.values.map(s => s.splitId -> s.startPosition).toMap)
+      firstCheckpoint = Some(first)
+      first
+    }
   }
 
   /**
@@ -246,8 +256,20 @@ final class SourceRuntime(
     handedStart = Some(checkpoint)
   }
 
+  /**
+   * The engine holds no checkpoint of this source yet (a new query): a round another member opens
+   * first starts this one (`start`, the first checkpoint the engine will ask for), at the same
+   * moment the engine would have, rather than when the binding is built.
+   */
+  def resumesFresh(): Unit = synchronized {
+    startsFresh = true
+  }
+
   override def prepareForRound(): Option[PreparedMemberBatch] = synchronized {
-    lastEnd.orElse(handedStart).map(prepare(_, defaultLimit))
+    lastEnd
+      .orElse(handedStart)
+      .orElse(Option.when(startsFresh)(start()))
+      .map(prepare(_, defaultLimit))
   }
 
   /**
@@ -424,7 +446,9 @@ final class SourceRuntime(
   /**
    * How far each split of `start` could be read now, and how many records that is: what an engine
    * that only looks asks for (real-time mode's end offset, `minRecordsPerTrigger`'s count). Plans
-   * nothing: the state stays where it is; what it found is kept for the backlog in progress.
+   * nothing. It takes `start` in as `restore` does (a runtime the engine had not handed a
+   * checkpoint yet is Restored after it), and the enumerator may note what it found (Kafka: a
+   * partition that now ends below what was read); what it found is kept for the backlog in progress.
    */
   def available(start: SourceCheckpoint): Available = synchronized {
     restore(start)

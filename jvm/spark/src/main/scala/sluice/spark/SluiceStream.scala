@@ -129,12 +129,23 @@ abstract class SluiceStream(
    * the stream is built, so that nothing below the binding asks back up for it.
    */
   protected def handOverResumePoint(): Unit = if (options.eventTime.alignment.isDefined) {
-    OffsetLogLookup.latest(spark, metadataPath, metadata) match {
-      case Right(Some(logged)) => runtime.resumesAt(logged.checkpoint)
-      case Right(None) => runtime.resumesAt(checkpointOf(initialOffset()))
-      case Left(why) =>
-        logInfo(s"$this cannot take part in its alignment group's round yet: $why")
-    }
+    // Only reads files: nothing is started or resolved here (Spark has not taken this stream into
+    // its query yet, and would never stop it if building failed), and what cannot be read is left
+    // for Spark's own reading of the checkpoint to report, as it would without a group.
+    def cannot(why: String): Unit =
+      logInfo(s"$this cannot take part in its alignment group's round yet: $why")
+    try
+      OffsetLogLookup.latest(spark, metadataPath, metadata) match {
+        case Right(Some(logged)) => runtime.resumesAt(logged.checkpoint)
+        case Right(None) =>
+          metadata.readInitialOffset() match {
+            case Some(json) =>
+              runtime.resumesAt(SluiceOffset.fromJson(json, Some(metadata)).checkpoint)
+            case None => runtime.resumesFresh() // "latest" is resolved when a round needs it
+          }
+        case Left(why) => cannot(why)
+      }
+    catch { case scala.util.control.NonFatal(e) => cannot(e.toString) }
   }
 
   override def deserializeOffset(json: String): SparkOffset = {

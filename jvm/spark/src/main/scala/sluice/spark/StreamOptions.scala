@@ -39,26 +39,26 @@ object StreamOptions {
     .long(
       "maxRecordsPerTrigger",
       "upper bound on the records one micro-batch reads, split across splits by backlog")
-    .withCheck("an integer >= 1")(_ >= 1)
+    .atLeast(1)
 
   /** Spark's Kafka source calls it so: the same bound, under that name. */
   val MaxOffsetsPerTrigger: ConfigOption[Long] = ConfigOption
     .long(
       "maxOffsetsPerTrigger",
       "Spark's Kafka source's name of maxRecordsPerTrigger (give one of them)")
-    .withCheck("an integer >= 1")(_ >= 1)
+    .atLeast(1)
   val MinRecordsPerTrigger: ConfigOption[Long] = ConfigOption
     .long(
       "minRecordsPerTrigger",
       "micro-batches: while fewer records than this are available, no batch runs, until maxTriggerDelay has " +
         "passed since the last batch (as Spark's Kafka minOffsetsPerTrigger; not under Trigger.AvailableNow, which " +
         "reads everything it found)")
-    .withCheck("an integer >= 1")(_ >= 1)
+    .atLeast(1)
   val MinOffsetsPerTrigger: ConfigOption[Long] = ConfigOption
     .long(
       "minOffsetsPerTrigger",
       "Spark's Kafka source's name of minRecordsPerTrigger (give one of them)")
-    .withCheck("an integer >= 1")(_ >= 1)
+    .atLeast(1)
   val DefaultMaxTriggerDelayMs: Long = 15 * 60 * 1000L
   val MaxTriggerDelay: ConfigOption[Long] = ConfigOption[Long](
     "maxTriggerDelay",
@@ -74,7 +74,7 @@ object StreamOptions {
       "micro-batches: with fewer split ranges than this, the ranges of Kafka partitions (and generator splits) are " +
         "divided so that about this many tasks read them, as Spark's Kafka minPartitions; file ranges are not " +
         "divided; not in real-time mode or continuous processing, whose readers own their splits")
-    .withCheck("an integer >= 1")(_ >= 1)
+    .atLeast(1)
 
   val all: Seq[ConfigOption[_]] = Seq(
     Name,

@@ -110,12 +110,19 @@ class RetentionGuardSuite extends AnyFunSuite {
   }
 
   test("a switch-time check that cannot answer in time lets the switch go ahead") {
-    // a system that never answers (the latch never opens; closing the guard interrupts the wait)
-    val never = new java.util.concurrent.CountDownLatch(1)
-    val watch = new Scripted(() => { never.await(); RetentionCheck(None, Some("gone")) })
+    // a system that does not answer within the switch's wait (closing the guard interrupts it);
+    // bounded, so that a guard that stopped honouring its timeout fails here rather than hangs
+    val answer = new java.util.concurrent.CountDownLatch(1)
+    val watch = new Scripted(() => {
+      answer.await(30, java.util.concurrent.TimeUnit.SECONDS)
+      RetentionCheck(None, Some("gone"))
+    })
     val guard = new RetentionGuard(1, "kafka", watch, intervalMs = 3600000, warnBelowMs = 0)
+    val started = System.nanoTime()
     try guard.confirmBeforeSwitch(Some(Known), timeoutMs = 100)
     finally guard.close()
+    val waitedMs = (System.nanoTime() - started) / 1000000
+    assert(waitedMs < 10000, s"the switch waited $waitedMs ms for a check given 100 ms")
   }
 
   test("nothing to check yet (no event time read) starts no check") {

@@ -9,14 +9,16 @@ import org.scalatest.funsuite.AnyFunSuite
 import sluice.{Sluice, SparkSuiteBase}
 import sluice.alignment.AlignmentCoordinator
 import sluice.connector.generator.GeneratorSource
+import sluice.connector.kafka.{KafkaSource, OffsetsInitializer}
 import sluice.eventtime.WatermarkStrategy
 import sluice.hybrid.SourceFactories
+import sluice.testkit.{KafkaSuiteBase, ProducedRecord}
 
 /**
  * The driver's registries live as long as the queries that use them: after many queries started
  * and stopped, none holds anything a stopped query put there.
  */
-class QueryLifecycleSuite extends AnyFunSuite with SparkSuiteBase {
+class QueryLifecycleSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase {
 
   private val grouped = WatermarkStrategy
     .forMonotonousTimestamps()
@@ -64,5 +66,36 @@ class QueryLifecycleSuite extends AnyFunSuite with SparkSuiteBase {
       assert(LiveAlignmentChannel.coordinator.size == 0, s"live groups left after queries $round")
     }
     assert(SourceFactories.size == factories, "queries registered source factories")
+  }
+
+  test(
+    "an aligned query whose source cannot start fails when it plans, is stopped, and leaves no group or enumerator behind") {
+    val topic = "lifecycle-no-start"
+    kafka.createTopic(topic, 1)
+    kafka.produce(topic, Seq(ProducedRecord.text(value = Some("x"), timestamp = Some(1000L))))
+    def enumeratorThreads = Thread.getAllStackTraces.keySet
+      .toArray(Array.empty[Thread])
+      .count(t => t.isAlive && t.getName.contains("sluice-enumerator-"))
+    val threadsBefore = enumeratorThreads
+    // no record at or after the start timestamp: the enumerator refuses to start the source
+    val late = KafkaSource
+      .builder()
+      .bootstrapServers(kafka.bootstrapServers)
+      .topics(topic)
+      .startingOffsets(OffsetsInitializer.timestamp(1000000L))
+      .option("startingOffsetsByTimestampStrategy", "error")
+      .build()
+    val q = start(
+      Sluice
+        .fromSource(spark, late, grouped, "late")
+        .select("event_time")
+        .union(member("next", Some(20)).select("event_time")),
+      Trigger.AvailableNow())
+    try {
+      val e = intercept[org.apache.spark.sql.streaming.StreamingQueryException](awaitEnd(q))
+      assert(e.getMessage.contains("has a timestamp at or after 1000000"), e.getMessage)
+    } finally q.stop()
+    assert(AlignmentCoordinator.size == 0, "the failed query left its alignment group")
+    eventually("the enumerator's Admin client closed")(enumeratorThreads <= threadsBefore)
   }
 }

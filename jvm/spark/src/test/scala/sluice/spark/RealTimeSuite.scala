@@ -243,6 +243,12 @@ class RealTimeSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase 
       val ended = plain.recentProgress.length
       eventually("two more batches, with nothing left to read", plain)(
         plain.recentProgress.length >= ended + 2)
+      val starts = plain.recentProgress
+        .drop(ended)
+        .map(p => java.time.Instant.parse(p.timestamp).toEpochMilli)
+      assert(
+        starts.zip(starts.tail).forall { case (a, b) => b - a >= 2900 },
+        s"batches with nothing to read started ${starts.mkString(", ")}: each should last 3 seconds")
       val batches = plain.recentProgress.length
       val elapsedMs = System.currentTimeMillis() - started
       assert(

@@ -45,7 +45,7 @@ object FileConfig {
       "monitorIntervalMs",
       "when set, the paths are listed again at this interval and new files are read: the source is " +
         "unbounded; when not set, the files found at the start are read and the source ends")
-    .withCheck("an integer >= 1")(_ >= 1)
+    .atLeast(1)
   val IgnoreMissingFiles: ConfigOption[Boolean] = ConfigOption
     .boolean(
       "ignoreMissingFiles",
@@ -65,7 +65,7 @@ object FileConfig {
       "files larger than this are read as several splits of byte ranges, in parallel (not compressed files: " +
         "one split each)")
     .withDefault(128L * 1024 * 1024)
-    .withCheck("an integer >= 1")(_ >= 1)
+    .atLeast(1)
   val MaxOpenCompressedFiles: ConfigOption[Int] = ConfigOption
     .int(
       "maxOpenCompressedFiles",
@@ -73,14 +73,14 @@ object FileConfig {
         "(which then reads on instead of decompressing each from its start again); each holds a decompressor " +
         "(from about 100 KiB for gzip to several MiB for zstd or bzip2); 0 keeps none open")
     .withDefault(16)
-    .withCheck("an integer >= 0")(_ >= 0)
+    .atLeast(0)
   val OpenCompressedFileIdleMs: ConfigOption[Long] = ConfigOption
     .long(
       "openCompressedFileIdleMs",
       "how long a compressed file left open for the next batch waits for it before it is closed; keep it above " +
         "the trigger interval")
     .withDefault(10L * 60 * 1000)
-    .withCheck("an integer >= 1")(_ >= 1)
+    .atLeast(1)
   val NotReadyTimeoutMs: ConfigOption[Long] = ConfigOption
     .long(
       "notReadyTimeoutMs",
@@ -88,7 +88,7 @@ object FileConfig {
         "place) is left out and tried again while it changes; unchanged for this long, it is taken for corrupt and " +
         "fails the query, naming it")
     .withDefault(NotReadyFiles.LimitMs)
-    .withCheck("an integer >= 1")(_ >= 1)
+    .atLeast(1)
   val TimestampColumn: ConfigOption[String] = ConfigOption.string(
     "timestampColumn",
     "a TIMESTAMP or epoch-milliseconds BIGINT column of the schema whose value is each record's " +

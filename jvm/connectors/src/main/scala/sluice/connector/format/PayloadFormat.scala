@@ -62,7 +62,7 @@ object PayloadFormat {
       "format",
       "payload format: JSON lines, CSV lines, or text lines (one `value` STRING column)")
     .withDefault(Json)
-    .withCheck("json, csv or text")(f => Formats.contains(f.toLowerCase))
+    .oneOf("json, csv or text", Formats, ignoreCase = true)
   val SchemaOption: ConfigOption[StructType] = ConfigOption[StructType](
     "schema",
     "the data columns, for json and csv (text has the fixed column `value` STRING)",

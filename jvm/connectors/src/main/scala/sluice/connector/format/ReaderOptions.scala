@@ -1,6 +1,6 @@
 package sluice.connector.format
 
-import sluice.config.ConfigOption
+import sluice.config.{AllowedValues, ConfigOption}
 
 /**
  * The Spark reader options a payload format accepts, by Spark's own names, so that
@@ -15,16 +15,19 @@ object ReaderOptions {
   private def str(name: String, doc: String) = ConfigOption.string(name, doc)
   private def bool(name: String, doc: String) = ConfigOption.boolean(name, doc)
   private def int(name: String, doc: String) =
-    ConfigOption.int(name, doc).withCheck("an integer >= 1")(_ >= 1)
+    ConfigOption.int(name, doc).atLeast(1)
   private def char(name: String, doc: String) = str(name, doc)
     .withCheck("a single character (or an escape such as \\t)")(s => s.nonEmpty && s.length <= 2)
+
+  // before the options that list it: an object's vals are set in order
+  private val Modes = Seq("PERMISSIVE", "DROPMALFORMED", "FAILFAST")
 
   val Mode: ConfigOption[String] = str(
     "mode",
     "what a malformed record becomes (json, csv): a row with nulls and the corrupt-record column " +
       "(PERMISSIVE), nothing, counted as `malformedRecordsDropped` (DROPMALFORMED), or an error (FAILFAST)")
     .withDefault("PERMISSIVE")
-    .withCheck("PERMISSIVE, DROPMALFORMED or FAILFAST")(m => Modes.contains(m.toUpperCase))
+    .oneOf("PERMISSIVE, DROPMALFORMED or FAILFAST", Modes, ignoreCase = true)
   val CorruptColumn: ConfigOption[String] = str(
     "columnNameOfCorruptRecord",
     "the STRING column of the schema that receives malformed records under PERMISSIVE (json, csv); " +
@@ -47,8 +50,6 @@ object ReaderOptions {
     str("charset", "alias of encoding (csv); only UTF-8 is supported")
       .withCheck("UTF-8 (other charsets are not supported yet)")(e =>
         utf8.contains(e.toLowerCase))
-
-  private val Modes = Set("PERMISSIVE", "DROPMALFORMED", "FAILFAST")
 
   private val both: Seq[ConfigOption[_]] = Seq(
     Mode,
@@ -98,7 +99,8 @@ object ReaderOptions {
     int("maxColumns", "as Spark's CSV reader option (csv)"),
     ConfigOption
       .int("maxCharsPerColumn", "as Spark's CSV reader option (csv); -1: unlimited")
-      .withCheck("-1 or an integer >= 1")(n => n == -1 || n >= 1),
+      .withCheck("-1 or an integer >= 1")(n => n == -1 || n >= 1)
+      .withValues(AllowedValues(min = Some(1), words = Seq("-1"))),
     str("unescapedQuoteHandling", "as Spark's CSV reader option (csv)")
       .withCheck(
         "STOP_AT_CLOSING_QUOTE, BACK_TO_DELIMITER, STOP_AT_DELIMITER, SKIP_VALUE or RAISE_ERROR")(

@@ -49,22 +49,22 @@ object GeneratorConfig {
   val Splits: ConfigOption[Int] = ConfigOption
     .int("splits", "number of splits (parallel record streams)")
     .withDefault(1)
-    .withCheck("an integer from 1 to 100000")(n => n >= 1 && n <= 100000)
+    .between(1, 100000)
   val RecordsPerSplit: ConfigOption[Long] = ConfigOption
     .long("recordsPerSplit", "records in each split; when set the source is bounded")
-    .withCheck("an integer >= 0")(_ >= 0)
+    .atLeast(0)
   val RowsPerSecond: ConfigOption[Long] = ConfigOption
     .long(
       "rowsPerSecond",
       "records per second and split that become available; required when recordsPerSplit is not set")
-    .withCheck("an integer >= 1")(_ >= 1)
+    .atLeast(1)
   val EventTimeStartMs: ConfigOption[Long] = ConfigOption
     .long("eventTimeStartMs", "event time of each split's first record, epoch milliseconds")
     .withDefault(1700000000000L)
   val EventTimeStepMs: ConfigOption[Long] = ConfigOption
     .long("eventTimeStepMs", "event time between consecutive records of a split, milliseconds")
     .withDefault(1000L)
-    .withCheck("an integer >= 0")(_ >= 0)
+    .atLeast(0)
   val SplitSkewMs: ConfigOption[Map[Int, Long]] = ConfigOption[Map[Int, Long]](
     "splitSkewMs",
     "event-time offset per split, e.g. '0:-86400000,3:60000'",
@@ -83,7 +83,7 @@ object GeneratorConfig {
   val PayloadBytes: ConfigOption[Int] = ConfigOption
     .int("payloadBytes", "length of each record's payload")
     .withDefault(16)
-    .withCheck("an integer from 0 to 1048576")(n => n >= 0 && n <= 1048576)
+    .between(0, 1048576)
 
   val all: Seq[ConfigOption[_]] =
     Seq(

@@ -7,7 +7,7 @@ import scala.util.Try
 import org.apache.kafka.clients.consumer.ConsumerConfig
 import org.apache.kafka.common.config.ConfigDef
 
-import sluice.config.{ConfigOption, Options, RecordLayout}
+import sluice.config.{ConfigOption, OptionRule, Options, RecordLayout}
 import sluice.connector.format.PayloadFormat
 
 /** Which topics a Kafka source reads. */
@@ -123,13 +123,13 @@ object KafkaConfig {
       "when no record of a partition has a timestamp at or after the start timestamp: error fails the query " +
         "(Spark's default), latest starts that partition at its end")
     .withDefault("error")
-    .withCheck("error or latest")(v => Seq("error", "latest").contains(v.toLowerCase))
+    .oneOf("error or latest", Seq("error", "latest"), ignoreCase = true)
   val GroupIdPrefix: ConfigOption[String] = ConfigOption
     .string(
       "groupIdPrefix",
       "consumers get the group id <prefix>-<random id> (for broker ACLs and quotas keyed by group); Sluice " +
         "never joins the group nor commits offsets to it")
-    .withCheck("a non-empty string")(_.trim.nonEmpty)
+    .nonBlank("a non-empty string")
   val StartingOffsets: ConfigOption[String] = ConfigOption[String](
     "startingOffsets",
     "where a new query starts: earliest, latest, or JSON offsets per partition " +
@@ -142,7 +142,7 @@ object KafkaConfig {
       "startingTimestamp",
       "start every partition at the first record with a timestamp >= this (epoch ms); " +
         "takes precedence over startingOffsetsByTimestamp and startingOffsets")
-    .withCheck("an integer >= 0")(_ >= 0)
+    .atLeast(0)
   val StartingOffsetsByTimestamp: ConfigOption[String] = ConfigOption[String](
     "startingOffsetsByTimestamp",
     "a JSON object of start timestamps per topic and partition",
@@ -161,7 +161,7 @@ object KafkaConfig {
     .long(
       "endingTimestamp",
       "makes the source bounded: stop every partition before the first record with a timestamp >= this")
-    .withCheck("an integer >= 0")(_ >= 0)
+    .atLeast(0)
   val EndingOffsetsByTimestamp: ConfigOption[String] = ConfigOption[String](
     "endingOffsetsByTimestamp",
     "makes the source bounded: JSON end timestamps per topic and partition",
@@ -186,13 +186,13 @@ object KafkaConfig {
       "partitionDiscoveryIntervalMs",
       "how often to look for new partitions and topics; 0: at every batch")
     .withDefault(0L)
-    .withCheck("an integer >= 0")(_ >= 0)
+    .atLeast(0)
   val PollTimeoutMs: ConfigOption[Long] = ConfigOption
     .long(
       "kafkaConsumer.pollTimeoutMs",
       "how long an executor waits for records it knows exist before failing")
     .withDefault(120000L)
-    .withCheck("an integer >= 1")(_ >= 1)
+    .atLeast(1)
 
   val Format: ConfigOption[String] = ConfigOption
     .string(
@@ -200,7 +200,27 @@ object KafkaConfig {
       "raw: Spark's Kafka schema; json, csv or text: the value parsed into `schema` by the same parsers " +
         "as the file source, followed by the provenance columns _split, _position, _timestamp")
     .withDefault("raw")
-    .withCheck("raw, json, csv or text")(f => f == "raw" || PayloadFormat.Formats.contains(f))
+    .oneOf("raw, json, csv or text", "raw" +: PayloadFormat.Formats, ignoreCase = false)
+
+  /** What to read: one of the three ways Spark's Kafka source names it. */
+  val Subscription: OptionRule.ExactlyOne = OptionRule.ExactlyOne(
+    "subscription",
+    Seq(Subscribe, SubscribePattern, Assign),
+    "give what to read with option 'subscribe' (comma-separated topics), 'subscribePattern' " +
+      "(a regex) or 'assign' (partitions per topic, as JSON).")
+
+  /** Where a new query starts, by Spark's precedence: a global timestamp, per partition, offsets. */
+  val Start: OptionRule.FirstOf = OptionRule.FirstOf(
+    "start",
+    Seq(StartingTimestamp, StartingOffsetsByTimestamp, StartingOffsets),
+    qualifiers = Seq(StartingOffsetsByTimestampStrategy))
+
+  /** Where a bounded source ends, by the same precedence. */
+  val Stop: OptionRule.FirstOf =
+    OptionRule.FirstOf("stop", Seq(EndingTimestamp, EndingOffsetsByTimestamp, EndingOffsets))
+
+  /** The rules that combine Kafka's options (python/sluice/_options.json carries them). */
+  val rules: Seq[OptionRule] = Seq(Subscription, Start, Stop)
 
   /** Options of the payload format (schema, reader options), for parsed formats. */
   private val formatOptions: Seq[ConfigOption[_]] =
@@ -247,15 +267,8 @@ object KafkaConfig {
 
   /** The option a start was taken from, by Spark's precedence, for messages. */
   private def startingOption(o: Options): String =
-    Seq(StartingTimestamp, StartingOffsetsByTimestamp, StartingOffsets)
-      .find(o.contains)
-      .getOrElse(StartingOffsets)
-      .name
-  private def stoppingOption(o: Options): String =
-    Seq(EndingTimestamp, EndingOffsetsByTimestamp, EndingOffsets)
-      .find(o.contains)
-      .getOrElse(EndingOffsets)
-      .name
+    Start.applying(o).getOrElse(StartingOffsets).name
+  private def stoppingOption(o: Options): String = Stop.applying(o).getOrElse(EndingOffsets).name
 
   /** Positions given per partition must be for topics the source reads: another topic is a typo. */
   private[kafka] def checkSubscribed(
@@ -381,8 +394,9 @@ object KafkaConfig {
         servers,
         "host:port[,host:port...]")
 
-    val subscription = (o.get(Subscribe), o.get(SubscribePattern), o.get(Assign)) match {
-      case (Some(topics), None, None) =>
+    val subscription = Subscription.chosen(o, "KafkaSource") match {
+      case Subscribe =>
+        val topics = o.get(Subscribe).get
         val names = topics.split(",").map(_.trim).filter(_.nonEmpty).toSeq
         if (names.isEmpty)
           throw ConfigOption.invalid(
@@ -391,19 +405,8 @@ object KafkaConfig {
             topics,
             "one or more topic names")
         TopicSubscription.Topics(names)
-      case (None, Some(pattern), None) => TopicSubscription.TopicPattern(pattern)
-      case (None, None, Some(partitions)) => TopicSubscription.Assigned(partitions)
-      case (None, None, None) =>
-        throw new IllegalArgumentException(
-          "KafkaSource: give what to read with option 'subscribe' (comma-separated topics), 'subscribePattern' " +
-            "(a regex) or 'assign' (partitions per topic, as JSON).")
-      case _ =>
-        throw new IllegalArgumentException(
-          "KafkaSource: options " + Seq(Subscribe, SubscribePattern, Assign)
-            .filter(o.contains)
-            .map(x => s"'${x.name}'")
-            .mkString(
-              " and ") + " exclude each other; give one of 'subscribe', 'subscribePattern' and 'assign'.")
+      case SubscribePattern => TopicSubscription.TopicPattern(o.get(SubscribePattern).get)
+      case _ => TopicSubscription.Assigned(o.get(Assign).get)
     }
     val groupId = (
       consumer.collectFirst { case (k, v) if k.equalsIgnoreCase("group.id") => v },
@@ -416,21 +419,23 @@ object KafkaConfig {
         prefix.map(p => "group.id" -> s"${p.trim}-${java.util.UUID.randomUUID()}").toMap
     }
 
-    // Spark's precedence: a global timestamp, then timestamps per partition, then offsets.
-    val starting = o
-      .get(StartingTimestamp)
-      .map(OffsetsInitializer.Timestamp)
-      .orElse(o
-        .get(StartingOffsetsByTimestamp)
-        .map(j => OffsetsInitializer.TimestampPerPartition(OffsetsInitializer.parseJson(j).get)))
-      .getOrElse(initializer(o.get(StartingOffsets).get))
-    val stopping = o
-      .get(EndingTimestamp)
-      .map(OffsetsInitializer.Timestamp)
-      .orElse(o
-        .get(EndingOffsetsByTimestamp)
-        .map(j => OffsetsInitializer.TimestampPerPartition(OffsetsInitializer.parseJson(j).get)))
-      .orElse(o.get(EndingOffsets).map(initializer))
+    // the alternative that applies (Start, Stop: Spark's precedence)
+    def positions(
+        applying: Option[ConfigOption[_]],
+        timestamp: ConfigOption[Long],
+        byTimestamp: ConfigOption[String],
+        offsets: ConfigOption[String]): Option[OffsetsInitializer] = applying.map {
+      case `timestamp` => OffsetsInitializer.Timestamp(o.get(timestamp).get)
+      case `byTimestamp` =>
+        OffsetsInitializer.TimestampPerPartition(
+          OffsetsInitializer.parseJson(o.get(byTimestamp).get).get)
+      case _ => initializer(o.get(offsets).get)
+    }
+    val starting =
+      positions(Start.applying(o), StartingTimestamp, StartingOffsetsByTimestamp, StartingOffsets)
+        .getOrElse(initializer(o.get(StartingOffsets).get))
+    val stopping =
+      positions(Stop.applying(o), EndingTimestamp, EndingOffsetsByTimestamp, EndingOffsets)
 
     stopping.foreach(checkSubscribed(_, stoppingOption(o), subscription))
 

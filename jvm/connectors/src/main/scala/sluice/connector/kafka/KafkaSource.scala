@@ -45,13 +45,11 @@ final class KafkaSource private (rawOptions: Map[String, String], val config: Ka
   /** The same source, starting every partition at its first record at or after `timestampMs`. */
   override def startingAtTimestamp(timestampMs: Long): KafkaSource = {
     import KafkaConfig._
-    val starts =
-      Seq(StartingOffsets, StartingTimestamp, StartingOffsetsByTimestamp).map(_.name.toLowerCase)
+    val replaced = Start.replaced.map(_.name.toLowerCase)
     // a partition with nothing at or after the timestamp starts at its end: nothing there to skip
     KafkaSource.fromOptions(
-      rawOptions.filterNot(e =>
-        (starts :+ StartingOffsetsByTimestampStrategy.name.toLowerCase)
-          .contains(e._1.toLowerCase)) + (StartingTimestamp.name -> timestampMs.toString) +
+      rawOptions.filterNot(e => replaced.contains(e._1.toLowerCase)) +
+        (StartingTimestamp.name -> timestampMs.toString) +
         (StartingOffsetsByTimestampStrategy.name -> "latest"))
   }
 
@@ -96,11 +94,7 @@ object KafkaSource {
      * defaults to Spark's `error`; set it after this to fail instead).
      */
     def startingOffsets(initializer: OffsetsInitializer): Builder = {
-      val b = without(
-        StartingOffsets,
-        StartingTimestamp,
-        StartingOffsetsByTimestamp,
-        StartingOffsetsByTimestampStrategy)
+      val b = without(Start.replaced: _*)
       initializer match {
         case OffsetsInitializer.Earliest => b.set(StartingOffsets.name, "earliest")
         case OffsetsInitializer.Latest => b.set(StartingOffsets.name, "latest")
@@ -116,7 +110,7 @@ object KafkaSource {
 
     /** Makes the source bounded: it ends at these offsets. */
     def stoppingOffsets(initializer: OffsetsInitializer): Builder = {
-      val b = without(EndingOffsets, EndingTimestamp, EndingOffsetsByTimestamp)
+      val b = without(Stop.replaced: _*)
       initializer match {
         case OffsetsInitializer.Earliest =>
           throw new IllegalArgumentException(

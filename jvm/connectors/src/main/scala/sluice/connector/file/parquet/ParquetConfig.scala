@@ -57,7 +57,7 @@ object ParquetConfig {
     .string(
       "format",
       "`parquet`: Parquet files read by Spark's own Parquet reader, split by row group")
-    .withCheck("parquet")(_.equalsIgnoreCase(Parquet))
+    .oneOf("parquet", Seq(Parquet), ignoreCase = true)
   val Schema: ConfigOption[StructType] = PayloadFormat.SchemaOption.copy(doc =
     "the columns to read; when not given, read from the files' footers as `spark.read.parquet` does " +
       "(partition columns of `name=value` directories are added either way)")
@@ -65,19 +65,19 @@ object ParquetConfig {
     "mergeSchema",
     "Spark's Parquet option: the schema is merged from every file's footer rather than taken from " +
       "one (default: the session's spark.sql.parquet.mergeSchema)")
-  private val rebaseModes = Set("EXCEPTION", "CORRECTED", "LEGACY")
+  private val rebaseModes = Seq("EXCEPTION", "CORRECTED", "LEGACY")
   val DatetimeRebaseMode: ConfigOption[String] = ConfigOption
     .string(
       "datetimeRebaseMode",
       "Spark's Parquet option: how dates and timestamps written in the legacy hybrid calendar are " +
         "read (default: the session's spark.sql.parquet.datetimeRebaseModeInRead)")
-    .withCheck("EXCEPTION, CORRECTED or LEGACY")(m => rebaseModes.contains(m.toUpperCase))
+    .oneOf("EXCEPTION, CORRECTED or LEGACY", rebaseModes, ignoreCase = true)
   val Int96RebaseMode: ConfigOption[String] = ConfigOption
     .string(
       "int96RebaseMode",
       "Spark's Parquet option: as datetimeRebaseMode, for INT96 timestamps " +
         "(default: the session's spark.sql.parquet.int96RebaseModeInRead)")
-    .withCheck("EXCEPTION, CORRECTED or LEGACY")(m => rebaseModes.contains(m.toUpperCase))
+    .oneOf("EXCEPTION, CORRECTED or LEGACY", rebaseModes, ignoreCase = true)
 
   /** Options of this format only (the rest are the file source's). */
   val own: Seq[ConfigOption[_]] = Seq(MergeSchema, DatetimeRebaseMode, Int96RebaseMode)

@@ -370,6 +370,10 @@ class ParquetSourceSuite extends AnyFunSuite with SparkSuiteBase {
     val staged = tempDir("staged").resolve("t")
     spark.range(10, 20, 1, 1).selectExpr("id").write.parquet(staged.toString)
     val complete = Files.list(staged).iterator().asScala.find(_.toString.endsWith(".parquet")).get
+    val stagedMore = tempDir("staged-more").resolve("t")
+    spark.range(100, 105, 1, 1).selectExpr("id").write.parquet(stagedMore.toString)
+    val another =
+      Files.list(stagedMore).iterator().asScala.find(_.toString.endsWith(".parquet")).get
     val inPlace = dir.resolve("late.parquet")
     Files.write(inPlace, "PAR1 still being written".getBytes(StandardCharsets.US_ASCII))
 
@@ -397,9 +401,12 @@ class ParquetSourceSuite extends AnyFunSuite with SparkSuiteBase {
           _.sources.head.metrics.asScala
             .get(sluice.connector.file.NotReadyFiles.Metric)
             .contains("1")))
+      // listings go on with it there: another complete file is read meanwhile, the cut one not
+      Files.copy(another, dir.resolve("another.parquet"))
+      eventually("another file's rows", q)(spark.table(name).count() == 15)
       assert(q.isActive && q.exception.isEmpty)
       Files.copy(complete, inPlace, java.nio.file.StandardCopyOption.REPLACE_EXISTING)
-      eventually("the file's rows once complete", q)(spark.table(name).count() == 20)
+      eventually("the file's rows once complete", q)(spark.table(name).count() == 25)
     } finally q.stop()
 
     Files.write(inPlace, "PAR1 still being written".getBytes(StandardCharsets.US_ASCII))
