@@ -8,7 +8,7 @@ import sluice.eventtime.EventTimeSettings
  * One split as a long-running reader reports it to the coordinator every `updateInterval`
  * (FLIP-182's `ReportedWatermarkEvent`): its watermark (none before its first record), and
  * whether it is idle, paused or read to its end, and when it last read a record (or was resumed):
- * its idleness clock, which must outlive the task (a long batch ends, the next task goes on).
+ * its idleness clock, which must outlive the task (an open batch ends, the next task goes on).
  */
 final case class LiveSplitState(
     splitId: String,
@@ -82,7 +82,7 @@ final class LiveAlignment(clock: () => Long = () => System.currentTimeMillis()) 
   def report(r: LiveReport, expiryMs: Long): LiveDecision = update(r, expiryMs, fromReader = true)
 
   /**
-   * What the driver knows of a member's splits when it plans a long batch (where each stands in
+   * What the driver knows of a member's splits when it plans an open batch (where each stands in
    * event time), so that the first answers already count them; not a reader's report.
    */
   def seed(r: LiveReport, expiryMs: Long): LiveDecision = update(r, expiryMs, fromReader = false)

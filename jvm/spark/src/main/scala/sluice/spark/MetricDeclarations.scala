@@ -53,7 +53,7 @@ object MetricDeclarations {
     ReaderCounters.all.map(c => long(c, s"the readers' counter $c, summed over splits")) :+
     long(
       ReaderMetrics.AlignmentPausedMs,
-      "milliseconds splits spent paused by event-time alignment in long-running batches, summed over splits")
+      "milliseconds splits spent paused by event-time alignment in open batches (real-time mode, continuous processing), summed over splits")
 
   /** With a watermark strategy, and with alignment. */
   val eventTime: Seq[SourceMetric] = Seq(
@@ -92,7 +92,7 @@ object MetricDeclarations {
     long("latency.p99Ms", "99th percentile latency of those markers"),
     long("latency.maxMs", "largest latency of those markers"))
 
-  /** Long-running batches (real-time mode, continuous processing) with alignment. */
+  /** Open batches (real-time mode, continuous processing) with alignment. */
   val live: Seq[SourceMetric] = Seq(
     SourceMetric(
       "liveSplits",
