@@ -3,10 +3,11 @@ package sluice.spark
 import scala.collection.mutable
 
 import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarBatch}
 import org.scalatest.LoneElement
 import org.scalatest.funsuite.AnyFunSuite
 
-import sluice.api.{ReaderContext, RecordsWithSplitIds, SourceSplit, SplitRange, SplitReader}
+import sluice.api.{ColumnarFetch, ColumnarSplitReader, ReaderContext, RecordsWithSplitIds, SourceSplit, SplitRange, SplitReader}
 import sluice.runtime.LatencyMarkers
 
 /**
@@ -171,6 +172,28 @@ class ReaderLoopSuite extends AnyFunSuite with LoneElement {
     assert(loop.arrivalTime == NoTime, "arrival times are for real-time mode's metrics")
   }
 
+  test(
+    "column batches: a batch is one step of its split, its rows the records; empty ones skipped") {
+    val clock = new FakeClock(0L)
+    val reader = new FakeColumnarReader(
+      Columns("a", rows = 3, position = 3, times = Seq(10L, 30L, 20L)),
+      Columns(null, rows = 0, position = 0),
+      Columns("a", rows = 0, position = 3),
+      Columns("a", rows = 2, position = 5, finished = Set("a")))
+    val loop = loopOf(TaskMode.MicroBatch, Seq(range("a", 0, 5)), clock)
+    assert(loop.nextBatch(reader) && loop.batch.numRows() == 3)
+    assert(loop.nextBatch(reader) && loop.batch.numRows() == 2)
+    assert(!loop.nextBatch(reader), "every range read")
+    assert(reader.fetches == 4)
+    val a = loop.reports(latencyMarkers = true).loneElement
+    assert((a.from, a.until, a.records, a.maxEventTime) == (0L, 5L, 5L, Some(30L)))
+
+    val past = new FakeColumnarReader(Columns("a", rows = 2, position = 7))
+    val e = intercept[IllegalStateException](
+      loopOf(TaskMode.MicroBatch, Seq(range("a", 0, 5)), clock).nextBatch(past))
+    assert(e.getMessage.contains("starts at position 6, past the range [0, 5)"))
+  }
+
   test("latency markers: at most one per interval, taken from the record's arrival, sent once") {
     val clock = new FakeClock(0L)
     val arrived = System.currentTimeMillis() - 60000L // markers read the wall clock themselves
@@ -256,6 +279,38 @@ object ReaderLoopSuite {
     private def next(): RecordsWithSplitIds =
       if (pending.isEmpty) RecordsWithSplitIds.empty(Set.empty)
       else new Records(pending.dequeue())
+
+    override def close(): Unit = ()
+  }
+
+  /** One fetch of column batches: `rows` rows of split `split` (null: no batch), with their times. */
+  final case class Columns(
+      split: String,
+      rows: Int,
+      position: Long,
+      times: Seq[Long] = Nil,
+      finished: Set[String] = Set.empty)
+
+  /** Hands out its script one fetch per call (batches without columns: the loop reads none). */
+  final class FakeColumnarReader(script: Columns*) extends ColumnarSplitReader[SourceSplit] {
+    private val pending = mutable.Queue(script: _*)
+    var fetches = 0
+
+    override def handleSplitsChanges(ranges: Seq[SplitRange[SourceSplit]]): Unit = ()
+
+    override def fetch(): ColumnarFetch = {
+      fetches += 1
+      val c = pending.dequeue()
+      new ColumnarFetch {
+        override val splitId: String = c.split
+        override val batch: ColumnarBatch =
+          if (c.split == null) null else new ColumnarBatch(Array.empty[ColumnVector], c.rows)
+        override def position: Long = c.position
+        override def recordTime(row: Int): Long =
+          if (c.times.isEmpty) RecordsWithSplitIds.NoTimestamp else c.times(row)
+        override def finishedSplits: Set[String] = c.finished
+      }
+    }
 
     override def close(): Unit = ()
   }
