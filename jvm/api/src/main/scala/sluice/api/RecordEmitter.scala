@@ -21,7 +21,8 @@ trait SplitRecords[E <: AnyRef] {
  * several rows of the source's schema in the reader's layout, and where the record leaves its
  * split. Kept apart from fetching so that a split reader has one job, fetching, and an emitter
  * one, turning records into rows. A reader pairs the two with `EmittedRecords`; Kafka's reader
- * is built this way, the other connectors still build rows where they fetch.
+ * and the generator's are built this way; the file readers still build rows where they fetch
+ * (the emitter would need the split's state, which `emit` is not given).
  */
 trait RecordEmitter[E <: AnyRef] {
 
