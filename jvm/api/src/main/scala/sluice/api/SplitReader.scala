@@ -20,7 +20,8 @@ object SplitRange {
 /**
  * The executor-side half of a source: a pull-based reader of one or more split ranges (FLIP-27's
  * SplitReader). The engine adds ranges, then calls `fetch()` until every range is finished.
- * Records are Spark `InternalRow`s of the source's schema, built directly by the reader.
+ * Records are Spark `InternalRow`s of the source's schema, built directly by the reader, or by
+ * its `RecordEmitter` from the raw records it fetched (Flink's split: Kafka, the generator).
  */
 trait SplitReader[SplitT <: SourceSplit] extends AutoCloseable {
 

@@ -2,11 +2,13 @@ package sluice.alignment
 
 import scala.collection.mutable
 
+import sluice.eventtime.EventTimeSettings
+
 /**
  * One split as a long-running reader reports it to the coordinator every `updateInterval`
  * (FLIP-182's `ReportedWatermarkEvent`): its watermark (none before its first record), and
  * whether it is idle, paused or read to its end, and when it last read a record (or was resumed):
- * its idleness clock, which must outlive the task (a long batch ends, the next task goes on).
+ * its idleness clock, which must outlive the task (an open batch ends, the next task goes on).
  */
 final case class LiveSplitState(
     splitId: String,
@@ -18,6 +20,27 @@ final case class LiveSplitState(
 
   /** FLIP-180/217: only active splits with a watermark hold the group back. */
   def constrains: Boolean = watermark.isDefined && !idle && !finished
+}
+
+object LiveSplitState {
+
+  /**
+   * A split of an open batch where it stands in event time (`maxEventTimeMs`: the largest known,
+   * none before its first record): its watermark under `eventTime`, neither idle nor paused (a
+   * reader's `LiveSplitGate` says those). The one place both sides build it: the driver seeding
+   * the coordinator as it plans the batch, and each reader's report.
+   */
+  def at(
+      splitId: String,
+      maxEventTimeMs: Option[Long],
+      eventTime: EventTimeSettings,
+      finished: Boolean): LiveSplitState =
+    LiveSplitState(
+      splitId,
+      maxEventTimeMs.map(eventTime.watermarkFor),
+      idle = false,
+      paused = false,
+      finished = finished)
 }
 
 /** A reader's report: the group it belongs to, who it is, and its splits now. */
@@ -59,7 +82,7 @@ final class LiveAlignment(clock: () => Long = () => System.currentTimeMillis()) 
   def report(r: LiveReport, expiryMs: Long): LiveDecision = update(r, expiryMs, fromReader = true)
 
   /**
-   * What the driver knows of a member's splits when it plans a long batch (where each stands in
+   * What the driver knows of a member's splits when it plans an open batch (where each stands in
    * event time), so that the first answers already count them; not a reader's report.
    */
   def seed(r: LiveReport, expiryMs: Long): LiveDecision = update(r, expiryMs, fromReader = false)
@@ -135,30 +158,35 @@ object LiveAlignment {
 
 /**
  * A reader's side of live alignment: which of its splits to pause under the coordinator's
- * latest limit, and when each split turns idle. A paused split never turns idle, and the time it
- * spends paused does not count toward its idleness (FLINK-35886, FLINK-40093).
+ * latest limit, and when each split turns idle, by the rule of `SplitIdleness`. A paused split
+ * never turns idle, and the time it spends paused does not count toward its idleness
+ * (FLINK-35886, FLINK-40093).
  */
 final class LiveSplitGate(idleTimeoutMs: Option[Long], clock: () => Long) {
-  private final class Split(var lastActiveMs: Long, var paused: Boolean)
-  private val splits = mutable.LinkedHashMap[String, Split]()
+  private val idleness = new SplitIdleness(idleTimeoutMs)
 
   /** Starts watching a split whose last record was read at `lastActiveMs` (by an earlier task), else now. */
   def track(splitId: String, lastActiveMs: Option[Long] = None): Unit =
-    splits.getOrElseUpdate(splitId, new Split(lastActiveMs.getOrElse(clock()), paused = false))
+    if (!idleness.tracks(splitId)) idleness.track(splitId, lastActiveMs.getOrElse(clock()))
+
+  /**
+   * How many records the task read from a watched split so far, and whether records wait to be
+   * read (a bounded range not read to its end): a record read since, or records waiting, make
+   * it active.
+   */
+  def observe(splitId: String, records: Long, waiting: Boolean, nowMs: Long): Unit =
+    idleness.observe(splitId, records, waiting, nowMs)
 
   /** When the split last read a record; now while it is paused, whose time paused does not count. */
   def lastActive(splitId: String): Option[Long] =
-    splits.get(splitId).map(s => if (s.paused) clock() else s.lastActiveMs)
+    if (idleness.tracks(splitId)) idleness.lastActive(splitId, clock()) else None
 
   /** A record of the split was read: it is active again. */
-  def recordRead(splitId: String, nowMs: Long): Unit =
-    splits.get(splitId).foreach(_.lastActiveMs = nowMs)
+  def recordRead(splitId: String, nowMs: Long): Unit = idleness.recordRead(splitId, nowMs)
 
-  def isPaused(splitId: String): Boolean = splits.get(splitId).exists(_.paused)
+  def isPaused(splitId: String): Boolean = idleness.isPaused(splitId)
 
-  def isIdle(splitId: String, nowMs: Long): Boolean = splits.get(splitId).exists { s =>
-    !s.paused && idleTimeoutMs.exists(nowMs - s.lastActiveMs >= _)
-  }
+  def isIdle(splitId: String, nowMs: Long): Boolean = idleness.isIdle(splitId, nowMs)
 
   /**
    * Applies a limit: returns the splits to pause and those to resume. A split is paused when its
@@ -173,13 +201,14 @@ final class LiveSplitGate(idleTimeoutMs: Option[Long], clock: () => Long) {
     val now = clock()
     val toPause = mutable.Set[String]()
     val toResume = mutable.Set[String]()
-    splits.foreach { case (id, s) =>
+    idleness.splitIds.foreach { id =>
       // a split whose watermark the coordinator has not seen yet waits for its answer: without
       // it, a split that starts far ahead would run until the next update
       val ahead = (unconfirmed.contains(id) && !finished.contains(id)) ||
         AlignmentPolicy.isAhead(watermarks.getOrElse(id, None), finished.contains(id), limit)
-      if (ahead && !s.paused) { s.paused = true; toPause += id }
-      else if (!ahead && s.paused) { s.paused = false; s.lastActiveMs = now; toResume += id }
+      if (idleness.setPaused(id, ahead, now)) {
+        if (ahead) toPause += id else toResume += id
+      }
     }
     (toPause.toSet, toResume.toSet)
   }

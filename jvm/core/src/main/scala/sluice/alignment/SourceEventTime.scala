@@ -186,7 +186,7 @@ final class SourceEventTime(
     }
 
   /**
-   * Where each split of a long-running batch stands in event time as it opens: the largest event
+   * Where each split of an open batch stands in event time as it opens: the largest event
    * time read from it, else — under alignment — the event time of its next record, asked of the
    * connector. Readers then know every split's watermark from their first record, rather than
    * after the coordinator's first answer (the window FLIP-182 leaves open at a start).

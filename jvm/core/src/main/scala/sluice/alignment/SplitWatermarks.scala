@@ -1,7 +1,5 @@
 package sluice.alignment
 
-import scala.collection.mutable
-
 import sluice.eventtime.EventTimeSettings
 
 /** FLIP-180's watermark status: it concerns watermarks only, never whether records flow. */
@@ -62,14 +60,14 @@ object SplitEventTime {
 /**
  * The driver's per-split watermark and idleness bookkeeping, updated at every batch planning.
  *
- * Idleness (FLIP-180) at batch granularity: a split is idle once nothing was read from it for
- * the user's timeout and nothing is waiting to be read; new data makes it active again. A split
- * paused by alignment is never idle, and its idleness clock does not run while it is paused
- * (FLINK-35886, FLINK-40093). A finished split is not idle: it holds the maximum watermark.
+ * Idleness (FLIP-180) at batch granularity, by the rule of `SplitIdleness`: a split is idle once
+ * nothing was read from it for the user's timeout and nothing is waiting to be read; new data
+ * makes it active again. A split paused by alignment is never idle, and its idleness clock does
+ * not run while it is paused (FLINK-35886, FLINK-40093). A finished split is not idle: it holds
+ * the maximum watermark.
  */
 final class SplitWatermarks(settings: EventTimeSettings, clock: () => Long) {
-  private final class State(var lastActiveMs: Long, var records: Long, var paused: Boolean)
-  private val states = mutable.LinkedHashMap[String, State]()
+  private val idleness = new SplitIdleness(settings.idleTimeoutMs)
 
   /**
    * Records what a split looks like now: how many records were read from it so far and how many
@@ -77,24 +75,18 @@ final class SplitWatermarks(settings: EventTimeSettings, clock: () => Long) {
    */
   def observe(splitId: String, records: Long, waiting: Long, finished: Boolean): Boolean = {
     val now = clock()
-    val s = states.getOrElseUpdate(splitId, new State(now, records, paused = false))
-    if (records != s.records || waiting > 0 || s.paused) s.lastActiveMs = now
-    s.records = records
-    !finished && !s.paused && waiting <= 0 && settings.idleTimeoutMs.exists(
-      now - s.lastActiveMs >= _)
+    idleness.track(splitId, now, records)
+    idleness.observe(splitId, records, waiting > 0, now)
+    !finished && idleness.isIdle(splitId, now)
   }
 
   /** Marks the splits held back by the batch just planned; un-pausing restarts the idleness clock. */
   def setPaused(paused: Set[String]): Unit = {
     val now = clock()
-    states.foreach { case (id, s) =>
-      val next = paused.contains(id)
-      if (s.paused != next) s.lastActiveMs = now
-      s.paused = next
-    }
+    idleness.splitIds.foreach(id => idleness.setPaused(id, paused.contains(id), now))
   }
 
-  def isPaused(splitId: String): Boolean = states.get(splitId).exists(_.paused)
+  def isPaused(splitId: String): Boolean = idleness.isPaused(splitId)
 
   /** A split's watermark from its largest event time. */
   def watermark(maxEventTime: Option[Long]): Option[Long] =

@@ -2,6 +2,8 @@ package sluice.alignment
 
 import org.scalatest.funsuite.AnyFunSuite
 
+import sluice.eventtime.EventTimeSettings
+
 class LiveAlignmentSuite extends AnyFunSuite {
   private def split(
       id: String,
@@ -18,6 +20,22 @@ class LiveAlignmentSuite extends AnyFunSuite {
     coordinator
       .report(LiveReport("q", "g", member, maxDriftMs = 100, splits), expiryMs = 1000)
       .maxAllowedWatermark
+
+  test("a split of an open batch as both sides build it: its watermark under the strategy") {
+    val settings =
+      EventTimeSettings(EventTimeSettings.Kind.BoundedOutOfOrderness, 250L, None, None, None)
+    assert(
+      LiveSplitState.at("s", Some(1000L), settings, finished = false) ==
+        LiveSplitState("s", Some(750L), idle = false, paused = false, finished = false))
+    assert(
+      LiveSplitState.at("s", None, settings, finished = true) ==
+        LiveSplitState("s", None, idle = false, paused = false, finished = true),
+      "no watermark before the first record")
+    assert(
+      LiveSplitState.at("s", Some(Long.MinValue + 10), settings, finished = false).watermark ==
+        Some(Long.MinValue),
+      "saturating")
+  }
 
   test("the limit is the smallest watermark of the group plus the drift, across members") {
     val c = new LiveAlignment(() => 0L)

@@ -147,7 +147,6 @@ object LiveAlignmentChannel extends Logging {
     private var nextReportMs = 0L
     private var limit: Option[Long] = initialLimit
     private var failures = 0
-    private var lastRecords = Map.empty[String, Long]
 
     /** Splits whose watermark the coordinator has answered for, and those in the report on its way. */
     private var confirmed = initiallyConfirmed
@@ -165,9 +164,8 @@ object LiveAlignmentChannel extends Logging {
         waiting: Set[String]): (Set[String], Set[String]) = {
       records.foreach { case (id, n) =>
         gate.track(id, initiallyActive.get(id))
-        if (lastRecords.getOrElse(id, 0L) != n || waiting.contains(id)) gate.recordRead(id, now)
+        gate.observe(id, n, waiting.contains(id), now)
       }
-      lastRecords = records
       pending.filter(_.isCompleted).foreach { f =>
         pending = None
         f.value.get match {

@@ -40,7 +40,8 @@ private[spark] final class ReaderLoop(
     latency: Option[LatencyMarkers] = None,
     live: Option[LiveAlignmentChannel.ReaderSide] = None,
     eventTimeSettings: EventTimeSettings =
-      EventTimeSettings(EventTimeSettings.Kind.None, 0L, None, None, None)) {
+      EventTimeSettings(EventTimeSettings.Kind.None, 0L, None, None, None),
+    clock: ReaderLoop.Clock = ReaderLoop.SystemClock) {
   import ReaderLoop._
 
   private val ranges = new TaskRanges(partition.ranges, context, sourceType)
@@ -109,17 +110,17 @@ private[spark] final class ReaderLoop(
       } else if (ranges.unfinished.isEmpty && !openBatch) {
         return Advanced.Finished
       } else {
-        val now = context.currentTimeMillis()
+        val now = clock.nowMs()
         if (now >= deadline) return Advanced.Waiting
         // In an open batch a reader whose splits are all paused or read returns nothing at once:
         // after an empty fetch, wait a little rather than spin on the task's core.
         if (openBatch && (fetchWasEmpty || ranges.unfinished.isEmpty))
-          Thread.sleep(math.min(IdleWaitMs, deadline - now))
+          clock.sleep(math.min(IdleWaitMs, deadline - now))
         if (live.isDefined) align(reader, now)
         if (ranges.unfinished.nonEmpty) {
           // an open batch never waits in the reader past the batch's deadline
           fetched =
-            if (openBatch) reader.fetch(math.max(1L, deadline - context.currentTimeMillis()))
+            if (openBatch) reader.fetch(math.max(1L, deadline - clock.nowMs()))
             else reader.fetch()
           fetchWasEmpty = true
         }
@@ -181,13 +182,7 @@ private[spark] final class ReaderLoop(
       // where the split stood when the batch was planned counts until a record moves it further
       val known = (partition.eventTimes.get(id) ++ Some(s.maxEventTime).filter(
         _ != RecordsWithSplitIds.NoTimestamp)).maxOption
-      val wm = known.map(eventTimeSettings.watermarkFor)
-      LiveSplitState(
-        id,
-        wm,
-        idle = false,
-        paused = false,
-        finished = !ranges.unfinished.contains(id))
+      LiveSplitState.at(id, known, eventTimeSettings, finished = !ranges.unfinished.contains(id))
     }
     // a bounded range not read to its end has records waiting (a file queued behind another): not idle
     val waiting = stats.values
@@ -216,7 +211,7 @@ private[spark] final class ReaderLoop(
 
   /** Counts the time of the pauses still going on, up to now (before a report, or for the metrics). */
   private def countOngoingPauses(): Unit = if (pausedSince.nonEmpty) {
-    val now = context.currentTimeMillis()
+    val now = clock.nowMs()
     pausedSince.foreach { case (id, since) => countPaused(id, since, now) }
     pausedSince.mapValuesInPlace((_, _) => now)
   }
@@ -250,6 +245,20 @@ private[spark] object ReaderLoop {
     case object Record extends Advanced
     case object Waiting extends Advanced
     case object Finished extends Advanced
+  }
+
+  /**
+   * Where the loop reads the time and waits: the wall clock (`ReaderContext.Local`'s) and the
+   * task's thread, or a test's fake clock, whose sleeping moves its time.
+   */
+  trait Clock {
+    def nowMs(): Long
+    def sleep(ms: Long): Unit
+  }
+
+  object SystemClock extends Clock {
+    override def nowMs(): Long = System.currentTimeMillis()
+    override def sleep(ms: Long): Unit = Thread.sleep(ms)
   }
 
   /** How long a task of an open batch waits after a fetch that gave nothing, before fetching again. */

@@ -38,9 +38,10 @@ final case class SluiceInputPartition(
 }
 
 /**
- * Where a real-time task's splits stand: per split, the range read so far (`from` to the position
- * reached) with its largest event time and record count. Spark collects one per task when a long
- * batch ends and hands them to `mergeOffsets`, which turns them into the next offset.
+ * Where the splits of a task of an open batch stand: per split, the range read so far (`from` to
+ * the position reached) with its largest event time and record count. Spark collects one per task
+ * when an open batch ends (real-time mode) or an epoch does (continuous processing) and hands them
+ * to `mergeOffsets`, which turns them into the next offset.
  */
 final case class SluicePartitionOffset(reports: Seq[SplitReport]) extends PartitionOffset
 

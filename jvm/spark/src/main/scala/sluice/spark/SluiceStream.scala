@@ -252,12 +252,7 @@ abstract class SluiceStream(
         _,
         batch.ranges.map { r =>
           val id = r.split.splitId
-          LiveSplitState(
-            id,
-            batch.eventTimes.get(id).map(options.eventTime.watermarkFor),
-            idle = false,
-            paused = false,
-            finished = false)
+          LiveSplitState.at(id, batch.eventTimes.get(id), options.eventTime, finished = false)
         }))
     // Nothing to read (all read, nothing there yet) is still one task that waits for the batch
     // to end: an open batch without tasks would end at once, and the engine would start the next

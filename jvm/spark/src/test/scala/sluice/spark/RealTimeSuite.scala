@@ -17,7 +17,7 @@ import sluice.hybrid.HybridSource
 import sluice.testkit.{KafkaSuiteBase, ProducedRecord}
 
 /**
- * Real-time mode (`Trigger.RealTime`) against the real broker: long batches whose tasks emit each
+ * Real-time mode (`Trigger.RealTime`) against the real broker: open batches whose tasks emit each
  * record as it arrives, the next offset taken from where the readers got, alignment applied live.
  */
 class RealTimeSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase {
@@ -122,16 +122,16 @@ class RealTimeSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase 
     kafka.createTopic(topic, 3)
     produce(topic, 3, 0, 300)
     // A first batch longer than both waits below together (60 s each): 'the records arrived within
-    // the first long batch' must not depend on how soon after its start the first records arrive.
+    // the first open batch' must not depend on how soon after its start the first records arrive.
     val q = startRealTime(kafkaSource(topic), "rows", tempDir("ckpt").toString, "5 minutes")
     try {
       RealTimeSink.await("rows", "the 300 records already in the topic", q)(_.size >= 300)
-      produce(topic, 3, 300, 400) // while the first long batch runs
+      produce(topic, 3, 300, 400) // while the first open batch runs
       val got =
         RealTimeSink.await("rows", "the records produced while the batch ran", q)(_.size >= 400)
       assert(
         q.lastProgress == null || q.lastProgress.batchId == 0,
-        "the records arrived within the first long batch")
+        "the records arrived within the first open batch")
       val expected = microBatchRows(kafkaSource(topic), "rt_rows_micro")
       assert(
         got.map(kafkaRow).sortBy(r => (r._1, r._2)) == expected
@@ -158,7 +158,7 @@ class RealTimeSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase 
       assert(
         got.size <= (elapsedSeconds * 200).toLong + 200,
         s"${got.size} records in $elapsedSeconds s at 2 x 100/s")
-      assert(q.recentProgress.length >= 1, "at least one long batch ended and the next went on")
+      assert(q.recentProgress.length >= 1, "at least one open batch ended and the next went on")
       got.groupBy(_.getAs[Int]("split")).foreach { case (split, rows) =>
         val ids = rows.map(_.getAs[Long]("id")).sorted
         assert(
@@ -169,14 +169,14 @@ class RealTimeSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase 
   }
 
   test(
-    "a query stopped in the middle of a long batch loses nothing on restart; only that batch is read again",
+    "a query stopped in the middle of an open batch loses nothing on restart; only that batch is read again",
     Slow) {
     val topic = "rt-restart"
     kafka.createTopic(topic, 2)
     produce(topic, 2, 0, 100)
     val ckpt = tempDir("ckpt").toString
     val first = startRealTime(kafkaSource(topic), "restart", ckpt, "2 seconds")
-    // let a few long batches commit, then stop one in its middle with more data in it
+    // let a few open batches commit, then stop one in its middle with more data in it
     try {
       eventually(
         "a real-time batch to end (a second entry in the offset log)",

@@ -2,16 +2,13 @@ package sluice.connector.generator
 
 import scala.collection.mutable
 
-import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
-import org.apache.spark.unsafe.types.UTF8String
-
-import sluice.api.{PausableSplitReader, RecordsWithSplitIds, SplitRange}
+import sluice.api.{EmittedRecords, PausableSplitReader, RecordsWithSplitIds, SplitRange, SplitRecords}
 import sluice.config.RecordLayout
 
 /**
  * Computes records on the fly. Supports pause/resume, so the generator can stand in for a
- * pausable connector in alignment tests.
+ * pausable connector in alignment tests. It only says which records exist now (Flink's split):
+ * `GeneratorRecordEmitter` makes their rows.
  */
 final class GeneratorReader(config: GeneratorConfig, layout: RecordLayout)
     extends PausableSplitReader[GeneratorSplit] {
@@ -35,6 +32,8 @@ final class GeneratorReader(config: GeneratorConfig, layout: RecordLayout)
 
   private val active = mutable.LinkedHashMap[String, Cursor]()
   private val paused = mutable.Set[String]()
+  private val emitter = new GeneratorRecordEmitter(config, layout)
+  private val record = new GeneratedRecord
 
   override def handleSplitsChanges(ranges: Seq[SplitRange[GeneratorSplit]]): Unit =
     ranges.foreach(r => active(r.split.splitId) = new Cursor(r.split, r.from, r.until))
@@ -51,20 +50,22 @@ final class GeneratorReader(config: GeneratorConfig, layout: RecordLayout)
     val finished = active.values.filter(c => c.next >= c.until).map(_.split.splitId).toSet
     finished.foreach(active.remove)
     val readable = active.values.filterNot(c => paused.contains(c.split.splitId)).toIndexedSeq
-    new Batch(readable, finished)
+    new EmittedRecords(new Generated(readable, finished), emitter)
   }
 
   override def close(): Unit = active.clear()
 
-  private final class Batch(cursors: IndexedSeq[Cursor], override val finishedSplits: Set[String])
-      extends RecordsWithSplitIds {
+  /**
+   * Up to `RecordsPerFetch` records of each readable split, as far as the rate has made them:
+   * the raw records of one fetch (one `GeneratedRecord`, moved along); `emitter` makes the rows.
+   */
+  private final class Generated(
+      cursors: IndexedSeq[Cursor],
+      override val finishedSplits: Set[String])
+      extends SplitRecords[GeneratedRecord] {
     private var splitIdx = -1
     private var cursor: Cursor = _
     private var remaining = 0L
-    private var current = -1L
-    private val compact = layout == RecordLayout.Compact
-    private val values = new Array[Any](if (compact) 2 else 4)
-    private val theRow = new GenericInternalRow(values)
 
     override def nextSplit(): String = {
       splitIdx += 1
@@ -72,33 +73,19 @@ final class GeneratorReader(config: GeneratorConfig, layout: RecordLayout)
       else {
         cursor = cursors(splitIdx)
         remaining = math.max(0L, math.min(RecordsPerFetch, cursor.end - cursor.next))
+        record.split = cursor.split
         cursor.split.splitId
       }
     }
 
-    override def nextRecord(): Boolean = {
-      if (remaining <= 0) return false
-      remaining -= 1
-      current = cursor.next
-      cursor.next += 1
-      val s = cursor.split.index
-      if (compact) {
-        values(0) = config.recordId(s, current)
-        values(1) = UTF8String.fromString(config.payload(s, current))
-      } else {
-        values(0) = config.recordId(s, current)
-        values(1) = s
-        values(2) = config.eventTimeMs(s, current) * 1000L
-        values(3) = UTF8String.fromString(config.payload(s, current))
+    override def nextRecord(): GeneratedRecord =
+      if (remaining <= 0) null
+      else {
+        remaining -= 1
+        record.index = cursor.next
+        cursor.next += 1
+        record
       }
-      true
-    }
-
-    override def row: InternalRow = theRow
-    override def eventTime: Long =
-      if (compact) RecordsWithSplitIds.NoTimestamp
-      else config.eventTimeMs(cursor.split.index, current)
-    override def position: Long = current + 1
   }
 }
 

@@ -8,17 +8,12 @@ import org.apache.spark.sql.catalyst.util.GenericArrayData
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 
-/** Builds one raw row per Kafka record. */
-private[kafka] trait RawRowConverter {
-  def convert(record: ConsumerRecord[Array[Byte], Array[Byte]]): InternalRow
-}
-
 /**
  * Builds raw rows, column for column what Spark's Kafka source emits (key, value, topic,
  * partition, offset, timestamp, timestampType, and headers when asked). Without headers it writes
  * straight into one reused UnsafeRow, so a record costs no intermediate objects.
  */
-final class KafkaRowConverter(includeHeaders: Boolean) extends RawRowConverter {
+final class KafkaRowConverter(includeHeaders: Boolean) {
   private val writer = new UnsafeRowWriter(7)
   private var topic: String = _
   private var topicUtf8: UTF8String = _
@@ -26,7 +21,7 @@ final class KafkaRowConverter(includeHeaders: Boolean) extends RawRowConverter {
     UnsafeProjection.create(KafkaRowConverter.schema(includeHeaders = true))
   private lazy val generic = new GenericInternalRow(8)
 
-  override def convert(record: ConsumerRecord[Array[Byte], Array[Byte]]): InternalRow = {
+  def convert(record: ConsumerRecord[Array[Byte], Array[Byte]]): InternalRow = {
     if (record.topic ne topic) { // topics are interned by the consumer; compare references first
       topic = record.topic
       topicUtf8 = UTF8String.fromString(topic)
@@ -90,10 +85,10 @@ object KafkaRowConverter {
  * The compact layout: the value (and the key when asked) written straight into a reused
  * UnsafeRow of one or two columns. Topic, partition, offset and timestamps are never touched.
  */
-final class CompactKafkaRowConverter(includeKey: Boolean) extends RawRowConverter {
+final class CompactKafkaRowConverter(includeKey: Boolean) {
   private val writer = new UnsafeRowWriter(if (includeKey) 2 else 1)
 
-  override def convert(record: ConsumerRecord[Array[Byte], Array[Byte]]): InternalRow = {
+  def convert(record: ConsumerRecord[Array[Byte], Array[Byte]]): InternalRow = {
     writer.reset()
     writer.zeroOutNullBytes()
     if (includeKey) {

@@ -7,13 +7,14 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.kafka.clients.consumer.{ConsumerRecord, ConsumerRecords, OffsetOutOfRangeException}
 import org.apache.kafka.common.TopicPartition
-import org.apache.spark.sql.catalyst.InternalRow
 
-import sluice.api.{PausableSplitReader, ReaderContext, RecordsWithSplitIds, SplitRange}
+import sluice.api.{EmittedRecords, PausableSplitReader, ReaderContext, RecordsWithSplitIds, SplitRange, SplitRecords}
 
 /**
  * Reads offset ranges of topic-partitions with one pooled `KafkaConsumer` (assign + seek + poll).
- * Supports pausing and resuming partitions (FLIP-217), ignoring partitions it does not own.
+ * Supports pausing and resuming partitions (FLIP-217), ignoring partitions it does not own. It
+ * fetches only (Flink's split): a poll's records, cut at each range's end, are handed to the
+ * engine through the `KafkaRecordEmitter`, which turns each into rows.
  *
  * Data loss (offsets gone through retention or deletion) is decided by `KafkaDataLoss`: an error
  * naming the topic, partition and offsets when `failOnDataLoss` is true; otherwise the reader
@@ -42,14 +43,7 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
   private var healthy = true
   private val assigned = mutable.LinkedHashMap[TopicPartition, Assignment]()
   private val paused = mutable.Set[TopicPartition]()
-  private val decoder = config.decoder(context.recordLayout)
-  private val (converter, parsed): (RawRowConverter, ParsedRecords) = decoder match {
-    case KafkaRecordDecoder.Raw(headers) => (new KafkaRowConverter(headers), null)
-    case KafkaRecordDecoder.RawCompact(key) => (new CompactKafkaRowConverter(key), null)
-    case KafkaRecordDecoder.Parsed(format, provenance) =>
-      (null, new ParsedRecords(format, provenance))
-  }
-  private val readsTimestamps = decoder.readsTimestamps
+  private val emitter = KafkaRecordEmitter(config.decoder(context.recordLayout), context)
   private val dataLoss = new KafkaDataLoss(config.failOnDataLoss)
   private var lastProgressMs = context.currentTimeMillis()
 
@@ -104,7 +98,7 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
       RecordsWithSplitIds.empty(finishedNow())
     } else {
       lastProgressMs = context.currentTimeMillis()
-      new Batch(records)
+      new EmittedRecords(new Polled(records), emitter)
     }
   }
 
@@ -214,15 +208,15 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
         throw e
     }
 
-  /** Records of one poll, by partition, cut at each partition's `until`. */
-  private final class Batch(records: ConsumerRecords[Array[Byte], Array[Byte]])
-      extends RecordsWithSplitIds {
+  /**
+   * The raw records of one poll, by partition, cut at each partition's `until`; a partition
+   * finished meanwhile is left out. `emitter` turns them into rows.
+   */
+  private final class Polled(records: ConsumerRecords[Array[Byte], Array[Byte]])
+      extends SplitRecords[ConsumerRecord[Array[Byte], Array[Byte]]] {
     private val partitions = records.partitions().iterator()
     private var until = 0L
-    private var splitId: String = _
     private var current: java.util.Iterator[ConsumerRecord[Array[Byte], Array[Byte]]] = _
-    private var record: ConsumerRecord[Array[Byte], Array[Byte]] = _
-    private var theRow: InternalRow = _
 
     override def nextSplit(): String = {
       while (partitions.hasNext) {
@@ -230,62 +224,32 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
         assigned.get(tp) match {
           case Some(a) =>
             until = a.until
-            splitId = a.split.splitId
             current = records.records(tp).iterator()
-            return splitId
+            return a.split.splitId
           case None => // finished meanwhile
         }
       }
       null
     }
 
-    override def nextRecord(): Boolean = {
-      if (parsed != null && parsed.hasNext) {
-        theRow = parsed.next()
-        return true
-      }
-      while (current.hasNext) {
-        record = current.next()
-        if (record.offset >= until) {
+    override def nextRecord(): ConsumerRecord[Array[Byte], Array[Byte]] =
+      if (!current.hasNext) null
+      else {
+        val record = current.next()
+        if (record.offset < until) record
+        else {
           current = java.util.Collections.emptyIterator()
-          return false
-        }
-        // what the record weighs on the wire (a null key or value is -1): the scan's bytesRead
-        context.addBytesRead(
-          math.max(0, record.serializedKeySize) + math.max(0, record.serializedValueSize))
-        if (parsed == null) {
-          theRow = converter.convert(record)
-          return true
-        }
-        val (dropped, nulls) = (parsed.malformedDropped, parsed.nullValuesSkipped)
-        parsed.start(record, splitId)
-        val hasRows = parsed.hasNext // parsing is lazy: counters move once it ran
-        // parser counters are per reader: attribute what this record moved to its split
-        if (parsed.malformedDropped > dropped) context.count(splitId, MalformedRecordsDropped, 1)
-        if (parsed.nullValuesSkipped > nulls) context.count(splitId, NullValuesSkipped, 1)
-        if (hasRows) {
-          theRow = parsed.next()
-          return true
+          null
         }
       }
-      false
-    }
 
-    override def row: InternalRow = theRow
-    override def eventTime: Long =
-      if (readsTimestamps) record.timestamp else RecordsWithSplitIds.NoTimestamp
-    override def arrivalTime: Long = record.timestamp
-    override def position: Long = record.offset + 1
     override def finishedSplits: Set[String] = Set.empty
-    override def recordHasMoreRows: Boolean = parsed != null && parsed.hasNext
   }
 }
 
 private object KafkaSplitReader {
   import sluice.api.ReaderCounters
   val DataLossOffsets: String = ReaderCounters.DataLossOffsets
-  val MalformedRecordsDropped: String = ReaderCounters.MalformedRecordsDropped
-  val NullValuesSkipped: String = ReaderCounters.NullValuesSkipped
 
   /** How long one fetch() may block; short, so pause/resume and finishing react quickly. */
   val PollSliceMs = 500L
