@@ -14,7 +14,7 @@ import org.apache.spark.sql.connector.read.streaming.{Offset => SparkOffset}
 import sluice.alignment.LiveSplitState
 import sluice.api._
 import sluice.eventtime.EventTimeSettings
-import sluice.runtime.{BatchLimit, OpenBatch, RuntimeSettings, SourceCheckpoint, SourceRuntime, TaskPacking}
+import sluice.runtime.{BatchLimit, OpenBatch, PlanRequest, RuntimeSettings, SourceCheckpoint, SourceRuntime, TaskPacking}
 
 /**
  * What every Sluice stream shares, whatever engine runs it: the source's `SourceRuntime`, its
@@ -244,7 +244,7 @@ abstract class SluiceStream(
    * source needs no more task slots than the cluster has. `mode` says which engine runs it.
    */
   protected def planOpenBatch(start: SparkOffset, mode: TaskMode): Array[InputPartition] = {
-    val batch = runtime.openBatch(checkpointOf(start))
+    val batch = runtime.plan(PlanRequest.OpenRange(checkpointOf(start)))
     openBatch = Some(batch)
     val lastActive = liveAlignment.map(LiveAlignmentChannel.lastActive).getOrElse(Map.empty)
     val initialLimit = liveAlignment.flatMap(
