@@ -70,8 +70,8 @@ final class SourceRuntime(
   /** A finished split's end state that could not be kept before its batch committed. */
   private var endStateNotKept: Option[Throwable] = None
 
-  /** Latency markers that arrived since the last progress report. */
-  private val latencyMarkers = mutable.ArrayBuffer[Long]()
+  /** Latency markers of the ranges read since the batch planned last started (`LatencyWindow`). */
+  private val latencyMarkers = new LatencyWindow
 
   /** What the splits that left the checkpoint (finished earlier) added up to. */
   private var finishedSplits = FinishedSplits.None
@@ -186,7 +186,7 @@ final class SourceRuntime(
   def fold(reports: Seq[SplitReport]): Unit = if (reports.nonEmpty) {
     import SourceRuntime.EndStateWriteTimeoutMs
     val constraining = synchronized {
-      latencyMarkers ++= reports.flatMap(_.latencyMarkersMs)
+      latencyMarkers.add(reports)
       if (tracker.fold(reports)) {
         progressWriter.submit(tracker.all)
         if (enumerator != null) {
@@ -326,6 +326,8 @@ final class SourceRuntime(
     // must not look unfinished forever (a hybrid would never switch).
     start.splits.foreach(e => tracker.advanceTo(e.splitId, e.position))
     retireFinished(start)
+    // the batch that ended at `start` had its progress reported before this planning
+    latencyMarkers.moveTo(start)
     enumerator.progressUpdated(splitsWithProgress)
     discover()
   }
@@ -636,7 +638,8 @@ final class SourceRuntime(
 
   /**
    * Figures for query progress, from the state as it is: no enumerator call that reaches a
-   * system, no write. `consumed` is the checkpoint of the last batch run, for the backlog.
+   * system, no write, nothing moved (asked twice, it answers the same; latency markers are those
+   * of the current `LatencyWindow`, which the next planning moves). `consumed` is the checkpoint of the last batch run, for the backlog.
    */
   def metrics(consumed: Option[SourceCheckpoint]): Map[String, String] = synchronized {
     val progress = tracker.all
@@ -668,8 +671,7 @@ final class SourceRuntime(
       m ++= et.metrics(et.splitStates(splits.values.toSeq, tracker.get), group.flatMap(_.spread))
     }
     if (settings.latencyTracking) {
-      m ++= LatencyMarkers.metrics(latencyMarkers.toSeq)
-      latencyMarkers.clear()
+      m ++= LatencyMarkers.metrics(latencyMarkers.markers)
     }
     if (settings.compact) m("recordLayout") = "compact"
     progress

@@ -149,6 +149,33 @@ class RuntimeStatesSuite extends AnyFunSuite {
     }
   }
 
+  test(
+    "metrics read, never drain: asked twice, the same figures; the next planning moves the latency window") {
+    val r = new SourceRuntime(
+      new InMemorySource(Seq(MemSplit("0", 0, 1000, 100), MemSplit("1", 0, 1000, 100)))
+        .asInstanceOf[Source[SourceSplit, Any]],
+      settings().copy(latencyTracking = true),
+      new ProgressStore.InMemory,
+      defaultLimit = BatchLimit(None))
+    within(r) { r =>
+      val batch0 = r.plan(BoundedRange(r.start(), BatchLimit(Some(40))))
+      r.fold(
+        Seq(
+          SplitReport("0", 0L, 20L, Some(19000L), 20L, latencyMarkersMs = Seq(5L, 7L)),
+          SplitReport("1", 0L, 20L, Some(19000L), 20L, latencyMarkersMs = Seq(9L))))
+      val first = r.metrics(Some(batch0))
+      assert(first("latency.markers") == "3" && first("latency.maxMs") == "9")
+      assert(r.metrics(Some(batch0)) == first, "reading figures changed them")
+      assert(r.state == Planned)
+      // the next batch is planned once the engine reported this one: its markers leave
+      val batch1 = r.plan(BoundedRange(batch0, BatchLimit(Some(40))))
+      r.fold(Seq(SplitReport("0", 20L, 40L, Some(39000L), 20L, latencyMarkersMs = Seq(11L))))
+      val second = r.metrics(Some(batch1))
+      assert(second("latency.markers") == "1" && second("latency.maxMs") == "11")
+      assert(r.metrics(Some(batch1)) == second)
+    }
+  }
+
   /** Member "b" of `group`: one split of 100 records, read 10 at a time. */
   private def secondMember(group: String) = new SourceRuntime(
     new InMemorySource(Seq(MemSplit("0", 0, 1000, 100))).asInstanceOf[Source[SourceSplit, Any]],
