@@ -537,7 +537,7 @@ final class SourceRuntime(
   private def readableNow(): Map[String, Long] = {
     val fixed = availableNowBound.getOrElse(Map.empty)
     lastAvailable = fixed ++ enumerator.availablePositions(
-      splits.values.filterNot(s => fixed.contains(s.splitId)).toSeq)
+      splits.values.filterNot(s => fixed.contains(s.splitId)).toSeq.map(s => s -> reached(s)))
     lastAvailable
   }
 
@@ -579,6 +579,9 @@ final class SourceRuntime(
       .map(s => s.splitId -> (if (s.positionsCountRecords) 1.0 else bytesPerRecord))
       .toMap
   }
+
+  /** Where readers got in `split`: the tracker is the one home of split positions. */
+  private def reached(split: SourceSplit): Long = tracker.get(split.splitId).get.position
 
   private def splitsWithProgress: Seq[(SourceSplit, SplitProgress)] =
     splits.values.toSeq.map(s => s -> tracker.get(s.splitId).get)

@@ -69,7 +69,8 @@ private final class StagedSource(stages: Seq[Seq[MemSplit]], finishes: Boolean =
         read ++= progress.collect {
           case (s, p) if s.stopPosition.contains(p.position) => s.splitId
         }
-      override def availablePositions(splits: Seq[MemSplit]): Map[String, Long] = Map.empty
+      override def availablePositions(splits: Seq[(MemSplit, Long)]): Map[String, Long] =
+        Map.empty
       override def noMoreSplits: Boolean = finishes && stage == stages.size - 1
       override def snapshotState(): Int = stage
       override def close(): Unit = closed = true

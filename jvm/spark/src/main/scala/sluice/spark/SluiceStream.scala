@@ -94,7 +94,12 @@ abstract class SluiceStream(
   }
   private var lastRead: Option[SluiceOffset] = None
 
-  /** The offsets this stream handed out, in order, from the one committed last on. */
+  /**
+   * The offsets this stream handed out, in order, from the one committed last on. Not a home of
+   * positions: Spark holds these offsets and hands them back; this keeps their parsed form (so a
+   * kept checkpoint is not read again) and says which kept checkpoints a commit may delete. The
+   * runtime never plans from here.
+   */
   private var plannedSince = Vector.empty[SluiceOffset]
 
   // ---- offsets --------------------------------------------------------------------------------
