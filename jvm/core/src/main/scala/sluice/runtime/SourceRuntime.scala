@@ -417,10 +417,10 @@ final class SourceRuntime(
   private def openRange(start: SourceCheckpoint): OpenBatch = {
     // asked before this runtime's lock is taken: a group's round takes the group's lock, then its members'
     val sharedGroup = group.exists(_.hasOtherMembers(settings.memberId))
-    synchronized(openBatchLocked(start, sharedGroup))
+    synchronized(openRangeLocked(start, sharedGroup))
   }
 
-  private def openBatchLocked(start: SourceCheckpoint, sharedGroup: Boolean): OpenBatch = {
+  private def openRangeLocked(start: SourceCheckpoint, sharedGroup: Boolean): OpenBatch = {
     catchUp(start)
     val from = positionsIn(start)
     val begin = checkpointAt(from)
