@@ -12,9 +12,12 @@ trait SplitEnumerator[SplitT <: SourceSplit, StateT] extends AutoCloseable {
 
   /**
    * For each given split, the exclusive position up to which data exists now. For a bounded split
-   * this is never beyond its stop position.
+   * this is never beyond its stop position. Each split comes with the position readers reached in
+   * it, from the runtime that keeps it (the one home of split positions): an enumerator that
+   * needs it (Kafka: a log that now ends below it lost records) is handed it here rather than
+   * keeping a copy of its own.
    */
-  def availablePositions(splits: Seq[SplitT]): Map[String, Long]
+  def availablePositions(splits: Seq[(SplitT, Long)]): Map[String, Long]
 
   /**
    * Whether nothing more will be read from `split` past `position`: it reached its stop, or — the

@@ -43,9 +43,22 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
     case None => active.createEnumerator()
   }
 
-  /** The active source's splits and how far they were read. */
+  /**
+   * Switch state, not a home of positions. The active source's splits: those its enumerator
+   * discovered (the runtime tracks them only once `discoverSplits` returns), each with the
+   * position of the last `progressUpdated`, which the runtime hands over right before every
+   * discovery. The switch is decided inside `discoverSplits`, which is handed no positions, so
+   * that hand-over is what it decides from; nothing here moves a position.
+   */
   private val activeSplits = mutable.LinkedHashMap[String, (SourceSplit, Long)]()
+
+  /** Records read per source, summed from the last hand-over for `recordsPerSource`: a count, not a position. */
   private val progressBySource = mutable.Map[Int, Long]()
+
+  /**
+   * The last hand-over itself: the active source's end state (event times, counters) is derived
+   * from it at the switch, and the next source's start estimated from it.
+   */
   private var lastProgress: Seq[(HybridSplit, SplitProgress)] = Nil
   private var recordsOfSplitsLeft: Map[Int, Long] =
     restored.map(_.recordsOfSplitsLeft).getOrElse(Map.empty)
@@ -187,12 +200,12 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
     guard = retentionGuard()
   }
 
-  override def availablePositions(splits: Seq[HybridSplit]): Map[String, Long] = {
-    val (current, earlier) = splits.partition(_.sourceIndex == index)
-    val childPositions = child.availablePositions(current.map(_.child))
-    current.map(s => s.splitId -> childPositions(s.child.splitId)).toMap ++
+  override def availablePositions(splits: Seq[(HybridSplit, Long)]): Map[String, Long] = {
+    val (current, earlier) = splits.partition(_._1.sourceIndex == index)
+    val childPositions = child.availablePositions(current.map { case (s, at) => s.child -> at })
+    current.map { case (s, _) => s.splitId -> childPositions(s.child.splitId) }.toMap ++
       // earlier sources' splits are finished: nothing more is read from them
-      earlier.map(s => s.splitId -> s.stopPosition.getOrElse(s.startPosition))
+      earlier.map { case (s, _) => s.splitId -> s.stopPosition.getOrElse(s.startPosition) }
   }
 
   override def noMoreSplits: Boolean = index == hybrid.size - 1 && child.noMoreSplits

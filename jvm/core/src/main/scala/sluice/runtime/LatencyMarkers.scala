@@ -3,8 +3,8 @@ package sluice.runtime
 /**
  * Latency tracking without marker records (FLIP-371: markers never travel as rows). Executor
  * side: at most once per interval, a reader notes how long ago the record it is emitting arrived
- * (Kafka record timestamp, file modification time). Driver side: the markers of the batches
- * since the last progress report become p50/p99/max figures in query progress.
+ * (Kafka record timestamp, file modification time). Driver side: the markers of the last batch
+ * (`LatencyWindow`) become p50/p99/max figures in query progress.
  */
 final class LatencyMarkers(intervalMs: Long) {
   private var nextAtMs = Long.MinValue

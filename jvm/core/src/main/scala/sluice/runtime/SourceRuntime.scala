@@ -70,8 +70,8 @@ final class SourceRuntime(
   /** A finished split's end state that could not be kept before its batch committed. */
   private var endStateNotKept: Option[Throwable] = None
 
-  /** Latency markers that arrived since the last progress report. */
-  private val latencyMarkers = mutable.ArrayBuffer[Long]()
+  /** Latency markers of the ranges read since the batch planned last started (`LatencyWindow`). */
+  private val latencyMarkers = new LatencyWindow
 
   /** What the splits that left the checkpoint (finished earlier) added up to. */
   private var finishedSplits = FinishedSplits.None
@@ -98,7 +98,7 @@ final class SourceRuntime(
     firstCheckpoint.getOrElse {
       enumerator = source.createEnumerator()
       progressRestored = true
-      enumerator.discoverSplits().foreach(track)
+      discover()
       current = RuntimeState.Restored
       val first = checkpointAt(splits.values.map(s => s.splitId -> s.startPosition).toMap)
       firstCheckpoint = Some(first)
@@ -186,7 +186,7 @@ final class SourceRuntime(
   def fold(reports: Seq[SplitReport]): Unit = if (reports.nonEmpty) {
     import SourceRuntime.EndStateWriteTimeoutMs
     val constraining = synchronized {
-      latencyMarkers ++= reports.flatMap(_.latencyMarkersMs)
+      latencyMarkers.add(reports)
       if (tracker.fold(reports)) {
         progressWriter.submit(tracker.all)
         if (enumerator != null) {
@@ -224,27 +224,41 @@ final class SourceRuntime(
   def prepareForAvailableNow(): Unit = synchronized { availableNowRequested = true }
 
   /**
+   * The one planning call: each execution mode asks its question (`PlanRequest`) and gets the
+   * matching answer. The steps the modes share are written once below: catching up to the start
+   * (`catchUp`), retiring finished splits, discovering splits (`discover`), how far splits can be
+   * read now (`readableNow`), admission and alignment (`prepare`).
+   */
+  def plan[R](request: PlanRequest[R]): R = request match {
+    case PlanRequest.BoundedRange(start, limit) => planBoundedRange(start, limit)
+    case PlanRequest.OpenRange(start) => openRange(start)
+    case PlanRequest.Availability(start) => availability(start)
+    case PlanRequest.BoundedRead() => boundedRead()
+  }
+
+  /**
    * Plans the batch that starts at `start`: the checkpoint it ends at, `start` itself when there
    * is nothing to read. In an alignment group, the first member asked plans the round of every
    * member and the others take their part of it.
    */
-  def planBatch(start: SourceCheckpoint, limit: BatchLimit): SourceCheckpoint = synchronized {
-    val part = group.flatMap(_.takePart(settings.memberId) {
-      case p: PreparedBatch =>
-        (p.owner eq this) && p.start.positions == start.positions && p.limit == limit
-      case _ => false
-    })
-    part match {
-      case Some(AlignmentGroup.Part(prepared: PreparedBatch, plan)) =>
-        finish(prepared, Some(plan))
-      case _ =>
-        val prepared = prepare(start, limit)
-        val plan = prepared.aligned.map { aligned =>
-          group.map(_.planRound(settings.memberId, prepared)).getOrElse(aligned.plan(None))
-        }
-        finish(prepared, plan)
+  private def planBoundedRange(start: SourceCheckpoint, limit: BatchLimit): SourceCheckpoint =
+    synchronized {
+      val part = group.flatMap(_.takePart(settings.memberId) {
+        case p: PreparedBatch =>
+          (p.owner eq this) && p.start.positions == start.positions && p.limit == limit
+        case _ => false
+      })
+      part match {
+        case Some(AlignmentGroup.Part(prepared: PreparedBatch, plan)) =>
+          finish(prepared, Some(plan))
+        case _ =>
+          val prepared = prepare(start, limit)
+          val plan = prepared.aligned.map { aligned =>
+            group.map(_.planRound(settings.memberId, prepared)).getOrElse(aligned.plan(None))
+          }
+          finish(prepared, plan)
+      }
     }
-  }
 
   /**
    * Where the engine will start this source's next batch, told before the engine asks it: after a
@@ -312,8 +326,10 @@ final class SourceRuntime(
     // must not look unfinished forever (a hybrid would never switch).
     start.splits.foreach(e => tracker.advanceTo(e.splitId, e.position))
     retireFinished(start)
+    // the batch that ended at `start` had its progress reported before this planning
+    latencyMarkers.moveTo(start)
     enumerator.progressUpdated(splitsWithProgress)
-    enumerator.discoverSplits().foreach(track)
+    discover()
   }
 
   /**
@@ -345,12 +361,7 @@ final class SourceRuntime(
   private def prepare(start: SourceCheckpoint, limit: BatchLimit): PreparedBatch = {
     catchUp(start)
 
-    // A split bounded by the current AvailableNow trigger is read to that bound: no need to ask
-    // the system again every batch (what is left to read is then the trigger's backlog).
-    val fixed = availableNowBound.getOrElse(Map.empty)
-    val available = fixed ++ enumerator.availablePositions(
-      splits.values.filterNot(s => fixed.contains(s.splitId)).toSeq)
-    lastAvailable = available
+    val available = readableNow()
     if (availableNowRequested) {
       // Fixed when the trigger starts; a split first seen during the trigger (a hybrid's next
       // source, a new partition) is bounded by what it held when it was first seen.
@@ -389,27 +400,27 @@ final class SourceRuntime(
     for (p <- plan; a <- prepared.aligned; et <- eventTime) et.applied(a, p)
     val ends = plan.map(_.ends).getOrElse(prepared.unaligned)
     val next = checkpointAt(prepared.unaligned ++ ends)
-    val end = if (next.readsNothingAfter(prepared.start)) prepared.start else next
+    val end = endOrStart(prepared.start, next)
     lastEnd = Some(end)
     current = RuntimeState.Planned
     end
   }
 
-  // ---- long-running batches (real-time mode, continuous processing) ---------------------------
+  // ---- open batches (real-time mode, continuous processing) -----------------------------------
 
   /**
-   * A long-running batch from `start`: every split known now, each from where `start` has it
+   * An open batch from `start`: every split known now, each from where `start` has it
    * (new ones from their start) to its stop, open-ended where it has none. Readers keep reading
    * until the engine ends the batch; `endOfOpenBatch` turns where they got into the next
    * checkpoint.
    */
-  def openBatch(start: SourceCheckpoint): OpenBatch = {
+  private def openRange(start: SourceCheckpoint): OpenBatch = {
     // asked before this runtime's lock is taken: a group's round takes the group's lock, then its members'
     val sharedGroup = group.exists(_.hasOtherMembers(settings.memberId))
-    synchronized(openBatchLocked(start, sharedGroup))
+    synchronized(openRangeLocked(start, sharedGroup))
   }
 
-  private def openBatchLocked(start: SourceCheckpoint, sharedGroup: Boolean): OpenBatch = {
+  private def openRangeLocked(start: SourceCheckpoint, sharedGroup: Boolean): OpenBatch = {
     catchUp(start)
     val from = positionsIn(start)
     val begin = checkpointAt(from)
@@ -431,15 +442,13 @@ final class SourceRuntime(
   /**
    * Whether the enumerator, told what readers reported so far, finds splits not known yet (a new
    * partition or file, a hybrid's next source once the active one is read): a long-running
-   * engine then restarts its tasks, and the next `openBatch` opens the new splits too.
+   * engine then restarts its tasks, and the next `OpenRange` opens the new splits too.
    */
   def discoverNewSplits(): Boolean = synchronized {
     if (enumerator == null) false
     else {
       enumerator.progressUpdated(splitsWithProgress)
-      val found = enumerator.discoverSplits().filterNot(s => splits.contains(s.splitId))
-      found.foreach(track)
-      found.nonEmpty
+      discover().nonEmpty
     }
   }
 
@@ -450,18 +459,94 @@ final class SourceRuntime(
    * checkpoint yet is Restored after it), and the enumerator may note what it found (Kafka: a
    * partition that now ends below what was read); what it found is kept for the backlog in progress.
    */
-  def available(start: SourceCheckpoint): Available = synchronized {
+  private def availability(start: SourceCheckpoint): Available = synchronized {
     restore(start)
-    lastAvailable = enumerator.availablePositions(splits.values.toSeq)
-    val from = positionsIn(start)
-    val next = checkpointAt(from.map { case (id, p) =>
-      id -> math.max(p, lastAvailable.getOrElse(id, p))
+    val readable = readableNow()
+    val next = checkpointAt(positionsIn(start).map { case (id, p) =>
+      id -> math.max(p, readable.getOrElse(id, p))
     })
-    Available(if (next.readsNothingAfter(start)) start else next, recordsAvailableFrom(start))
+    Available(endOrStart(start, next), recordsAvailableFrom(start))
   }
 
   /**
-   * Where a long-running batch from `start` ended: each split at the furthest position readers
+   * A bounded source read whole: every split the enumerator will ever discover, each from its
+   * start to its stop. An enumerator may hold splits back until earlier ones are read (a hybrid
+   * discovers its next member's splits only once it sees the active member finished): it is
+   * told, as readers would tell it, that every split known so far was read to its stop, and asked
+   * again until it will discover no more. The splits' stops must therefore not depend on what
+   * readers find: a hybrid whose next member is derived from the previous one's end is refused
+   * by the binding before. The runtime is Finished after it: nothing is checkpointed.
+   */
+  private def boundedRead(): Seq[SplitRange[SourceSplit]] = synchronized {
+    if (source.boundedness != Boundedness.Bounded) {
+      throw new IllegalArgumentException(
+        s"Sluice: the ${source.sourceType} source is unbounded; only a bounded " +
+          "source can be read as a batch.")
+    }
+    if (current != RuntimeState.Created) {
+      throw new IllegalStateException(
+        s"Sluice: $this was asked for a bounded read in state $current; a bounded read is planned by a new runtime.")
+    }
+    enumerator = source.createEnumerator()
+    try {
+      discover()
+      var empty = 0
+      while (!enumerator.noMoreSplits) {
+        splits.values.foreach(s => tracker.advanceTo(s.splitId, stopOf(s)))
+        enumerator.progressUpdated(splitsWithProgress)
+        if (discover().nonEmpty) empty = 0
+        else {
+          empty += 1
+          if (empty >= SourceRuntime.MaxEmptyDiscoveries) {
+            throw new IllegalStateException(
+              s"Sluice: the enumerator of the bounded ${source.sourceType} source " +
+                s"still expects splits after discovering ${splits.size} and finding no new ones $empty times in a row; " +
+                "a batch read cannot wait for more. This is a bug in the connector's enumerator.")
+          }
+        }
+      }
+      splits.values.toSeq
+        .map(s => SplitRange(s, s.startPosition, stopOf(s)))
+        .filterNot(_.isEmpty)
+    } finally close()
+  }
+
+  private def stopOf(split: SourceSplit): Long =
+    split.stopPosition.getOrElse(
+      throw new IllegalStateException(
+        s"Sluice: split ${split.splitId} of the bounded ${source.sourceType} source has no stop position; " +
+          "a batch read cannot tell where it ends. This is a bug in the connector."))
+
+  // ---- steps every planning shares ------------------------------------------------------------
+
+  /**
+   * Lets the enumerator discover splits and tracks those it finds, each at its start; returns
+   * those not tracked before (a split retired earlier is among them, but is not tracked again).
+   */
+  private def discover(): Seq[SourceSplit] = {
+    val found = enumerator.discoverSplits().filterNot(s => splits.contains(s.splitId))
+    found.foreach(track)
+    found
+  }
+
+  /**
+   * How far each split can be read now, kept for the backlog in progress. A split bounded by the
+   * current AvailableNow trigger is read to that bound: the system is not asked again every batch
+   * (what is left to read is then the trigger's backlog).
+   */
+  private def readableNow(): Map[String, Long] = {
+    val fixed = availableNowBound.getOrElse(Map.empty)
+    lastAvailable = fixed ++ enumerator.availablePositions(
+      splits.values.filterNot(s => fixed.contains(s.splitId)).toSeq.map(s => s -> reached(s)))
+    lastAvailable
+  }
+
+  /** `next`, or `start` itself when a batch from `start` to `next` reads nothing and finds no split. */
+  private def endOrStart(start: SourceCheckpoint, next: SourceCheckpoint): SourceCheckpoint =
+    if (next.readsNothingAfter(start)) start else next
+
+  /**
+   * Where an open batch from `start` ended: each split at the furthest position readers
    * reported (reports fold as usual, idempotently), the others where they started.
    */
   def endOfOpenBatch(start: SourceCheckpoint, reports: Seq[SplitReport]): SourceCheckpoint = {
@@ -494,6 +579,9 @@ final class SourceRuntime(
       .map(s => s.splitId -> (if (s.positionsCountRecords) 1.0 else bytesPerRecord))
       .toMap
   }
+
+  /** Where readers got in `split`: the tracker is the one home of split positions. */
+  private def reached(split: SourceSplit): Long = tracker.get(split.splitId).get.position
 
   private def splitsWithProgress: Seq[(SourceSplit, SplitProgress)] =
     splits.values.toSeq.map(s => s -> tracker.get(s.splitId).get)
@@ -553,7 +641,8 @@ final class SourceRuntime(
 
   /**
    * Figures for query progress, from the state as it is: no enumerator call that reaches a
-   * system, no write. `consumed` is the checkpoint of the last batch run, for the backlog.
+   * system, no write, nothing moved (asked twice, it answers the same; latency markers are those
+   * of the current `LatencyWindow`, which the next planning moves). `consumed` is the checkpoint of the last batch run, for the backlog.
    */
   def metrics(consumed: Option[SourceCheckpoint]): Map[String, String] = synchronized {
     val progress = tracker.all
@@ -585,8 +674,7 @@ final class SourceRuntime(
       m ++= et.metrics(et.splitStates(splits.values.toSeq, tracker.get), group.flatMap(_.spread))
     }
     if (settings.latencyTracking) {
-      m ++= LatencyMarkers.metrics(latencyMarkers.toSeq)
-      latencyMarkers.clear()
+      m ++= LatencyMarkers.metrics(latencyMarkers.markers)
     }
     if (settings.compact) m("recordLayout") = "compact"
     progress
@@ -639,17 +727,38 @@ object SourceRuntime {
 
   /** How long a task's end may wait for an end state to be kept (see `fold`). */
   val EndStateWriteTimeoutMs = 30000L
+
+  /** Discoveries in a row that may find nothing new before a bounded read gives an enumerator up. */
+  private val MaxEmptyDiscoveries = 3
+
+  /**
+   * A runtime that plans one bounded read (`plan(PlanRequest.BoundedRead())`): no event time, no
+   * alignment group, nothing kept (a batch read has no later batch and no checkpoint).
+   */
+  def forBoundedRead(source: Source[SourceSplit, Any]): SourceRuntime = new SourceRuntime(
+    source,
+    RuntimeSettings(
+      source.sourceType,
+      sluice.eventtime
+        .EventTimeSettings(sluice.eventtime.EventTimeSettings.Kind.None, 0L, None, None, None),
+      compact = false,
+      latencyTracking = false,
+      queryKey = "",
+      memberId = ""),
+    new ProgressStore.InMemory,
+    BatchLimit(None))
 }
 
 /**
  * Where a `SourceRuntime` stands in the engine's cycle. Each event the engine sends is one
- * transition (`start`/`restore`, `planBatch`, `openBatch`, `endOfOpenBatch`, `close`); what only
- * looks (`available`, `ranges`, `metrics`) leaves it where it is.
+ * transition (`start`/`restore`, `plan` of a `BoundedRange` or an `OpenRange`, `endOfOpenBatch`,
+ * `close`); what only looks (`plan` of an `Availability`, `ranges`, `metrics`) leaves it where it
+ * is. A bounded read (`plan` of a `BoundedRead`) goes from Created to Finished.
  *
  * {{{
- *   Created --start / restore--> Restored --planBatch--> Planned --planBatch--> Planned
+ *   Created --start / restore--> Restored --BoundedRange--> Planned --BoundedRange--> Planned
  *                                   |                       |
- *                                   +----openBatch----> Running --endOfOpenBatch--> Planned
+ *                                   +----OpenRange----> Running --endOfOpenBatch--> Planned
  *   any --close--> Finished
  * }}}
  */
@@ -665,37 +774,12 @@ object RuntimeState {
   /** A batch is planned; its end is where the next one starts. */
   case object Planned extends RuntimeState
 
-  /** A long-running batch is open: readers read until the engine ends it. */
+  /** An open batch runs: readers read until the engine ends it. */
   case object Running extends RuntimeState
 
   /** Closed with its stream: it left its alignment group. */
   case object Finished extends RuntimeState
 }
-
-/**
- * What an engine that only looks is told: how far each split could be read now (`end`: the
- * start itself when nothing is there), and how many records that is.
- */
-final case class Available(end: SourceCheckpoint, records: Long)
-
-/**
- * A long-running batch (real-time mode, continuous processing) as the runtime opened it.
- *
- * @param start         the checkpoint it starts at, with the splits discovered when it opened
- * @param ranges        what readers read: to a split's stop, or open-ended
- * @param eventTimes    where each split stands in event time (largest read, else its next
- *                      record's), so readers know every watermark from their first record
- * @param pauseSplits   readers pause and resume their splits on the alignment coordinator's word
- * @param sharedGroup   other sources share the alignment group: the limit known when this batch
- *                      was planned may not count them yet, so readers confirm their splits'
- *                      watermarks with the coordinator before reading on
- */
-final case class OpenBatch(
-    start: SourceCheckpoint,
-    ranges: Seq[SplitRange[SourceSplit]],
-    eventTimes: Map[String, Long],
-    pauseSplits: Boolean,
-    sharedGroup: Boolean = false)
 
 /**
  * A batch prepared from where it starts: the ends without alignment, and the aligned planning.

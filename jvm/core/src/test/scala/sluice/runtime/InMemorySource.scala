@@ -75,8 +75,8 @@ final class InMemoryEnumerator(
     discoveries += 1
     found
   }
-  override def availablePositions(known: Seq[MemSplit]): Map[String, Long] =
-    known.map(s => s.splitId -> s.records).toMap
+  override def availablePositions(known: Seq[(MemSplit, Long)]): Map[String, Long] =
+    known.map { case (s, _) => s.splitId -> s.records }.toMap
   override def noMoreSplits: Boolean = discoveries >= rounds.size
   override def snapshotState(): Int = discoveries
 

@@ -14,6 +14,7 @@ import sluice.eventtime.{AlignmentSettings, EventTimeSettings}
  * offset log, and restarts that rebuild every runtime from that log.
  */
 class SourceRuntimeSuite extends AnyFunSuite {
+  import PlanRequest._
   private val Minute = 60000L
   private val Drift = 5 * Minute
 
@@ -75,7 +76,9 @@ class SourceRuntimeSuite extends AnyFunSuite {
         id -> log.lastOption.map(_(id)).getOrElse(initialOf(id))
       }.toMap
       val ends =
-        order.map(id => id -> runtimes(id).planBatch(starts(id), BatchLimit(limit))).toMap
+        order
+          .map(id => id -> runtimes(id).plan(BoundedRange(starts(id), BatchLimit(limit))))
+          .toMap
       if (ends.forall { case (id, e) => e.positions == starts(id).positions }) return false
       log += ends
       read += ends.map { case (id, end) =>
@@ -190,15 +193,15 @@ class SourceRuntimeSuite extends AnyFunSuite {
     }
     val first = runtime()
     val initial = first.start()
-    val batch0 = first.planBatch(initial, BatchLimit(None))
+    val batch0 = first.plan(BoundedRange(initial, BatchLimit(None)))
     assert(read(first, initial, batch0) == Seq("0"))
-    val batch1 = first.planBatch(batch0, BatchLimit(None))
+    val batch1 = first.plan(BoundedRange(batch0, BatchLimit(None)))
     def figures(r: SourceRuntime) = r.metrics(Some(batch1))
     assert(batch1.splits.map(_.splitId) == Seq("2"), "split 0 finished in batch 0's checkpoint")
     assert(batch1.finished == FinishedSplits(1, 100, Some(99000L), Map.empty))
     assert(read(first, batch0, batch1) == Seq("2"))
     // split 2 finished too: leaving the checkpoint alone makes no batch
-    assert(first.planBatch(batch1, BatchLimit(None)) eq batch1)
+    assert(first.plan(BoundedRange(batch1, BatchLimit(None))) eq batch1)
     first.restore(
       batch0
     ) // Spark commits a batch after planning the next: split 0 does not come back
@@ -218,7 +221,7 @@ class SourceRuntimeSuite extends AnyFunSuite {
     assert(
       second.ranges(Some(batch0), batch1).map(_.split.splitId) == Seq("2"),
       "the replay reads what batch 1 read")
-    assert(second.planBatch(batch1, BatchLimit(None)) eq batch1, "nothing is read again")
+    assert(second.plan(BoundedRange(batch1, BatchLimit(None))) eq batch1, "nothing is read again")
     assert(figures(second) == before)
     second.close()
   }
@@ -253,7 +256,7 @@ class SourceRuntimeSuite extends AnyFunSuite {
         defaultLimit = BatchLimit(None))
       try {
         val start = runtime.start()
-        val end = runtime.planBatch(start, BatchLimit(None))
+        val end = runtime.plan(BoundedRange(start, BatchLimit(None)))
         val range = runtime.ranges(Some(start), end).head
         assert((range.from, range.until) == (0L, 10L))
         // as Spark delivers a task's report: before the job, and so the batch's commit, completes
@@ -281,7 +284,7 @@ class SourceRuntimeSuite extends AnyFunSuite {
       defaultLimit = BatchLimit(None))
     val first = runtime()
     val initial = first.start()
-    val batch0 = first.planBatch(initial, BatchLimit(None))
+    val batch0 = first.plan(BoundedRange(initial, BatchLimit(None)))
     assert(batch0.splits.map(_.splitId) == Seq("a", "b"))
     first.close() // the driver dies before batch 0 commits
 
@@ -291,7 +294,7 @@ class SourceRuntimeSuite extends AnyFunSuite {
     second.restore(initial)
     assert(second.ranges(Some(initial), batch0).map(_.split.splitId) == Seq("a", "b"))
     val batch1 =
-      try second.planBatch(batch0, BatchLimit(None))
+      try second.plan(BoundedRange(batch0, BatchLimit(None)))
       finally second.close()
     // planned from the initial state, the enumerator would find b again instead of c (a and b,
     // read to their end in batch 0, left the checkpoint)

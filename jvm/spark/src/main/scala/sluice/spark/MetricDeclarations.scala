@@ -88,7 +88,7 @@ object MetricDeclarations {
     long(
       "alignment.groupSpreadMs",
       "the spread of the group's watermarks as the group last saw it"),
-    long("latency.markers", "latency markers since the last progress"),
+    long("latency.markers", "latency markers of the last batch"),
     long("latency.p50Ms", "median latency of those markers"),
     long("latency.p99Ms", "99th percentile latency of those markers"),
     long("latency.maxMs", "largest latency of those markers"))

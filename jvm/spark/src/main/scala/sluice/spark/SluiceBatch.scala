@@ -3,7 +3,7 @@ package sluice.spark
 import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReaderFactory}
 
 import sluice.api.{Source, SourceSplit, SplitRange}
-import sluice.runtime.BoundedPlan
+import sluice.runtime.{PlanRequest, SourceRuntime}
 
 /**
  * `spark.read.format("sluice")`: a bounded source read whole in one Spark job, FLIP-27's batch
@@ -14,7 +14,8 @@ import sluice.runtime.BoundedPlan
 final class SluiceBatch(source: Source[SourceSplit, Any], options: StreamOptions) extends Batch {
 
   /** Planned once: Spark may ask again, and a stop resolved as "latest" must not move between asks. */
-  private lazy val ranges: Seq[SplitRange[SourceSplit]] = BoundedPlan.ranges(source)
+  private lazy val ranges: Seq[SplitRange[SourceSplit]] =
+    SourceRuntime.forBoundedRead(source).plan(PlanRequest.BoundedRead())
 
   // latency markers are reported in streaming query progress only; a batch read takes none
   private val timing =

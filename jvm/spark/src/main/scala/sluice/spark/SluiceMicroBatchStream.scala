@@ -7,7 +7,7 @@ import org.apache.spark.sql.connector.read.streaming._
 import org.apache.spark.sql.connector.read.streaming.{Offset => SparkOffset}
 
 import sluice.api._
-import sluice.runtime.BatchLimit
+import sluice.runtime.{BatchLimit, PlanRequest}
 
 /**
  * A Sluice source inside Spark's micro-batch engine: a thin adapter over the source's
@@ -64,8 +64,8 @@ final class SluiceMicroBatchStream(
     // (and an alignment group's round) on to an end that was never read.
     if (!readsOpenBatches && delayed(start, limit)) return startOffset
     val end =
-      if (readsOpenBatches) runtime.available(start).end
-      else runtime.planBatch(start, BatchLimit(maxRows(limit)))
+      if (readsOpenBatches) runtime.plan(PlanRequest.Availability(start)).end
+      else runtime.plan(PlanRequest.BoundedRange(start, BatchLimit(maxRows(limit))))
     if (end eq start) startOffset else offset(end)
   }
 
@@ -86,7 +86,9 @@ final class SluiceMicroBatchStream(
       val now = System.currentTimeMillis()
       // what exists now, asked without planning anything
       val wait =
-        now - lastTriggerMs < m.maxTriggerDelayMs && runtime.available(start).records < m.minRows
+        now - lastTriggerMs < m.maxTriggerDelayMs && runtime
+          .plan(PlanRequest.Availability(start))
+          .records < m.minRows
       if (!wait) lastTriggerMs = now
       wait
     }

@@ -14,7 +14,7 @@ import org.apache.spark.sql.connector.read.streaming.{Offset => SparkOffset}
 import sluice.alignment.LiveSplitState
 import sluice.api._
 import sluice.eventtime.EventTimeSettings
-import sluice.runtime.{BatchLimit, OpenBatch, RuntimeSettings, SourceCheckpoint, SourceRuntime, TaskPacking}
+import sluice.runtime.{BatchLimit, OpenBatch, PlanRequest, RuntimeSettings, SourceCheckpoint, SourceRuntime, TaskPacking}
 
 /**
  * What every Sluice stream shares, whatever engine runs it: the source's `SourceRuntime`, its
@@ -94,7 +94,12 @@ abstract class SluiceStream(
   }
   private var lastRead: Option[SluiceOffset] = None
 
-  /** The offsets this stream handed out, in order, from the one committed last on. */
+  /**
+   * The offsets this stream handed out, in order, from the one committed last on. Not a home of
+   * positions: Spark holds these offsets and hands them back; this keeps their parsed form (so a
+   * kept checkpoint is not read again) and says which kept checkpoints a commit may delete. The
+   * runtime never plans from here.
+   */
   private var plannedSince = Vector.empty[SluiceOffset]
 
   // ---- offsets --------------------------------------------------------------------------------
@@ -244,7 +249,7 @@ abstract class SluiceStream(
    * source needs no more task slots than the cluster has. `mode` says which engine runs it.
    */
   protected def planOpenBatch(start: SparkOffset, mode: TaskMode): Array[InputPartition] = {
-    val batch = runtime.openBatch(checkpointOf(start))
+    val batch = runtime.plan(PlanRequest.OpenRange(checkpointOf(start)))
     openBatch = Some(batch)
     val lastActive = liveAlignment.map(LiveAlignmentChannel.lastActive).getOrElse(Map.empty)
     val initialLimit = liveAlignment.flatMap(

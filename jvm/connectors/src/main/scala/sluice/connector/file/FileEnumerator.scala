@@ -141,8 +141,8 @@ final class FileEnumerator(
           f.modificationTime)
       }
 
-  override def availablePositions(splits: Seq[FileSplit]): Map[String, Long] =
-    splits.map(s => s.splitId -> s.end).toMap
+  override def availablePositions(splits: Seq[(FileSplit, Long)]): Map[String, Long] =
+    splits.map { case (s, _) => s.splitId -> s.end }.toMap
 
   override def noMoreSplits: Boolean = config.monitorIntervalMs.isEmpty && listed
 

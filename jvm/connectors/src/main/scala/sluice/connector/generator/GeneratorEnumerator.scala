@@ -22,9 +22,11 @@ final class GeneratorEnumerator(config: GeneratorConfig, startTimeMs: Long, cloc
         GeneratorSplit(i, config.recordsPerSplit, config.rowsPerSecond.map(_ => startTimeMs)))
     }
 
-  override def availablePositions(splits: Seq[GeneratorSplit]): Map[String, Long] = {
+  override def availablePositions(splits: Seq[(GeneratorSplit, Long)]): Map[String, Long] = {
     val now = clock()
-    splits.map(s => s.splitId -> GeneratorEnumerator.available(config, s, startTimeMs, now)).toMap
+    splits.map { case (s, _) =>
+      s.splitId -> GeneratorEnumerator.available(config, s, startTimeMs, now)
+    }.toMap
   }
 
   override def noMoreSplits: Boolean = discovered

@@ -32,17 +32,11 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
   private var incarnations: Map[TopicPartition, Int] =
     restored.map(_.incarnations).getOrElse(Map.empty)
 
-  /** Where readers got in each split, as the runtime last told. */
-  private var positions: Map[String, Long] = Map.empty
-
   /** Partitions whose log no longer continues where they were read, and the offset each goes on from. */
   private var broken: Map[TopicPartition, Long] = Map.empty
   private var lastDiscoveryMs = Long.MinValue
 
   private def bounded = config.stopping.isDefined
-
-  override def progressUpdated(progress: Seq[(KafkaPartitionSplit, SplitProgress)]): Unit =
-    positions = progress.map { case (s, p) => s.splitId -> p.position }.toMap
 
   override def discoverSplits(): Seq[KafkaPartitionSplit] = {
     val now = System.currentTimeMillis()
@@ -129,7 +123,7 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
    * partitions found ending below what was read, to go on from their new end at the next planning
    * (see `endsNow`).
    */
-  override def availablePositions(splits: Seq[KafkaPartitionSplit]): Map[String, Long] = {
+  override def availablePositions(splits: Seq[(KafkaPartitionSplit, Long)]): Map[String, Long] = {
     val found = endsNow(splits)
     found.endedBelowRead.foreach { case (tp, end) => goOnFromNewEnd(tp, end) }
     found.available
@@ -137,24 +131,25 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
 
   /**
    * A query, changing nothing: how far each split can be read now (never past a bounded split's
-   * stop), and the partitions whose log ends below the offset already read (truncated by an
+   * stop), and the partitions whose log ends below the offset already read (`splits` come with
+   * the offset readers reached, as the runtime keeps it) (truncated by an
    * unclean leader election, or the topic re-created before its id was checked). Each loss it
    * finds is decided by `KafkaDataLoss`: an error, as in Spark's Kafka source, or with
    * failOnDataLoss=false reported in the answer.
    */
-  private[kafka] def endsNow(splits: Seq[KafkaPartitionSplit]): Ends = {
-    val (finished, current) =
-      splits.partition(s => isFinished(s, positions.getOrElse(s.splitId, s.startPosition)))
-    val done =
-      finished.map(s => s.splitId -> positions.getOrElse(s.splitId, s.startPosition)).toMap
+  private[kafka] def endsNow(splits: Seq[(KafkaPartitionSplit, Long)]): Ends = {
+    val (finished, current) = splits.partition { case (s, read) => isFinished(s, read) }
+    val done = finished.map { case (s, read) => s.splitId -> read }.toMap
     if (current.isEmpty) return Ends(done, Nil)
-    val latest =
-      lookups.offsets(current.map(_.topicPartition), OffsetSpec.latest(), tolerateMissing = true)
+    val latest = lookups.offsets(
+      current.map(_._1.topicPartition),
+      OffsetSpec.latest(),
+      tolerateMissing = true)
     val belowRead = Seq.newBuilder[(TopicPartition, Long)]
-    val available = done ++ current.map { s =>
+    val available = done ++ current.map { case (s, at) =>
       val end = latest.get(s.topicPartition) match {
         case Some(offset) =>
-          positions.get(s.splitId).filter(offset < _).foreach { read =>
+          Some(at).filter(offset < _).foreach { read =>
             dataLoss.logEndsBelowRead(s.topicPartition, offset, read)
             belowRead += s.topicPartition -> offset
           }

@@ -3,7 +3,6 @@ package sluice.connector.kafka
 import org.apache.kafka.common.TopicPartition
 import org.scalatest.funsuite.AnyFunSuite
 
-import sluice.api.SplitProgress
 import sluice.testkit.{KafkaSuiteBase, ProducedRecord}
 
 /** The enumerator against a real broker, driven as planning drives it; no Spark. */
@@ -57,7 +56,9 @@ class KafkaEnumeratorSuite extends AnyFunSuite with KafkaSuiteBase {
     try {
       val added = restored.discoverSplits()
       assert(added.map(s => (s.splitId, s.startPosition)) == Seq((s"$topic-2", 0L)))
-      assert(restored.availablePositions(added) == Map(s"$topic-2" -> 4L))
+      assert(
+        restored.availablePositions(added.map(s => s -> s.startPosition)) == Map(
+          s"$topic-2" -> 4L))
     } finally restored.close()
   }
 
@@ -72,7 +73,9 @@ class KafkaEnumeratorSuite extends AnyFunSuite with KafkaSuiteBase {
       assert((split.startPosition, split.stopPosition) == (0L, Some(6L)))
       assert(enumerator.noMoreSplits)
       produce(topic, 0, 4)
-      assert(enumerator.availablePositions(Seq(split)) == Map(split.splitId -> 6L))
+      assert(
+        enumerator.availablePositions(Seq(split -> split.startPosition)) == Map(
+          split.splitId -> 6L))
       assert(enumerator.discoverSplits().isEmpty)
       assert(enumerator.isFinished(split, 6L) && !enumerator.isFinished(split, 5L))
     } finally enumerator.close()
@@ -86,22 +89,20 @@ class KafkaEnumeratorSuite extends AnyFunSuite with KafkaSuiteBase {
     val enumerator = source(topic, "failOnDataLoss" -> "false").createEnumerator()
     try {
       val Seq(split) = enumerator.discoverSplits()
-      enumerator.progressUpdated(Seq(split -> SplitProgress(split.splitId, 100L, None, 100L)))
-      assert(
-        enumerator.endsNow(Seq(split)) == KafkaEnumerator.Ends(Map(split.splitId -> 100L), Nil))
+      // read up to offset 100, as the runtime hands it
+      val read = Seq(split -> 100L)
+      assert(enumerator.endsNow(read) == KafkaEnumerator.Ends(Map(split.splitId -> 100L), Nil))
       kafka.deleteTopic(topic)
       kafka.createTopic(topic, 1)
       produce(topic, 0, 10)
 
       val found =
         KafkaEnumerator.Ends(Map(split.splitId -> 10L), Seq(split.topicPartition -> 10L))
-      assert(enumerator.endsNow(Seq(split)) == found)
-      assert(
-        enumerator.endsNow(Seq(split)) == found,
-        "the first look changed what the second sees")
+      assert(enumerator.endsNow(read) == found)
+      assert(enumerator.endsNow(read) == found, "the first look changed what the second sees")
       assert(enumerator.discoverSplits().isEmpty, "a look alone made the enumerator go on")
 
-      assert(enumerator.availablePositions(Seq(split)) == found.available)
+      assert(enumerator.availablePositions(read) == found.available)
       // the re-created topic's id is looked at first: it is read from its beginning, once
       val Seq(next) = enumerator.discoverSplits()
       assert((next.splitId, next.startPosition, next.incarnation) == (s"$topic-0@1", 0L, 1))
@@ -119,7 +120,8 @@ class KafkaEnumeratorSuite extends AnyFunSuite with KafkaSuiteBase {
     try {
       val Seq(split) = enumerator.discoverSplits()
       kafka.deleteTopic(topic)
-      val e = intercept[IllegalStateException](enumerator.availablePositions(Seq(split)))
+      val e = intercept[IllegalStateException](
+        enumerator.availablePositions(Seq(split -> split.startPosition)))
       assert(e.getMessage.contains(s"partition $topic-0 is gone"), e.getMessage)
       assert(e.getMessage.endsWith("Set failOnDataLoss=false to go on without it."), e.getMessage)
     } finally enumerator.close()

@@ -92,8 +92,8 @@ final class ParquetEnumerator(
     splits
   }
 
-  override def availablePositions(splits: Seq[RowGroupSplit]): Map[String, Long] =
-    splits.map(s => s.splitId -> (s.firstRow + s.rowCount)).toMap
+  override def availablePositions(splits: Seq[(RowGroupSplit, Long)]): Map[String, Long] =
+    splits.map { case (s, _) => s.splitId -> (s.firstRow + s.rowCount) }.toMap
 
   override def noMoreSplits: Boolean = config.monitorIntervalMs.isEmpty && listed
 

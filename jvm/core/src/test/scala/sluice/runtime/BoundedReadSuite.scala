@@ -6,11 +6,12 @@ import org.scalatest.funsuite.AnyFunSuite
 import sluice.api._
 
 /** Planning a bounded source whole, without Spark: what a batch read (`spark.read`) is given to read. */
-class BoundedPlanSuite extends AnyFunSuite {
+class BoundedReadSuite extends AnyFunSuite {
 
   private def plan(source: Source[_, _]): Seq[(String, Long, Long)] =
-    BoundedPlan
-      .ranges(source.asInstanceOf[Source[SourceSplit, Any]])
+    SourceRuntime
+      .forBoundedRead(source.asInstanceOf[Source[SourceSplit, Any]])
+      .plan(PlanRequest.BoundedRead())
       .map(r => (r.split.splitId, r.from, r.until))
 
   test("every split from its start to its stop; empty splits are left out") {
@@ -68,7 +69,8 @@ private final class StagedSource(stages: Seq[Seq[MemSplit]], finishes: Boolean =
         read ++= progress.collect {
           case (s, p) if s.stopPosition.contains(p.position) => s.splitId
         }
-      override def availablePositions(splits: Seq[MemSplit]): Map[String, Long] = Map.empty
+      override def availablePositions(splits: Seq[(MemSplit, Long)]): Map[String, Long] =
+        Map.empty
       override def noMoreSplits: Boolean = finishes && stage == stages.size - 1
       override def snapshotState(): Int = stage
       override def close(): Unit = closed = true
