@@ -145,17 +145,23 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
       lastProgressMs = context.currentTimeMillis()
       moved.foreach(a => a.positionSeen = consumer.position(a.tp))
     }
+    // no look-up waits longer than the whole time a split may go without progress
+    val lookupMs = math.min(MetadataTimeoutMs, config.pollTimeoutMs)
     val ends =
-      try consumer.endOffsets(active.map(_.tp).asJava, Duration.ofMillis(MetadataTimeoutMs))
+      try Some(consumer.endOffsets(active.map(_.tp).asJava, Duration.ofMillis(lookupMs)))
       catch {
-        case e: org.apache.kafka.common.errors.TimeoutException =>
-          // a deleted topic answers no offset requests: find out whether that is why
-          finishGonePartitions(active)
+        case _: org.apache.kafka.common.errors.TimeoutException =>
+          // A deleted topic answers no offset requests, and neither do brokers that are down
+          // (a restart): a partition found gone is finished; the others wait for the brokers
+          // until kafkaConsumer.pollTimeoutMs passes without progress (below), as Spark's Kafka
+          // source waits, instead of failing the task at the first look-up that timed out.
+          try finishGonePartitions(active, lookupMs)
+          catch { case _: org.apache.kafka.common.errors.TimeoutException => () }
           if (assigned.isEmpty) return
-          throw e
+          None
       }
-    active.filter(a => assigned.contains(a.tp)).foreach { a =>
-      val end = ends.get(a.tp).longValue()
+    for (e <- ends; a <- active if assigned.contains(a.tp)) {
+      val end = e.get(a.tp).longValue()
       val position = consumer.position(a.tp)
       if (end <= position && end < a.until) {
         dataLoss.logEndsBeforePlanned(a.tp, end, a.until)
@@ -174,12 +180,12 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
   }
 
   /** Partitions whose topic or partition no longer exists: an error, or skipped and counted. */
-  private def finishGonePartitions(candidates: Seq[Assignment]): Unit = {
+  private def finishGonePartitions(candidates: Seq[Assignment], lookupMs: Long): Unit = {
     val existing = candidates
       .map(_.tp.topic)
       .distinct
       .flatMap { topic =>
-        Option(consumer.partitionsFor(topic, Duration.ofMillis(MetadataTimeoutMs)))
+        Option(consumer.partitionsFor(topic, Duration.ofMillis(lookupMs)))
           .map(_.asScala)
           .getOrElse(Nil)
           .map(p => new TopicPartition(topic, p.partition))

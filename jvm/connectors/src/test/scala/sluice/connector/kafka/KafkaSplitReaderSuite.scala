@@ -5,7 +5,7 @@ import scala.collection.mutable
 import org.scalatest.funsuite.AnyFunSuite
 
 import sluice.api.{ReaderContext, ReaderCounters, SplitRange}
-import sluice.testkit.{KafkaSuiteBase, ProducedRecord}
+import sluice.testkit.{EmbeddedKafka, KafkaSuiteBase, ProducedRecord}
 
 /** The split reader against a real broker; no Spark. */
 class KafkaSplitReaderSuite extends AnyFunSuite with KafkaSuiteBase {
@@ -60,6 +60,37 @@ class KafkaSplitReaderSuite extends AnyFunSuite with KafkaSuiteBase {
       val read = readToEnd(r, split.splitId)
       assert(read == (2 until 7).map(i => Read(split.splitId, i.toLong, s"v$i", i + 1L)))
       assert(context.bytesRead == 5 * 2, "bytes read: five values of two bytes, null keys")
+    } finally r.close()
+  }
+
+  test(
+    "brokers that stop answering are waited for until pollTimeoutMs, then named as the cause") {
+    // a broker of its own: this one stops
+    val own = new EmbeddedKafka().start()
+    val topic = "reader-broker-gone"
+    val r =
+      try {
+        own.createTopic(topic, 1)
+        own.produce(topic, Seq(ProducedRecord.text(value = Some("v0"), partition = Some(0))))
+        KafkaSource
+          .builder()
+          .bootstrapServers(own.bootstrapServers)
+          .topics(topic)
+          .option("kafkaConsumer.pollTimeoutMs", "1500")
+          .build()
+          .createReader(ReaderContext())
+      } finally own.stop()
+    try {
+      val split = KafkaPartitionSplit(topic, 0, 0L, None)
+      r.handleSplitsChanges(Seq(SplitRange(split, 0L, 1L)))
+      // the offset look-ups time out while the broker is gone: no Kafka TimeoutException, but
+      // after pollTimeoutMs without progress the error that says what to check
+      val e = intercept[IllegalStateException](readToEnd(r, split.splitId))
+      assert(
+        e.getMessage.contains(
+          s"no records arrived within kafkaConsumer.pollTimeoutMs=1500 ms for ${split.splitId}") &&
+          e.getMessage.contains("Check that the brokers are reachable."),
+        e.getMessage)
     } finally r.close()
   }
 
