@@ -18,8 +18,9 @@ WHEEL := dist/spark_sluice-$(VERSION)-py3-none-any.whl
 MAVEN_POM := target/maven-repo/dev/sluice/sluice-spark_2.13/$(VERSION)/sluice-spark_2.13-$(VERSION).pom
 BROKER_CP := jvm/testkit/target/broker-classpath.txt
 JVM_OUTPUTS := $(ASSEMBLY) $(BROKER_CP) $(MAVEN_POM)
-JVM_BUILD := 'spark/assembly' 'spark/writeSparkKafkaClasspath' 'benchkit/package' 'testkit/writeBrokerClasspath' 'spark/publish'
-SCALA_TESTS := 'core/test' 'connectors/test' 'spark/test'
+# one sbt command (`all`): the tasks run side by side where they do not depend on each other
+JVM_BUILD := 'all spark/assembly spark/writeSparkKafkaClasspath benchkit/package testkit/writeBrokerClasspath spark/publish'
+SCALA_TESTS := 'all core/test connectors/test spark/test'
 SCALA_SOURCES := $(shell find jvm -path '*/src/main/*' -name '*.scala' 2>/dev/null) build.sbt project/plugins.sbt \
   $(wildcard project/*.scala) LICENSE NOTICE
 # Expanded when a recipe runs (the venv may not exist yet when make starts), for any Python 3 minor.
@@ -31,8 +32,9 @@ demo: build
 	$(PY) demo/demo.py
 
 # One sbt launch builds what the Python tests need, then checks the formatting (a slip fails before
-# any Scala test runs) and runs the Scala tests; the Python tests run beside them from the moment the
-# jar, the broker's classpath and the release are written (build/test).
+# any Scala test runs) and runs the Scala tests; the Python suites and the reduced chaos run start
+# beside them from the moment the jar, the broker's classpath and the release are written
+# (build/test).
 test: $(VENV)/.ok
 	JVM_OUTPUTS='$(JVM_OUTPUTS)' build/test $(JVM_BUILD) -- 'scalafmtCheckAll' $(SCALA_TESTS)
 
