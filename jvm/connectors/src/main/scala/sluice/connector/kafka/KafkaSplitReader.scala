@@ -59,6 +59,8 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
     if (paused.nonEmpty) consumer.pause(paused.asJava)
     // seeking to where the consumer stands keeps the records it already fetched from there
     ranges.foreach(r => consumer.seek(r.split.topicPartition, r.from))
+    // a range handed over now is waited for from now, not from the reader's last record
+    if (ranges.nonEmpty) lastProgressMs = context.currentTimeMillis()
   }
 
   override def pauseOrResumeSplits(
@@ -145,17 +147,15 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
       lastProgressMs = context.currentTimeMillis()
       moved.foreach(a => a.positionSeen = consumer.position(a.tp))
     }
-    // no look-up waits longer than the whole time a split may go without progress
-    val lookupMs = math.min(MetadataTimeoutMs, config.pollTimeoutMs)
     val ends =
-      try Some(consumer.endOffsets(active.map(_.tp).asJava, Duration.ofMillis(lookupMs)))
+      try Some(consumer.endOffsets(active.map(_.tp).asJava, lookupTimeout))
       catch {
         case _: org.apache.kafka.common.errors.TimeoutException =>
           // A deleted topic answers no offset requests, and neither do brokers that are down
           // (a restart): a partition found gone is finished; the others wait for the brokers
           // until kafkaConsumer.pollTimeoutMs passes without progress (below), as Spark's Kafka
           // source waits, instead of failing the task at the first look-up that timed out.
-          try finishGonePartitions(active, lookupMs)
+          try finishGonePartitions(active)
           catch { case _: org.apache.kafka.common.errors.TimeoutException => () }
           if (assigned.isEmpty) return
           None
@@ -169,23 +169,34 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
         consumer.seek(a.tp, a.until)
       }
     }
-    if (context.currentTimeMillis() - lastProgressMs > config.pollTimeoutMs) {
+    // the partitions found gone above are no longer assigned, nor stalled
+    val stalled = active.filter(a => assigned.contains(a.tp))
+    if (stalled.nonEmpty && context.currentTimeMillis() - lastProgressMs > config.pollTimeoutMs) {
       throw new IllegalStateException(
         s"KafkaSource: no records arrived within kafkaConsumer.pollTimeoutMs=${config.pollTimeoutMs} ms for " +
-          active
+          stalled
             .map(a =>
               s"${a.split.splitId} at offset ${consumer.position(a.tp)} (to read up to ${a.until})")
             .mkString(", ") + ". Check that the brokers are reachable.")
     }
   }
 
+  /**
+   * How long a stalled split's look-ups at the brokers may take: at most half the time the split
+   * may go without progress, so it is looked at again before it fails. Their timeout while the
+   * brokers are down is waited out in `checkStalled`; the out-of-range look-up keeps the
+   * consumer's own `default.api.timeout.ms`.
+   */
+  private def lookupTimeout: Duration =
+    Duration.ofMillis(math.max(1L, math.min(MetadataTimeoutMs, config.pollTimeoutMs / 2)))
+
   /** Partitions whose topic or partition no longer exists: an error, or skipped and counted. */
-  private def finishGonePartitions(candidates: Seq[Assignment], lookupMs: Long): Unit = {
+  private def finishGonePartitions(candidates: Seq[Assignment]): Unit = {
     val existing = candidates
       .map(_.tp.topic)
       .distinct
       .flatMap { topic =>
-        Option(consumer.partitionsFor(topic, Duration.ofMillis(lookupMs)))
+        Option(consumer.partitionsFor(topic, lookupTimeout))
           .map(_.asScala)
           .getOrElse(Nil)
           .map(p => new TopicPartition(topic, p.partition))

@@ -68,29 +68,45 @@ class KafkaSplitReaderSuite extends AnyFunSuite with KafkaSuiteBase {
     // a broker of its own: this one stops
     val own = new EmbeddedKafka().start()
     val topic = "reader-broker-gone"
+    val pollTimeoutMs = 2000L
+    val split = KafkaPartitionSplit(topic, 0, 0L, None)
     val r =
       try {
         own.createTopic(topic, 1)
         own.produce(topic, Seq(ProducedRecord.text(value = Some("v0"), partition = Some(0))))
-        KafkaSource
+        val reader = KafkaSource
           .builder()
           .bootstrapServers(own.bootstrapServers)
           .topics(topic)
-          .option("kafkaConsumer.pollTimeoutMs", "1500")
+          .option("kafkaConsumer.pollTimeoutMs", pollTimeoutMs.toString)
           .build()
           .createReader(ReaderContext())
+        // connected, with the partition's metadata: what a broker restart interrupts
+        reader.handleSplitsChanges(Seq(SplitRange(split, 0L, 1L)))
+        assert(readToEnd(reader, split.splitId).map(_.value) == Seq("v0"))
+        reader
       } finally own.stop()
     try {
-      val split = KafkaPartitionSplit(topic, 0, 0L, None)
-      r.handleSplitsChanges(Seq(SplitRange(split, 0L, 1L)))
-      // the offset look-ups time out while the broker is gone: no Kafka TimeoutException, but
-      // after pollTimeoutMs without progress the error that says what to check
-      val e = intercept[IllegalStateException](readToEnd(r, split.splitId))
+      // the next record is planned but the broker is gone: each look-up times out (after half
+      // the poll timeout) and the split is waited for, until pollTimeoutMs passes without progress
+      r.handleSplitsChanges(Seq(SplitRange(split, 1L, 2L)))
+      val began = System.nanoTime()
+      var emptyFetches = 0
+      val e = intercept[IllegalStateException] {
+        while (true) {
+          val batch = r.fetch()
+          assert(batch.nextSplit() == null && batch.finishedSplits.isEmpty)
+          emptyFetches += 1
+        }
+      }
+      val waitedMs = (System.nanoTime() - began) / 1000000
       assert(
         e.getMessage.contains(
-          s"no records arrived within kafkaConsumer.pollTimeoutMs=1500 ms for ${split.splitId}") &&
+          s"no records arrived within kafkaConsumer.pollTimeoutMs=$pollTimeoutMs ms for ${split.splitId}") &&
           e.getMessage.contains("Check that the brokers are reachable."),
         e.getMessage)
+      assert(waitedMs >= pollTimeoutMs, s"failed after $waitedMs ms")
+      assert(emptyFetches >= 1, "the first look-up that timed out failed the task")
     } finally r.close()
   }
 
