@@ -3,6 +3,7 @@ package sluice.runtime
 import scala.collection.mutable
 
 import sluice.api._
+import sluice.errors.SluiceError
 
 /**
  * A bounded source planned as one batch (`spark.read`, FLIP-27's batch mode): every split its
@@ -24,7 +25,7 @@ object BoundedPlan {
   /** The non-empty range `[start, stop)` of every split of `source`, in discovery order. */
   def ranges(source: Source[SourceSplit, Any]): Seq[SplitRange[SourceSplit]] = {
     if (source.boundedness != Boundedness.Bounded) {
-      throw new IllegalArgumentException(
+      throw SluiceError.config(
         s"Sluice: the ${source.sourceType} source is unbounded; only a bounded " +
           "source can be read as a batch.")
     }

@@ -1,6 +1,7 @@
 package sluice.connector.file
 
 import scala.collection.mutable
+import sluice.errors.SluiceError
 
 /**
  * Files a listing found but could not read yet, for every file format. A file written in place
@@ -66,7 +67,7 @@ private[connector] final class NotReadyFiles(
   }
 
   private def failure(what: String, why: String, unchangedMs: Option[Long], cause: Throwable) =
-    new IllegalStateException(
+    SluiceError.sourceFault(
       s"$context: $what" + unchangedMs
         .map(ms => s", unchanged for ${ms / 1000} s")
         .getOrElse("") +

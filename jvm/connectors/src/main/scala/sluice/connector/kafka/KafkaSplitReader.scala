@@ -10,6 +10,7 @@ import org.apache.kafka.common.TopicPartition
 import org.apache.spark.sql.catalyst.InternalRow
 
 import sluice.api.{PausableSplitReader, ReaderContext, RecordsWithSplitIds, SplitRange}
+import sluice.errors.SluiceError
 
 /**
  * Reads offset ranges of topic-partitions with one pooled `KafkaConsumer` (assign + seek + poll).
@@ -170,7 +171,7 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
       }
     }
     if (context.currentTimeMillis() - lastProgressMs > config.pollTimeoutMs) {
-      throw new IllegalStateException(
+      throw SluiceError.sourceFault(
         s"KafkaSource: no records arrived within kafkaConsumer.pollTimeoutMs=${config.pollTimeoutMs} ms for " +
           active
             .map(a =>
