@@ -155,7 +155,7 @@ final class Options(
       Map(
         "context" -> context,
         "option" -> option.name,
-        "meaning" -> option.doc,
+        "about" -> s" (${option.doc})",
         "allowed" -> option.allowed)))
 
   def contains(option: ConfigOption[_]): Boolean = byLowerName.contains(option.name.toLowerCase)

@@ -26,8 +26,8 @@ object ErrorClasses {
   val MissingOption: ErrorClass = ErrorClass(
     "SLUICE_MISSING_OPTION",
     "42K06",
-    "<context>: missing required option '<option>' (<meaning>); allowed: <allowed>.",
-    "A required option is not given.")
+    "<context>: missing required option '<option>'<about>; allowed: <allowed>.",
+    "A required option is not given (`about` is what the option means, in parentheses, or empty).")
 
   val ConflictingOptions: ErrorClass = ErrorClass(
     "SLUICE_CONFLICTING_OPTIONS",

@@ -6,6 +6,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.hadoop.io.compress.{CodecPool, CompressionCodec, Decompressor}
 import org.apache.spark.io.HadoopCodecStreams
+
 import sluice.errors.SluiceError
 
 /**

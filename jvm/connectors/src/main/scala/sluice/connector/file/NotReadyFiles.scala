@@ -1,6 +1,7 @@
 package sluice.connector.file
 
 import scala.collection.mutable
+
 import sluice.errors.SluiceError
 
 /**

@@ -10,6 +10,7 @@ import org.apache.kafka.clients.admin.{Admin, AdminClientConfig, ListOffsetsOpti
 import org.apache.kafka.clients.admin.ListOffsetsResult.ListOffsetsResultInfo
 import org.apache.kafka.common.{IsolationLevel, TopicPartition}
 import org.apache.kafka.common.errors.{UnknownTopicOrPartitionException, UnsupportedVersionException}
+
 import sluice.errors.SluiceError
 
 /**
