@@ -102,8 +102,9 @@ def _message(error: BaseException) -> str:
 def sluice_error(error: BaseException) -> SluiceException | None:
     """The Sluice error ``error`` is or was caused by, as a :class:`SluiceException` (a
     :class:`SluiceConfigError` or :class:`SluiceRuntimeError` by its declared kind); None when it
-    is not one. Works on classic PySpark's captured exceptions and on Spark Connect's alike, so a
-    caller can turn what ``awaitTermination()`` raised into Sluice's error."""
+    is not one. Works on classic PySpark's captured exceptions (a failed query's too: the JVM's
+    cause chain is read) and on Spark Connect's for what the server refused; for a query that
+    failed while running, Connect sends only ``STREAM_FAILED`` and the text (docs/errors.md)."""
     seen: BaseException | None = error
     visited: set[int] = set()
     while seen is not None and id(seen) not in visited:
