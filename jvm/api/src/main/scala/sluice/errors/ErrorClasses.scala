@@ -66,6 +66,13 @@ object ErrorClasses {
       "checkpoint.",
     "The checkpoint holds state a newer Sluice wrote.")
 
+  val InvalidCheckpoint: ErrorClass = ErrorClass(
+    "SLUICE_INVALID_CHECKPOINT",
+    "KD002",
+    "<message>",
+    "The query's checkpoint cannot be used: damaged or altered, written for another source type, or " +
+      "an offset format newer than this build; the message says which and what to do.")
+
   val SourceFault: ErrorClass = ErrorClass(
     "SLUICE_SOURCE_FAULT",
     "58030",
@@ -82,6 +89,7 @@ object ErrorClasses {
     DataLoss,
     RetentionExceeded,
     CheckpointTooNew,
+    InvalidCheckpoint,
     SourceFault)
 
   /** The declaration of `name`, as Spark's and PySpark's `getCondition` report it. */

@@ -49,6 +49,10 @@ object SluiceError {
       case None => config(prefix + e.getMessage, e)
     }
 
+  /** A checkpoint that cannot be used, whose whole text is `message` (`SLUICE_INVALID_CHECKPOINT`). */
+  def invalidCheckpoint(message: String, cause: Throwable = null): SluiceRuntimeException =
+    new SluiceRuntimeException(ErrorClasses.InvalidCheckpoint, Map("message" -> message), cause)
+
   /** A fault of what a source reads, whose whole text is `message` (`SLUICE_SOURCE_FAULT`). */
   def sourceFault(message: String, cause: Throwable = null): SluiceRuntimeException =
     new SluiceRuntimeException(ErrorClasses.SourceFault, Map("message" -> message), cause)

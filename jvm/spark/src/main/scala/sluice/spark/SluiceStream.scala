@@ -13,6 +13,7 @@ import org.apache.spark.sql.connector.read.streaming.{Offset => SparkOffset}
 
 import sluice.alignment.LiveSplitState
 import sluice.api._
+import sluice.errors.SluiceError
 import sluice.eventtime.EventTimeSettings
 import sluice.runtime.{BatchLimit, OpenBatch, RuntimeSettings, SourceCheckpoint, SourceRuntime, TaskPacking}
 
@@ -156,7 +157,7 @@ abstract class SluiceStream(
     try {
       val offset = read(json)
       if (offset.sourceType != source.sourceType) {
-        throw new IllegalStateException(
+        throw SluiceError.invalidCheckpoint(
           s"Sluice: the checkpoint was written by a '${offset.sourceType}' source, but this query " +
             s"reads a '${source.sourceType}' source. Use a new checkpoint location for a different source.")
       }
