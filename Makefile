@@ -80,22 +80,30 @@ kafka: build
 
 # Regenerates the option reference (docs/options.md) and the Python package's copies of the JVM's
 # declarations: python/sluice/_options.json (names, defaults, allowed values, secret flags, the rules
-# that combine options), python/sluice/_metrics.json (every query-progress metric, its type) and the
-# metric reference that ends docs/observability.md.
+# that combine options) and python/sluice/_metrics.json (every query-progress metric, its type); the
+# metric reference that ends docs/observability.md; the error classes' reference (docs/errors.md) and
+# their copy for Python (python/sluice/_errors.json).
 docs: $(VENV)/.ok
-	mkdir -p target && rm -f target/options.json target/metrics.json target/metrics.md && $(SBT) 'spark/runMain sluice.Sources' \
+	mkdir -p target && rm -f target/options.json target/metrics.json target/metrics.md target/errors.json target/errors.generated && $(SBT) 'spark/runMain sluice.Sources' \
 	  'spark/runMain sluice.spark.OptionDeclarations $(abspath target/options.json)' \
-	  'spark/runMain sluice.spark.MetricDeclarations $(abspath target/metrics.json) $(abspath target/metrics.md)' | grep -v '^\[' | sed -n '/^## /,$$p' > target/options.generated
+	  'spark/runMain sluice.spark.MetricDeclarations $(abspath target/metrics.json) $(abspath target/metrics.md)' \
+	  'api/runMain sluice.errors.ErrorClasses $(abspath target/errors.json) $(abspath target/errors.generated)' \
+	  | grep -v '^\[' | sed -n '/^## /,$$p' > target/options.generated
 	test -s target/options.generated || { echo "make docs: sbt printed no reference (is another sbt running?)" >&2; exit 1; }
 	test -s target/options.json || { echo "make docs: sbt wrote no target/options.json" >&2; exit 1; }
 	test -s target/metrics.json || { echo "make docs: sbt wrote no target/metrics.json" >&2; exit 1; }
 	test -s target/metrics.md || { echo "make docs: sbt wrote no target/metrics.md" >&2; exit 1; }
+	test -s target/errors.json || { echo "make docs: sbt wrote no target/errors.json" >&2; exit 1; }
+	test -s target/errors.generated || { echo "make docs: sbt wrote no target/errors.generated" >&2; exit 1; }
 	{ sed '/<!-- generated from the option declarations/q' docs/options.md; cat target/options.generated; } > target/options.md
 	mv target/options.md docs/options.md
 	{ sed '/<!-- generated from the metric declarations/q' docs/observability.md; cat target/metrics.md; } > target/observability.md
 	mv target/observability.md docs/observability.md
 	mv target/options.json python/sluice/_options.json
 	mv target/metrics.json python/sluice/_metrics.json
+	{ sed '/<!-- generated from the error class declarations/q' docs/errors.md; cat target/errors.generated; } > target/errors.md
+	mv target/errors.md docs/errors.md
+	mv target/errors.json python/sluice/_errors.json
 
 clean:
 	rm -rf jvm/*/target target project/target project/project python/sluice/jars \

@@ -15,6 +15,7 @@ from typing import Any
 
 import sluice
 from pyspark import SparkContext
+from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 from sluice import FileSource, GeneratorSource, HybridSource, KafkaSource, OffsetsInitializer
 
@@ -49,6 +50,20 @@ def refusal(build: Callable[[], object]) -> str | None:
     return None
 
 
+def refusal_class(build: Callable[[], object]) -> list[str | None] | None:
+    """The error class of what ``build`` raised, as PySpark's exception gives it and as
+    ``sluice.sluice_error`` converts it: ``[getCondition(), type of the converted error]``."""
+    try:
+        build()
+    except Exception as error:  # noqa: BLE001 - the class is what is checked
+        converted = sluice.sluice_error(error)
+        condition = (
+            error.getCondition() if isinstance(error, sluice.SluiceException | PySparkException) else None
+        )
+        return [condition, type(converted).__name__ if converted is not None else None]
+    return None
+
+
 def generator(args: dict[str, Any]) -> dict[str, Any]:
     spark = session(args["url"])
     source = GeneratorSource.builder().splits(2).records_per_split(50).build()
@@ -65,6 +80,10 @@ def generator(args: dict[str, Any]) -> dict[str, Any]:
         "splits": sorted({r.split for r in rows}),
         "early": refusal(lambda: GeneratorSource.builder().splits(0).records_per_split(1).build()),
         "at_start": refusal(start_unchecked),
+        "early_class": refusal_class(
+            lambda: GeneratorSource.builder().splits(0).records_per_split(1).build()
+        ),
+        "at_start_class": refusal_class(start_unchecked),
     }
 
 

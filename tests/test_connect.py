@@ -54,6 +54,9 @@ def test_generator_query_reads_every_record_through_the_server(server: str, tmp_
         seen["at_start"] is not None
         and "an unbounded generator needs option 'rowsPerSecond'" in seen["at_start"]
     )
+    # both carry their error class: the early check's own, and the server's through Connect
+    assert seen["early_class"] == ["SLUICE_INVALID_OPTION", "SluiceConfigError"]
+    assert seen["at_start_class"] == ["SLUICE_INVALID_CONFIGURATION", "SluiceConfigError"]
 
 
 def test_kafka_query_reads_what_the_broker_holds(server: str, kafka: EmbeddedKafka, tmp_path: Path) -> None:

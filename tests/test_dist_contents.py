@@ -66,6 +66,7 @@ def test_wheel_carries_the_jar_types_and_legal_files() -> None:
         assert "sluice/py.typed" in names
         assert "sluice/_options.json" in names
         assert "sluice/_metrics.json" in names  # status and plot read metrics by its types
+        assert "sluice/_errors.json" in names  # errors read their classes' SQLSTATE and templates
         for legal in ("LICENSE", "NOTICE"):
             shipped = wheel.read(f"{DIST_INFO}/licenses/{legal}")
             assert shipped == (ROOT / legal).read_bytes()

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 
 from sluice._configure import EXTENSIONS as EXTENSIONS
 from sluice._configure import configure
-from sluice._jvm import SluiceConfigError, call_jvm, is_remote, jar_path
+from sluice._errors import SluiceConfigError, SluiceException, SluiceRuntimeError, sluice_error
+from sluice._jvm import call_jvm, is_remote, jar_path
 from sluice._options import FORMAT, read_options
 from sluice._plot import plot
 from sluice._status import COLUMNS as STATUS_COLUMNS
@@ -40,6 +41,8 @@ __all__ = [
     "OffsetsInitializer",
     "STATUS_COLUMNS",
     "SluiceConfigError",
+    "SluiceException",
+    "SluiceRuntimeError",
     "Source",
     "WatermarkStrategy",
     "configure",
@@ -47,6 +50,7 @@ __all__ = [
     "jar_path",
     "plot",
     "read",
+    "sluice_error",
     "status",
     "unwatch",
     "watch",

@@ -7,7 +7,8 @@ import os
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from sluice._jvm import SluiceConfigError, jar_path
+from sluice._errors import SluiceConfigError
+from sluice._jvm import jar_path
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -7,14 +7,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from sluice._errors import SluiceConfigError, sluice_error, sluice_error_of_java
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 T = TypeVar("T")
-
-
-class SluiceConfigError(ValueError):
-    """A source, strategy or option was given a value Sluice cannot use. The message names it."""
 
 
 def jar_path() -> str:
@@ -61,17 +59,26 @@ def java_map(spark: SparkSession, options: dict[str, str]) -> Any:
 
 
 def call_jvm(fn: Callable[[], T]) -> T:
-    """Runs a py4j call and turns a JVM configuration error into a Python ``SluiceConfigError``."""
+    """Runs a py4j call and turns a JVM error of Sluice into a Python ``SluiceException`` of its
+    class (a configuration error is a ``SluiceConfigError``)."""
     from py4j.protocol import Py4JJavaError
-    from pyspark.errors.exceptions.captured import IllegalArgumentException
+    from pyspark.errors.exceptions.captured import CapturedException, IllegalArgumentException
 
     try:
         return fn()
-    except IllegalArgumentException as error:
-        # PySpark converts JVM IllegalArgumentExceptions itself once a session exists.
-        raise SluiceConfigError(getattr(error, "_desc", None) or str(error)) from None
+    except CapturedException as error:
+        # PySpark converts the JVM's exception itself once a session exists; ours carry a class
+        converted = sluice_error(error)
+        if converted is not None:
+            raise converted from None
+        if isinstance(error, IllegalArgumentException):
+            raise SluiceConfigError(getattr(error, "_desc", None) or str(error)) from None
+        raise
     except Py4JJavaError as error:
         java_error = error.java_exception
+        converted = sluice_error_of_java(java_error)
+        if converted is not None:
+            raise converted from None
         class_name = java_error.getClass().getName()
         if class_name in ("java.lang.IllegalArgumentException", "java.lang.IllegalStateException"):
             raise SluiceConfigError(str(java_error.getMessage())) from None

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from sluice._jvm import SluiceConfigError
+from sluice._errors import SluiceConfigError, render
 
 if TYPE_CHECKING:
     from sluice.sources import Source
@@ -80,9 +80,15 @@ class Declared:
         """Fails at once, with the JVM's message, on a value the declared values rule out (a
         Spark Connect client, with no JVM, still fails early here)."""
         if not self.allows(value):
+            # SLUICE_INVALID_OPTION, worded by its declared template as the JVM words it
+            parameters = {
+                "context": context,
+                "value": shown(key, str(value)),
+                "option": key,
+                "allowed": self.allowed,
+            }
             raise SluiceConfigError(
-                f"{context}: invalid value '{shown(key, str(value))}' for option '{key}'; "
-                f"allowed: {self.allowed}."
+                render("SLUICE_INVALID_OPTION", parameters), "SLUICE_INVALID_OPTION", parameters
             )
 
 

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from sluice._jvm import SluiceConfigError, active_classic_session
+from sluice._errors import SluiceConfigError
+from sluice._jvm import active_classic_session
 from sluice._options import declared
 from sluice.sources import Source, _Builder
 

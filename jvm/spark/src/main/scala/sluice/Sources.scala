@@ -1,12 +1,13 @@
 package sluice
 
 import sluice.api.{Source, SourceResolver, SourceSplit}
-import sluice.config.OptionsReference
+import sluice.config.{ConfigOption, OptionsReference}
 import sluice.config.OptionsReference.Section
 import sluice.connector.file.{FileConfig, FileSource}
 import sluice.connector.file.parquet.{ParquetConfig, ParquetSource}
 import sluice.connector.generator.{GeneratorConfig, GeneratorSource}
 import sluice.connector.kafka.{KafkaConfig, KafkaSource}
+import sluice.errors.{ErrorClasses, SluiceConfigException}
 import sluice.hybrid.HybridSource
 import sluice.spark.StreamOptions
 
@@ -34,19 +35,26 @@ object Sources extends SourceResolver {
     val (typeEntries, rest) = options.partition(_._1.equalsIgnoreCase(TypeOption))
     val sourceType = typeEntries.values.headOption
       .map(_.trim.toLowerCase)
-      .getOrElse(throw new IllegalArgumentException(
-        s"Sluice: missing required option '$TypeOption'; allowed: ${types.mkString(", ")}."))
+      .getOrElse(
+        throw new SluiceConfigException(
+          ErrorClasses.MissingOption,
+          Map(
+            "context" -> "Sluice",
+            "option" -> TypeOption,
+            "about" -> "",
+            "allowed" -> types.mkString(", "))))
     val factory = factories.getOrElse(
       sourceType,
-      throw new IllegalArgumentException(
-        s"Sluice: invalid value '$sourceType' for option '$TypeOption'; allowed: ${types.mkString(", ")}."))
+      throw ConfigOption.invalid("Sluice", TypeOption, sourceType, types.mkString(", ")))
     factory(rest)
   }
 
   /** Java-friendly entry for py4j: validates the options by building the source. */
   def fromJavaOptions(options: java.util.Map[String, String]): Source[_ <: SourceSplit, _] = {
     import scala.jdk.CollectionConverters._
-    fromOptions(options.asScala.toMap)
+    // Python's builders call this over py4j: their errors carry the class as load()'s do
+    try fromOptions(options.asScala.toMap)
+    catch sluice.spark.SparkErrors.surface
   }
 
   /** The option reference of docs/options.md, generated from the declarations. */

@@ -3,6 +3,7 @@ package sluice.api
 import org.apache.spark.sql.types.StructType
 
 import sluice.config.RecordLayout
+import sluice.errors.SluiceError
 
 /**
  * A source in FLIP-27's sense: a factory for the driver-side enumerator and the executor-side
@@ -29,7 +30,7 @@ trait Source[SplitT <: SourceSplit, StateT] extends Serializable {
   def schema(layout: RecordLayout): StructType = layout match {
     case RecordLayout.Full => schema
     case RecordLayout.Compact =>
-      throw new IllegalArgumentException(
+      throw SluiceError.config(
         s"The $sourceType source has no compact rows; set forceTimestampSupport=true.")
   }
 

@@ -1,5 +1,7 @@
 package sluice.api
 
+import sluice.errors.{ErrorClasses, SluiceRuntimeException}
+
 /**
  * Serialises splits and enumerator state into the Spark offset log. Text, not bytes, so that an
  * offset stays readable in `<checkpoint>/offsets`. The version is stored next to the text; a
@@ -14,9 +16,8 @@ trait VersionedSerializer[T] extends Serializable {
 object VersionedSerializer {
 
   /** Thrown when stored state has a version this build cannot read. */
-  def unsupported(what: String, found: Int, supported: Int): IllegalStateException =
-    new IllegalStateException(
-      s"Cannot read $what of serializer version $found: this build of Sluice reads versions up to " +
-        s"$supported. The checkpoint was written by a newer Sluice; run that version or start a " +
-        "new checkpoint.")
+  def unsupported(what: String, found: Int, supported: Int): SluiceRuntimeException =
+    new SluiceRuntimeException(
+      ErrorClasses.CheckpointTooNew,
+      Map("what" -> what, "found" -> found.toString, "supported" -> supported.toString))
 }

@@ -2,6 +2,8 @@ package sluice.config
 
 import scala.util.Try
 
+import sluice.errors.{ErrorClasses, SluiceConfigException}
+
 /**
  * One user-facing option: its name, what it means, its type and the values it allows. Every
  * option of every source and of the Spark binding is declared this way, so that parsing,
@@ -105,9 +107,10 @@ object ConfigOption {
       context: String,
       name: String,
       value: String,
-      allowed: String): IllegalArgumentException =
-    new IllegalArgumentException(
-      s"$context: invalid value '$value' for option '$name'; allowed: $allowed.")
+      allowed: String): SluiceConfigException =
+    new SluiceConfigException(
+      ErrorClasses.InvalidOption,
+      Map("context" -> context, "value" -> value, "option" -> name, "allowed" -> allowed))
 }
 
 /**
@@ -127,10 +130,16 @@ final class Options(
     val known = declared.map(_.name.toLowerCase).toSet
     val unknown = raw.keys.filterNot(k => known.contains(k.toLowerCase)).toSeq.sorted
     if (unknown.nonEmpty) {
-      throw new IllegalArgumentException(
-        s"$context: unknown option${if (unknown.size > 1) "s" else ""} " +
-          unknown.map(u => s"'$u'").mkString(", ") + ". Known options: " +
-          (if (listed.nonEmpty) listed else declared).map(_.name).sorted.mkString(", ") + ".")
+      throw new SluiceConfigException(
+        ErrorClasses.UnknownOption,
+        Map(
+          "context" -> context,
+          "options" -> (s"option${if (unknown.size > 1) "s" else ""} " +
+            unknown.map(u => s"'$u'").mkString(", ")),
+          "known" -> (if (listed.nonEmpty) listed else declared)
+            .map(_.name)
+            .sorted
+            .mkString(", ")))
     }
     // every value given is checked now, before any rule that combines options: a bad value is
     // reported as such, not as a conflict it happens to take part in
@@ -141,8 +150,13 @@ final class Options(
     byLowerName.get(option.name.toLowerCase).map(option.read(_, context)).orElse(option.default)
 
   def required[T](option: ConfigOption[T]): T = get(option).getOrElse(
-    throw new IllegalArgumentException(
-      s"$context: missing required option '${option.name}' (${option.doc}); allowed: ${option.allowed}."))
+    throw new SluiceConfigException(
+      ErrorClasses.MissingOption,
+      Map(
+        "context" -> context,
+        "option" -> option.name,
+        "about" -> s" (${option.doc})",
+        "allowed" -> option.allowed)))
 
   def contains(option: ConfigOption[_]): Boolean = byLowerName.contains(option.name.toLowerCase)
 }

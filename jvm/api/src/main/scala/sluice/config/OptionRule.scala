@@ -1,5 +1,7 @@
 package sluice.config
 
+import sluice.errors.{ErrorClasses, SluiceConfigException, SluiceError}
+
 /**
  * A rule over several options of one source, declared once beside them: the source's own
  * validation applies it, the option reference states it, and python/sluice/_options.json carries
@@ -37,11 +39,14 @@ object OptionRule {
     def chosen(o: Options, context: String): ConfigOption[_] =
       options.filter(o.contains) match {
         case Seq(one) => one
-        case Seq() => throw new IllegalArgumentException(s"$context: $missing")
+        case Seq() => throw SluiceError.config(s"$context: $missing")
         case several =>
-          throw new IllegalArgumentException(
-            s"$context: options ${quoted(several).mkString(" and ")} exclude each other; give one of " +
-              listed(quoted(options), "and") + ".")
+          throw new SluiceConfigException(
+            ErrorClasses.ConflictingOptions,
+            Map(
+              "context" -> context,
+              "given" -> quoted(several).mkString(" and "),
+              "choices" -> listed(quoted(options), "and")))
       }
 
     override def text: String = s"give exactly one of ${listed(backticked(options), "and")}"

@@ -5,6 +5,7 @@ import scala.util.Try
 import org.apache.spark.sql.types.{LongType, StructType, TimestampType}
 
 import sluice.config.{AllowedValues, ConfigOption, Options}
+import sluice.errors.SluiceError
 
 /**
  * How far a split's watermark may run ahead of the slowest split of its alignment group: a fixed
@@ -107,7 +108,7 @@ final case class EventTimeSettings(
     alignment match {
       case Some(a) if a.driftUnresolved =>
         if (watermarkDelayMs < maxOutOfOrdernessMs) {
-          throw new IllegalArgumentException(
+          throw SluiceError.config(
             s"$context: maxDrift 'auto' of alignment group '${a.group}' is the " +
               s"withWatermark delay minus the watermark strategy's out-of-orderness, but the delay on '$eventTimeColumn' " +
               s"($watermarkDelayMs ms) is smaller than the out-of-orderness ($maxOutOfOrdernessMs ms): Spark would drop " +
@@ -133,19 +134,19 @@ final case class EventTimeSettings(
     timestampColumn.foreach { c =>
       val field = sourceSchema
         .find(_.name == c)
-        .getOrElse(throw new IllegalArgumentException(
+        .getOrElse(throw SluiceError.config(
           s"$context: the watermark strategy's timestamp column '$c' (option '${EventTimeSettings.TimestampColumn.name}') " +
             "is not a column of the source " +
             s"(columns: ${sourceSchema.fieldNames.mkString(", ")})."))
       if (field.dataType != TimestampType && field.dataType != LongType) {
-        throw new IllegalArgumentException(
+        throw SluiceError.config(
           s"$context: the timestamp column '$c' (option '${EventTimeSettings.TimestampColumn.name}') is " +
             s"${field.dataType.simpleString}; " +
             "it must be a timestamp or a long (epoch milliseconds).")
       }
     }
     sourceSchema.fieldNames.find(_.equalsIgnoreCase(eventTimeColumn)).foreach { existing =>
-      throw new IllegalArgumentException(
+      throw SluiceError.config(
         s"$context: the source already has a column named '$existing', and the " +
           s"watermark strategy adds its event-time column under that name (option " +
           s"'${EventTimeSettings.EventTimeColumn.name}' = '$eventTimeColumn'); choose another name with " +
@@ -240,7 +241,7 @@ object EventTimeSettings {
 
   def parse(o: Options, context: String): EventTimeSettings = {
     val kind = o.get(KindOption).get
-    def fail(msg: String) = throw new IllegalArgumentException(s"$context: $msg")
+    def fail(msg: String) = throw SluiceError.config(s"$context: $msg")
     val ooo = (kind, o.get(MaxOutOfOrdernessMs)) match {
       case (Kind.BoundedOutOfOrderness, Some(ms)) => ms
       case (Kind.BoundedOutOfOrderness, None) =>

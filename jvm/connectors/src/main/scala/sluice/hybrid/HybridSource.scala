@@ -6,6 +6,7 @@ import org.apache.spark.sql.types.StructType
 
 import sluice.api._
 import sluice.config.{ConfigOption, RecordLayout}
+import sluice.errors.{SluiceConfigException, SluiceError}
 
 /**
  * FLIP-150's hybrid source: reads its sources one after the other in one query, switching when
@@ -41,7 +42,7 @@ final class HybridSource private (
   override def schema(layout: RecordLayout): StructType = {
     if (layout == RecordLayout.Compact) {
       entries.zipWithIndex.collectFirst { case (_: StartAtPreviousEnd, i) => i }.foreach { i =>
-        throw new IllegalArgumentException(
+        throw SluiceError.config(
           s"HybridSource: source $i starts at the previous source's last event " +
             "time, but compact rows (forceTimestampSupport=false) carry no event time; give it fixed start positions " +
             "or set forceTimestampSupport=true.")
@@ -221,7 +222,7 @@ object HybridSource {
         case s: SupportsStartAtTimestamp =>
           new Builder(entries :+ StartAtPreviousEnd(s, marginMs), retention)
         case other =>
-          throw new IllegalArgumentException(
+          throw SluiceError.config(
             s"HybridSource: a ${other.sourceType} source cannot be started at a timestamp; give it fixed " +
               "start positions or a SourceFactory.")
       }
@@ -276,11 +277,11 @@ object HybridSource {
       resolver: SourceResolver,
       retention: RetentionSettings): HybridSource = {
     if (entries.isEmpty)
-      throw new IllegalArgumentException("HybridSource: give at least one source.")
+      throw SluiceError.config("HybridSource: give at least one source.")
     entries.zipWithIndex.init
       .collectFirst { case (e, i) if e.boundedness != Boundedness.Bounded => (e, i) }
       .foreach { case (e, i) =>
-        throw new IllegalArgumentException(
+        throw SluiceError.config(
           s"HybridSource: source $i (${describe(e)}) is unbounded, but every source except the last must be " +
             "bounded: give it stopping offsets, or make it the last source.")
       }
@@ -301,8 +302,12 @@ object HybridSource {
       options: Map[String, String]): Source[_ <: SourceSplit, _] =
     try resolver.fromOptions(options)
     catch {
+      case e: SluiceConfigException =>
+        throw SluiceError.prefixed(
+          e,
+          s"HybridSource source $i (options '${HybridOptions.entryPrefix(i)}*'): ")
       case e: IllegalArgumentException =>
-        throw new IllegalArgumentException(
+        throw SluiceError.config(
           s"HybridSource source $i (options '${HybridOptions.entryPrefix(i)}*'): ${e.getMessage}",
           e)
     }
@@ -316,10 +321,10 @@ object HybridSource {
   private def schemaMismatch(
       i: Int,
       s: Source[_, _],
-      schema: StructType): IllegalArgumentException = {
+      schema: StructType): SluiceConfigException = {
     val first = schema.fields.map(f => s"${f.name} ${f.dataType.sql}").toSeq
     val other = s.schema.fields.map(f => s"${f.name} ${f.dataType.sql}").toSeq
-    new IllegalArgumentException(
+    SluiceError.config(
       s"HybridSource: all sources must produce the same schema, but source $i (${s.sourceType}) differs from " +
         s"source 0: only in source 0: [${first.diff(other).mkString(", ")}]; only in source $i: " +
         s"[${other.diff(first).mkString(", ")}].")
@@ -331,7 +336,7 @@ object HybridSource {
       ConfigOption.invalid("HybridSource", key, value, allowed)
     val countRaw = options
       .collectFirst { case (k, v) if k.equalsIgnoreCase(SourcesOption) => v }
-      .getOrElse(throw new IllegalArgumentException(
+      .getOrElse(throw SluiceError.config(
         s"HybridSource: missing required option '$SourcesOption' (${HybridOptions.Sources.allowed})."))
     val count = HybridOptions.Sources
       .parse(countRaw.trim)
@@ -342,13 +347,12 @@ object HybridSource {
       k.equalsIgnoreCase(SourcesOption) || retention.given.contains(k) ||
         (0 until count).exists(i => k.toLowerCase.startsWith(HybridOptions.entryPrefix(i))))
     if (unknown.nonEmpty) {
-      throw new IllegalArgumentException(
-        s"HybridSource: unknown option${if (unknown.size > 1) "s" else ""} " +
-          unknown.toSeq.sorted
-            .map(u => s"'$u'")
-            .mkString(", ") + s"; options of source i are given as " +
-          s"'${HybridOptions.Entry.name}' for i from 0 to ${count - 1} (option '$SourcesOption' is $count); the hybrid's " +
-          s"own options are ${(SourcesOption +: HybridOptions.hybridWide.map(_.name)).mkString(", ")}.")
+      throw SluiceError.config(s"HybridSource: unknown option${if (unknown.size > 1) "s" else ""} " +
+        unknown.toSeq.sorted
+          .map(u => s"'$u'")
+          .mkString(", ") + s"; options of source i are given as " +
+        s"'${HybridOptions.Entry.name}' for i from 0 to ${count - 1} (option '$SourcesOption' is $count); the hybrid's " +
+        s"own options are ${(SourcesOption +: HybridOptions.hybridWide.map(_.name)).mkString(", ")}.")
     }
     val entries = (0 until count).map { i =>
       val prefix = HybridOptions.entryPrefix(i)
@@ -373,7 +377,7 @@ object HybridSource {
           .toLowerCase
       }
       def conflict(message: String) =
-        throw new IllegalArgumentException(s"HybridSource: $message")
+        throw SluiceError.config(s"HybridSource: $message")
       if (i == 0 && key(FactoryKey).isDefined) {
         conflict(
           s"the first source must be given, not built by a factory ('${HybridOptions.entryKey(0, FactoryKey)}').")
@@ -398,7 +402,7 @@ object HybridSource {
                   .map(prefix + _)
                   .mkString(", ")) + ").")
           }
-          val bounded = boundedness.getOrElse(throw new IllegalArgumentException(
+          val bounded = boundedness.getOrElse(throw SluiceError.config(
             s"HybridSource: missing required option '${HybridOptions.entryKey(i, BoundednessKey)}' " +
               s"(${HybridOptions.FactoryBoundedness.allowed}) for a source built by a factory."))
           if (!SourceFactories.isRegistered(f.trim)) {

@@ -5,6 +5,7 @@ import java.util.concurrent.{ExecutorService, Executors, Future, ThreadFactory}
 import scala.util.control.NonFatal
 
 import sluice.api.{RetentionCheck, RetentionWatch}
+import sluice.errors.{ErrorClasses, SluiceRuntimeException}
 
 /**
  * Where a hybrid's next source will start, as the switch will derive it, seen from now.
@@ -54,10 +55,11 @@ private[hybrid] final class RetentionGuard(
   def observe(start: => Option[PlannedStart]): Unit = {
     last.foreach { o =>
       if (o.start.known && !o.check.tolerated) o.check.lost.foreach { what =>
-        throw new IllegalStateException(
-          s"HybridSource: source $nextIndex ($nextType) will start ${o.start.describe}, " +
+        throw new SluiceRuntimeException(
+          ErrorClasses.RetentionExceeded,
+          Map("message" -> (s"HybridSource: source $nextIndex ($nextType) will start ${o.start.describe}, " +
             s"but $what The query stops now, before the switch, rather than skip those records after it. " +
-            s"(Checked every ${HybridOptions.RetentionCheckIntervalMs.name} = $intervalMs ms.)")
+            s"(Checked every ${HybridOptions.RetentionCheckIntervalMs.name} = $intervalMs ms.)")))
       }
     }
     val now = clock()

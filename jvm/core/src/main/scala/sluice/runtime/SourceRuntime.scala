@@ -4,6 +4,7 @@ import scala.collection.mutable
 
 import sluice.alignment._
 import sluice.api._
+import sluice.errors.SluiceError
 
 /**
  * The driver side of one source of a query, whatever the execution mode: the enumerator, the
@@ -478,17 +479,18 @@ final class SourceRuntime(
    * by the binding before. The runtime is Finished after it: nothing is checkpointed.
    */
   private def boundedRead(): Seq[SplitRange[SourceSplit]] = synchronized {
-    if (source.boundedness != Boundedness.Bounded) {
-      throw new IllegalArgumentException(
-        s"Sluice: the ${source.sourceType} source is unbounded; only a bounded " +
-          "source can be read as a batch.")
-    }
-    if (current != RuntimeState.Created) {
-      throw new IllegalStateException(
-        s"Sluice: $this was asked for a bounded read in state $current; a bounded read is planned by a new runtime.")
-    }
-    enumerator = source.createEnumerator()
+    // the runtime is closed (its progress writer's thread stopped) whatever the outcome
     try {
+      if (source.boundedness != Boundedness.Bounded) {
+        throw SluiceError.config(
+          s"Sluice: the ${source.sourceType} source is unbounded; only a bounded " +
+            "source can be read as a batch.")
+      }
+      if (current != RuntimeState.Created) {
+        throw new IllegalStateException(
+          s"Sluice: $this was asked for a bounded read in state $current; a bounded read is planned by a new runtime.")
+      }
+      enumerator = source.createEnumerator()
       discover()
       var empty = 0
       while (!enumerator.noMoreSplits) {

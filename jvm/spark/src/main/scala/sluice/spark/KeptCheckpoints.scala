@@ -10,6 +10,8 @@ import com.fasterxml.jackson.databind.ObjectMapper
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
 
+import sluice.errors.SluiceError
+
 /**
  * The [[CheckpointBodies]] of one source, in `folder` (`<checkpoint>/sources/<n>/sluice-checkpoints`):
  *  - `<sha-256>.json`, one per checkpoint: the list of its chunks (and its length); one kept by
@@ -86,7 +88,7 @@ final class KeptCheckpoints(
         out.toByteArray
     }
     if (sha256(bytes) != name) {
-      throw new IllegalStateException(
+      throw SluiceError.invalidCheckpoint(
         s"Sluice: checkpoint file ${listFile(name)} and its chunks do not hold the " +
           s"checkpoint it is named after: the query's checkpoint was damaged. $RestoreAdvice")
     }
@@ -155,7 +157,7 @@ final class KeptCheckpoints(
 
   private def listFile(name: String): Path = new Path(folder, s"${checkName(name)}.json")
 
-  private def damaged(file: Path) = new IllegalStateException(
+  private def damaged(file: Path) = SluiceError.invalidCheckpoint(
     s"Sluice: an offset in the log needs checkpoint file " +
       s"$file, which is missing. The query's checkpoint was damaged (files deleted or not copied with it); $RestoreAdvice")
 }

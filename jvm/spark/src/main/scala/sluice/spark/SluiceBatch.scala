@@ -21,12 +21,13 @@ final class SluiceBatch(source: Source[SourceSplit, Any], options: StreamOptions
   private val timing =
     RecordTiming(options.eventTime, options.timestamps.copy(latencyTrackingIntervalMs = None))
 
-  override def planInputPartitions(): Array[InputPartition] = {
-    val columnar = SluiceReaderFactory.readsColumnar(source, timing, ranges)
-    ranges
-      .map(range => SluiceInputPartition(Seq(range), columnar = columnar): InputPartition)
-      .toArray
-  }
+  override def planInputPartitions(): Array[InputPartition] =
+    try {
+      val columnar = SluiceReaderFactory.readsColumnar(source, timing, ranges)
+      ranges
+        .map(range => SluiceInputPartition(Seq(range), columnar = columnar): InputPartition)
+        .toArray
+    } catch SparkErrors.surface
 
   override def createReaderFactory(): PartitionReaderFactory =
     new SluiceReaderFactory(source, timing, progress = None)

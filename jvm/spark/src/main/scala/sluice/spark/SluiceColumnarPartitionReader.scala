@@ -30,7 +30,9 @@ final class SluiceColumnarPartitionReader(
     (r: ColumnarSplitReader[SourceSplit], ranges: Seq[SplitRange[SourceSplit]]) =>
       r.handleSplitsChanges(ranges))
 
-  override def next(): Boolean = loop.nextBatch(reader)
+  override def next(): Boolean =
+    try loop.nextBatch(reader)
+    catch SparkErrors.surface
 
   override def get(): ColumnarBatch = loop.batch
 

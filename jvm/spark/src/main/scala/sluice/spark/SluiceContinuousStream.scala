@@ -27,12 +27,14 @@ final class SluiceContinuousStream(
   startOpenBatches()
 
   override def planInputPartitions(start: SparkOffset): Array[InputPartition] =
-    planOpenBatch(start, TaskMode.Continuous)
+    try planOpenBatch(start, TaskMode.Continuous)
+    catch SparkErrors.surface
 
   override def createContinuousReaderFactory(): ContinuousPartitionReaderFactory = readerFactory
 
-  override def mergeOffsets(offsets: Array[PartitionOffset]): SparkOffset = endOfOpenBatch(
-    offsets)
+  override def mergeOffsets(offsets: Array[PartitionOffset]): SparkOffset =
+    try endOfOpenBatch(offsets)
+    catch SparkErrors.surface
 
   override def needsReconfiguration(): Boolean =
     openBatch.exists(_ => runtime.discoverNewSplits())

@@ -57,7 +57,11 @@ final class SluiceMicroBatchStream(
    * Micro-batch: plans the next batch. Real-time mode asks too, once per open batch, but takes the
    * batch's end from `mergeOffsets`: it gets what exists now, and nothing is planned.
    */
-  override def latestOffset(startOffset: SparkOffset, limit: ReadLimit): SparkOffset = {
+  override def latestOffset(startOffset: SparkOffset, limit: ReadLimit): SparkOffset =
+    try planNext(startOffset, limit)
+    catch SparkErrors.surface
+
+  private def planNext(startOffset: SparkOffset, limit: ReadLimit): SparkOffset = {
     val start = checkpointOf(startOffset)
     // asked at every trigger, data or not, as Spark's Kafka source asks: the delay counts from the
     // last trigger. Before planning: a batch planned and then not run would have moved the runtime
@@ -110,9 +114,11 @@ final class SluiceMicroBatchStream(
    * whose splits keep state on executors between ranges prefers their executors, and is packed
    * with ranges that prefer the same (`TaskLocality`).
    */
-  override def planInputPartitions(
-      start: SparkOffset,
-      end: SparkOffset): Array[InputPartition] = {
+  override def planInputPartitions(start: SparkOffset, end: SparkOffset): Array[InputPartition] =
+    try tasksOf(start, end)
+    catch SparkErrors.surface
+
+  private def tasksOf(start: SparkOffset, end: SparkOffset): Array[InputPartition] = {
     // asked only when a split has a key: it is a call to the block manager's master
     lazy val executors = ExecutorLocations.sorted()
     def keyed(ranges: Seq[SplitRange[SourceSplit]]) = ranges.exists(_.split.localityKey.isDefined)
@@ -144,10 +150,12 @@ final class SluiceMicroBatchStream(
   override def prepareForRealTimeMode(): Unit = startOpenBatches()
 
   override def planInputPartitions(start: SparkOffset): Array[InputPartition] =
-    planOpenBatch(start, TaskMode.RealTime)
+    try planOpenBatch(start, TaskMode.RealTime)
+    catch SparkErrors.surface
 
-  override def mergeOffsets(offsets: Array[PartitionOffset]): SparkOffset = endOfOpenBatch(
-    offsets)
+  override def mergeOffsets(offsets: Array[PartitionOffset]): SparkOffset =
+    try endOfOpenBatch(offsets)
+    catch SparkErrors.surface
 
   override def toString: String = s"SluiceMicroBatchStream[$displayName]"
 }

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import com.fasterxml.jackson.databind.node.ObjectNode
 import org.apache.spark.sql.connector.read.streaming.{Offset => SparkOffset}
 
+import sluice.errors.SluiceError
 import sluice.runtime.{FinishedSplits, SourceCheckpoint, SplitEntry}
 
 /**
@@ -104,14 +105,14 @@ object SluiceOffset {
       try Mapper.readTree(json)
       catch {
         case e: Exception =>
-          throw new IllegalStateException(
+          throw SluiceError.invalidCheckpoint(
             s"Sluice: the checkpoint holds an offset that is not valid JSON: $json",
             e)
       }
     val version = Option(root.get("version"))
       .filter(_.canConvertToInt)
       .map(_.asInt)
-      .getOrElse(throw new IllegalStateException(
+      .getOrElse(throw SluiceError.invalidCheckpoint(
         s"Sluice: the checkpoint holds an offset without a version; it was not written by Sluice: $json"))
     version match {
       case 1 => readInline(root.asInstanceOf[ObjectNode])
@@ -119,23 +120,23 @@ object SluiceOffset {
       case 2 | 3 =>
         val name = Option(root.get("checkpoint"))
           .map(_.asText)
-          .getOrElse(throw new IllegalStateException(
+          .getOrElse(throw SluiceError.invalidCheckpoint(
             s"Sluice: offset field 'checkpoint' is missing in $json"))
-        val store = bodies.getOrElse(throw new IllegalStateException(
+        val store = bodies.getOrElse(throw SluiceError.invalidCheckpoint(
           s"Sluice: the offset names checkpoint file '$name' of its source's folder, and no folder was given to read it from"))
         val held = fromJson(store.load(name))
         if (held.sourceType != text(root, "source")) {
-          throw new IllegalStateException(
+          throw SluiceError.invalidCheckpoint(
             s"Sluice: checkpoint file '$name' holds a '${held.sourceType}' source's " +
               s"checkpoint, but the offset is of a '${text(root, "source")}' source: the checkpoint folder was altered.")
         }
         SluiceOffset(held.checkpoint, Option(root.get("member")).map(_.asText), Some(name))
       case v if v > CurrentVersion =>
-        throw new IllegalStateException(
+        throw SluiceError.invalidCheckpoint(
           s"Sluice: the checkpoint's offset has version $v, but this build reads versions 1 to " +
             s"$CurrentVersion. It was written by a newer Sluice: upgrade, or start from a new checkpoint.")
       case v =>
-        throw new IllegalStateException(
+        throw SluiceError.invalidCheckpoint(
           s"Sluice: unknown offset version $v in the checkpoint: $json")
     }
   }
@@ -143,7 +144,7 @@ object SluiceOffset {
   private def text(node: JsonNode, field: String): String = Option(node.get(field))
     .map(_.asText)
     .getOrElse(
-      throw new IllegalStateException(s"Sluice: offset field '$field' is missing in $node"))
+      throw SluiceError.invalidCheckpoint(s"Sluice: offset field '$field' is missing in $node"))
 
   /** The name of the file an offset's checkpoint is kept in, without reading it; None when it holds its checkpoint. */
   def storedNameOf(json: String): Option[String] =

@@ -173,11 +173,12 @@ final class SluicePartitionReader(
     (r: SplitReader[SourceSplit], ranges: Seq[SplitRange[SourceSplit]]) =>
       r.handleSplitsChanges(ranges))
 
-  override def next(): Boolean = {
-    val more = loop.nextRow(reader, Long.MaxValue) == Advanced.Record
-    if (!more) ended = true
-    more
-  }
+  override def next(): Boolean =
+    try {
+      val more = loop.nextRow(reader, Long.MaxValue) == Advanced.Record
+      if (!more) ended = true
+      more
+    } catch SparkErrors.surface
 
   /** The reader ended: the scan's metrics Spark asks for now are the task's last, and exact. */
   private var ended = false
@@ -186,7 +187,11 @@ final class SluicePartitionReader(
    * Real-time mode: the next record if one arrives within `timeoutMs`. Ranges are open-ended
    * there, so a reader that has nothing now is waiting for data, not done.
    */
-  override def nextWithTimeout(timeoutMs: java.lang.Long): SupportsRealTimeRead.RecordStatus = {
+  override def nextWithTimeout(timeoutMs: java.lang.Long): SupportsRealTimeRead.RecordStatus =
+    try nextWithin(timeoutMs)
+    catch SparkErrors.surface
+
+  private def nextWithin(timeoutMs: java.lang.Long): SupportsRealTimeRead.RecordStatus = {
     val deadline = context.currentTimeMillis() + math.max(0L, timeoutMs.longValue())
     if (loop.nextRow(reader, deadline) == Advanced.Record) {
       if (loop.arrivalTime == RecordsWithSplitIds.NoTimestamp)

@@ -16,6 +16,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
 import sluice.api.{Source, SourceSplit}
 import sluice.config.RecordLayout
+import sluice.errors.SluiceError
 import sluice.eventtime.EventTimeSettings
 
 /**
@@ -25,22 +26,25 @@ import sluice.eventtime.EventTimeSettings
 final class SluiceProvider extends TableProvider with DataSourceRegister with RelationProvider {
   override def shortName(): String = sluice.Sluice.Format
 
-  override def inferSchema(options: CaseInsensitiveStringMap): StructType = {
-    val (streamOptions, source) = StreamOptions.parse(options.asCaseSensitiveMap().asScala.toMap)
-    streamOptions.outputSchema(source)
-  }
+  override def inferSchema(options: CaseInsensitiveStringMap): StructType =
+    try {
+      val (streamOptions, source) =
+        StreamOptions.parse(options.asCaseSensitiveMap().asScala.toMap)
+      streamOptions.outputSchema(source)
+    } catch SparkErrors.surface
 
   override def getTable(
       schema: StructType,
       partitioning: Array[Transform],
-      properties: util.Map[String, String]): Table = {
-    val raw = properties.asScala.toMap
-    val (streamOptions, source) = StreamOptions.parse(raw)
-    new SluiceTable(
-      source,
-      streamOptions,
-      BatchReadability.refusal(source, streamOptions, raw.keySet))
-  }
+      properties: util.Map[String, String]): Table =
+    try {
+      val raw = properties.asScala.toMap
+      val (streamOptions, source) = StreamOptions.parse(raw)
+      new SluiceTable(
+        source,
+        streamOptions,
+        BatchReadability.refusal(source, streamOptions, raw.keySet))
+    } catch SparkErrors.surface
 
   override def supportsExternalMetadata(): Boolean = false
 
@@ -51,14 +55,18 @@ final class SluiceProvider extends TableProvider with DataSourceRegister with Re
    */
   override def createRelation(
       sqlContext: SQLContext,
-      parameters: Map[String, String]): BaseRelation = {
+      parameters: Map[String, String]): BaseRelation =
+    try refuseV1(parameters)
+    catch SparkErrors.surface
+
+  private def refuseV1(parameters: Map[String, String]): BaseRelation = {
     val raw =
       parameters match { // Spark hands V1 options lower-cased; connectors get them as given
         case m: CaseInsensitiveMap[String @unchecked] => m.originalMap
         case m => m
       }
     val (streamOptions, source) = StreamOptions.parse(raw)
-    throw new IllegalArgumentException(
+    throw SluiceError.config(
       BatchReadability
         .refusal(source, streamOptions, raw.keySet)
         .getOrElse(
@@ -143,23 +151,32 @@ final class SluiceScan(
    * Each query gets its own source object (for either engine), rebuilt from the options: a DataFrame can start several
    * queries, and a source may keep per-query state (a hybrid's sources built at its switches).
    */
-  override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
+  override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream =
+    try microBatchStream(checkpointLocation)
+    catch SparkErrors.surface
+
+  private def microBatchStream(checkpointLocation: String): MicroBatchStream = {
     AutoDrift.requireResolved(options, description())
     val own = sluice.Sources.fromOptions(source.options).asInstanceOf[Source[SourceSplit, Any]]
     new SluiceMicroBatchStream(own, options, checkpointLocation, SparkSession.active)
   }
 
-  override def toContinuousStream(checkpointLocation: String): ContinuousStream = {
+  override def toContinuousStream(checkpointLocation: String): ContinuousStream =
+    try continuousStream(checkpointLocation)
+    catch SparkErrors.surface
+
+  private def continuousStream(checkpointLocation: String): ContinuousStream = {
     AutoDrift.requireResolved(options, description())
     val own = sluice.Sources.fromOptions(source.options).asInstanceOf[Source[SourceSplit, Any]]
     new SluiceContinuousStream(own, options, checkpointLocation, SparkSession.active)
   }
 
   /** A batch read gets its own source too, for the same reasons; `load()` already refused what cannot be read. */
-  override def toBatch(): Batch = {
-    batchRefusal.foreach(why => throw new IllegalArgumentException(why))
-    new SluiceBatch(
-      sluice.Sources.fromOptions(source.options).asInstanceOf[Source[SourceSplit, Any]],
-      options)
-  }
+  override def toBatch(): Batch =
+    try {
+      batchRefusal.foreach(why => throw SluiceError.config(why))
+      new SluiceBatch(
+        sluice.Sources.fromOptions(source.options).asInstanceOf[Source[SourceSplit, Any]],
+        options)
+    } catch SparkErrors.surface
 }

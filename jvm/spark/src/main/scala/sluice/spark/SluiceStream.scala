@@ -13,6 +13,7 @@ import org.apache.spark.sql.connector.read.streaming.{Offset => SparkOffset}
 
 import sluice.alignment.LiveSplitState
 import sluice.api._
+import sluice.errors.SluiceError
 import sluice.eventtime.EventTimeSettings
 import sluice.runtime.{BatchLimit, OpenBatch, PlanRequest, RuntimeSettings, SourceCheckpoint, SourceRuntime, TaskPacking}
 
@@ -109,7 +110,11 @@ abstract class SluiceStream(
    * restart). Start positions are resolved once — "latest" or a timestamp must not move — and
    * kept in the source's checkpoint folder.
    */
-  override def initialOffset(): SparkOffset = synchronized {
+  override def initialOffset(): SparkOffset =
+    try initialOnce()
+    catch SparkErrors.surface
+
+  private def initialOnce(): SparkOffset = synchronized {
     if (initial == null) {
       initial = metadata.readInitialOffset() match {
         case Some(json) =>
@@ -153,25 +158,27 @@ abstract class SluiceStream(
     catch { case scala.util.control.NonFatal(e) => cannot(e.toString) }
   }
 
-  override def deserializeOffset(json: String): SparkOffset = {
-    val offset = read(json)
-    if (offset.sourceType != source.sourceType) {
-      throw new IllegalStateException(
-        s"Sluice: the checkpoint was written by a '${offset.sourceType}' source, but this query " +
-          s"reads a '${source.sourceType}' source. Use a new checkpoint location for a different source.")
-    }
-    offset
-  }
+  override def deserializeOffset(json: String): SparkOffset =
+    try {
+      val offset = read(json)
+      if (offset.sourceType != source.sourceType) {
+        throw SluiceError.invalidCheckpoint(
+          s"Sluice: the checkpoint was written by a '${offset.sourceType}' source, but this query " +
+            s"reads a '${source.sourceType}' source. Use a new checkpoint location for a different source.")
+      }
+      offset
+    } catch SparkErrors.surface
 
   /**
    * Progress reached the runtime as tasks ended; a commit makes sure the splits are known, and
    * drops the kept checkpoints no offset Spark may hand back names any more.
    */
-  override def commit(end: SparkOffset): Unit = {
-    val committed = read(end.json(), end)
-    runtime.restore(committed.checkpoint)
-    retainFrom(committed)
-  }
+  override def commit(end: SparkOffset): Unit =
+    try {
+      val committed = read(end.json(), end)
+      runtime.restore(committed.checkpoint)
+      retainFrom(committed)
+    } catch SparkErrors.surface
 
   /**
    * After `committed`, a restart starts at it, or replays a batch planned after it: the

@@ -5,6 +5,7 @@ import org.apache.spark.sql.SparkSession
 import sluice.Sources
 import sluice.api.{Source, SourceSplit}
 import sluice.config.{ConfigOption, Options}
+import sluice.errors.SluiceError
 import sluice.eventtime.EventTimeSettings
 
 /**
@@ -92,7 +93,7 @@ object StreamOptions {
       alias: ConfigOption[Long]): Option[Long] =
     (o.get(name), o.get(alias)) match {
       case (Some(a), Some(b)) if a != b =>
-        throw new IllegalArgumentException(
+        throw SluiceError.config(
           s"Sluice: options '${name.name}' ($a) and '${alias.name}' ($b) are one setting under two names; give one.")
       case (a, b) => a.orElse(b)
     }
@@ -113,10 +114,9 @@ object StreamOptions {
     val max = eitherOf(o, MaxRecordsPerTrigger, MaxOffsetsPerTrigger)
     // maxTriggerDelay without a minimum means nothing, and Spark takes it so: a query moves over unchanged
     for (lo <- min; hi <- max if lo > hi) {
-      throw new IllegalArgumentException(
-        s"Sluice: the minimum records per trigger ($lo) is higher than the " +
-          s"maximum ($hi), as Spark's Kafka source refuses too; lower '${MinRecordsPerTrigger.name}' " +
-          s"('${MinOffsetsPerTrigger.name}') or raise '${MaxRecordsPerTrigger.name}' ('${MaxOffsetsPerTrigger.name}').")
+      throw SluiceError.config(s"Sluice: the minimum records per trigger ($lo) is higher than the " +
+        s"maximum ($hi), as Spark's Kafka source refuses too; lower '${MinRecordsPerTrigger.name}' " +
+        s"('${MinOffsetsPerTrigger.name}') or raise '${MaxRecordsPerTrigger.name}' ('${MaxOffsetsPerTrigger.name}').")
     }
     (
       StreamOptions(

@@ -5,6 +5,7 @@ import scala.util.Try
 import org.apache.spark.network.util.JavaUtils
 
 import sluice.config.{ConfigOption, Options, RecordLayout}
+import sluice.errors.SluiceError
 import sluice.eventtime.EventTimeSettings
 
 /**
@@ -66,7 +67,7 @@ object TimestampSupport {
       })
       .filter(_ > 0)
     if (!force) {
-      def conflict(what: String, why: String, fix: String) = throw new IllegalArgumentException(
+      def conflict(what: String, why: String, fix: String) = throw SluiceError.config(
         s"Sluice: $forceFrom (compact records, without timestamps) conflicts with $what, which $why. $fix, or set " +
           s"${Force.name}=true.")
       eventTime.alignment.foreach(a =>

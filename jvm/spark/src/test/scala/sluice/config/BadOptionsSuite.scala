@@ -3,17 +3,21 @@ package sluice.config
 import java.nio.file.Files
 
 import scala.collection.mutable
+import scala.jdk.CollectionConverters._
 
 import org.scalatest.funsuite.AnyFunSuite
 
+import org.apache.spark.SparkThrowable
+
 import sluice.SparkSuiteBase
 import sluice.connector.format.ReaderOptions
+import sluice.errors.SluiceConfigException
 import sluice.hybrid.HybridOptions
 import sluice.spark.{OptionDeclarations, StreamOptions}
 
 /**
  * Every declared option, fed values it must refuse: each failure is an IllegalArgumentException
- * at build time (when the query is defined, before it starts) whose message names the option and
+ * with an error class (a SluiceConfigException; a SparkThrowable where Spark meets it) at build time (when the query is defined, before it starts) whose message names the option and
  * says what is allowed — never an exception from deep inside Spark or Kafka, never a value taken
  * silently. Driven by the declarations themselves, so an option added later is covered or this
  * suite says it is not.
@@ -99,7 +103,9 @@ class BadOptionsSuite extends AnyFunSuite with SparkSuiteBase {
       case scala.util.Success(_) => Some("accepted")
       case scala.util.Failure(e: IllegalArgumentException) =>
         val missing = expected.filterNot(e.getMessage.contains)
-        if (missing.isEmpty) None
+        if (!e.isInstanceOf[SluiceConfigException])
+          Some(s"${e.getClass.getName} has no error class: ${e.getMessage}")
+        else if (missing.isEmpty) None
         else Some(s"message '${e.getMessage}' lacks ${missing.mkString(", ")}")
       case scala.util.Failure(e) => Some(s"${e.getClass.getName}: ${e.getMessage}")
     }
@@ -400,5 +406,52 @@ class BadOptionsSuite extends AnyFunSuite with SparkSuiteBase {
       batch.getMessage.contains(
         "invalid value '0' for option 'splits'; allowed: an integer from 1 to 100000"),
       batch.getMessage)
+  }
+
+  /** `e` as Spark sees it: its condition, SQLSTATE and message parameters. */
+  private def classOf(e: Throwable): (String, String, Map[String, String]) = e match {
+    case t: SparkThrowable =>
+      (t.getCondition, t.getSqlState, t.getMessageParameters.asScala.toMap)
+    case other => fail(s"not a SparkThrowable: ${other.getClass.getName}: ${other.getMessage}")
+  }
+
+  test(
+    "a bad option reaches Spark as a SparkThrowable with its class, parameters and exact message") {
+    val bad = generator + ("splits" -> "0")
+    val message =
+      "GeneratorSource: invalid value '0' for option 'splits'; allowed: an integer from 1 to 100000."
+    val parameters = Map(
+      "context" -> "GeneratorSource",
+      "value" -> "0",
+      "option" -> "splits",
+      "allowed" -> "an integer from 1 to 100000")
+    val streaming =
+      intercept[IllegalArgumentException](spark.readStream.format("sluice").options(bad).load())
+    assert(streaming.getMessage == message)
+    assert(classOf(streaming) == (("SLUICE_INVALID_OPTION", "22023", parameters)))
+    val batch =
+      intercept[IllegalArgumentException](spark.read.format("sluice").options(bad).load())
+    assert(batch.getMessage == message)
+    assert(classOf(batch) == (("SLUICE_INVALID_OPTION", "22023", parameters)))
+
+    val unknown = intercept[IllegalArgumentException](
+      spark.readStream.format("sluice").options(generator + ("recordPerSplit" -> "1")).load())
+    assert(classOf(unknown)._1 == "SLUICE_UNKNOWN_OPTION")
+    assert(unknown.getMessage.startsWith("GeneratorSource: unknown option 'recordPerSplit'. "))
+    val conflicting = intercept[IllegalArgumentException](
+      spark.readStream.format("sluice").options(kafka + ("subscribePattern" -> "t.*")).load())
+    assert(classOf(conflicting)._1 == "SLUICE_CONFLICTING_OPTIONS")
+    assert(classOf(conflicting)._3("given") == "'subscribe' and 'subscribePattern'")
+    val missing = intercept[IllegalArgumentException](
+      spark.readStream.format("sluice").options(generator - "source").load())
+    assert(classOf(missing)._1 == "SLUICE_MISSING_OPTION")
+    // a hybrid names which of its sources is wrong and keeps the member's class
+    val member = intercept[IllegalArgumentException](
+      spark.readStream
+        .format("sluice")
+        .options(hybrid + ("hybrid.1.startingOffsets" -> "earliest!"))
+        .load())
+    assert(classOf(member)._1 == "SLUICE_INVALID_OPTION", member.getMessage)
+    assert(member.getMessage.startsWith("HybridSource source 1 (options 'hybrid.1.*'): "))
   }
 }

@@ -96,6 +96,9 @@ class HybridRetentionSuite extends AnyFunSuite with KafkaSuiteBase with SparkSui
       try intercept[org.apache.spark.sql.streaming.StreamingQueryException](awaitEnd(q))
       finally q.stop()
     val e = failed.getCause
+    // a runtime fault with its class, as Spark Connect and PySpark read it
+    assert(
+      e.asInstanceOf[org.apache.spark.SparkThrowable].getCondition == "SLUICE_RETENTION_EXCEEDED")
     val switchStart = base + 99000L - Margin
     assert(
       e.getMessage == s"HybridSource: source 1 (kafka) will start at its first record at or after $switchStart: " +

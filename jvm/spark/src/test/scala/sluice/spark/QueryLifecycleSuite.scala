@@ -94,6 +94,13 @@ class QueryLifecycleSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuit
     try {
       val e = intercept[org.apache.spark.sql.streaming.StreamingQueryException](awaitEnd(q))
       assert(e.getMessage.contains("has a timestamp at or after 1000000"), e.getMessage)
+      val causes = Iterator.iterate(e: Throwable)(_.getCause).takeWhile(_ != null).toSeq
+      assert(
+        causes.exists {
+          case t: org.apache.spark.SparkThrowable => t.getCondition == "SLUICE_SOURCE_FAULT"
+          case _ => false
+        },
+        causes.map(_.getClass.getName))
     } finally q.stop()
     assert(AlignmentCoordinator.size == 0, "the failed query left its alignment group")
     eventually("the enumerator's Admin client closed")(enumeratorThreads <= threadsBefore)

@@ -37,10 +37,16 @@ class SluiceOffsetSuite extends AnyFunSuite {
       SluiceOffset.fromJson("""{"version":99,"source":"generator"}"""))
     assert(e.getMessage.contains("version 99"))
     assert(e.getMessage.contains("written by a newer Sluice"))
+    assert(
+      e.asInstanceOf[sluice.errors.SluiceRuntimeException].errorClass ==
+        sluice.errors.ErrorClasses.InvalidCheckpoint)
   }
 
   test("an offset that is not Sluice's is refused, not read as empty") {
     val e = intercept[IllegalStateException](SluiceOffset.fromJson("""{"topic":{"0":12}}"""))
     assert(e.getMessage.contains("without a version"))
+    assert(
+      e.asInstanceOf[sluice.errors.SluiceRuntimeException].errorClass ==
+        sluice.errors.ErrorClasses.InvalidCheckpoint)
   }
 }

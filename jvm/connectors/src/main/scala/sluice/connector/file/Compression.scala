@@ -7,6 +7,8 @@ import org.apache.hadoop.fs.Path
 import org.apache.hadoop.io.compress.{CodecPool, CompressionCodec, Decompressor}
 import org.apache.spark.io.HadoopCodecStreams
 
+import sluice.errors.SluiceError
+
 /**
  * Compressed line files, decompressed as Spark's own line reader (`HadoopLineRecordReader`)
  * decompresses them: the codec is Spark's choice for the file name (Hadoop's
@@ -31,7 +33,7 @@ private[file] object Compression {
   def checkDecodable(path: Path, conf: Configuration): Unit = {
     val name = path.getName.toLowerCase(java.util.Locale.ROOT)
     Undecodable.find(name.endsWith).filter(_ => codecOf(path, conf).isEmpty).foreach { suffix =>
-      throw new IllegalArgumentException(
+      throw SluiceError.config(
         s"FileSource: '$path' is compressed ($suffix), a format neither Spark " +
           "nor Hadoop can decompress (spark.read would return its compressed bytes as text). Supported: gzip (.gz), " +
           "bzip2 (.bz2), zstd (.zst), deflate (.deflate) and Hadoop's lz4 and snappy formats. Recompress the files, " +

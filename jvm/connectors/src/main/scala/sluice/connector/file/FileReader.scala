@@ -13,6 +13,7 @@ import org.apache.spark.unsafe.types.UTF8String
 import sluice.api.{PausableSplitReader, ReaderContext, RecordsWithSplitIds, SplitRange}
 import sluice.config.RecordLayout
 import sluice.connector.format.Provenance
+import sluice.errors.SluiceError
 
 /**
  * Reads split ranges one after the other: a range `[from, until)` yields the rows of every line
@@ -66,7 +67,7 @@ final class FileReader(
         Some(
           Compression
             .codecOf(new Path(split.path), conf)
-            .getOrElse(throw new IllegalStateException(
+            .getOrElse(throw SluiceError.sourceFault(
               s"FileSource: '${split.path}' was listed as compressed, but no codec " +
                 "decompresses it now: the Hadoop configuration (io.compression.codecs) changed since it was listed.")))
       else None

@@ -8,6 +8,7 @@ import org.apache.spark.sql.types.StructType
 import sluice.api._
 import sluice.config.RecordLayout
 import sluice.connector.format.{PayloadFormat, Provenance}
+import sluice.errors.SluiceError
 
 /**
  * Files of JSON lines, CSV lines or text lines, parsed as `spark.read.json/csv/text` parse them,
@@ -32,7 +33,7 @@ final class FileSource private[file] (val config: FileConfig)
   override def schema(layout: RecordLayout): StructType = layout match {
     case RecordLayout.Full => schema
     case RecordLayout.Compact if config.timestampColumn.isDefined =>
-      throw new IllegalArgumentException(
+      throw SluiceError.config(
         s"${FileConfig.Context}: option '${FileConfig.TimestampColumn.name}' gives " +
           "records an event time, but compact rows (forceTimestampSupport=false) carry none; remove it or set " +
           "forceTimestampSupport=true.")
@@ -70,7 +71,7 @@ object FileSource {
 
   def fromOptions(options: Map[String, String]): FileSource = {
     if (parquet.ParquetConfig.isParquet(options)) {
-      throw new IllegalArgumentException(
+      throw SluiceError.config(
         s"${FileConfig.Context}: Parquet files are read by ParquetSource (row-group " +
           "splits): build it with ParquetSource.builder(), or give the options to Sluice (source=file, format=parquet).")
     }

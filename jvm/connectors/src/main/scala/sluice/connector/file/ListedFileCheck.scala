@@ -4,6 +4,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
 import sluice.api.ReaderCounters
+import sluice.errors.SluiceError
 
 /**
  * Whether a file is no longer what was listed (length or modification time), for every file
@@ -25,7 +26,7 @@ private[file] object ListedFileCheck {
     val same =
       now.getLen == listedLength && now.getModificationTime / 1000 == listedModificationTime / 1000
     if (!same && !ignoreChangedFiles) {
-      throw new IllegalStateException(s"$context: file '$path' changed after it was listed " +
+      throw SluiceError.sourceFault(s"$context: file '$path' changed after it was listed " +
         s"(length $listedLength -> ${now.getLen} bytes, modified at $listedModificationTime -> " +
         s"${now.getModificationTime} ms). Files must be complete when they appear: write them elsewhere " +
         "or under a hidden name (starting with '.' or '_'), then rename them into the folder. Set option " +

@@ -2,6 +2,8 @@ package sluice.connector.file
 
 import scala.collection.mutable
 
+import sluice.errors.SluiceError
+
 /**
  * Files a listing found but could not read yet, for every file format. A file written in place
  * in a monitored folder is incomplete until its writer is done: a Parquet file has no footer, a
@@ -66,7 +68,7 @@ private[connector] final class NotReadyFiles(
   }
 
   private def failure(what: String, why: String, unchangedMs: Option[Long], cause: Throwable) =
-    new IllegalStateException(
+    SluiceError.sourceFault(
       s"$context: $what" + unchangedMs
         .map(ms => s", unchanged for ${ms / 1000} s")
         .getOrElse("") +

@@ -10,6 +10,7 @@ import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
 
 import sluice.config.{ConfigOption, Options}
+import sluice.errors.SluiceError
 
 /**
  * How payloads (a line of a file, a Kafka value) become rows: a format, the data schema and
@@ -89,7 +90,7 @@ object PayloadFormat {
     reader.keys.toSeq.sorted.foreach { k =>
       val applies = ReaderOptions.formats(k).get
       if (!applies.contains(format)) {
-        throw new IllegalArgumentException(
+        throw SluiceError.config(
           s"$context: option '$k' does not apply to format " +
             s"'$format'; it applies to ${applies.toSeq.sorted.mkString(", ")}.")
       }
@@ -114,14 +115,14 @@ object PayloadFormat {
     format match {
       case Text =>
         if (schema != null && asNullable(schema) != TextSchema) {
-          throw new IllegalArgumentException(
+          throw SluiceError.config(
             s"$context: format 'text' has the fixed schema " +
               "'value STRING'; remove option 'schema'.")
         }
         new PayloadFormat(Text, TextSchema, readerOptions, null, null)
       case Json | Csv =>
         if (schema == null) {
-          throw new IllegalArgumentException(
+          throw SluiceError.config(
             s"$context: missing required option 'schema' for " +
               s"format '$format'; allowed: ${SchemaOption.allowed}.")
         }
@@ -162,7 +163,7 @@ object PayloadFormat {
         val corrupt =
           if (json != null) json.columnNameOfCorruptRecord else csv.columnNameOfCorruptRecord
         Try(ExprUtils.verifyColumnNameOfCorruptRecord(data, corrupt)).failed.foreach { e =>
-          throw new IllegalArgumentException(
+          throw SluiceError.config(
             s"$context: the corrupt-record column '$corrupt' " +
               s"must be a nullable STRING column of the schema (${e.getMessage}).")
         }
@@ -174,7 +175,7 @@ object PayloadFormat {
                 case _ => false
               })
             .foreach { f =>
-              throw new IllegalArgumentException(
+              throw SluiceError.config(
                 s"$context: format 'csv' cannot read column " +
                   s"'${f.name}' of type ${f.dataType.sql}; csv columns must be of atomic types.")
             }

@@ -5,6 +5,8 @@ import org.apache.spark.sql.catalyst.expressions.{JoinedRow, SpecificInternalRow
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 
+import sluice.errors.SluiceError
+
 /**
  * Where a parsed row came from, in the same three columns for every connector, so that a hybrid
  * source (files, then Kafka) has one schema: the split (a file path, `topic-partition`), the
@@ -26,7 +28,7 @@ object Provenance {
   def appendTo(data: StructType, context: String): StructType = {
     val taken = data.fieldNames.filter(n => schema.fieldNames.exists(_.equalsIgnoreCase(n)))
     if (taken.nonEmpty) {
-      throw new IllegalArgumentException(
+      throw SluiceError.config(
         s"$context: schema column '${taken.head}' clashes with a " +
           s"provenance column (${schema.fieldNames.mkString(", ")}); rename it.")
     }

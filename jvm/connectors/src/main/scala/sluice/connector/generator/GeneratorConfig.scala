@@ -3,6 +3,7 @@ package sluice.connector.generator
 import scala.util.Try
 
 import sluice.config.{ConfigOption, Options}
+import sluice.errors.SluiceError
 
 /**
  * The generator's settings, and the pure functions that define its records: record `i` of split
@@ -101,7 +102,7 @@ object GeneratorConfig {
     val records = o.get(RecordsPerSplit)
     val rate = o.get(RowsPerSecond)
     if (records.isEmpty && rate.isEmpty) {
-      throw new IllegalArgumentException(
+      throw SluiceError.config(
         "GeneratorSource: an unbounded generator needs option 'rowsPerSecond' (an integer >= 1); " +
           "or set 'recordsPerSplit' to make the source bounded.")
     }

@@ -11,6 +11,8 @@ import org.apache.kafka.clients.admin.ListOffsetsResult.ListOffsetsResultInfo
 import org.apache.kafka.common.{IsolationLevel, TopicPartition}
 import org.apache.kafka.common.errors.{UnknownTopicOrPartitionException, UnsupportedVersionException}
 
+import sluice.errors.SluiceError
+
 /**
  * What a Kafka source asks the brokers' Admin API in the driver, with the source's own client
  * settings: the subscribed partitions and their topics' ids, offsets (and their records'
@@ -160,11 +162,11 @@ private object KafkaAdminLookups {
     try body
     catch {
       case e: ExecutionException =>
-        throw new IllegalStateException(
+        throw SluiceError.sourceFault(
           s"KafkaSource: could not $what: ${e.getCause.getMessage}",
           e.getCause)
       case e: java.util.concurrent.TimeoutException =>
-        throw new IllegalStateException(
+        throw SluiceError.sourceFault(
           s"KafkaSource: could not $what within $TimeoutSeconds s; are the brokers reachable?",
           e)
     }

@@ -9,6 +9,7 @@ import org.apache.kafka.common.config.ConfigDef
 
 import sluice.config.{ConfigOption, OptionRule, Options, RecordLayout}
 import sluice.connector.format.PayloadFormat
+import sluice.errors.SluiceError
 
 /** Which topics a Kafka source reads. */
 sealed trait TopicSubscription extends Serializable {
@@ -72,7 +73,7 @@ final case class KafkaConfig(
   def decoder(layout: RecordLayout): KafkaRecordDecoder = (payload, layout) match {
     case (None, RecordLayout.Full) => KafkaRecordDecoder.Raw(includeHeaders)
     case (None, RecordLayout.Compact) if includeHeaders =>
-      throw new IllegalArgumentException(
+      throw SluiceError.config(
         "KafkaSource: compact rows (forceTimestampSupport=false) hold the value, " +
           "and the key with includeKey=true, never headers; remove includeHeaders or set forceTimestampSupport=true.")
     case (None, RecordLayout.Compact) => KafkaRecordDecoder.RawCompact(includeKey)
@@ -289,7 +290,7 @@ object KafkaConfig {
         case TopicSubscription.Assigned(partitions) =>
           s"assign: ${partitions.keys.toSeq.sorted.mkString(", ")}"
       }
-      throw new IllegalArgumentException(
+      throw SluiceError.config(
         s"KafkaSource: option '$option' names topics not subscribed: " +
           stray.map(t => s"'$t'").mkString(", ") + s" ($read).")
     }
@@ -365,7 +366,7 @@ object KafkaConfig {
     val (consumerRaw, own) = raw.partition(_._1.toLowerCase.startsWith(Prefix))
     own.keys.foreach { k =>
       SparkOnly.get(k.toLowerCase).foreach { why =>
-        throw new IllegalArgumentException(
+        throw SluiceError.config(
           s"KafkaSource: option '$k' of Spark's Kafka source is not supported: $why.")
       }
     }
@@ -381,8 +382,7 @@ object KafkaConfig {
     val consumer = consumerRaw.map { case (k, v) => k.substring(Prefix.length) -> v }
     consumer.keys.foreach { k =>
       Reserved.get(k.toLowerCase).foreach { why =>
-        throw new IllegalArgumentException(
-          s"KafkaSource: option 'kafka.$k' is not supported: $why.")
+        throw SluiceError.config(s"KafkaSource: option 'kafka.$k' is not supported: $why.")
       }
     }
     checkConsumerProperties(consumer)
@@ -412,7 +412,7 @@ object KafkaConfig {
       consumer.collectFirst { case (k, v) if k.equalsIgnoreCase("group.id") => v },
       o.get(GroupIdPrefix)) match {
       case (Some(_), Some(_)) =>
-        throw new IllegalArgumentException(
+        throw SluiceError.config(
           s"KafkaSource: options 'kafka.group.id' and '${GroupIdPrefix.name}' exclude each other; give one.")
       case (Some(_), None) => Map.empty[String, String] // passed on as given
       case (None, prefix) =>
@@ -442,13 +442,13 @@ object KafkaConfig {
     val payload = o.get(Format).get.toLowerCase match {
       case "raw" =>
         formatOptions.find(o.contains).foreach { opt =>
-          throw new IllegalArgumentException(
+          throw SluiceError.config(
             s"KafkaSource: option '${opt.name}' applies to parsed formats; set 'format' to json, csv or text.")
         }
         None
       case parsed =>
         Seq(IncludeHeaders, IncludeKey).find(o.contains).foreach { opt =>
-          throw new IllegalArgumentException(
+          throw SluiceError.config(
             s"KafkaSource: option '${opt.name}' applies to format raw only.")
         }
         val names = PayloadFormat.all.map(_.name.toLowerCase).toSet
@@ -458,7 +458,7 @@ object KafkaConfig {
           formatRaw,
           "KafkaSource")
         if (payload.hasHeader) {
-          throw new IllegalArgumentException(
+          throw SluiceError.config(
             "KafkaSource: option 'header' means nothing for Kafka values; remove it.")
         }
         Some(payload)

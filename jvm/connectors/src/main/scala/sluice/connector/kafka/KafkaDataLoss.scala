@@ -2,6 +2,8 @@ package sluice.connector.kafka
 
 import org.apache.kafka.common.TopicPartition
 
+import sluice.errors.{ErrorClasses, SluiceRuntimeException}
+
 /**
  * Every case the `failOnDataLoss` option decides, in one place. Each method is called where a
  * Kafka source finds records it was to read gone: with failOnDataLoss=true (the default, as in
@@ -59,14 +61,14 @@ private[kafka] final class KafkaDataLoss(failOnDataLoss: Boolean) {
         s"$until were read.",
       GoOnWithout)
 
+  // the advice ("Set failOnDataLoss=false to ...") is written once, in the error class's template
   private def decide(what: String, instead: String): Unit =
-    if (failOnDataLoss) throw new IllegalStateException(s"$what ${advice(instead)}")
+    if (failOnDataLoss)
+      throw new SluiceRuntimeException(
+        ErrorClasses.DataLoss,
+        Map("what" -> what, "instead" -> instead))
 }
 
 private[kafka] object KafkaDataLoss {
-
-  /** The one way an error tells what failOnDataLoss=false would do instead. */
-  def advice(instead: String): String = s"Set failOnDataLoss=false to $instead."
-
   private val GoOnWithout = "go on without it"
 }

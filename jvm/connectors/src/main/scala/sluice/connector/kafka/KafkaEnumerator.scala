@@ -4,6 +4,7 @@ import org.apache.kafka.clients.admin.OffsetSpec
 import org.apache.kafka.common.TopicPartition
 
 import sluice.api._
+import sluice.errors.SluiceError
 
 /**
  * Discovers topic-partitions in the driver, resolves their start (and, for a bounded source, stop)
@@ -260,7 +261,7 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
       partitions.map { tp =>
         val offset = found.get(tp).filter(_ >= 0)
         if (offset.isEmpty && !atEnd && !config.startPastLastRecordAtEnd) {
-          throw new IllegalStateException(
+          throw SluiceError.sourceFault(
             s"KafkaSource: no record of $tp has a timestamp at or after ${times(tp)}, " +
               s"the start option '${config.startingOption}' gives; with startingOffsetsByTimestampStrategy=latest " +
               "(the default is error, as in Spark) such a partition starts at its end.")
@@ -284,7 +285,7 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
       case TimestampPerPartition(times) =>
         val missing = partitions.filterNot(times.contains)
         if (missing.nonEmpty) {
-          throw new IllegalArgumentException(
+          throw SluiceError.config(
             s"KafkaSource: no timestamp given for partitions ${missing.mkString(", ")} in " +
               s"${if (atEnd) "endingOffsetsByTimestamp" else "startingOffsetsByTimestamp"}; give one for every partition.")
         }

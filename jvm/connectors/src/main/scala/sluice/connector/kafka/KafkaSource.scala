@@ -5,6 +5,7 @@ import org.apache.spark.sql.types.StructType
 
 import sluice.api._
 import sluice.config.{ConfigOption, RecordLayout}
+import sluice.errors.SluiceError
 
 /**
  * Kafka as a FLIP-27 source: one split per topic-partition, discovered in the driver, read in
@@ -113,7 +114,7 @@ object KafkaSource {
       val b = without(Stop.replaced: _*)
       initializer match {
         case OffsetsInitializer.Earliest =>
-          throw new IllegalArgumentException(
+          throw SluiceError.config(
             "KafkaSource: 'earliest' is not a stopping position; use latest, offsets or a timestamp.")
         case OffsetsInitializer.Latest => b.set(EndingOffsets.name, "latest")
         case OffsetsInitializer.Specific(o) =>

@@ -9,6 +9,7 @@ import org.apache.kafka.clients.consumer.{ConsumerRecord, ConsumerRecords, Offse
 import org.apache.kafka.common.TopicPartition
 
 import sluice.api.{EmittedRecords, PausableSplitReader, ReaderContext, RecordsWithSplitIds, SplitRange, SplitRecords}
+import sluice.errors.SluiceError
 
 /**
  * Reads offset ranges of topic-partitions with one pooled `KafkaConsumer` (assign + seek + poll).
@@ -172,7 +173,7 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
     // the partitions found gone above are no longer assigned, nor stalled
     val stalled = active.filter(a => assigned.contains(a.tp))
     if (stalled.nonEmpty && context.currentTimeMillis() - lastProgressMs > config.pollTimeoutMs) {
-      throw new IllegalStateException(
+      throw SluiceError.sourceFault(
         s"KafkaSource: no records arrived within kafkaConsumer.pollTimeoutMs=${config.pollTimeoutMs} ms for " +
           stalled
             .map(a =>

@@ -3,10 +3,12 @@ package sluice.connector.kafka
 import org.apache.kafka.common.TopicPartition
 import org.scalatest.funsuite.AnyFunSuite
 
+import sluice.errors.{ErrorClasses, SluiceRuntimeException}
+
 /**
  * Every case `failOnDataLoss` decides: with true an error naming what is gone and what
  * failOnDataLoss=false would do instead (the texts users see, word for word); with false no error,
- * so the caller goes on past the loss.
+ * so the caller goes on past the loss. The error is of class SLUICE_DATA_LOSS.
  */
 class KafkaDataLossSuite extends AnyFunSuite {
   private val tp = new TopicPartition("orders", 3)
@@ -54,6 +56,12 @@ class KafkaDataLossSuite extends AnyFunSuite {
     test(s"$name: an error saying what failOnDataLoss=false does with true, nothing with false") {
       val e = intercept[IllegalStateException](call(new KafkaDataLoss(failOnDataLoss = true)))
       assert(e.getMessage == message)
+      // a runtime fault of class SLUICE_DATA_LOSS, its advice filled in from the class's template
+      val classed = e.asInstanceOf[SluiceRuntimeException]
+      assert(classed.errorClass == ErrorClasses.DataLoss)
+      assert(classed.messageParameters.keySet == Set("what", "instead"))
+      assert(
+        message.endsWith(s"Set failOnDataLoss=false to ${classed.messageParameters("instead")}."))
       call(new KafkaDataLoss(failOnDataLoss = false)) // returns: the caller goes on
     }
   }

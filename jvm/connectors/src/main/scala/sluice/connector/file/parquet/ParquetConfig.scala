@@ -11,6 +11,7 @@ import org.apache.spark.sql.types.{LongType, StructType, TimestampType}
 import sluice.config.{ConfigOption, Options}
 import sluice.connector.file.FileConfig
 import sluice.connector.format.{PayloadFormat, Provenance}
+import sluice.errors.SluiceError
 
 /**
  * The settings of a file source of Parquet files, resolved on the driver as `spark.read.parquet`
@@ -177,7 +178,7 @@ object ParquetConfig {
               false) =>
           None
         case NonFatal(e) =>
-          throw new IllegalArgumentException(
+          throw SluiceError.config(
             s"$Context: cannot resolve the schema of '${paths.mkString(",")}' as " +
               s"spark.read.parquet does: ${e.getMessage}" +
               (if (userSchema.isEmpty)
@@ -193,7 +194,7 @@ object ParquetConfig {
         if (r.schema.map(_.name) != (data.fields ++ parts.fields).map(_.name).toSeq) {
           val overlap =
             parts.fieldNames.filter(p => data.fieldNames.exists(_.equalsIgnoreCase(p)))
-          throw new IllegalArgumentException(
+          throw SluiceError.config(
             s"$Context: partition column(s) ${overlap.mkString(", ")} are also " +
               "columns of the files; reading such data is not supported: rename the directories or the columns.")
         }

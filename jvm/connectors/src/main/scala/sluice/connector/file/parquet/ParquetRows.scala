@@ -13,6 +13,8 @@ import org.apache.spark.util.SerializableConfiguration
 import org.apache.spark.sql.execution.datasources.{FileFormat, PartitionedFile}
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 
+import sluice.errors.SluiceError
+
 /**
  * Spark's own Parquet reader for this source's files: the function `ParquetFileFormat` builds for
  * `spark.read.parquet` (`buildReaderWithPartitionValues`), built once on the driver with the
@@ -139,7 +141,7 @@ object ParquetRows {
     Seq(ParquetInputFormat.FILTER_PREDICATE, ParquetInputFormat.UNBOUND_RECORD_FILTER)
       .find(conf.get(_) != null)
       .foreach { key =>
-        throw new IllegalArgumentException(
+        throw SluiceError.config(
           s"${ParquetConfig.Context}: the Hadoop configuration sets '$key', a Parquet " +
             "row filter: Sluice reads every row of a row group (its positions are row indexes), so rows that filter " +
             s"dropped would be skipped silently. Unset it (spark.hadoop.$key or the session setting '$key') and filter " +

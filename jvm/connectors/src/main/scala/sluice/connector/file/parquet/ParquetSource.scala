@@ -8,6 +8,7 @@ import sluice.api._
 import sluice.config.RecordLayout
 import sluice.connector.file.{FileConfig, FileSource}
 import sluice.connector.format.Provenance
+import sluice.errors.SluiceError
 
 /**
  * Parquet files (`source` = `file`, `format` = `parquet`): one split per row group, positions
@@ -36,7 +37,7 @@ final class ParquetSource private[parquet] (val config: ParquetConfig, rows: Par
   override def schema(layout: RecordLayout): StructType = layout match {
     case RecordLayout.Full => schema
     case RecordLayout.Compact if config.timestampColumn.isDefined =>
-      throw new IllegalArgumentException(
+      throw SluiceError.config(
         s"${ParquetConfig.Context}: option '${FileConfig.TimestampColumn.name}' " +
           "gives records an event time, but compact rows (forceTimestampSupport=false) carry none; remove it or set " +
           "forceTimestampSupport=true.")

@@ -11,6 +11,8 @@ import org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
 import org.apache.spark.sql.execution.datasources.PartitioningUtils
 
+import sluice.errors.SluiceError
+
 /**
  * The partition values of a file from its Hive-style directories (`.../date=2026-11-01/hour=7/`),
  * read as Spark reads them once it knows the partition columns' types: the directories between
@@ -39,13 +41,13 @@ private[parquet] final class PartitionDirectories(config: ParquetConfig) {
     new GenericInternalRow(schema.fields.map { f =>
       val value = raw.getOrElse(
         key(f.name),
-        throw new IllegalStateException(s"${ParquetConfig.Context}: file " +
+        throw SluiceError.sourceFault(s"${ParquetConfig.Context}: file " +
           s"'$file' is not under a '${f.name}=<value>' directory, but '${f.name}' is a partition column of this source " +
           s"(found when the source was defined, from its paths). Keep files of one source in one directory layout."))
       try PartitioningUtils.castPartValueToDesiredType(f.dataType, value, zone)
       catch {
         case NonFatal(e) =>
-          throw new IllegalStateException(
+          throw SluiceError.sourceFault(
             s"${ParquetConfig.Context}: file '$file' is under " +
               s"'${f.name}=$value', which is not a ${f.dataType.sql}, the type of partition column '${f.name}' (inferred " +
               "from the directories found when the source was defined, or given in its schema). Give the column a " +

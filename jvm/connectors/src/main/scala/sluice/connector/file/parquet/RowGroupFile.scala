@@ -10,6 +10,7 @@ import org.apache.spark.sql.execution.datasources.PartitionedFile
 import sluice.api.ReaderContext
 import sluice.connector.file.ListedFileCheck
 import sluice.connector.file.FileReader.{ChangedFilesSkipped, MissingFilesSkipped}
+import sluice.errors.SluiceError
 
 /**
  * What both Parquet readers (rows and column batches) do to open a row group's file, and the
@@ -73,7 +74,7 @@ private[parquet] object RowGroupFile {
 
   /** Spark's reader ran out of rows before row `next` of the row group. */
   def endedEarly(split: RowGroupSplit, next: Long): IllegalStateException =
-    new IllegalStateException(
+    SluiceError.sourceFault(
       s"${ParquetConfig.Context}: row group ${split.rowGroup} of '${split.path}' " +
         s"ended at row $next, but its footer, when the file was listed, said it holds rows ${split.firstRow} to " +
         s"${split.firstRow + split.rowCount - 1}" + (if (next == split.firstRow)
@@ -84,7 +85,7 @@ private[parquet] object RowGroupFile {
 
   /** Spark's reader gave more rows than the row group held when listed (the batch reader counts them). */
   def moreRows(split: RowGroupSplit): IllegalStateException =
-    new IllegalStateException(
+    SluiceError.sourceFault(
       s"${ParquetConfig.Context}: Spark's Parquet reader gave more rows for row group " +
         s"${split.rowGroup} of '${split.path}' than the ${split.rowCount} its footer held when the file was listed: " +
         "the file changed after it was listed, or the byte range given for the row group (its midpoint) selected " +
@@ -92,7 +93,7 @@ private[parquet] object RowGroupFile {
 
   /** Spark's reader gave row `found` where row `expected` was due. */
   def otherRow(split: RowGroupSplit, found: Long, expected: Long): IllegalStateException =
-    new IllegalStateException(s"${ParquetConfig.Context}: reading row group ${split.rowGroup} of " +
+    SluiceError.sourceFault(s"${ParquetConfig.Context}: reading row group ${split.rowGroup} of " +
       s"'${split.path}' (rows ${split.firstRow} to ${split.firstRow + split.rowCount - 1}) Spark's Parquet reader " +
       s"gave row $found where row $expected was expected: the byte range given for the row group " +
       "(its midpoint) selected another row group, or the file changed after it was listed.")

@@ -18,6 +18,7 @@ import org.apache.parquet.schema.LogicalTypeAnnotation.{TimeUnit, TimestampLogic
 import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName
 
 import sluice.connector.file.DiscoveredFile
+import sluice.errors.SluiceError
 
 /**
  * Reads a Parquet file's footer on the driver and turns its row groups into splits: where each
@@ -146,7 +147,7 @@ private[parquet] object RowGroups {
     chunk.foreach { c =>
       c.getPrimitiveType.getLogicalTypeAnnotation match {
         case ts: TimestampLogicalTypeAnnotation if config.timestampIsMillis =>
-          throw new IllegalArgumentException(
+          throw SluiceError.config(
             s"${ParquetConfig.Context}: timestampColumn '$column' is read by Spark " +
               s"as BIGINT, which this source takes as epoch milliseconds, but in '$path' it is a Parquet TIMESTAMP(" +
               s"${ts.getUnit}) (a BIGINT schema over a timestamp column, or spark.sql.legacy.parquet.nanosAsLong): " +
