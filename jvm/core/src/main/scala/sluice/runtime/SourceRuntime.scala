@@ -479,16 +479,17 @@ final class SourceRuntime(
    * by the binding before. The runtime is Finished after it: nothing is checkpointed.
    */
   private def boundedRead(): Seq[SplitRange[SourceSplit]] = synchronized {
-    // the runtime is closed (its progress writer's thread stopped) whatever the outcome
+    // a runtime in use is left as it is
+    if (current != RuntimeState.Created) {
+      throw new IllegalStateException(
+        s"Sluice: $this was asked for a bounded read in state $current; a bounded read is planned by a new runtime.")
+    }
+    // this one is closed (its progress writer's thread stopped) whatever the outcome
     try {
       if (source.boundedness != Boundedness.Bounded) {
         throw SluiceError.config(
           s"Sluice: the ${source.sourceType} source is unbounded; only a bounded " +
             "source can be read as a batch.")
-      }
-      if (current != RuntimeState.Created) {
-        throw new IllegalStateException(
-          s"Sluice: $this was asked for a bounded read in state $current; a bounded read is planned by a new runtime.")
       }
       enumerator = source.createEnumerator()
       discover()
