@@ -38,10 +38,17 @@ final class InMemorySource(
   override def boundedness: Boundedness = Boundedness.Bounded
   override def schema: StructType = new StructType()
   override def options: Map[String, String] = Map("source" -> sourceType)
-  override def createEnumerator(): SplitEnumerator[MemSplit, Int] =
-    new InMemoryEnumerator(rounds, discoveries = 0, keepsEndState)
-  override def restoreEnumerator(state: Int): SplitEnumerator[MemSplit, Int] =
-    new InMemoryEnumerator(rounds, state, keepsEndState)
+
+  /** The enumerator made last (tests read what it was handed). */
+  @volatile var lastEnumerator: InMemoryEnumerator = _
+  override def createEnumerator(): SplitEnumerator[MemSplit, Int] = {
+    lastEnumerator = new InMemoryEnumerator(rounds, discoveries = 0, keepsEndState)
+    lastEnumerator
+  }
+  override def restoreEnumerator(state: Int): SplitEnumerator[MemSplit, Int] = {
+    lastEnumerator = new InMemoryEnumerator(rounds, state, keepsEndState)
+    lastEnumerator
+  }
   override def createReader(context: ReaderContext): SplitReader[MemSplit] =
     throw new UnsupportedOperationException("runtime tests read no records")
 
@@ -75,8 +82,13 @@ final class InMemoryEnumerator(
     discoveries += 1
     found
   }
-  override def availablePositions(known: Seq[(MemSplit, Long)]): Map[String, Long] =
+
+  /** The positions each `availablePositions` call was handed, split id -> position. */
+  @volatile var handed: Vector[Map[String, Long]] = Vector.empty
+  override def availablePositions(known: Seq[(MemSplit, Long)]): Map[String, Long] = {
+    handed :+= known.map { case (s, p) => s.splitId -> p }.toMap
     known.map { case (s, _) => s.splitId -> s.records }.toMap
+  }
   override def noMoreSplits: Boolean = discoveries >= rounds.size
   override def snapshotState(): Int = discoveries
 

@@ -125,6 +125,32 @@ class RuntimeStatesSuite extends AnyFunSuite {
     }
   }
 
+  test(
+    "the enumerator is handed each split's position from the runtime: the start, where the last batch ended, a restored checkpoint's") {
+    val source =
+      new InMemorySource(Seq(MemSplit("0", 0, 1000, 100), MemSplit("1", 0, 1000, 100, false)))
+    def runtimeOf() = new SourceRuntime(
+      source.asInstanceOf[Source[SourceSplit, Any]],
+      settings(),
+      new ProgressStore.InMemory,
+      defaultLimit = BatchLimit(None))
+    def handed = source.lastEnumerator.handed.last
+    val end = within(runtimeOf()) { r =>
+      val first = r.plan(BoundedRange(r.start(), BatchLimit(Some(40))))
+      assert(handed == Map("0" -> 0L, "1" -> 0L))
+      assert(first.positions.map(_._2).forall(_ > 0L), first.positions)
+      // the next batch starts where the first ended: that is where its readers stand
+      r.plan(BoundedRange(first, BatchLimit(Some(40))))
+      assert(handed == first.positions.toMap)
+      first
+    }
+    within(runtimeOf()) { r =>
+      r.restore(end)
+      r.plan(BoundedRange(end, BatchLimit(Some(40))))
+      assert(handed == end.positions.toMap)
+    }
+  }
+
   test("close: -> Finished, and the runtime left its alignment group") {
     val r = runtime(group = Some("g"))
     r.start()
