@@ -208,3 +208,48 @@ def test_missing_classpath_says_what_to_do(monkeypatch: pytest.MonkeyPatch, tmp_
     monkeypatch.setattr("sluice.testing.__file__", str(tmp_path / "x" / "__init__.py"))
     with pytest.raises(KafkaBrokerError, match="make build"):
         EmbeddedKafka().start()
+
+
+def test_a_given_port_held_for_a_while_is_waited_for(tmp_path: Path) -> None:
+    """A restart on the same port (the chaos run's) must not fail because a connection still
+    holds the port for a moment: start() tries the port again until it is free."""
+    import socket
+
+    holder = socket.socket()
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    port = holder.getsockname()[1]
+    released = threading.Event()
+
+    def release_later() -> None:
+        # released once the broker has been refused the port at least once
+        deadline = time.monotonic() + 60
+        while not broker_tried.is_set() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        holder.close()
+        released.set()
+
+    broker_tried = threading.Event()
+    broker = EmbeddedKafka(port=port, data_dir=tmp_path / "kafka")
+    launch = broker._launch  # noqa: SLF001
+
+    launches: list[str] = []
+
+    def counted_launch(command: list[str]) -> str:
+        launches.append("launch")
+        try:
+            return launch(command)
+        finally:
+            broker_tried.set()
+
+    broker._launch = counted_launch  # type: ignore[method-assign]  # noqa: SLF001
+    threading.Thread(target=release_later, daemon=True).start()
+    try:
+        broker.start()
+        assert released.is_set(), "the broker started while the port was still held"
+        assert len(launches) >= 2, "the port was never refused: the test proves nothing"
+        assert broker.bootstrap_servers == f"127.0.0.1:{port}"
+    finally:
+        broker.stop()
+        holder.close()

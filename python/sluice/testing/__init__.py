@@ -55,6 +55,7 @@ _MAIN_CLASS = "sluice.testkit.KafkaBrokerMain"
 DEFAULT_JVM_OPTIONS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 _READY_PREFIX = "SLUICE_KAFKA_READY bootstrap="
 _EXIT_PORT_IN_USE = 3  # KafkaBrokerMain's exit code when a port was taken
+_FIXED_PORT_WAIT_S = 60  # how long start() tries a given port that is taken
 _STDERR_TAIL_LINES = 60
 _EOF = None  # what the stdout reader queues when the broker's stdout closes
 
@@ -238,9 +239,14 @@ class EmbeddedKafka:
             if self._data_dir is not None:
                 command += ["--data-dir", os.fspath(self._data_dir)]
             began = time.monotonic()
-            # The broker picks free ports, which another process may take before it binds them.
-            attempts = 1 if self._port is not None else 3
-            for attempt in range(1, attempts + 1):
+            # The broker picks free ports, which another process may take before it binds them;
+            # a port given (a restart on the same port) may be held for a while by a client's
+            # connection on a busy machine: tried again for up to _FIXED_PORT_WAIT_S.
+            attempts = 3
+            deadline = time.monotonic() + _FIXED_PORT_WAIT_S
+            attempt = 0
+            while True:
+                attempt += 1
                 try:
                     line = self._launch(command)
                     break
@@ -248,8 +254,14 @@ class EmbeddedKafka:
                     code = self._process.returncode if self._process else None
                     self._terminate()
                     self._process = None
-                    if code != _EXIT_PORT_IN_USE or attempt == attempts:
+                    if code != _EXIT_PORT_IN_USE:
                         raise
+                    if self._port is None and attempt >= attempts:
+                        raise
+                    if self._port is not None:
+                        if time.monotonic() > deadline:
+                            raise
+                        time.sleep(1.0)
             self._bootstrap_servers = line[len(_READY_PREFIX) :].strip()
             self.startup_seconds = time.monotonic() - began
             self._workdir = Path(tempfile.mkdtemp(prefix="sluice-kafka-io-"))
