@@ -89,30 +89,43 @@ final class LiveAlignment(clock: () => Long = () => System.currentTimeMillis()) 
 
   private def update(r: LiveReport, expiryMs: Long, fromReader: Boolean): LiveDecision =
     synchronized {
-      val now = clock()
       val key = (r.queryKey, r.group)
-      val splits = groups.getOrElseUpdate(key, mutable.Map.empty)
-      r.splits.foreach { s =>
-        val previous = splits.get((r.memberId, s.splitId))
-        val state =
-          if (fromReader) s
-          // the driver knows where a split stands, its last reader knew whether it is idle
-          else
-            previous
-              .map(p => s.copy(idle = p.state.idle, lastActiveMs = p.state.lastActiveMs))
-              .getOrElse(s)
-        splits((r.memberId, s.splitId)) =
-          new Entry(state, now, if (fromReader) previous.map(_.reports).getOrElse(0) + 1 else 0)
-      }
-      splits.filterInPlace { case (_, e) => now - e.atMs <= expiryMs }
-      // the spread between splits that read, once each had an answer to act on
-      val reading = splits.values
-        .filter(e => e.reports > 1 && e.state.constrains && !e.state.paused)
-        .flatMap(_.state.watermark)
-      if (reading.nonEmpty)
-        spreads(key) = math.max(spreads.getOrElse(key, 0L), reading.max - reading.min)
-      LiveDecision(LiveAlignment.limitOf(splits.values.map(_.state), r.maxDriftMs))
+      // Only the driver's planning opens a group (it seeds before any task runs); a reader's
+      // report for a group that is not open comes from a task outliving its stopped query, and
+      // is answered without keeping anything, or the stopped query's group would come back
+      if (fromReader && !groups.contains(key))
+        LiveDecision(LiveAlignment.limitOf(r.splits, r.maxDriftMs))
+      else updateOpen(key, r, expiryMs, fromReader)
     }
+
+  private def updateOpen(
+      key: (String, String),
+      r: LiveReport,
+      expiryMs: Long,
+      fromReader: Boolean): LiveDecision = {
+    val now = clock()
+    val splits = groups.getOrElseUpdate(key, mutable.Map.empty)
+    r.splits.foreach { s =>
+      val previous = splits.get((r.memberId, s.splitId))
+      val state =
+        if (fromReader) s
+        // the driver knows where a split stands, its last reader knew whether it is idle
+        else
+          previous
+            .map(p => s.copy(idle = p.state.idle, lastActiveMs = p.state.lastActiveMs))
+            .getOrElse(s)
+      splits((r.memberId, s.splitId)) =
+        new Entry(state, now, if (fromReader) previous.map(_.reports).getOrElse(0) + 1 else 0)
+    }
+    splits.filterInPlace { case (_, e) => now - e.atMs <= expiryMs }
+    // the spread between splits that read, once each had an answer to act on
+    val reading = splits.values
+      .filter(e => e.reports > 1 && e.state.constrains && !e.state.paused)
+      .flatMap(_.state.watermark)
+    if (reading.nonEmpty)
+      spreads(key) = math.max(spreads.getOrElse(key, 0L), reading.max - reading.min)
+    LiveDecision(LiveAlignment.limitOf(splits.values.map(_.state), r.maxDriftMs))
+  }
 
   /** When each split of a member last read a record, as its readers reported: for the next tasks' idleness clocks. */
   def lastActive(queryKey: String, group: String, memberId: String): Map[String, Long] =

@@ -13,13 +13,19 @@ class LiveAlignmentSuite extends AnyFunSuite {
       finished: Boolean = false) =
     LiveSplitState(id, wm, idle, paused, finished)
 
+  /** The driver's planning opens the group (its seed) before any reader reports. */
+  private def open(coordinator: LiveAlignment): Unit =
+    coordinator.seed(LiveReport("q", "g", "driver", maxDriftMs = 100, Nil), expiryMs = 1000)
+
   private def report(
       coordinator: LiveAlignment,
       member: String,
-      splits: LiveSplitState*): Option[Long] =
+      splits: LiveSplitState*): Option[Long] = {
+    open(coordinator)
     coordinator
       .report(LiveReport("q", "g", member, maxDriftMs = 100, splits), expiryMs = 1000)
       .maxAllowedWatermark
+  }
 
   test("a split of an open batch as both sides build it: its watermark under the strategy") {
     val settings =
@@ -114,6 +120,7 @@ class LiveAlignmentSuite extends AnyFunSuite {
     "idleness outlives a task: the next task's clock starts from the split's last record, and seeds keep it") {
     var now = 10000L
     val c = new LiveAlignment(() => now)
+    open(c)
     c.report(
       LiveReport("q", "g", "m", 100, Seq(split("s", Some(5)).copy(lastActiveMs = Some(9000L)))),
       1000)
@@ -125,5 +132,20 @@ class LiveAlignmentSuite extends AnyFunSuite {
     assert(
       gate.isIdle("s", 11000),
       "idle two seconds after its last record, though its task began later")
+  }
+
+  test(
+    "a report from a task outliving its stopped query keeps nothing: the group stays forgotten") {
+    val c = new LiveAlignment(() => 0L)
+    assert(report(c, "a", split("a0", Some(1000))) == Some(1100))
+    assert(c.size == 1)
+    c.forget("q", "g")
+    assert(c.size == 0)
+    // the late report is answered from itself, and the group does not come back
+    assert(
+      c.report(LiveReport("q", "g", "a", maxDriftMs = 100, Seq(split("a0", Some(2000)))), 1000)
+        .maxAllowedWatermark == Some(2100))
+    assert(c.size == 0)
+    assert(c.states("q", "g").isEmpty)
   }
 }
