@@ -4,6 +4,7 @@ import scala.collection.mutable
 
 import sluice.alignment._
 import sluice.api._
+import sluice.config.RecordLayout
 
 /**
  * The driver side of one source of a query, whatever the execution mode: the enumerator, the
@@ -676,7 +677,7 @@ final class SourceRuntime(
     if (settings.latencyTracking) {
       m ++= LatencyMarkers.metrics(latencyMarkers.markers)
     }
-    if (settings.compact) m("recordLayout") = "compact"
+    if (settings.layout == RecordLayout.Compact) m("recordLayout") = settings.layout.name
     progress
       .map(_.counters)
       .foldLeft(finishedSplits.counters)(SplitProgress.sumCounters)
@@ -741,7 +742,7 @@ object SourceRuntime {
       source.sourceType,
       sluice.eventtime
         .EventTimeSettings(sluice.eventtime.EventTimeSettings.Kind.None, 0L, None, None, None),
-      compact = false,
+      layout = RecordLayout.Full,
       latencyTracking = false,
       queryKey = "",
       memberId = ""),

@@ -36,7 +36,6 @@ private[spark] final class ReaderLoop(
     sourceType: String,
     context: ReaderContext.Local,
     eventTime: Option[EventTimeAppender],
-    tracksEventTime: Boolean,
     latency: Option[LatencyMarkers] = None,
     live: Option[LiveAlignmentChannel.ReaderSide] = None,
     eventTimeSettings: EventTimeSettings =
@@ -47,6 +46,9 @@ private[spark] final class ReaderLoop(
   private val ranges = new TaskRanges(partition.ranges, context, sourceType)
   private def stats = ranges.stats
   private val openBatch = partition.mode.readsOpenBatch
+
+  /** Split watermarks come from record times, which only some layouts read. */
+  private val tracksEventTime = context.recordLayout.hasRecordTimes
 
   // ---- rows -----------------------------------------------------------------------------------
 
