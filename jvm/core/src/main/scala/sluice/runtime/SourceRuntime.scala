@@ -651,16 +651,18 @@ final class SourceRuntime(
       lastAvailable.get(e.splitId).map(available => math.max(0L, available - e.position))
     }
     val m = mutable.LinkedHashMap[String, String](
-      "source" -> settings.displayName,
-      "sourceType" -> source.sourceType,
-      "splits" -> (splits.size + finishedSplits.count).toString,
-      "recordsRead" -> (progress.map(_.records).sum + finishedSplits.records).toString)
+      RuntimeMetrics.Source -> settings.displayName,
+      RuntimeMetrics.SourceType -> source.sourceType,
+      RuntimeMetrics.Splits -> (splits.size + finishedSplits.count).toString,
+      RuntimeMetrics.RecordsRead -> (progress
+        .map(_.records)
+        .sum + finishedSplits.records).toString)
     // unknown after a restart until the first planning asks the enumerator again
     if (backlog.nonEmpty || consumed.exists(_.splits.isEmpty))
-      m("backlogRecords") = backlog.sum.toString
-    if (finishedSplits.count > 0) m("finishedSplits") = finishedSplits.count.toString
+      m(RuntimeMetrics.BacklogRecords) = backlog.sum.toString
+    if (finishedSplits.count > 0) m(RuntimeMetrics.FinishedSplits) = finishedSplits.count.toString
     (progress.flatMap(_.maxEventTime) ++ finishedSplits.maxEventTime).maxOption.foreach(ts =>
-      m("maxEventTimeMs") = ts.toString)
+      m(RuntimeMetrics.MaxEventTimeMs) = ts.toString)
     if (enumerator != null) {
       m ++= enumerator.metrics
       // per split the last planning asked about, as Spark's Kafka source counts its partitions
@@ -670,14 +672,15 @@ final class SourceRuntime(
       }
       if (consumed.isDefined) m ++= enumerator.backlogMetrics(behind)
     }
-    consumed.foreach(c => m("splitProgress") = SplitStatus.json(splitStatuses(c)))
+    consumed.foreach(c => m(RuntimeMetrics.SplitProgress) = SplitStatus.json(splitStatuses(c)))
     eventTime.foreach { et =>
       m ++= et.metrics(et.splitStates(splits.values.toSeq, tracker.get), group.flatMap(_.spread))
     }
     if (settings.latencyTracking) {
       m ++= LatencyMarkers.metrics(latencyMarkers.markers)
     }
-    if (settings.layout == RecordLayout.Compact) m("recordLayout") = settings.layout.name
+    if (settings.layout == RecordLayout.Compact)
+      m(RuntimeMetrics.RecordLayout) = settings.layout.name
     progress
       .map(_.counters)
       .foldLeft(finishedSplits.counters)(SplitProgress.sumCounters)
