@@ -204,8 +204,8 @@ final class SourceEventTime(
   }
 
   /**
-   * Whether long-running readers (real-time mode, continuous) pause the splits they hold on the
-   * coordinator's word; None without alignment. Refuses as micro-batch planning does.
+   * Whether readers of open batches (real-time mode, continuous) pause the splits they hold on
+   * the coordinator's word; None without alignment. Refuses as micro-batch planning does.
    */
   def livePausing(splits: Seq[SourceSplit]): Option[Boolean] =
     settings.alignment.map(a => splitsCanPause(splits, a))

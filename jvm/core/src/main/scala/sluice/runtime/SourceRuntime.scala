@@ -442,8 +442,8 @@ final class SourceRuntime(
 
   /**
    * Whether the enumerator, told what readers reported so far, finds splits not known yet (a new
-   * partition or file, a hybrid's next source once the active one is read): a long-running
-   * engine then restarts its tasks, and the next `OpenRange` opens the new splits too.
+   * partition or file, a hybrid's next source once the active one is read): an engine running
+   * an open batch then restarts its tasks, and the next `OpenRange` opens the new splits too.
    */
   def discoverNewSplits(): Boolean = synchronized {
     if (enumerator == null) false

@@ -48,7 +48,7 @@ private[spark] final class ReaderLoop(
   private val openBatch = partition.mode.readsOpenBatch
 
   /** Split watermarks come from record times, which only some layouts read. */
-  private val tracksEventTime = context.recordLayout.hasRecordTimes
+  private val hasRecordTimes = context.recordLayout.hasRecordTimes
 
   // ---- rows -----------------------------------------------------------------------------------
 
@@ -92,7 +92,7 @@ private[spark] final class ReaderLoop(
               current.sawEventTime(t)
             case None =>
               theRow = fetched.row
-              if (tracksEventTime) current.sawEventTime(fetched.eventTime)
+              if (hasRecordTimes) current.sawEventTime(fetched.eventTime)
           }
           if (latency.isDefined) mark(current)
           if (openBatch) theArrivalTime = fetched.arrivalTime
@@ -163,7 +163,7 @@ private[spark] final class ReaderLoop(
             split.sawEventTime(max)
             withEventTime
           case None =>
-            if (tracksEventTime) split.sawEventTime(fetched.maxRecordTime)
+            if (hasRecordTimes) split.sawEventTime(fetched.maxRecordTime)
             fetched.batch
         }
         return true
