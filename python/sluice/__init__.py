@@ -78,7 +78,7 @@ def from_source(
     group (docs/event-time.md).
 
     ``options`` are read options of the Spark binding, e.g. ``{"maxRecordsPerTrigger": 10000}``,
-    ``{"forceTimestampSupport": False}`` for compact rows (docs/compact.md), or
+    ``{"forceTimestampSupport": False}`` for compact records (docs/compact.md), or
     ``{"latencyTrackingInterval": "1s"}`` (see docs/options.md).
 
     Reads through ``spark.readStream.format("sluice")`` with the source's, the strategy's and these

@@ -26,7 +26,7 @@ def read(
 
     Same rows and schema as :func:`sluice.from_source` gives for the source: ``event_time`` (or the
     name ``with_event_time_column`` gives) under ``watermark_strategy`` (alignment and idleness
-    have no effect: nothing is read in rounds), compact rows with ``{"forceTimestampSupport": False}``.
+    have no effect: nothing is read in rounds), compact records with ``{"forceTimestampSupport": False}``.
 
     Refused when ``load()`` is called, with a message naming the fix: an unbounded source (Kafka
     without stopping offsets, files with ``monitorIntervalMs``, a generator without

@@ -35,8 +35,8 @@ trait SplitReader[SplitT <: SourceSplit] extends AutoCloseable {
   def fetch(): RecordsWithSplitIds
 
   /**
-   * As `fetch()`, blocking for at most about `maxWaitMs` while waiting for data: a long-running
-   * engine (real-time mode) ends its batch at a deadline and must not wait a whole poll past it.
+   * As `fetch()`, blocking for at most about `maxWaitMs` while waiting for data: an open batch
+   * (real-time mode) ends at a deadline and must not wait a whole poll past it.
    * Readers that never block need not override it.
    */
   def fetch(maxWaitMs: Long): RecordsWithSplitIds = fetch()

@@ -184,7 +184,7 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
     }
     val ended = child.endState(endProgress)
     // a loss the next source goes on past (failOnDataLoss=false) is recorded with the switch, for good
-    val lost = guard.flatMap(_.toleratedLoss).map(RetentionGuard.LostMetric -> _)
+    val lost = guard.flatMap(_.toleratedLoss).map(HybridMetrics.RetentionRecordsLost -> _)
     val context = SourceSwitchContext(index, ended.copy(details = ended.details ++ lost))
     // Build the next source before touching any state: a factory that throws leaves the switch
     // unrecorded, so a restarted (fixed) query switches again from the same end state.
@@ -279,13 +279,14 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
     child.endState(finished)
 
   override def metrics: Map[String, String] = child.metrics ++ Map(
-    "activeSource" -> index.toString,
-    "activeSourceType" -> active.sourceType,
-    "recordsPerSource" -> (0 until hybrid.size).map(recordsOf).mkString(",")) ++
-    switches.lastOption.map(s => "lastSwitchAtMs" -> s.atMs.toString) ++
+    HybridMetrics.ActiveSource -> index.toString,
+    HybridMetrics.ActiveSourceType -> active.sourceType,
+    HybridMetrics.RecordsPerSource -> (0 until hybrid.size).map(recordsOf).mkString(",")) ++
+    switches.lastOption.map(s => HybridMetrics.LastSwitchAtMs -> s.atMs.toString) ++
     Option.when(
-      switches.exists(_.context.previousEndState.details.contains(RetentionGuard.LostMetric)))(
-      RetentionGuard.LostMetric -> "true") ++ guard.map(_.metrics).getOrElse(Map.empty)
+      switches.exists(
+        _.context.previousEndState.details.contains(HybridMetrics.RetentionRecordsLost)))(
+      HybridMetrics.RetentionRecordsLost -> "true") ++ guard.map(_.metrics).getOrElse(Map.empty)
 
   /** The records read from source `i`: its splits in the checkpoint, and those that left it. */
   private def recordsOf(i: Int): Long =

@@ -132,10 +132,11 @@ private[hybrid] final class RetentionGuard(
    */
   def metrics: Map[String, String] = last
     .map { o =>
-      o.check.headroomMs.map(HeadroomMetric -> _.toString).toMap ++
-        o.start.timestampMs.map(
-          "retentionStartMs" -> _.toString) + ("retentionCheckedAtMs" -> o.atMs.toString) ++
-        Option.when(o.start.known && o.check.lost.isDefined)(LostMetric -> "true")
+      o.check.headroomMs.map(HybridMetrics.RetentionHeadroomMs -> _.toString).toMap ++
+        o.start.timestampMs.map(HybridMetrics.RetentionStartMs -> _.toString) +
+        (HybridMetrics.RetentionCheckedAtMs -> o.atMs.toString) ++
+        Option.when(o.start.known && o.check.lost.isDefined)(
+          HybridMetrics.RetentionRecordsLost -> "true")
     }
     .getOrElse(Map.empty)
 
@@ -159,9 +160,6 @@ private[hybrid] final class RetentionGuard(
 
 private[hybrid] object RetentionGuard {
   private val log = org.slf4j.LoggerFactory.getLogger(classOf[RetentionGuard])
-
-  val HeadroomMetric = "retentionHeadroomMs"
-  val LostMetric = "retentionRecordsLost"
 
   /** How long the switch waits for its own last check. */
   val SwitchCheckTimeoutMs = 10000L

@@ -5,7 +5,7 @@ import scala.collection.mutable
 import sluice.eventtime.EventTimeSettings
 
 /**
- * One split as a long-running reader reports it to the coordinator every `updateInterval`
+ * One split as a reader of an open batch reports it to the coordinator every `updateInterval`
  * (FLIP-182's `ReportedWatermarkEvent`): its watermark (none before its first record), and
  * whether it is idle, paused or read to its end, and when it last read a record (or was resumed):
  * its idleness clock, which must outlive the task (an open batch ends, the next task goes on).

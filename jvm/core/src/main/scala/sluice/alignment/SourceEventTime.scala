@@ -204,8 +204,8 @@ final class SourceEventTime(
   }
 
   /**
-   * Whether long-running readers (real-time mode, continuous) pause the splits they hold on the
-   * coordinator's word; None without alignment. Refuses as micro-batch planning does.
+   * Whether readers of open batches (real-time mode, continuous) pause the splits they hold on
+   * the coordinator's word; None without alignment. Refuses as micro-batch planning does.
    */
   def livePausing(splits: Seq[SourceSplit]): Option[Boolean] =
     settings.alignment.map(a => splitsCanPause(splits, a))
@@ -263,27 +263,27 @@ final class SourceEventTime(
         WatermarkStatus.Idle
       else WatermarkStatus.Active
     val base = Map(
-      "watermark.status" -> sourceStatus.name,
-      "watermark.idleSplits" -> states.count(_.status == WatermarkStatus.Idle).toString,
-      "watermark.pausedSplits" -> states.count(_.paused).toString,
-      "watermark.splits" -> SplitEventTime.json(states)) ++
+      EventTimeMetrics.Status -> sourceStatus.name,
+      EventTimeMetrics.IdleSplits -> states.count(_.status == WatermarkStatus.Idle).toString,
+      EventTimeMetrics.PausedSplits -> states.count(_.paused).toString,
+      EventTimeMetrics.Splits -> SplitEventTime.json(states)) ++
       states
         .filterNot(_.finished)
         .flatMap(_.watermark)
         .minOption
-        .map("watermarkMs" -> _.toString) ++
+        .map(EventTimeMetrics.WatermarkMs -> _.toString) ++
       (if (constraining.isEmpty) None
-       else Some("watermark.spreadMs" -> (constraining.max - constraining.min).toString))
+       else Some(EventTimeMetrics.SpreadMs -> (constraining.max - constraining.min).toString))
     val aligned = alignment.map(a =>
       Map(
-        "alignment.group" -> a.group,
-        "alignment.maxDriftMs" -> a.maxDriftMs.toString,
+        EventTimeMetrics.Group -> a.group,
+        EventTimeMetrics.MaxDriftMs -> a.maxDriftMs.toString,
         // maxDrift "auto": the query's withWatermark delay it was resolved from
-        "alignment.maxDriftAuto" -> a.maxDrift.isInstanceOf[MaxDrift.FromWatermark].toString,
-        "alignment.mode" -> lastMode.map(_.toString).getOrElse("")) ++
-        lastPlan.flatMap(_.limit).map("alignment.maxAllowedWatermarkMs" -> _.toString) ++
-        lastPlan.flatMap(_.horizon).map("alignment.horizonMs" -> _.toString) ++
-        groupSpread.map("alignment.groupSpreadMs" -> _.toString))
+        EventTimeMetrics.MaxDriftAuto -> a.maxDrift.isInstanceOf[MaxDrift.FromWatermark].toString,
+        EventTimeMetrics.Mode -> lastMode.map(_.toString).getOrElse("")) ++
+        lastPlan.flatMap(_.limit).map(EventTimeMetrics.MaxAllowedWatermarkMs -> _.toString) ++
+        lastPlan.flatMap(_.horizon).map(EventTimeMetrics.HorizonMs -> _.toString) ++
+        groupSpread.map(EventTimeMetrics.GroupSpreadMs -> _.toString))
     base ++ aligned.getOrElse(Map.empty)
   }
 }

@@ -31,15 +31,15 @@ object LatencyMarkers {
 
   /** `latency.*` metrics over markers, in milliseconds. */
   def metrics(markersMs: Seq[Long]): Map[String, String] =
-    if (markersMs.isEmpty) Map("latency.markers" -> "0")
+    if (markersMs.isEmpty) Map(LatencyMetrics.Markers -> "0")
     else {
       val sorted = markersMs.sorted.toIndexedSeq
       def percentile(p: Double) = sorted(
         math.min(sorted.size - 1, math.ceil(p * sorted.size).toInt - 1).max(0))
       Map(
-        "latency.markers" -> sorted.size.toString,
-        "latency.p50Ms" -> percentile(0.5).toString,
-        "latency.p99Ms" -> percentile(0.99).toString,
-        "latency.maxMs" -> sorted.last.toString)
+        LatencyMetrics.Markers -> sorted.size.toString,
+        LatencyMetrics.P50Ms -> percentile(0.5).toString,
+        LatencyMetrics.P99Ms -> percentile(0.99).toString,
+        LatencyMetrics.MaxMs -> sorted.last.toString)
     }
 }

@@ -4,6 +4,7 @@ import scala.collection.mutable
 
 import sluice.alignment._
 import sluice.api._
+import sluice.config.RecordLayout
 import sluice.errors.SluiceError
 
 /**
@@ -442,8 +443,8 @@ final class SourceRuntime(
 
   /**
    * Whether the enumerator, told what readers reported so far, finds splits not known yet (a new
-   * partition or file, a hybrid's next source once the active one is read): a long-running
-   * engine then restarts its tasks, and the next `OpenRange` opens the new splits too.
+   * partition or file, a hybrid's next source once the active one is read): an engine running
+   * an open batch then restarts its tasks, and the next `OpenRange` opens the new splits too.
    */
   def discoverNewSplits(): Boolean = synchronized {
     if (enumerator == null) false
@@ -653,16 +654,18 @@ final class SourceRuntime(
       lastAvailable.get(e.splitId).map(available => math.max(0L, available - e.position))
     }
     val m = mutable.LinkedHashMap[String, String](
-      "source" -> settings.displayName,
-      "sourceType" -> source.sourceType,
-      "splits" -> (splits.size + finishedSplits.count).toString,
-      "recordsRead" -> (progress.map(_.records).sum + finishedSplits.records).toString)
+      RuntimeMetrics.Source -> settings.displayName,
+      RuntimeMetrics.SourceType -> source.sourceType,
+      RuntimeMetrics.Splits -> (splits.size + finishedSplits.count).toString,
+      RuntimeMetrics.RecordsRead -> (progress
+        .map(_.records)
+        .sum + finishedSplits.records).toString)
     // unknown after a restart until the first planning asks the enumerator again
     if (backlog.nonEmpty || consumed.exists(_.splits.isEmpty))
-      m("backlogRecords") = backlog.sum.toString
-    if (finishedSplits.count > 0) m("finishedSplits") = finishedSplits.count.toString
+      m(RuntimeMetrics.BacklogRecords) = backlog.sum.toString
+    if (finishedSplits.count > 0) m(RuntimeMetrics.FinishedSplits) = finishedSplits.count.toString
     (progress.flatMap(_.maxEventTime) ++ finishedSplits.maxEventTime).maxOption.foreach(ts =>
-      m("maxEventTimeMs") = ts.toString)
+      m(RuntimeMetrics.MaxEventTimeMs) = ts.toString)
     if (enumerator != null) {
       m ++= enumerator.metrics
       // per split the last planning asked about, as Spark's Kafka source counts its partitions
@@ -672,14 +675,15 @@ final class SourceRuntime(
       }
       if (consumed.isDefined) m ++= enumerator.backlogMetrics(behind)
     }
-    consumed.foreach(c => m("splitProgress") = SplitStatus.json(splitStatuses(c)))
+    consumed.foreach(c => m(RuntimeMetrics.SplitProgress) = SplitStatus.json(splitStatuses(c)))
     eventTime.foreach { et =>
       m ++= et.metrics(et.splitStates(splits.values.toSeq, tracker.get), group.flatMap(_.spread))
     }
     if (settings.latencyTracking) {
       m ++= LatencyMarkers.metrics(latencyMarkers.markers)
     }
-    if (settings.compact) m("recordLayout") = "compact"
+    if (settings.layout == RecordLayout.Compact)
+      m(RuntimeMetrics.RecordLayout) = settings.layout.name
     progress
       .map(_.counters)
       .foldLeft(finishedSplits.counters)(SplitProgress.sumCounters)
@@ -744,7 +748,7 @@ object SourceRuntime {
       source.sourceType,
       sluice.eventtime
         .EventTimeSettings(sluice.eventtime.EventTimeSettings.Kind.None, 0L, None, None, None),
-      compact = false,
+      layout = RecordLayout.Full,
       latencyTracking = false,
       queryKey = "",
       memberId = ""),

@@ -18,7 +18,8 @@ object TaskPacking {
   /**
    * Spark's `minPartitions`: with fewer ranges than `minTasks`, divides the divisible ones (see
    * `SourceSplit.divisible`) into parts of about equal size, so that the batch has about
-   * `minTasks` tasks — one per part, a large partition's backlog read by several cores at once.
+   * `minTasks` tasks — one per part, a large split's backlog (a Kafka partition's) read by
+   * several cores at once.
    * Parts of one range are contiguous and cover it exactly; each is at least one position.
    */
   def divide[S <: SourceSplit](

@@ -3,6 +3,7 @@ package sluice.runtime
 import org.scalatest.funsuite.AnyFunSuite
 
 import sluice.api.{Source, SourceSplit}
+import sluice.config.RecordLayout
 import sluice.eventtime.{AlignmentSettings, EventTimeSettings}
 
 /**
@@ -21,7 +22,7 @@ class RuntimeStatesSuite extends AnyFunSuite {
       None,
       None,
       group.map(g => AlignmentSettings(g, 60000L, 1000, None))),
-    compact = false,
+    layout = RecordLayout.Full,
     latencyTracking = false,
     queryKey = "states",
     memberId = "s")

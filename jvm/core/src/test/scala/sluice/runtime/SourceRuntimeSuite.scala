@@ -5,6 +5,7 @@ import scala.collection.mutable
 import org.scalatest.funsuite.AnyFunSuite
 
 import sluice.api.SourceSplit
+import sluice.config.RecordLayout
 import sluice.eventtime.{AlignmentSettings, EventTimeSettings}
 
 /**
@@ -26,7 +27,7 @@ class SourceRuntimeSuite extends AnyFunSuite {
       None,
       None,
       group.map(g => AlignmentSettings(g, Drift, 1000, None))),
-    compact = false,
+    layout = RecordLayout.Full,
     latencyTracking = false,
     queryKey = "query",
     memberId = member)

@@ -85,7 +85,7 @@ object BatchReadability {
           "records of one micro-batch and means nothing in a batch read (spark.read), which reads every split to its " +
           "stop in one job; remove it, or read with spark.readStream.")
       .orElse(Option.when(explicit(TimestampSupport.LatencyTrackingInterval.name) &&
-        options.timestamps.latencyTrackingIntervalMs.isDefined) {
+        options.latencyTrackingIntervalMs.isDefined) {
         s"Sluice: option ${TimestampSupport.LatencyTrackingInterval.name} reports latency markers in streaming " +
           "query progress, which a batch read (spark.read) does not have; remove it (or set it to 0), or read with " +
           "spark.readStream."

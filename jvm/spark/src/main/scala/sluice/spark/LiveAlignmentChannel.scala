@@ -63,11 +63,11 @@ object LiveAlignmentChannel extends Logging {
     val states = coordinator.states(member.queryKey, member.group)
     val limit = LiveAlignment.limitOf(states.map(_._2), member.maxDriftMs)
     val own = states.collect { case (m, s) if m == member.memberId => s }
-    Map("liveSplits" -> own.map(json).mkString("[", ",", "]")) ++
-      limit.map(l => "liveMaxAllowedWatermarkMs" -> l.toString) ++
+    Map(LiveAlignmentMetrics.LiveSplits -> own.map(json).mkString("[", ",", "]")) ++
+      limit.map(l => LiveAlignmentMetrics.LiveMaxAllowedWatermarkMs -> l.toString) ++
       coordinator
         .maxObservedSpread(member.queryKey, member.group)
-        .map(s => "liveMaxObservedDriftMs" -> s.toString)
+        .map(s => LiveAlignmentMetrics.LiveMaxObservedDriftMs -> s.toString)
   }
 
   private def json(s: LiveSplitState): String = {

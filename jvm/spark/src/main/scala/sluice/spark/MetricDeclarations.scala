@@ -6,16 +6,23 @@ import java.nio.file.{Files, Paths}
 import com.fasterxml.jackson.core.json.JsonWriteFeature
 import com.fasterxml.jackson.databind.json.JsonMapper
 
+import sluice.alignment.{EventTimeMetrics => E}
 import sluice.api.{ReaderCounters, SourceMetric}
 import sluice.api.SourceMetric._
-import sluice.hybrid.HybridSplit
+import sluice.connector.file.FileMetrics
+import sluice.connector.kafka.KafkaMetrics
+import sluice.hybrid.{HybridMetrics, HybridSplit}
+import sluice.runtime.{LatencyMetrics, RuntimeMetrics => R}
 
 /**
  * Every key a Sluice source reports in query progress (`sources[i].metrics`), with its type and
  * meaning, as JSON for the Python package: `sluice.status` and `sluice.plot` read values by the
  * type declared here (python/sluice/_metrics.json, generated from this by `make docs`) instead of
- * parsing strings their own way. MetricDeclarationsSuite fails when the file is stale, and when a
- * query reports a key this list does not declare or a value its type does not read.
+ * parsing strings their own way. Each key is the constant its reporter reports it by
+ * (`RuntimeMetrics`, `EventTimeMetrics`, `LatencyMetrics`, `LiveAlignmentMetrics`, `KafkaMetrics`,
+ * `FileMetrics`, `HybridMetrics`, ...), so a renamed key renames its declaration.
+ * MetricDeclarationsSuite fails when the file is stale, and when a query reports a key this list
+ * does not declare or a value its type does not read.
  */
 object MetricDeclarations {
 
@@ -24,19 +31,19 @@ object MetricDeclarations {
 
   /** Every source: the runtime's figures. */
   val runtime: Seq[SourceMetric] = Seq(
-    text("source", "the source's name (name= of from_source)"),
-    text("sourceType", "the source's type: kafka, file, generator, hybrid"),
-    long("splits", "splits known, finished ones included"),
-    long("recordsRead", "records read so far, all splits (finished ones included)"),
+    text(R.Source, "the source's name (name= of from_source)"),
+    text(R.SourceType, "the source's type: kafka, file, generator, hybrid"),
+    long(R.Splits, "splits known, finished ones included"),
+    long(R.RecordsRead, "records read so far, all splits (finished ones included)"),
     long(
-      "backlogRecords",
+      R.BacklogRecords,
       "positions behind the latest, summed over splits (Kafka: offsets; files: bytes)"),
     long(
-      "finishedSplits",
+      R.FinishedSplits,
       "splits read to their end that left the checkpoint (absent while none has)"),
-    long("maxEventTimeMs", "the largest event time read (a hybrid: over all members so far)"),
+    long(R.MaxEventTimeMs, "the largest event time read (a hybrid: over all members so far)"),
     SourceMetric(
-      "splitProgress",
+      R.SplitProgress,
       JsonList,
       "per split as of the last batch",
       Seq(
@@ -46,7 +53,7 @@ object MetricDeclarations {
         "available" -> "how far the split could be read when the batch was planned",
         "backlogRecords" -> "the records in between (estimated for byte positions)",
         "maxEventTimeMs" -> "the largest event time read")),
-    text("recordLayout", "compact when the rows are compact records (absent for full rows)"),
+    text(R.RecordLayout, "compact when the rows are compact records (absent for full rows)"),
     long(
       CheckpointBodies.BytesWrittenMetric,
       "bytes this run of the query wrote to keep checkpoints too large for the offset log " +
@@ -58,11 +65,11 @@ object MetricDeclarations {
 
   /** With a watermark strategy, and with alignment. */
   val eventTime: Seq[SourceMetric] = Seq(
-    text("watermark.status", "active, or idle when every unfinished split is idle"),
-    long("watermark.idleSplits", "splits that are idle"),
-    long("watermark.pausedSplits", "splits paused by alignment"),
+    text(E.Status, "active, or idle when every unfinished split is idle"),
+    long(E.IdleSplits, "splits that are idle"),
+    long(E.PausedSplits, "splits paused by alignment"),
     SourceMetric(
-      "watermark.splits",
+      E.Splits,
       JsonList,
       "per split: its watermark and whether it reads",
       Seq(
@@ -72,31 +79,27 @@ object MetricDeclarations {
         "paused" -> "paused by alignment",
         "finished" -> "read to its end",
         "reason" -> "alignment, idleness or finished for a split that does not read")),
-    long("watermarkMs", "the smallest watermark of the unfinished splits"),
-    long(
-      "watermark.spreadMs",
-      "the largest minus the smallest watermark of the splits that constrain"),
-    text("alignment.group", "the alignment group"),
-    long("alignment.maxDriftMs", "the drift the group allows"),
+    long(E.WatermarkMs, "the smallest watermark of the unfinished splits"),
+    long(E.SpreadMs, "the largest minus the smallest watermark of the splits that constrain"),
+    text(E.Group, "the alignment group"),
+    long(E.MaxDriftMs, "the drift the group allows"),
     SourceMetric(
-      "alignment.maxDriftAuto",
+      E.MaxDriftAuto,
       Boolean,
       "whether the drift was resolved from the query's withWatermark delay"),
-    text("alignment.mode", "how the last batch was aligned"),
-    long("alignment.maxAllowedWatermarkMs", "the group's limit the last batch was planned with"),
-    long("alignment.horizonMs", "how far the last batch was planned to read in event time"),
-    long(
-      "alignment.groupSpreadMs",
-      "the spread of the group's watermarks as the group last saw it"),
-    long("latency.markers", "latency markers of the last batch"),
-    long("latency.p50Ms", "median latency of those markers"),
-    long("latency.p99Ms", "99th percentile latency of those markers"),
-    long("latency.maxMs", "largest latency of those markers"))
+    text(E.Mode, "how the last batch was aligned"),
+    long(E.MaxAllowedWatermarkMs, "the group's limit the last batch was planned with"),
+    long(E.HorizonMs, "how far the last batch was planned to read in event time"),
+    long(E.GroupSpreadMs, "the spread of the group's watermarks as the group last saw it"),
+    long(LatencyMetrics.Markers, "latency markers of the last batch"),
+    long(LatencyMetrics.P50Ms, "median latency of those markers"),
+    long(LatencyMetrics.P99Ms, "99th percentile latency of those markers"),
+    long(LatencyMetrics.MaxMs, "largest latency of those markers"))
 
   /** Open batches (real-time mode, continuous processing) with alignment. */
   val live: Seq[SourceMetric] = Seq(
     SourceMetric(
-      "liveSplits",
+      LiveAlignmentMetrics.LiveSplits,
       JsonList,
       "this source's splits as its running readers last reported them",
       Seq(
@@ -106,33 +109,43 @@ object MetricDeclarations {
         "paused" -> "paused by alignment",
         "finished" -> "read to its end",
         "lastActiveMs" -> "when it last read a record")),
-    long("liveMaxAllowedWatermarkMs", "the group's live limit"),
-    long("liveMaxObservedDriftMs", "the largest spread the group's live reports showed"))
+    long(LiveAlignmentMetrics.LiveMaxAllowedWatermarkMs, "the group's live limit"),
+    long(
+      LiveAlignmentMetrics.LiveMaxObservedDriftMs,
+      "the largest spread the group's live reports showed"))
 
   /** The enumerators' own figures, by source type. */
   val connectors: Seq[SourceMetric] = Seq(
-    long("partitionsReset", "Kafka: partitions found re-created (a new incarnation of a topic)"),
-    long("minOffsetsBehindLatest", "Kafka, as Spark's: the fewest offsets a partition is behind"),
-    long("maxOffsetsBehindLatest", "Kafka, as Spark's: the most offsets a partition is behind"),
+    long(
+      KafkaMetrics.PartitionsReset,
+      "Kafka: partitions found re-created (a new incarnation of a topic)"),
+    long(
+      KafkaMetrics.MinOffsetsBehindLatest,
+      "Kafka, as Spark's: the fewest offsets a partition is behind"),
+    long(
+      KafkaMetrics.MaxOffsetsBehindLatest,
+      "Kafka, as Spark's: the most offsets a partition is behind"),
     SourceMetric(
-      "avgOffsetsBehindLatest",
+      KafkaMetrics.AvgOffsetsBehindLatest,
       Double,
       "Kafka, as Spark's: the mean offsets a partition is behind"),
-    long("filesNotReady", "monitored files: files found but not readable yet"),
-    long("activeSource", "hybrid: the index of the member being read"),
-    text("activeSourceType", "hybrid: the type of the member being read"),
+    long(FileMetrics.FilesNotReady, "monitored files: files found but not readable yet"),
+    long(HybridMetrics.ActiveSource, "hybrid: the index of the member being read"),
+    text(HybridMetrics.ActiveSourceType, "hybrid: the type of the member being read"),
     SourceMetric(
-      "recordsPerSource",
+      HybridMetrics.RecordsPerSource,
       LongList,
       "hybrid: records read from each member, in member order (one number per member)"),
-    long("lastSwitchAtMs", "hybrid: when the last switch happened"),
+    long(HybridMetrics.LastSwitchAtMs, "hybrid: when the last switch happened"),
     long(
-      "retentionHeadroomMs",
+      HybridMetrics.RetentionHeadroomMs,
       "hybrid: how long before the records the next member starts at can be deleted"),
-    long("retentionStartMs", "hybrid: the start timestamp the retention check looked for"),
-    long("retentionCheckedAtMs", "hybrid: when the retention check last ran"),
+    long(
+      HybridMetrics.RetentionStartMs,
+      "hybrid: the start timestamp the retention check looked for"),
+    long(HybridMetrics.RetentionCheckedAtMs, "hybrid: when the retention check last ran"),
     SourceMetric(
-      "retentionRecordsLost",
+      HybridMetrics.RetentionRecordsLost,
       Boolean,
       "hybrid: records the next member's start needed are gone (present only when true)"))
 

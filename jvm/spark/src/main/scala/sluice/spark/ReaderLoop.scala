@@ -36,7 +36,6 @@ private[spark] final class ReaderLoop(
     sourceType: String,
     context: ReaderContext.Local,
     eventTime: Option[EventTimeAppender],
-    tracksEventTime: Boolean,
     latency: Option[LatencyMarkers] = None,
     live: Option[LiveAlignmentChannel.ReaderSide] = None,
     eventTimeSettings: EventTimeSettings =
@@ -47,6 +46,9 @@ private[spark] final class ReaderLoop(
   private val ranges = new TaskRanges(partition.ranges, context, sourceType)
   private def stats = ranges.stats
   private val openBatch = partition.mode.readsOpenBatch
+
+  /** Split watermarks come from record times, which only some layouts read. */
+  private val hasRecordTimes = context.recordLayout.hasRecordTimes
 
   // ---- rows -----------------------------------------------------------------------------------
 
@@ -90,7 +92,7 @@ private[spark] final class ReaderLoop(
               current.sawEventTime(t)
             case None =>
               theRow = fetched.row
-              if (tracksEventTime) current.sawEventTime(fetched.eventTime)
+              if (hasRecordTimes) current.sawEventTime(fetched.eventTime)
           }
           if (latency.isDefined) mark(current)
           if (openBatch) theArrivalTime = fetched.arrivalTime
@@ -161,7 +163,7 @@ private[spark] final class ReaderLoop(
             split.sawEventTime(max)
             withEventTime
           case None =>
-            if (tracksEventTime) split.sawEventTime(fetched.maxRecordTime)
+            if (hasRecordTimes) split.sawEventTime(fetched.maxRecordTime)
             fetched.batch
         }
         return true

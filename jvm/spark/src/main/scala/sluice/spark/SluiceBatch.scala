@@ -19,7 +19,7 @@ final class SluiceBatch(source: Source[SourceSplit, Any], options: StreamOptions
 
   // latency markers are reported in streaming query progress only; a batch read takes none
   private val timing =
-    RecordTiming(options.eventTime, options.timestamps.copy(latencyTrackingIntervalMs = None))
+    RecordTiming(options.eventTime, options.layout, latencyTrackingIntervalMs = None)
 
   override def planInputPartitions(): Array[InputPartition] =
     try {

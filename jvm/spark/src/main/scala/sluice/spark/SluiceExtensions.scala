@@ -8,6 +8,8 @@ import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.streaming.StreamingRelationV2
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
 
+import sluice.config.RecordLayout
+
 /**
  * `spark.sql.extensions=sluice.spark.SluiceExtensions` (`sluice.configure` sets it): analysis
  * rules of Sluice:
@@ -34,7 +36,7 @@ object CompactColumnCheck extends Rule[LogicalPlan] {
             case r: StreamingRelationV2 => r.table
             case r: DataSourceV2Relation => r.table // a batch read (spark.read)
           }
-          .collect { case t: SluiceTable if t.compact => t }
+          .collect { case t: SluiceTable if t.layout == RecordLayout.Compact => t }
         val names = node.expressions.flatMap(_.collect { case u: UnresolvedAttribute =>
           u.nameParts.last
         })

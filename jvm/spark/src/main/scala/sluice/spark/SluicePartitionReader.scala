@@ -7,6 +7,7 @@ import org.apache.spark.sql.connector.read.InputPartition
 import org.apache.spark.sql.connector.read.streaming.{ContinuousPartitionReader, ContinuousPartitionReaderFactory, PartitionOffset, SupportsRealTimeRead}
 
 import sluice.api.{ReaderContext, RecordsWithSplitIds, Source, SourceSplit, SplitRange, SplitReader, SupportsColumnarReads}
+import sluice.config.RecordLayout
 import sluice.eventtime.EventTimeSettings
 import sluice.runtime.{LatencyMarkers, SplitReport}
 
@@ -46,10 +47,13 @@ final case class SluiceInputPartition(
 final case class SluicePartitionOffset(reports: Seq[SplitReport]) extends PartitionOffset
 
 /** What a task does with each record besides handing it to Spark. */
-final case class RecordTiming(eventTime: EventTimeSettings, timestamps: TimestampSupport) {
+final case class RecordTiming(
+    eventTime: EventTimeSettings,
+    layout: RecordLayout,
+    latencyTrackingIntervalMs: Option[Long]) {
 
   /** A task's context: its own counters, the layout the binding chose. */
-  def readerContext: ReaderContext.Local = ReaderContext(timestamps.layout)
+  def readerContext: ReaderContext.Local = ReaderContext(layout)
 }
 
 /**
@@ -84,12 +88,7 @@ final class SluiceReaderFactory(
     new SluiceColumnarPartitionReader(
       task,
       columnar,
-      new ReaderLoop(
-        task,
-        source.sourceType,
-        context,
-        eventTimeAppender(context),
-        tracksEventTime = timing.timestamps.force),
+      new ReaderLoop(task, source.sourceType, context, eventTimeAppender(context)),
       progress)
   }
 
@@ -100,7 +99,7 @@ final class SluiceReaderFactory(
   override def createReader(partition: InputPartition): SluicePartitionReader = {
     val context = timing.readerContext
     val appender = eventTimeAppender(context)
-    val latency = timing.timestamps.latencyTrackingIntervalMs.map(new LatencyMarkers(_))
+    val latency = timing.latencyTrackingIntervalMs.map(new LatencyMarkers(_))
     val task = partition.asInstanceOf[SluiceInputPartition]
     val live =
       if (!task.mode.readsOpenBatch || !timing.eventTime.enabled) None
@@ -114,15 +113,8 @@ final class SluiceReaderFactory(
             initiallyActive = task.lastActiveMs,
             pausesSplits = task.pauseSplits,
             () => context.currentTimeMillis()))
-    val loop = new ReaderLoop(
-      task,
-      source.sourceType,
-      context,
-      appender,
-      tracksEventTime = timing.timestamps.force,
-      latency,
-      live,
-      timing.eventTime)
+    val loop =
+      new ReaderLoop(task, source.sourceType, context, appender, latency, live, timing.eventTime)
     val reader = new SluicePartitionReader(task, source, context, loop, progress)
     // Closed when the task ends as well: not every Spark version's real-time wrapper closes the reader it wraps (close is idempotent).
     if (task.mode.readsOpenBatch)
@@ -144,8 +136,8 @@ object SluiceReaderFactory {
       ranges: Seq[SplitRange[SourceSplit]]): Boolean =
     source match {
       case c: SupportsColumnarReads[SourceSplit @unchecked] =>
-        ranges.nonEmpty && timing.timestamps.latencyTrackingIntervalMs.isEmpty &&
-        c.readsColumnar(ranges, timing.timestamps.layout)
+        ranges.nonEmpty && timing.latencyTrackingIntervalMs.isEmpty &&
+        c.readsColumnar(ranges, timing.layout)
       case _ => false
     }
 }

@@ -86,12 +86,12 @@ final class SluiceTable(
     with SupportsRead {
   override def name(): String = s"sluice:${options.name.getOrElse(source.sourceType)}"
 
-  /** Whether the source runs compact (`forceTimestampSupport=false`): payload-only rows. */
-  def compact: Boolean = !options.timestamps.force
+  /** Full or compact records (`forceTimestampSupport=false`: payload-only rows). */
+  def layout: RecordLayout = options.layout
 
   /** Columns the full layout has and compact rows leave out, the event-time column included. */
   lazy val leftOut: Seq[String] =
-    if (!compact) Nil
+    if (layout != RecordLayout.Compact) Nil
     else {
       val kept = source.schema(RecordLayout.Compact).fieldNames
       (source

@@ -45,8 +45,8 @@ abstract class SluiceStream(
     RuntimeSettings(
       displayName,
       options.eventTime,
-      compact = !options.timestamps.force,
-      latencyTracking = options.timestamps.latencyTrackingIntervalMs.isDefined,
+      options.layout,
+      latencyTracking = options.latencyTrackingIntervalMs.isDefined,
       queryKey = queryKey,
       memberId = metadataPath,
       allowUnalignedSourceSplitsByDefault = spark.conf
@@ -224,7 +224,8 @@ abstract class SluiceStream(
       Option.when(kept > 0)(CheckpointBodies.BytesWrittenMetric -> kept.toString)).asJava
   }
 
-  protected def timing: RecordTiming = RecordTiming(options.eventTime, options.timestamps)
+  protected def timing: RecordTiming =
+    RecordTiming(options.eventTime, options.layout, options.latencyTrackingIntervalMs)
 
   protected def readerFactory: SluiceReaderFactory =
     new SluiceReaderFactory(source, timing, accumulator, liveAlignment)

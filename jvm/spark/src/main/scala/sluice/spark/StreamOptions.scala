@@ -4,7 +4,7 @@ import org.apache.spark.sql.SparkSession
 
 import sluice.Sources
 import sluice.api.{Source, SourceSplit}
-import sluice.config.{ConfigOption, Options}
+import sluice.config.{ConfigOption, Options, RecordLayout}
 import sluice.errors.SluiceError
 import sluice.eventtime.EventTimeSettings
 
@@ -16,7 +16,10 @@ final case class StreamOptions(
     name: Option[String],
     maxRecordsPerTrigger: Option[Long],
     eventTime: EventTimeSettings,
-    timestamps: TimestampSupport = TimestampSupport(force = true, None),
+    /** Full or compact records, from `forceTimestampSupport` (`TimestampSupport.layout`). */
+    layout: RecordLayout = RecordLayout.Full,
+    /** How often readers take a latency marker; None: off. */
+    latencyTrackingIntervalMs: Option[Long] = None,
     /** Fewer records than this available: no batch, until `maxTriggerDelayMs` has passed since the last. */
     minRecordsPerTrigger: Option[Long] = None,
     maxTriggerDelayMs: Long = StreamOptions.DefaultMaxTriggerDelayMs,
@@ -28,9 +31,7 @@ final case class StreamOptions(
    * (`watermark.eventTimeColumn`, default `event_time`) under a watermark strategy.
    */
   def outputSchema(source: Source[_, _]): org.apache.spark.sql.types.StructType =
-    eventTime.outputSchema(
-      source.schema(timestamps.layout),
-      s"Sluice ${source.sourceType} source")
+    eventTime.outputSchema(source.schema(layout), s"Sluice ${source.sourceType} source")
 }
 
 object StreamOptions {
@@ -109,7 +110,9 @@ object StreamOptions {
     val (mine, sourceOptions) = options.partition { case (k, _) => names.contains(k.toLowerCase) }
     val o = new Options(mine, all, "Sluice")
     val eventTime = EventTimeSettings.parse(o, "Sluice")
-    val timestamps = TimestampSupport.resolve(o, sparkConf, eventTime)
+    // lazy: a bad forceTimestampSupport setting is reported before a bad latency tracking one
+    lazy val latencyMs = TimestampSupport.latencyTrackingInterval(o, sparkConf)
+    val layout = TimestampSupport.layout(o, sparkConf, eventTime, latencyMs)
     val min = eitherOf(o, MinRecordsPerTrigger, MinOffsetsPerTrigger)
     val max = eitherOf(o, MaxRecordsPerTrigger, MaxOffsetsPerTrigger)
     // maxTriggerDelay without a minimum means nothing, and Spark takes it so: a query moves over unchanged
@@ -123,7 +126,8 @@ object StreamOptions {
         o.get(Name),
         max,
         eventTime,
-        timestamps,
+        layout,
+        latencyMs,
         min,
         o.get(MaxTriggerDelay).getOrElse(DefaultMaxTriggerDelayMs),
         o.get(MinPartitions)),

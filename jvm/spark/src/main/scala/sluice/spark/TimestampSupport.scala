@@ -9,14 +9,11 @@ import sluice.errors.SluiceError
 import sluice.eventtime.EventTimeSettings
 
 /**
- * Whether a source's records carry time (FLIP-371's `forceTimestampSupport`), and latency
- * tracking, which needs it. With `forceTimestampSupport=false` and nothing that needs event time,
- * the source runs compact: readers build payload-only rows and read no record times.
+ * The options that decide whether a source's records carry time: FLIP-371's
+ * `forceTimestampSupport`, resolved once into the source's `RecordLayout`, and latency tracking,
+ * which needs it. With `forceTimestampSupport=false` and nothing that needs event time, the
+ * source emits compact records: readers build payload-only rows and read no record times.
  */
-final case class TimestampSupport(force: Boolean, latencyTrackingIntervalMs: Option[Long]) {
-  def layout: RecordLayout = if (force) RecordLayout.Full else RecordLayout.Compact
-}
-
 object TimestampSupport {
 
   /** Spark SQL settings: the defaults of the per-source options below. */
@@ -41,14 +38,25 @@ object TimestampSupport {
   private[spark] def parseDuration(s: String): Option[Long] =
     Try(JavaUtils.timeStringAsMs(s)).toOption.filter(_ >= 0)
 
+  /** The latency tracking interval from the source's options, else the Spark setting; None: off. */
+  def latencyTrackingInterval(o: Options, sparkConf: String => Option[String]): Option[Long] =
+    o.get(LatencyTrackingInterval)
+      .orElse(sparkConf(LatencyTrackingConf).map { v =>
+        parseDuration(v.trim).getOrElse(throw ConfigOption
+          .invalid("Sluice", LatencyTrackingConf, v, LatencyTrackingInterval.allowed))
+      })
+      .filter(_ > 0)
+
   /**
-   * The source's setting from its options, else the Spark settings; refuses compact records
-   * together with anything that needs time, naming the conflict and the fix.
+   * The record layout from `forceTimestampSupport` in the source's options, else the Spark
+   * setting; refuses compact records together with anything that needs time (`latencyMs`: the
+   * resolved latency tracking interval), naming the conflict and the fix.
    */
-  def resolve(
+  def layout(
       o: Options,
       sparkConf: String => Option[String],
-      eventTime: EventTimeSettings): TimestampSupport = {
+      eventTime: EventTimeSettings,
+      latencyMs: => Option[Long]): RecordLayout = {
     val (force, forceFrom) = o.get(Force) match {
       case Some(f) => (f, s"the source option ${Force.name}=false")
       case None =>
@@ -59,13 +67,6 @@ object TimestampSupport {
         }
         (!conf.exists(_.equalsIgnoreCase("false")), s"the Spark setting $ForceConf=false")
     }
-    val latency = o
-      .get(LatencyTrackingInterval)
-      .orElse(sparkConf(LatencyTrackingConf).map { v =>
-        parseDuration(v.trim).getOrElse(throw ConfigOption
-          .invalid("Sluice", LatencyTrackingConf, v, LatencyTrackingInterval.allowed))
-      })
-      .filter(_ > 0)
     if (!force) {
       def conflict(what: String, why: String, fix: String) = throw SluiceError.config(
         s"Sluice: $forceFrom (compact records, without timestamps) conflicts with $what, which $why. $fix, or set " +
@@ -81,12 +82,12 @@ object TimestampSupport {
           "needs each record's event time",
           "Use WatermarkStrategy.noWatermarks()")
       }
-      latency.foreach(ms =>
+      latencyMs.foreach(ms =>
         conflict(
           s"latency tracking (${LatencyTrackingInterval.name} = $ms ms)",
           "needs each record's arrival time",
           s"Turn it off (${LatencyTrackingInterval.name}=0)"))
     }
-    TimestampSupport(force, latency)
+    if (force) RecordLayout.Full else RecordLayout.Compact
   }
 }

@@ -126,7 +126,7 @@ class HybridRetentionSuite extends AnyFunSuite with KafkaSuiteBase with SparkSui
     assert(read.sorted == ((0 until 100).map(i => s"a$i") :+ "now").sorted)
     // reported once the switch's start is known (at the switch at the latest), and kept after it
     assert(
-      q.lastProgress.sources.head.metrics.get(RetentionGuard.LostMetric) == "true",
+      q.lastProgress.sources.head.metrics.get(HybridMetrics.RetentionRecordsLost) == "true",
       q.recentProgress
         .map(_.sources.head.metrics.asScala.filter(_._1.startsWith("retention")))
         .mkString("\n"))
@@ -145,7 +145,7 @@ class HybridRetentionSuite extends AnyFunSuite with KafkaSuiteBase with SparkSui
     val startedAt = System.currentTimeMillis()
     val q = start(hybrid("kept-archive", "kept-live"), "kept")
     def headroom = q.recentProgress
-      .flatMap(_.sources.head.metrics.asScala.get(RetentionGuard.HeadroomMetric))
+      .flatMap(_.sources.head.metrics.asScala.get(HybridMetrics.RetentionHeadroomMs))
       .headOption
     try {
       eventually("retentionHeadroomMs in the metrics", q)(headroom.isDefined)
@@ -159,7 +159,7 @@ class HybridRetentionSuite extends AnyFunSuite with KafkaSuiteBase with SparkSui
         h)
       val withHeadroom = q.recentProgress
         .map(_.sources.head.metrics.asScala)
-        .find(_.contains(RetentionGuard.HeadroomMetric))
+        .find(_.contains(HybridMetrics.RetentionHeadroomMs))
         .get
       assert(withHeadroom("retentionStartMs") == switchStart.toString)
     } catch {
@@ -172,6 +172,7 @@ class HybridRetentionSuite extends AnyFunSuite with KafkaSuiteBase with SparkSui
     assert(
       read.sorted == ((0 until 100).map(i => s"a$i") ++ (89 until 200).map(i => s"l$i")).sorted)
     // after the switch there is nothing left to watch
-    assert(!q.recentProgress.last.sources.head.metrics.containsKey(RetentionGuard.HeadroomMetric))
+    assert(
+      !q.recentProgress.last.sources.head.metrics.containsKey(HybridMetrics.RetentionHeadroomMs))
   }
 }

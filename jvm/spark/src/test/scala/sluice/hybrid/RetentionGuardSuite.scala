@@ -54,7 +54,7 @@ class RetentionGuardSuite extends AnyFunSuite {
     try {
       lowerBound.observe(Some(LowerBound)); settle(lowerBound)
       lowerBound.observe(Some(LowerBound)) // the end may still move past the loss: no failure
-      assert(lowerBound.metrics(RetentionGuard.HeadroomMetric) == "-5000")
+      assert(lowerBound.metrics(HybridMetrics.RetentionHeadroomMs) == "-5000")
     } finally lowerBound.close()
 
     val known = new RetentionGuard(1, "kafka", new Scripted(() => gone), 0, 0)
@@ -80,8 +80,8 @@ class RetentionGuardSuite extends AnyFunSuite {
       guard.observe(Some(Known))
       guard.confirmBeforeSwitch(Some(Known))
       assert(
-        guard.metrics(RetentionGuard.LostMetric) == "true" && guard.metrics(
-          RetentionGuard.HeadroomMetric) == "-5000")
+        guard.metrics(HybridMetrics.RetentionRecordsLost) == "true" && guard.metrics(
+          HybridMetrics.RetentionHeadroomMs) == "-5000")
     } finally guard.close()
     val fatal =
       new RetentionGuard(1, "kafka", new Scripted(() => gone.copy(tolerated = false)), 0, 0)

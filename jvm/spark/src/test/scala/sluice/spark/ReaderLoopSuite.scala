@@ -31,7 +31,6 @@ class ReaderLoopSuite extends AnyFunSuite with LoneElement {
       "test",
       ReaderContext(),
       eventTime = None,
-      tracksEventTime = true,
       latency = latency,
       clock = clock)
 

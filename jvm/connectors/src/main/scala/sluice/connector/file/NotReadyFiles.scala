@@ -93,15 +93,13 @@ private[connector] final class NotReadyFiles(
 
   /** For query progress: how many files are waited for. */
   def metrics: Map[String, String] =
-    if (monitored) Map(NotReadyFiles.Metric -> waiting.size.toString) else Map.empty
+    if (monitored) Map(FileMetrics.FilesNotReady -> waiting.size.toString) else Map.empty
 }
 
 private[connector] object NotReadyFiles {
 
   /** How long a monitored file may stay unreadable and unchanged unless `notReadyTimeoutMs` says otherwise. */
   val LimitMs: Long = 10 * 60 * 1000L
-
-  val Metric = "filesNotReady"
 
   private val log = org.slf4j.LoggerFactory.getLogger(classOf[NotReadyFiles])
 

@@ -217,7 +217,7 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
     KafkaEnumeratorState(discovered, initialDiscoveryDone, topicIds, incarnations)
 
   override def metrics: Map[String, String] = Map(
-    "partitionsReset" -> incarnations.values.sum.toString)
+    KafkaMetrics.PartitionsReset -> incarnations.values.sum.toString)
 
   /**
    * Spark's Kafka source's figures, computed as it computes them: per topic-partition, the
@@ -231,9 +231,9 @@ final class KafkaEnumerator(config: KafkaConfig, restored: Option[KafkaEnumerato
     if (perPartition.isEmpty) Map.empty
     else
       Map(
-        "minOffsetsBehindLatest" -> perPartition.min.toString,
-        "maxOffsetsBehindLatest" -> perPartition.max.toString,
-        "avgOffsetsBehindLatest" -> (perPartition.sum.toDouble / perPartition.size).toString)
+        KafkaMetrics.MinOffsetsBehindLatest -> perPartition.min.toString,
+        KafkaMetrics.MaxOffsetsBehindLatest -> perPartition.max.toString,
+        KafkaMetrics.AvgOffsetsBehindLatest -> (perPartition.sum.toDouble / perPartition.size).toString)
   }
 
   override def endState(finished: Seq[SplitProgress]): EnumeratorEndState =

@@ -331,7 +331,7 @@ class CompressedFilesSuite extends AnyFunSuite with SparkSuiteBase {
       .map(_.getInt(0))
       .toSeq
     def notReady = Option(q.lastProgress)
-      .map(_.sources.head.metrics.asScala.getOrElse(NotReadyFiles.Metric, ""))
+      .map(_.sources.head.metrics.asScala.getOrElse(FileMetrics.FilesNotReady, ""))
       .orNull
     try {
       eventually("the complete file's rows", q)(ids("first.json.gz").size == 20)

@@ -399,7 +399,7 @@ class ParquetSourceSuite extends AnyFunSuite with SparkSuiteBase {
       eventually("the incomplete file counted as not ready", q)(
         Option(q.lastProgress).exists(
           _.sources.head.metrics.asScala
-            .get(sluice.connector.file.NotReadyFiles.Metric)
+            .get(sluice.connector.file.FileMetrics.FilesNotReady)
             .contains("1")))
       // listings go on with it there: another complete file is read meanwhile, the cut one not
       Files.copy(another, dir.resolve("another.parquet"))
