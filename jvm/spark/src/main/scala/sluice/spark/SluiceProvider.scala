@@ -36,6 +36,10 @@ final class SluiceProvider extends TableProvider with DataSourceRegister with Re
       properties: util.Map[String, String]): Table = {
     val raw = properties.asScala.toMap
     val (streamOptions, source) = StreamOptions.parse(raw)
+    // the backstop for definitions never released: they go when this application ends
+    SparkSession.getActiveSession
+      .orElse(SparkSession.getDefaultSession)
+      .foreach(s => HybridFactories.adopt(HybridFactories.idsOf(source), s.sparkContext))
     new SluiceTable(
       source,
       streamOptions,
