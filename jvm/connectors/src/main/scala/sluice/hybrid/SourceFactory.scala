@@ -116,8 +116,8 @@ object SourceFactories {
 
   def isRegistered(id: String): Boolean = synchronized(registered.contains(id))
 
-  /** The factories registered now: queries add none (only building a hybrid does). */
-  private[sluice] def size: Int = synchronized(registered.size)
+  /** The factories registered now: queries add none (only building a hybrid does). For tests. */
+  def size: Int = synchronized(registered.size)
 
   /** What to do about a factory id this driver does not know. */
   val NotRegisteredFix: String =

@@ -39,7 +39,8 @@ class FactoryLifecycleSuite extends AnyFunSuite with SparkSuiteBase {
     } finally q.stop()
   }
 
-  test("a factory hybrid restarted 20 times holds one entry; releasing it leaves the registry as it was") {
+  test(
+    "a factory hybrid restarted 20 times holds one entry; releasing it leaves the registry as it was") {
     val before = SourceFactories.size
     val hybrid = factoryHybrid()
     val df = Sluice.fromSource(spark, hybrid)
@@ -65,12 +66,15 @@ class FactoryLifecycleSuite extends AnyFunSuite with SparkSuiteBase {
     try {
       val e = intercept[StreamingQueryException](awaitEnd(q))
       assert(e.getMessage.contains("define the query again in this application"), e.getMessage)
-      assert(e.getMessage.contains("a released HybridSource gives its factories up"), e.getMessage)
+      assert(
+        e.getMessage.contains("a released HybridSource gives its factories up"),
+        e.getMessage)
     } finally q.stop()
     assert(SourceFactories.size == before)
   }
 
-  test("releasing a definition while its query runs: the switch still finds the factory, rows exact") {
+  test(
+    "releasing a definition while its query runs: the switch still finds the factory, rows exact") {
     val before = SourceFactories.size
     val hybrid = factoryHybrid()
     val (running, released) = (new CountDownLatch(1), new CountDownLatch(1))
