@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import sluice
+from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
 from sluice import (
     FileSource,
@@ -99,6 +100,58 @@ def test_a_python_factory_builds_the_next_source_from_the_end_state(
     first_source = [i * 1_000 for i in range(20)] * 2
     built_at_switch = [20_000 + i * 1_000 for i in range(10)]
     assert millis == Counter(first_source + built_at_switch)
+
+
+def _factories_registered(spark: SparkSession) -> int:
+    return spark._jvm.sluice.hybrid.SourceFactories.size()  # noqa: SLF001
+
+
+def _factory_hybrid() -> HybridSource:
+    first = GeneratorSource.builder().splits(1).records_per_split(10).build()
+    return (
+        HybridSource.builder(first)
+        .add_source_factory(
+            lambda _: GeneratorSource.builder().splits(1).records_per_split(5).build(), bounded=True
+        )
+        .build()
+    )
+
+
+def test_a_factory_hybrid_restarted_holds_one_entry_until_released(spark: SparkSession) -> None:
+    before = _factories_registered(spark)
+    with _factory_hybrid() as hybrid:
+        assert _factories_registered(spark) == before + 1
+        for i in range(5):
+            table = f"py_hybrid_restart_{i}"
+            run(spark, hybrid, table)
+            assert spark.table(table).count() == 15
+            assert _factories_registered(spark) == before + 1, f"after run {i}"
+    assert _factories_registered(spark) == before
+    hybrid.release()  # twice is harmless
+    assert _factories_registered(spark) == before
+
+
+def test_a_query_from_a_released_hybrid_fails_saying_to_define_it_again(spark: SparkSession) -> None:
+    hybrid = _factory_hybrid()
+    df = sluice.from_source(spark, hybrid)
+    hybrid.release()
+    query = df.writeStream.format("noop").trigger(availableNow=True).start()
+    try:
+        with pytest.raises(StreamingQueryException, match="define the query again in this application"):
+            query.awaitTermination(180)
+    finally:
+        query.stop()
+
+
+def test_a_builder_registers_its_factories_per_hybrid_built(spark: SparkSession) -> None:
+    before = _factories_registered(spark)
+    first = GeneratorSource.builder().splits(1).records_per_split(1).build()
+    builder = HybridSource.builder(first).add_source_factory(lambda _: first, bounded=True)
+    assert _factories_registered(spark) == before, "adding a factory registered it before build()"
+    with builder.build() as a, builder.build() as b:
+        assert a.options != b.options
+        assert _factories_registered(spark) == before + 2
+    assert _factories_registered(spark) == before
 
 
 def test_validation_names_the_offending_source(spark: SparkSession) -> None:

@@ -41,6 +41,16 @@ class SourceSwitchContext:
     splits: list[dict[str, Any]] = field(default_factory=list)
 
 
+def _classic_session() -> Any:
+    spark = active_classic_session()
+    if spark is None:
+        raise SluiceConfigError(
+            "HybridSource: a Python factory needs an active classic SparkSession (the JVM calls it "
+            "back over py4j); under Spark Connect use add_source(..., start_at_previous_end_minus_ms=...)."
+        )
+    return spark
+
+
 class _FactoryCallback:
     """The JVM calls this back over py4j when the switch happens."""
 
@@ -64,11 +74,40 @@ class _FactoryCallback:
 
 
 class HybridSource(Source):
-    """Reads its sources one after the other in one query; every source but the last is bounded."""
+    """Reads its sources one after the other in one query; every source but the last is bounded.
+
+    A hybrid with Python factories owns them in the driver's JVM (only their ids are in its
+    options): give them up with ``release()``, or use the hybrid as a context manager, once it will
+    start no more queries. Queries running then keep theirs until they stop; a query started from a
+    released hybrid fails, saying to define it again. Left unreleased, they go when the
+    SparkContext stops.
+    """
+
+    def __init__(self, options: dict[str, str], factory_ids: tuple[str, ...] = ()) -> None:
+        super().__init__(options)
+        self._factory_ids = tuple(factory_ids)
 
     @staticmethod
     def builder(first: Source) -> HybridSourceBuilder:
         return HybridSourceBuilder(first)
+
+    def release(self) -> None:
+        """Gives up this hybrid's factories (and with them the JVM's hold on the Python callables).
+
+        Releasing twice is harmless. Without an active classic SparkSession there is nothing to
+        give up: the factories went with the SparkContext that held them.
+        """
+        ids, self._factory_ids = self._factory_ids, ()
+        spark = active_classic_session()
+        if spark is not None:
+            for factory_id in ids:
+                spark._jvm.sluice.hybrid.PythonSourceFactory.release(factory_id)  # noqa: SLF001
+
+    def __enter__(self) -> HybridSource:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
 
 
 class HybridSourceBuilder(_Builder["HybridSourceBuilder"]):
@@ -78,6 +117,8 @@ class HybridSourceBuilder(_Builder["HybridSourceBuilder"]):
     def __init__(self, first: Source) -> None:
         super().__init__()
         self._count = 0
+        # (index, callable): registered by build(), once per hybrid built, so each owns its own
+        self._factories: list[tuple[int, Callable[[SourceSwitchContext], Source]]] = []
         self._add(first.options)
 
     def _add(self, options: dict[str, str]) -> HybridSourceBuilder:
@@ -96,20 +137,32 @@ class HybridSourceBuilder(_Builder["HybridSourceBuilder"]):
         ``add_source(..., start_at_previous_end_minus_ms=...)``. ``bounded`` says whether the
         source it builds is bounded (every source but the last must be).
         """
-        spark = active_classic_session()
-        if spark is None:
-            raise SluiceConfigError(
-                "HybridSource: a Python factory needs an active classic SparkSession (the JVM calls it "
-                "back over py4j); under Spark Connect use add_source(..., start_at_previous_end_minus_ms=...)."
-            )
+        _classic_session()  # fails now, not at build(), under Spark Connect
+        self._factories.append((self._count, factory))
+        return self._add({_FACTORY_BOUNDEDNESS.name: "bounded" if bounded else "unbounded"})
+
+    def build(self) -> HybridSource:
+        """The hybrid, its Python factories registered in the driver's JVM (see ``HybridSource.release``)."""
+        if not self._factories:
+            return HybridSource(super().build().options)
+        spark = _classic_session()
         from pyspark.java_gateway import ensure_callback_server_started
 
         gateway = spark.sparkContext._gateway  # noqa: SLF001 - py4j callbacks need the gateway
         ensure_callback_server_started(gateway)
-        factory_id = spark._jvm.sluice.hybrid.PythonSourceFactory.register(_FactoryCallback(factory, gateway))  # noqa: SLF001
-        return self._add(
-            {_FACTORY.name: factory_id, _FACTORY_BOUNDEDNESS.name: "bounded" if bounded else "unbounded"}
-        )
+        options, ids = dict(self._options), []
+        try:
+            for index, factory in self._factories:
+                factory_id = spark._jvm.sluice.hybrid.PythonSourceFactory.register(
+                    _FactoryCallback(factory, gateway)
+                )  # noqa: SLF001
+                ids.append(factory_id)
+                options[_ENTRY.fill(i=index, option=_FACTORY.name)] = factory_id
+            self._validate(options)
+        except BaseException:
+            HybridSource(options, tuple(ids)).release()  # a hybrid that failed to build owns nothing
+            raise
+        return HybridSource(options, tuple(ids))
 
     def retention_check(self, interval: timedelta | int, warn_below: timedelta | int) -> HybridSourceBuilder:
         """While the bounded sources are read, checks at most every ``interval`` (0: never) that the

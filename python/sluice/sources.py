@@ -55,16 +55,19 @@ class _Builder(Generic[B]):
         return self._set(name, value)
 
     def build(self) -> Source:
+        self._validate(self._options)
+        return self._source_class(self._options)
+
+    def _validate(self, options: dict[str, str]) -> None:
         spark = active_classic_session()
         if spark is not None:
             # built only to validate: the options are the source (from_source reads them)
-            options = java_map(spark, self._options)
-            call_jvm(lambda: spark._jvm.sluice.Sources.fromJavaOptions(options))  # noqa: SLF001
+            jmap = java_map(spark, options)
+            call_jvm(lambda: spark._jvm.sluice.Sources.fromJavaOptions(jmap))  # noqa: SLF001
         else:
             # no JVM to ask (Spark Connect, or no session yet): the integer ranges the options
             # declare are checked here; the server checks everything when the query starts
             self._check_declared_ranges()
-        return self._source_class(self._options)
 
     def _check_declared_ranges(self) -> None:
         options = declared(self._source_type)

@@ -1,6 +1,7 @@
 package sluice.hybrid
 
 import scala.collection.concurrent.TrieMap
+import scala.collection.mutable
 
 import org.apache.spark.sql.types.StructType
 
@@ -18,7 +19,8 @@ import sluice.errors.{SluiceConfigException, SluiceError}
 final class HybridSource private (
     val entries: IndexedSeq[HybridSource.Entry],
     resolver: SourceResolver,
-    val retention: HybridSource.RetentionSettings)
+    val retention: HybridSource.RetentionSettings,
+    handles: Seq[SourceFactoryHandle])
     extends Source[HybridSplit, HybridEnumeratorState]
     with SupportsSplitPausing[HybridSplit]
     with SupportsColumnarReads[HybridSplit] {
@@ -31,6 +33,16 @@ final class HybridSource private (
   private val built = TrieMap[Int, Source[SourceSplit, Any]]()
 
   def size: Int = entries.size
+
+  /** The ids of the factories that build this hybrid's sources (what a query reading it pins). */
+  def factoryIds: Seq[String] = entries.collect { case f: FromFactory => f.factoryId }
+
+  /**
+   * Gives up the factories this definition registered (a hybrid rebuilt from options owns none):
+   * queries running now keep theirs until they stop; a query started from this definition later
+   * fails, saying to define it again. Call it when the definition will start no more queries.
+   */
+  def release(): Unit = handles.foreach(_.release())
 
   override def sourceType: String = Type
 
@@ -200,17 +212,19 @@ object HybridSource {
   }
 
   def builder(first: Source[_, _]): Builder =
-    new Builder(Vector(Fixed(first)), RetentionSettings.Default)
+    new Builder(Vector(Right(Fixed(first))), RetentionSettings.Default)
 
+  /**
+   * Builds a hybrid; its factories are registered by `build()`, once per hybrid built, so that each
+   * hybrid owns its own and releasing one never takes another's (a builder may build several).
+   */
   final class Builder private[HybridSource] (
-      entries: Vector[Entry],
+      steps: Vector[Either[(SourceFactory, Boundedness), Entry]],
       retention: RetentionSettings) {
     def addSource(source: Source[_, _]): Builder =
-      new Builder(entries :+ Fixed(source), retention)
+      new Builder(steps :+ Right(Fixed(source)), retention)
     def addSource(factory: SourceFactory, boundedness: Boundedness): Builder =
-      new Builder(
-        entries :+ FromFactory(SourceFactories.register(factory), boundedness),
-        retention)
+      new Builder(steps :+ Left((factory, boundedness)), retention)
     def addSource(
         factory: SourceSwitchContext => Source[_, _],
         boundedness: Boundedness): Builder =
@@ -220,7 +234,7 @@ object HybridSource {
     def addSourceStartingAtPreviousEnd(source: Source[_, _], marginMs: Long): Builder =
       source match {
         case s: SupportsStartAtTimestamp =>
-          new Builder(entries :+ StartAtPreviousEnd(s, marginMs), retention)
+          new Builder(steps :+ Right(StartAtPreviousEnd(s, marginMs)), retention)
         case other =>
           throw SluiceError.config(
             s"HybridSource: a ${other.sourceType} source cannot be started at a timestamp; give it fixed " +
@@ -234,12 +248,26 @@ object HybridSource {
      */
     def retentionCheck(interval: java.time.Duration, warnBelow: java.time.Duration): Builder =
       new Builder(
-        entries,
+        steps,
         retentionSettings(
           Map(
             HybridOptions.RetentionCheckIntervalMs.name -> interval.toMillis.toString,
             HybridOptions.RetentionWarningMs.name -> warnBelow.toMillis.toString)))
-    def build(): HybridSource = validated(entries, BuiltInScala, retention)
+    def build(): HybridSource = {
+      val handles = mutable.ArrayBuffer[SourceFactoryHandle]()
+      try {
+        val entries = steps.map {
+          case Right(entry) => entry
+          case Left((factory, boundedness)) =>
+            val handle = SourceFactories.register(factory)
+            handles += handle
+            FromFactory(handle.id, boundedness)
+        }
+        validated(entries, BuiltInScala, retention, handles.toSeq)
+      } catch {
+        case e: Throwable => handles.foreach(_.release()); throw e
+      }
+    }
   }
 
   /** The hybrid-wide retention options among `options` (matched case-insensitively), checked as declared. */
@@ -275,7 +303,8 @@ object HybridSource {
   private def validated(
       entries: IndexedSeq[Entry],
       resolver: SourceResolver,
-      retention: RetentionSettings): HybridSource = {
+      retention: RetentionSettings,
+      handles: Seq[SourceFactoryHandle]): HybridSource = {
     if (entries.isEmpty)
       throw SluiceError.config("HybridSource: give at least one source.")
     entries.zipWithIndex.init
@@ -292,7 +321,7 @@ object HybridSource {
         throw schemaMismatch(i, s, schema)
       case _ =>
     }
-    new HybridSource(entries, resolver, retention)
+    new HybridSource(entries, resolver, retention, handles)
   }
 
   /** Source `i` from its options; its errors say which of the hybrid's sources they are about. */
@@ -425,6 +454,6 @@ object HybridSource {
         case (None, None) => Fixed(member(i, resolver, rest))
       }
     }
-    validated(entries, resolver, retention)
+    validated(entries, resolver, retention, handles = Nil)
   }
 }

@@ -25,7 +25,13 @@ object PythonSourceFactory {
 
   /** For py4j: registers the callback and returns the id the Python builder puts in the options. */
   def register(callback: PythonSourceFactoryCallback): String =
-    SourceFactories.register(new PythonSourceFactory(callback))
+    SourceFactories.register(new PythonSourceFactory(callback)).id
+
+  /**
+   * For py4j: the Python definition gives its factory up (`HybridSource.release()` in Python). Once
+   * no running query pins it either, the entry goes, and with it the JVM's proxy of the callback.
+   */
+  def release(id: String): Unit = SourceFactories.release(id)
 
   def toJson(context: SourceSwitchContext): String = {
     val root = mapper.createObjectNode()

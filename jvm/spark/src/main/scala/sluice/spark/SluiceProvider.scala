@@ -40,6 +40,10 @@ final class SluiceProvider extends TableProvider with DataSourceRegister with Re
     try {
       val raw = properties.asScala.toMap
       val (streamOptions, source) = StreamOptions.parse(raw)
+      // the backstop for definitions never released: they go when this application ends
+      SparkSession.getActiveSession
+        .orElse(SparkSession.getDefaultSession)
+        .foreach(s => HybridFactories.adopt(HybridFactories.idsOf(source), s.sparkContext))
       new SluiceTable(
         source,
         streamOptions,

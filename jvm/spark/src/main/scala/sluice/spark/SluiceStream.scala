@@ -33,6 +33,15 @@ abstract class SluiceStream(
     with ReportsSourceMetrics
     with Logging {
 
+  /**
+   * The hybrid factories this query reads, pinned while it runs: a switch always finds its
+   * factory, even if the definition gave it up meanwhile. First, so that nothing is joined when a
+   * factory is gone already (the query then fails saying to define it again).
+   */
+  private val factoryIds = HybridFactories.idsOf(source)
+  HybridFactories.pin(factoryIds, spark.sparkContext)
+  private val factoriesPinned = new java.util.concurrent.atomic.AtomicBoolean(true)
+
   protected val displayName: String = options.name.getOrElse(source.sourceType)
   private val metadata = new SourceMetadata(metadataPath, spark.sessionState.newHadoopConf())
   private val member = OffsetLogLookup.memberName(metadataPath)
@@ -211,7 +220,9 @@ abstract class SluiceStream(
   override def stop(): Unit =
     try runtime.close()
     finally
-      liveAlignment.foreach(m => LiveAlignmentChannel.coordinator.forget(m.queryKey, m.group))
+      try liveAlignment.foreach(m => LiveAlignmentChannel.coordinator.forget(m.queryKey, m.group))
+      finally // once: a second stop must not take another query's pin
+        if (factoriesPinned.getAndSet(false)) sluice.hybrid.SourceFactories.unpin(factoryIds)
 
   override def metrics(
       latestConsumedOffset: Optional[SparkOffset]): java.util.Map[String, String] = {

@@ -355,8 +355,10 @@ class BadOptionsSuite extends AnyFunSuite with SparkSuiteBase {
   }
 
   test("valid values stay valid: a control for every kind of check above") {
-    val registered = sluice.hybrid.SourceFactories.register(sluice.hybrid.SourceFactory(_ =>
-      kafkaSource(kafka ++ Map("format" -> "json", "schema" -> file("schema")))))
+    val registered = sluice.hybrid.SourceFactories
+      .register(sluice.hybrid.SourceFactory(_ =>
+        kafkaSource(kafka ++ Map("format" -> "json", "schema" -> file("schema")))))
+      .id
     val accepted = Seq(
       kafka ++ Map(
         "kafka.isolation.level" -> " read_committed ",
