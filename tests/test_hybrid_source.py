@@ -131,6 +131,20 @@ def test_a_factory_hybrid_restarted_holds_one_entry_until_released(spark: SparkS
     assert _factories_registered(spark) == before
 
 
+def test_a_hybrid_released_from_another_thread_gives_its_factories_up(spark: SparkSession) -> None:
+    # the factories live in the JVM, not in a session: a thread pool's worker, which has no
+    # active session of its own, must release them too
+    import threading
+
+    before = _factories_registered(spark)
+    hybrid = _factory_hybrid()
+    assert _factories_registered(spark) == before + 1
+    worker = threading.Thread(target=hybrid.release)
+    worker.start()
+    worker.join(60)
+    assert _factories_registered(spark) == before
+
+
 def test_a_query_from_a_released_hybrid_fails_saying_to_define_it_again(spark: SparkSession) -> None:
     hybrid = _factory_hybrid()
     df = sluice.from_source(spark, hybrid)

@@ -94,14 +94,19 @@ class HybridSource(Source):
     def release(self) -> None:
         """Gives up this hybrid's factories (and with them the JVM's hold on the Python callables).
 
-        Releasing twice is harmless. Without an active classic SparkSession there is nothing to
-        give up: the factories went with the SparkContext that held them.
+        Releasing twice is harmless. Without a SparkContext there is nothing to give up: the
+        factories went with the one that held them. Release once no query will start from this
+        hybrid again and those started have read their first batch (or stopped): Spark builds a
+        query's source after ``start()`` returns, and a hybrid released before that is gone for it.
         """
-        ids, self._factory_ids = self._factory_ids, ()
-        spark = active_classic_session()
-        if spark is not None:
-            for factory_id in ids:
-                spark._jvm.sluice.hybrid.PythonSourceFactory.release(factory_id)  # noqa: SLF001
+        from pyspark import SparkContext
+
+        # the factories live in the JVM, not in a session: any thread may release them
+        context = SparkContext._active_spark_context  # noqa: SLF001
+        if context is not None:
+            for factory_id in self._factory_ids:
+                context._jvm.sluice.hybrid.PythonSourceFactory.release(factory_id)  # noqa: SLF001
+        self._factory_ids = ()
 
     def __enter__(self) -> HybridSource:
         return self

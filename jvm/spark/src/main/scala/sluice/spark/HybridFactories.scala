@@ -39,9 +39,22 @@ private[spark] object HybridFactories {
     SourceFactories.adopt(ids, scope)
   }
 
-  /** A query about to read `ids` pins them (and ties them to its application, if nothing has yet). */
-  def pin(ids: Seq[String], sc: SparkContext): Unit = if (ids.nonEmpty) {
-    SourceFactories.pin(ids)
-    adopt(ids, sc)
+  /**
+   * Builds the stream of a query reading `source` with its factories pinned (and tied to the
+   * query's application, if nothing has tied them yet): the stream gives them back in `stop()`,
+   * one that fails to build gives them back at once (Spark never stops a stream it did not get).
+   */
+  def pinnedWhile[T](source: Source[_, _], sc: SparkContext)(build: => T): T = {
+    val ids = idsOf(source)
+    if (ids.nonEmpty) {
+      SourceFactories.pin(ids)
+      adopt(ids, sc)
+    }
+    try build
+    catch {
+      case e: Throwable =>
+        SourceFactories.unpin(ids)
+        throw e
+    }
   }
 }

@@ -162,7 +162,8 @@ final class SluiceScan(
   private def microBatchStream(checkpointLocation: String): MicroBatchStream = {
     AutoDrift.requireResolved(options, description())
     val own = sluice.Sources.fromOptions(source.options).asInstanceOf[Source[SourceSplit, Any]]
-    new SluiceMicroBatchStream(own, options, checkpointLocation, SparkSession.active)
+    HybridFactories.pinnedWhile(own, SparkSession.active.sparkContext)(
+      new SluiceMicroBatchStream(own, options, checkpointLocation, SparkSession.active))
   }
 
   override def toContinuousStream(checkpointLocation: String): ContinuousStream =
@@ -172,7 +173,8 @@ final class SluiceScan(
   private def continuousStream(checkpointLocation: String): ContinuousStream = {
     AutoDrift.requireResolved(options, description())
     val own = sluice.Sources.fromOptions(source.options).asInstanceOf[Source[SourceSplit, Any]]
-    new SluiceContinuousStream(own, options, checkpointLocation, SparkSession.active)
+    HybridFactories.pinnedWhile(own, SparkSession.active.sparkContext)(
+      new SluiceContinuousStream(own, options, checkpointLocation, SparkSession.active))
   }
 
   /** A batch read gets its own source too, for the same reasons; `load()` already refused what cannot be read. */

@@ -35,11 +35,11 @@ abstract class SluiceStream(
 
   /**
    * The hybrid factories this query reads, pinned while it runs: a switch always finds its
-   * factory, even if the definition gave it up meanwhile. First, so that nothing is joined when a
-   * factory is gone already (the query then fails saying to define it again).
+   * factory, even if the definition gave it up meanwhile. The provider pins them before it builds
+   * the stream (`HybridFactories.pinnedWhile`: nothing is joined when a factory is gone already,
+   * and a stream that fails to build gives them back); `stop()` gives them back once.
    */
   private val factoryIds = HybridFactories.idsOf(source)
-  HybridFactories.pin(factoryIds, spark.sparkContext)
   private val factoriesPinned = new java.util.concurrent.atomic.AtomicBoolean(true)
 
   protected val displayName: String = options.name.getOrElse(source.sourceType)
