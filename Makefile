@@ -32,8 +32,8 @@ demo: build
 	$(PY) demo/demo.py
 
 # One sbt launch builds what the Python tests need, then checks the formatting (a slip fails before
-# any Scala test runs) and runs the Scala tests; the Python suites and the reduced chaos run start
-# beside them from the moment the jar, the broker's classpath and the release are written
+# any Scala test runs) and runs the Scala tests; the Python suites run beside them from the moment
+# the jar, the broker's classpath and the release are written, the reduced chaos run after both
 # (build/test).
 test: $(VENV)/.ok
 	JVM_OUTPUTS='$(JVM_OUTPUTS)' build/test $(JVM_BUILD) -- 'scalafmtCheckAll' $(SCALA_TESTS)

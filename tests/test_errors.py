@@ -20,7 +20,7 @@ from sluice import (
     SluiceRuntimeError,
     sluice_error,
 )
-from sluice._options import declared
+from sluice._options import declared, rule
 from sluice.testing import EmbeddedKafka
 
 SPLITS_ZERO = "GeneratorSource: invalid value '0' for option 'splits'; allowed: an integer from 1 to 100000."
@@ -143,3 +143,27 @@ def test_errors_of_other_origins_are_left_alone() -> None:
     other = connect_errors.IllegalArgumentException("no", errorClass="INVALID_OPTIONS", messageParameters={})
     assert sluice_error(other) is None
     assert issubclass(SluiceConfigError, SluiceException) and issubclass(SluiceRuntimeError, SluiceException)
+
+
+@pytest.mark.parametrize(
+    "chosen",
+    [
+        {},
+        {"subscribe": "a", "assign": '{"a":[0]}'},
+        {"subscribe": "a", "subscribePattern": "a.*", "assign": '{"a":[0]}'},
+    ],
+)
+def test_the_exactly_one_rule_is_checked_early_in_the_jvms_words(
+    spark: SparkSession, chosen: dict[str, str]
+) -> None:
+    # under Spark Connect the builder has no JVM to ask: it applies the declared rule itself
+    builder = KafkaSource.builder().bootstrap_servers("127.0.0.1:1")
+    for name, value in chosen.items():
+        builder.option(name, value)
+    with pytest.raises(SluiceConfigError) as early:
+        rule("kafka", "subscription").check_early(builder._options, "KafkaSource")  # noqa: SLF001
+    with pytest.raises(SluiceConfigError) as jvm:
+        builder.build()  # a classic session: the JVM's own refusal
+    assert str(early.value) == str(jvm.value)
+    assert early.value.getCondition() == jvm.value.getCondition()
+    assert early.value.getMessageParameters() == jvm.value.getMessageParameters()

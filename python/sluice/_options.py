@@ -103,11 +103,38 @@ class Rule:
     options: tuple[str, ...]
     qualifiers: tuple[str, ...]
     text: str
+    missing: str = ""
 
     @property
     def replaced(self) -> tuple[str, ...]:
         """What a builder removes before it sets one of the alternatives."""
         return self.options + self.qualifiers
+
+    def check_early(self, given: dict[str, str], context: str) -> None:
+        """An ``exactlyOne`` rule over ``given``, worded as the JVM's ``ExactlyOne.chosen``
+        words it (for a client with no JVM to ask: Spark Connect)."""
+        if self.kind != "exactlyOne":
+            return
+        present = [o for o in self.options if o in given]
+        if not present:
+            parameters = {"message": f"{context}: {self.missing}"}
+            raise SluiceConfigError(
+                render("SLUICE_INVALID_CONFIGURATION", parameters), "SLUICE_INVALID_CONFIGURATION", parameters
+            )
+        if len(present) > 1:
+            parameters = {
+                "context": context,
+                "given": " and ".join(f"'{o}'" for o in present),
+                "choices": _listed([f"'{o}'" for o in self.options]),
+            }
+            raise SluiceConfigError(
+                render("SLUICE_CONFLICTING_OPTIONS", parameters), "SLUICE_CONFLICTING_OPTIONS", parameters
+            )
+
+
+def _listed(items: list[str]) -> str:
+    """``a, b and c``, as the JVM's ``OptionRule.listed``."""
+    return items[0] if len(items) < 2 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 class _Group(Mapping[str, Declared]):
@@ -145,7 +172,14 @@ OPTIONS: dict[str, _Group] = {group: _Group(group, opts) for group, opts in _RAW
 """By group: ``read`` (the binding's options, watermark.* included), then each source type."""
 RULES: dict[str, dict[str, Rule]] = {
     group: {
-        r["name"]: Rule(r["name"], r["kind"], tuple(r["options"]), tuple(r.get("qualifiers", ())), r["text"])
+        r["name"]: Rule(
+            r["name"],
+            r["kind"],
+            tuple(r["options"]),
+            tuple(r.get("qualifiers", ())),
+            r["text"],
+            r.get("missing", ""),
+        )
         for r in rules
     }
     for group, rules in _RAW["rules"].items()

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Generic, TypeVar
 
 from sluice._jvm import active_classic_session, call_jvm, java_map
-from sluice._options import TYPE_OPTION, declared, shown
+from sluice._options import RULES, TYPE_OPTION, declared, shown
 
 B = TypeVar("B", bound="_Builder")
 
@@ -66,8 +66,11 @@ class _Builder(Generic[B]):
             call_jvm(lambda: spark._jvm.sluice.Sources.fromJavaOptions(jmap))  # noqa: SLF001
         else:
             # no JVM to ask (Spark Connect, or no session yet): the integer ranges the options
-            # declare are checked here; the server checks everything when the query starts
+            # declare and the rules that combine them are checked here, worded as the JVM words
+            # them; the server checks everything when the query starts
             self._check_declared_ranges()
+            for declared_rule in RULES.get(self._source_type, {}).values():
+                declared_rule.check_early(self._options, self._source_class.__name__)
 
     def _check_declared_ranges(self) -> None:
         options = declared(self._source_type)

@@ -72,7 +72,7 @@ object OptionDeclarations {
 
   private def rule(r: OptionRule): String = {
     val kind = r match {
-      case _: OptionRule.ExactlyOne => """"kind": "exactlyOne""""
+      case e: OptionRule.ExactlyOne => s""""kind": "exactlyOne", "missing": ${str(e.missing)}"""
       case f: OptionRule.FirstOf =>
         s""""kind": "firstOf", "qualifiers": ${names(f.qualifiers)}"""
     }
