@@ -20,7 +20,8 @@ BROKER_CP := jvm/testkit/target/broker-classpath.txt
 JVM_OUTPUTS := $(ASSEMBLY) $(BROKER_CP) $(MAVEN_POM)
 # one sbt command (`all`): the tasks run side by side where they do not depend on each other
 JVM_BUILD := 'all spark/assembly spark/writeSparkKafkaClasspath benchkit/package testkit/writeBrokerClasspath spark/publish'
-SCALA_TESTS := 'all core/test connectors/test spark/test'
+# the format check runs beside the suites (a slip still fails the run)
+SCALA_TESTS := 'all scalafmtCheckAll core/test connectors/test spark/test'
 SCALA_SOURCES := $(shell find jvm -path '*/src/main/*' -name '*.scala' 2>/dev/null) build.sbt project/plugins.sbt \
   $(wildcard project/*.scala) LICENSE NOTICE
 # Expanded when a recipe runs (the venv may not exist yet when make starts), for any Python 3 minor.
@@ -31,15 +32,14 @@ export SPARK_JARS_DIR = $(firstword $(wildcard $(abspath $(VENV))/lib/python3*/s
 demo: build
 	$(PY) demo/demo.py
 
-# One sbt launch builds what the Python tests need, then checks the formatting (a slip fails before
-# any Scala test runs) and runs the Scala tests; the Python suites run beside them from the moment
-# the jar, the broker's classpath and the release are written, the reduced chaos run after both
-# (build/test).
+# One sbt launch builds what the Python tests need, then runs the Scala tests with the format check
+# beside them; the Python suites, then the reduced chaos run, run beside them from the moment the
+# jar, the broker's classpath and the release are written (build/test).
 test: $(VENV)/.ok
-	JVM_OUTPUTS='$(JVM_OUTPUTS)' build/test $(JVM_BUILD) -- 'scalafmtCheckAll' $(SCALA_TESTS)
+	JVM_OUTPUTS='$(JVM_OUTPUTS)' build/test $(JVM_BUILD) -- $(SCALA_TESTS)
 
 test-scala: $(VENV)/.ok
-	$(SBT) 'scalafmtCheckAll' $(SCALA_TESTS)
+	$(SBT) $(SCALA_TESTS)
 
 test-python: build dist lint-python
 	$(PY) -m pytest -q --durations=10 $(PYTEST_ARGS) tests

@@ -107,6 +107,12 @@ lazy val java17Opens = Seq(
   "-Djdk.reflect.useDirectMethodHandle=false"
 )
 
+// The test JVMs compile with C1 only: a suite run is minutes of short queries, each running code
+// once or a few times, and C2's compilations of it cost more CPU than they return. Measured on the
+// 2-core machine (AutoDriftSuite + MicroBatchSuite, two pairs): sbt and its test JVM used 87-92 s
+// of CPU with the default tiered compilation, 60-61 s with C1 only. Benchmarks never use this.
+lazy val testJit = Seq("-XX:TieredStopAtLevel=1")
+
 // Suites that start the embedded broker (`sluice.testkit.EmbeddedKafka`, in connectors' tests):
 // forked, so the broker's classpath file can be passed, and written before they run.
 lazy val brokerTests = Seq(
@@ -147,7 +153,7 @@ lazy val connectors = (project in file("jvm/connectors"))
     name := "sluice-connectors",
     publish / skip := true,
     libraryDependencies ++= Seq(kafkaClients, scalaTest),
-    Test / javaOptions ++= Seq("-Xmx1g", "-XX:+UseG1GC") ++ java17Opens
+    Test / javaOptions ++= Seq("-Xmx1g", "-XX:+UseG1GC") ++ testJit ++ java17Opens
   )
 
 // Its tests use connectors' test classes (test->test) for the broker's client: that client talks to
@@ -161,7 +167,7 @@ lazy val spark = (project in file("jvm/spark"))
     name := "sluice-spark",
     libraryDependencies ++= Seq(kafkaClients, scalaTest) ++ sparkKafkaConnector.map(_ % Test),
     // One JVM per test run, sized for a 2-core machine; the broker runs in its own process.
-    Test / javaOptions ++= Seq("-Xmx3g", "-XX:+UseG1GC") ++ java17Opens,
+    Test / javaOptions ++= Seq("-Xmx3g", "-XX:+UseG1GC") ++ testJit ++ java17Opens,
     writeSparkKafkaClasspath := {
       val out = target.value / "spark-kafka-jars.txt"
       val names = Seq("spark-sql-kafka-0-10", "spark-token-provider-kafka-0-10", "commons-pool2")

@@ -173,7 +173,12 @@ def main(argv: list[str]) -> int:
         master=master,
         benchkit=config["mode"] != "micro" or bool(config.get("slow")),
         driver_memory="1g",
-        conf={"spark.executor.memory": "512m"} if master.startswith("local-cluster") else None,
+        conf={
+            # C1 only: a chaos run is correctness under faults, not speed (build.sbt `testJit`)
+            "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
+            "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1",
+            **({"spark.executor.memory": "512m"} if master.startswith("local-cluster") else {}),
+        },
     )
     if master.startswith("local-cluster"):
         # tasks lost with their executor, and stages re-run for the shuffle output lost with it,

@@ -12,6 +12,9 @@ import sluice
 from pyspark.sql import SparkSession
 from sluice.testing import EmbeddedKafka
 
+#: the JIT settings of the test session's JVM (never of a benchmark's)
+TEST_JIT = "-XX:TieredStopAtLevel=1"
+
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: end-to-end suites left out by `make test-fast`")
@@ -26,6 +29,8 @@ def spark() -> Iterator[SparkSession]:
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
         .config("spark.driver.memory", "2g")
+        # C1 only, as the Scala test JVMs (build.sbt `testJit` says why): a test run is short queries
+        .config("spark.driver.extraJavaOptions", TEST_JIT)
     )
     session = sluice.configure(builder).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
