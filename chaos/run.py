@@ -47,11 +47,13 @@ DRAIN_TIMEOUT_S = 600
 
 
 def clear_unlogged_start(checkpoint: Path) -> int:
-    """Spark 4.3 refuses to start a query whose offset log holds no batch while its `offsets` or
-    `commits` folder holds any file (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY). A driver killed
-    while it wrote its first offset leaves exactly that: the write's temporary file (and its
-    checksum). Nothing was logged, so removing the leftovers is what Spark's message asks a user
-    to do and loses nothing; the runs count how often it was needed. Returns the files removed."""
+    """Spark 4.3 refuses to start a micro-batch or real-time query whose offset log holds no batch
+    while its `offsets` or `commits` folder holds any file (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY;
+    continuous processing does not check, and the chaos queries keep no state, whose folder
+    micro-batch mode checks too). A driver killed while it wrote its first offset leaves exactly
+    that: the write's temporary file (and its checksum). Nothing was logged, so removing the
+    leftovers is what Spark's message asks and loses nothing (`sources/`, where Sluice keeps its
+    resolved start, stays); the runs count how often it was needed. Returns the files removed."""
     folders = [checkpoint / "offsets", checkpoint / "commits"]
     files = [f for d in folders if d.is_dir() for f in d.iterdir()]
     if not files or any(f.name.isdigit() for f in files):

@@ -33,3 +33,11 @@ def test_a_checkpoint_with_a_logged_batch_is_never_touched(tmp_path: Path) -> No
     assert clear_unlogged_start(tmp_path) == 0
     assert sorted(f.name for f in (tmp_path / "offsets").iterdir()) == [".0.crc", "0"]
     assert [f.name for f in (tmp_path / "commits").iterdir()] == [".0.e05d.tmp"]
+
+
+def test_a_commit_without_its_offset_is_left_for_spark_to_refuse(tmp_path: Path) -> None:
+    # not what a kill leaves (a commit follows its offset): the run must fail loudly, not be cleared
+    _files(tmp_path, "commits/0", "commits/.0.crc")
+    (tmp_path / "offsets").mkdir()
+    assert clear_unlogged_start(tmp_path) == 0
+    assert sorted(f.name for f in (tmp_path / "commits").iterdir()) == [".0.crc", "0"]
