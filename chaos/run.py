@@ -63,12 +63,26 @@ def clear_unlogged_start(checkpoint: Path) -> int:
     return len(files)
 
 
+def checkpoint_logs(checkpoint: Path) -> str:
+    """What a checkpoint's offset and commit logs hold (names and sizes), for a failure to show."""
+    listed = {
+        sub: sorted(f"{f.name}:{f.stat().st_size}" for f in (checkpoint / sub).iterdir())
+        for sub in ("offsets", "commits")
+        if (checkpoint / sub).is_dir()
+    }
+    return json.dumps(listed)
+
+
 class Driver:
     """One driver process of a scenario, in a process group of its own (its JVM included)."""
 
     def __init__(self, config: dict, work: Path, label: str) -> None:
+        checkpoint = Path(config["checkpoint"])
+        found = checkpoint_logs(checkpoint)
         #: leftovers of a first offset write cut by the previous run's kill, removed before start
-        self.cleared = clear_unlogged_start(Path(config["checkpoint"]))
+        self.cleared = clear_unlogged_start(checkpoint)
+        #: the checkpoint's logs as this driver found them (and after clearing), said on failure
+        self.logs_at_start = f"{found} (cleared {self.cleared} files)" if self.cleared else found
         path = work / f"{label}.json"
         path.write_text(json.dumps(config))
         self.log = work / f"{label}.log"
@@ -99,7 +113,10 @@ class Driver:
         threading.Thread(target=watch, daemon=True).start()
         if not started.wait(STARTUP_TIMEOUT_S):
             self.kill()
-            raise RuntimeError(f"the driver did not start its query:\n{self.tail()}")
+            raise RuntimeError(
+                f"the driver did not start its query; its checkpoint's logs at start: "
+                f"{self.logs_at_start}\n{self.tail()}"
+            )
 
     def wait_for_commits(self, checkpoint: str, more_than: int, what: str) -> str | None:
         """Until the running query commits more than `more_than` batches; why not, if it did not."""
@@ -127,7 +144,10 @@ class Driver:
             self.kill()
             raise RuntimeError(f"the draining driver did not end:\n{self.tail()}") from None
         if code != 0:
-            raise RuntimeError(f"the draining driver failed ({code}):\n{self.tail()}")
+            raise RuntimeError(
+                f"the draining driver failed ({code}); its checkpoint's logs at start: "
+                f"{self.logs_at_start}\n{self.tail()}"
+            )
 
     def tail(self, lines: int = 40) -> str:
         return "\n".join(self.log.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])

@@ -1,7 +1,12 @@
 """The chaos run in small (`make chaos` is the full one): a files -> Kafka hybrid whose driver is
 killed twice, a real-time query killed once, an executor JVM killed under a local-cluster query,
 the broker restarted under a reading query, and records deleted below the read position; every
-sink must hold every record exactly once."""
+sink must hold every record exactly once.
+
+`make test` runs the real-time kill alone, after everything else (build/test): under load, Spark
+has refused its restart (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY naming `commits`) in a way the
+harness does not explain yet; each start now logs what the checkpoint's logs hold, so the next
+occurrence says why (see docs/reliability.md, known gaps)."""
 
 from __future__ import annotations
 
@@ -12,24 +17,28 @@ from chaos.run import run
 pytestmark = pytest.mark.slow
 
 
-def test_kills_a_broker_restart_and_deletions_lose_and_duplicate_nothing() -> None:
-    # 5 kills shared: 2 for the hybrid, 1 for the real-time query
-    result = run(kills=5, seed=7, names=["hybrid", "realtime", "executors", "broker", "deleted-false"])
+def _check(result: dict, scenarios: set[str]) -> None:
     details = {name: {k: v for k, v in r.items() if k != "failed"} for name, r in result["details"].items()}
     failures = {name: r["failed"] for name, r in result["details"].items() if "failed" in r}
     assert not failures, failures
-    assert set(result["scenarios"]) == {
-        "hybrid",
-        "realtime",
-        "executors",
-        "broker-restart",
-        "deleted-below-read-failOnDataLoss-false",
-    }
-    assert result["details"]["hybrid"]["kills"] == 2 and result["details"]["realtime"]["kills"] == 1
+    assert set(result["scenarios"]) == scenarios
+    assert (result["lost"], result["duplicated"], result["unread"]) == (0, 0, 0), details
+    # the records were there to lose: every scenario delivered what was written
+    assert all(r["records"] > 0 for r in result["details"].values()), details
+
+
+def test_kills_a_broker_restart_and_deletions_lose_and_duplicate_nothing() -> None:
+    # 5 kills shared: 2 for the hybrid, 1 for the executors
+    result = run(kills=5, seed=7, names=["hybrid", "executors", "broker", "deleted-false"])
+    _check(result, {"hybrid", "executors", "broker-restart", "deleted-below-read-failOnDataLoss-false"})
+    assert result["details"]["hybrid"]["kills"] == 2
     executors = result["details"]["executors"]
     # the kill cut a running task (the scenario kills again until one does, or fails)
     assert executors["kills_inside_tasks"] == 1, executors
     assert executors["records_counted"] == executors["records"], executors
-    assert (result["lost"], result["duplicated"], result["unread"]) == (0, 0, 0), details
-    # the records were there to lose: every scenario delivered what was written
-    assert all(r["records"] > 0 for r in result["details"].values()), details
+
+
+def test_a_real_time_query_killed_loses_and_duplicates_nothing() -> None:
+    result = run(kills=5, seed=7, names=["realtime"])
+    _check(result, {"realtime"})
+    assert result["details"]["realtime"]["kills"] == 1
