@@ -8,7 +8,7 @@ import org.apache.spark.sql.{SQLContext, SparkSession}
 import org.apache.spark.sql.catalyst.util.CaseInsensitiveMap
 import org.apache.spark.sql.connector.catalog.{SupportsRead, Table, TableCapability, TableProvider}
 import org.apache.spark.sql.connector.expressions.Transform
-import org.apache.spark.sql.connector.read.{Batch, Scan, ScanBuilder}
+import org.apache.spark.sql.connector.read.{Batch, Scan, ScanBuilder, SupportsPushDownRequiredColumns}
 import org.apache.spark.sql.connector.read.streaming.{ContinuousStream, MicroBatchStream}
 import org.apache.spark.sql.sources.{BaseRelation, DataSourceRegister, RelationProvider}
 import org.apache.spark.sql.types.StructType
@@ -137,14 +137,48 @@ final class SluiceTable(
         TableCapability.BATCH_READ)
     else util.EnumSet.of(TableCapability.MICRO_BATCH_READ, TableCapability.CONTINUOUS_READ)
   override def newScanBuilder(ignored: CaseInsensitiveStringMap): ScanBuilder =
-    () => new SluiceScan(source, options, batchRefusal)
+    new SluiceScanBuilder(source, options, batchRefusal)
+
+  /**
+   * The names of the columns a scan of this table gives when the query uses `required`: those,
+   * and what the source reads besides (`ColumnPruning`), in the table's order.
+   */
+  def columnsRead(required: Set[String]): Seq[String] =
+    options.outputSchema(ColumnPruning(source, options, Some(required))).fieldNames.toSeq
 }
 
-final class SluiceScan(
+/**
+ * Takes the columns the query uses (Spark's `pruneColumns`): `spark.read` hands them from its
+ * optimizer; a stream gets every column of its relation's output, which `StreamingColumnPruning`
+ * narrowed to the columns the started query uses.
+ */
+final class SluiceScanBuilder(
     source: Source[SourceSplit, Any],
     options: StreamOptions,
     batchRefusal: Option[String])
+    extends ScanBuilder
+    with SupportsPushDownRequiredColumns {
+  private var required: Option[Set[String]] = None
+
+  override def pruneColumns(requiredSchema: StructType): Unit =
+    required = Some(requiredSchema.fieldNames.toSet)
+
+  override def build(): Scan =
+    try new SluiceScan(source, options, batchRefusal, required)
+    catch SparkErrors.surface
+}
+
+/**
+ * `required`: the columns the query uses (None: all); the scan's rows are those of the source
+ * pruned to them (`ColumnPruning`), and so is every source it builds for a stream or a batch.
+ */
+final class SluiceScan(
+    unpruned: Source[SourceSplit, Any],
+    options: StreamOptions,
+    batchRefusal: Option[String],
+    required: Option[Set[String]])
     extends Scan {
+  private val source = ColumnPruning(unpruned, options, required)
   override def readSchema(): StructType = options.outputSchema(source)
   override def description(): String =
     s"Sluice ${source.sourceType} source${options.name.fold("")(n => s" '$n'")}"
@@ -161,7 +195,7 @@ final class SluiceScan(
 
   private def microBatchStream(checkpointLocation: String): MicroBatchStream = {
     AutoDrift.requireResolved(options, description())
-    val own = sluice.Sources.fromOptions(source.options).asInstanceOf[Source[SourceSplit, Any]]
+    val own = ownSource()
     HybridFactories.pinnedWhile(own, SparkSession.active.sparkContext)(
       new SluiceMicroBatchStream(own, options, checkpointLocation, SparkSession.active))
   }
@@ -172,7 +206,7 @@ final class SluiceScan(
 
   private def continuousStream(checkpointLocation: String): ContinuousStream = {
     AutoDrift.requireResolved(options, description())
-    val own = sluice.Sources.fromOptions(source.options).asInstanceOf[Source[SourceSplit, Any]]
+    val own = ownSource()
     HybridFactories.pinnedWhile(own, SparkSession.active.sparkContext)(
       new SluiceContinuousStream(own, options, checkpointLocation, SparkSession.active))
   }
@@ -181,8 +215,11 @@ final class SluiceScan(
   override def toBatch(): Batch =
     try {
       batchRefusal.foreach(why => throw SluiceError.config(why))
-      new SluiceBatch(
-        sluice.Sources.fromOptions(source.options).asInstanceOf[Source[SourceSplit, Any]],
-        options)
+      new SluiceBatch(ownSource(), options)
     } catch SparkErrors.surface
+
+  private def ownSource(): Source[SourceSplit, Any] = ColumnPruning(
+    sluice.Sources.fromOptions(source.options).asInstanceOf[Source[SourceSplit, Any]],
+    options,
+    required)
 }

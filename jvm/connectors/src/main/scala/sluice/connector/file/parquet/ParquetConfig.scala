@@ -40,10 +40,22 @@ final case class ParquetConfig(
     /** Spark's Parquet reader options given (`mergeSchema`, rebase modes), handed to Spark's reader. */
     sparkOptions: Map[String, String],
     /** The options this config was read from, which rebuild it. */
-    options: Map[String, String]) {
+    options: Map[String, String],
+    /**
+     * The data columns a query reads (`SupportsColumnPruning`), or None: all. The source's own
+     * `timestampColumn` is read either way (it gives records their event time).
+     */
+    readColumns: Option[Set[String]] = None) {
 
-  /** The rows' data: the file columns, then the partition columns, as `spark.read.parquet` returns them. */
-  val outputSchema: StructType = StructType(dataSchema.fields ++ partitionSchema.fields)
+  /** The data columns read, in the files' order: Parquet's requested schema. */
+  val requiredSchema: StructType = readColumns.fold(dataSchema)(keep =>
+    StructType(dataSchema.filter(f => keep(f.name) || timestampColumn.contains(f.name))))
+
+  /**
+   * The rows' data: the file columns read, then the partition columns, as `spark.read.parquet`
+   * returns them.
+   */
+  val outputSchema: StructType = StructType(requiredSchema.fields ++ partitionSchema.fields)
 
   def timestampIndex: Int = timestampColumn.map(outputSchema.fieldIndex).getOrElse(-1)
   def timestampIsMillis: Boolean =
