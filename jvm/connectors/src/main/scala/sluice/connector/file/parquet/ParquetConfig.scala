@@ -6,6 +6,7 @@ import scala.util.control.NonFatal
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
 import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.sources.Filter
 import org.apache.spark.sql.types.{LongType, StructType, TimestampType}
 
 import sluice.config.{ConfigOption, Options}
@@ -45,7 +46,17 @@ final case class ParquetConfig(
      * The data columns a query reads (`SupportsColumnPruning`), or None: all. The source's own
      * `timestampColumn` is read either way (it gives records their event time).
      */
-    readColumns: Option[Set[String]] = None) {
+    readColumns: Option[Set[String]] = None,
+    /**
+     * Filters every row the query keeps passes (`SupportsFilterPushdown`), on the data and
+     * partition columns: files whose partition values and row groups whose statistics no row of
+     * can pass are not read. Spark applies them to the rows read either way.
+     */
+    filters: Seq[Filter] = Nil,
+    /** Spark's `spark.sql.parquet.filterPushdown`: row groups are skipped by statistics only when on. */
+    rowGroupFilters: Boolean = true,
+    /** How dates and timestamps of legacy files are read (option, else the session's): filters are rebased alike. */
+    datetimeRebaseMode: String = "EXCEPTION") {
 
   /** The data columns read, in the files' order: Parquet's requested schema. */
   val requiredSchema: StructType = readColumns.fold(dataSchema)(keep =>
@@ -161,7 +172,11 @@ object ParquetConfig {
       conf.sessionLocalTimeZone,
       conf.caseSensitiveAnalysis,
       sparkOptions,
-      raw)
+      raw,
+      rowGroupFilters = conf.parquetFilterPushDown,
+      datetimeRebaseMode = sparkOptions.getOrElse(
+        DatetimeRebaseMode.name,
+        conf.getConfString(SQLConf.PARQUET_REBASE_MODE_IN_READ.key)))
   }
 
   /**

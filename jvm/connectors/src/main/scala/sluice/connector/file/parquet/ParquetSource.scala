@@ -2,6 +2,7 @@ package sluice.connector.file.parquet
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.sources.Filter
 import org.apache.spark.sql.types.StructType
 
 import sluice.api._
@@ -25,7 +26,8 @@ final class ParquetSource private[parquet] (val config: ParquetConfig, rows: Par
     extends Source[RowGroupSplit, ParquetEnumeratorState]
     with SupportsSplitPausing[RowGroupSplit]
     with SupportsColumnarReads[RowGroupSplit]
-    with SupportsColumnPruning[RowGroupSplit, ParquetEnumeratorState] {
+    with SupportsColumnPruning[RowGroupSplit, ParquetEnumeratorState]
+    with SupportsFilterPushdown[RowGroupSplit, ParquetEnumeratorState] {
 
   override def sourceType: String = FileSource.Type
 
@@ -57,6 +59,17 @@ final class ParquetSource private[parquet] (val config: ParquetConfig, rows: Par
     val pruned = config.copy(readColumns = Some(required))
     if (pruned.requiredSchema == config.requiredSchema) this
     else new ParquetSource(pruned, ParquetRows(ParquetSource.session(), pruned))
+  }
+
+  /**
+   * This source skipping, when it lists files, those whose partition values and row groups whose
+   * statistics no row passing `filters` can come from (`ParquetPruning`); filters on other
+   * columns are ignored. Itself when none is on its columns.
+   */
+  override def withFilters(filters: Seq[Filter]): ParquetSource = {
+    val own = config.outputSchema.fieldNames.toSet
+    val usable = filters.filter(_.references.forall(own.contains))
+    if (usable.isEmpty) this else new ParquetSource(config.copy(filters = usable), rows)
   }
 
   override def createEnumerator(): ParquetEnumerator =
