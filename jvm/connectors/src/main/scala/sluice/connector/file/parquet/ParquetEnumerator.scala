@@ -61,7 +61,11 @@ final class ParquetEnumerator(
     }
     if (!due) return Nil
     val conf = hadoopConf()
-    val found = FileListing.list(config.paths, conf, mustExist = config.monitorIntervalMs.isEmpty)
+    val found = FileListing.list(
+      config.paths,
+      conf,
+      mustExist = config.monitorIntervalMs.isEmpty,
+      config.listing)
     lastListingMs = clock()
     listed = true
     notReady.retainFound(found)
