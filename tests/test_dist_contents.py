@@ -25,7 +25,7 @@ POM_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 # Class packages a bundled library brings into the self-contained jar, and its coordinate. A new
 # dependency in the jar fails the NOTICE test until it is named here and in NOTICE.
 BUNDLED = {"org/apache/kafka/": "org.apache.kafka:kafka-clients"}
-SLUICE_PACKAGES = ("sluice/", "org/apache/spark/sluice/")
+SLUICE_PACKAGES = ("sluice/", "org/apache/spark/sluice/", "org/apache/spark/sql/sluice/")
 
 
 def wheel_metadata() -> dict[str, list[str]]:

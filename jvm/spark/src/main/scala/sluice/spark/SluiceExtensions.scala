@@ -16,12 +16,14 @@ import sluice.config.RecordLayout
  *  - a query that names a column a compact source leaves out (the event-time column, timestamps,
  *    provenance) gets an error naming compact mode and the setting, instead of Spark's bare
  *    "cannot resolve" (`CompactColumnCheck`);
- *  - alignment's maxDrift `auto` is resolved from the started query's `withWatermark` delay (`AutoDrift`).
+ *  - alignment's maxDrift `auto` is resolved from the started query's `withWatermark` delay (`AutoDrift`);
+ *  - a started query's sources read only the columns it uses and skip data its filters exclude (`StreamingPushdown`).
  */
 final class SluiceExtensions extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {
     extensions.injectResolutionRule(_ => CompactColumnCheck)
     extensions.injectResolutionRule(_ => AutoDrift)
+    extensions.injectResolutionRule(_ => StreamingPushdown)
   }
 }
 

@@ -8,9 +8,9 @@ import org.apache.spark.sql.{SQLContext, SparkSession}
 import org.apache.spark.sql.catalyst.util.CaseInsensitiveMap
 import org.apache.spark.sql.connector.catalog.{SupportsRead, Table, TableCapability, TableProvider}
 import org.apache.spark.sql.connector.expressions.Transform
-import org.apache.spark.sql.connector.read.{Batch, Scan, ScanBuilder}
+import org.apache.spark.sql.connector.read.{Batch, Scan, ScanBuilder, SupportsPushDownFilters, SupportsPushDownRequiredColumns}
 import org.apache.spark.sql.connector.read.streaming.{ContinuousStream, MicroBatchStream}
-import org.apache.spark.sql.sources.{BaseRelation, DataSourceRegister, RelationProvider}
+import org.apache.spark.sql.sources.{BaseRelation, DataSourceRegister, Filter, RelationProvider}
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
@@ -85,7 +85,9 @@ final class SluiceProvider extends TableProvider with DataSourceRegister with Re
 final class SluiceTable(
     source: Source[SourceSplit, Any],
     options: StreamOptions,
-    batchRefusal: Option[String])
+    batchRefusal: Option[String],
+    /** Filters a stream's rows pass, found in the started query's plan (`StreamingPushdown`). */
+    val streamFilters: Seq[Filter] = Nil)
     extends Table
     with SupportsRead {
   override def name(): String = s"sluice:${options.name.getOrElse(source.sourceType)}"
@@ -123,7 +125,12 @@ final class SluiceTable(
     new SluiceTable(
       source,
       options.copy(eventTime = options.eventTime.withDriftFromWatermark(delayMs, describe)),
-      batchRefusal)
+      batchRefusal,
+      streamFilters)
+
+  /** This table, its streams' sources skipping data by `filters` (`StreamingPushdown`). */
+  def withStreamFilters(filters: Seq[Filter]): SluiceTable =
+    new SluiceTable(source, options, batchRefusal, filters)
 
   /** The source as messages name it. */
   def describe: String =
@@ -137,14 +144,61 @@ final class SluiceTable(
         TableCapability.BATCH_READ)
     else util.EnumSet.of(TableCapability.MICRO_BATCH_READ, TableCapability.CONTINUOUS_READ)
   override def newScanBuilder(ignored: CaseInsensitiveStringMap): ScanBuilder =
-    () => new SluiceScan(source, options, batchRefusal)
+    new SluiceScanBuilder(source, options, batchRefusal, streamFilters)
+
+  /**
+   * The names of the columns a scan of this table gives when the query uses `required`: those,
+   * and what the source reads besides (`ScanPushdown`), in the table's order.
+   */
+  def columnsRead(required: Set[String]): Seq[String] =
+    options.outputSchema(ScanPushdown(source, options, Some(required), Nil)).fieldNames.toSeq
 }
 
-final class SluiceScan(
+/**
+ * Takes the columns the query uses (Spark's `pruneColumns`) and the filters its rows pass
+ * (`pushFilters`): `spark.read` hands both from its optimizer; a stream gets every column of its
+ * relation's output and no filters, so `StreamingPushdown` narrowed that output to the columns
+ * the started query uses and gave the table the filters (`filters` here). Every filter is left to
+ * Spark too: the source only skips data whose rows cannot pass them.
+ */
+final class SluiceScanBuilder(
     source: Source[SourceSplit, Any],
     options: StreamOptions,
-    batchRefusal: Option[String])
+    batchRefusal: Option[String],
+    private var filters: Seq[Filter])
+    extends ScanBuilder
+    with SupportsPushDownRequiredColumns
+    with SupportsPushDownFilters {
+  private var required: Option[Set[String]] = None
+
+  override def pruneColumns(requiredSchema: StructType): Unit =
+    required = Some(requiredSchema.fieldNames.toSet)
+
+  override def pushFilters(given: Array[Filter]): Array[Filter] = {
+    filters = given.toSeq
+    given // Spark applies all of them to the rows read
+  }
+
+  override def pushedFilters(): Array[Filter] = filters.toArray
+
+  override def build(): Scan =
+    try new SluiceScan(source, options, batchRefusal, required, filters)
+    catch SparkErrors.surface
+}
+
+/**
+ * `required`: the columns the query uses (None: all), `filters`: those its rows pass; the scan's
+ * rows are those of the source they are pushed to (`ScanPushdown`), and so is every source it
+ * builds for a stream or a batch.
+ */
+final class SluiceScan(
+    unpruned: Source[SourceSplit, Any],
+    options: StreamOptions,
+    batchRefusal: Option[String],
+    required: Option[Set[String]],
+    filters: Seq[Filter])
     extends Scan {
+  private val source = ScanPushdown(unpruned, options, required, filters)
   override def readSchema(): StructType = options.outputSchema(source)
   override def description(): String =
     s"Sluice ${source.sourceType} source${options.name.fold("")(n => s" '$n'")}"
@@ -161,7 +215,7 @@ final class SluiceScan(
 
   private def microBatchStream(checkpointLocation: String): MicroBatchStream = {
     AutoDrift.requireResolved(options, description())
-    val own = sluice.Sources.fromOptions(source.options).asInstanceOf[Source[SourceSplit, Any]]
+    val own = ownSource()
     HybridFactories.pinnedWhile(own, SparkSession.active.sparkContext)(
       new SluiceMicroBatchStream(own, options, checkpointLocation, SparkSession.active))
   }
@@ -172,7 +226,7 @@ final class SluiceScan(
 
   private def continuousStream(checkpointLocation: String): ContinuousStream = {
     AutoDrift.requireResolved(options, description())
-    val own = sluice.Sources.fromOptions(source.options).asInstanceOf[Source[SourceSplit, Any]]
+    val own = ownSource()
     HybridFactories.pinnedWhile(own, SparkSession.active.sparkContext)(
       new SluiceContinuousStream(own, options, checkpointLocation, SparkSession.active))
   }
@@ -181,8 +235,12 @@ final class SluiceScan(
   override def toBatch(): Batch =
     try {
       batchRefusal.foreach(why => throw SluiceError.config(why))
-      new SluiceBatch(
-        sluice.Sources.fromOptions(source.options).asInstanceOf[Source[SourceSplit, Any]],
-        options)
+      new SluiceBatch(ownSource(), options)
     } catch SparkErrors.surface
+
+  private def ownSource(): Source[SourceSplit, Any] = ScanPushdown(
+    sluice.Sources.fromOptions(source.options).asInstanceOf[Source[SourceSplit, Any]],
+    options,
+    required,
+    filters)
 }

@@ -22,7 +22,9 @@ final case class FileConfig(
     /** Monitored: how long a file that cannot be read yet may stay unchanged before it fails the query. */
     notReadyTimeoutMs: Long,
     /** The options this config was read from, which rebuild it. */
-    options: Map[String, String]) {
+    options: Map[String, String],
+    /** Which listed files are read (Spark's `pathGlobFilter`, `modifiedBefore`, `modifiedAfter`). */
+    listing: FileListingFilter = FileListingFilter(Map.empty)) {
 
   /** Index and type of the event-time column in the data row, if one is configured. */
   def timestampIndex: Int = timestampColumn.map(payload.outputSchema.fieldIndex).getOrElse(-1)
@@ -104,7 +106,7 @@ object FileConfig {
       TimestampColumn,
       MaxOpenCompressedFiles,
       OpenCompressedFileIdleMs,
-      NotReadyTimeoutMs)
+      NotReadyTimeoutMs) ++ FileListingOptions.all
   val all: Seq[ConfigOption[_]] = own ++ PayloadFormat.all
 
   def fromOptions(raw: Map[String, String]): FileConfig = {
@@ -133,7 +135,8 @@ object FileConfig {
       o.get(MaxOpenCompressedFiles).get,
       o.get(OpenCompressedFileIdleMs).get,
       o.get(NotReadyTimeoutMs).get,
-      raw)
+      raw,
+      FileListingOptions.filter(raw, Context))
   }
 
   private def describe(s: StructType): String = {

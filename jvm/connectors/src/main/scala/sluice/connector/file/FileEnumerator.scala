@@ -55,7 +55,11 @@ final class FileEnumerator(
     if (!due) return Nil
     // A bounded source needs its paths to exist; a monitored one may wait for them.
     val found =
-      FileListing.list(config.paths, hadoopConf(), mustExist = config.monitorIntervalMs.isEmpty)
+      FileListing.list(
+        config.paths,
+        hadoopConf(),
+        mustExist = config.monitorIntervalMs.isEmpty,
+        config.listing)
     lastListingMs = clock()
     listed = true
     notReady.retainFound(found)

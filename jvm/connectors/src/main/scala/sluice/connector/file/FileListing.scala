@@ -10,7 +10,12 @@ import org.apache.hadoop.fs.{FileStatus, FileSystem, Path}
 /** Lists the files under paths and globs through Hadoop's FileSystem (local, hdfs, s3a, ...). */
 private[file] object FileListing {
 
-  def list(paths: Seq[String], conf: Configuration, mustExist: Boolean): Seq[DiscoveredFile] = {
+  /** The files under `paths` that `filter` accepts (Spark's `pathGlobFilter`, `modifiedBefore`, ...). */
+  def list(
+      paths: Seq[String],
+      conf: Configuration,
+      mustExist: Boolean,
+      filter: FileListingFilter): Seq[DiscoveredFile] = {
     val out = mutable.LinkedHashMap[String, DiscoveredFile]()
     paths.foreach { p =>
       val path = new Path(p)
@@ -22,7 +27,7 @@ private[file] object FileListing {
             "Check option 'path', or set 'monitorIntervalMs' to wait for files to appear.")
       }
       matched.foreach(s =>
-        leafFiles(fs, s).foreach { f =>
+        leafFiles(fs, s).filter(filter.accepts).foreach { f =>
           val name = f.getPath.toString
           Compression.checkDecodable(f.getPath, conf)
           out(name) = DiscoveredFile(name, f.getLen, f.getModificationTime)

@@ -19,7 +19,8 @@ import sluice.errors.SluiceError
  */
 final class FileSource private[file] (val config: FileConfig)
     extends Source[FileSplit, FileEnumeratorState]
-    with SupportsSplitPausing[FileSplit] {
+    with SupportsSplitPausing[FileSplit]
+    with SupportsColumnPruning[FileSplit, FileEnumeratorState] {
 
   override def sourceType: String = FileSource.Type
 
@@ -42,6 +43,16 @@ final class FileSource private[file] (val config: FileConfig)
 
   override def options: Map[String, String] =
     config.options + (FileSource.TypeOption -> sourceType)
+
+  /**
+   * This source parsing only the columns `required` names and the `timestampColumn` (JSON and
+   * CSV, as Spark's readers parse a query's required schema; `PayloadFormat.pruned` says when it
+   * parses every column). Positions are byte offsets of lines, whatever is parsed of them.
+   */
+  override def withColumns(required: Set[String]): FileSource = {
+    val payload = config.payload.pruned(required ++ config.timestampColumn)
+    if (payload eq config.payload) this else new FileSource(config.copy(payload = payload))
+  }
 
   override def createEnumerator(): FileEnumerator = restoreEnumerator(
     FileEnumeratorState(Nil, listed = false))

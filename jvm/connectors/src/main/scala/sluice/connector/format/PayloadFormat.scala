@@ -21,13 +21,35 @@ import sluice.errors.SluiceError
  */
 final class PayloadFormat private (
     val format: String,
-    /** The data columns as `spark.read` returns them (nullable; the corrupt-record column included). */
+    /**
+     * The data columns of the rows, as `spark.read` returns them (nullable; the corrupt-record
+     * column included): the schema's, or those a query uses (`pruned`).
+     */
     val outputSchema: StructType,
     /** Spark's reader options as given (validated). */
     val readerOptions: Map[String, String],
     jsonOptions: JSONOptionsInRead,
-    csvOptions: CSVOptions)
+    csvOptions: CSVOptions,
+    /** Every data column of the schema: what a CSV line's fields are and its header names. */
+    dataSchema: StructType)
     extends Serializable {
+
+  /**
+   * This format parsing only the columns `columns` names (as Spark's JSON and CSV readers parse
+   * only a query's required schema: JSON skips other fields, CSV converts only those fields).
+   * Itself when that is every column, for text (one column), and when the corrupt-record column
+   * is among them: whether a record is malformed depends on every column, so Spark refuses to
+   * prune a query that reads it, and this reads them all.
+   */
+  def pruned(columns: Set[String]): PayloadFormat = {
+    val corrupt = Option(jsonOptions)
+      .map(_.columnNameOfCorruptRecord)
+      .orElse(Option(csvOptions).map(_.columnNameOfCorruptRecord))
+    val kept = StructType(outputSchema.filter(f => columns.contains(f.name)))
+    if (format == PayloadFormat.Text || kept.length == outputSchema.length ||
+      corrupt.exists(c => kept.fieldNames.contains(c))) this
+    else new PayloadFormat(format, kept, readerOptions, jsonOptions, csvOptions, dataSchema)
+  }
 
   /** The parse mode (PERMISSIVE, DROPMALFORMED, FAILFAST); text has none and is PERMISSIVE. */
   def mode: String = format match {
@@ -42,7 +64,7 @@ final class PayloadFormat private (
   /** A parser for one executor thread: build one per reader, never per record. */
   def newParser(): PayloadParser = format match {
     case PayloadFormat.Json => new JsonPayloadParser(outputSchema, jsonOptions)
-    case PayloadFormat.Csv => new CsvPayloadParser(outputSchema, csvOptions)
+    case PayloadFormat.Csv => new CsvPayloadParser(outputSchema, dataSchema, csvOptions)
     case _ => new TextPayloadParser
   }
 
@@ -119,7 +141,7 @@ object PayloadFormat {
             s"$context: format 'text' has the fixed schema " +
               "'value STRING'; remove option 'schema'.")
         }
-        new PayloadFormat(Text, TextSchema, readerOptions, null, null)
+        new PayloadFormat(Text, TextSchema, readerOptions, null, null, TextSchema)
       case Json | Csv =>
         if (schema == null) {
           throw SluiceError.config(
@@ -140,7 +162,7 @@ object PayloadFormat {
         }
         val (json, csv) =
           if (format == Json) (new JSONOptionsInRead(readerOptions, tz, defaultCorrupt), null)
-          else (null, new CSVOptions(readerOptions, false, tz, defaultCorrupt))
+          else (null, new CSVOptions(readerOptions, conf.csvColumnPruning, tz, defaultCorrupt))
         if (json != null) {
           checkPatterns(
             data,
@@ -180,7 +202,7 @@ object PayloadFormat {
                   s"'${f.name}' of type ${f.dataType.sql}; csv columns must be of atomic types.")
             }
         }
-        new PayloadFormat(format, data, readerOptions, json, csv)
+        new PayloadFormat(format, data, readerOptions, json, csv, data)
       case other =>
         throw ConfigOption.invalid(context, FormatOption.name, other, FormatOption.allowed)
     }

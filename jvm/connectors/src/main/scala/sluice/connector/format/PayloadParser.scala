@@ -119,12 +119,23 @@ private[format] final class JsonPayloadParser(schema: StructType, options: JSONO
     safeParse(payload.set(bytes, offset, length), splitId, position)
 }
 
-private[format] final class CsvPayloadParser(schema: StructType, options: CSVOptions)
+/**
+ * `schema`: the columns of the rows (a query's required schema); `allColumns`: the schema's, which
+ * are the line's fields in order and the names a header is checked against.
+ */
+private[format] final class CsvPayloadParser(
+    schema: StructType,
+    allColumns: StructType,
+    options: CSVOptions)
     extends SafeParser[String](options.parseMode, schema, options.columnNameOfCorruptRecord) {
 
   private val dataSchema = StructType(
-    schema.filterNot(_.name == options.columnNameOfCorruptRecord))
-  private val univocity = new UnivocityParser(dataSchema, dataSchema, options, Nil)
+    allColumns.filterNot(_.name == options.columnNameOfCorruptRecord))
+  private val univocity = new UnivocityParser(
+    dataSchema,
+    StructType(schema.filterNot(_.name == options.columnNameOfCorruptRecord)),
+    options,
+    Nil)
   private val parseLine = univocity.parse
   // Spark compares the line's first character; an ASCII comment can be compared as a byte.
   private val asciiComment = options.isCommentSet && options.comment < 128

@@ -6,10 +6,11 @@ import scala.util.control.NonFatal
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
 import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.sources.Filter
 import org.apache.spark.sql.types.{LongType, StructType, TimestampType}
 
 import sluice.config.{ConfigOption, Options}
-import sluice.connector.file.FileConfig
+import sluice.connector.file.{FileConfig, FileListingFilter, FileListingOptions}
 import sluice.connector.format.{PayloadFormat, Provenance}
 import sluice.errors.SluiceError
 
@@ -40,10 +41,34 @@ final case class ParquetConfig(
     /** Spark's Parquet reader options given (`mergeSchema`, rebase modes), handed to Spark's reader. */
     sparkOptions: Map[String, String],
     /** The options this config was read from, which rebuild it. */
-    options: Map[String, String]) {
+    options: Map[String, String],
+    /**
+     * The data columns a query reads (`SupportsColumnPruning`), or None: all. The source's own
+     * `timestampColumn` is read either way (it gives records their event time).
+     */
+    readColumns: Option[Set[String]] = None,
+    /**
+     * Filters every row the query keeps passes (`SupportsFilterPushdown`), on the data and
+     * partition columns: files whose partition values and row groups whose statistics no row of
+     * can pass are not read. Spark applies them to the rows read either way.
+     */
+    filters: Seq[Filter] = Nil,
+    /** Spark's `spark.sql.parquet.filterPushdown`: row groups are skipped by statistics only when on. */
+    rowGroupFilters: Boolean = true,
+    /** How dates and timestamps of legacy files are read (option, else the session's): filters are rebased alike. */
+    datetimeRebaseMode: String = "EXCEPTION",
+    /** Which listed files are read (Spark's `pathGlobFilter`, `modifiedBefore`, `modifiedAfter`). */
+    listing: FileListingFilter = FileListingFilter(Map.empty)) {
 
-  /** The rows' data: the file columns, then the partition columns, as `spark.read.parquet` returns them. */
-  val outputSchema: StructType = StructType(dataSchema.fields ++ partitionSchema.fields)
+  /** The data columns read, in the files' order: Parquet's requested schema. */
+  val requiredSchema: StructType = readColumns.fold(dataSchema)(keep =>
+    StructType(dataSchema.filter(f => keep(f.name) || timestampColumn.contains(f.name))))
+
+  /**
+   * The rows' data: the file columns read, then the partition columns, as `spark.read.parquet`
+   * returns them.
+   */
+  val outputSchema: StructType = StructType(requiredSchema.fields ++ partitionSchema.fields)
 
   def timestampIndex: Int = timestampColumn.map(outputSchema.fieldIndex).getOrElse(-1)
   def timestampIsMillis: Boolean =
@@ -80,8 +105,21 @@ object ParquetConfig {
         "(default: the session's spark.sql.parquet.int96RebaseModeInRead)")
     .oneOf("EXCEPTION, CORRECTED or LEGACY", rebaseModes, ignoreCase = true)
 
+  val BasePath: ConfigOption[String] = ConfigOption.string(
+    "basePath",
+    "Spark's option: the directory partition directories are found under (a path inside it reads only that " +
+      "part, its partition values still columns)")
+  val RecursiveFileLookup: ConfigOption[Boolean] = ConfigOption
+    .boolean(
+      "recursiveFileLookup",
+      "Spark's option: files are read from any nested directories and no partition columns are inferred")
+    .withDefault(false)
+
   /** Options of this format only (the rest are the file source's). */
   val own: Seq[ConfigOption[_]] = Seq(MergeSchema, DatetimeRebaseMode, Int96RebaseMode)
+
+  /** Spark's options that decide partition columns: handed to the schema resolution, not the reader. */
+  private val partitioning: Seq[ConfigOption[_]] = Seq(BasePath, RecursiveFileLookup)
   val all: Seq[ConfigOption[_]] = Seq(
     FileConfig.Path,
     FileConfig.MonitorIntervalMs,
@@ -90,7 +128,7 @@ object ParquetConfig {
     FileConfig.NotReadyTimeoutMs,
     FileConfig.TimestampColumn,
     Format,
-    Schema) ++ own
+    Schema) ++ own ++ partitioning ++ FileListingOptions.all
 
   /** True when `options` ask for Parquet files (`format` = parquet, any case). */
   def isParquet(options: Map[String, String]): Boolean =
@@ -102,10 +140,12 @@ object ParquetConfig {
     val o = new Options(raw, all, Context)
     val paths = o.required(FileConfig.Path)
     val monitor = o.get(FileConfig.MonitorIntervalMs)
-    val sparkOptions = own
+    def given(options: Seq[ConfigOption[_]]) = options
       .flatMap(opt =>
         raw.collectFirst { case (k, v) if k.equalsIgnoreCase(opt.name) => opt.name -> v.trim })
       .toMap
+    val sparkOptions = given(own)
+    val listing = FileListingOptions.filter(raw, Context)
     val session = SparkSession.getActiveSession
       .orElse(SparkSession.getDefaultSession)
       .getOrElse(
@@ -114,7 +154,12 @@ object ParquetConfig {
             "SparkSession: it reads the files' schema and the session's Parquet settings there."))
     val userSchema = o.get(Schema).map(PayloadFormat.asNullable)
     val (data, partitions, roots) =
-      resolve(session, paths, userSchema, sparkOptions, monitor.isDefined)
+      resolve(
+        session,
+        paths,
+        userSchema,
+        sparkOptions ++ given(partitioning) ++ listing.options,
+        monitor.isDefined)
     val output = StructType(data.fields ++ partitions.fields)
     Provenance.appendTo(output, Context) // refuses a column named as a provenance column
     val ts = o.get(FileConfig.TimestampColumn)
@@ -149,14 +194,20 @@ object ParquetConfig {
       conf.sessionLocalTimeZone,
       conf.caseSensitiveAnalysis,
       sparkOptions,
-      raw)
+      raw,
+      rowGroupFilters = conf.parquetFilterPushDown,
+      datetimeRebaseMode = sparkOptions.getOrElse(
+        DatetimeRebaseMode.name,
+        conf.getConfString(SQLConf.PARQUET_REBASE_MODE_IN_READ.key)),
+      listing = listing)
   }
 
   /**
    * Data columns, partition columns and partition roots, from Spark's own resolution of
    * `spark.read.parquet(paths)` (with the schema when given): the listing, footer reading and
-   * partition inference `spark.read` does. A monitored source whose paths do not exist yet has
-   * no partition columns and needs `schema`.
+   * partition inference `spark.read` does (with `basePath`, `recursiveFileLookup` and the listing
+   * filters: `options`). A monitored source whose paths do not exist yet has no partition columns
+   * and needs `schema`. With `basePath`, partition directories are found under it.
    */
   private def resolve(
       session: SparkSession,
@@ -198,7 +249,15 @@ object ParquetConfig {
             s"$Context: partition column(s) ${overlap.mkString(", ")} are also " +
               "columns of the files; reading such data is not supported: rename the directories or the columns.")
         }
-        (data, parts, r.location.rootPaths.map(_.toString))
+        val roots = sparkOptions
+          .get(BasePath.name)
+          .map { base =>
+            val p = new org.apache.hadoop.fs.Path(base)
+            p.getFileSystem(session.sessionState.newHadoopConf()).makeQualified(p).toString
+          }
+          .map(Seq(_))
+          .getOrElse(r.location.rootPaths.map(_.toString))
+        (data, parts, roots)
     }
   }
 

@@ -22,6 +22,8 @@ final case class ParquetEnumeratorState(
 /**
  * Lists the paths on the driver (once, or every `monitorIntervalMs`) and turns each new file into
  * one split per row group, from its footer, in a deterministic order (path, then row group).
+ * With the query's filters (`ParquetConfig.filters`), files whose partition values and row groups
+ * whose statistics no row it keeps can be in make no split: they are known, never read.
  *
  * With a `timestampColumn`, the row groups' min/max statistics are an event-time index
  * (`SupportsEventTimeIndex`) at row-group granularity, so an inexact one: it cannot tell the
@@ -59,7 +61,11 @@ final class ParquetEnumerator(
     }
     if (!due) return Nil
     val conf = hadoopConf()
-    val found = FileListing.list(config.paths, conf, mustExist = config.monitorIntervalMs.isEmpty)
+    val found = FileListing.list(
+      config.paths,
+      conf,
+      mustExist = config.monitorIntervalMs.isEmpty,
+      config.listing)
     lastListingMs = clock()
     listed = true
     notReady.retainFound(found)
@@ -67,11 +73,19 @@ final class ParquetEnumerator(
       .filterNot(f => known.contains(f.path) || notReady.unchangedSinceFailure(f))
       .sortBy(_.path)
     val partitions = new PartitionDirectories(config)
-    fresh.foreach(f =>
-      partitions.valuesOf(f.path)) // a file outside the partition layout fails here, named
+    // a file outside the partition layout fails here, named; one whose partition values no row
+    // the query keeps can have is known at once, with no split: its footer is never read
+    val (toRead, pruned) = fresh.partition(f =>
+      ParquetPruning.partitionMayMatch(
+        config.filters,
+        config.partitionSchema,
+        partitions.valuesOf(f.path)))
+    pruned.foreach(f => known(f.path) = f)
     val footers =
-      ListedFileReads.inParallel(fresh, ParquetEnumerator.FooterThreads, "sluice-parquet-footer")(
-        f => RowGroups.splitsOf(f, conf, config))
+      ListedFileReads.inParallel(
+        toRead,
+        ParquetEnumerator.FooterThreads,
+        "sluice-parquet-footer")(f => RowGroups.splitsOf(f, conf, config))
     // A file written in place has no footer until it is complete: monitored, it is tried again at
     // the next listing (NotReadyFiles says until when).
     val ready = footers

@@ -29,7 +29,8 @@ import sluice.errors.SluiceError
  * at a time, each Spark's reader's own row seen without the row-index column (not copied);
  * `readBatches` hands out the vectorized reader's column batches, where Spark itself would read
  * batches (`supportBatch`: the vectorized reader is on and takes every column's type, whole-stage
- * code generation is on). No filter is pushed down (every row is read).
+ * code generation is on). Only the source's required columns are read (`ParquetConfig.requiredSchema`:
+ * Parquet's requested schema); no filter is pushed down (every row is read).
  *
  * The row reader is also asked for Spark's temporary row-index column (what `_metadata.row_index`
  * is made of), so each row comes with its row index in the file (`IndexedRows.rowIndex`): the
@@ -41,6 +42,7 @@ import sluice.errors.SluiceError
 final class ParquetRows private (
     reader: PartitionedFile => Iterator[InternalRow],
     batchReader: Option[PartitionedFile => Iterator[InternalRow]],
+    /** The data columns read (the requested schema), which the reader's rows start with. */
     dataSchema: StructType,
     partitionSchema: StructType,
     conf: Broadcast[SerializableConfiguration])
@@ -73,13 +75,15 @@ object ParquetRows {
   def apply(session: SparkSession, config: ParquetConfig): ParquetRows = {
     val hadoopConf = session.sessionState.newHadoopConfWithOptions(config.sparkOptions)
     refuseRowFilters(hadoopConf)
-    val required = config.dataSchema.add(
+    val required = config.requiredSchema.add(
       ParquetFileFormat.ROW_INDEX_TEMPORARY_COLUMN_NAME,
       LongType,
       nullable = true
     ) // nullable: a missing column Spark fills
     val format = new ParquetFileFormat()
-    // each build writes its columns into the configuration it is given and broadcasts that object
+    // Spark's reader reads only the columns of `columns` (the requested schema) of files whose
+    // columns are `dataSchema`: the rest are never decoded, nor their column chunks read.
+    // Each build writes its columns into the configuration it is given and broadcasts that object
     // (shared as is by tasks in the driver's JVM): the two builds must not share one
     def build(columns: StructType, batches: Boolean) = format.buildReaderWithPartitionValues(
       session,
@@ -91,11 +95,11 @@ object ParquetRows {
       new Configuration(hadoopConf))
     val batches = format.supportBatch(
       session,
-      StructType(config.dataSchema.fields ++ config.partitionSchema.fields))
+      StructType(config.requiredSchema.fields ++ config.partitionSchema.fields))
     new ParquetRows(
       build(required, batches = false),
-      Option.when(batches)(build(config.dataSchema, batches = true)),
-      config.dataSchema,
+      Option.when(batches)(build(config.requiredSchema, batches = true)),
+      config.requiredSchema,
       config.partitionSchema,
       session.sparkContext.broadcast(new SerializableConfiguration(hadoopConf)))
   }

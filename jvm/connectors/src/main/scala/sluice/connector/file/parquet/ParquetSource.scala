@@ -2,6 +2,7 @@ package sluice.connector.file.parquet
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.sources.Filter
 import org.apache.spark.sql.types.StructType
 
 import sluice.api._
@@ -18,12 +19,15 @@ import sluice.errors.SluiceError
  * or the file and its row group), `_position` (the row index in the file) and `_timestamp` (the
  * file's modification time). Where Spark would read the columns as batches, they are handed to
  * Spark as the column batches of its vectorized reader (`ParquetBatchReader`), otherwise as rows
- * (`ParquetReader`, which real-time mode and continuous processing always use).
+ * (`ParquetReader`, which real-time mode and continuous processing always use). A query that uses
+ * some of the files' columns reads only those (`withColumns`: Parquet's requested schema).
  */
 final class ParquetSource private[parquet] (val config: ParquetConfig, rows: ParquetRows)
     extends Source[RowGroupSplit, ParquetEnumeratorState]
     with SupportsSplitPausing[RowGroupSplit]
-    with SupportsColumnarReads[RowGroupSplit] {
+    with SupportsColumnarReads[RowGroupSplit]
+    with SupportsColumnPruning[RowGroupSplit, ParquetEnumeratorState]
+    with SupportsFilterPushdown[RowGroupSplit, ParquetEnumeratorState] {
 
   override def sourceType: String = FileSource.Type
 
@@ -46,6 +50,27 @@ final class ParquetSource private[parquet] (val config: ParquetConfig, rows: Par
 
   override def options: Map[String, String] =
     config.options + (ParquetSource.TypeOption -> sourceType)
+
+  /**
+   * This source reading only the files' columns `required` names, and the `timestampColumn`;
+   * partition and provenance columns stay (they cost no reading). Itself when that is every column.
+   */
+  override def withColumns(required: Set[String]): ParquetSource = {
+    val pruned = config.copy(readColumns = Some(required))
+    if (pruned.requiredSchema == config.requiredSchema) this
+    else new ParquetSource(pruned, ParquetRows(ParquetSource.session(), pruned))
+  }
+
+  /**
+   * This source skipping, when it lists files, those whose partition values and row groups whose
+   * statistics no row passing `filters` can come from (`ParquetPruning`); filters on other
+   * columns are ignored. Itself when none is on its columns.
+   */
+  override def withFilters(filters: Seq[Filter]): ParquetSource = {
+    val own = config.outputSchema.fieldNames.toSet
+    val usable = filters.filter(_.references.forall(own.contains))
+    if (usable.isEmpty) this else new ParquetSource(config.copy(filters = usable), rows)
+  }
 
   override def createEnumerator(): ParquetEnumerator =
     restoreEnumerator(ParquetEnumeratorState(Nil, listed = false))
@@ -73,7 +98,10 @@ final class ParquetSource private[parquet] (val config: ParquetConfig, rows: Par
   override def enumeratorStateSerializer: VersionedSerializer[ParquetEnumeratorState] =
     ParquetEnumeratorStateSerializer
 
-  override def toString: String = s"FileSource(${config.options.toSeq.sorted.mkString(", ")})"
+  override def toString: String =
+    s"FileSource(${config.options.toSeq.sorted.mkString(", ")}" +
+      config.readColumns.fold("")(_ =>
+        s"; columns ${config.requiredSchema.fieldNames.mkString(", ")}") + ")"
 }
 
 object ParquetSource {
@@ -84,12 +112,13 @@ object ParquetSource {
   /** On the driver, with a SparkSession: resolves the schema and builds Spark's reader. */
   def fromOptions(options: Map[String, String]): ParquetSource = {
     val config = ParquetConfig.fromOptions(options)
-    val session =
-      SparkSession.getActiveSession
-        .orElse(SparkSession.getDefaultSession)
-        .get // checked by the config
-    new ParquetSource(config, ParquetRows(session, config))
+    new ParquetSource(config, ParquetRows(session(), config))
   }
+
+  private def session(): SparkSession =
+    SparkSession.getActiveSession
+      .orElse(SparkSession.getDefaultSession)
+      .get // checked by the config
 
   /** Typed setters over the option map; `build()` validates everything and names what is wrong. */
   final class Builder private[ParquetSource] (options: Map[String, String]) {

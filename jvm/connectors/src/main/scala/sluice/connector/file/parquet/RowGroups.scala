@@ -22,7 +22,8 @@ import sluice.errors.SluiceError
 
 /**
  * Reads a Parquet file's footer on the driver and turns its row groups into splits: where each
- * row group's rows and bytes are, and its min/max statistics of the event-time column.
+ * row group's rows and bytes are, and its min/max statistics of the event-time column. Row groups
+ * whose statistics no row passing the source's filters fits are left out (`ParquetPruning`).
  */
 private[parquet] object RowGroups {
 
@@ -31,42 +32,51 @@ private[parquet] object RowGroups {
       conf: Configuration,
       config: ParquetConfig): Seq[RowGroupSplit] = {
     val path = new Path(file.path)
-    val (blocks, mids, exactMidpoints) = footer(path, file.length, conf) match {
+    val (metadata, mids, exactMidpoints) = footer(path, file.length, conf) match {
       case Some(raw) =>
-        (
-          new ParquetMetadataConverter().fromParquetMetadata(raw).getBlocks.asScala.toIndexedSeq,
-          midpoints(raw),
-          true)
+        (new ParquetMetadataConverter().fromParquetMetadata(raw), midpoints(raw), true)
       case None => // an encrypted footer: parquet-mr decrypts it; the converted footer's offsets are used
         val reader = ParquetFileReader.open(HadoopInputFile.fromPath(path, conf))
-        val bs =
-          try reader.getFooter.getBlocks.asScala.toIndexedSeq
+        val m =
+          try reader.getFooter
           finally reader.close()
         // close to parquet-mr's rule on the raw footer, but not the same in every case (a
         // dictionary offset of 0, encrypted column metadata): no row group counts as alone at its
         // midpoint, so their rows are read as rows, each row's index checked
-        (bs, bs.map(b => b.getStartingPos + b.getCompressedSize / 2), false)
+        (
+          m,
+          m.getBlocks.asScala.toIndexedSeq.map(b => b.getStartingPos + b.getCompressedSize / 2),
+          false)
     }
+    val blocks = metadata.getBlocks.asScala.toIndexedSeq
     val firstRows = blocks.scanLeft(0L)(_ + _.getRowCount)
     val atMidpoint = mids.groupBy(identity).view.mapValues(_.size).toMap
-    blocks.indices.filter(i => blocks(i).getRowCount > 0).map { i =>
-      val b = blocks(i)
-      val times = config.timestampColumn.flatMap(c => eventTimes(file.path, b, c, config))
-      RowGroupSplit(
-        file.path,
-        i,
-        blocks.size,
-        firstRows(i),
-        b.getRowCount,
-        mids(i),
-        1L,
-        file.length,
-        file.modificationTime,
-        times.flatMap(_._1),
-        times.flatMap(_._2),
-        times.exists(_._1.isEmpty),
-        aloneAtMidpoint = exactMidpoints && atMidpoint(mids(i)) == 1)
-    }
+    // row groups no row passing the query's filters can be in make no split: positions are row
+    // indexes in the file, so the other row groups' are unchanged
+    val predicates =
+      ParquetPruning.rowGroupPredicates(config.filters, metadata.getFileMetaData, config)
+    blocks.indices
+      .filter { i =>
+        blocks(i).getRowCount > 0 && ParquetPruning.rowGroupMayMatch(predicates, blocks(i))
+      }
+      .map { i =>
+        val b = blocks(i)
+        val times = config.timestampColumn.flatMap(c => eventTimes(file.path, b, c, config))
+        RowGroupSplit(
+          file.path,
+          i,
+          blocks.size,
+          firstRows(i),
+          b.getRowCount,
+          mids(i),
+          1L,
+          file.length,
+          file.modificationTime,
+          times.flatMap(_._1),
+          times.flatMap(_._2),
+          times.exists(_._1.isEmpty),
+          aloneAtMidpoint = exactMidpoints && atMidpoint(mids(i)) == 1)
+      }
   }
 
   /** The file's footer as stored (Thrift), or None for an encrypted footer ("PARE"). */

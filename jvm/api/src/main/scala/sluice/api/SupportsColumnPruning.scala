@@ -1,0 +1,22 @@
+package sluice.api
+
+/**
+ * A source that can read fewer columns than its schema holds (Parquet's requested schema): the
+ * binding hands it the columns a query uses (Spark's `SupportsPushDownRequiredColumns`) and reads
+ * the rows of the source it gets back.
+ *
+ * The pruned source's `schema(layout)` is what its readers then build, in the order of the
+ * unpruned schema: the columns `required` names, and any the source always gives (it may keep
+ * more than asked, never fewer; the binding keeps a watermark strategy's timestamp column among
+ * `required`). Splits, positions, the enumerator and the serializers are those of the unpruned
+ * source: a split's position never depends on which columns were read, so a checkpoint written
+ * by a query reading some columns is resumed by one reading others.
+ *
+ * A pruned source is not described by its options alone (they rebuild the unpruned source): the
+ * binding prunes every source it builds from them again with the same columns.
+ */
+trait SupportsColumnPruning[SplitT <: SourceSplit, StateT] { self: Source[SplitT, StateT] =>
+
+  /** This source reading only the columns of its schema that `required` names (exact names). */
+  def withColumns(required: Set[String]): Source[SplitT, StateT]
+}

@@ -1,0 +1,120 @@
+package sluice.connector.file.parquet
+
+import scala.jdk.CollectionConverters._
+import scala.util.Try
+
+import org.apache.parquet.filter2.predicate.FilterPredicate
+import org.apache.parquet.filter2.statisticslevel.StatisticsFilter
+import org.apache.parquet.hadoop.metadata.{BlockMetaData, FileMetaData}
+import org.apache.spark.sql.catalyst.CatalystTypeConverters
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.util.TypeUtils
+import org.apache.spark.sql.execution.datasources.DataSourceUtils
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFilters
+import org.apache.spark.sql.sources._
+import org.apache.spark.sql.types.StructType
+import org.apache.spark.unsafe.types.UTF8String
+
+/**
+ * What a Parquet source's filters (`ParquetConfig.filters`) let it skip when it lists files: a
+ * file whose partition values no row passing them can have, a row group whose statistics say so.
+ * Only a sure "no row passes" skips: a filter this cannot evaluate (another column, a type it
+ * cannot compare, a null) skips nothing. Spark still applies every filter to the rows read.
+ */
+private[parquet] object ParquetPruning {
+
+  /** Whether rows of a file with partition values `values` may pass all `filters`. */
+  def partitionMayMatch(filters: Seq[Filter], schema: StructType, values: InternalRow): Boolean =
+    schema.isEmpty || !filters.exists(f =>
+      new PartitionValues(schema, values).eval(f).contains(false))
+
+  /**
+   * The filters Spark's own Parquet conversion (`ParquetFilters`, as `spark.read.parquet` pushes
+   * them) makes of `filters` for a file of `meta`, its dates and timestamps rebased as Spark
+   * would read them (`datetimeRebaseMode`); those it cannot convert are left out.
+   */
+  def rowGroupPredicates(
+      filters: Seq[Filter],
+      meta: FileMetaData,
+      config: ParquetConfig): Seq[FilterPredicate] =
+    if (filters.isEmpty || !config.rowGroupFilters) Nil
+    else {
+      val keyValues = meta.getKeyValueMetaData
+      val rebase = DataSourceUtils.datetimeRebaseSpec(keyValues.get(_), config.datetimeRebaseMode)
+      val convert = new ParquetFilters(
+        meta.getSchema,
+        true, // dates
+        true, // timestamps
+        true, // decimals
+        true, // string prefixes
+        10, // Spark's spark.sql.parquet.pushdown.inFilterThreshold
+        config.caseSensitive,
+        rebase,
+        None)
+      filters.flatMap(f => Try(convert.createFilter(f)).toOption.flatten)
+    }
+
+  /** Whether the row group's statistics leave room for a row passing every predicate. */
+  def rowGroupMayMatch(predicates: Seq[FilterPredicate], block: BlockMetaData): Boolean =
+    !predicates.exists(p => Try(StatisticsFilter.canDrop(p, block.getColumns)).getOrElse(false))
+
+  /**
+   * SQL's three-valued logic on one file's partition values: Some(false) only when the filter is
+   * false for every row of the file, None when it is null or cannot be told here.
+   */
+  private final class PartitionValues(schema: StructType, values: InternalRow) {
+    private def value(column: String): Option[(Any, Ordering[Any])] =
+      Some(schema.fieldNames.indexOf(column)).filter(_ >= 0).map { i =>
+        val t = schema(i).dataType
+        (values.get(i, t), TypeUtils.getInterpretedOrdering(t))
+      }
+
+    private def compare(column: String, given: Any)(test: Int => Boolean): Option[Boolean] =
+      value(column).flatMap { case (v, ordering) =>
+        if (v == null || given == null) None
+        else
+          Try(test(ordering.compare(v, CatalystTypeConverters.convertToCatalyst(given)))).toOption
+      }
+
+    private def string(column: String)(test: String => Boolean): Option[Boolean] =
+      value(column).flatMap {
+        case (s: UTF8String, _) => Some(test(s.toString))
+        case _ => None
+      }
+
+    def eval(filter: Filter): Option[Boolean] = filter match {
+      case EqualTo(c, v) => compare(c, v)(_ == 0)
+      case EqualNullSafe(c, null) => value(c).map(_._1 == null)
+      case EqualNullSafe(c, v) =>
+        value(c).flatMap(x => if (x._1 == null) Some(false) else compare(c, v)(_ == 0))
+      case GreaterThan(c, v) => compare(c, v)(_ > 0)
+      case GreaterThanOrEqual(c, v) => compare(c, v)(_ >= 0)
+      case LessThan(c, v) => compare(c, v)(_ < 0)
+      case LessThanOrEqual(c, v) => compare(c, v)(_ <= 0)
+      case In(c, vs) =>
+        val each = vs.toSeq.map(v => compare(c, v)(_ == 0))
+        if (each.contains(Some(true))) Some(true)
+        else if (each.forall(_.contains(false))) Some(false)
+        else None
+      case IsNull(c) => value(c).map(_._1 == null)
+      case IsNotNull(c) => value(c).map(_._1 != null)
+      case StringStartsWith(c, p) => string(c)(_.startsWith(p))
+      case StringEndsWith(c, p) => string(c)(_.endsWith(p))
+      case StringContains(c, p) => string(c)(_.contains(p))
+      case And(l, r) =>
+        (eval(l), eval(r)) match {
+          case (Some(false), _) | (_, Some(false)) => Some(false)
+          case (Some(true), Some(true)) => Some(true)
+          case _ => None
+        }
+      case Or(l, r) =>
+        (eval(l), eval(r)) match {
+          case (Some(true), _) | (_, Some(true)) => Some(true)
+          case (Some(false), Some(false)) => Some(false)
+          case _ => None
+        }
+      case Not(c) => eval(c).map(!_)
+      case _ => None
+    }
+  }
+}
