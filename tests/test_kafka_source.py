@@ -114,3 +114,105 @@ def test_repr_hides_credentials() -> None:
     text = repr(built)
     assert secret not in text
     assert "127.0.0.1:9" in text
+
+
+def _read(spark: SparkSession, source: KafkaSource, table: str, options: dict | None = None) -> list:
+    """Every row `source` gives up to its end, through an AvailableNow query into a memory table."""
+    query = (
+        sluice.from_source(spark, source, name=table, options=options)
+        .writeStream.format("memory")
+        .queryName(table)
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(120), "the query did not end within 120 s"
+    if query.exception() is not None:
+        raise query.exception()
+    return spark.table(table).collect()
+
+
+def _bounded(kafka: EmbeddedKafka) -> KafkaSource:
+    return (
+        KafkaSource.builder()
+        .bootstrap_servers(kafka.bootstrap_servers)
+        .starting_offsets(OffsetsInitializer.earliest())
+        .stopping_offsets(OffsetsInitializer.latest())
+    )
+
+
+def test_partitions_reads_the_assigned_partitions_only(spark: SparkSession, kafka: EmbeddedKafka) -> None:
+    kafka.create_topic("py-assign", partitions=3)
+    kafka.produce("py-assign", [{"value": f"v{i}", "partition": i % 3} for i in range(30)])
+    rows = _read(spark, _bounded(kafka).partitions({"py-assign": [2, 0]}).build(), "py_assign")
+    assert sorted((r.partition, r.offset, r.value.decode()) for r in rows) == sorted(
+        (i % 3, i // 3, f"v{i}") for i in range(30) if i % 3 != 1
+    )
+
+
+def test_topic_pattern_reads_every_matching_topic(spark: SparkSession, kafka: EmbeddedKafka) -> None:
+    for topic in ("py-pat-a", "py-pat-b", "py-unpat"):
+        kafka.create_topic(topic, partitions=1)
+        kafka.produce(topic, [{"value": f"{topic}-{i}"} for i in range(5)])
+    rows = _read(spark, _bounded(kafka).topic_pattern("py-pat-.*").build(), "py_pattern")
+    assert Counter((r.topic, r.value.decode()) for r in rows) == Counter(
+        (t, f"{t}-{i}") for t in ("py-pat-a", "py-pat-b") for i in range(5)
+    )
+
+
+def test_include_key_adds_the_key_to_compact_rows(spark: SparkSession, kafka: EmbeddedKafka) -> None:
+    kafka.create_topic("py-keys", partitions=1)
+    kafka.produce("py-keys", [{"key": f"k{i}", "value": f"v{i}"} for i in range(10)])
+    compact = {"forceTimestampSupport": "false"}
+    plain = _read(spark, _bounded(kafka).topics("py-keys").build(), "py_keys_plain", compact)
+    assert "key" not in plain[0].asDict()
+    assert sorted(r.value.decode() for r in plain) == sorted(f"v{i}" for i in range(10))
+    keyed = _read(spark, _bounded(kafka).topics("py-keys").include_key().build(), "py_keys", compact)
+    assert sorted((r.key.decode(), r.value.decode()) for r in keyed) == sorted(
+        (f"k{i}", f"v{i}") for i in range(10)
+    )
+
+
+def test_timestamp_start_begins_at_the_first_record_at_or_after_it(
+    spark: SparkSession, kafka: EmbeddedKafka
+) -> None:
+    base = 1_700_000_000_000
+    kafka.create_topic("py-from-time", partitions=2)
+    kafka.produce(
+        "py-from-time",
+        [{"value": f"v{i}", "partition": i % 2, "timestamp": base + i * 1000} for i in range(40)],
+    )
+    source = (
+        KafkaSource.builder()
+        .bootstrap_servers(kafka.bootstrap_servers)
+        .topics("py-from-time")
+        .starting_offsets(OffsetsInitializer.timestamp(base + 25_000))
+        .stopping_offsets(OffsetsInitializer.latest())
+        .build()
+    )
+    rows = _read(spark, source, "py_from_time")
+    assert sorted((r.partition, r.offset) for r in rows) == sorted((i % 2, i // 2) for i in range(25, 40))
+
+
+def test_fail_on_data_loss_fails_or_skips_records_deleted_before_they_were_read(
+    spark: SparkSession, kafka: EmbeddedKafka
+) -> None:
+    kafka.create_topic("py-loss", partitions=1)
+    kafka.produce("py-loss", [{"value": f"v{i}"} for i in range(20)])
+    kafka.delete_records("py-loss", 0, 10)
+
+    def source(fail: bool) -> KafkaSource:
+        return (
+            KafkaSource.builder()
+            .bootstrap_servers(kafka.bootstrap_servers)
+            .topics("py-loss")
+            .starting_offsets(OffsetsInitializer.offsets({("py-loss", 0): 0}))
+            .stopping_offsets(OffsetsInitializer.latest())
+            .fail_on_data_loss(fail)
+            .build()
+        )
+
+    with pytest.raises(Exception, match="py-loss") as failed:
+        _read(spark, source(True), "py_loss_fail")
+    assert "failOnDataLoss=false" in str(failed.value)
+    rows = _read(spark, source(False), "py_loss_skip")
+    assert sorted(r.offset for r in rows) == list(range(10, 20))

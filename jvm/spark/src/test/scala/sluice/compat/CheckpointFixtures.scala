@@ -1,0 +1,369 @@
+package sluice.compat
+
+import java.nio.charset.StandardCharsets.UTF_8
+import java.nio.file.{Files, Path}
+import java.time.Duration
+
+import scala.jdk.CollectionConverters._
+
+import com.fasterxml.jackson.databind.ObjectMapper
+import org.apache.spark.sql.{DataFrame, SparkSession}
+
+import sluice.{CheckoutFiles, Sluice}
+import sluice.connector.file.FileSource
+import sluice.connector.file.parquet.ParquetSource
+import sluice.connector.generator.GeneratorSource
+import sluice.connector.kafka.{KafkaSource, OffsetsInitializer}
+import sluice.eventtime.WatermarkStrategy
+import sluice.hybrid.HybridSource
+
+/** A Kafka record of a fixture: produced in order, so its offset is its place in its partition. */
+final case class FixtureRecord(partition: Int, value: String, timestamp: Long)
+
+/** A topic a fixture reads: created with `partitions` in a fresh broker, then given `records`. */
+final case class FixtureTopic(name: String, partitions: Int, records: Seq[FixtureRecord])
+
+/**
+ * A query whose checkpoint this build wrote and keeps as a test fixture: a later build restarts
+ * it and must read on exactly where it stopped. The query is defined here once, for the writer
+ * ([[WriteCheckpointFixtures]]) and the reader ([[CheckpointFixturesSuite]]); what it read is kept
+ * with the checkpoint (input files, Kafka records), so the restart sees the same data at the same
+ * offsets. Every query gives one string column, `row`, so that rows compare as strings.
+ */
+trait CheckpointFixture {
+  def name: String
+
+  /** Writes the input files into `input`, once, when the fixture is written. */
+  def writeInput(spark: SparkSession, input: Path): Unit = ()
+
+  /** The topics, named as the checkpoint names them. */
+  def topics: Seq[FixtureTopic] = Nil
+
+  /** The query, reading `input` and the broker at `bootstrap`; one string column `row`. */
+  def stream(spark: SparkSession, input: Path, bootstrap: String): DataFrame
+
+  /** Every row the inputs hold: what the written and the restarted runs read together. */
+  def all: Seq[String]
+
+  /** Read options of the query: small batches, so that the writer stops part of the way. */
+  def readOptions: Map[String, String] = Map("maxRecordsPerTrigger" -> "10")
+
+  /** Whether the rows committed so far are where the writer stops. */
+  def writtenEnough(committed: Seq[String]): Boolean =
+    committed.nonEmpty && committed.size < all.size
+}
+
+object CheckpointFixtures {
+
+  /** Where the fixtures are kept in the checkout (also read from there by the suite). */
+  def root: Path = CheckoutFiles("jvm", "spark", "src", "test", "resources", "checkpoints")
+
+  /** Stands for the input folder's absolute path in a kept checkpoint. */
+  val InputPlaceholder = "@SLUICE_FIXTURE_INPUT@"
+
+  /**
+   * Stands for a topic's id in a kept checkpoint: a Kafka source checkpoints the id to notice a
+   * re-created topic, and a fresh broker gives the same topic another id.
+   */
+  def topicIdPlaceholder(topic: String): String = s"@SLUICE_FIXTURE_TOPIC_ID:$topic@"
+
+  /** The id the broker at `bootstrap` gave `topic`. */
+  def topicId(bootstrap: String, topic: String): String = {
+    val props = new java.util.Properties()
+    props.put("bootstrap.servers", bootstrap)
+    val admin = org.apache.kafka.clients.admin.Admin.create(props)
+    try
+      admin
+        .describeTopics(java.util.List.of(topic))
+        .allTopicNames()
+        .get(60, java.util.concurrent.TimeUnit.SECONDS)
+        .get(topic)
+        .topicId()
+        .toString
+    finally admin.close()
+  }
+
+  private val Mapper = new ObjectMapper()
+
+  /**
+   * The modification time of every input file, when written and when restored: a files source's
+   * checkpoint holds each file's length and time and takes a file whose time changed for a
+   * rewritten one, and git keeps no file times.
+   */
+  val InputModifiedMs = 1700000000000L
+
+  def setInputTimes(input: Path): Unit =
+    regularFiles(input).foreach(f =>
+      Files.setLastModifiedTime(f, java.nio.file.attribute.FileTime.fromMillis(InputModifiedMs)))
+
+  private def kafka(bootstrap: String, topic: String): KafkaSource =
+    KafkaSource
+      .builder()
+      .bootstrapServers(bootstrap)
+      .topics(topic)
+      .startingOffsets(OffsetsInitializer.earliest())
+      .build()
+
+  /** Kafka's rows as `partition:offset:value`: a restart at the wrong offset shows in them. */
+  private def kafkaRows(df: DataFrame): DataFrame =
+    df.selectExpr("CONCAT(partition, ':', offset, ':', CAST(value AS STRING)) AS row")
+
+  private def kafkaRowsOf(topic: FixtureTopic): Seq[String] =
+    topic.records.groupBy(_.partition).toSeq.flatMap { case (p, records) =>
+      records.zipWithIndex.map { case (r, offset) => s"$p:$offset:${r.value}" }
+    }
+
+  /** `count` records over two partitions, one a second from a fixed time. */
+  private def topic(name: String, count: Int): FixtureTopic =
+    FixtureTopic(
+      name,
+      2,
+      (0 until count).map(i => FixtureRecord(i % 2, s"$name-$i", 1700000000000L + i * 1000L)))
+
+  /**
+   * Lines of about 100 bytes: a files source turns `maxRecordsPerTrigger` into bytes at 100 a
+   * record before its first batch, so shorter lines would all be read in one.
+   */
+  private val Padding = "x" * 90
+
+  private def writeJsonLines(dir: Path, files: Int, perFile: Int, first: Int = 0): Unit =
+    (0 until files).foreach { f =>
+      val ids = (0 until perFile).map(i => first + f * perFile + i)
+      Files.write(
+        dir.resolve(f"part-$f%02d.json"),
+        ids
+          .map(id => s"""{"id":$id,"pad":"$Padding"}""")
+          .mkString("", "\n", "\n")
+          .getBytes(UTF_8))
+    }
+
+  private def jsonFiles(dir: Path): FileSource =
+    FileSource.builder().path(dir.toString).format("json").schema("id BIGINT").build()
+
+  object GeneratorFixture extends CheckpointFixture {
+    val name = "generator"
+    private val source =
+      GeneratorSource.builder().splits(2).recordsPerSplit(40).eventTimeStartMs(0L).build()
+    def stream(spark: SparkSession, input: Path, bootstrap: String): DataFrame =
+      Sluice
+        .fromSource(spark, source, null, name, readOptions)
+        .selectExpr("CAST(id AS STRING) AS row")
+    def all: Seq[String] =
+      for (s <- 0 until 2; i <- 0L until 40L) yield source.config.recordId(s, i).toString
+  }
+
+  object KafkaFixture extends CheckpointFixture {
+    val name = "kafka"
+    override val topics = Seq(topic("sluice-compat-kafka", 40))
+    def stream(spark: SparkSession, input: Path, bootstrap: String): DataFrame =
+      kafkaRows(
+        Sluice.fromSource(spark, kafka(bootstrap, topics.head.name), null, name, readOptions))
+    def all: Seq[String] = kafkaRowsOf(topics.head)
+  }
+
+  object FilesFixture extends CheckpointFixture {
+    val name = "files"
+    override def writeInput(spark: SparkSession, input: Path): Unit =
+      writeJsonLines(input, 4, 10)
+    def stream(spark: SparkSession, input: Path, bootstrap: String): DataFrame =
+      Sluice
+        .fromSource(spark, jsonFiles(input), null, name, readOptions)
+        .selectExpr("CAST(id AS STRING) AS row")
+    def all: Seq[String] = (0 until 40).map(_.toString)
+  }
+
+  object ParquetFixture extends CheckpointFixture {
+    val name = "parquet"
+    override def writeInput(spark: SparkSession, input: Path): Unit =
+      (0 until 4).foreach { f =>
+        val staged = input.resolve(s"staged-$f")
+        spark
+          .range(f * 10L, f * 10L + 10L)
+          .selectExpr("id", "CONCAT('p', id) AS v")
+          .coalesce(1)
+          .write
+          .parquet(staged.toString)
+        val part = Files
+          .list(staged)
+          .iterator()
+          .asScala
+          .find(_.getFileName.toString.endsWith(".parquet"))
+          .get
+        Files.move(part, input.resolve(f"part-$f%02d.parquet"))
+        deleteTree(staged)
+      }
+    def stream(spark: SparkSession, input: Path, bootstrap: String): DataFrame =
+      Sluice
+        .fromSource(
+          spark,
+          ParquetSource.builder().path(input.toString).build(),
+          null,
+          name,
+          readOptions)
+        .selectExpr("CONCAT(id, ':', v) AS row")
+    def all: Seq[String] = (0 until 40).map(i => s"$i:p$i")
+  }
+
+  /** Files, then Kafka: stopped while still in the files, or once Kafka was read. */
+  final class HybridFixture(val name: String, afterSwitch: Boolean) extends CheckpointFixture {
+    override val topics = Seq(
+      FixtureTopic(
+        s"sluice-compat-$name",
+        2,
+        (0 until 20).map(i =>
+          FixtureRecord(i % 2, s"""{"id":${2000 + i}}""", 1700000000000L + i * 1000L))))
+    override def writeInput(spark: SparkSession, input: Path): Unit =
+      writeJsonLines(input, 2, 10, first = 1000)
+    override def readOptions: Map[String, String] = Map("maxRecordsPerTrigger" -> "5")
+    def stream(spark: SparkSession, input: Path, bootstrap: String): DataFrame = {
+      val files = FileSource
+        .builder()
+        .path(input.toString)
+        .format("json")
+        .schema("id BIGINT")
+        .build()
+      val hybrid = HybridSource
+        .builder(files)
+        .addSource(
+          KafkaSource
+            .builder()
+            .bootstrapServers(bootstrap)
+            .topics(topics.head.name)
+            .startingOffsets(OffsetsInitializer.earliest())
+            .option("format", "json")
+            .option("schema", "id BIGINT")
+            .build())
+        .build()
+      Sluice
+        .fromSource(spark, hybrid, null, name, readOptions)
+        .selectExpr("CAST(id AS STRING) AS row")
+    }
+    def all: Seq[String] =
+      ((1000 until 1020) ++ (2000 until 2020)).map(_.toString)
+    override def writtenEnough(committed: Seq[String]): Boolean = {
+      val fromKafka = committed.count(_.toInt >= 2000)
+      committed.nonEmpty && committed.size < all.size &&
+      (if (afterSwitch) fromKafka > 0 else fromKafka == 0 && committed.size < 20)
+    }
+  }
+
+  /** Two generators in one alignment group, read by one query. */
+  object AlignmentGroupFixture extends CheckpointFixture {
+    val name = "alignment-group"
+    private def gen(start: Long) =
+      GeneratorSource
+        .builder()
+        .splits(2)
+        .recordsPerSplit(30)
+        .eventTimeStartMs(start)
+        .eventTimeStepMs(1000L)
+        .build()
+    private val sources = Seq("a" -> gen(1700000000000L), "b" -> gen(1700000010000L))
+    def stream(spark: SparkSession, input: Path, bootstrap: String): DataFrame = {
+      val strategy = WatermarkStrategy
+        .forMonotonousTimestamps()
+        .withWatermarkAlignment("compat", Duration.ofSeconds(20))
+      sources
+        .map { case (n, s) =>
+          Sluice
+            .fromSource(spark, s, strategy, s"$name-$n", readOptions)
+            .selectExpr(s"CONCAT('$n:', id) AS row")
+        }
+        .reduce(_ union _)
+    }
+    def all: Seq[String] =
+      for ((n, s) <- sources; split <- 0 until 2; i <- 0L until 30L)
+        yield s"$n:${s.config.recordId(split, i)}"
+  }
+
+  val All: Seq[CheckpointFixture] = Seq(
+    GeneratorFixture,
+    KafkaFixture,
+    FilesFixture,
+    ParquetFixture,
+    new HybridFixture("hybrid-before-switch", afterSwitch = false),
+    new HybridFixture("hybrid-after-switch", afterSwitch = true),
+    AlignmentGroupFixture)
+
+  // --- the files of a kept fixture: checkpoint/, input/, topics.json, committed.txt
+
+  def checkpointOf(fixture: Path): Path = fixture.resolve("checkpoint")
+  def inputOf(fixture: Path): Path = fixture.resolve("input")
+
+  /** The rows the written run's committed batches gave: the restart must give the others. */
+  def writeCommitted(fixture: Path, rows: Seq[String]): Unit =
+    Files.write(
+      fixture.resolve("committed.txt"),
+      rows.sorted.mkString("", "\n", "\n").getBytes(UTF_8))
+  def readCommitted(fixture: Path): Seq[String] =
+    Files.readAllLines(fixture.resolve("committed.txt"), UTF_8).asScala.toSeq.filter(_.nonEmpty)
+
+  /** The topics and their records, so that a fresh broker can be given the same offsets. */
+  def writeTopics(fixture: Path, topics: Seq[FixtureTopic]): Unit = if (topics.nonEmpty) {
+    val array = Mapper.createArrayNode()
+    topics.foreach { t =>
+      val node = array.addObject()
+      node.put("topic", t.name)
+      node.put("partitions", t.partitions)
+      val records = node.putArray("records")
+      t.records.foreach { r =>
+        val rec = records.addObject()
+        rec.put("partition", r.partition)
+        rec.put("value", r.value)
+        rec.put("timestamp", r.timestamp)
+      }
+    }
+    Files.write(
+      fixture.resolve("topics.json"),
+      Mapper.writerWithDefaultPrettyPrinter().writeValueAsBytes(array))
+  }
+  def readTopics(fixture: Path): Seq[FixtureTopic] = {
+    val file = fixture.resolve("topics.json")
+    if (!Files.exists(file)) Nil
+    else
+      Mapper.readTree(file.toFile).elements().asScala.toSeq.map { t =>
+        FixtureTopic(
+          t.get("topic").asText,
+          t.get("partitions").asInt,
+          t.get("records")
+            .elements()
+            .asScala
+            .toSeq
+            .map(r =>
+              FixtureRecord(
+                r.get("partition").asInt,
+                r.get("value").asText,
+                r.get("timestamp").asLong)))
+      }
+  }
+
+  private def regularFiles(dir: Path): Seq[Path] =
+    if (!Files.exists(dir)) Nil
+    else Files.walk(dir).iterator().asScala.filter(Files.isRegularFile(_)).toSeq
+
+  def deleteTree(dir: Path): Unit =
+    if (Files.exists(dir))
+      Files.walk(dir).iterator().asScala.toSeq.reverse.foreach(Files.delete)
+
+  /**
+   * Replaces `from` with `to` in every file of `checkpoint`: a files source's checkpoint names
+   * its files by absolute path, which is kept as [[InputPlaceholder]] and put back as the folder
+   * the restart reads. Hadoop's `.crc` files go: they would no longer match, and Hadoop reads a
+   * file without one.
+   */
+  def rewritePaths(checkpoint: Path, from: String, to: String): Unit =
+    regularFiles(checkpoint).foreach { f =>
+      if (f.getFileName.toString.endsWith(".crc")) Files.delete(f)
+      else {
+        val text = new String(Files.readAllBytes(f), UTF_8)
+        if (text.contains(from)) Files.write(f, text.replace(from, to).getBytes(UTF_8))
+      }
+    }
+
+  /** Copies a tree (a fixture into a temporary folder, or a written one into the checkout). */
+  def copyTree(from: Path, to: Path): Unit = regularFiles(from).foreach { f =>
+    val target = to.resolve(from.relativize(f).toString)
+    Files.createDirectories(target.getParent)
+    Files.copy(f, target)
+  }
+}

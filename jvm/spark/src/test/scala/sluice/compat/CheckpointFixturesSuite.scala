@@ -1,0 +1,125 @@
+package sluice.compat
+
+import java.nio.charset.StandardCharsets.UTF_8
+import java.nio.file.{Files, Path}
+
+import org.apache.spark.sql.streaming.Trigger
+import org.scalatest.funsuite.AnyFunSuite
+
+import sluice.SparkSuiteBase
+import sluice.compat.CheckpointFixtures._
+import sluice.spark.SluiceOffset
+import sluice.testkit.{KafkaSuiteBase, ProducedRecord}
+
+/**
+ * Checkpoints written by earlier builds (kept under `src/test/resources/checkpoints`, written by
+ * [[WriteCheckpointFixtures]]) restarted with this build: each reads on exactly where it stopped,
+ * the rows its committed batches gave never again and every other row once. A format change must
+ * keep these green; a checkpoint of a newer format is refused, naming both versions.
+ */
+class CheckpointFixturesSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase {
+
+  private def counts(rows: Seq[String]): Map[String, Int] =
+    rows.groupBy(identity).map { case (r, s) => r -> s.size }
+
+  /**
+   * A copy of the kept fixture `name`, its paths those of the copy, its topics in the broker
+   * (their ids put in its checkpoint).
+   */
+  private def restore(name: String): Path = {
+    val kept = root.resolve(name)
+    assert(
+      Files.isDirectory(checkpointOf(kept)),
+      s"no fixture at $kept: write it with WriteCheckpointFixtures (docs/development.md)")
+    val work = tempDir(s"fixture-$name")
+    copyTree(kept, work)
+    val input = Files.createDirectories(inputOf(work))
+    setInputTimes(input)
+    rewritePaths(checkpointOf(work), InputPlaceholder, input.toString)
+    readTopics(kept).foreach { t =>
+      kafka.createTopic(t.name, t.partitions)
+      kafka.produce(
+        t.name,
+        t.records.map(r =>
+          ProducedRecord
+            .text(
+              value = Some(r.value),
+              partition = Some(r.partition),
+              timestamp = Some(r.timestamp))))
+      rewritePaths(
+        checkpointOf(work),
+        topicIdPlaceholder(t.name),
+        topicId(kafka.bootstrapServers, t.name))
+    }
+    work
+  }
+
+  /** The fixture's query started again on its checkpoint, to read what is left and end. */
+  private def restart(fixture: CheckpointFixture, work: Path): FixtureRun =
+    new FixtureRun(
+      fixture.stream(spark, inputOf(work), kafka.bootstrapServers),
+      checkpointOf(work),
+      Trigger.AvailableNow())
+
+  All.foreach { fixture =>
+    test(s"a '${fixture.name}' checkpoint kept by an earlier build reads on where it stopped") {
+      val work = restore(fixture.name)
+      val committed = readCommitted(work)
+      assert(committed.nonEmpty && committed.size < fixture.all.size, committed)
+      val run = restart(fixture, work)
+      awaitEnd(run.query)
+      assert(run.query.exception.isEmpty, run.query.exception)
+      val expected = counts(fixture.all)
+        .map { case (r, n) =>
+          r -> (n - committed.count(_ == r))
+        }
+        .filter(_._2 > 0)
+      assert(counts(run.all) == expected)
+    }
+  }
+
+  /** Rewrites every offset of the kept generator checkpoint with `edit`. */
+  private def editedOffsets(edit: String => String): Path = {
+    val work = restore(GeneratorFixture.name)
+    val offsets = checkpointOf(work).resolve("offsets")
+    Files.list(offsets).forEach { f =>
+      Files.write(f, edit(new String(Files.readAllBytes(f), UTF_8)).getBytes(UTF_8))
+    }
+    work
+  }
+
+  private def failure(work: Path): String = {
+    val run = restart(GeneratorFixture, work)
+    val e = intercept[org.apache.spark.sql.streaming.StreamingQueryException](awaitEnd(run.query))
+    assert(run.all.isEmpty, "rows were read from a checkpoint of a newer format")
+    e.getMessage
+  }
+
+  test("an offset of a newer format than this build's is refused, naming both versions") {
+    val newer = SluiceOffset.CurrentVersion + 1
+    val message = failure(
+      editedOffsets(
+        _.replaceAll("\\{\"version\":\\d+,\"source\"", s"""{"version":$newer,"source"""")))
+    assert(
+      message.contains(s"version $newer") &&
+        message.contains(s"reads versions 1 to ${SluiceOffset.CurrentVersion}"),
+      message)
+    assert(message.contains("written by a newer Sluice"), message)
+  }
+
+  test("a split of a newer serializer version is refused, naming both versions") {
+    val message =
+      failure(
+        editedOffsets(_.replaceAll("\"version\":\\d+,\"split\"", "\"version\":99,\"split\"")))
+    val current = sluice.connector.generator.GeneratorSource
+      .builder()
+      .recordsPerSplit(1)
+      .build()
+      .splitSerializer
+      .version
+    assert(
+      message.contains("serializer version 99") && message.contains(s"versions up to $current"),
+      message)
+    assert(message.contains("written by a newer Sluice"), message)
+  }
+}

@@ -1,0 +1,86 @@
+package sluice.compat
+
+import java.nio.file.Files
+
+import org.apache.spark.sql.streaming.Trigger
+
+import sluice.SharedSparkContext
+import sluice.compat.CheckpointFixtures._
+import sluice.testkit.{ProducedRecord, SharedKafka}
+
+/**
+ * Writes the checkpoint fixtures [[CheckpointFixturesSuite]] restarts, into the checkout (run on
+ * demand, not by the tests; see docs/development.md): each fixture's query runs in small batches
+ * until part of its input is committed, then stops; its checkpoint (absolute input paths replaced
+ * and topic ids replaced by placeholders), its input files, its topics' records and the rows its committed batches gave
+ * are kept under `jvm/spark/src/test/resources/checkpoints/<name>/`, replacing what was there.
+ *
+ * `build/sbt 'spark/Test/runMain sluice.compat.WriteCheckpointFixtures [name ...]'`
+ */
+object WriteCheckpointFixtures {
+  private val TimeoutMs = 120000L
+
+  def main(args: Array[String]): Unit = {
+    val unknown = args.toSet -- All.map(_.name)
+    require(
+      unknown.isEmpty,
+      s"no fixture named ${unknown.mkString(", ")}; fixtures: ${All.map(_.name).mkString(", ")}")
+    val spark = SharedSparkContext.session("local[2]")
+    val kafka = SharedKafka.broker
+    try
+      All.filter(f => args.isEmpty || args.contains(f.name)).foreach { fixture =>
+        val work = Files.createTempDirectory("sluice-fixture-")
+        val input = Files.createDirectories(work.resolve("input"))
+        fixture.writeInput(spark, input)
+        setInputTimes(input)
+        fixture.topics.foreach { t =>
+          kafka.createTopic(t.name, t.partitions)
+          kafka.produce(
+            t.name,
+            t.records.map(r =>
+              ProducedRecord.text(
+                value = Some(r.value),
+                partition = Some(r.partition),
+                timestamp = Some(r.timestamp))))
+        }
+        val checkpoint = work.resolve("checkpoint")
+        val run = new FixtureRun(
+          fixture.stream(spark, input, kafka.bootstrapServers),
+          checkpoint,
+          Trigger.ProcessingTime(0))
+        val deadline = System.currentTimeMillis() + TimeoutMs
+        try
+          while (!fixture.writtenEnough(run.committed)) {
+            run.query.exception.foreach(e => throw e)
+            require(
+              System.currentTimeMillis() < deadline,
+              s"${fixture.name}: not stopped part of the way in ${TimeoutMs / 1000} s: ${run.committed.size} rows committed")
+            Thread.sleep(50) // polls the commit log; no event says "a batch committed"
+          }
+        finally run.query.stop()
+        val committed = run.committed
+        require(
+          fixture.writtenEnough(committed),
+          s"${fixture.name}: batches went on past where the fixture stops while the query stopped (${committed.size} rows); run it again")
+        rewritePaths(checkpoint, input.toString, InputPlaceholder)
+        fixture.topics.foreach(t =>
+          rewritePaths(
+            checkpoint,
+            topicId(kafka.bootstrapServers, t.name),
+            topicIdPlaceholder(t.name)))
+        val kept = root.resolve(fixture.name)
+        deleteTree(kept)
+        copyTree(checkpoint, checkpointOf(kept))
+        copyTree(input, inputOf(kept))
+        writeTopics(kept, fixture.topics)
+        writeCommitted(kept, committed)
+        deleteTree(work)
+        println(
+          s"${fixture.name}: ${committed.size} of ${fixture.all.size} rows committed, kept in $kept")
+      }
+    finally {
+      spark.stop()
+      kafka.stop()
+    }
+  }
+}
