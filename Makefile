@@ -70,7 +70,7 @@ bench: build
 	$(PY) -m bench.report
 
 # Drivers killed with SIGKILL, the broker restarted, records deleted under reading queries:
-# writes bench/results/chaos.json (about 10 minutes; a reduced run is part of `make test`).
+# writes bench/results/chaos.json (its duration ends docs/reliability.md's table; a reduced run is part of `make test`).
 chaos: build
 	$(PY) -m chaos.run
 	$(PY) -m bench.report

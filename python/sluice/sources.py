@@ -80,7 +80,7 @@ class _Builder(Generic[B]):
 
 
 class GeneratorSource(Source):
-    """Deterministic records (id, split, timestamp, payload) over N splits; see docs/sources.md."""
+    """Deterministic records (id, split, timestamp, payload) over N splits; see docs/connectors.md."""
 
     @staticmethod
     def builder() -> GeneratorSourceBuilder:
