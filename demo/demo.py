@@ -189,9 +189,7 @@ def main() -> int:
             .option("schema", SCHEMA)
             .build()
         )
-        hybrid = (
-            HybridSource.builder(files).add_source(live, start_at_previous_end_minus_ms=MARGIN_MS).build()
-        )
+        hybrid = HybridSource.builder(files).add_source(live, start_at_previous_end_minus=MARGIN_MS).build()
 
         print(
             f"Run 1: files, then Kafka from the files' end minus {MARGIN_MS // 1000} s; stopped after the switch"

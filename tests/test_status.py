@@ -67,8 +67,8 @@ def test_alignment_pauses_splits_and_the_table_says_why(spark: SparkSession, che
         .splits(4)
         .records_per_split(300)
         .event_time_start_ms(START_MS)
-        .event_time_step_ms(MINUTE)
-        .split_skew_ms(0, -120 * MINUTE)
+        .event_time_step(MINUTE)
+        .split_skew(0, -120 * MINUTE)
         .build()
     )
     strategy = WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(
@@ -227,7 +227,7 @@ def test_a_hybrid_switches_member_and_the_plot_marks_it(
         .option("schema", schema)
         .build()
     )
-    hybrid = HybridSource.builder(files).add_source(live, start_at_previous_end_minus_ms=60 * MINUTE).build()
+    hybrid = HybridSource.builder(files).add_source(live, start_at_previous_end_minus=60 * MINUTE).build()
     strategy = WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(
         "backfill", max_drift=timedelta(minutes=30)
     )

@@ -68,8 +68,24 @@ def plot(query: StreamingQuery, path: str | PathLike[str] | None = None, title: 
 
     One line per split (its largest event time read, from ``splitProgress``), the alignment
     group's limit (``alignment.maxAllowedWatermarkMs``) as a dashed line, and a hybrid's switch to
-    its next member as a vertical line at the batch that made it. Returns the figure; with
-    ``path`` also saves it there (the format from the file's extension, e.g. ``.png``).
+    its next member as a vertical line at the batch that made it.
+
+    Parameters
+    ----------
+    query : pyspark.sql.streaming.StreamingQuery
+        A query reading Sluice sources (running or stopped).
+    path : str or os.PathLike, optional
+        Also saves the figure there, the format from the file's extension (e.g. ``.png``).
+    title : str, optional
+        The figure's title; by default ``"<query name>: event time per split"``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> figure = sluice.plot(query, path="backfill.png")
     """
     figure_class = _require_matplotlib()
     from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
@@ -79,7 +95,7 @@ def plot(query: StreamingQuery, path: str | PathLike[str] | None = None, title: 
     axes = figure.add_subplot()
     histories = source_histories(kept)
     colors = iter(f"C{i}" for i in range(10_000))
-    limits_drawn: set[str] = set()
+    limits_drawn: set[str | None] = set()
     for h in histories:
         source = h.last.metrics.get("source", "")
         source_type = h.last.metrics.get("sourceType", "")
