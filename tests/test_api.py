@@ -21,6 +21,9 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "python"
+# sources as their options (built, they would be checked by the JVM of the test session)
+FIRST = sluice.FileSource({"source": "file", "path": "/a", "schema": "a INT"})
+LIVE = sluice.KafkaSource({"source": "kafka", "subscribe": "t"})
 
 
 properties: set[str] = set()
@@ -134,10 +137,8 @@ def test_the_api_reference_renders_without_warnings(tmp_path: Path) -> None:
          lambda: sluice.FileSource.builder().not_ready_timeout(timedelta(minutes=10))),
         (lambda: sluice.KafkaSource.builder().partition_discovery_interval_ms(60_000),
          lambda: sluice.KafkaSource.builder().partition_discovery_interval(timedelta(minutes=1))),
-        (lambda: sluice.HybridSource.builder(sluice.FileSource.builder().path("/a").build())
-         .add_source(sluice.KafkaSource.builder().topics("t").build(), start_at_previous_end_minus_ms=60_000),
-         lambda: sluice.HybridSource.builder(sluice.FileSource.builder().path("/a").build())
-         .add_source(sluice.KafkaSource.builder().topics("t").build(), start_at_previous_end_minus=timedelta(minutes=1))),
+        (lambda: sluice.HybridSource.builder(FIRST).add_source(LIVE, start_at_previous_end_minus_ms=60_000),
+         lambda: sluice.HybridSource.builder(FIRST).add_source(LIVE, start_at_previous_end_minus=timedelta(minutes=1))),
     ],
 )  # fmt: skip
 def test_one_duration_type_and_the_old_ms_names_still_work(
