@@ -131,6 +131,35 @@ def test_alignment_pauses_splits_and_the_table_says_why(spark: SparkSession, che
     assert rated["rate"].iloc[0] > 0
     assert "paused" in repr(first) and "alignment limit" in first._repr_html_()
 
+    # the plot explains itself: its legend says what the dashed line is; per batch a diamond marks
+    # the split that set the group's minimum (never held back) and a cross each split the limit
+    # paused; no other split ends a batch above the limit by more than the out-of-orderness, which
+    # the docs state as the bound with an exact index (docs/event-time.md; 0 here, monotonous)
+    axes = sluice.plot(query).axes[0]
+    drawn = {line.get_label(): line for line in axes.lines}
+    limit = drawn["alignment limit (group status): slowest split's watermark + max drift"]
+    minimum = drawn["set group status's minimum: not held back by the limit"]
+    limits = dict(zip(limit.get_xdata(), limit.get_ydata(), strict=True))
+    minima = dict(zip(minimum.get_xdata(), minimum.get_ydata(), strict=True))
+    assert sorted(limits) == [b for b in kept if "alignment.maxAllowedWatermarkMs" in metrics_of(query, b)]
+    splits = {line.get_label(): line for line in axes.lines if line.get_label().startswith("skewed ")}
+    points = {
+        (x, label): y
+        for label, line in splits.items()
+        for x, y in zip(line.get_xdata(), line.get_ydata(), strict=True)
+    }
+    # batch 0: split 0, two hours behind, set the minimum; the others waited for it
+    assert minima[kept[0]] == points[(kept[0], "skewed 0")]
+    above = [
+        (x, label, y, limits[x])
+        for (x, label), y in points.items()
+        if x in limits and minima.get(x) != y and y > limits[x]
+    ]
+    assert not above, f"splits other than the minimum above the limit: {above}"
+    assert [x for (x, _), y in points.items() if x in limits and minima.get(x) != y], "nothing checked"
+    # the splits paused here had read nothing yet: no point to put a cross on
+    assert _crosses(query, axes, "status", kept) == set()
+
 
 def test_an_empty_partition_turns_idle_while_another_reads(
     spark: SparkSession, kafka: EmbeddedKafka, checkpoint: str
@@ -180,6 +209,21 @@ def test_an_empty_partition_turns_idle_while_another_reads(
     assert reading.to_live == pd.Timedelta(seconds=reading.backlog / reading.rate)
     assert ms(reading.event_time) == START_MS + (reading.records - 1) * 1000
     assert ms(reading.watermark) == json.loads(metrics["watermark.splits"])[0]["watermarkMs"]
+
+
+def _crosses(query, axes, group: str, kept: list[int]) -> set[tuple[int, datetime]]:
+    """The plot's paused marks, checked against the table: one wherever a split that had read is
+    paused (it has a point to mark), none elsewhere."""
+    line = next((x for x in axes.lines if x.get_label() == f"paused by group {group}'s limit"), None)
+    crosses = set() if line is None else set(zip(line.get_xdata(), line.get_ydata(), strict=True))
+    expected = {
+        (batch_id, row.event_time.to_pydatetime())
+        for batch_id in kept
+        for row in sluice.status(query, batch=batch_id).itertuples()
+        if row.state == "paused" and not pd.isna(row.event_time)
+    }
+    assert crosses == expected
+    return crosses
 
 
 def _iso(ms_: int) -> str:
@@ -286,7 +330,14 @@ def test_a_hybrid_switches_member_and_the_plot_marks_it(
     assert (width, height) == (1000, 500) and len(data) > 20_000
     labels = figure.axes[0].get_legend_handles_labels()[1]
     assert "backfill: switch to member 1 (kafka)" in labels
-    assert "alignment limit (group backfill)" in labels
+    assert "alignment limit (group backfill): slowest split's watermark + max drift" in labels
+    # batch 0: the first file set the minimum (it reads, the limit does not hold it back): its
+    # point carries the diamond, however far above the limit the file's records take it
+    minimum = next(line for line in figure.axes[0].lines if line.get_label().startswith("set group backfill"))
+    first_file = next(line for line in figure.axes[0].lines if line.get_label().endswith("day-0.json"))
+    assert minimum.get_xdata()[0] == kept[0]
+    assert minimum.get_ydata()[0] == first_file.get_ydata()[list(first_file.get_xdata()).index(kept[0])]
+    _crosses(query, figure.axes[0], "backfill", kept)  # the file held back had read nothing yet
     switch_lines = [line for line in figure.axes[0].lines if line.get_label().startswith("backfill: switch")]
     assert [line.get_xdata()[0] for line in switch_lines] == [switch_batch]
 
