@@ -57,7 +57,7 @@ def _classic_session() -> Any:
     if spark is None:
         raise SluiceConfigError(
             "HybridSource: a Python factory needs an active classic SparkSession (the JVM calls it "
-            "back over py4j); under Spark Connect use add_source(..., start_at_previous_end_minus_ms=...)."
+            "back over py4j); under Spark Connect use add_source(..., start_at_previous_end_minus=...)."
         )
     return spark
 
