@@ -6,7 +6,7 @@ A page's snippets run in order in one namespace, as a reader runs them top to bo
 before a fence may carry a marker comment (invisible when the page is rendered):
 
     <!-- snippet: given spark, query -->                  names the snippet uses but does not define
-    <!-- snippet: given source=timed_files -->            ... bound to one of the GIVEN values below
+    <!-- snippet: given source=timed_files -->            ... bound to a value _given() makes
     <!-- snippet: expect len(sluice.status(query)) > 0 -->  a check run after the snippet
     <!-- snippet: skip needs a Spark Connect server -->   not run (counted and listed: SKIPPED)
 
