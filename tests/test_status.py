@@ -22,6 +22,7 @@ from sluice import (
     OffsetsInitializer,
     WatermarkStrategy,
 )
+from sluice._plot import _time
 from sluice.testing import EmbeddedKafka
 
 MINUTE = 60_000
@@ -209,6 +210,48 @@ def test_an_empty_partition_turns_idle_while_another_reads(
     assert reading.to_live == pd.Timedelta(seconds=reading.backlog / reading.rate)
     assert ms(reading.event_time) == START_MS + (reading.records - 1) * 1000
     assert ms(reading.watermark) == json.loads(metrics["watermark.splits"])[0]["watermarkMs"]
+
+
+def test_the_plot_crosses_a_split_the_limit_paused_after_it_had_read(
+    spark: SparkSession, kafka: EmbeddedKafka, checkpoint: str
+) -> None:
+    # partition 0 holds 10 minutes, partition 1 two hours, a record a minute: batch 0 reads
+    # partition 0 whole and partition 1 up to the limit (10 + 5 minutes); a record at partition 0's
+    # end then brings batch 1, in which partition 1, at the limit, is paused with a point to cross
+    kafka.create_topic("status-paused", partitions=2)
+    kafka.produce(
+        "status-paused",
+        [{"value": "a", "partition": 0, "timestamp": START_MS + i * MINUTE} for i in range(11)]
+        + [{"value": "b", "partition": 1, "timestamp": START_MS + i * MINUTE} for i in range(121)],
+    )
+    source = (
+        KafkaSource.builder()
+        .bootstrap_servers(kafka.bootstrap_servers)
+        .topics("status-paused")
+        .starting_offsets(OffsetsInitializer.earliest())
+        .build()
+    )
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(
+        "paused", max_drift=timedelta(minutes=5)
+    )
+    df = sluice.from_source(spark, source, strategy, name="topic")
+    query = df.writeStream.format("noop").option("checkpointLocation", checkpoint).start()
+    try:
+        query.processAllAvailable()
+        kafka.produce("status-paused", [{"value": "a", "partition": 0, "timestamp": START_MS + 10 * MINUTE}])
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    kept = [p.batchId for p in query.recentProgress if p.sources]
+    last = sluice.status(query)
+    rows = {row.split: row for row in last.itertuples()}
+    held = rows["status-paused-1"]
+    assert held.state == "paused" and ms(held.event_time) > START_MS + 10 * MINUTE + 5 * MINUTE - MINUTE
+    axes = sluice.plot(query).axes[0]
+    crosses = _crosses(query, axes, "paused", kept)
+    assert (kept[-1], held.event_time.to_pydatetime()) in crosses
+    minimum = next(x for x in axes.lines if x.get_label().startswith("set group paused"))
+    assert minimum.get_ydata()[-1] == _time(START_MS + 10 * MINUTE)  # partition 0 held the minimum
 
 
 def _crosses(query, axes, group: str, kept: list[int]) -> set[tuple[int, datetime]]:

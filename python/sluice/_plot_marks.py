@@ -32,7 +32,7 @@ class BatchMarks:
 class _Candidate:
     label: str
     entering_ms: int | None  # its event time when the batch was planned; None: not read before
-    ending_ms: int | None  # its event time after the batch
+    ending_ms: int  # its event time after the batch
 
 
 def group_marks(histories: list[SourceHistory], label: Any) -> dict[str, dict[int, BatchMarks]]:
@@ -40,9 +40,10 @@ def group_marks(histories: list[SourceHistory], label: Any) -> dict[str, dict[in
 
     ``label(history, split_id)`` names a split as the plot's legend does.
 
-    The minimum's split is the unpaused, unfinished, non-idle split that stood lowest when the
-    batch was planned: one not read before counts as lowest (its first record sets its place), and
-    among equals the one that ended the batch lowest.
+    The minimum's split is the unpaused, unfinished, non-idle split with a point to mark that stood
+    lowest when the batch was planned: one that read for the first time counts as lowest (its
+    first record set its place), and among equals the one that ended the batch lowest. A split
+    that has read nothing yet is left out: the minimum's split is never held back, so it reads.
     """
     marks: dict[str, dict[int, BatchMarks]] = {}
     candidates: dict[tuple[str, int], list[_Candidate]] = {}
@@ -65,7 +66,7 @@ def group_marks(histories: list[SourceHistory], label: Any) -> dict[str, dict[in
                     if s.get("paused"):
                         if at is not None:
                             batch_marks.paused.append((label(h, split), at))
-                    elif not s.get("finished") and s.get("status") != "idle":
+                    elif not s.get("finished") and s.get("status") != "idle" and at is not None:
                         candidates.setdefault((group, batch.batch_id), []).append(
                             _Candidate(label(h, split), previous.get(split), at)
                         )
@@ -76,9 +77,8 @@ def group_marks(histories: list[SourceHistory], label: Any) -> dict[str, dict[in
             key=lambda c: (
                 c.entering_ms is not None,
                 c.entering_ms or 0,
-                c.ending_ms if c.ending_ms is not None else _MAX_WATERMARK,
+                c.ending_ms,
             ),
         )
-        if lowest.ending_ms is not None:
-            marks[group][batch_id].minimum = (lowest.label, lowest.ending_ms)
+        marks[group][batch_id].minimum = (lowest.label, lowest.ending_ms)
     return marks
