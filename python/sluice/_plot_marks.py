@@ -40,7 +40,8 @@ def group_marks(histories: list[SourceHistory], label: Any) -> dict[str, dict[in
 
     ``label(history, split_id)`` names a split as the plot's legend does.
 
-    The minimum's split is the unpaused, unfinished, non-idle split with a point to mark that stood
+    The minimum's split is the unpaused, non-idle split with a point to mark, not finished before
+    the batch (one that read its last records in it was still reading when it was planned), that stood
     lowest when the batch was planned: one that read for the first time counts as lowest (its
     first record set its place), and among equals the one that ended the batch lowest. A split
     that has read nothing yet is left out: the minimum's split is never held back, so it reads.
@@ -49,6 +50,7 @@ def group_marks(histories: list[SourceHistory], label: Any) -> dict[str, dict[in
     candidates: dict[tuple[str, int], list[_Candidate]] = {}
     for h in histories:
         previous: dict[str, int] = {}
+        finished_before: set[str] = set()
         for batch, report in h.reports:
             metrics = report.metrics
             ending = {
@@ -66,11 +68,14 @@ def group_marks(histories: list[SourceHistory], label: Any) -> dict[str, dict[in
                     if s.get("paused"):
                         if at is not None:
                             batch_marks.paused.append((label(h, split), at))
-                    elif not s.get("finished") and s.get("status") != "idle" and at is not None:
+                    elif split not in finished_before and s.get("status") != "idle" and at is not None:
                         candidates.setdefault((group, batch.batch_id), []).append(
                             _Candidate(label(h, split), previous.get(split), at)
                         )
             previous.update(ending)
+            finished_before = {
+                s["split"] for s in split_list(metrics, "watermark.splits") if s.get("finished")
+            }
     for (group, batch_id), found in candidates.items():
         lowest = min(
             found,
