@@ -27,7 +27,7 @@ SCALA_SOURCES := $(shell find jvm -path '*/src/main/*' -name '*.scala' 2>/dev/nu
 # Expanded when a recipe runs (the venv may not exist yet when make starts), for any Python 3 minor.
 export SPARK_JARS_DIR = $(firstword $(wildcard $(abspath $(VENV))/lib/python3*/site-packages/pyspark/jars))
 
-.PHONY: demo test test-scala test-python lint-python fmt test-fast build dist bench chaos kafka clean docs
+.PHONY: demo test test-scala test-python lint-python fmt test-fast build dist bench chaos kafka clean docs api
 
 demo: build
 	$(PY) demo/demo.py
@@ -70,7 +70,7 @@ bench: build
 	$(PY) -m bench.report
 
 # Drivers killed with SIGKILL, the broker restarted, records deleted under reading queries:
-# writes bench/results/chaos.json (about 10 minutes; a reduced run is part of `make test`).
+# writes bench/results/chaos.json (its duration ends docs/reliability.md's table; a reduced run is part of `make test`).
 chaos: build
 	$(PY) -m chaos.run
 	$(PY) -m bench.report
@@ -82,7 +82,7 @@ kafka: build
 # declarations: python/sluice/_options.json (names, defaults, allowed values, secret flags, the rules
 # that combine options) and python/sluice/_metrics.json (every query-progress metric, its type); the
 # metric reference that ends docs/observability.md; the error classes' reference (docs/errors.md) and
-# their copy for Python (python/sluice/_errors.json).
+# their copy for Python (python/sluice/_errors.json); and the Python API reference in target/api/ (pdoc).
 docs: $(VENV)/.ok
 	mkdir -p target && rm -f target/options.json target/metrics.json target/metrics.md target/errors.json target/errors.generated && $(SBT) 'spark/runMain sluice.Sources' \
 	  'spark/runMain sluice.spark.OptionDeclarations $(abspath target/options.json)' \
@@ -104,6 +104,12 @@ docs: $(VENV)/.ok
 	{ sed '/<!-- generated from the error class declarations/q' docs/errors.md; cat target/errors.generated; } > target/errors.md
 	mv target/errors.md docs/errors.md
 	mv target/errors.json python/sluice/_errors.json
+	$(MAKE) --no-print-directory api
+
+# The Python API reference from the docstrings (numpydoc), warnings as errors; needs the package
+# installed (make build).
+api: $(VENV)/.ok
+	rm -rf target/api && $(PY) -W error -m pdoc -d numpy -o target/api sluice sluice.testing
 
 clean:
 	rm -rf jvm/*/target target project/target project/project python/sluice/jars \

@@ -177,6 +177,10 @@ lazy val spark = (project in file("jvm/spark"))
     },
     // the checkout's files some suites compare with (docs/options.md, python/sluice/_options.json)
     Test / javaOptions += s"-Dsluice.repoRoot=${(ThisBuild / baseDirectory).value}",
+    // the docs' Scala snippets, compiled with the tests (project/DocSnippets.scala)
+    Test / sourceGenerators += Def.task {
+      DocSnippets.generate((ThisBuild / baseDirectory).value, (Test / sourceManaged).value)
+    }.taskValue,
     // Two test JVMs side by side: the suites wait on brokers and triggers more than they compute,
     // so a 2-core machine runs both halves in little more than the longer one's time. Suites
     // stay sequential within a JVM (each starts its own broker and SparkSession).

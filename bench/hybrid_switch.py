@@ -117,7 +117,7 @@ def _hybrid(files: Path, bootstrap: str) -> HybridSource:
         .option("schema", SCHEMA)
         .build()
     )
-    return HybridSource.builder(history).add_source(live, start_at_previous_end_minus_ms=0).build()
+    return HybridSource.builder(history).add_source(live, start_at_previous_end_minus=0).build()
 
 
 def _per_source(progress: list[dict]) -> list[int]:

@@ -117,7 +117,7 @@ def _measure_planning(spark: SparkSession, splits: int, limit: int, batches: int
         GeneratorSource.builder()
         .splits(splits)
         .records_per_split(limit * batches // splits + 1)
-        .event_time_step_ms(1000)
+        .event_time_step(1000)
         .build()
     )
     strategy = WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(

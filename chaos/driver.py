@@ -59,7 +59,7 @@ def source_frame(spark: SparkSession, config: dict) -> DataFrame:
         hybrid = (
             HybridSource.builder(files)
             # the switch's start is derived from the files' end state: it must survive any kill
-            .add_source(_kafka(config, config["topics"][0]), start_at_previous_end_minus_ms=0)
+            .add_source(_kafka(config, config["topics"][0]), start_at_previous_end_minus=0)
             .build()
         )
         return sluice.from_source(spark, hybrid, strategy, name="history", options=limit)

@@ -140,7 +140,9 @@ def show_status(query, history: Path) -> None:
     PLOT.parent.mkdir(parents=True, exist_ok=True)
     sluice.plot(query, path=PLOT)
     shown = PLOT.relative_to(Path.cwd()) if PLOT.is_relative_to(Path.cwd()) else PLOT
-    print(f"Plot (sluice.plot): event time per split, the alignment limit and the switch: {shown}")
+    print(
+        f"Plot (sluice.plot): event time per split, the alignment limit, the split that set its minimum, the switch: {shown}"
+    )
 
 
 def main() -> int:
@@ -189,9 +191,7 @@ def main() -> int:
             .option("schema", SCHEMA)
             .build()
         )
-        hybrid = (
-            HybridSource.builder(files).add_source(live, start_at_previous_end_minus_ms=MARGIN_MS).build()
-        )
+        hybrid = HybridSource.builder(files).add_source(live, start_at_previous_end_minus=MARGIN_MS).build()
 
         print(
             f"Run 1: files, then Kafka from the files' end minus {MARGIN_MS // 1000} s; stopped after the switch"

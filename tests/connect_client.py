@@ -133,7 +133,7 @@ def hybrid(args: dict[str, Any]) -> dict[str, Any]:
         .build()
     )
     source = (
-        HybridSource.builder(files).add_source(live, start_at_previous_end_minus_ms=args["margin_ms"]).build()
+        HybridSource.builder(files).add_source(live, start_at_previous_end_minus=args["margin_ms"]).build()
     )
     rows = run_to_end(spark, source, "connect_hybrid")
     return {
@@ -142,7 +142,7 @@ def hybrid(args: dict[str, Any]) -> dict[str, Any]:
             lambda: HybridSource.builder(files).add_source_factory(lambda _: live, bounded=False)
         ),
         "negative_margin": refusal(
-            lambda: HybridSource.builder(files).add_source(live, start_at_previous_end_minus_ms=-1)
+            lambda: HybridSource.builder(files).add_source(live, start_at_previous_end_minus=-1)
         ),
     }
 

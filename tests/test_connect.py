@@ -116,7 +116,7 @@ def test_hybrid_switches_from_files_to_kafka_at_a_declarative_start(
     assert seen["ids"] == sorted(list(range(100)) + list(range(94, 150)))
     assert seen["factory"] == (
         "SluiceConfigError: HybridSource: a Python factory needs an active classic SparkSession (the JVM "
-        "calls it back over py4j); under Spark Connect use add_source(..., start_at_previous_end_minus_ms=...)."
+        "calls it back over py4j); under Spark Connect use add_source(..., start_at_previous_end_minus=...)."
     )
     assert seen["negative_margin"] == (
         "SluiceConfigError: HybridSource: invalid value '-1' for option 'hybrid.1.startAtPreviousEndMinusMs'; "

@@ -71,7 +71,7 @@ def test_files_then_kafka_from_the_files_end_minus_a_margin(
         .option("schema", SCHEMA)
         .build()
     )
-    hybrid = HybridSource.builder(files).add_source(live, start_at_previous_end_minus_ms=5_000).build()
+    hybrid = HybridSource.builder(files).add_source(live, start_at_previous_end_minus=5_000).build()
     run(spark, hybrid, "py_hybrid_files_kafka")
     ids = Counter(r.id for r in spark.table("py_hybrid_files_kafka").collect())
     # files: 0..99; Kafka from the files' last event time (id 99) minus 5 s: ids 94..149

@@ -37,8 +37,8 @@ def _every_builder_method() -> list[Source]:
         .records_per_split(3)
         .rows_per_second(1)
         .event_time_start_ms(0)
-        .event_time_step_ms(1)
-        .split_skew_ms(0, -1)
+        .event_time_step(1)
+        .split_skew(0, -1)
         .payload_bytes(4)
     )
     file = _unbuilt(
@@ -47,13 +47,13 @@ def _every_builder_method() -> list[Source]:
         .format("csv")
         .schema("a INT")
         .timestamp_column("a")
-        .monitor_interval_ms(1)
+        .monitor_interval(1)
         .ignore_missing_files()
         .ignore_changed_files()
         .max_split_bytes(1)
         .max_open_compressed_files(2)
-        .open_compressed_file_idle_ms(3)
-        .not_ready_timeout_ms(4)
+        .open_compressed_file_idle(3)
+        .not_ready_timeout(4)
         .merge_schema()
     )
     kafka = _unbuilt(
@@ -68,9 +68,9 @@ def _every_builder_method() -> list[Source]:
         .fail_on_data_loss(False)
         .include_headers(True)
         .include_key()
-        .partition_discovery_interval_ms(5)
+        .partition_discovery_interval(5)
     )
-    hybrid = _unbuilt(HybridSource.builder(file).add_source(kafka, start_at_previous_end_minus_ms=1))
+    hybrid = _unbuilt(HybridSource.builder(file).add_source(kafka, start_at_previous_end_minus=1))
     return [generator, file, kafka, hybrid]
 
 
@@ -117,7 +117,7 @@ def test_a_negative_margin_fails_early_with_the_declared_rule() -> None:
         SluiceConfigError,
         match="'hybrid.1.startAtPreviousEndMinusMs'; allowed: an integer >= 0",
     ):
-        HybridSource.builder(first).add_source(first, start_at_previous_end_minus_ms=-1)
+        HybridSource.builder(first).add_source(first, start_at_previous_end_minus=-1)
 
 
 def test_an_undeclared_name_says_where_names_come_from() -> None:

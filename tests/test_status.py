@@ -22,6 +22,7 @@ from sluice import (
     OffsetsInitializer,
     WatermarkStrategy,
 )
+from sluice._plot import _time
 from sluice.testing import EmbeddedKafka
 
 MINUTE = 60_000
@@ -67,8 +68,8 @@ def test_alignment_pauses_splits_and_the_table_says_why(spark: SparkSession, che
         .splits(4)
         .records_per_split(300)
         .event_time_start_ms(START_MS)
-        .event_time_step_ms(MINUTE)
-        .split_skew_ms(0, -120 * MINUTE)
+        .event_time_step(MINUTE)
+        .split_skew(0, -120 * MINUTE)
         .build()
     )
     strategy = WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(
@@ -131,6 +132,35 @@ def test_alignment_pauses_splits_and_the_table_says_why(spark: SparkSession, che
     assert rated["rate"].iloc[0] > 0
     assert "paused" in repr(first) and "alignment limit" in first._repr_html_()
 
+    # the plot explains itself: its legend says what the dashed line is; per batch a diamond marks
+    # the split that set the group's minimum (never held back) and a cross each split the limit
+    # paused; no other split ends a batch above the limit by more than the out-of-orderness, which
+    # the docs state as the bound with an exact index (docs/event-time.md; 0 here, monotonous)
+    axes = sluice.plot(query).axes[0]
+    drawn = {line.get_label(): line for line in axes.lines}
+    limit = drawn["alignment limit (group status): slowest split's watermark + max drift"]
+    minimum = drawn["set group status's minimum: not held back by the limit"]
+    limits = dict(zip(limit.get_xdata(), limit.get_ydata(), strict=True))
+    minima = dict(zip(minimum.get_xdata(), minimum.get_ydata(), strict=True))
+    assert sorted(limits) == [b for b in kept if "alignment.maxAllowedWatermarkMs" in metrics_of(query, b)]
+    splits = {line.get_label(): line for line in axes.lines if line.get_label().startswith("skewed ")}
+    points = {
+        (x, label): y
+        for label, line in splits.items()
+        for x, y in zip(line.get_xdata(), line.get_ydata(), strict=True)
+    }
+    # batch 0: split 0, two hours behind, set the minimum; the others waited for it
+    assert minima[kept[0]] == points[(kept[0], "skewed 0")]
+    above = [
+        (x, label, y, limits[x])
+        for (x, label), y in points.items()
+        if x in limits and minima.get(x) != y and y > limits[x]
+    ]
+    assert not above, f"splits other than the minimum above the limit: {above}"
+    assert [x for (x, _), y in points.items() if x in limits and minima.get(x) != y], "nothing checked"
+    # the splits paused here had read nothing yet: no point to put a cross on
+    assert _crosses(query, axes, "status", kept) == set()
+
 
 def test_an_empty_partition_turns_idle_while_another_reads(
     spark: SparkSession, kafka: EmbeddedKafka, checkpoint: str
@@ -182,6 +212,63 @@ def test_an_empty_partition_turns_idle_while_another_reads(
     assert ms(reading.watermark) == json.loads(metrics["watermark.splits"])[0]["watermarkMs"]
 
 
+def test_the_plot_crosses_a_split_the_limit_paused_after_it_had_read(
+    spark: SparkSession, kafka: EmbeddedKafka, checkpoint: str
+) -> None:
+    # partition 0 holds 10 minutes, partition 1 two hours, a record a minute: batch 0 reads
+    # partition 0 whole and partition 1 up to the limit (10 + 5 minutes); a record at partition 0's
+    # end then brings batch 1, in which partition 1, at the limit, is paused with a point to cross
+    kafka.create_topic("status-paused", partitions=2)
+    kafka.produce(
+        "status-paused",
+        [{"value": "a", "partition": 0, "timestamp": START_MS + i * MINUTE} for i in range(11)]
+        + [{"value": "b", "partition": 1, "timestamp": START_MS + i * MINUTE} for i in range(121)],
+    )
+    source = (
+        KafkaSource.builder()
+        .bootstrap_servers(kafka.bootstrap_servers)
+        .topics("status-paused")
+        .starting_offsets(OffsetsInitializer.earliest())
+        .build()
+    )
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(
+        "paused", max_drift=timedelta(minutes=5)
+    )
+    df = sluice.from_source(spark, source, strategy, name="topic")
+    query = df.writeStream.format("noop").option("checkpointLocation", checkpoint).start()
+    try:
+        query.processAllAvailable()
+        kafka.produce("status-paused", [{"value": "a", "partition": 0, "timestamp": START_MS + 10 * MINUTE}])
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    kept = [p.batchId for p in query.recentProgress if p.sources]
+    last = sluice.status(query)
+    rows = {row.split: row for row in last.itertuples()}
+    held = rows["status-paused-1"]
+    assert held.state == "paused" and ms(held.event_time) > START_MS + 10 * MINUTE + 5 * MINUTE - MINUTE
+    axes = sluice.plot(query).axes[0]
+    crosses = _crosses(query, axes, "paused", kept)
+    assert (kept[-1], held.event_time.to_pydatetime()) in crosses
+    minimum = next(x for x in axes.lines if x.get_label().startswith("set group paused"))
+    assert minimum.get_ydata()[-1] == _time(START_MS + 10 * MINUTE)  # partition 0 held the minimum
+
+
+def _crosses(query, axes, group: str, kept: list[int]) -> set[tuple[int, datetime]]:
+    """The plot's paused marks, checked against the table: one wherever a split that had read is
+    paused (it has a point to mark), none elsewhere."""
+    line = next((x for x in axes.lines if x.get_label() == f"paused by group {group}'s limit"), None)
+    crosses = set() if line is None else set(zip(line.get_xdata(), line.get_ydata(), strict=True))
+    expected = {
+        (batch_id, row.event_time.to_pydatetime())
+        for batch_id in kept
+        for row in sluice.status(query, batch=batch_id).itertuples()
+        if row.state == "paused" and not pd.isna(row.event_time)
+    }
+    assert crosses == expected
+    return crosses
+
+
 def _iso(ms_: int) -> str:
     return datetime.fromtimestamp(ms_ / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -227,7 +314,7 @@ def test_a_hybrid_switches_member_and_the_plot_marks_it(
         .option("schema", schema)
         .build()
     )
-    hybrid = HybridSource.builder(files).add_source(live, start_at_previous_end_minus_ms=60 * MINUTE).build()
+    hybrid = HybridSource.builder(files).add_source(live, start_at_previous_end_minus=60 * MINUTE).build()
     strategy = WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(
         "backfill", max_drift=timedelta(minutes=30)
     )
@@ -286,7 +373,14 @@ def test_a_hybrid_switches_member_and_the_plot_marks_it(
     assert (width, height) == (1000, 500) and len(data) > 20_000
     labels = figure.axes[0].get_legend_handles_labels()[1]
     assert "backfill: switch to member 1 (kafka)" in labels
-    assert "alignment limit (group backfill)" in labels
+    assert "alignment limit (group backfill): slowest split's watermark + max drift" in labels
+    # batch 0: the first file set the minimum (it reads, the limit does not hold it back): its
+    # point carries the diamond, however far above the limit the file's records take it
+    minimum = next(line for line in figure.axes[0].lines if line.get_label().startswith("set group backfill"))
+    first_file = next(line for line in figure.axes[0].lines if line.get_label().endswith("day-0.json"))
+    assert minimum.get_xdata()[0] == kept[0]
+    assert minimum.get_ydata()[0] == first_file.get_ydata()[list(first_file.get_xdata()).index(kept[0])]
+    _crosses(query, figure.axes[0], "backfill", kept)  # the file held back had read nothing yet
     switch_lines = [line for line in figure.axes[0].lines if line.get_label().startswith("backfill: switch")]
     assert [line.get_xdata()[0] for line in switch_lines] == [switch_batch]
 

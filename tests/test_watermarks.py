@@ -75,8 +75,8 @@ def skewed_source() -> sluice.Source:
         .splits(SPLITS)
         .records_per_split(RECORDS_PER_SPLIT)
         .event_time_start_ms(START_MS)
-        .event_time_step_ms(MINUTE)
-        .split_skew_ms(0, SKEW_MS[0])
+        .event_time_step(MINUTE)
+        .split_skew(0, SKEW_MS[0])
         .build()
     )
 

@@ -24,29 +24,36 @@ from sluice._plot import plot
 from sluice._status import COLUMNS as STATUS_COLUMNS
 from sluice._status import status
 from sluice.batch import read
-from sluice.hybrid import HybridSource
-from sluice.kafka import KafkaSource, OffsetsInitializer
+from sluice.hybrid import HybridSource, HybridSourceBuilder, SourceSwitchContext
+from sluice.kafka import KafkaSource, KafkaSourceBuilder, OffsetsInitializer
 from sluice.progress import unwatch, watch
-from sluice.sources import FileSource, GeneratorSource, Source
+from sluice.sources import FileSource, FileSourceBuilder, GeneratorSource, GeneratorSourceBuilder, Source
 from sluice.watermarks import WatermarkStrategy
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = [
+    "EXTENSIONS",
     "FileSource",
+    "FileSourceBuilder",
     "GeneratorSource",
+    "GeneratorSourceBuilder",
     "HybridSource",
+    "HybridSourceBuilder",
     "KafkaSource",
+    "KafkaSourceBuilder",
     "OffsetsInitializer",
     "STATUS_COLUMNS",
     "SluiceConfigError",
     "SluiceException",
     "SluiceRuntimeError",
     "Source",
+    "SourceSwitchContext",
     "WatermarkStrategy",
     "configure",
     "from_source",
+    "is_remote",
     "jar_path",
     "plot",
     "read",
@@ -84,6 +91,34 @@ def from_source(
     Reads through ``spark.readStream.format("sluice")`` with the source's, the strategy's and these
     options, as the Scala ``Sluice.fromSource`` does, in classic PySpark and under Spark Connect
     alike (there the jar must be on the Connect server).
+
+    Parameters
+    ----------
+    spark : SparkSession
+        A classic session from :func:`configure`, or a Connect session.
+    source : Source
+        What to read.
+    watermark_strategy : WatermarkStrategy, optional
+        Event time, idleness and alignment.
+    name : str, optional
+        The source's name in query progress, errors and :func:`status`.
+    options : dict of str to object, optional
+        Read options of the Spark binding.
+
+    Returns
+    -------
+    pyspark.sql.DataFrame
+        A streaming DataFrame.
+
+    Raises
+    ------
+    SluiceConfigError
+        An option is not allowed (classic sessions: now; under Connect: when the query starts).
+
+    Examples
+    --------
+    >>> source = sluice.GeneratorSource.builder().splits(4).records_per_split(1000).build()
+    >>> df = sluice.from_source(spark, source, name="numbers", options={"maxRecordsPerTrigger": 500})
     """
     reader = spark.readStream.format(FORMAT).options(
         **read_options(source, watermark_strategy, name, options)

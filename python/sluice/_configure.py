@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 EXTENSIONS = "sluice.spark.SluiceExtensions"
+"""Sluice's ``spark.sql.extensions`` class (``sluice.configure`` sets it; a Connect server needs it)."""
 #: A class of the Sluice jar: loadable on the driver exactly when the jar is on the driver.
 PROVIDER_CLASS = "sluice.spark.SluiceProvider"
 
@@ -32,6 +33,25 @@ def configure(builder: SparkSession.Builder) -> SparkSession.Builder:
 
     Under Spark Connect (a builder with ``.remote(...)``) the builder is returned unchanged: the jar
     and the extensions belong on the Connect server.
+
+    Parameters
+    ----------
+    builder : SparkSession.Builder
+        The builder the session will be made with.
+
+    Returns
+    -------
+    SparkSession.Builder
+        The same builder, with ``spark.jars`` and ``spark.sql.extensions`` added.
+
+    Raises
+    ------
+    SluiceConfigError
+        This process already runs a Spark JVM without the jar.
+
+    Examples
+    --------
+    >>> spark = sluice.configure(SparkSession.builder.master("local[2]")).getOrCreate()
     """
     if _is_remote(builder):
         return builder

@@ -37,7 +37,25 @@ def render(error_class: str, parameters: dict[str, str]) -> str:
 class SluiceException(PySparkException):
     """An error of Sluice: ``getCondition()`` is its class (``SLUICE_...``) and
     ``getMessageParameters()`` the values its message was built from, as for Spark's own errors.
-    ``str()`` is the message as the JVM words it (``getMessage()`` puts the class before it)."""
+    ``str()`` is the message as the JVM words it (``getMessage()`` puts the class before it).
+
+    Parameters
+    ----------
+    message : str
+        The message.
+    error_class : str
+        The error class, one of docs/errors.md.
+    message_parameters : dict of str to str, optional
+        The values the message was built from.
+
+    Examples
+    --------
+    >>> try:
+    ...     sluice.GeneratorSource.builder().splits(0).build()
+    ... except sluice.SluiceException as e:
+    ...     e.getCondition()
+    'SLUICE_INVALID_OPTION'
+    """
 
     def __init__(
         self,
@@ -52,6 +70,17 @@ class SluiceException(PySparkException):
         )
 
     def getSqlState(self) -> str | None:  # noqa: N802 - PySpark's name
+        """The SQLSTATE the error class declares (docs/errors.md).
+
+        Returns
+        -------
+        str or None
+
+        Examples
+        --------
+        >>> error.getSqlState()
+        '42K0E'
+        """
         declared = error_classes().get(self.getCondition() or "")
         return declared["sqlState"] if declared else None
 
@@ -65,7 +94,24 @@ class SluiceException(PySparkException):
 class SluiceConfigError(SluiceException, ValueError):
     """A source, strategy or option was given a value Sluice cannot use. The message names it.
 
-    Still a ``ValueError``, as it always was."""
+    Still a ``ValueError``, as it always was.
+
+    Parameters
+    ----------
+    message : str
+        What is wrong and what to do.
+    error_class : str, default "SLUICE_INVALID_CONFIGURATION"
+        The error class, one of docs/errors.md.
+    message_parameters : dict of str to str, optional
+        The values the message was built from; by default ``{"message": message}``.
+
+    Examples
+    --------
+    >>> try:
+    ...     sluice.KafkaSource.builder().topics("events").build()
+    ... except sluice.SluiceConfigError as e:
+    ...     print(e)
+    """
 
     def __init__(
         self,
@@ -78,7 +124,14 @@ class SluiceConfigError(SluiceException, ValueError):
 
 
 class SluiceRuntimeError(SluiceException, RuntimeError):
-    """A fault met while a query runs (records lost, a file changed, a checkpoint too new)."""
+    """A fault met while a query runs (records lost, a file changed, a checkpoint too new).
+
+    Examples
+    --------
+    >>> error = sluice.sluice_error(failed)  # a query's StreamingQueryException
+    >>> isinstance(error, sluice.SluiceRuntimeError) and error.getCondition() == "SLUICE_DATA_LOSS"
+    True
+    """
 
 
 def _condition(error: BaseException) -> str | None:
@@ -104,7 +157,24 @@ def sluice_error(error: BaseException) -> SluiceException | None:
     :class:`SluiceConfigError` or :class:`SluiceRuntimeError` by its declared kind); None when it
     is not one. Works on classic PySpark's captured exceptions (a failed query's too: the JVM's
     cause chain is read) and on Spark Connect's for what the server refused; for a query that
-    failed while running, Connect sends only ``STREAM_FAILED`` and the text (docs/errors.md)."""
+    failed while running, Connect sends only ``STREAM_FAILED`` and the text (docs/errors.md).
+
+    Parameters
+    ----------
+    error : BaseException
+        Any exception, e.g. what ``query.awaitTermination()`` raised.
+
+    Returns
+    -------
+    SluiceException or None
+
+    Examples
+    --------
+    >>> try:
+    ...     query.awaitTermination()
+    ... except Exception as e:
+    ...     error = sluice.sluice_error(e)
+    """
     seen: BaseException | None = error
     visited: set[int] = set()
     while seen is not None and id(seen) not in visited:
@@ -113,7 +183,7 @@ def sluice_error(error: BaseException) -> SluiceException | None:
             return seen
         condition = _condition(seen)
         if condition is not None and condition.startswith(PREFIX):
-            parameters = dict(seen.getMessageParameters() or {})  # type: ignore[union-attr]
+            parameters = dict(seen.getMessageParameters() or {})  # type: ignore[attr-defined]
             kind = error_classes().get(condition, {}).get("kind")
             cls = SluiceConfigError if kind == "configuration" else SluiceRuntimeError
             return cls(_message(seen), condition, parameters)

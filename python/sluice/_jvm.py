@@ -16,7 +16,23 @@ T = TypeVar("T")
 
 
 def jar_path() -> str:
-    """The Sluice jar: ``$SLUICE_JAR`` if set, else the one shipped inside this package."""
+    """The Sluice jar: ``$SLUICE_JAR`` if set, else the one shipped inside this package.
+
+    Returns
+    -------
+    str
+        The jar's path, for ``--jars`` or a Connect server.
+
+    Raises
+    ------
+    FileNotFoundError
+        The package carries no jar (a source tree that was never built) and ``SLUICE_JAR`` is unset.
+
+    Examples
+    --------
+    >>> sluice.jar_path()  # doctest: +ELLIPSIS
+    '.../sluice/jars/sluice-spark-assembly-....jar'
+    """
     explicit = os.environ.get("SLUICE_JAR")
     if explicit:
         return explicit
@@ -30,7 +46,22 @@ def jar_path() -> str:
 
 
 def is_remote(spark: SparkSession | None) -> bool:
-    """True under Spark Connect, where py4j (``spark._jvm``) does not exist."""
+    """True under Spark Connect, where py4j (``spark._jvm``) does not exist.
+
+    Parameters
+    ----------
+    spark : SparkSession or None
+        A classic or a Connect session.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> sluice.is_remote(spark)
+    False
+    """
     if spark is None:
         return False
     try:
@@ -51,8 +82,16 @@ def active_classic_session() -> SparkSession | None:
     return None if spark is None or is_remote(spark) else spark
 
 
+def driver_jvm(spark: SparkSession) -> Any:
+    """py4j's view of a classic session's driver JVM."""
+    jvm = spark._jvm  # noqa: SLF001 - py4j is the documented route here
+    if jvm is None:
+        raise RuntimeError("this SparkSession has no driver JVM (its SparkContext was stopped)")
+    return jvm
+
+
 def java_map(spark: SparkSession, options: dict[str, str]) -> Any:
-    jmap = spark._jvm.java.util.HashMap()  # noqa: SLF001 - py4j is the documented route here
+    jmap = driver_jvm(spark).java.util.HashMap()
     for key, value in options.items():
         jmap.put(key, value)
     return jmap

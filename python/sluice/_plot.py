@@ -12,7 +12,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from sluice._metrics import HYBRID_SPLIT_ID_SEPARATOR, hybrid_member
-from sluice._status import int_metric, member_of, source_histories, split_list
+from sluice._plot_marks import group_marks
+from sluice._status import SourceHistory, member_of, source_histories, split_list
 from sluice.progress import batches
 
 if TYPE_CHECKING:
@@ -66,10 +67,29 @@ def _time(ms: int) -> datetime:
 def plot(query: StreamingQuery, path: str | PathLike[str] | None = None, title: str | None = None) -> Figure:
     """Draws where each split of the query's Sluice sources stood in event time after each batch.
 
-    One line per split (its largest event time read, from ``splitProgress``), the alignment
-    group's limit (``alignment.maxAllowedWatermarkMs``) as a dashed line, and a hybrid's switch to
-    its next member as a vertical line at the batch that made it. Returns the figure; with
-    ``path`` also saves it there (the format from the file's extension, e.g. ``.png``).
+    One line per split (its largest event time read, from ``splitProgress``); the alignment
+    group's limit (``alignment.maxAllowedWatermarkMs``: the group's minimum watermark plus its
+    maximum drift) as a dashed step line; per batch, a diamond on the split that set the group's
+    minimum (the limit never holds it back, so it may end a batch above the line) and a cross on
+    each split the limit paused; and a hybrid's switch to its next member as a vertical line at the
+    batch that made it.
+
+    Parameters
+    ----------
+    query : pyspark.sql.streaming.StreamingQuery
+        A query reading Sluice sources (running or stopped).
+    path : str or os.PathLike, optional
+        Also saves the figure there, the format from the file's extension (e.g. ``.png``).
+    title : str, optional
+        The figure's title; by default ``"<query name>: event time per split"``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> figure = sluice.plot(query, path="backfill.png")
     """
     figure_class = _require_matplotlib()
     from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
@@ -79,7 +99,6 @@ def plot(query: StreamingQuery, path: str | PathLike[str] | None = None, title: 
     axes = figure.add_subplot()
     histories = source_histories(kept)
     colors = iter(f"C{i}" for i in range(10_000))
-    limits_drawn: set[str] = set()
     for h in histories:
         source = h.last.metrics.get("source", "")
         source_type = h.last.metrics.get("sourceType", "")
@@ -110,24 +129,6 @@ def plot(query: StreamingQuery, path: str | PathLike[str] | None = None, title: 
             axes.plot(
                 xs, ys, marker="." if len(points) < 50 else None, linewidth=1.2, label=label, color=color
             )
-        group = h.last.metrics.get("alignment.group")
-        limits = [
-            (batch.batch_id, _time(limit))
-            for batch, r in h.reports
-            if (limit := int_metric(r.metrics, "alignment.maxAllowedWatermarkMs")) is not None
-        ]
-        if limits and group not in limits_drawn:  # every member of a group plans against one limit
-            limits_drawn.add(group)
-            xs, ys = zip(*limits, strict=False)
-            axes.step(
-                xs,
-                ys,
-                where="post",
-                linestyle="--",
-                color="black",
-                linewidth=1.5,
-                label=f"alignment limit (group {group})",
-            )
         types = h.member_types()
         for batch_id, member in h.switches():
             axes.axvline(
@@ -137,6 +138,8 @@ def plot(query: StreamingQuery, path: str | PathLike[str] | None = None, title: 
                 linewidth=1.5,
                 label=f"{source}: switch to member {member} ({types.get(member, '?')})",
             )
+    for group, by_batch in group_marks(histories, _label).items():
+        _draw_alignment(axes, group, by_batch)
     if not histories or not axes.lines:
         axes.text(
             0.5,
@@ -159,3 +162,47 @@ def plot(query: StreamingQuery, path: str | PathLike[str] | None = None, title: 
     if path is not None:
         figure.savefig(path)
     return figure
+
+
+def _label(h: SourceHistory, split_id: str) -> str:
+    source = h.last.metrics.get("source", "")
+    return f"{source} {_short(h.last.metrics.get('sourceType', ''), split_id)}"
+
+
+def _draw_alignment(axes: Any, group: str, by_batch: dict[int, Any]) -> None:
+    """The group's limit per batch, and on the splits' points the marks that explain them."""
+    batch_ids = sorted(by_batch)
+    axes.step(
+        batch_ids,
+        [_time(by_batch[b].limit_ms) for b in batch_ids],
+        where="post",
+        linestyle="--",
+        color="black",
+        linewidth=1.5,
+        label=f"alignment limit (group {group}): slowest split's watermark + max drift",
+    )
+    minimum = [(b, _time(by_batch[b].minimum[1])) for b in batch_ids if by_batch[b].minimum]
+    if minimum:
+        xs, ys = zip(*minimum, strict=True)
+        axes.plot(
+            xs,
+            ys,
+            linestyle="none",
+            marker="D",
+            markersize=7,
+            markerfacecolor="none",
+            markeredgecolor="black",
+            label=f"set group {group}'s minimum: not held back by the limit",
+        )
+    paused = [(b, _time(at)) for b in batch_ids for _, at in by_batch[b].paused]
+    if paused:
+        xs, ys = zip(*paused, strict=True)
+        axes.plot(
+            xs,
+            ys,
+            linestyle="none",
+            marker="x",
+            markersize=7,
+            color="dimgray",
+            label=f"paused by group {group}'s limit",
+        )

@@ -154,7 +154,31 @@ def status(query: StreamingQuery, window: int = DEFAULT_WINDOW, batch: int | Non
     One row per source and split; ``sluice.STATUS_COLUMNS`` lists the columns and
     docs/observability.md describes them. ``rate`` is measured over the last ``window`` batches.
     ``batch`` shows the table as of an earlier batch id, if still kept (see :func:`sluice.watch`).
-    Registers Sluice's progress listener on first use.
+    Registers Sluice's progress listener on first use, on the session the query runs in (never
+    creating one).
+
+    Parameters
+    ----------
+    query : pyspark.sql.streaming.StreamingQuery
+        A query reading Sluice sources (running or stopped).
+    window : int, default 5
+        Batches the ``rate`` column is measured over.
+    batch : int, optional
+        An earlier batch id to show the table as of.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per source and split (a ``StatusTable``, which prints with its title).
+
+    Raises
+    ------
+    ValueError
+        ``batch`` is not kept, or ``window`` is below 1.
+
+    Examples
+    --------
+    >>> sluice.status(query)[["split", "state", "event_time", "backlog"]]
     """
     pd = require_pandas()
     from sluice._status_table import StatusTable

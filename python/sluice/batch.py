@@ -37,6 +37,34 @@ def read(
     Reads through ``spark.read.format("sluice")`` with the source's, the strategy's and these
     options, as the Scala ``Sluice.read`` does, in classic PySpark and under Spark Connect alike
     (there the jar must be on the Connect server, and refusals come with the first action).
+
+    Parameters
+    ----------
+    spark : SparkSession
+        A classic or a Connect session.
+    source : Source
+        A bounded source.
+    watermark_strategy : WatermarkStrategy, optional
+        Adds the event-time column.
+    name : str, optional
+        The source's name in errors and metrics.
+    options : dict of str to object, optional
+        Read options of the Spark binding (docs/options.md).
+
+    Returns
+    -------
+    pyspark.sql.DataFrame
+        A batch DataFrame.
+
+    Raises
+    ------
+    SluiceConfigError
+        What cannot be read as a batch (classic sessions; under Connect with the first action).
+
+    Examples
+    --------
+    >>> df = sluice.read(spark, KafkaSource.builder().bootstrap_servers("broker:9092").topics("events")
+    ...                  .stopping_offsets(OffsetsInitializer.latest()).build())
     """
     reader = spark.read.format(FORMAT).options(**read_options(source, watermark_strategy, name, options))
     if is_remote(spark):

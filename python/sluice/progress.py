@@ -139,6 +139,17 @@ def watch(spark: SparkSession, history: int = DEFAULT_HISTORY) -> None:
     (``spark.sql.streaming.numRecentProgressUpdates``, 100 by default). Under Spark Connect no
     listener is registered: the listener would run in the server, so the history is then what
     ``query.recentProgress`` holds.
+
+    Parameters
+    ----------
+    spark : SparkSession
+        The session whose queries to watch.
+    history : int, default DEFAULT_HISTORY
+        Batches kept per query, at least 2.
+
+    Examples
+    --------
+    >>> sluice.watch(spark, history=1000)
     """
     if history < 2:
         raise ValueError(f"history must keep at least 2 batches, got {history}")
@@ -154,7 +165,17 @@ def watch(spark: SparkSession, history: int = DEFAULT_HISTORY) -> None:
 
 
 def unwatch(spark: SparkSession) -> None:
-    """Removes the listener :func:`watch` registered on ``spark``; the batches kept so far stay."""
+    """Removes the listener :func:`watch` registered on ``spark``; the batches kept so far stay.
+
+    Parameters
+    ----------
+    spark : SparkSession
+        The session :func:`watch` was called with.
+
+    Examples
+    --------
+    >>> sluice.unwatch(spark)
+    """
     if is_remote(spark):
         return
     with _watch_lock:
@@ -168,19 +189,24 @@ def _session_key(spark: SparkSession) -> int:
     return spark._jsparkSession.hashCode()  # noqa: SLF001 - the JVM session the listener is on
 
 
-def _session_of(query: StreamingQuery) -> SparkSession:
-    """The session a query runs in: a Connect query knows it; a classic one's is the active one."""
-    session = getattr(query, "_session", None)  # Spark Connect's StreamingQuery
+def _session_of(query: StreamingQuery) -> SparkSession | None:
+    """The session a query runs in: a Connect query knows it; a classic one's is the active one.
+    None when no session is active (e.g. a thread that never set one): a query's status must not
+    create a session as a side effect."""
+    session: SparkSession | None = getattr(query, "_session", None)  # Spark Connect's StreamingQuery
     if session is not None:
         return session
     from pyspark.sql import SparkSession
 
-    return SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+    return SparkSession.getActiveSession()
 
 
 def batches(query: StreamingQuery) -> list[BatchReport]:
-    """The query's batches kept so far (oldest first), with what Spark's own recent progress adds."""
-    watch(_session_of(query), _history.limit)
+    """The query's batches kept so far (oldest first), with what Spark's own recent progress adds.
+    Without an active session no listener is registered: what Spark keeps is what there is."""
+    session = _session_of(query)
+    if session is not None:
+        watch(session, _history.limit)
     query_id = str(query.id)
     known = {(b.batch_id, b.run_id) for b in _history.get(query_id)}
     for progress in query.recentProgress:

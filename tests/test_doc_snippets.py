@@ -1,0 +1,250 @@
+"""Every ```python snippet of README.md, python/README.md and docs/*.md runs, as written, against the
+test session's broker and SparkSession (the ```scala ones are compiled by sbt's spark/test:
+project/DocSnippets.scala).
+
+A page's snippets run in order in one namespace, as a reader runs them top to bottom. The line just
+before a fence may carry a marker comment (invisible when the page is rendered):
+
+    <!-- snippet: given spark, query -->                  names the snippet uses but does not define
+    <!-- snippet: given source=timed_files -->            ... bound to a value _given() makes
+    <!-- snippet: expect len(sluice.status(query)) > 0 -->  a check run after the snippet
+    <!-- snippet: skip needs a Spark Connect server -->   not run (counted and listed: SKIPPED)
+
+Directives are separated by ``;``. The places a reader puts their own are rewritten to this run's:
+the broker ``broker:9092`` to the embedded broker, and paths under ``/archive/``, ``/checkpoints/``,
+``/tables/``, ``/tmp/``, ``s3a://archive/`` and ``s3a://warehouse/`` to a temporary directory (the
+``work`` fixture writes ``archive/events`` as JSON files, ``warehouse/events`` as Parquet, and the
+topics ``events`` and ``orders``). Queries a page leaves running must not have failed; they are stopped after the page.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+import sluice
+from pyspark.sql import SparkSession
+from pyspark.sql.streaming import StreamingQuery
+from sluice import GeneratorSource
+from sluice.testing import EmbeddedKafka
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", ROOT / "python" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+# the one place snippets may stay unrun: a new one is added here, with the reason its marker gives
+SKIPPED = [
+    ("README.md", "needs a Spark Connect server"),
+    ("docs/realtime.md", "needs Spark's Kafka sink"),
+]
+EVENTS_MS = 1_700_000_000_000
+# fenced blocks, each with the marker comment on the line before it, if any
+FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.S | re.M)
+MARKER = re.compile(r"<!--\s*snippet:(.*?)-->\s*$")
+PATH_LITERAL = re.compile(
+    r"""(["'])(s3a://archive/|s3a://warehouse/|/archive/|/checkpoints/|/tables/|/tmp/)"""
+)
+
+
+@dataclass
+class Snippet:
+    page: str
+    line: int
+    code: str
+    given: dict[str, str] = field(default_factory=dict)
+    expect: list[str] = field(default_factory=list)
+    skip: str | None = None
+
+    @property
+    def where(self) -> str:
+        return f"{self.page}:{self.line}"
+
+
+def snippets(page: Path, language: str) -> list[Snippet]:
+    """The page's blocks of ``language``, with what their markers say."""
+    text = page.read_text(encoding="utf-8")
+    found = []
+    for fence in FENCE.finditer(text):
+        if fence.group(1) != language:
+            continue
+        line = text.count("\n", 0, fence.start()) + 1
+        before = text[: fence.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        snippet = Snippet(str(page.relative_to(ROOT)), line + 1, fence.group(2))
+        if marker := MARKER.search(before):
+            for directive in filter(None, (d.strip() for d in marker.group(1).split(";"))):
+                word, _, rest = directive.partition(" ")
+                if word == "given":
+                    for name in filter(None, (n.strip() for n in rest.split(","))):
+                        bound, _, value = name.partition("=")
+                        snippet.given[bound] = value or bound
+                elif word == "expect":
+                    snippet.expect.append(rest.strip())
+                elif word == "skip":
+                    snippet.skip = rest.strip()
+                else:
+                    raise ValueError(f"{snippet.where}: unknown snippet directive {word!r}")
+        found.append(snippet)
+    return found
+
+
+# -- what snippets may be given ---------------------------------------------------------------------
+
+
+def _generator(spark: SparkSession, work: Path) -> dict[str, Callable[[], object]]:
+    def source() -> object:
+        return GeneratorSource.builder().splits(2).records_per_split(50).build()
+
+    def df() -> object:
+        return sluice.from_source(spark, source(), name="numbers")
+
+    def query() -> StreamingQuery:
+        running = (
+            df()
+            .writeStream.format("noop")
+            .option("checkpointLocation", str(work / "given-query"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        running.awaitTermination(60)
+        return running
+
+    return {"source": source, "df": df, "query": query}
+
+
+def _timed_files(spark: SparkSession, work: Path) -> object:
+    """A file source whose rows carry their own ``event_time`` column."""
+    folder = work / "timed"
+    folder.mkdir(exist_ok=True)
+    (folder / "part-0.json").write_text(
+        "".join(json.dumps({"id": i, "event_time": EVENTS_MS + i * 1000}) + "\n" for i in range(10))
+    )
+    return (
+        sluice.FileSource.builder()
+        .path(str(folder))
+        .format("json")
+        .schema("id BIGINT, event_time BIGINT")
+        .timestamp_column("event_time")
+        .build()
+    )
+
+
+def _old_kafka_checkpoint(work: Path) -> None:
+    """What a format("kafka") query over ``events`` leaves once its batch 0 committed."""
+    checkpoint = work / "checkpoints" / "old-query"
+    for folder in ("offsets", "commits"):
+        (checkpoint / folder).mkdir(parents=True, exist_ok=True)
+    (checkpoint / "offsets" / "0").write_text('v1\n{"batchWatermarkMs":0}\n{"events":{"0":3}}')
+    (checkpoint / "commits" / "0").write_text('v1\n{"nextBatchWatermarkMs":0}')
+
+
+# -- the run ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def work(spark: SparkSession, kafka: EmbeddedKafka, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The archive and the topics the pages name: JSON events (id, user, amount, ts), and the
+    warehouse's Parquet events, partitioned by date."""
+    work = tmp_path_factory.mktemp("docs")
+    rows = [{"id": i, "user": f"u{i % 3}", "amount": i * 1.5, "ts": "2023-11-14T22:13:20Z"} for i in range(6)]
+    archive = work / "archive" / "events"
+    archive.mkdir(parents=True)
+    (archive / "part-0.json").write_text("".join(json.dumps(r) + "\n" for r in rows[:3]))
+    spark.createDataFrame(
+        [(i, "2026-11-01", datetime(2026, 11, 1, 12, i)) for i in range(3)],
+        "id BIGINT, date STRING, ts TIMESTAMP",
+    ).write.partitionBy("date").parquet(str(work / "warehouse" / "events"))
+    for topic in ("events", "orders"):
+        kafka.create_topic(topic)
+        kafka.produce(
+            topic, [{"value": json.dumps(r), "timestamp": EVENTS_MS + i} for i, r in enumerate(rows)]
+        )
+    return work
+
+
+@pytest.fixture()
+def restored(spark: SparkSession) -> Iterator[None]:
+    """A page may set session options, watch and start queries: none of it outlives the page."""
+    before = dict(spark.conf.getAll)
+    yield
+    for query in spark.streams.active:
+        query.stop()
+    sluice.unwatch(spark)
+    for key, value in dict(spark.conf.getAll).items():
+        if key.startswith("spark.sluice.") and before.get(key) != value:
+            if key in before:
+                spark.conf.set(key, before[key])
+            else:
+                spark.conf.unset(key)
+
+
+def _localized(code: str, kafka: EmbeddedKafka, work: Path) -> str:
+    code = code.replace("broker:9092", kafka.bootstrap_servers)
+    return PATH_LITERAL.sub(lambda m: m.group(1) + str(work) + "/" + m.group(2).split("/")[-2] + "/", code)
+
+
+def _given(name: str, spark: SparkSession, kafka: EmbeddedKafka, work: Path) -> object:
+    if name == "spark":
+        return spark
+    if name == "timed_files":
+        return _timed_files(spark, work)
+    if name == "kafka_orders":
+        return (
+            sluice.KafkaSource.builder()
+            .bootstrap_servers(kafka.bootstrap_servers)
+            .topics("orders")
+            .starting_offsets(sluice.OffsetsInitializer.earliest())
+            .build()
+        )
+    if name == "old_kafka_checkpoint":
+        _old_kafka_checkpoint(work)
+        return None
+    generated = _generator(spark, work)
+    if name in generated:
+        return generated[name]()
+    raise ValueError(f"no given value {name!r}: see tests/test_doc_snippets.py")
+
+
+PYTHON_PAGES = [page for page in PAGES if any(s.skip is None for s in snippets(page, "python"))]
+
+
+@pytest.mark.parametrize("page", PYTHON_PAGES, ids=[str(p.relative_to(ROOT)) for p in PYTHON_PAGES])
+def test_page_snippets_run(
+    page: Path,
+    spark: SparkSession,
+    kafka: EmbeddedKafka,
+    work: Path,
+    restored: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(work)  # a snippet's relative paths (plot's "backfill.png") land in the scratch
+    namespace: dict[str, object] = {"__name__": "__doc_snippet__"}
+    ran = 0
+    for snippet in snippets(page, "python"):
+        if snippet.skip is not None:
+            continue
+        for bound, value in snippet.given.items():
+            namespace[bound] = _given(value, spark, kafka, work)
+        started = time.monotonic()
+        try:
+            exec(compile(_localized(snippet.code, kafka, work), snippet.where, "exec"), namespace)
+            for check in snippet.expect:
+                assert eval(_localized(check, kafka, work), namespace), f"{snippet.where}: expected {check}"  # noqa: S307
+        except Exception as e:
+            raise AssertionError(f"{snippet.where} does not run as written: {e!r}") from e
+        for query in spark.streams.active:
+            assert query.exception() is None, f"{snippet.where} started a query that failed"
+        ran += 1
+        assert time.monotonic() - started < 60, f"{snippet.where} took over a minute"
+    assert ran > 0
+
+
+def test_unrun_snippets_are_the_listed_ones() -> None:
+    """Marking a snippet `skip` is a decision: it is listed here, with its reason, or this fails."""
+    marked = [s for page in PAGES for s in snippets(page, "python") if s.skip is not None]
+    total = sum(len(snippets(page, "python")) for page in PAGES)
+    listed = "; ".join(f"{s.where} ({s.skip})" for s in marked)
+    assert [(s.page, s.skip) for s in marked] == SKIPPED, f"{len(marked)} of {total} not run: {listed}"
