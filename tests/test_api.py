@@ -152,6 +152,18 @@ def test_one_duration_type_and_the_old_ms_names_still_work(
     assert before == now
 
 
+def test_the_old_ms_names_take_what_they_took_before() -> None:
+    # before the rename these stored int(value) or str(value): strings of digits and numpy's
+    # integers worked, and must keep working for as long as the old names stay
+    import numpy as np
+
+    for value in ("10000", np.int64(10_000), 10_000.0):
+        with pytest.warns(DeprecationWarning):
+            options = sluice.FileSource.builder().monitor_interval_ms(value)._options  # type: ignore[arg-type]  # noqa: SLF001
+        assert options["monitorIntervalMs"] == "10000", value
+    assert sluice.FileSource.builder().monitor_interval(np.int64(250))._options["monitorIntervalMs"] == "250"  # type: ignore[arg-type]  # noqa: SLF001
+
+
 def test_durations_refuse_what_is_not_a_timedelta_or_milliseconds() -> None:
     with pytest.raises(TypeError, match="interval must be a datetime.timedelta or milliseconds as an int"):
         sluice.FileSource.builder().monitor_interval(1.5)  # type: ignore[arg-type]

@@ -4,6 +4,7 @@ stay as deprecated aliases for one release."""
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from datetime import timedelta
 from typing import TypeAlias
@@ -16,8 +17,8 @@ def millis(value: Duration, what: str, *, negative: bool = False) -> int:
     """``value`` in whole milliseconds; a bool, float or str is refused, naming ``what``."""
     if isinstance(value, timedelta):
         ms = value // timedelta(milliseconds=1)
-    elif isinstance(value, int) and not isinstance(value, bool):
-        ms = value
+    elif isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        ms = int(value)  # an int, or numpy's and others' integers
     else:
         raise TypeError(f"{what} must be a datetime.timedelta or milliseconds as an int, not {value!r}")
     if ms < 0 and not negative:
@@ -33,3 +34,9 @@ def renamed(old: str, new: str) -> None:
         DeprecationWarning,
         stacklevel=3,
     )
+
+
+def legacy_millis(value: object) -> int:
+    """What a ``*_ms`` alias was given, as its method took it before the rename: anything ``int()``
+    takes (a string of digits, a float, numpy's integers), so every old call keeps working."""
+    return int(value)  # type: ignore[call-overload]

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sluice._durations import Duration, millis, renamed
+from sluice._durations import Duration, legacy_millis, millis, renamed
 from sluice._errors import SluiceConfigError
 from sluice._jvm import active_classic_session
 from sluice._options import declared
@@ -320,7 +320,7 @@ class HybridSourceBuilder(_Builder["HybridSourceBuilder"]):
                     "give start_at_previous_end_minus only (start_at_previous_end_minus_ms is its old name)"
                 )
             renamed("start_at_previous_end_minus_ms", "start_at_previous_end_minus")
-            start_at_previous_end_minus = start_at_previous_end_minus_ms
+            start_at_previous_end_minus = legacy_millis(start_at_previous_end_minus_ms)
         options = dict(source.options)
         if start_at_previous_end_minus is not None:
             margin = millis(start_at_previous_end_minus, "start_at_previous_end_minus", negative=True)

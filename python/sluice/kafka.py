@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from sluice._durations import Duration, millis, renamed
+from sluice._durations import Duration, legacy_millis, millis, renamed
 from sluice._options import declared, rule
 from sluice.sources import Source, _Builder
 
@@ -412,4 +412,4 @@ class KafkaSourceBuilder(_Builder["KafkaSourceBuilder"]):
         >>> KafkaSource.builder().partition_discovery_interval(60_000)
         """
         renamed("partition_discovery_interval_ms", "partition_discovery_interval")
-        return self.partition_discovery_interval(ms)
+        return self.partition_discovery_interval(legacy_millis(ms))

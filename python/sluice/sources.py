@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from sluice._durations import Duration, millis, renamed
+from sluice._durations import Duration, legacy_millis, millis, renamed
 from sluice._jvm import active_classic_session, call_jvm, driver_jvm, java_map
 from sluice._options import RULES, TYPE_OPTION, declared, shown
 
@@ -280,7 +280,7 @@ class GeneratorSourceBuilder(_Builder["GeneratorSourceBuilder"]):
         >>> GeneratorSource.builder().event_time_step(1000)  # instead of event_time_step_ms(1000)
         """
         renamed("event_time_step_ms", "event_time_step")
-        return self.event_time_step(ms)
+        return self.event_time_step(legacy_millis(ms))
 
     def split_skew(self, split: int, offset: Duration) -> GeneratorSourceBuilder:
         """Shifts one split's event times (call again for other splits).
@@ -324,7 +324,7 @@ class GeneratorSourceBuilder(_Builder["GeneratorSourceBuilder"]):
         >>> GeneratorSource.builder().split_skew(1, -3_600_000)  # instead of split_skew_ms
         """
         renamed("split_skew_ms", "split_skew")
-        return self.split_skew(split, offset_ms)
+        return self.split_skew(split, legacy_millis(offset_ms))
 
     def payload_bytes(self, n: int) -> GeneratorSourceBuilder:
         """Size of each record's ``payload`` column.
@@ -511,7 +511,7 @@ class FileSourceBuilder(_Builder["FileSourceBuilder"]):
         >>> FileSource.builder().monitor_interval(10_000)  # instead of monitor_interval_ms(10_000)
         """
         renamed("monitor_interval_ms", "monitor_interval")
-        return self.monitor_interval(ms)
+        return self.monitor_interval(legacy_millis(ms))
 
     def ignore_missing_files(self, ignore: bool = True) -> FileSourceBuilder:
         """A file gone between listing and reading is skipped and counted, instead of failing.
@@ -622,7 +622,7 @@ class FileSourceBuilder(_Builder["FileSourceBuilder"]):
         >>> FileSource.builder().open_compressed_file_idle(300_000)
         """
         renamed("open_compressed_file_idle_ms", "open_compressed_file_idle")
-        return self.open_compressed_file_idle(ms)
+        return self.open_compressed_file_idle(legacy_millis(ms))
 
     def not_ready_timeout(self, timeout: Duration) -> FileSourceBuilder:
         """Monitored: how long a file found but not readable yet (still being written in place)
@@ -660,7 +660,7 @@ class FileSourceBuilder(_Builder["FileSourceBuilder"]):
         >>> FileSource.builder().not_ready_timeout(600_000)
         """
         renamed("not_ready_timeout_ms", "not_ready_timeout")
-        return self.not_ready_timeout(ms)
+        return self.not_ready_timeout(legacy_millis(ms))
 
     def merge_schema(self, merge: bool = True) -> FileSourceBuilder:
         """Parquet: merge the schema from every file's footer, as Spark's ``mergeSchema``.

@@ -8,6 +8,7 @@ import org.apache.spark.sql.catalyst.expressions.{AttributeSet, Expression, Lite
 import org.apache.spark.sql.catalyst.plans.logical._
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.streaming.{StreamingRelationV2, WriteToStream, WriteToStreamStatement}
+import org.apache.spark.sql.catalyst.trees.TreePattern.CURRENT_LIKE
 import org.apache.spark.sql.catalyst.plans.logical
 import org.apache.spark.sql.sluice.SourceFilters
 import org.apache.spark.sql.sources.Filter
@@ -56,9 +57,13 @@ object StreamingPushdown extends Rule[LogicalPlan] with PredicateHelper {
                 p.filters.filter(f => here.exists(_.semanticEquals(f))))))
         case n if passesColumnsOn(n) =>
           val wanted = needed ++ n.references
+          // as Spark's optimizer pushes predicates: never below a non-deterministic expression
+          // (skipped rows would change what `rand()` or `monotonically_increasing_id()` give)
           val below = n match {
-            case f: logical.Filter => filters ++ splitConjunctivePredicates(f.condition)
-            case _: Project | _: SubqueryAlias => filters
+            case f: logical.Filter if f.condition.deterministic =>
+              filters ++ splitConjunctivePredicates(f.condition)
+            case p: Project if p.projectList.forall(_.deterministic) => filters
+            case _: SubqueryAlias => filters
             case _ => Nil
           }
           n.children.foreach(c => walk(c, c.outputSet.filter(wanted.contains), below))
@@ -88,7 +93,10 @@ object StreamingPushdown extends Rule[LogicalPlan] with PredicateHelper {
    */
   private def sourceFilters(conditions: Seq[Expression]): Seq[Filter] =
     conditions
-      .filter(_.deterministic)
+      // `current_date()` and its kind are not constants of a stream: folded at the start, they
+      // would prune files of later days for good (their files are recorded as seen). Spark 4.3
+      // refuses to evaluate them (so `folded` leaves them); this does not rely on that.
+      .filter(c => c.deterministic && !c.containsPattern(CURRENT_LIKE))
       .flatMap(c => SourceFilters.translate(folded(c)))
       .distinct
 
