@@ -178,6 +178,8 @@ class BadOptionsSuite extends AnyFunSuite with SparkSuiteBase {
       "uuuu-MM-dd ppppp{",
       Seq("'timestampNTZFormat'", "datetime pattern")),
     ("file", "timeZone", "Mars/Olympus_Mons", Seq("'timeZone'", "zone ID")),
+    ("file", "modifiedBefore", "yesterday", Seq("modifiedBefore", "yesterday")),
+    ("file", "modifiedAfter", "2024-13-45", Seq("modifiedAfter", "2024-13-45")),
     ("kafka", "timeZone", "Mars/Olympus_Mons", Seq("'timeZone'", "zone ID")),
     (
       "hybrid",
@@ -202,6 +204,7 @@ class BadOptionsSuite extends AnyFunSuite with SparkSuiteBase {
     "positiveInf" -> "any text may stand for +Inf",
     "negativeInf" -> "any text may stand for -Inf",
     "boundedness" -> "checked by its declaration",
+    "pathGlobFilter" -> "any glob, as in Spark: one that matches no file reads nothing",
     "kafka.bootstrap.servers" -> "host names resolve when the query runs, as in Spark")
 
   test(
