@@ -111,7 +111,9 @@ lazy val java17Opens = Seq(
 // once or a few times, and C2's compilations of it cost more CPU than they return. Measured on the
 // 2-core machine (AutoDriftSuite + MicroBatchSuite, two pairs): sbt and its test JVM used 87-92 s
 // of CPU with the default tiered compilation, 60-61 s with C1 only. Benchmarks never use this.
-lazy val testJit = Seq("-XX:TieredStopAtLevel=1")
+// C1 only sizes the code cache for a small program (48 MB); a test JVM compiles Spark and many
+// queries' generated code, and a full cache stops compiling and fails method-handle links.
+lazy val testJit = Seq("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=256m")
 
 // Suites that start the embedded broker (`sluice.testkit.EmbeddedKafka`, in connectors' tests):
 // forked, so the broker's classpath file can be passed, and written before they run.

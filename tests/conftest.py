@@ -12,8 +12,8 @@ import sluice
 from pyspark.sql import SparkSession
 from sluice.testing import EmbeddedKafka
 
-#: the JIT settings of the test session's JVM (never of a benchmark's)
-TEST_JIT = "-XX:TieredStopAtLevel=1"
+#: the JIT settings of the test session's JVM (never of a benchmark's): build.sbt `testJit`
+TEST_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m"
 
 
 def pytest_configure(config: pytest.Config) -> None:
