@@ -2,7 +2,8 @@
 
 Builds the scenario's query, always the same way, and runs it from the checkpoint: until it is
 killed, or — with `drain` — until everything written is read, then writes what the sink holds to
-`<out>.ids.json` (micro-batch: the file sink's committed files) and exits. Prints `STARTED` once
+`<out>.ids.json` (micro-batch: the file sink's committed files) and exits. A micro-batch run given
+`drain_signal` does the same when that file appears (the same query drains: no restart). Prints `STARTED` once
 the query runs, so that kills land in the query's life rather than in the JVM's start-up.
 """
 
@@ -26,6 +27,7 @@ from chaos.sinks import committed_epochs, epoch_ids
 BATCH_RECORDS = 400  # per source and micro-batch: many batches, so kills land between and inside them
 REALTIME_BATCH = "2 seconds"
 CONTINUOUS_INTERVAL = "1 second"
+TEST_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m"  # as build.sbt `testJit`
 
 
 def _kafka(config: dict, topic: str) -> KafkaSource:
@@ -87,16 +89,25 @@ def _ids(spark: SparkSession, config: dict) -> DataFrame:
 
 
 def _report_progress(query, path: Path) -> None:
-    """Until the query ends (or the driver is killed): what the sources counted as read, after
-    each batch, for a checker that compares it with what was written."""
-    while query.isActive:
-        progress = query.lastProgress
-        if progress is not None:
-            read = sum(int(s["metrics"].get("recordsRead", "0")) for s in progress["sources"])
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"batch": progress["batchId"], "recordsRead": read}))
-            tmp.replace(path)
-        time.sleep(0.5)
+    """What the sources counted as read after the last batch, for a checker that compares it with
+    what was written (called every half second while the query runs)."""
+    progress = query.lastProgress
+    if progress is not None:
+        read = sum(int(s["metrics"].get("recordsRead", "0")) for s in progress["sources"])
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"batch": progress["batchId"], "recordsRead": read}))
+        tmp.replace(path)
+
+
+def _write_sink_ids(spark: SparkSession, config: dict, query) -> None:
+    """What the file sink committed, and the records the source still had to read."""
+    ids = [r.id for r in spark.read.parquet(config["out"]).select("id").collect()]
+    backlog = (
+        sum(int(s["metrics"].get("backlogRecords", "0")) for s in query.lastProgress["sources"])
+        if query.lastProgress
+        else 0
+    )
+    Path(config["out"] + ".ids.json").write_text(json.dumps({"ids": ids, "backlog": backlog}))
 
 
 def _run_micro(spark: SparkSession, config: dict) -> None:
@@ -112,19 +123,26 @@ def _run_micro(spark: SparkSession, config: dict) -> None:
         query.awaitTermination()
         if query.exception() is not None:
             raise RuntimeError(str(query.exception()))
-        ids = [r.id for r in spark.read.parquet(config["out"]).select("id").collect()]
-        backlog = (
-            sum(int(s["metrics"].get("backlogRecords", "0")) for s in query.lastProgress["sources"])
-            if query.lastProgress
-            else 0
-        )
-        Path(config["out"] + ".ids.json").write_text(json.dumps({"ids": ids, "backlog": backlog}))
+        _write_sink_ids(spark, config, query)
         return
     query = writer.trigger(processingTime="200 milliseconds").start()
     print("STARTED", flush=True)
-    if config.get("progress"):
-        _report_progress(query, Path(config["progress"]))
-    query.awaitTermination()
+    progress = Path(config["progress"]) if config.get("progress") else None
+    drain_now = Path(config["drain_signal"]) if config.get("drain_signal") else None
+    # until killed; or, once the harness has written everything and asks (`drain_signal`), the
+    # same query reads what is left and the driver reports the sink, as a draining start would
+    while query.isActive:
+        if progress is not None:
+            _report_progress(query, progress)
+        if drain_now is not None and drain_now.exists():
+            query.processAllAvailable()
+            query.stop()
+            if query.exception() is not None:
+                raise RuntimeError(str(query.exception()))
+            _write_sink_ids(spark, config, query)
+            return
+        time.sleep(0.5)
+    query.awaitTermination()  # raises what ended it
 
 
 def _run_long(spark: SparkSession, config: dict) -> None:
@@ -175,8 +193,8 @@ def main(argv: list[str]) -> int:
         driver_memory="1g",
         conf={
             # C1 only: a chaos run is correctness under faults, not speed (build.sbt `testJit`)
-            "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
-            "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1",
+            "spark.driver.extraJavaOptions": TEST_JIT,
+            "spark.executor.extraJavaOptions": TEST_JIT,
             **({"spark.executor.memory": "512m"} if master.startswith("local-cluster") else {}),
         },
     )
