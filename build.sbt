@@ -77,14 +77,18 @@ lazy val testkit = (project in file("jvm/testkit"))
 //   core, connectors  <-  spark   (the DataSource V2 binding and the entry points; the one artifact)
 // A reversed import does not compile: core cannot see Spark, connectors cannot see core or spark.
 
-// The packages whose suites go to the first of spark's two test JVMs (about half the time each).
-lazy val KafkaHeavyPackages = Seq("sluice.connector.kafka.", "sluice.alignment.", "sluice.hybrid.")
+// spark's suites by package into three test JVMs of about a third of the time each (suite times
+// from target/test-reports); a suite whose package is not listed goes to the last.
+lazy val SparkTestGroups = Seq(
+  "kafka-alignment" -> Seq("sluice.connector.kafka.", "sluice.alignment."),
+  "files-compat" -> Seq("sluice.connector.file.", "sluice.compat."),
+  "hybrid-modes-config" -> Seq.empty[String])
 
 // sbt's defaults allow one forked test group at a time, and restrictions add up (all must hold):
 // the set is replaced, keeping the other defaults.
 Global / concurrentRestrictions := Seq(
   Tags.limitAll(EvaluateTask.SystemProcessors),
-  Tags.limit(Tags.ForkedTestGroup, 2),
+  Tags.limit(Tags.ForkedTestGroup, 3),
   Tags.exclusiveGroup(Tags.Clean))
 
 lazy val scalaTest = "org.scalatest" %% "scalatest" % "3.2.19" % Test
@@ -183,18 +187,20 @@ lazy val spark = (project in file("jvm/spark"))
     Test / sourceGenerators += Def.task {
       DocSnippets.generate((ThisBuild / baseDirectory).value, (Test / sourceManaged).value)
     }.taskValue,
-    // Two test JVMs side by side: the suites wait on brokers and triggers more than they compute,
-    // so a 2-core machine runs both halves in little more than the longer one's time. Suites
-    // stay sequential within a JVM (each starts its own broker and SparkSession).
+    // Three test JVMs side by side: the suites wait on brokers and triggers as much as they
+    // compute, so with the Python lane done a 2-core machine still has CPU left beside two of
+    // them. Suites stay sequential within a JVM (each JVM has its own SparkContext and broker).
     Test / testGrouping := {
       val jvm = (Test / forkOptions).value
         .withRunJVMOptions((Test / javaOptions).value.toVector)
         .withWorkingDirectory(baseDirectory.value)
-      val (kafka, others) = (Test / definedTests).value.sortBy(_.name)
-        .partition(t => KafkaHeavyPackages.exists(p => t.name.startsWith(p)))
-      Seq(
-        Tests.Group("kafka-alignment-hybrid", kafka, Tests.SubProcess(jvm)),
-        Tests.Group("files-modes-config", others, Tests.SubProcess(jvm)))
+      def groupOf(suite: String): String = SparkTestGroups
+        .collectFirst { case (name, packages) if packages.exists(suite.startsWith) => name }
+        .getOrElse(SparkTestGroups.last._1)
+      val bySuite = (Test / definedTests).value.sortBy(_.name).groupBy(t => groupOf(t.name))
+      SparkTestGroups.map { case (name, _) =>
+        Tests.Group(name, bySuite.getOrElse(name, Nil), Tests.SubProcess(jvm))
+      }
     },
     // The self-contained jar for spark.jars: the four subprojects' classes plus kafka-clients.
     assembly / assemblyJarName := s"sluice-spark-assembly-${version.value}.jar",
