@@ -20,7 +20,12 @@ final case class ClusterUser(
 final class KafkaCluster(startTimeoutMs: Long = 180000) {
   val kafka = new EmbeddedKafka(
     startTimeoutMs = startTimeoutMs,
-    jvmOptions = Seq("-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"),
+    // keytool runs in that JVM (sluice.testkit.Certificates), whose class Java 17 does not export
+    jvmOptions = Seq(
+      "-Xmx128m",
+      "-XX:+UseSerialGC",
+      "-XX:TieredStopAtLevel=1",
+      "--add-exports=java.base/sun.security.tools.keytool=ALL-UNNAMED"),
     main = Seq("sluice.testkit.KafkaClusterMain"))
 
   private var security: JsonNode = _
@@ -77,7 +82,8 @@ final class KafkaCluster(startTimeoutMs: Long = 180000) {
     "sasl.mechanism" -> "SCRAM-SHA-512",
     "sasl.jaas.config" ->
       ("org.apache.kafka.common.security.scram.ScramLoginModule required " +
-        s"""username="$user" password="${password.getOrElse(this.user(user).scramPassword)}";""")) ++
+        s"""username="$user" password="${password.getOrElse(
+            this.user(user).scramPassword)}";""")) ++
     trustProperties(trust)
 
   /** Client properties for mutual TLS with `user`'s certificate, trusting `trust`. */

@@ -61,8 +61,10 @@ class KafkaClusterSuite extends AnyFunSuite {
       val deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30)
       while (partitions.exists(tp => c.position(tp) < ends(tp))) {
         assert(System.nanoTime() < deadline, s"timed out reading $t")
-        out ++= c.poll(Duration.ofMillis(100)).asScala.map(r =>
-          new String(r.value(), StandardCharsets.UTF_8))
+        out ++= c
+          .poll(Duration.ofMillis(100))
+          .asScala
+          .map(r => new String(r.value(), StandardCharsets.UTF_8))
       }
       out.toSeq
     } finally c.close(Duration.ofSeconds(2))
@@ -77,8 +79,8 @@ class KafkaClusterSuite extends AnyFunSuite {
 
   test("three brokers hold each partition three times, two in sync required") {
     prepared
-    val admin = Admin.create(
-      Map[String, AnyRef]("bootstrap.servers" -> cluster.plaintextBootstrap).asJava)
+    val admin =
+      Admin.create(Map[String, AnyRef]("bootstrap.servers" -> cluster.plaintextBootstrap).asJava)
     try {
       assert(admin.describeCluster().nodes().get().size == 3)
       val desc =
@@ -99,7 +101,8 @@ class KafkaClusterSuite extends AnyFunSuite {
   test("a granted user reads every record over SASL_SSL (SCRAM-SHA-512) and over mutual TLS") {
     prepared
     val expected = values.sorted
-    assert(readAll(Map("bootstrap.servers" -> cluster.plaintextBootstrap), topic).sorted == expected)
+    assert(
+      readAll(Map("bootstrap.servers" -> cluster.plaintextBootstrap), topic).sorted == expected)
     assert(readAll(cluster.scramProperties("reader"), topic).sorted == expected)
     assert(readAll(cluster.tlsProperties("reader"), topic).sorted == expected)
   }
@@ -117,8 +120,9 @@ class KafkaClusterSuite extends AnyFunSuite {
         cluster.tlsProperties("reader").filter { case (k, _) => !k.startsWith("ssl.key") })
     cases.foreach { case (what, props) =>
       val (e, millis) = refusal(props, topic)
-      val expected = if (what.contains("SCRAM")) classOf[SaslAuthenticationException]
-      else classOf[SslAuthenticationException]
+      val expected =
+        if (what.contains("SCRAM")) classOf[SaslAuthenticationException]
+        else classOf[SslAuthenticationException]
       assert(expected.isInstance(e), s"$what: ${e.getClass.getName}: ${e.getMessage}")
       assert(millis < 15000, s"$what took $millis ms to fail")
     }

@@ -195,7 +195,9 @@ object Broker {
         if (!ready) Thread.sleep(50)
       }
       if (!ready)
-        throw new IllegalStateException(s"Kafka ($brokers broker(s)) did not become ready within $timeoutMs ms", last)
+        throw new IllegalStateException(
+          s"Kafka ($brokers broker(s)) did not become ready within $timeoutMs ms",
+          last)
     } finally admin.close(java.time.Duration.ofSeconds(2))
   }
 

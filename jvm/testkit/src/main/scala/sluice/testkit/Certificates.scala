@@ -1,13 +1,7 @@
 package sluice.testkit
 
-import java.nio.charset.StandardCharsets
-import java.nio.file.{Files, Path, Paths}
+import java.nio.file.{Files, Path}
 import java.security.SecureRandom
-import java.util.concurrent.{Executors, TimeUnit}
-
-import scala.concurrent.{Await, ExecutionContext, Future}
-import scala.concurrent.duration._
-import scala.jdk.CollectionConverters._
 
 /**
  * A PKCS12 key store and its password. Key and store share the password (PKCS12 keeps one).
@@ -15,7 +9,7 @@ import scala.jdk.CollectionConverters._
 final case class KeyStoreFile(path: Path, password: String)
 
 /**
- * The TLS material of a test cluster, made at test time by the JDK's `keytool` in a temporary
+ * The TLS material of a test cluster, made at test time by the JDK's keytool in a temporary
  * folder (no key is ever kept in git): a certificate authority, a key store per name in
  * `entities` (its certificate signed by the authority, valid for 127.0.0.1 and localhost, with
  * `CN=<name>`, which the brokers map to the principal `User:<name>`), a trust store holding the
@@ -43,68 +37,58 @@ object Certificates {
     val untrusted = KeyStoreFile(dir.resolve("untrusted-truststore.p12"), password())
     val keystores = entities.map(e => e -> KeyStoreFile(dir.resolve(s"$e.p12"), password())).toMap
 
-    // one keytool at a time per chain of steps; the independent chains run side by side
-    val pool = Executors.newFixedThreadPool(3)
-    implicit val ec: ExecutionContext = ExecutionContext.fromExecutor(pool)
-    try {
-      val caReady = Future {
-        keytool(
-          Seq("-genkeypair", "-alias", "ca", "-dname", "CN=sluice-test-ca", "-ext", "bc:c") ++
-            KeyAlgorithm ++ store(ca, caPassword, create = true))
-        keytool(Seq("-exportcert", "-rfc", "-alias", "ca", "-file", caPem.toString) ++
-          store(ca, caPassword))
-        keytool(
-          Seq("-importcert", "-noprompt", "-alias", "ca", "-file", caPem.toString) ++
-            store(truststore.path, truststore.password, create = true))
-      }
-      val otherCa = Future {
-        val other = dir.resolve("other-ca.p12")
-        val otherPem = dir.resolve("other-ca.pem")
-        keytool(
-          Seq("-genkeypair", "-alias", "other", "-dname", "CN=sluice-untrusted-ca", "-ext", "bc:c") ++
-            KeyAlgorithm ++ store(other, caPassword, create = true))
-        keytool(Seq("-exportcert", "-rfc", "-alias", "other", "-file", otherPem.toString) ++
-          store(other, caPassword))
-        keytool(
-          Seq("-importcert", "-noprompt", "-alias", "other-ca", "-file", otherPem.toString) ++
-            store(untrusted.path, untrusted.password, create = true))
-      }
-      val signed = keystores.toSeq.map { case (name, ks) =>
-        val csr = dir.resolve(s"$name.csr")
-        val keyMade = Future {
-          keytool(
-            Seq("-genkeypair", "-alias", name, "-dname", s"CN=$name,OU=sluice-test") ++
-              KeyAlgorithm ++ store(ks.path, ks.password, create = true))
-          keytool(
-            Seq("-certreq", "-alias", name, "-file", csr.toString) ++
-              store(ks.path, ks.password))
-        }
-        for { _ <- keyMade; _ <- caReady } yield {
-          val pem = dir.resolve(s"$name.pem")
-          keytool(
-            Seq(
-              "-gencert",
-              "-alias",
-              "ca",
-              "-infile",
-              csr.toString,
-              "-outfile",
-              pem.toString,
-              "-rfc",
-              "-validity",
-              ValidityDays,
-              "-ext",
-              "san=ip:127.0.0.1,dns:localhost") ++ store(ca, caPassword))
-          // the signed certificate followed by the authority: keytool installs the whole chain
-          val chain = dir.resolve(s"$name-chain.pem")
-          Files.write(chain, (Files.readString(pem) + Files.readString(caPem)).getBytes("UTF-8"))
-          keytool(
-            Seq("-importcert", "-noprompt", "-alias", name, "-file", chain.toString) ++
-              store(ks.path, ks.password))
-        }
-      }
-      Await.result(Future.sequence(otherCa +: caReady +: signed), 2.minutes)
-    } finally pool.shutdownNow()
+    keytool(
+      Seq("-genkeypair", "-alias", "ca", "-dname", "CN=sluice-test-ca", "-ext", "bc:c") ++
+        KeyAlgorithm ++ store(ca, caPassword, create = true))
+    keytool(
+      Seq("-exportcert", "-rfc", "-alias", "ca", "-file", caPem.toString) ++
+        store(ca, caPassword))
+    keytool(
+      Seq("-importcert", "-noprompt", "-alias", "ca", "-file", caPem.toString) ++
+        store(truststore.path, truststore.password, create = true))
+
+    // another authority, which signs nothing here: a trust store of it trusts no broker
+    val other = dir.resolve("other-ca.p12")
+    val otherPem = dir.resolve("other-ca.pem")
+    keytool(
+      Seq("-genkeypair", "-alias", "other", "-dname", "CN=sluice-untrusted-ca", "-ext", "bc:c") ++
+        KeyAlgorithm ++ store(other, caPassword, create = true))
+    keytool(
+      Seq("-exportcert", "-rfc", "-alias", "other", "-file", otherPem.toString) ++
+        store(other, caPassword))
+    keytool(
+      Seq("-importcert", "-noprompt", "-alias", "other-ca", "-file", otherPem.toString) ++
+        store(untrusted.path, untrusted.password, create = true))
+
+    keystores.foreach { case (name, ks) =>
+      val csr = dir.resolve(s"$name.csr")
+      val pem = dir.resolve(s"$name.pem")
+      keytool(
+        Seq("-genkeypair", "-alias", name, "-dname", s"CN=$name,OU=sluice-test") ++
+          KeyAlgorithm ++ store(ks.path, ks.password, create = true))
+      keytool(
+        Seq("-certreq", "-alias", name, "-file", csr.toString) ++ store(ks.path, ks.password))
+      keytool(
+        Seq(
+          "-gencert",
+          "-alias",
+          "ca",
+          "-infile",
+          csr.toString,
+          "-outfile",
+          pem.toString,
+          "-rfc",
+          "-validity",
+          ValidityDays,
+          "-ext",
+          "san=ip:127.0.0.1,dns:localhost") ++ store(ca, caPassword))
+      // the signed certificate followed by the authority: keytool installs the whole chain
+      val chain = dir.resolve(s"$name-chain.pem")
+      Files.write(chain, (Files.readString(pem) + Files.readString(caPem)).getBytes("UTF-8"))
+      keytool(
+        Seq("-importcert", "-noprompt", "-alias", name, "-file", chain.toString) ++
+          store(ks.path, ks.password))
+    }
     new Certificates(truststore, untrusted, keystores)
   }
 
@@ -112,19 +96,36 @@ object Certificates {
     Seq("-keystore", path.toString, "-storepass", password) ++
       (if (create) Seq("-storetype", "PKCS12") else Nil)
 
-  /** Runs the JDK's keytool (C1 only: each run is short); fails with its output. */
+  /**
+   * Runs the JDK's keytool in this JVM: twenty runs as processes of their own took 15 s on a busy
+   * 2-core machine, in this JVM well under one. Its class is not exported: the JVM running this
+   * needs `--add-exports java.base/sun.security.tools.keytool=ALL-UNNAMED` ([[AddExports]]).
+   * `-debug` makes a failure throw instead of ending the JVM. Not thread-safe (it borrows
+   * `System.out`): one run at a time.
+   */
   private def keytool(args: Seq[String]): Unit = {
-    val exe = Paths.get(System.getProperty("java.home"), "bin", "keytool").toString
-    val command = Seq(exe, "-J-XX:TieredStopAtLevel=1", "-J-XX:+UseSerialGC") ++ args
-    val process = new ProcessBuilder(command.asJava).redirectErrorStream(true).start()
-    process.getOutputStream.close()
-    val output = new String(process.getInputStream.readAllBytes(), StandardCharsets.UTF_8)
-    if (!process.waitFor(60, TimeUnit.SECONDS)) {
-      process.destroyForcibly()
-      throw new IllegalStateException(s"keytool ${args.head} did not finish within 60 s")
-    }
-    if (process.exitValue() != 0)
-      throw new IllegalStateException(
-        s"keytool ${args.head} failed (exit ${process.exitValue()}): ${output.trim}")
+    val main =
+      try
+        Class.forName("sun.security.tools.keytool.Main").getMethod("main", classOf[Array[String]])
+      catch {
+        case e: ReflectiveOperationException =>
+          throw new IllegalStateException(s"the JDK's keytool is not available: $e", e)
+      }
+    // what it prints (with -debug: its arguments, passwords too) is kept for a failure's message
+    val printed = new java.io.ByteArrayOutputStream()
+    val out = System.out
+    System.setOut(new java.io.PrintStream(printed, true, "UTF-8"))
+    try main.invoke(null, ("-debug" +: args).toArray)
+    catch {
+      case e: IllegalAccessException =>
+        throw new IllegalStateException(s"keytool needs the JVM option $AddExports", e)
+      case e: java.lang.reflect.InvocationTargetException =>
+        throw new IllegalStateException(
+          s"keytool ${args.head} failed: ${e.getCause}\n${printed.toString("UTF-8")}",
+          e.getCause)
+    } finally System.setOut(out)
   }
+
+  /** The JVM option [[create]] needs. */
+  val AddExports = "--add-exports=java.base/sun.security.tools.keytool=ALL-UNNAMED"
 }

@@ -134,8 +134,8 @@ final class ClusterNodes(
 
   /** SIGKILL: the node gets no chance to hand its leaderships over. */
   def kill(id: Int): Unit = synchronized {
-    val node = running.remove(id).getOrElse(
-      throw new IllegalArgumentException(s"node $id is not running"))
+    val node =
+      running.remove(id).getOrElse(throw new IllegalArgumentException(s"node $id is not running"))
     node.process.destroyForcibly()
     if (!node.process.waitFor(30, TimeUnit.SECONDS))
       throw new IllegalStateException(s"node $id did not die within 30 s of SIGKILL")
@@ -143,8 +143,8 @@ final class ClusterNodes(
 
   /** A clean stop (controlled shutdown), as in a rolling restart. */
   def stop(id: Int, timeoutMs: Long): Unit = synchronized {
-    val node = running.remove(id).getOrElse(
-      throw new IllegalArgumentException(s"node $id is not running"))
+    val node =
+      running.remove(id).getOrElse(throw new IllegalArgumentException(s"node $id is not running"))
     node.stdin.println("stop")
     node.stdin.flush()
     if (!node.process.waitFor(timeoutMs, TimeUnit.MILLISECONDS)) {

@@ -271,7 +271,8 @@ final class Commands(bootstrapServers: String, replicationFactor: Short = 1)
       }
       val dirs = get(
         admin
-          .describeLogDirs(get(admin.describeCluster().nodes()).asScala.map(n => Int.box(n.id())).toSeq.asJava)
+          .describeLogDirs(
+            get(admin.describeCluster().nodes()).asScala.map(n => Int.box(n.id())).toSeq.asJava)
           .allDescriptions()).asScala.values.flatMap(_.asScala).map { case (dir, d) =>
         val error =
           Option(d.error()).map(e => s"error=${e.getClass.getSimpleName}").getOrElse("ok")

@@ -67,20 +67,32 @@ object KafkaClusterMain {
         catch { case NonFatal(_) => }
         Option(nodes).foreach(_.close())
         try Utils.delete(dir.toFile)
-        catch { case e: IOException => System.err.println(s"sluice-testkit: could not delete $dir: $e") }
+        catch {
+          case e: IOException => System.err.println(s"sluice-testkit: could not delete $dir: $e")
+        }
       },
       "sluice-kafka-cluster-stop")
     Runtime.getRuntime.addShutdownHook(cleanUp)
 
     val certificates =
       try {
-        val c = Certificates.create(dir.resolve("tls"), "broker" +: Users)
+        // what each step took goes to stderr: a slow start says where its time went
+        def step[T](what: String)(body: => T): T = {
+          val t0 = System.nanoTime()
+          try body
+          finally
+            System.err.println(
+              s"sluice-testkit: $what in ${TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0)} ms")
+        }
+        val c =
+          step("certificates made")(Certificates.create(dir.resolve("tls"), "broker" +: Users))
         nodes = new ClusterNodes(size, dir, c, Seq("admin"), NodeJvmOptions)
-        nodes.startAll(StartTimeoutMs)
+        step(s"$size nodes started")(nodes.startAll(StartTimeoutMs))
         val plaintext = nodes.bootstrap(_.plaintext)
-        Broker.awaitUsable(Broker.adminProps(plaintext), size, StartTimeoutMs)
+        step("the cluster usable")(
+          Broker.awaitUsable(Broker.adminProps(plaintext), size, StartTimeoutMs))
         access = new ClusterAccess(plaintext, Users)
-        access.createUsers()
+        step("SCRAM users created")(access.createUsers())
         c
       } catch {
         case NonFatal(e) =>
@@ -98,14 +110,17 @@ object KafkaClusterMain {
     val security = describe(nodes, certificates, access)
     def run(line: String): String = {
       val words = line.trim.split("\\s+").toSeq
-      def id = words.lift(1).flatMap(_.toIntOption).filter(nodes.ids.contains).getOrElse(
-        throw new IllegalArgumentException(
+      def id = words
+        .lift(1)
+        .flatMap(_.toIntOption)
+        .filter(nodes.ids.contains)
+        .getOrElse(throw new IllegalArgumentException(
           s"usage: ${words.head} <node id: ${nodes.ids.mkString(", ")}>"))
       words.head match {
         case "security" => security
         case "grant" =>
-          if (words.size != 4) throw new IllegalArgumentException(
-            "usage: grant <user> <topic> <OPERATION,...>")
+          if (words.size != 4)
+            throw new IllegalArgumentException("usage: grant <user> <topic> <OPERATION,...>")
           access.grant(words(1), words(2), ClusterAccess.operations(words(3)))
           ""
         case "kill-node" => nodes.kill(id); ""

@@ -9,7 +9,7 @@ import scala.util.control.NonFatal
 import org.apache.kafka.clients.admin.{Admin, AdminClientConfig, ListOffsetsOptions, OffsetSpec}
 import org.apache.kafka.clients.admin.ListOffsetsResult.ListOffsetsResultInfo
 import org.apache.kafka.common.{IsolationLevel, TopicPartition}
-import org.apache.kafka.common.errors.{UnknownTopicOrPartitionException, UnsupportedVersionException}
+import org.apache.kafka.common.errors.{TopicAuthorizationException, UnknownTopicOrPartitionException, UnsupportedVersionException}
 
 import sluice.errors.SluiceError
 
@@ -49,6 +49,7 @@ private[kafka] final class KafkaAdminLookups(config: KafkaConfig) extends AutoCl
       val topics = config.subscription match {
         case TopicSubscription.Topics(names) =>
           val existing = admin.listTopics().names().get(TimeoutSeconds, TimeUnit.SECONDS).asScala
+          checkHidden(names.filterNot(existing.contains))
           names.filter(existing.contains)
         case p: TopicSubscription.TopicPattern =>
           admin
@@ -60,6 +61,7 @@ private[kafka] final class KafkaAdminLookups(config: KafkaConfig) extends AutoCl
             .toSeq
         case TopicSubscription.Assigned(partitions) =>
           val existing = admin.listTopics().names().get(TimeoutSeconds, TimeUnit.SECONDS).asScala
+          checkHidden(partitions.keys.filterNot(existing.contains).toSeq)
           partitions.keys.filter(existing.contains).toSeq
       }
       if (topics.isEmpty) (Set.empty, Map.empty)
@@ -79,6 +81,29 @@ private[kafka] final class KafkaAdminLookups(config: KafkaConfig) extends AutoCl
           case _ => all
         }
         (read, described.map(d => d.name -> d.topicId.toString).toMap)
+      }
+    }
+
+  /**
+   * Topics the source names that the brokers do not list: missing, or hidden from a user without
+   * DESCRIBE on them (Kafka lists only the topics one may describe). A missing topic is waited
+   * for, as before; a hidden one would be waited for forever, so asking for it by name tells the
+   * two apart: the brokers answer TOPIC_AUTHORIZATION_FAILED for a hidden topic, which fails.
+   */
+  private def checkHidden(unlisted: Seq[String]): Unit =
+    if (unlisted.nonEmpty) {
+      admin.describeTopics(unlisted.asJava).topicNameValues().asScala.foreach { case (name, f) =>
+        try f.get(TimeoutSeconds, TimeUnit.SECONDS)
+        catch {
+          case e: ExecutionException
+              if e.getCause.isInstanceOf[UnknownTopicOrPartitionException] =>
+          case e: ExecutionException if e.getCause.isInstanceOf[TopicAuthorizationException] =>
+            // Kafka's exception from this call names no topic; the message should
+            val named = new TopicAuthorizationException(
+              e.getCause.getMessage,
+              java.util.Collections.singleton(name))
+            throw KafkaAccessErrors.explain(named, config, KafkaAccessErrors.Describe)
+        }
       }
     }
 
@@ -146,6 +171,24 @@ private[kafka] final class KafkaAdminLookups(config: KafkaConfig) extends AutoCl
         .toMap
     }
 
+  /** A refusal of the brokers (credentials, ACLs) says which options fix it; other faults what failed. */
+  private def wrap[T](what: String)(body: => T): T =
+    try body
+    catch {
+      case e: ExecutionException =>
+        KafkaAccessErrors.explain(e.getCause, config, KafkaAccessErrors.Describe) match {
+          case refusal: SluiceError => throw refusal
+          case _ =>
+            throw SluiceError.sourceFault(
+              s"KafkaSource: could not $what: ${e.getCause.getMessage}",
+              e.getCause)
+        }
+      case e: java.util.concurrent.TimeoutException =>
+        throw SluiceError.sourceFault(
+          s"KafkaSource: could not $what within $TimeoutSeconds s; are the brokers reachable?",
+          e)
+    }
+
   override def close(): Unit = if (adminClient != null) {
     try adminClient.close(java.time.Duration.ofSeconds(5))
     catch { case NonFatal(_) => }
@@ -157,17 +200,4 @@ private object KafkaAdminLookups {
 
   /** How long one Admin answer may take. */
   val TimeoutSeconds = 60L
-
-  private def wrap[T](what: String)(body: => T): T =
-    try body
-    catch {
-      case e: ExecutionException =>
-        throw SluiceError.sourceFault(
-          s"KafkaSource: could not $what: ${e.getCause.getMessage}",
-          e.getCause)
-      case e: java.util.concurrent.TimeoutException =>
-        throw SluiceError.sourceFault(
-          s"KafkaSource: could not $what within $TimeoutSeconds s; are the brokers reachable?",
-          e)
-    }
 }
