@@ -309,6 +309,10 @@ class KafkaSecuritySuite extends AnyFunSuite with SparkSuiteBase {
         sluice(tls(untrusted = true)),
         Seq("certificate", "kafka.ssl.truststore.location")),
       (
+        "no client certificate where the brokers require one",
+        sluice(tls().filter { case (k, _) => !k.startsWith("kafka.ssl.key") }),
+        Seq("refused this client's certificate", "kafka.ssl.keystore.location")),
+      (
         "a user without DESCRIBE on the topic",
         sluice(scram(), hidden),
         Seq("DESCRIBE", hidden, "kafka.sasl.jaas.config")),

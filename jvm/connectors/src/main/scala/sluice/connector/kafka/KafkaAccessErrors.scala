@@ -30,6 +30,10 @@ private[kafka] object KafkaAccessErrors {
     case a: SslAuthenticationException =>
       val why = rootMessage(a)
       val untrusted = why.contains("PKIX") || why.contains("certification path")
+      // the brokers' alert when they refuse the client's certificate, or got none (mutual TLS)
+      val refused = why.contains("fatal alert") &&
+        Seq("bad_certificate", "certificate_required", "certificate_unknown", "unknown_ca")
+          .exists(why.contains)
       val trustHint =
         "the brokers' certificate must be signed by an authority in the trust store of " +
           "kafka.ssl.truststore.location (kafka.ssl.truststore.password, " +
@@ -40,6 +44,9 @@ private[kafka] object KafkaAccessErrors {
       SluiceError.sourceFault(
         s"KafkaSource: the TLS handshake with the brokers failed: $why. " +
           (if (untrusted) s"The brokers' certificate is not trusted: $trustHint."
+           else if (refused)
+             "The brokers refused this client's certificate, or got none: " +
+               s"$keyHint (and kafka.security.protocol=SSL or SASL_SSL)."
            else s"Either $trustHint, or $keyHint."),
         a)
     case a: AuthenticationException =>
