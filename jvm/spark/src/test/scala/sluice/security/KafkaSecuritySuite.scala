@@ -258,8 +258,13 @@ class KafkaSecuritySuite extends AnyFunSuite with SparkSuiteBase {
     }
   }
 
-  /** A failing micro-batch and batch read: their errors, and how long each took to fail. */
-  private def failure(options: Map[String, String]): Seq[(String, Throwable, Long)] = {
+  /**
+   * A failing batch read and micro-batch query (and, with `longRunning`, real-time and continuous
+   * queries): their errors, and how long each took to fail.
+   */
+  private def failure(
+      options: Map[String, String],
+      longRunning: Boolean): Seq[(String, Throwable, Long)] = {
     def timed[T](body: => T): (T, Long) = {
       val t0 = System.nanoTime()
       val r = body
@@ -270,27 +275,43 @@ class KafkaSecuritySuite extends AnyFunSuite with SparkSuiteBase {
       explainOf(df.explain(true))
       df.collect()
     })
-    val ckpt = tempDir("ckpt")
-    val (streamError, streamMs) = timed {
-      val q = spark.readStream
+    def stream(mode: String): (String, Throwable, Long) = {
+      val ckpt = tempDir("ckpt")
+      val writer = spark.readStream
         .format("sluice")
         .options(options)
         .load()
         .writeStream
-        .format("noop")
-        .trigger(Trigger.AvailableNow())
         .option("checkpointLocation", ckpt.toString)
-        .start()
-      try {
-        try awaitEnd(q)
-        catch { case _: org.apache.spark.sql.streaming.StreamingQueryException => () }
-        q.exception.getOrElse(fail("the query ended without an error"))
-      } finally {
-        observe(q, ckpt)
-        q.stop()
+      val (error, ms) = timed {
+        val q = mode match {
+          case "micro-batch" => writer.format("noop").trigger(Trigger.AvailableNow()).start()
+          case "real-time" =>
+            writer
+              .foreach(RealTimeSink.writer("sec-failing"))
+              .outputMode("update")
+              .trigger(Trigger.RealTime("5 seconds"))
+              .start()
+          case _ =>
+            writer
+              .foreach(RealTimeSink.writer("sec-failing"))
+              .trigger(Trigger.Continuous("1 second"))
+              .start()
+        }
+        try {
+          try awaitEnd(q)
+          catch { case _: org.apache.spark.sql.streaming.StreamingQueryException => () }
+          q.exception.getOrElse(fail(s"the $mode query ended without an error"))
+        } finally {
+          observe(q, ckpt)
+          q.stop()
+        }
       }
+      (mode, error, ms)
     }
-    Seq(("batch read", batchError, batchMs), ("micro-batch", streamError, streamMs))
+    val modes =
+      if (longRunning) Seq("micro-batch", "real-time", "continuous") else Seq("micro-batch")
+    ("batch read", batchError, batchMs) +: modes.map(stream)
   }
 
   /** The whole chain of causes' messages: what a user sees printed. */
@@ -299,6 +320,7 @@ class KafkaSecuritySuite extends AnyFunSuite with SparkSuiteBase {
 
   test(
     "wrong credentials, an untrusted certificate and missing ACLs fail fast, naming the option") {
+    // the driver refuses the first two at its first look-up; READ is refused to the tasks
     val cases = Seq(
       (
         "a wrong SCRAM password",
@@ -321,7 +343,8 @@ class KafkaSecuritySuite extends AnyFunSuite with SparkSuiteBase {
         sluice(tls(), describeOnly),
         Seq("READ", describeOnly, "kafka.ssl.keystore.location")))
     cases.foreach { case (what, options, expected) =>
-      failure(options).foreach { case (mode, e, millis) =>
+      val longRunning = what.contains("password") || what.contains("READ")
+      failure(options, longRunning).foreach { case (mode, e, millis) =>
         errors += stackTrace(e)
         val text = messages(e)
         expected.foreach { word =>
