@@ -65,6 +65,10 @@ final class KafkaCluster(startTimeoutMs: Long = 180000) {
   def grant(user: String, topic: String, operations: String*): Unit =
     kafka.command("grant", user, topic, operations.mkString(","))
 
+  /** The node leading the partition now, if any. */
+  def leader(topic: String, partition: Int): Option[Int] =
+    kafka.command("leader", topic, partition.toString).toIntOption
+
   def killNode(id: Int): Unit = kafka.command("kill-node", id.toString)
   def stopNode(id: Int): Unit = kafka.command("stop-node", id.toString)
   def startNode(id: Int): Unit = kafka.command("start-node", id.toString)

@@ -27,7 +27,10 @@ import org.apache.kafka.common.utils.Utils
  *     SCRAM password;
  *   - `grant <user> <topic> <OPERATION,...>`: an ACL allowing the user those operations on the
  *     topic;
- *   - `kill-node <id>` (SIGKILL), `stop-node <id>` (a clean stop), `start-node <id>`.
+ *   - `leader <topic> <partition>`: the node id of the partition's leader (`none` if it has
+ *     none);
+ *   - `kill-node <id>` (SIGKILL), `stop-node <id>` (a clean stop), `start-node <id>` (waits
+ *     until the node has joined again).
  *
  * Users: `admin` (a super user), `reader` and `nobody`, each with a SCRAM password and a client
  * certificate (`CN=<user>`); none but `admin` may do anything until granted. Stops every node
@@ -123,6 +126,10 @@ object KafkaClusterMain {
             throw new IllegalArgumentException("usage: grant <user> <topic> <OPERATION,...>")
           access.grant(words(1), words(2), ClusterAccess.operations(words(3)))
           ""
+        case "leader" =>
+          if (words.size != 3 || words(2).toIntOption.isEmpty)
+            throw new IllegalArgumentException("usage: leader <topic> <partition>")
+          leader(plaintext, words(1), words(2).toInt)
         case "kill-node" => nodes.kill(id); ""
         case "stop-node" => nodes.stop(id, NodeTimeoutMs); ""
         case "start-node" => nodes.start(id, NodeTimeoutMs); ""
@@ -144,6 +151,24 @@ object KafkaClusterMain {
     cleanUp.run()
     if (stopCommand) protocol.println("OK")
     sys.exit(0)
+  }
+
+  private def leader(bootstrap: String, topic: String, partition: Int): String = {
+    val admin = org.apache.kafka.clients.admin.Admin.create(Broker.adminProps(bootstrap))
+    try {
+      val desc = admin
+        .describeTopics(java.util.Collections.singletonList(topic))
+        .allTopicNames()
+        .get(30, TimeUnit.SECONDS)
+        .get(topic)
+      val p = desc
+        .partitions()
+        .stream()
+        .filter(_.partition() == partition)
+        .findFirst()
+        .orElseThrow(() => new IllegalArgumentException(s"$topic has no partition $partition"))
+      Option(p.leader()).filterNot(_.isEmpty).map(_.id().toString).getOrElse("none")
+    } finally admin.close(java.time.Duration.ofSeconds(2))
   }
 
   private def describe(nodes: ClusterNodes, c: Certificates, access: ClusterAccess): String = {

@@ -125,17 +125,37 @@ private[kafka] final class KafkaAdminLookups(config: KafkaConfig) extends AutoCl
       val isolation =
         if (config.readCommitted) IsolationLevel.READ_COMMITTED
         else IsolationLevel.READ_UNCOMMITTED
-      val result = admin.listOffsets(
-        partitions.map(_ -> spec).toMap.asJava,
-        new ListOffsetsOptions(isolation))
-      partitions.flatMap { tp =>
-        try Some(tp -> result.partitionResult(tp).get(TimeoutSeconds, TimeUnit.SECONDS))
+      val deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(TimeoutSeconds)
+      // Kafka's Admin client sends a partition's request to the leader it looked up, and retries
+      // it there: a leader that died meanwhile (SIGKILL, no hand-over) is waited for until the
+      // call times out, though another replica leads within seconds (seen on the 3-broker test
+      // cluster: 60 s, then the query failed). A call of its own per attempt looks the leaders
+      // up again; the attempts share the one limit.
+      def attempt(): Map[TopicPartition, ListOffsetsResultInfo] = {
+        val leftMs = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())
+        val attemptMs = math.max(1L, math.min(leftMs, OffsetsAttemptMs))
+        val result = admin.listOffsets(
+          partitions.map(_ -> spec).toMap.asJava,
+          new ListOffsetsOptions(isolation).timeoutMs(attemptMs.toInt))
+        partitions.flatMap { tp =>
+          try Some(tp -> result.partitionResult(tp).get(attemptMs + 1000, TimeUnit.MILLISECONDS))
+          catch {
+            case e: ExecutionException
+                if tolerateMissing && e.getCause.isInstanceOf[UnknownTopicOrPartitionException] =>
+              None
+          }
+        }.toMap
+      }
+      var answer: Option[Map[TopicPartition, ListOffsetsResultInfo]] = None
+      while (answer.isEmpty) {
+        try answer = Some(attempt())
         catch {
           case e: ExecutionException
-              if tolerateMissing && e.getCause.isInstanceOf[UnknownTopicOrPartitionException] =>
-            None
+              if e.getCause.isInstanceOf[org.apache.kafka.common.errors.TimeoutException] &&
+                System.nanoTime() < deadline =>
         }
-      }.toMap
+      }
+      answer.get
     }
 
   /**
@@ -200,4 +220,7 @@ private object KafkaAdminLookups {
 
   /** How long one Admin answer may take. */
   val TimeoutSeconds = 60L
+
+  /** How long one attempt at an offset look-up may take (see `offsetInfos`). */
+  val OffsetsAttemptMs = 10000L
 }
