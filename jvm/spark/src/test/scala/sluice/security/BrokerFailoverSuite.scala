@@ -3,7 +3,7 @@ package sluice.security
 import org.apache.spark.sql.streaming.Trigger
 import org.scalatest.funsuite.AnyFunSuite
 
-import sluice.SparkSuiteBase
+import sluice.{Slow, SparkSuiteBase}
 import sluice.testkit.{KafkaCluster, ProducedRecord, SharedKafkaCluster}
 
 /**
@@ -16,7 +16,8 @@ class BrokerFailoverSuite extends AnyFunSuite with SparkSuiteBase {
   private lazy val cluster: KafkaCluster = SharedKafkaCluster.cluster
 
   test(
-    "micro-batch: the partition leader SIGKILLed mid-read, then restarted; every record once") {
+    "micro-batch: the partition leader SIGKILLed mid-read, then restarted; every record once",
+    Slow) {
     val topic = "failover-events"
     cluster.kafka.createTopic(topic, partitions = 2)
     def produce(from: Int, until: Int): Unit =

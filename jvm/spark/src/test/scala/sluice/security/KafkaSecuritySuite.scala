@@ -16,7 +16,7 @@ import org.apache.spark.sql.{DataFrame, Row}
 import org.apache.spark.sql.streaming.{StreamingQuery, Trigger}
 import org.scalatest.funsuite.AnyFunSuite
 
-import sluice.{Sluice, SparkSuiteBase}
+import sluice.{Slow, Sluice, SparkSuiteBase}
 import sluice.connector.file.FileSource
 import sluice.connector.kafka.{KafkaSource, OffsetsInitializer}
 import sluice.hybrid.HybridSource
@@ -196,7 +196,8 @@ class KafkaSecuritySuite extends AnyFunSuite with SparkSuiteBase {
   }
 
   test(
-    "Sluice reads what Spark's kafka source reads over SASL_SSL/SCRAM and mutual TLS, in every mode") {
+    "Sluice reads what Spark's kafka source reads over SASL_SSL/SCRAM and mutual TLS, in every mode",
+    Slow) {
     auths.foreach { case (name, auth) =>
       val key = name.filter(_.isLetter).toLowerCase
       val spark0 = spark.read
@@ -319,7 +320,8 @@ class KafkaSecuritySuite extends AnyFunSuite with SparkSuiteBase {
     Iterator.iterate(t)(_.getCause).takeWhile(_ != null).map(_.getMessage).mkString("\n")
 
   test(
-    "wrong credentials, an untrusted certificate and missing ACLs fail fast, naming the option") {
+    "wrong credentials, an untrusted certificate and missing ACLs fail fast, naming the option",
+    Slow) {
     // the driver refuses the first two at its first look-up; READ is refused to the tasks
     val cases = Seq(
       (
@@ -360,7 +362,8 @@ class KafkaSecuritySuite extends AnyFunSuite with SparkSuiteBase {
   }
 
   test(
-    "no password or key store password reaches a log, error, checkpoint, progress, event log, explain or SQL tab") {
+    "no password or key store password reaches a log, error, checkpoint, progress, event log, explain or SQL tab",
+    Slow) {
     val (logs, events) = stopCapture()
     val sqlTab = spark
       .asInstanceOf[org.apache.spark.sql.classic.SparkSession]

@@ -10,86 +10,96 @@ final case class KeyStoreFile(path: Path, password: String)
 
 /**
  * The TLS material of a test cluster, made at test time by the JDK's keytool in a temporary
- * folder (no key is ever kept in git): a certificate authority, a key store per name in
- * `entities` (its certificate signed by the authority, valid for 127.0.0.1 and localhost, with
- * `CN=<name>`, which the brokers map to the principal `User:<name>`), a trust store holding the
- * authority, and an `untrustedTruststore` holding another authority that signed nothing here.
+ * folder (no key is ever kept in git): a certificate authority and a trust store holding it
+ * ([[authority]]), a key store per name ([[sign]]: its certificate signed by the authority, valid
+ * for 127.0.0.1 and localhost, with `CN=<name>`, which the brokers map to the principal
+ * `User:<name>`), and a trust store of another authority that signed nothing here
+ * ([[untrustedTruststore]]). Passwords are made here too. Not thread-safe: keytool runs one at a
+ * time (see `keytool`).
  */
-final class Certificates private (
-    val truststore: KeyStoreFile,
-    val untrustedTruststore: KeyStoreFile,
-    val keystores: Map[String, KeyStoreFile])
+final class Certificates private (dir: Path, ca: KeyStoreFile, caPem: Path) {
+  import Certificates._
+
+  /** The trust store holding the authority. */
+  val truststore: KeyStoreFile = {
+    val t = KeyStoreFile(dir.resolve("truststore.p12"), password())
+    keytool(
+      Seq("-importcert", "-noprompt", "-alias", "ca", "-file", caPem.toString) ++
+        store(t.path, t.password, create = true))
+    t
+  }
+
+  /** A key store holding a key and a certificate for `CN=<name>`, signed by the authority. */
+  def sign(name: String): KeyStoreFile = {
+    val ks = KeyStoreFile(dir.resolve(s"$name.p12"), password())
+    val csr = dir.resolve(s"$name.csr")
+    val pem = dir.resolve(s"$name.pem")
+    keytool(
+      Seq("-genkeypair", "-alias", name, "-dname", s"CN=$name,OU=sluice-test") ++
+        KeyAlgorithm ++ store(ks.path, ks.password, create = true))
+    keytool(Seq("-certreq", "-alias", name, "-file", csr.toString) ++ store(ks.path, ks.password))
+    keytool(
+      Seq(
+        "-gencert",
+        "-alias",
+        "ca",
+        "-infile",
+        csr.toString,
+        "-outfile",
+        pem.toString,
+        "-rfc",
+        "-validity",
+        ValidityDays,
+        "-ext",
+        "san=ip:127.0.0.1,dns:localhost") ++ store(ca.path, ca.password))
+    // the signed certificate followed by the authority: keytool installs the whole chain
+    val chain = dir.resolve(s"$name-chain.pem")
+    Files.write(chain, (Files.readString(pem) + Files.readString(caPem)).getBytes("UTF-8"))
+    keytool(
+      Seq("-importcert", "-noprompt", "-alias", name, "-file", chain.toString) ++
+        store(ks.path, ks.password))
+    ks
+  }
+
+  /** A trust store of another authority, which signs nothing here: it trusts no broker. */
+  def untrustedTruststore(): KeyStoreFile = {
+    val t = KeyStoreFile(dir.resolve("untrusted-truststore.p12"), password())
+    val other = KeyStoreFile(dir.resolve("other-ca.p12"), password())
+    val otherPem = dir.resolve("other-ca.pem")
+    keytool(
+      Seq("-genkeypair", "-alias", "other", "-dname", "CN=sluice-untrusted-ca", "-ext", "bc:c") ++
+        KeyAlgorithm ++ store(other.path, other.password, create = true))
+    keytool(
+      Seq("-exportcert", "-rfc", "-alias", "other", "-file", otherPem.toString) ++
+        store(other.path, other.password))
+    keytool(
+      Seq("-importcert", "-noprompt", "-alias", "other-ca", "-file", otherPem.toString) ++
+        store(t.path, t.password, create = true))
+    t
+  }
+}
 
 object Certificates {
   private val ValidityDays = "7"
   // EC keys: generated and used in TLS handshakes much faster than RSA keys on a small machine.
   private val KeyAlgorithm =
     Seq("-keyalg", "EC", "-groupname", "secp256r1", "-validity", ValidityDays)
+  private val random = new SecureRandom()
 
-  def create(dir: Path, entities: Seq[String]): Certificates = {
+  private def password(): String = s"ks-${java.lang.Long.toHexString(random.nextLong())}"
+
+  /** A new certificate authority in `dir`, and its trust store. */
+  def authority(dir: Path): Certificates = {
     Files.createDirectories(dir)
-    val random = new SecureRandom()
-    def password(): String = s"ks-${java.lang.Long.toHexString(random.nextLong())}"
-    val caPassword = password()
-    val ca = dir.resolve("ca.p12")
+    val ca = KeyStoreFile(dir.resolve("ca.p12"), password())
     val caPem = dir.resolve("ca.pem")
-    val truststore = KeyStoreFile(dir.resolve("truststore.p12"), password())
-    val untrusted = KeyStoreFile(dir.resolve("untrusted-truststore.p12"), password())
-    val keystores = entities.map(e => e -> KeyStoreFile(dir.resolve(s"$e.p12"), password())).toMap
-
     keytool(
       Seq("-genkeypair", "-alias", "ca", "-dname", "CN=sluice-test-ca", "-ext", "bc:c") ++
-        KeyAlgorithm ++ store(ca, caPassword, create = true))
+        KeyAlgorithm ++ store(ca.path, ca.password, create = true))
     keytool(
       Seq("-exportcert", "-rfc", "-alias", "ca", "-file", caPem.toString) ++
-        store(ca, caPassword))
-    keytool(
-      Seq("-importcert", "-noprompt", "-alias", "ca", "-file", caPem.toString) ++
-        store(truststore.path, truststore.password, create = true))
-
-    // another authority, which signs nothing here: a trust store of it trusts no broker
-    val other = dir.resolve("other-ca.p12")
-    val otherPem = dir.resolve("other-ca.pem")
-    keytool(
-      Seq("-genkeypair", "-alias", "other", "-dname", "CN=sluice-untrusted-ca", "-ext", "bc:c") ++
-        KeyAlgorithm ++ store(other, caPassword, create = true))
-    keytool(
-      Seq("-exportcert", "-rfc", "-alias", "other", "-file", otherPem.toString) ++
-        store(other, caPassword))
-    keytool(
-      Seq("-importcert", "-noprompt", "-alias", "other-ca", "-file", otherPem.toString) ++
-        store(untrusted.path, untrusted.password, create = true))
-
-    keystores.foreach { case (name, ks) =>
-      val csr = dir.resolve(s"$name.csr")
-      val pem = dir.resolve(s"$name.pem")
-      keytool(
-        Seq("-genkeypair", "-alias", name, "-dname", s"CN=$name,OU=sluice-test") ++
-          KeyAlgorithm ++ store(ks.path, ks.password, create = true))
-      keytool(
-        Seq("-certreq", "-alias", name, "-file", csr.toString) ++ store(ks.path, ks.password))
-      keytool(
-        Seq(
-          "-gencert",
-          "-alias",
-          "ca",
-          "-infile",
-          csr.toString,
-          "-outfile",
-          pem.toString,
-          "-rfc",
-          "-validity",
-          ValidityDays,
-          "-ext",
-          "san=ip:127.0.0.1,dns:localhost") ++ store(ca, caPassword))
-      // the signed certificate followed by the authority: keytool installs the whole chain
-      val chain = dir.resolve(s"$name-chain.pem")
-      Files.write(chain, (Files.readString(pem) + Files.readString(caPem)).getBytes("UTF-8"))
-      keytool(
-        Seq("-importcert", "-noprompt", "-alias", name, "-file", chain.toString) ++
-          store(ks.path, ks.password))
-    }
-    new Certificates(truststore, untrusted, keystores)
+        store(ca.path, ca.password))
+    new Certificates(dir, ca, caPem)
   }
 
   private def store(path: Path, password: String, create: Boolean = false): Seq[String] =

@@ -28,7 +28,8 @@ final case class NodePorts(plaintext: Int, saslSsl: Int, ssl: Int, controller: I
 final class ClusterNodes(
     size: Int,
     dir: Path,
-    certificates: Certificates,
+    brokerKeystore: KeyStoreFile,
+    truststore: KeyStoreFile,
     superUsers: Seq[String],
     jvmOptions: Seq[String]) {
   import Broker.Host
@@ -83,14 +84,14 @@ final class ClusterNodes(
     set(
       "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config",
       "org.apache.kafka.common.security.scram.ScramLoginModule required;")
-    val own = certificates.keystores("broker")
+    val own = brokerKeystore
     set("ssl.keystore.type", "PKCS12")
     set("ssl.keystore.location", own.path)
     set("ssl.keystore.password", own.password)
     set("ssl.key.password", own.password)
     set("ssl.truststore.type", "PKCS12")
-    set("ssl.truststore.location", certificates.truststore.path)
-    set("ssl.truststore.password", certificates.truststore.password)
+    set("ssl.truststore.location", truststore.path)
+    set("ssl.truststore.password", truststore.password)
     set("listener.name.ssl.ssl.client.auth", "required")
     set("ssl.principal.mapping.rules", "RULE:^CN=([a-zA-Z0-9._-]+),.*$/$1/,DEFAULT")
 

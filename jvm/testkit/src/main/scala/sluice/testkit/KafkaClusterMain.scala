@@ -5,6 +5,8 @@ import java.nio.charset.StandardCharsets
 import java.nio.file.Files
 import java.util.concurrent.TimeUnit
 
+import scala.concurrent.{Await, ExecutionContext, Future}
+import scala.concurrent.duration._
 import scala.util.control.NonFatal
 
 import com.fasterxml.jackson.databind.ObjectMapper
@@ -77,7 +79,7 @@ object KafkaClusterMain {
       "sluice-kafka-cluster-stop")
     Runtime.getRuntime.addShutdownHook(cleanUp)
 
-    val certificates =
+    val tls =
       try {
         // what each step took goes to stderr: a slow start says where its time went
         def step[T](what: String)(body: => T): T = {
@@ -87,16 +89,26 @@ object KafkaClusterMain {
             System.err.println(
               s"sluice-testkit: $what in ${TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0)} ms")
         }
-        val c =
-          step("certificates made")(Certificates.create(dir.resolve("tls"), "broker" +: Users))
-        nodes = new ClusterNodes(size, dir, c, Seq("admin"), NodeJvmOptions)
+        val (authority, broker) = step("the brokers' certificate made") {
+          val a = Certificates.authority(dir.resolve("tls"))
+          (a, a.sign("broker"))
+        }
+        // the clients' material is made while the nodes start: they need only the brokers'
+        val clients = Future(step("the clients' certificates made") {
+          TlsMaterial(
+            authority.truststore,
+            authority.untrustedTruststore(),
+            Users.map(u => u -> authority.sign(u)).toMap)
+        })(ExecutionContext.global)
+        nodes =
+          new ClusterNodes(size, dir, broker, authority.truststore, Seq("admin"), NodeJvmOptions)
         step(s"$size nodes started")(nodes.startAll(StartTimeoutMs))
         val plaintext = nodes.bootstrap(_.plaintext)
         step("the cluster usable")(
           Broker.awaitUsable(Broker.adminProps(plaintext), size, StartTimeoutMs))
         access = new ClusterAccess(plaintext, Users)
         step("SCRAM users created")(access.createUsers())
-        c
+        Await.result(clients, StartTimeoutMs.millis)
       } catch {
         case NonFatal(e) =>
           e.printStackTrace(System.err)
@@ -110,7 +122,7 @@ object KafkaClusterMain {
         s"${TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - began)} ms")
 
     commands = new Commands(plaintext, size.toShort)
-    val security = describe(nodes, certificates, access)
+    val security = describe(nodes, tls, access)
     def run(line: String): String = {
       val words = line.trim.split("\\s+").toSeq
       def id = words
@@ -171,7 +183,13 @@ object KafkaClusterMain {
     } finally admin.close(java.time.Duration.ofSeconds(2))
   }
 
-  private def describe(nodes: ClusterNodes, c: Certificates, access: ClusterAccess): String = {
+  /** What clients of the cluster need for TLS. */
+  private final case class TlsMaterial(
+      truststore: KeyStoreFile,
+      untrustedTruststore: KeyStoreFile,
+      keystores: Map[String, KeyStoreFile])
+
+  private def describe(nodes: ClusterNodes, c: TlsMaterial, access: ClusterAccess): String = {
     val mapper = new ObjectMapper()
     val root = mapper.createObjectNode()
     root.put("plaintext", nodes.bootstrap(_.plaintext))
