@@ -12,7 +12,8 @@ import org.apache.kafka.common.resource.{PatternType, ResourcePattern, ResourceT
 /**
  * Who may do what on the test cluster: SCRAM-SHA-512 users (passwords made at start, never
  * fixed) and topic ACLs, set over the harness's PLAINTEXT listener (a super user's). Each change
- * waits until every node has it, so a test does not race its own set-up.
+ * waits until every node's metadata log holds it (each node applies it from there at once), so
+ * a test does not race its own set-up.
  */
 final class ClusterAccess(plaintextBootstrap: String, users: Seq[String]) extends AutoCloseable {
   private val timeoutMs = 30000L

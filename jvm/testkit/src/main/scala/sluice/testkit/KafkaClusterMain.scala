@@ -145,7 +145,14 @@ object KafkaClusterMain {
         case "kill-node" => nodes.kill(id); ""
         case "stop-node" => nodes.stop(id, NodeTimeoutMs); ""
         case "start-node" => nodes.start(id, NodeTimeoutMs); ""
-        case _ => commands.run(line)
+        case _ =>
+          try commands.run(line)
+          catch {
+            case e: IllegalArgumentException if e.getMessage.startsWith("unknown command") =>
+              throw new IllegalArgumentException(
+                s"${e.getMessage}; the cluster's own: security, grant, leader, kill-node, " +
+                  "stop-node, start-node")
+          }
       }
     }
 
