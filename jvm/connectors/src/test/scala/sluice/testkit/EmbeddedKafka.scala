@@ -74,7 +74,9 @@ final case class ConsumedRecord(
 final class EmbeddedKafka(
     startTimeoutMs: Long = 60000,
     commandTimeoutMs: Long = 120000,
-    jvmOptions: Seq[String] = EmbeddedKafka.DefaultJvmOptions) {
+    jvmOptions: Seq[String] = EmbeddedKafka.DefaultJvmOptions,
+    /** The main class and its arguments: another process speaking the same protocol (a cluster). */
+    main: Seq[String] = Seq(EmbeddedKafka.MainClass)) {
   import EmbeddedKafka._
 
   private var process: Process = _
@@ -93,7 +95,7 @@ final class EmbeddedKafka(
   def start(): this.type = synchronized {
     require(process == null, "this EmbeddedKafka is already started")
     val java = Paths.get(System.getProperty("java.home"), "bin", "java").toString
-    val command = Seq(java) ++ jvmOptions ++ Seq("-cp", brokerClasspath(), MainClass)
+    val command = Seq(java) ++ jvmOptions ++ Seq("-cp", brokerClasspath()) ++ main
     shutdownHook = new Thread(() => stop(), "sluice-embedded-kafka-stop")
     Runtime.getRuntime.addShutdownHook(shutdownHook)
     val began = System.nanoTime()
@@ -340,7 +342,7 @@ object EmbeddedKafka {
   val DefaultJvmOptions: Seq[String] =
     Seq("-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 
-  private val MainClass = "sluice.testkit.KafkaBrokerMain"
+  private[testkit] val MainClass = "sluice.testkit.KafkaBrokerMain"
   private val ReadyPrefix = "SLUICE_KAFKA_READY bootstrap="
   private val StderrTailLines = 60
   private val StartAttempts = 3

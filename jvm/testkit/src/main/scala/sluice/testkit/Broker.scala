@@ -63,30 +63,7 @@ final class Broker(
     set("transaction.state.log.num.partitions", 1)
     set("transaction.state.log.segment.bytes", 4 * 1024 * 1024)
     set("num.partitions", 1)
-    // Tests create every topic they use, so a typo in a topic name fails instead of creating one.
-    set("auto.create.topics.enable", false)
-    set("group.initial.rebalance.delay.ms", 0)
-    // Tests write records with old timestamps: only topics setting retention.ms lose data by age.
-    set("log.retention.ms", -1)
-    // Retention and compaction must act within a test's lifetime, not after minutes.
-    set("log.initial.task.delay.ms", 0)
-    set("log.retention.check.interval.ms", 1000)
-    set("log.segment.delete.delay.ms", 1000)
-    set("log.segment.bytes", 16 * 1024 * 1024)
-    set("log.index.size.max.bytes", 1024 * 1024)
-    set("log.cleaner.backoff.ms", 1000)
-    set("log.cleaner.dedupe.buffer.size", 8 * 1024 * 1024)
-    set("log.cleaner.threads", 1)
-    // Sized for a 2-core machine running Spark next to the broker.
-    set("num.network.threads", 2)
-    set("num.io.threads", 4)
-    set("background.threads", 2)
-    set("num.recovery.threads.per.data.dir", 1)
-    set("num.replica.fetchers", 1)
-    set("group.coordinator.threads", 1)
-    set("auto.leader.rebalance.enable", false)
-    set("broker.heartbeat.interval.ms", 500)
-    set("controlled.shutdown.enable", true)
+    Broker.commonSettings(set)
     new KafkaConfig(p, false)
   }
 
@@ -103,54 +80,12 @@ final class Broker(
     awaitUsable(timeoutMs)
   }
 
-  private def format(cfg: KafkaConfig): Unit = {
+  private def format(cfg: KafkaConfig): Unit =
     // A directory given with --data-dir keeps its data (and cluster id) across runs.
-    if (Files.exists(logDir.resolve("meta.properties"))) return
-    Files.createDirectories(logDir)
-    new Formatter()
-      // Kafka reports what it formats on this stream; stdout belongs to the command protocol.
-      .setPrintStream(new PrintStream(java.io.OutputStream.nullOutputStream()))
-      .setNodeId(cfg.nodeId)
-      .setClusterId(Uuid.randomUuid().toString)
-      .setControllerListenerName("CONTROLLER")
-      .setMetadataLogDirectory(cfg.metadataLogDir)
-      .setDirectories(Collections.singletonList(logDir.toString))
-      .setReleaseVersion(MetadataVersion.LATEST_PRODUCTION)
-      .run()
-  }
+    Broker.formatOnce(cfg, logDir, Uuid.randomUuid().toString)
 
-  /**
-   * Waits until the broker is registered, unfenced and accepts a topic of replication factor 1.
-   */
-  private def awaitUsable(timeoutMs: Long): Unit = {
-    val deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs)
-    val admin = Admin.create(Broker.adminProps(bootstrapServers))
-    try {
-      var last: Throwable = null
-      var ready = false
-      while (!ready && System.nanoTime() < deadline) {
-        try {
-          val nodes =
-            admin.describeCluster(new DescribeClusterOptions().timeoutMs(2000)).nodes().get()
-          if (!nodes.isEmpty) {
-            val probe = new NewTopic("sluice-readiness-probe", 1, 1.toShort)
-            admin
-              .createTopics(
-                Collections.singletonList(probe),
-                new CreateTopicsOptions().validateOnly(true).timeoutMs(2000))
-              .all()
-              .get()
-            ready = true
-          }
-        } catch {
-          case NonFatal(e) => last = e
-        }
-        if (!ready) Thread.sleep(50)
-      }
-      if (!ready)
-        throw new IllegalStateException(s"Kafka did not become ready within $timeoutMs ms", last)
-    } finally admin.close(java.time.Duration.ofSeconds(2))
-  }
+  private def awaitUsable(timeoutMs: Long): Unit =
+    Broker.awaitUsable(Broker.adminProps(bootstrapServers), brokers = 1, timeoutMs)
 
   /**
    * Shuts the server down (idempotent) and deletes the data directory if it is a temporary one.
@@ -182,6 +117,89 @@ final class Broker(
 object Broker {
   val Host = "127.0.0.1"
   val NodeId = 1
+
+  /**
+   * What every broker of the testkit sets, alone or in a cluster: tuned for tests on a 2-core
+   * machine running Spark beside it.
+   */
+  def commonSettings(set: (String, Any) => Unit): Unit = {
+    // Tests create every topic they use, so a typo in a topic name fails instead of creating one.
+    set("auto.create.topics.enable", false)
+    set("group.initial.rebalance.delay.ms", 0)
+    // Tests write records with old timestamps: only topics setting retention.ms lose data by age.
+    set("log.retention.ms", -1)
+    // Retention and compaction must act within a test's lifetime, not after minutes.
+    set("log.initial.task.delay.ms", 0)
+    set("log.retention.check.interval.ms", 1000)
+    set("log.segment.delete.delay.ms", 1000)
+    set("log.segment.bytes", 16 * 1024 * 1024)
+    set("log.index.size.max.bytes", 1024 * 1024)
+    set("log.cleaner.backoff.ms", 1000)
+    set("log.cleaner.dedupe.buffer.size", 8 * 1024 * 1024)
+    set("log.cleaner.threads", 1)
+    // Sized for a 2-core machine running Spark next to the broker.
+    set("num.network.threads", 2)
+    set("num.io.threads", 4)
+    set("background.threads", 2)
+    set("num.recovery.threads.per.data.dir", 1)
+    set("num.replica.fetchers", 1)
+    set("group.coordinator.threads", 1)
+    set("auto.leader.rebalance.enable", false)
+    set("broker.heartbeat.interval.ms", 500)
+    set("controlled.shutdown.enable", true)
+  }
+
+  /** Formats `logDir` for the node of `cfg` unless it was formatted before. */
+  def formatOnce(cfg: KafkaConfig, logDir: Path, clusterId: String): Unit = {
+    if (Files.exists(logDir.resolve("meta.properties"))) return
+    Files.createDirectories(logDir)
+    new Formatter()
+      // Kafka reports what it formats on this stream; stdout belongs to the command protocol.
+      .setPrintStream(new PrintStream(java.io.OutputStream.nullOutputStream()))
+      .setNodeId(cfg.nodeId)
+      .setClusterId(clusterId)
+      .setControllerListenerName("CONTROLLER")
+      .setMetadataLogDirectory(cfg.metadataLogDir)
+      .setDirectories(Collections.singletonList(logDir.toString))
+      .setReleaseVersion(MetadataVersion.LATEST_PRODUCTION)
+      .run()
+  }
+
+  /**
+   * Waits until `brokers` brokers are registered and unfenced and accept a topic of as many
+   * replicas.
+   */
+  def awaitUsable(adminProps: Properties, brokers: Int, timeoutMs: Long): Unit = {
+    val deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs)
+    val admin = Admin.create(adminProps)
+    try {
+      var last: Throwable = null
+      var ready = false
+      while (!ready && System.nanoTime() < deadline) {
+        try {
+          val nodes =
+            admin.describeCluster(new DescribeClusterOptions().timeoutMs(2000)).nodes().get()
+          if (nodes.size >= brokers) {
+            val probe = new NewTopic("sluice-readiness-probe", 1, brokers.toShort)
+            admin
+              .createTopics(
+                Collections.singletonList(probe),
+                new CreateTopicsOptions().validateOnly(true).timeoutMs(2000))
+              .all()
+              .get()
+            ready = true
+          }
+        } catch {
+          case NonFatal(e) => last = e
+        }
+        if (!ready) Thread.sleep(50)
+      }
+      if (!ready)
+        throw new IllegalStateException(
+          s"Kafka ($brokers broker(s)) did not become ready within $timeoutMs ms",
+          last)
+    } finally admin.close(java.time.Duration.ofSeconds(2))
+  }
 
   /** A port that was free on 127.0.0.1 a moment ago. */
   def freePort(): Int = {

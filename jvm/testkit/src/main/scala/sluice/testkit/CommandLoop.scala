@@ -12,14 +12,14 @@ import scala.util.control.NonFatal
  * @return
  *   true if it stopped because of a `stop` command
  */
-final class CommandLoop(in: BufferedReader, out: PrintStream, commands: Commands) {
+final class CommandLoop(in: BufferedReader, out: PrintStream, commands: String => String) {
   def run(): Boolean = {
     var line = in.readLine()
     while (line != null) {
       if (line.trim == "stop") return true
       val answer =
         try {
-          val result = commands.run(line)
+          val result = commands(line)
           if (result.isEmpty) "OK" else s"OK $result"
         } catch {
           case NonFatal(e) => s"ERR ${CommandLoop.describe(e)}"

@@ -21,7 +21,8 @@ import org.apache.kafka.common.serialization.{ByteArrayDeserializer, ByteArraySe
  * The commands of the stdin protocol, run against one broker. Each returns the text after `OK`
  * (possibly empty) or throws; [[CommandLoop]] turns exceptions into `ERR` lines.
  */
-final class Commands(bootstrapServers: String) extends AutoCloseable {
+final class Commands(bootstrapServers: String, replicationFactor: Short = 1)
+    extends AutoCloseable {
   private val timeoutMs = 30000L
   private lazy val admin: Admin = Admin.create(Broker.adminProps(bootstrapServers))
   private var producerOpt: Option[KafkaProducer[Array[Byte], Array[Byte]]] = None
@@ -143,7 +144,7 @@ final class Commands(bootstrapServers: String) extends AutoCloseable {
         case _ => throw new IllegalArgumentException(s"topic config must be key=value, got '$kv'")
       }
     }.toMap
-    val topic = new NewTopic(name, partitions, 1.toShort).configs(configMap.asJava)
+    val topic = new NewTopic(name, partitions, replicationFactor).configs(configMap.asJava)
     get(admin.createTopics(Collections.singletonList(topic)).all())
     awaitPartitions(name, partitions)
     ""
@@ -270,7 +271,8 @@ final class Commands(bootstrapServers: String) extends AutoCloseable {
       }
       val dirs = get(
         admin
-          .describeLogDirs(Collections.singletonList(Broker.NodeId))
+          .describeLogDirs(
+            get(admin.describeCluster().nodes()).asScala.map(n => Int.box(n.id())).toSeq.asJava)
           .allDescriptions()).asScala.values.flatMap(_.asScala).map { case (dir, d) =>
         val error =
           Option(d.error()).map(e => s"error=${e.getClass.getSimpleName}").getOrElse("ok")

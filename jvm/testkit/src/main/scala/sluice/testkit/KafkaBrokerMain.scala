@@ -87,7 +87,7 @@ object KafkaBrokerMain {
     protocol.println(s"SLUICE_KAFKA_READY bootstrap=${broker.bootstrapServers}")
     val stdin = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))
     val stopCommand =
-      try new CommandLoop(stdin, protocol, commands).run()
+      try new CommandLoop(stdin, protocol, commands.run).run()
       catch {
         case NonFatal(e) =>
           System.err.println(

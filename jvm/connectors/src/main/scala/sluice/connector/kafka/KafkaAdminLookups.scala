@@ -9,7 +9,7 @@ import scala.util.control.NonFatal
 import org.apache.kafka.clients.admin.{Admin, AdminClientConfig, ListOffsetsOptions, OffsetSpec}
 import org.apache.kafka.clients.admin.ListOffsetsResult.ListOffsetsResultInfo
 import org.apache.kafka.common.{IsolationLevel, TopicPartition}
-import org.apache.kafka.common.errors.{UnknownTopicOrPartitionException, UnsupportedVersionException}
+import org.apache.kafka.common.errors.{TopicAuthorizationException, UnknownTopicOrPartitionException, UnsupportedVersionException}
 
 import sluice.errors.SluiceError
 
@@ -49,6 +49,7 @@ private[kafka] final class KafkaAdminLookups(config: KafkaConfig) extends AutoCl
       val topics = config.subscription match {
         case TopicSubscription.Topics(names) =>
           val existing = admin.listTopics().names().get(TimeoutSeconds, TimeUnit.SECONDS).asScala
+          checkHidden(names.filterNot(existing.contains))
           names.filter(existing.contains)
         case p: TopicSubscription.TopicPattern =>
           admin
@@ -60,6 +61,7 @@ private[kafka] final class KafkaAdminLookups(config: KafkaConfig) extends AutoCl
             .toSeq
         case TopicSubscription.Assigned(partitions) =>
           val existing = admin.listTopics().names().get(TimeoutSeconds, TimeUnit.SECONDS).asScala
+          checkHidden(partitions.keys.filterNot(existing.contains).toSeq)
           partitions.keys.filter(existing.contains).toSeq
       }
       if (topics.isEmpty) (Set.empty, Map.empty)
@@ -82,6 +84,29 @@ private[kafka] final class KafkaAdminLookups(config: KafkaConfig) extends AutoCl
       }
     }
 
+  /**
+   * Topics the source names that the brokers do not list: missing, or hidden from a user without
+   * DESCRIBE on them (Kafka lists only the topics one may describe). A missing topic is waited
+   * for, as before; a hidden one would be waited for forever, so asking for it by name tells the
+   * two apart: the brokers answer TOPIC_AUTHORIZATION_FAILED for a hidden topic, which fails.
+   */
+  private def checkHidden(unlisted: Seq[String]): Unit =
+    if (unlisted.nonEmpty) {
+      admin.describeTopics(unlisted.asJava).topicNameValues().asScala.foreach { case (name, f) =>
+        try f.get(TimeoutSeconds, TimeUnit.SECONDS)
+        catch {
+          case e: ExecutionException
+              if e.getCause.isInstanceOf[UnknownTopicOrPartitionException] =>
+          case e: ExecutionException if e.getCause.isInstanceOf[TopicAuthorizationException] =>
+            // Kafka's exception from this call names no topic; the message should
+            val named = new TopicAuthorizationException(
+              e.getCause.getMessage,
+              java.util.Collections.singleton(name))
+            throw KafkaAccessErrors.explain(named, config, KafkaAccessErrors.Describe)
+        }
+      }
+    }
+
   /** The offset `spec` designates in each partition; a missing partition is left out when tolerated, else an error. */
   def offsets(
       partitions: Seq[TopicPartition],
@@ -100,17 +125,37 @@ private[kafka] final class KafkaAdminLookups(config: KafkaConfig) extends AutoCl
       val isolation =
         if (config.readCommitted) IsolationLevel.READ_COMMITTED
         else IsolationLevel.READ_UNCOMMITTED
-      val result = admin.listOffsets(
-        partitions.map(_ -> spec).toMap.asJava,
-        new ListOffsetsOptions(isolation))
-      partitions.flatMap { tp =>
-        try Some(tp -> result.partitionResult(tp).get(TimeoutSeconds, TimeUnit.SECONDS))
+      val deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(TimeoutSeconds)
+      // Kafka's Admin client sends a partition's request to the leader it looked up, and retries
+      // it there: a leader that died meanwhile (SIGKILL, no hand-over) is waited for until the
+      // call times out, though another replica leads within seconds (seen on the 3-broker test
+      // cluster: 60 s, then the query failed). A call of its own per attempt looks the leaders
+      // up again; the attempts share the one limit.
+      def attempt(): Map[TopicPartition, ListOffsetsResultInfo] = {
+        val leftMs = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())
+        val attemptMs = math.max(1L, math.min(leftMs, OffsetsAttemptMs))
+        val result = admin.listOffsets(
+          partitions.map(_ -> spec).toMap.asJava,
+          new ListOffsetsOptions(isolation).timeoutMs(attemptMs.toInt))
+        partitions.flatMap { tp =>
+          try Some(tp -> result.partitionResult(tp).get(attemptMs + 1000, TimeUnit.MILLISECONDS))
+          catch {
+            case e: ExecutionException
+                if tolerateMissing && e.getCause.isInstanceOf[UnknownTopicOrPartitionException] =>
+              None
+          }
+        }.toMap
+      }
+      var answer: Option[Map[TopicPartition, ListOffsetsResultInfo]] = None
+      while (answer.isEmpty) {
+        try answer = Some(attempt())
         catch {
           case e: ExecutionException
-              if tolerateMissing && e.getCause.isInstanceOf[UnknownTopicOrPartitionException] =>
-            None
+              if e.getCause.isInstanceOf[org.apache.kafka.common.errors.TimeoutException] &&
+                System.nanoTime() < deadline =>
         }
-      }.toMap
+      }
+      answer.get
     }
 
   /**
@@ -146,6 +191,24 @@ private[kafka] final class KafkaAdminLookups(config: KafkaConfig) extends AutoCl
         .toMap
     }
 
+  /** A refusal of the brokers (credentials, ACLs) says which options fix it; other faults what failed. */
+  private def wrap[T](what: String)(body: => T): T =
+    try body
+    catch {
+      case e: ExecutionException =>
+        KafkaAccessErrors.explain(e.getCause, config, KafkaAccessErrors.Describe) match {
+          case refusal: SluiceError => throw refusal
+          case _ =>
+            throw SluiceError.sourceFault(
+              s"KafkaSource: could not $what: ${e.getCause.getMessage}",
+              e.getCause)
+        }
+      case e: java.util.concurrent.TimeoutException =>
+        throw SluiceError.sourceFault(
+          s"KafkaSource: could not $what within $TimeoutSeconds s; are the brokers reachable?",
+          e)
+    }
+
   override def close(): Unit = if (adminClient != null) {
     try adminClient.close(java.time.Duration.ofSeconds(5))
     catch { case NonFatal(_) => }
@@ -158,16 +221,6 @@ private object KafkaAdminLookups {
   /** How long one Admin answer may take. */
   val TimeoutSeconds = 60L
 
-  private def wrap[T](what: String)(body: => T): T =
-    try body
-    catch {
-      case e: ExecutionException =>
-        throw SluiceError.sourceFault(
-          s"KafkaSource: could not $what: ${e.getCause.getMessage}",
-          e.getCause)
-      case e: java.util.concurrent.TimeoutException =>
-        throw SluiceError.sourceFault(
-          s"KafkaSource: could not $what within $TimeoutSeconds s; are the brokers reachable?",
-          e)
-    }
+  /** How long one attempt at an offset look-up may take (see `offsetInfos`). */
+  val OffsetsAttemptMs = 10000L
 }

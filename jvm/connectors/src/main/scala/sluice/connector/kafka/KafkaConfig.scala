@@ -252,10 +252,14 @@ object KafkaConfig {
   /** The reference lists the pass-through property too. */
   val documented: Seq[ConfigOption[_]] = own.head +: ConsumerProperty +: own.tail
 
+  private val FetchOffsetWhy =
+    "the driver's offset look-ups retry by themselves (Kafka's admin client, and a new call " +
+      "every 10 s that looks the leaders up again, all within 60 s)"
+
   /** Options of Spark's Kafka source that Sluice does not take, and why (see docs/migrating-from-spark-kafka.md). */
   private val SparkOnly = Map(
-    "fetchoffset.numretries" -> "the driver asks the brokers through Kafka's admin client, which retries by itself",
-    "fetchoffset.retryintervalms" -> "the driver asks the brokers through Kafka's admin client, which retries by itself",
+    "fetchoffset.numretries" -> FetchOffsetWhy,
+    "fetchoffset.retryintervalms" -> FetchOffsetWhy,
     "kafka.consumer.cache.timeout" -> "not an option of a query in Spark either (a Spark setting)")
 
   /** Consumer properties Sluice sets itself; a user value would break exactly-once reading. */

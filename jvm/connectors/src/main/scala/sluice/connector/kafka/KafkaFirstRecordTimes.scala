@@ -51,6 +51,10 @@ private[kafka] final class KafkaFirstRecordTimes(config: KafkaConfig) {
       }
       healthy = true
       times.toMap
+    } catch {
+      // a refusal of the brokers (credentials, ACLs) says which options fix it
+      case e: org.apache.kafka.common.KafkaException =>
+        throw KafkaAccessErrors.explain(e, config, KafkaAccessErrors.Read)
     } finally KafkaConsumerPool.release(config.consumerProperties, consumer, healthy)
   }
 }

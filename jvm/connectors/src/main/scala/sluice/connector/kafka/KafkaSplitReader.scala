@@ -223,7 +223,8 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
       case e: scala.util.control.ControlThrowable => throw e // control flow, not a failure
       case e: Throwable =>
         healthy = false
-        throw e
+        // a refusal of the brokers (credentials, ACLs) says which options fix it
+        throw KafkaAccessErrors.explain(e, config, KafkaAccessErrors.Read)
     }
 
   /**

@@ -1,0 +1,410 @@
+package sluice.security
+
+import java.io.{ByteArrayOutputStream, PrintWriter, StringWriter}
+import java.nio.file.{Files, Path}
+import java.util.concurrent.TimeUnit
+
+import scala.collection.mutable
+import scala.jdk.CollectionConverters._
+
+import org.apache.logging.log4j.{Level, LogManager}
+import org.apache.logging.log4j.core.{LogEvent, LoggerContext}
+import org.apache.logging.log4j.core.appender.AbstractAppender
+import org.apache.logging.log4j.core.config.Property
+import org.apache.spark.sluicetest.EventLogCapture
+import org.apache.spark.sql.{DataFrame, Row}
+import org.apache.spark.sql.streaming.{StreamingQuery, Trigger}
+import org.scalatest.funsuite.AnyFunSuite
+
+import sluice.{Slow, Sluice, SparkSuiteBase}
+import sluice.connector.file.FileSource
+import sluice.connector.kafka.{KafkaSource, OffsetsInitializer}
+import sluice.hybrid.HybridSource
+import sluice.spark.RealTimeSink
+import sluice.testkit.{KafkaCluster, ProducedRecord, SharedKafkaCluster}
+
+/**
+ * Sluice against the secured test cluster (SASL_SSL with SCRAM-SHA-512, mutual TLS, ACLs): it
+ * reads what Spark's own Kafka source reads with the same settings in every execution mode;
+ * wrong credentials, an untrusted certificate and missing ACLs fail fast, naming the cause and
+ * the option to fix; and no password reaches a log line, an error, a checkpoint, the progress,
+ * the event log, `explain()` or the SQL tab's plans, in the failures included.
+ *
+ * The tests run in order: the last one checks everything the others produced (logs are
+ * captured and the event log written from the suite's start).
+ */
+class KafkaSecuritySuite extends AnyFunSuite with SparkSuiteBase {
+  private lazy val cluster: KafkaCluster = SharedKafkaCluster.cluster
+
+  private val topic = "sec-events"
+  private val describeOnly = "sec-describe-only"
+  private val hidden = "sec-hidden"
+  private val records = 40
+
+  // everything a password must not reach, gathered as the tests run
+  private val logLines = mutable.ArrayBuffer.empty[String]
+  private val errors = mutable.ArrayBuffer.empty[String]
+  private val explained = mutable.ArrayBuffer.empty[String]
+  private val progress = mutable.ArrayBuffer.empty[String]
+  private val checkpoints = mutable.ArrayBuffer.empty[Path]
+  private var eventLog: EventLogCapture = _
+
+  private lazy val appender =
+    new AbstractAppender("security-capture", null, null, true, Property.EMPTY_ARRAY) {
+      override def append(event: LogEvent): Unit = logLines.synchronized {
+        logLines += event.getMessage.getFormattedMessage
+        Option(event.getThrown).foreach(t => logLines += stackTrace(t))
+      }
+    }
+  private var previousLevel: Level = _
+
+  override protected def beforeAll(): Unit = {
+    super.beforeAll()
+    spark.conf.set("spark.sql.streaming.realTimeMode.minBatchDuration", "1s")
+    // the SQL tab's store: created when first used, it must see the queries from the start
+    spark.asInstanceOf[org.apache.spark.sql.classic.SparkSession].sharedState.statusStore
+    eventLog = new EventLogCapture(spark.sparkContext, tempDir("eventlog"))
+    val ctx = LogManager.getContext(false).asInstanceOf[LoggerContext]
+    val root = ctx.getConfiguration.getRootLogger
+    previousLevel = root.getLevel
+    appender.start()
+    root.addAppender(appender, Level.INFO, null)
+    root.setLevel(Level.INFO)
+    ctx.updateLoggers()
+
+    val base = 1700000000000L
+    def produce(t: String, n: Int): Unit = {
+      cluster.kafka.createTopic(t, partitions = 2)
+      cluster.kafka.produce(
+        t,
+        (0 until n).map(i =>
+          ProducedRecord.text(
+            key = Some(s"k$i"),
+            value = Some(s"""{"id":${100 + i}}"""),
+            partition = Some(i % 2),
+            timestamp = Some(base + i * 1000L))))
+    }
+    produce(topic, records)
+    produce(describeOnly, 4)
+    produce(hidden, 4)
+    cluster.grant("reader", topic, "READ", "DESCRIBE")
+    cluster.grant("reader", describeOnly, "DESCRIBE")
+  }
+
+  override protected def afterAll(): Unit = {
+    try stopCapture()
+    finally super.afterAll()
+  }
+
+  private var captured: Option[(String, String)] = None
+
+  /** Stops the log capture and the event log (once); returns (logs, event log). */
+  private def stopCapture(): (String, String) = synchronized {
+    captured.getOrElse {
+      val ctx = LogManager.getContext(false).asInstanceOf[LoggerContext]
+      val root = ctx.getConfiguration.getRootLogger
+      root.removeAppender(appender.getName)
+      root.setLevel(previousLevel)
+      ctx.updateLoggers()
+      val events = eventLog.stop()
+      val result = (logLines.synchronized(logLines.mkString("\n")), events)
+      captured = Some(result)
+      result
+    }
+  }
+
+  private def stackTrace(t: Throwable): String = {
+    val w = new StringWriter()
+    t.printStackTrace(new PrintWriter(w))
+    w.toString
+  }
+
+  /** The two ways to authenticate, as `kafka.*` options of `reader`. */
+  private def scram(user: String = "reader", password: Option[String] = None) =
+    prefixed(cluster.scramProperties(user, password))
+  private def tls(user: String = "reader", untrusted: Boolean = false) =
+    prefixed(
+      cluster
+        .tlsProperties(user, if (untrusted) cluster.untrustedTruststore else cluster.truststore))
+  private def prefixed(props: Map[String, String]) = props.map { case (k, v) => s"kafka.$k" -> v }
+  private lazy val auths = Seq("SASL_SSL/SCRAM-SHA-512" -> scram(), "mutual TLS" -> tls())
+
+  private def sluice(auth: Map[String, String], t: String = topic): Map[String, String] =
+    auth ++ Map("source" -> "kafka", "subscribe" -> t, "startingOffsets" -> "earliest")
+
+  /** What a batch read of Kafka needs in Sluice (not in Spark): where it ends. */
+  private val bounded = "endingOffsets" -> "latest"
+
+  /** (partition, offset, key, value, timestamp) of raw Kafka rows, in order. */
+  private def kafkaRows(rows: Seq[Row]): Seq[(Int, Long, String, String, Long)] =
+    rows
+      .map(r =>
+        (
+          r.getAs[Int]("partition"),
+          r.getAs[Long]("offset"),
+          new String(r.getAs[Array[Byte]]("key"), "UTF-8"),
+          new String(r.getAs[Array[Byte]]("value"), "UTF-8"),
+          r.getAs[java.sql.Timestamp]("timestamp").getTime))
+      .sortBy(r => (r._1, r._2))
+
+  private def explainOf(show: => Unit): Unit = {
+    val out = new ByteArrayOutputStream()
+    Console.withOut(out)(show)
+    explained += out.toString("UTF-8")
+  }
+
+  private def observe(q: StreamingQuery, ckpt: Path): Unit = {
+    progress ++= q.recentProgress.map(_.json)
+    checkpoints += ckpt
+  }
+
+  /** Runs `df` with `Trigger.AvailableNow` into a memory table; returns its rows. */
+  private def availableNow(df: DataFrame, name: String): Seq[Row] = {
+    val ckpt = tempDir("ckpt")
+    val q = df.writeStream
+      .format("memory")
+      .queryName(name)
+      .trigger(Trigger.AvailableNow())
+      .option("checkpointLocation", ckpt.toString)
+      .start()
+    try {
+      awaitEnd(q)
+      assert(q.exception.isEmpty, q.exception)
+      explainOf(q.explain(true))
+      observe(q, ckpt)
+      spark.table(name).collect().toSeq
+    } finally q.stop()
+  }
+
+  /** Runs `df` in real-time mode or continuous processing until `n` rows arrived. */
+  private def longRunning(df: DataFrame, sink: String, realTime: Boolean, n: Int): Seq[Row] = {
+    val ckpt = tempDir("ckpt")
+    val writer = df.writeStream
+      .foreach(RealTimeSink.writer(sink))
+      .option("checkpointLocation", ckpt.toString)
+    val q =
+      if (realTime) writer.outputMode("update").trigger(Trigger.RealTime("5 seconds")).start()
+      else writer.trigger(Trigger.Continuous("1 second")).start()
+    try {
+      val rows = RealTimeSink.await(sink, s"$n rows", q)(_.size >= n)
+      explainOf(q.explain(true))
+      rows
+    } finally {
+      q.stop()
+      observe(q, ckpt)
+    }
+  }
+
+  test(
+    "Sluice reads what Spark's kafka source reads over SASL_SSL/SCRAM and mutual TLS, in every mode",
+    Slow) {
+    auths.foreach { case (name, auth) =>
+      val key = name.filter(_.isLetter).toLowerCase
+      val spark0 = spark.read
+        .format("kafka")
+        .options(auth)
+        .option("subscribe", topic)
+        .load()
+      val expected = kafkaRows(spark0.collect().toSeq)
+      assert(expected.size == records, s"$name: Spark's kafka source read ${expected.size}")
+
+      val batch = spark.read.format("sluice").options(sluice(auth) + bounded).load()
+      explainOf(batch.explain(true))
+      assert(kafkaRows(batch.collect().toSeq) == expected, s"$name: batch read")
+
+      val theirsStream = availableNow(
+        spark.readStream
+          .format("kafka")
+          .options(auth)
+          .option("subscribe", topic)
+          .option("startingOffsets", "earliest")
+          .load(),
+        s"sec_spark_$key")
+      assert(kafkaRows(theirsStream) == expected, s"$name: Spark's micro-batch")
+      val micro = availableNow(
+        spark.readStream.format("sluice").options(sluice(auth)).load(),
+        s"sec_micro_$key")
+      assert(kafkaRows(micro) == expected, s"$name: micro-batch")
+
+      val stream = spark.readStream.format("sluice").options(sluice(auth)).load()
+      val realTime = longRunning(stream, s"sec-rt-$key", realTime = true, records)
+      assert(kafkaRows(realTime) == expected, s"$name: real-time mode")
+      val continuous =
+        longRunning(stream, s"sec-cont-$key", realTime = false, records)
+      assert(kafkaRows(continuous) == expected, s"$name: continuous processing")
+
+      // files (ids 0..9), then Kafka (ids 100..139) over the secured listener
+      val dir = tempDir("history")
+      Files.write(
+        dir.resolve("a.json"),
+        (0 until 10).map(i => s"""{"id":$i}""").mkString("\n").getBytes("UTF-8"))
+      val live = (auth - "kafka.bootstrap.servers")
+        .foldLeft(
+          KafkaSource
+            .builder()
+            .bootstrapServers(auth("kafka.bootstrap.servers"))
+            .topics(topic)
+            .startingOffsets(OffsetsInitializer.earliest())
+            .option("format", "json")
+            .option("schema", "id BIGINT")) { case (b, (k, v)) => b.option(k, v) }
+        .build()
+      val hybrid = HybridSource
+        .builder(
+          FileSource.builder().path(dir.toString).format("json").schema("id BIGINT").build())
+        .addSource(live)
+        .build()
+      val ids = availableNow(Sluice.fromSource(spark, hybrid).select("id"), s"sec_hybrid_$key")
+        .map(_.getLong(0))
+      assert(ids.sorted == ((0L until 10L) ++ (100L until 100L + records)), s"$name: hybrid")
+    }
+  }
+
+  /**
+   * A failing batch read and micro-batch query (and, with `longRunning`, real-time and continuous
+   * queries): their errors, and how long each took to fail.
+   */
+  private def failure(
+      options: Map[String, String],
+      longRunning: Boolean): Seq[(String, Throwable, Long)] = {
+    def timed[T](body: => T): (T, Long) = {
+      val t0 = System.nanoTime()
+      val r = body
+      (r, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0))
+    }
+    val (batchError, batchMs) = timed(intercept[Throwable] {
+      val df = spark.read.format("sluice").options(options + bounded).load()
+      explainOf(df.explain(true))
+      df.collect()
+    })
+    def stream(mode: String): (String, Throwable, Long) = {
+      val ckpt = tempDir("ckpt")
+      val writer = spark.readStream
+        .format("sluice")
+        .options(options)
+        .load()
+        .writeStream
+        .option("checkpointLocation", ckpt.toString)
+      val (error, ms) = timed {
+        val q = mode match {
+          case "micro-batch" => writer.format("noop").trigger(Trigger.AvailableNow()).start()
+          case "real-time" =>
+            writer
+              .foreach(RealTimeSink.writer("sec-failing"))
+              .outputMode("update")
+              .trigger(Trigger.RealTime("5 seconds"))
+              .start()
+          case _ =>
+            writer
+              .foreach(RealTimeSink.writer("sec-failing"))
+              .trigger(Trigger.Continuous("1 second"))
+              .start()
+        }
+        try {
+          try awaitEnd(q)
+          catch { case _: org.apache.spark.sql.streaming.StreamingQueryException => () }
+          q.exception.getOrElse(fail(s"the $mode query ended without an error"))
+        } finally {
+          observe(q, ckpt)
+          q.stop()
+        }
+      }
+      (mode, error, ms)
+    }
+    val modes =
+      if (longRunning) Seq("micro-batch", "real-time", "continuous") else Seq("micro-batch")
+    ("batch read", batchError, batchMs) +: modes.map(stream)
+  }
+
+  /** The whole chain of causes' messages: what a user sees printed. */
+  private def messages(t: Throwable): String =
+    Iterator.iterate(t)(_.getCause).takeWhile(_ != null).map(_.getMessage).mkString("\n")
+
+  test(
+    "wrong credentials, an untrusted certificate and missing ACLs fail fast, naming the option",
+    Slow) {
+    // the driver refuses the first two at its first look-up; READ is refused to the tasks
+    val cases = Seq(
+      (
+        "a wrong SCRAM password",
+        sluice(scram(password = Some("not-the-password"))),
+        Seq("authentication failed", "kafka.sasl.jaas.config")),
+      (
+        "a trust store without the brokers' authority",
+        sluice(tls(untrusted = true)),
+        Seq("certificate", "kafka.ssl.truststore.location")),
+      (
+        "no client certificate where the brokers require one",
+        sluice(tls().filter { case (k, _) => !k.startsWith("kafka.ssl.key") }),
+        Seq("refused this client's certificate", "kafka.ssl.keystore.location")),
+      (
+        "a user without DESCRIBE on the topic",
+        sluice(scram(), hidden),
+        Seq("DESCRIBE", hidden, "kafka.sasl.jaas.config")),
+      (
+        "a user without READ on the topic",
+        sluice(tls(), describeOnly),
+        Seq("READ", describeOnly, "kafka.ssl.keystore.location")))
+    cases.foreach { case (what, options, expected) =>
+      val longRunning = what.contains("password") || what.contains("READ")
+      failure(options, longRunning).foreach { case (mode, e, millis) =>
+        errors += stackTrace(e)
+        val text = messages(e)
+        expected.foreach { word =>
+          assert(
+            text.toLowerCase.contains(word.toLowerCase),
+            s"$what, $mode: '$word' not in:\n$text")
+        }
+        // well within the read timeout (kafkaConsumer.pollTimeoutMs, 120 s) and Admin's 60 s
+        assert(millis < 30000, s"$what, $mode: took $millis ms to fail")
+        info(s"$what, $mode: failed in $millis ms")
+      }
+    }
+  }
+
+  test(
+    "no password or key store password reaches a log, error, checkpoint, progress, event log, explain or SQL tab",
+    Slow) {
+    val (logs, events) = stopCapture()
+    val sqlTab = spark
+      .asInstanceOf[org.apache.spark.sql.classic.SparkSession]
+      .sharedState
+      .statusStore
+      .executionsList()
+      .map(e => s"${e.description}\n${e.physicalPlanDescription}")
+      .mkString("\n")
+    val checkpointFiles = checkpoints.toSeq.flatMap { dir =>
+      Files
+        .walk(dir)
+        .iterator()
+        .asScala
+        .filter(Files.isRegularFile(_))
+        .map(p => new String(Files.readAllBytes(p), "ISO-8859-1"))
+    }
+    val places = Seq(
+      "the driver's and executors' log" -> logs,
+      "the errors" -> errors.mkString("\n"),
+      "the checkpoints (offsets, sources, commits, metadata)" -> checkpointFiles.mkString("\n"),
+      "the progress" -> progress.mkString("\n"),
+      "the event log" -> events,
+      "explain()" -> explained.mkString("\n"),
+      "the SQL tab's plans" -> sqlTab)
+    // each place holds what it is checked for, or the check would prove nothing
+    Seq(
+      "the driver's and executors' log" -> "ConsumerConfig values",
+      "the errors" -> "kafka.sasl.jaas.config",
+      "the checkpoints (offsets, sources, commits, metadata)" -> topic,
+      "the progress" -> "numInputRows",
+      "the event log" -> "SparkListenerSQLExecutionStart",
+      "explain()" -> "Physical Plan",
+      "the SQL tab's plans" -> "MicroBatchScan").foreach { case (where, marker) =>
+      assert(places.toMap.apply(where).contains(marker), s"$where lacks '$marker'")
+    }
+    val secrets = Seq(
+      "reader's SCRAM password" -> cluster.user("reader").scramPassword,
+      "reader's key store password" -> cluster.user("reader").keystorePassword,
+      "the trust store password" -> cluster.truststore.password,
+      "the wrong password tried" -> "not-the-password")
+    for ((where, text) <- places; (secret, value) <- secrets)
+      assert(!text.contains(value), s"$secret leaked into $where")
+  }
+}

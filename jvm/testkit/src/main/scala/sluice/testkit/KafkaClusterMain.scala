@@ -1,0 +1,221 @@
+package sluice.testkit
+
+import java.io.{BufferedReader, FileDescriptor, FileOutputStream, InputStreamReader, IOException, PrintStream}
+import java.nio.charset.StandardCharsets
+import java.nio.file.Files
+import java.util.concurrent.TimeUnit
+
+import scala.concurrent.{Await, ExecutionContext, Future}
+import scala.concurrent.duration._
+import scala.util.control.NonFatal
+
+import com.fasterxml.jackson.databind.ObjectMapper
+import org.apache.kafka.common.utils.Utils
+
+/**
+ * A Kafka cluster for tests like those users run (see [[ClusterNodes]]): 3 KRaft nodes, each in
+ * its own JVM, replication factor 3, `min.insync.replicas=2`, PLAINTEXT, SASL_SSL (SCRAM-SHA-512)
+ * and SSL (client certificates) listeners, ACLs; certificates and passwords made at start in a
+ * temporary folder, deleted when it stops.
+ *
+ * {{{
+ * java -cp <broker classpath> sluice.testkit.KafkaClusterMain [--nodes N]
+ * }}}
+ *
+ * Speaks [[KafkaBrokerMain]]'s protocol (its ready line names the PLAINTEXT listeners; every
+ * command of [[Commands]] works, topics get one replica per node) plus:
+ *
+ *   - `security`: a JSON object of the listeners, the trust stores, each user's key store and
+ *     SCRAM password;
+ *   - `grant <user> <topic> <OPERATION,...>`: an ACL allowing the user those operations on the
+ *     topic;
+ *   - `leader <topic> <partition>`: the node id of the partition's leader (`none` if it has
+ *     none);
+ *   - `kill-node <id>` (SIGKILL), `stop-node <id>` (a clean stop), `start-node <id>` (waits
+ *     until the node has joined again).
+ *
+ * Users: `admin` (a super user), `reader` and `nobody`, each with a SCRAM password and a client
+ * certificate (`CN=<user>`); none but `admin` may do anything until granted. Stops every node
+ * on `stop`, at the end of stdin and on SIGTERM; a node whose cluster process died halts itself.
+ */
+object KafkaClusterMain {
+  val Users: Seq[String] = Seq("admin", "reader", "nobody")
+  private val StartTimeoutMs = 120000L
+  private val NodeTimeoutMs = 90000L
+
+  /** Small heaps and C1 only: three of these share a 2-core machine with Spark. */
+  private val NodeJvmOptions = Seq("-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+
+  def main(args: Array[String]): Unit = {
+    val protocol =
+      new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8)
+    System.setOut(System.err)
+    StderrLogging.configure()
+    val size = args.toList match {
+      case Nil => 3
+      case "--nodes" :: n :: Nil if n.toIntOption.exists(_ >= 1) => n.toInt
+      case _ =>
+        System.err.println("usage: KafkaClusterMain [--nodes N (>= 1)]")
+        sys.exit(2)
+    }
+
+    val began = System.nanoTime()
+    val dir = Files.createTempDirectory("sluice-kafka-cluster-")
+    var nodes: ClusterNodes = null
+    var access: ClusterAccess = null
+    var commands: Commands = null
+    val cleanUp = new Thread(
+      () => {
+        try Option(commands).foreach(_.close())
+        catch { case NonFatal(_) => }
+        try Option(access).foreach(_.close())
+        catch { case NonFatal(_) => }
+        Option(nodes).foreach(_.close())
+        try Utils.delete(dir.toFile)
+        catch {
+          case e: IOException => System.err.println(s"sluice-testkit: could not delete $dir: $e")
+        }
+      },
+      "sluice-kafka-cluster-stop")
+    Runtime.getRuntime.addShutdownHook(cleanUp)
+
+    val tls =
+      try {
+        // what each step took goes to stderr: a slow start says where its time went
+        def step[T](what: String)(body: => T): T = {
+          val t0 = System.nanoTime()
+          try body
+          finally
+            System.err.println(
+              s"sluice-testkit: $what in ${TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0)} ms")
+        }
+        val (authority, broker) = step("the brokers' certificate made") {
+          val a = Certificates.authority(dir.resolve("tls"))
+          (a, a.sign("broker"))
+        }
+        // the clients' material is made while the nodes start: they need only the brokers'
+        val clients = Future(step("the clients' certificates made") {
+          TlsMaterial(
+            authority.truststore,
+            authority.untrustedTruststore(),
+            Users.map(u => u -> authority.sign(u)).toMap)
+        })(ExecutionContext.global)
+        nodes =
+          new ClusterNodes(size, dir, broker, authority.truststore, Seq("admin"), NodeJvmOptions)
+        step(s"$size nodes started")(nodes.startAll(StartTimeoutMs))
+        val plaintext = nodes.bootstrap(_.plaintext)
+        step("the cluster usable")(
+          Broker.awaitUsable(Broker.adminProps(plaintext), size, StartTimeoutMs))
+        access = new ClusterAccess(plaintext, Users)
+        step("SCRAM users created")(access.createUsers())
+        Await.result(clients, StartTimeoutMs.millis)
+      } catch {
+        case NonFatal(e) =>
+          e.printStackTrace(System.err)
+          System.err.println(
+            s"sluice-testkit: the Kafka cluster failed to start: ${CommandLoop.describe(e)}")
+          sys.exit(1)
+      }
+    val plaintext = nodes.bootstrap(_.plaintext)
+    System.err.println(
+      s"sluice-testkit: Kafka cluster of $size nodes ready at $plaintext in " +
+        s"${TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - began)} ms")
+
+    commands = new Commands(plaintext, size.toShort)
+    val security = describe(nodes, tls, access)
+    def run(line: String): String = {
+      val words = line.trim.split("\\s+").toSeq
+      def id = words
+        .lift(1)
+        .flatMap(_.toIntOption)
+        .filter(nodes.ids.contains)
+        .getOrElse(throw new IllegalArgumentException(
+          s"usage: ${words.head} <node id: ${nodes.ids.mkString(", ")}>"))
+      words.head match {
+        case "security" => security
+        case "grant" =>
+          if (words.size != 4)
+            throw new IllegalArgumentException("usage: grant <user> <topic> <OPERATION,...>")
+          access.grant(words(1), words(2), ClusterAccess.operations(words(3)))
+          ""
+        case "leader" =>
+          if (words.size != 3 || words(2).toIntOption.isEmpty)
+            throw new IllegalArgumentException("usage: leader <topic> <partition>")
+          leader(plaintext, words(1), words(2).toInt)
+        case "kill-node" => nodes.kill(id); ""
+        case "stop-node" => nodes.stop(id, NodeTimeoutMs); ""
+        case "start-node" => nodes.start(id, NodeTimeoutMs); ""
+        case _ =>
+          try commands.run(line)
+          catch {
+            case e: IllegalArgumentException if e.getMessage.startsWith("unknown command") =>
+              throw new IllegalArgumentException(
+                s"${e.getMessage}; the cluster's own: security, grant, leader, kill-node, " +
+                  "stop-node, start-node")
+          }
+      }
+    }
+
+    protocol.println(s"SLUICE_KAFKA_READY bootstrap=$plaintext")
+    val stdin = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))
+    val stopCommand =
+      try new CommandLoop(stdin, protocol, run).run()
+      catch {
+        case NonFatal(e) =>
+          System.err.println(
+            s"sluice-testkit: reading commands failed: ${CommandLoop.describe(e)}")
+          false
+      }
+    Runtime.getRuntime.removeShutdownHook(cleanUp)
+    cleanUp.run()
+    if (stopCommand) protocol.println("OK")
+    sys.exit(0)
+  }
+
+  private def leader(bootstrap: String, topic: String, partition: Int): String = {
+    val admin = org.apache.kafka.clients.admin.Admin.create(Broker.adminProps(bootstrap))
+    try {
+      val desc = admin
+        .describeTopics(java.util.Collections.singletonList(topic))
+        .allTopicNames()
+        .get(30, TimeUnit.SECONDS)
+        .get(topic)
+      val p = desc
+        .partitions()
+        .stream()
+        .filter(_.partition() == partition)
+        .findFirst()
+        .orElseThrow(() => new IllegalArgumentException(s"$topic has no partition $partition"))
+      Option(p.leader()).filterNot(_.isEmpty).map(_.id().toString).getOrElse("none")
+    } finally admin.close(java.time.Duration.ofSeconds(2))
+  }
+
+  /** What clients of the cluster need for TLS. */
+  private final case class TlsMaterial(
+      truststore: KeyStoreFile,
+      untrustedTruststore: KeyStoreFile,
+      keystores: Map[String, KeyStoreFile])
+
+  private def describe(nodes: ClusterNodes, c: TlsMaterial, access: ClusterAccess): String = {
+    val mapper = new ObjectMapper()
+    val root = mapper.createObjectNode()
+    root.put("plaintext", nodes.bootstrap(_.plaintext))
+    root.put("saslSsl", nodes.bootstrap(_.saslSsl))
+    root.put("ssl", nodes.bootstrap(_.ssl))
+    def store(name: String, ks: KeyStoreFile): Unit = {
+      val o = root.putObject(name)
+      o.put("path", ks.path.toString)
+      o.put("password", ks.password)
+    }
+    store("truststore", c.truststore)
+    store("untrustedTruststore", c.untrustedTruststore)
+    val users = root.putObject("users")
+    Users.foreach { u =>
+      val o = users.putObject(u)
+      o.put("scramPassword", access.passwords(u))
+      o.put("keystore", c.keystores(u).path.toString)
+      o.put("keystorePassword", c.keystores(u).password)
+    }
+    mapper.writeValueAsString(root)
+  }
+}
