@@ -21,7 +21,7 @@ JVM_OUTPUTS := $(ASSEMBLY) $(BROKER_CP) $(MAVEN_POM)
 # one sbt command (`all`): the tasks run side by side where they do not depend on each other
 JVM_BUILD := 'all spark/assembly spark/writeSparkKafkaClasspath benchkit/package testkit/writeBrokerClasspath spark/publish'
 # the format check runs beside the suites (a slip still fails the run)
-SCALA_TESTS := 'all scalafmtCheckAll core/test connectors/test spark/test'
+SCALA_TESTS := 'all scalafmtCheckAll scalafmtSbtCheck core/test connectors/test spark/test'
 SCALA_SOURCES := $(shell find jvm -path '*/src/main/*' -name '*.scala' 2>/dev/null) build.sbt project/plugins.sbt \
   $(wildcard project/*.scala) LICENSE NOTICE
 # Expanded when a recipe runs (the venv may not exist yet when make starts), for any Python 3 minor.
@@ -50,7 +50,7 @@ lint-python: $(VENV)/.ok
 
 # Formats the Scala (scalafmt, .scalafmt.conf: Spark's settings) and Python (ruff, ruff.toml) sources.
 fmt: $(VENV)/.ok
-	$(SBT) scalafmtAll
+	$(SBT) scalafmtAll scalafmtSbt
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 

@@ -15,19 +15,27 @@ val kafkaVersion = "3.9.2"
 // Spark 4.3.0's jars, from the pyspark wheel (SPARK_JARS_DIR is set by the Makefile).
 lazy val sparkJarsDir = settingKey[File]("directory holding Spark 4.3.0's jars")
 lazy val sparkProvided = Seq(
-  sparkJarsDir := sys.env.get("SPARK_JARS_DIR").filter(_.nonEmpty).map(file).getOrElse {
-    // whichever Python 3 minor version made .venv
-    val lib = (ThisBuild / baseDirectory).value / ".venv" / "lib"
-    Option(lib.listFiles).toSeq.flatten.filter(_.getName.startsWith("python3")).sortBy(_.getName)
-      .map(_ / "site-packages" / "pyspark" / "jars").find(_.isDirectory).getOrElse(lib / "python3" / "site-packages" / "pyspark" / "jars")
-  },
+  sparkJarsDir := sys.env
+    .get("SPARK_JARS_DIR")
+    .filter(_.nonEmpty)
+    .map(file)
+    .getOrElse {
+      // whichever Python 3 minor version made .venv
+      val lib = (ThisBuild / baseDirectory).value / ".venv" / "lib"
+      Option(lib.listFiles).toSeq.flatten
+        .filter(_.getName.startsWith("python3"))
+        .sortBy(_.getName)
+        .map(_ / "site-packages" / "pyspark" / "jars")
+        .find(_.isDirectory)
+        .getOrElse(lib / "python3" / "site-packages" / "pyspark" / "jars")
+    },
   Compile / unmanagedJars ++= {
     val dir = sparkJarsDir.value
     if (!dir.isDirectory)
-      sys.error(s"Spark jars not found in $dir: run `make build` (it installs pyspark==4.3.0 into .venv)")
+      sys.error(
+        s"Spark jars not found in $dir: run `make build` (it installs pyspark==4.3.0 into .venv)")
     (dir * "*.jar").classpath
-  }
-)
+  })
 
 // Compression codecs and logging the Kafka client pulls in are already in every Spark distribution.
 val kafkaClients = ("org.apache.kafka" % "kafka-clients" % kafkaVersion)
@@ -44,9 +52,11 @@ val sparkKafkaConnector = Seq(
   ("org.apache.spark" %% "spark-token-provider-kafka-0-10" % "4.0.0").intransitive(),
   "org.apache.commons" % "commons-pool2" % "2.13.1")
 
-lazy val writeSparkKafkaClasspath = taskKey[File]("writes the jars of Spark's Kafka connector, for Python tests and benchmarks")
+lazy val writeSparkKafkaClasspath =
+  taskKey[File]("writes the jars of Spark's Kafka connector, for Python tests and benchmarks")
 
-lazy val writeBrokerClasspath = taskKey[File]("writes the embedded broker's classpath to target/broker-classpath.txt")
+lazy val writeBrokerClasspath =
+  taskKey[File]("writes the embedded broker's classpath to target/broker-classpath.txt")
 
 // A real Kafka broker (KRaft) for tests, the demo and benchmarks. Never part of the Sluice jar.
 lazy val testkit = (project in file("jvm/testkit"))
@@ -55,11 +65,11 @@ lazy val testkit = (project in file("jvm/testkit"))
     publish / skip := true,
     libraryDependencies ++= Seq(
       "org.apache.kafka" %% "kafka" % kafkaVersion,
-      "org.slf4j" % "slf4j-reload4j" % "1.7.36"
-    ),
+      "org.slf4j" % "slf4j-reload4j" % "1.7.36"),
     writeBrokerClasspath := {
       val out = target.value / "broker-classpath.txt"
-      val cp = (Compile / fullClasspath).value.files.map(_.getAbsolutePath).mkString(File.pathSeparator)
+      val cp =
+        (Compile / fullClasspath).value.files.map(_.getAbsolutePath).mkString(File.pathSeparator)
       // test tasks ask for it again while Python tests start brokers from it: never rewritten in
       // place (a reader could see it empty), only replaced whole when it changed
       if (!out.exists || IO.read(out) != cp) {
@@ -68,8 +78,7 @@ lazy val testkit = (project in file("jvm/testkit"))
         IO.move(part, out)
       }
       out
-    }
-  )
+    })
 
 // ---- Sluice: four subprojects whose dependencies are the architecture ---------------------------
 //   api  <-  core        (the Spark-free driver runtime: no Spark jar on its classpath at all)
@@ -108,8 +117,7 @@ lazy val java17Opens = Seq(
   "--add-opens=java.base/sun.nio.cs=ALL-UNNAMED",
   "--add-opens=java.base/sun.security.action=ALL-UNNAMED",
   "--add-opens=java.base/sun.util.calendar=ALL-UNNAMED",
-  "-Djdk.reflect.useDirectMethodHandle=false"
-)
+  "-Djdk.reflect.useDirectMethodHandle=false")
 
 // The test JVMs compile with C1 only: a suite run is minutes of short queries, each running code
 // once or a few times, and C2's compilations of it cost more CPU than they return. Measured on the
@@ -127,8 +135,7 @@ lazy val brokerTests = Seq(
   Test / javaOptions += s"-Dsluice.brokerClasspathFile=${(testkit / target).value / "broker-classpath.txt"}",
   Test / test := (Test / test).dependsOn(testkit / writeBrokerClasspath).value,
   Test / testOnly := (Test / testOnly).dependsOn(testkit / writeBrokerClasspath).evaluated,
-  Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD")
-)
+  Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"))
 
 lazy val api = (project in file("jvm/api"))
   .settings(sparkProvided)
@@ -146,8 +153,7 @@ lazy val core = (project in file("jvm/core"))
     Compile / dependencyClasspath := {
       val spark = (api / sparkJarsDir).value.getCanonicalPath
       (Compile / dependencyClasspath).value.filterNot(_.data.getCanonicalPath.startsWith(spark))
-    }
-  )
+    })
 
 // Its tests need no SparkSession: serializers, the data-loss policy, the enumerator and the split
 // reader against the embedded broker, whose client (sluice.testkit.EmbeddedKafka) lives here.
@@ -159,8 +165,7 @@ lazy val connectors = (project in file("jvm/connectors"))
     name := "sluice-connectors",
     publish / skip := true,
     libraryDependencies ++= Seq(kafkaClients, scalaTest),
-    Test / javaOptions ++= Seq("-Xmx1g", "-XX:+UseG1GC") ++ testJit ++ java17Opens
-  )
+    Test / javaOptions ++= Seq("-Xmx1g", "-XX:+UseG1GC") ++ testJit ++ java17Opens)
 
 // Its tests use connectors' test classes (test->test) for the broker's client: that client talks to
 // the broker's own JVM, so neither project's tests have the broker's jars (Kafka's server, its Scala
@@ -177,7 +182,8 @@ lazy val spark = (project in file("jvm/spark"))
     writeSparkKafkaClasspath := {
       val out = target.value / "spark-kafka-jars.txt"
       val names = Seq("spark-sql-kafka-0-10", "spark-token-provider-kafka-0-10", "commons-pool2")
-      val jars = (Test / dependencyClasspath).value.files.filter(f => names.exists(f.getName.startsWith))
+      val jars =
+        (Test / dependencyClasspath).value.files.filter(f => names.exists(f.getName.startsWith))
       IO.write(out, jars.map(_.getAbsolutePath).mkString(","))
       out
     },
@@ -213,29 +219,42 @@ lazy val spark = (project in file("jvm/spark"))
       case PathList("META-INF", "services", _*) => MergeStrategy.concat
       // Sluice's own LICENSE and NOTICE; bundled jars' keep their names with the jar's appended
       case PathList("META-INF", "LICENSE" | "NOTICE") => MergeStrategy.preferProject
-      case PathList("META-INF", xs @ _*) if xs.lastOption.exists(_.endsWith(".SF")) => MergeStrategy.discard
+      case PathList("META-INF", xs @ _*) if xs.lastOption.exists(_.endsWith(".SF")) =>
+        MergeStrategy.discard
       case PathList("META-INF", "versions", _*) => MergeStrategy.first
       case PathList("module-info.class") => MergeStrategy.discard
       case x => (assembly / assemblyMergeStrategy).value(x)
     },
     // One artifact for users: `dev.sluice:sluice-spark_2.13`, carrying the classes of api, core and
     // connectors too (the internal subprojects are not published).
-    Compile / packageBin / mappings ++= Seq(api, core, connectors).map(p => p / Compile / packageBin / mappings).join.value.flatten,
-    Compile / packageSrc / mappings ++= Seq(api, core, connectors).map(p => p / Compile / packageSrc / mappings).join.value.flatten,
+    Compile / packageBin / mappings ++= Seq(api, core, connectors)
+      .map(p => p / Compile / packageBin / mappings)
+      .join
+      .value
+      .flatten,
+    Compile / packageSrc / mappings ++= Seq(api, core, connectors)
+      .map(p => p / Compile / packageSrc / mappings)
+      .join
+      .value
+      .flatten,
     // The javadoc jar documents the four subprojects' sources together, as the jar carries them.
-    Compile / doc / sources ++= Seq(api, core, connectors).map(p => p / Compile / sources).join.value.flatten,
+    Compile / doc / sources ++= Seq(api, core, connectors)
+      .map(p => p / Compile / sources)
+      .join
+      .value
+      .flatten,
     projectDependencies := Seq.empty,
     // What a public repository requires (POM fields, sources and javadoc jars) and where `make dist`
     // publishes (target/maven-repo): project/Publishing.scala
-    Publishing.settings
-  )
+    Publishing.settings)
 
 // Helpers the benchmarks put on spark.jars (row sizes); never part of the Sluice jar.
 lazy val benchkit = (project in file("jvm/benchkit"))
   .settings(sparkProvided)
   .settings(name := "sluice-benchkit", publish / skip := true)
 
-lazy val markBuilt = taskKey[File]("writes target/jvm-built: what `make build` needs of sbt is done (build/test starts the Python suites then)")
+lazy val markBuilt = taskKey[File](
+  "writes target/jvm-built: what `make build` needs of sbt is done (build/test starts the Python suites then)")
 
 lazy val root = (project in file("."))
   .aggregate(api, core, connectors, spark, benchkit, testkit)

@@ -4,19 +4,21 @@ import sbt.Keys._
 import scala.xml.{Elem, Node => XmlNode, NodeSeq}
 import scala.xml.transform.{RewriteRule, RuleTransformer}
 
-/** The published artifact `dev.sluice:sluice-spark_2.13`: what a public Maven repository requires of
-  * it (a POM with name, description, URL, license, SCM and developers; a sources jar and a javadoc
-  * jar) and where `make dist` publishes it: `target/maven-repo`, a Maven layout that
-  * `--packages dev.sluice:sluice-spark_2.13:<version> --repositories file:<that folder>` resolves.
-  *
-  * The project's public addresses are written here once.
-  */
+/**
+ * The published artifact `dev.sluice:sluice-spark_2.13`: what a public Maven repository requires of
+ * it (a POM with name, description, URL, license, SCM and developers; a sources jar and a javadoc
+ * jar) and where `make dist` publishes it: `target/maven-repo`, a Maven layout that
+ * `--packages dev.sluice:sluice-spark_2.13:<version> --repositories file:<that folder>` resolves.
+ *
+ * The project's public addresses are written here once.
+ */
 object Publishing {
   val homepageUrl = "https://sluice.dev"
   val scmUrl = "https://github.com/sluice-dev/sluice"
   val sparkVersion = "4.3.0"
 
-  val mavenRepository = settingKey[File]("the local Maven repository `publish` writes (target/maven-repo)")
+  val mavenRepository =
+    settingKey[File]("the local Maven repository `publish` writes (target/maven-repo)")
 
   /** LICENSE and NOTICE from the repository root, under META-INF/ in every published jar. */
   private val legalFiles = Def.setting {
@@ -35,7 +37,8 @@ object Publishing {
     pomIncludeRepository := (_ => false),
     pomPostProcess := providedBySpark,
     mavenRepository := (ThisBuild / baseDirectory).value / "target" / "maven-repo",
-    publishTo := Some(Resolver.file("sluice-maven-repo", mavenRepository.value)(Resolver.mavenStylePatterns)),
+    publishTo := Some(
+      Resolver.file("sluice-maven-repo", mavenRepository.value)(Resolver.mavenStylePatterns)),
     publishConfiguration := publishConfiguration.value.withOverwrite(true),
     versionScheme := Some("early-semver"),
     Compile / packageDoc / publishArtifact := true,
@@ -48,12 +51,13 @@ object Publishing {
         copy
       }
     }.taskValue,
-    Compile / packageDoc / mappings ++= legalFiles.value
-  )
+    Compile / packageDoc / mappings ++= legalFiles.value)
 
-  /** Spark supplies Scala and itself at run time: the POM says so (scope `provided`), so that
-    * `--packages` does not put a second scala-library next to Spark's, and Maven users see which
-    * Spark the artifact is built for. */
+  /**
+   * Spark supplies Scala and itself at run time: the POM says so (scope `provided`), so that
+   * `--packages` does not put a second scala-library next to Spark's, and Maven users see which
+   * Spark the artifact is built for.
+   */
   private val providedBySpark: XmlNode => XmlNode = {
     def dependency(group: String, artifact: String, version: String): Elem =
       <dependency>
@@ -64,10 +68,12 @@ object Publishing {
       </dependency>
     val rule = new RewriteRule {
       override def transform(node: XmlNode): NodeSeq = node match {
-        case dep: Elem if dep.label == "dependency" && (dep \ "artifactId").text == "scala-library" =>
+        case dep: Elem
+            if dep.label == "dependency" && (dep \ "artifactId").text == "scala-library" =>
           dependency((dep \ "groupId").text, "scala-library", (dep \ "version").text)
         case deps: Elem if deps.label == "dependencies" =>
-          deps.copy(child = dependency("org.apache.spark", "spark-sql_2.13", sparkVersion) +: deps.child)
+          deps.copy(child =
+            dependency("org.apache.spark", "spark-sql_2.13", sparkVersion) +: deps.child)
         case other => other
       }
     }
