@@ -7,8 +7,10 @@ records are written before the next start; `CHAOS_KILLS` (default 20) kills in a
 the scenarios (`Scenario.kill_share`). A last run drains what is left (AvailableNow, or until the
 committed epochs hold it) and the sink is checked. Then faults of the system around one running
 query: executor JVMs killed, the broker stopped and restarted (same port and data), and records
-deleted below the read position (failOnDataLoss true and false); the same query then drains what
-is left (no restart: a driver's start is the costliest step here) and the sink is checked.
+deleted below the read position (failOnDataLoss true and false); the driver is then killed and a
+draining driver restarts from the checkpoint the fault left, and the sink is checked. The reduced
+run in `make test` lets that query drain itself instead (a driver's start is the costliest step
+there; `end_fault_run`).
 
 `CHAOS_SEED` fixes the kill moments; `CHAOS_SCENARIOS` (comma-separated names) runs a part
 (printed, not written to the results).
@@ -177,12 +179,26 @@ def drain(scenario: Scenario, kafka: EmbeddedKafka, work: Path) -> dict:
     return {**check(scenario, config), "cleared_first_writes": driver.cleared}
 
 
-def drain_in_place(scenario: Scenario, driver: Driver, config: dict) -> dict:
-    """Asks a running micro-batch driver started with `drain_signal` to read what is left with the
-    same query and report its sink (the checks of `drain` without a restart's JVM), then checks."""
-    Path(config["drain_signal"]).touch()
-    driver.finish()
-    return check(scenario, config)
+def end_fault_run(
+    scenario: Scenario, driver: Driver, config: dict, kafka: EmbeddedKafka, work: Path, restart: bool
+) -> dict:
+    """Ends the run of a query that lived through a fault, and checks the sink. With `restart` (the
+    full run) the driver is killed and a draining driver restarts from the checkpoint the fault
+    left; without (the reduced run in `make test`) the same query drains what is left (a driver
+    started with `drain_signal`: no second JVM). A drain that fails is the scenario's failure,
+    never the end of the run: a restart then drains, so the sink is still counted."""
+    if not restart:
+        Path(config["drain_signal"]).touch()
+        try:
+            driver.finish()
+            return check(scenario, config)
+        except RuntimeError as failed:
+            problem = f"the query failed while draining in place: {failed}"
+    else:
+        problem = None
+    driver.kill()
+    result = {**drain(scenario, kafka, work), "kills": 1, "restarts": 1}
+    return {**result, "failed": problem} if problem else result
 
 
 def _draining_in_place(config: dict, work: Path) -> dict:
@@ -226,10 +242,11 @@ def fault_under_query(
     fault: Callable[[], None],
     what: str,
     warm: int,
+    restart: bool,
 ) -> dict:
     """Runs the scenario's query until it committed more than `warm` batches, applies `fault`,
     writes 1,000 more records and requires the same query (not a restarted one) to commit more;
-    then the same query drains, and the sink is checked."""
+    then ends the run (`end_fault_run`) and checks the sink."""
     began = time.monotonic()
     config = _draining_in_place(config, work)
     driver = Driver(config, work, "run")
@@ -242,10 +259,10 @@ def fault_under_query(
             config["checkpoint"], len(committed_epochs(config["checkpoint"])) + 1, f"after {what}"
         )
     if problem is None:
-        result = drain_in_place(scenario, driver, config)
+        result = end_fault_run(scenario, driver, config, kafka, work, restart)
     else:
         driver.kill()
-        result = {**drain(scenario, kafka, work), "failed": problem}
+        result = {**drain(scenario, kafka, work), "kills": 1, "restarts": 1, "failed": problem}
     return {**result, "seconds": round(time.monotonic() - began, 1)}
 
 
@@ -271,7 +288,7 @@ def _log_count(driver: Driver, text: str) -> int:
     return driver.log.read_text(encoding="utf-8", errors="replace").count(text)
 
 
-def executor_kills(kafka: EmbeddedKafka, work: Path, kills: int, rng: random.Random) -> dict:
+def executor_kills(kafka: EmbeddedKafka, work: Path, kills: int, rng: random.Random, restart: bool) -> dict:
     """Executor JVMs killed with SIGKILL while one driver reads (local-cluster mode), until
     `kills` of them landed inside a running task: Spark re-runs the lost tasks, and the stages
     whose shuffle output died with an executor, on executors it starts again. Every record must
@@ -326,16 +343,16 @@ def executor_kills(kafka: EmbeddedKafka, work: Path, kills: int, rng: random.Ran
         time.sleep(1)
     counted = _records_read(progress)
     if problem is None:
-        result = drain_in_place(scenario, driver, config)
+        result = end_fault_run(scenario, driver, config, kafka, work, restart)
     else:
         driver.kill()
-        result = drain(scenario, kafka, work)
+        result = {**drain(scenario, kafka, work), "kills": 1, "restarts": 1}
     tasks_lost = _log_count(driver, "ExecutorLostFailure")
     resubmitted = _log_count(driver, "Resubmitted ShuffleMapTask")
     if problem is None and counted != len(scenario.expected):
         problem = f"the source's progress counted {counted} records read of {len(scenario.expected)} written"
     if problem is not None:
-        result["failed"] = problem
+        result["failed"] = "; ".join(filter(None, [result.get("failed"), problem]))
     return {
         **result,
         "executor_kills": killed,
@@ -347,15 +364,15 @@ def executor_kills(kafka: EmbeddedKafka, work: Path, kills: int, rng: random.Ran
     }
 
 
-def broker_restart(kafka: EmbeddedKafka, work: Path) -> dict:
+def broker_restart(kafka: EmbeddedKafka, work: Path, restart: bool) -> dict:
     """The broker stops and comes back (same port and data) while a query reads."""
     scenario = Scenario("broker", "micro", ["broker"])
     scenario.prepare(kafka, work)
     scenario.feed(kafka, 2000)
 
-    def restart() -> None:
+    def bounce() -> None:
         kafka.stop()
-        time.sleep(5)
+        time.sleep(5)  # the outage itself
         kafka.start()
 
     return fault_under_query(
@@ -363,9 +380,10 @@ def broker_restart(kafka: EmbeddedKafka, work: Path) -> dict:
         scenario.config(kafka, work, drain=False),
         kafka,
         work,
-        restart,
+        bounce,
         "the broker's restart",
         warm=0,
+        restart=restart,
     )
 
 
@@ -377,7 +395,7 @@ def _read_positions(checkpoint: Path) -> dict[str, int]:
     return {s["id"]: s["position"] for s in offset["splits"]}
 
 
-def deleted_below(kafka: EmbeddedKafka, work: Path, fail_on_data_loss: bool) -> dict:
+def deleted_below(kafka: EmbeddedKafka, work: Path, fail_on_data_loss: bool, restart: bool) -> dict:
     """Records below the position read are deleted while the query reads: nothing may fail,
     nothing is lost or duplicated."""
     name = f"deleted-{str(fail_on_data_loss).lower()}"
@@ -392,7 +410,9 @@ def deleted_below(kafka: EmbeddedKafka, work: Path, fail_on_data_loss: bool) -> 
             kafka.delete_records(name, _partition_of(split), position)
             trimmed.append(split)
 
-    result = fault_under_query(scenario, config, kafka, work, delete, "records were deleted", warm=2)
+    result = fault_under_query(
+        scenario, config, kafka, work, delete, "records were deleted", warm=2, restart=restart
+    )
     return {**result, "partitions_trimmed": len(trimmed)}
 
 
@@ -410,9 +430,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def run(kills: int, seed: int, names: list[str] | None = None) -> dict:
+def run(kills: int, seed: int, names: list[str] | None = None, restart_after_faults: bool = True) -> dict:
     """Every scenario (or those named), each in a folder of its own, sharing `kills` driver kills
-    (each scenario at least one); the summary."""
+    (each scenario at least one); the summary. `restart_after_faults`: a query that lived through
+    a fault is killed and its checkpoint restarted to drain (else it drains itself: `end_fault_run`)."""
     rng = random.Random(seed)
     results: dict[str, dict] = {}
     began = time.monotonic()
@@ -430,17 +451,19 @@ def run(kills: int, seed: int, names: list[str] | None = None) -> dict:
             if names is None or "executors" in names:
                 share = max(1, kills // 6)  # kills inside tasks; those that cut none are retried
                 print(f"chaos: executors killed mid-task ({LOCAL_CLUSTER}), {share} kills", flush=True)
-                results["executors"] = executor_kills(kafka, root / "executors", share, rng)
+                results["executors"] = executor_kills(
+                    kafka, root / "executors", share, rng, restart_after_faults
+                )
                 print(f"  {results['executors']}", flush=True)
             if names is None or "broker" in names:
                 print("chaos: broker stopped and restarted while a query reads", flush=True)
-                results["broker-restart"] = broker_restart(kafka, root / "broker")
+                results["broker-restart"] = broker_restart(kafka, root / "broker", restart_after_faults)
                 print(f"  {results['broker-restart']}", flush=True)
             for fail in (True, False):
                 label = f"deleted-below-read-failOnDataLoss-{str(fail).lower()}"
                 if names is None or "deleted" in names or f"deleted-{str(fail).lower()}" in names:
                     print(f"chaos: {label}", flush=True)
-                    results[label] = deleted_below(kafka, root / label, fail)
+                    results[label] = deleted_below(kafka, root / label, fail, restart_after_faults)
                     print(f"  {results[label]}", flush=True)
         finally:
             kafka.stop()
