@@ -188,8 +188,17 @@ final class Commands(bootstrapServers: String, replicationFactor: Short = 1)
   }
 
   private def partitionsOf(topic: String): Seq[TopicPartition] = {
-    val desc =
-      get(admin.describeTopics(Collections.singletonList(topic)).allTopicNames()).get(topic)
+    // In a cluster, the broker asked may not have a topic just created yet (the one that showed it
+    // to awaitPartitions did): ask again for a few seconds before calling it unknown.
+    val deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5)
+    def describe(): org.apache.kafka.clients.admin.TopicDescription =
+      try get(admin.describeTopics(Collections.singletonList(topic)).allTopicNames()).get(topic)
+      catch {
+        case _: UnknownTopicOrPartitionException if System.nanoTime() < deadline =>
+          Thread.sleep(50)
+          describe()
+      }
+    val desc = describe()
     desc
       .partitions()
       .asScala
