@@ -12,6 +12,11 @@ import sluice
 from pyspark.sql import SparkSession
 from sluice.testing import EmbeddedKafka
 
+#: Spark's Kafka connector's jars (written by `make build`), for the tests that read with it
+SPARK_KAFKA_JARS = (
+    Path(__file__).resolve().parent.parent / "jvm" / "spark" / "target" / "spark-kafka-jars.txt"
+)
+
 #: the JIT settings of the test session's JVM (never of a benchmark's): build.sbt `testJit`
 TEST_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m"
 
@@ -32,6 +37,8 @@ def spark() -> Iterator[SparkSession]:
         # C1 only, as the Scala test JVMs (build.sbt `testJit` says why): a test run is short queries
         .config("spark.driver.extraJavaOptions", TEST_JIT)
     )
+    if SPARK_KAFKA_JARS.exists():  # Spark's own Kafka source, which some tests compare with (make build)
+        builder = builder.config("spark.jars", SPARK_KAFKA_JARS.read_text().strip())
     session = sluice.configure(builder).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session

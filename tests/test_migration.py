@@ -7,43 +7,17 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
-import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from conftest import SPARK_KAFKA_JARS
 from pyspark.sql import SparkSession
 from sluice.testing import EmbeddedKafka
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "migrating-from-spark-kafka.md"
-SPARK_KAFKA_JARS = ROOT / "jvm" / "spark" / "target" / "spark-kafka-jars.txt"
 TOPIC = "migrate"
-
-# Spark's own Kafka source in a Spark of its own: the shared session has no spark-sql-kafka.
-SPARK_QUERY = textwrap.dedent(
-    """
-    import sys
-    from pyspark.sql import SparkSession
-    import sluice
-    jars, servers, topic, checkpoint, out = sys.argv[1:]
-    # kafka-clients comes with the Sluice jar, as in the benchmarks (bench/common.py)
-    spark = sluice.configure(SparkSession.builder.master("local[2]").appName("spark-kafka-checkpoint")
-             .config("spark.ui.enabled", "false").config("spark.jars", jars)
-             .config("spark.sql.shuffle.partitions", "2")).getOrCreate()
-    q = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", servers)
-         .option("subscribe", topic).option("startingOffsets", "earliest")
-         .option("maxOffsetsPerTrigger", "150").load()
-         .selectExpr("CAST(value AS STRING) AS value")
-         .writeStream.format("parquet").option("path", out)
-         .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
-    q.awaitTermination()
-    assert q.exception() is None, q.exception()
-    spark.stop()
-    """
-)
 
 
 def page_snippet() -> Callable[[str], str]:
@@ -61,30 +35,33 @@ def page_snippet() -> Callable[[str], str]:
 
 
 @pytest.fixture(scope="module")
-def spark_checkpoint(kafka: EmbeddedKafka, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A format("kafka") checkpoint over 300 records in 3 partitions, read 150 a trigger."""
+def spark_checkpoint(
+    spark: SparkSession, kafka: EmbeddedKafka, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """A format("kafka") checkpoint over 300 records in 3 partitions, read 150 a trigger, by Spark's
+    own Kafka source (on the shared session's classpath: tests/conftest.py)."""
     if not SPARK_KAFKA_JARS.exists():
         pytest.fail(f"{SPARK_KAFKA_JARS} is missing: run `make build`")
     kafka.create_topic(TOPIC, partitions=3)
     kafka.produce(TOPIC, [{"value": f"old-{i}", "partition": i % 3} for i in range(300)])
     work = tmp_path_factory.mktemp("spark-kafka")
     checkpoint = work / "checkpoint"
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
-    subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            SPARK_QUERY,
-            SPARK_KAFKA_JARS.read_text().strip(),
-            kafka.bootstrap_servers,
-            TOPIC,
-            str(checkpoint),
-            str(work / "out"),
-        ],
-        check=True,
-        env=env,
-        timeout=300,
+    query = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+        .option("subscribe", TOPIC)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", "150")
+        .load()
+        .selectExpr("CAST(value AS STRING) AS value")
+        .writeStream.format("parquet")
+        .option("path", str(work / "out"))
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
     )
+    assert query.awaitTermination(300), "Spark's Kafka query did not end within 300 s"
+    assert query.exception() is None, query.exception()
     return checkpoint
 
 
