@@ -48,22 +48,25 @@ class HybridPushdownSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuit
     dir
   }
 
-  /** Parquet then Kafka from its earliest offsets, both with `big` declared as `bigType`. */
-  private def hybrid(bigType: String): HybridSource = {
-    val schema = s"id BIGINT, name STRING, big $bigType"
-    HybridSource
-      .builder(ParquetSource.builder().path(table.toString).schema(schema).build())
-      .addSource(
-        KafkaSource
-          .builder()
-          .bootstrapServers(kafka.bootstrapServers)
-          .topics(topic)
-          .startingOffsets(OffsetsInitializer.earliest())
-          .option("format", "json")
-          .option("schema", s"$schema, day DATE")
-          .build())
+  private def history(bigType: String): ParquetSource =
+    ParquetSource
+      .builder()
+      .path(table.toString)
+      .schema(s"id BIGINT, name STRING, big $bigType")
       .build()
-  }
+
+  private def live(bigType: String): KafkaSource = KafkaSource
+    .builder()
+    .bootstrapServers(kafka.bootstrapServers)
+    .topics(topic)
+    .startingOffsets(OffsetsInitializer.earliest())
+    .option("format", "json")
+    .option("schema", s"id BIGINT, name STRING, big $bigType, day DATE")
+    .build()
+
+  /** Parquet then Kafka from its earliest offsets, both with `big` declared as `bigType`. */
+  private def hybrid(bigType: String): HybridSource =
+    HybridSource.builder(history(bigType)).addSource(live(bigType)).build()
 
   test("a Parquet -> Kafka hybrid reads only the columns used and lists only the days kept") {
     // the unpushed plan: every column of every day, then the query's filter and columns
@@ -91,6 +94,26 @@ class HybridPushdownSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuit
         pushed.scanColumns.forall(
           _ == Seq("id", "name", "day", "_split", "_position", "_timestamp")),
         pushed.scanColumns)
+
+      // Kafka started where the history ended: the history is handed no filter (what it skipped
+      // would move that start), so it lists the file that is not Parquet, and fails on it
+      val startsAtEnd =
+        HybridSource
+          .builder(history("INT"))
+          .addSourceStartingAtPreviousEnd(live("INT"), 0L)
+          .build()
+      val failure = intercept[Exception](
+        runToEnd(
+          Sluice
+            .fromSource(spark, startsAtEnd, null, "at-end")
+            .where("day <= DATE'2024-01-02'")
+            .select("id", "name")))
+      assert(
+        Iterator
+          .iterate[Throwable](failure)(_.getCause)
+          .takeWhile(_ != null)
+          .exists(e => String.valueOf(e.getMessage).contains("junk.parquet")),
+        failure)
     } finally Files.delete(junk)
   }
 }
