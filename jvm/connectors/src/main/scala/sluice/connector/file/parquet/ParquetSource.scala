@@ -46,14 +46,15 @@ final class ParquetSource private[parquet] (val config: ParquetConfig, rows: Par
    * This source reading only the files' columns `required` names, and the `timestampColumn`;
    * partition and provenance columns stay (they cost no reading). Itself when that is every column.
    */
-  override def schemaWithColumns(required: Set[String], layout: RecordLayout): StructType =
-    ParquetSource.schemaOf(config.copy(readColumns = Some(required)), layout)
-
   override def withColumns(required: Set[String]): ParquetSource = {
     val pruned = config.copy(readColumns = Some(required))
     if (pruned.requiredSchema == config.requiredSchema) this
     else new ParquetSource(pruned, ParquetRows(ParquetSource.session(), pruned))
   }
+
+  /** `withColumns(required)`'s schema from the config alone: no reader built, nothing broadcast. */
+  override def schemaWithColumns(required: Set[String], layout: RecordLayout): StructType =
+    ParquetSource.schemaOf(config.copy(readColumns = Some(required)), layout)
 
   /**
    * This source skipping, when it lists files, those whose partition values and row groups whose
