@@ -67,6 +67,19 @@ trait SparkSuiteBase extends BeforeAndAfterAll { self: Suite =>
       q)
   }
 
+  /**
+   * Starts `df` in real-time mode or continuous processing (`trigger`) into the `RealTimeSink`
+   * named `sink`, in update mode, with real-time batches of at least a second.
+   */
+  protected def startOpen(df: DataFrame, sink: String, trigger: Trigger): StreamingQuery =
+    withConf("spark.sql.streaming.realTimeMode.minBatchDuration", "1s")(
+      df.writeStream
+        .foreach(sluice.spark.RealTimeSink.writer(sink))
+        .outputMode("update")
+        .option("checkpointLocation", tempDir("ckpt").toString)
+        .trigger(trigger)
+        .start())
+
   /** Runs `body` with the Spark setting `key` = `value`, then restores what it was. */
   protected def withConf[T](key: String, value: String)(body: => T): T = {
     val before = spark.conf.getOption(key)
@@ -118,16 +131,19 @@ trait SparkSuiteBase extends BeforeAndAfterAll { self: Suite =>
 
 object SparkSuiteBase {
 
+  /** The columns each scan of `query`'s last batch (or epoch) read: its scan's read schema. */
+  def scanColumns(query: StreamingQuery): Seq[Seq[String]] = query
+    .asInstanceOf[StreamingQueryWrapper]
+    .streamingQuery
+    .lastExecution
+    .executedPlan
+    .collect { case s: DataSourceV2ScanExecBase => s.scan.readSchema().fieldNames.toSeq }
+
   /** What `runToEnd` gave: the rows written, the input rows counted, the query that ended. */
   final case class Run(rows: Seq[Row], inputRows: Long, query: StreamingQuery) {
 
     /** The columns each Sluice scan of the query's last batch read (its scan's read schema). */
-    def scanColumns: Seq[Seq[String]] = query
-      .asInstanceOf[StreamingQueryWrapper]
-      .streamingQuery
-      .lastExecution
-      .executedPlan
-      .collect { case s: DataSourceV2ScanExecBase => s.scan.readSchema().fieldNames.toSeq }
+    def scanColumns: Seq[Seq[String]] = SparkSuiteBase.scanColumns(query)
 
     /** Whether Spark read the last batch's scan as column batches (`ColumnarToRow` above it). */
     def readColumnar: Boolean = query

@@ -142,27 +142,11 @@ class KafkaPruningSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteB
     Seq(
       "kafka-pruning-rt" -> Trigger.RealTime("1 second"),
       "kafka-pruning-cont" -> Trigger.Continuous("1 second")).foreach { case (sink, trigger) =>
-      val q = withConf("spark.sql.streaming.realTimeMode.minBatchDuration", "1s")(
-        stream(name = sink)
-          .select("offset", "value")
-          .writeStream
-          .foreach(RealTimeSink.writer(sink))
-          .outputMode("update")
-          .option("checkpointLocation", tempDir("ckpt").toString)
-          .trigger(trigger)
-          .start())
+      val q = startOpen(stream(name = sink).select("offset", "value"), sink, trigger)
       val got =
         try RealTimeSink.await(sink, s"the $Records records ($sink)", q)(plain(_).size >= Records)
         finally q.stop()
-      val scans = q
-        .asInstanceOf[org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper]
-        .streamingQuery
-        .lastExecution
-        .executedPlan
-        .collect {
-          case s: org.apache.spark.sql.execution.datasources.v2.DataSourceV2ScanExecBase =>
-            s.scan.readSchema().fieldNames.toSeq
-        }
+      val scans = SparkSuiteBase.scanColumns(q)
       assert(scans == Seq(Seq("value", "offset")), sink)
       // continuous processing reads at least once (an epoch replayed): records are unique by offset and value
       assert(plain(got).keySet == plain(unprunedAs("offset", "value")).keySet, sink)

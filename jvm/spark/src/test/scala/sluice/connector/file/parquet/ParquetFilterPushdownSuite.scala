@@ -3,7 +3,7 @@ package sluice.connector.file.parquet
 import java.nio.file.{Files, Path}
 
 import org.apache.spark.sql.{DataFrame, Row}
-import org.apache.spark.sql.streaming.{StreamingQuery, Trigger}
+import org.apache.spark.sql.streaming.Trigger
 import org.scalatest.funsuite.AnyFunSuite
 
 import sluice.{Sluice, SparkSuiteBase}
@@ -183,14 +183,7 @@ class ParquetFilterPushdownSuite extends AnyFunSuite with SparkSuiteBase {
     Seq(
       "pushdown-rt" -> Trigger.RealTime("1 second"),
       "pushdown-cont" -> Trigger.Continuous("1 second")).foreach { case (sink, trigger) =>
-      val q: StreamingQuery =
-        withConf("spark.sql.streaming.realTimeMode.minBatchDuration", "1s")(
-          query(sink, days).writeStream
-            .foreach(RealTimeSink.writer(sink))
-            .outputMode("update")
-            .option("checkpointLocation", tempDir("ckpt").toString)
-            .trigger(trigger)
-            .start())
+      val q = startOpen(query(sink, days), sink, trigger)
       val got =
         try RealTimeSink.await(sink, s"the ${rows.size} rows", q)(_.distinct.size >= rows.size)
         finally q.stop()

@@ -3,7 +3,7 @@ package sluice.connector.file.parquet
 import java.nio.file.Path
 
 import org.apache.spark.sql.{DataFrame, Row}
-import org.apache.spark.sql.streaming.{StreamingQuery, Trigger}
+import org.apache.spark.sql.streaming.Trigger
 import org.scalatest.funsuite.AnyFunSuite
 
 import sluice.{Sluice, SparkSuiteBase}
@@ -165,15 +165,6 @@ class ParquetPruningSuite extends AnyFunSuite with SparkSuiteBase {
     val sparkRows = spark.read.parquet(table.toString).select("id", "ts").collect().toSeq
     assert(multiset(rows) == multiset(sparkRows))
   }
-
-  private def startOpen(df: DataFrame, sink: String, trigger: Trigger): StreamingQuery =
-    withConf("spark.sql.streaming.realTimeMode.minBatchDuration", "1s")(
-      df.writeStream
-        .foreach(RealTimeSink.writer(sink))
-        .outputMode("update")
-        .option("checkpointLocation", tempDir("ckpt").toString)
-        .trigger(trigger)
-        .start())
 
   test("real-time mode and continuous processing read only the query's columns") {
     Seq(
