@@ -4,8 +4,9 @@ SLUICE_BENCH_COMPACT_RECORDS (default 3,000,000) records of 100 B are generated 
 embedded broker, round-robin over 8 partitions. Two queries, each under Trigger.AvailableNow:
 
 - scan: the value column only, into the no-op sink. Spark: `format("kafka").load().select("value")`
-  (its reader still builds all 7 columns); Sluice full: the same select on raw rows; Sluice
-  compact: `forceTimestampSupport=false`, whose rows are the value alone.
+  (its reader still builds all 7 columns); Sluice full: the same select on raw rows (its reader
+  builds the value alone, the only column used, and still reads record times); Sluice compact:
+  `forceTimestampSupport=false`, whose rows are the value alone.
 - shuffle: every micro-batch grouped by a hash of the value into 1,024 groups and counted
   (`foreachBatch` + `groupBy(pmod(hash(value), 1024)).count()` written to the no-op sink).
 

@@ -239,6 +239,30 @@ def _scale(r: dict) -> str:
     )
 
 
+def _at_most(value: float, at_most: float) -> str:
+    """' (≤ 1.1)', or ' (≤ 1.1: not met)' when `value` is above it."""
+    return f" (≤ {at_most:g}{'' if value <= at_most else ': not met'})"
+
+
+def _pushdown(r: dict) -> str:
+    return (
+        f"| `pushdown` | {_millions(r['rows'])} M rows of {r['columns']} columns in {r['days']} day "
+        f"partitions as Parquet ({r['parquet_bytes'] / 1024**2:.0f} MiB) and JSON lines "
+        f"({r['json_bytes'] / 1024**2:.0f} MiB); the query keeps 2 columns and {r['kept_days']} "
+        "days, `Trigger.AvailableNow` into the no-op sink; Spark: `readStream.parquet` / `.json`; "
+        f"Kafka: {_millions(r['kafka_records'])} M records, `select(\"value\")` | Parquet "
+        f"{_n(r['parquet_spark_rps'])}; JSON {_n(r['json_spark_rps'])} (rows kept/s) | Parquet "
+        f"{_n(r['parquet_sluice_rps'])}; JSON {_n(r['json_sluice_rps'])}; Kafka default layout "
+        f"{_n(r['kafka_default_rps'])}, compact {_n(r['kafka_compact_rps'])} | Parquet "
+        f"{r['parquet_ratio']:.2f}{_spread(r, 'parquet_ratio')}{_goal(r['parquet_ratio'], 1.0)}; "
+        f"JSON {r['json_ratio']:.2f}{_spread(r, 'json_ratio')}{_goal(r['json_ratio'], 1.0)}; "
+        f"Parquet bytes read Sluice / Spark {r['parquet_bytes_read_ratio']:.2f}"
+        f"{_at_most(r['parquet_bytes_read_ratio'], 1.1)}; Kafka value only, default layout / "
+        f"compact {r['kafka_value_only_ratio']:.2f}{_spread(r, 'kafka_value_only_ratio')}"
+        f"{_goal(r['kafka_value_only_ratio'], 0.95)} |"
+    )
+
+
 #: The summary table's rows, in the page's order: benchmark name -> row renderer.
 ROWS: dict[str, Callable[[dict], str]] = {
     "kafka_throughput": _kafka_throughput,
@@ -249,6 +273,7 @@ ROWS: dict[str, Callable[[dict], str]] = {
     "group_join": _group_join,
     "realtime_latency": _realtime_latency,
     "history_formats": _history_formats,
+    "pushdown": _pushdown,
     "scale": _scale,
 }
 

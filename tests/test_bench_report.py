@@ -81,3 +81,33 @@ def test_every_two_rounds_each_side_runs_before_and_after_every_other_once(sides
                 if a != b:
                     assert before.get((a, b), 0) == 1, (start, a, b)
                     assert just_before.get((a, b), 0) == just_before.get((b, a), 0)
+
+
+def test_the_pushdown_row_shows_every_goal_and_says_which_are_not_met():
+    def ratio(name: str, value: float) -> dict:
+        return {name: value, f"{name}_min": value, f"{name}_max": value, f"{name}_pairs": [value]}
+
+    result = {
+        "rows": 2_000_000,
+        "columns": 40,
+        "days": 30,
+        "kept_days": 3,
+        "parquet_bytes": 50 * 1024**2,
+        "json_bytes": 400 * 1024**2,
+        "kafka_records": 3_000_000,
+        "parquet_spark_rps": 1000.0,
+        "parquet_sluice_rps": 1200.0,
+        "json_spark_rps": 500.0,
+        "json_sluice_rps": 450.0,
+        "kafka_default_rps": 2.0e6,
+        "kafka_compact_rps": 2.1e6,
+        "parquet_bytes_read_ratio": 1.3,
+        **ratio("parquet_ratio", 1.2),
+        **ratio("json_ratio", 0.9),
+        **ratio("kafka_value_only_ratio", 0.96),
+    }
+    row = report.ROWS["pushdown"](result)
+    assert "Parquet 1.20 (1.20 – 1.20 over 1 pairs) (≥ 1)" in row
+    assert "JSON 0.90 (0.90 – 0.90 over 1 pairs) (≥ 1: not met)" in row
+    assert "bytes read Sluice / Spark 1.30 (≤ 1.1: not met)" in row
+    assert "compact 0.96 (0.96 – 0.96 over 1 pairs) (≥ 0.95)" in row

@@ -22,7 +22,9 @@ PROVIDER_CLASS = "sluice.spark.SluiceProvider"
 def configure(builder: SparkSession.Builder) -> SparkSession.Builder:
     """Returns ``builder`` set up to load the Sluice jar shipped with this package, with Sluice's
     analysis rules (``spark.sql.extensions``: clear errors for columns a compact source leaves out,
-    and streams that read only the Parquet columns and files a query uses).
+    and streams that read only the columns and files a query uses: Kafka builds only those
+    columns, files read or parse only those, Parquet skips the files and row groups its filters
+    exclude).
 
     Keeps jars and extensions already configured on the builder.
 
@@ -103,7 +105,8 @@ def _check_running_jvm() -> None:
         warnings.warn(
             "The running SparkSession has the Sluice jar but not spark.sql.extensions="
             f"{EXTENSIONS} (a static setting): Sluice reads, but a compact source's missing columns fail "
-            "with Spark's generic 'cannot resolve' error, and streams read every Parquet column and file. Start the "
+            "with Spark's generic 'cannot resolve' error, and streams read every column (Kafka builds all of them) "
+            "and every Parquet file. Start the "
             "session with sluice.configure(...) to have both.",
             stacklevel=3,
         )

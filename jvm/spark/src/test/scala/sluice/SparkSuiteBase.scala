@@ -6,8 +6,10 @@ import scala.concurrent.{Await, ExecutionContext, Future, TimeoutException}
 import scala.concurrent.duration._
 import scala.jdk.CollectionConverters._
 
-import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.streaming.StreamingQuery
+import org.apache.spark.sql.{DataFrame, Row, SparkSession}
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2ScanExecBase
+import org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper
+import org.apache.spark.sql.streaming.{StreamingQuery, Trigger}
 import org.scalatest.{Assertions, BeforeAndAfterAll, Suite}
 
 /**
@@ -36,6 +38,47 @@ trait SparkSuiteBase extends BeforeAndAfterAll { self: Suite =>
   protected def multiset(
       rows: Seq[org.apache.spark.sql.Row]): Map[org.apache.spark.sql.Row, Int] =
     rows.groupBy(identity).map { case (r, s) => r -> s.size }
+
+  private var runs = 0
+
+  /**
+   * Runs the stream `df` to the end of what it finds (`Trigger.AvailableNow`) into the memory
+   * sink in `outputMode`, from `checkpoint` (a new one unless given), and fails with the query's error if it
+   * ends with one: the rows it wrote, the input rows its batches counted, and the query.
+   */
+  protected def runToEnd(
+      df: DataFrame,
+      checkpoint: String = null,
+      outputMode: String = "append"): SparkSuiteBase.Run = {
+    runs += 1
+    val name = s"${getClass.getSimpleName.replaceAll("\\W", "")}_run_$runs"
+    val q = df.writeStream
+      .format("memory")
+      .queryName(name)
+      .outputMode(outputMode)
+      .option("checkpointLocation", Option(checkpoint).getOrElse(tempDir("ckpt").toString))
+      .trigger(Trigger.AvailableNow())
+      .start()
+    awaitEnd(q)
+    q.exception.foreach(e => throw e)
+    SparkSuiteBase.Run(
+      df.sparkSession.table(name).collect().toSeq,
+      q.recentProgress.map(_.numInputRows).sum,
+      q)
+  }
+
+  /**
+   * Starts `df` in real-time mode or continuous processing (`trigger`) into the `RealTimeSink`
+   * named `sink`, in update mode, with real-time batches of at least a second.
+   */
+  protected def startOpen(df: DataFrame, sink: String, trigger: Trigger): StreamingQuery =
+    withConf("spark.sql.streaming.realTimeMode.minBatchDuration", "1s")(
+      df.writeStream
+        .foreach(sluice.spark.RealTimeSink.writer(sink))
+        .outputMode("update")
+        .option("checkpointLocation", tempDir("ckpt").toString)
+        .trigger(trigger)
+        .start())
 
   /** Runs `body` with the Spark setting `key` = `value`, then restores what it was. */
   protected def withConf[T](key: String, value: String)(body: => T): T = {
@@ -87,6 +130,32 @@ trait SparkSuiteBase extends BeforeAndAfterAll { self: Suite =>
 }
 
 object SparkSuiteBase {
+
+  /** The columns each scan of `query`'s last batch (or epoch) read: its scan's read schema. */
+  def scanColumns(query: StreamingQuery): Seq[Seq[String]] = query
+    .asInstanceOf[StreamingQueryWrapper]
+    .streamingQuery
+    .lastExecution
+    .executedPlan
+    .collect { case s: DataSourceV2ScanExecBase => s.scan.readSchema().fieldNames.toSeq }
+
+  /** What `runToEnd` gave: the rows written, the input rows counted, the query that ended. */
+  final case class Run(rows: Seq[Row], inputRows: Long, query: StreamingQuery) {
+
+    /** The columns each Sluice scan of the query's last batch read (its scan's read schema). */
+    def scanColumns: Seq[Seq[String]] = SparkSuiteBase.scanColumns(query)
+
+    /** Whether Spark read the last batch's scan as column batches (`ColumnarToRow` above it). */
+    def readColumnar: Boolean = query
+      .asInstanceOf[StreamingQueryWrapper]
+      .streamingQuery
+      .lastExecution
+      .executedPlan
+      .exists(_.isInstanceOf[org.apache.spark.sql.execution.ColumnarToRowExec])
+
+    /** The end offset of the query's only source, as its last batch logged it. */
+    def endOffset: String = query.lastProgress.sources.head.endOffset
+  }
 
   /** How long a test waits for a query before it fails: ample on a busy 2-core machine. */
   val WaitMs: Long = 120000

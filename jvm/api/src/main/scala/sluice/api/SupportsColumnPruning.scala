@@ -1,5 +1,9 @@
 package sluice.api
 
+import org.apache.spark.sql.types.StructType
+
+import sluice.config.RecordLayout
+
 /**
  * A source that can read fewer columns than its schema holds (Parquet's requested schema): the
  * binding hands it the columns a query uses (Spark's `SupportsPushDownRequiredColumns`) and reads
@@ -19,4 +23,13 @@ trait SupportsColumnPruning[SplitT <: SourceSplit, StateT] { self: Source[SplitT
 
   /** This source reading only the columns of its schema that `required` names (exact names). */
   def withColumns(required: Set[String]): Source[SplitT, StateT]
+
+  /**
+   * The schema `withColumns(required).schema(layout)` has, answered without building that source:
+   * the binding asks it on every analyzer pass of a streaming query (`StreamingPushdown`), where
+   * building readers (Parquet's broadcasts its Hadoop configuration) would be paid each time.
+   * Sources whose pruned copy is cheap to build need not override it.
+   */
+  def schemaWithColumns(required: Set[String], layout: RecordLayout): StructType =
+    withColumns(required).schema(layout)
 }

@@ -3,6 +3,7 @@ package sluice.hybrid
 import scala.collection.concurrent.TrieMap
 import scala.collection.mutable
 
+import org.apache.spark.sql.sources.Filter
 import org.apache.spark.sql.types.StructType
 
 import sluice.api._
@@ -20,10 +21,14 @@ final class HybridSource private (
     val entries: IndexedSeq[HybridSource.Entry],
     resolver: SourceResolver,
     val retention: HybridSource.RetentionSettings,
-    handles: Seq[SourceFactoryHandle])
+    handles: Seq[SourceFactoryHandle],
+    /** Filters handed to the members whose end decides nothing (`withFilters`). */
+    filters: Seq[Filter] = Nil)
     extends Source[HybridSplit, HybridEnumeratorState]
     with SupportsSplitPausing[HybridSplit]
-    with SupportsColumnarReads[HybridSplit] {
+    with SupportsColumnarReads[HybridSplit]
+    with SupportsColumnPruning[HybridSplit, HybridEnumeratorState]
+    with SupportsFilterPushdown[HybridSplit, HybridEnumeratorState] {
   import HybridSource._
 
   /**
@@ -78,13 +83,71 @@ final class HybridSource private (
         e.options.map { case (k, v) => HybridOptions.entryKey(i, k) -> v }
       }
 
+  /**
+   * This hybrid with every member reading only the columns `required` names. Members must give
+   * one schema, and each may keep more columns than asked (Parquet its partition and provenance
+   * columns), so each is asked for what any of them keeps until they agree (without building
+   * one: `schemaWithColumns`); then the members are pruned to that. A member built by a factory
+   * is known only at its switch, so such a hybrid reads every column, as one whose members
+   * cannot all prune.
+   */
+  override def withColumns(required: Set[String]): HybridSource =
+    agreedColumns(required).fold(this) { names =>
+      new HybridSource(
+        entries.map(HybridSource.pruned(_, names)),
+        resolver,
+        retention,
+        Nil,
+        filters)
+    }
+
+  override def schemaWithColumns(required: Set[String], layout: RecordLayout): StructType =
+    agreedColumns(required).fold(schema(layout)) { names =>
+      HybridSource.schemaOfPruned(entries.head, names, layout)
+    }
+
+  /** The columns every member gives when the query uses `required`; None when nothing is pruned. */
+  private def agreedColumns(required: Set[String]): Option[Set[String]] = {
+    val all = schema.fieldNames.toSet
+    @annotation.tailrec
+    def agree(names: Set[String]): Set[String] = {
+      val kept = entries
+        .map(e => HybridSource.schemaOfPruned(e, names, RecordLayout.Full).fieldNames.toSet)
+        .reduce(_ ++ _)
+      if (kept == names) names else agree(kept ++ names)
+    }
+    if (entries.exists(_.isInstanceOf[FromFactory])) None
+    else Some(agree(required intersect all)).filter(_ != all)
+  }
+
+  /**
+   * This hybrid handing `filters` to its members that can skip data by them, except a member
+   * whose end decides where the next one starts (one the next starts at the end of, or builds
+   * from): what it skipped would move that start, and with it which of the next member's
+   * records are read. Spark applies the filters to every row either way.
+   */
+  override def withFilters(filters: Seq[Filter]): HybridSource =
+    if (filters.isEmpty) this
+    else new HybridSource(entries, resolver, retention, Nil, filters)
+
+  /** Whether member `index` is handed the filters: the last, or one followed by a source given up front. */
+  private def filtersReach(index: Int): Boolean =
+    index == entries.size - 1 || entries(index + 1).isInstanceOf[Fixed]
+
+  private def filtered(index: Int, source: Source[_, _]): Source[_, _] = source match {
+    case f: SupportsFilterPushdown[SourceSplit @unchecked, Any @unchecked]
+        if filters.nonEmpty && filtersReach(index) =>
+      f.withFilters(filters)
+    case other => other
+  }
+
   /** The source at `index`, built (once) from the context of the switch into it. */
   private[hybrid] def sourceAt(
       index: Int,
       context: Option[SourceSwitchContext]): Source[SourceSplit, Any] =
     built.getOrElseUpdate(
       index, {
-        val source = entries(index).build(context, resolver)
+        val source = filtered(index, entries(index).build(context, resolver))
         if (source.schema != schema) {
           throw new IllegalStateException(
             s"HybridSource: source $index (${source.sourceType}) built at the switch has schema " +
@@ -138,6 +201,45 @@ final class HybridSource private (
 
 object HybridSource {
   val Type = "hybrid"
+
+  /** `entry` with its source reading only `names` (a source that cannot prune reads all). */
+  private def pruned(entry: Entry, names: Set[String]): Entry = entry match {
+    case Fixed(s) => Fixed(prunedSource(s, names))
+    case StartAtPreviousEnd(base, margin) =>
+      prunedSource(base, names) match {
+        case s: SupportsStartAtTimestamp => StartAtPreviousEnd(s, margin)
+        case other =>
+          throw new IllegalStateException(
+            s"HybridSource: ${other.sourceType} pruned can no longer start at a timestamp")
+      }
+    case f: FromFactory => f
+  }
+
+  private def prunedSource(source: Source[_, _], names: Set[String]): Source[_, _] =
+    source match {
+      case p: SupportsColumnPruning[SourceSplit @unchecked, Any @unchecked] =>
+        p.withColumns(names)
+      case other => other
+    }
+
+  /** The schema of `entry`'s source pruned to `names`, without building it. */
+  private def schemaOfPruned(
+      entry: Entry,
+      names: Set[String],
+      layout: RecordLayout): StructType = {
+    val source = entry match {
+      case Fixed(s) => s
+      case StartAtPreviousEnd(base, _) => base
+      case _: FromFactory =>
+        throw new IllegalStateException(
+          "HybridSource: a factory's source is not known before its switch")
+    }
+    source match {
+      case p: SupportsColumnPruning[SourceSplit @unchecked, Any @unchecked] =>
+        p.schemaWithColumns(names, layout)
+      case other => other.schema(layout)
+    }
+  }
 
   /** A member as a source of column batches, when it is one. */
   private[hybrid] def columnar(member: Source[_, _]): Option[SupportsColumnarReads[SourceSplit]] =

@@ -444,6 +444,19 @@ trait KafkaSuiteBase extends BeforeAndAfterAll { self: Suite =>
     kafka = SharedKafka.broker
     super.beforeAll()
   }
+
+  /** A Kafka source of `topic` on the shared broker from its earliest offsets, with `options`. */
+  protected def earliestSource(
+      topic: String,
+      options: (String, String)*): sluice.connector.kafka.KafkaSource = {
+    import sluice.connector.kafka.{KafkaSource, OffsetsInitializer}
+    val b = KafkaSource
+      .builder()
+      .bootstrapServers(kafka.bootstrapServers)
+      .topics(topic)
+      .startingOffsets(OffsetsInitializer.earliest())
+    options.foldLeft(b) { case (acc, (k, v)) => acc.option(k, v) }.build()
+  }
 }
 
 /** The test JVM's broker (see [[KafkaSuiteBase]]). */

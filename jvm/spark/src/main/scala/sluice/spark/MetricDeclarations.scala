@@ -53,7 +53,10 @@ object MetricDeclarations {
         "available" -> "how far the split could be read when the batch was planned",
         "backlogRecords" -> "the records in between (estimated for byte positions)",
         "maxEventTimeMs" -> "the largest event time read")),
-    text(R.RecordLayout, "compact when the rows are compact records (absent for full rows)"),
+    text(
+      R.RecordLayout,
+      "compact when the rows are compact records (absent for full rows, also when a query that uses only " +
+        "value gets value-only rows in the full layout, whose record times are still read)"),
     long(
       CheckpointBodies.BytesWrittenMetric,
       "bytes this run of the query wrote to keep checkpoints too large for the offset log " +

@@ -1,6 +1,7 @@
 package sluice.spark
 
 import org.apache.spark.sql.sources.Filter
+import org.apache.spark.sql.types.StructType
 
 import sluice.api.{Source, SourceSplit, SupportsColumnPruning, SupportsFilterPushdown}
 
@@ -21,15 +22,39 @@ object ScanPushdown {
       filters: Seq[Filter]): Source[SourceSplit, Any] =
     filtered(pruned(source, options, columns), options, filters)
 
+  /**
+   * The schema of the rows `apply(source, options, Some(required), _)` gives, asked of the source
+   * without building its pruned copy (`SupportsColumnPruning.schemaWithColumns`).
+   */
+  def outputSchema(
+      source: Source[SourceSplit, Any],
+      options: StreamOptions,
+      required: Set[String]): StructType = {
+    val sourceSchema = source match {
+      case p: SupportsColumnPruning[SourceSplit @unchecked, Any @unchecked]
+          if prunes(source, options, required) =>
+        p.schemaWithColumns(required ++ eventTimeColumn(options), options.layout)
+      case _ => source.schema(options.layout)
+    }
+    options.eventTime.outputSchema(sourceSchema, s"Sluice ${source.sourceType} source")
+  }
+
+  private def prunes(
+      source: Source[SourceSplit, Any],
+      options: StreamOptions,
+      names: Set[String]): Boolean =
+    !source.schema(options.layout).fieldNames.forall(names.contains)
+
+  private def eventTimeColumn(options: StreamOptions): Set[String] =
+    if (options.eventTime.enabled) options.eventTime.timestampColumn.toSet else Set.empty
+
   private def pruned(
       source: Source[SourceSplit, Any],
       options: StreamOptions,
       columns: Option[Set[String]]): Source[SourceSplit, Any] = (source, columns) match {
     case (p: SupportsColumnPruning[SourceSplit @unchecked, Any @unchecked], Some(names))
-        if !source.schema(options.layout).fieldNames.forall(names.contains) =>
-      val eventTime =
-        if (options.eventTime.enabled) options.eventTime.timestampColumn.toSet else Set.empty
-      p.withColumns(names ++ eventTime)
+        if prunes(source, options, names) =>
+      p.withColumns(names ++ eventTimeColumn(options))
     case _ => source
   }
 

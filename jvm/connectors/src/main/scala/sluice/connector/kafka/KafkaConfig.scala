@@ -8,7 +8,7 @@ import org.apache.kafka.clients.consumer.ConsumerConfig
 import org.apache.kafka.common.config.ConfigDef
 
 import sluice.config.{ConfigOption, OptionRule, Options, RecordLayout}
-import sluice.connector.format.PayloadFormat
+import sluice.connector.format.{PayloadFormat, Provenance}
 import sluice.errors.SluiceError
 
 /** Which topics a Kafka source reads. */
@@ -56,7 +56,13 @@ final case class KafkaConfig(
      * A start timestamp no record of a partition reaches: fail (Spark's default strategy, `error`),
      * or start that partition at its end (`latest`).
      */
-    startPastLastRecordAtEnd: Boolean = false) {
+    startPastLastRecordAtEnd: Boolean = false,
+    /**
+     * The columns a query uses (`SupportsColumnPruning`), or None: all. Rows hold only those the
+     * layout has (raw: in Spark's order; parsed: the payload's parsed columns, and the provenance
+     * columns when any of them is used). Record times are read whatever is built.
+     */
+    columns: Option[Set[String]] = None) {
 
   /**
    * Per-partition start positions must be for topics the source reads: another topic is a typo.
@@ -68,17 +74,30 @@ final case class KafkaConfig(
 
   /**
    * How readers turn records into rows in `layout`. Compact raw rows hold the value (and the key
-   * with `includeKey`), never headers; compact parsed rows drop the provenance columns.
+   * with `includeKey`), never headers; compact parsed rows drop the provenance columns. With
+   * `columns`, rows hold only the layout's columns a query uses: raw rows those of Spark's Kafka
+   * columns, parsed rows the payload's (parsed only for those, as the file source parses them)
+   * and the provenance columns only when one of them is used. Only the layout decides whether
+   * record times are read.
    */
   def decoder(layout: RecordLayout): KafkaRecordDecoder = (payload, layout) match {
-    case (None, RecordLayout.Full) => KafkaRecordDecoder.Raw(includeHeaders)
+    case (None, RecordLayout.Full) =>
+      columns.fold[KafkaRecordDecoder](KafkaRecordDecoder.Raw(includeHeaders))(used =>
+        KafkaRecordDecoder.RawColumns(
+          KafkaRowConverter.schema(includeHeaders).fieldNames.filter(used.contains).toSeq))
     case (None, RecordLayout.Compact) if includeHeaders =>
       throw SluiceError.config(
         "KafkaSource: compact rows (forceTimestampSupport=false) hold the value, " +
           "and the key with includeKey=true, never headers; remove includeHeaders or set forceTimestampSupport=true.")
-    case (None, RecordLayout.Compact) => KafkaRecordDecoder.RawCompact(includeKey)
+    case (None, RecordLayout.Compact) =>
+      KafkaRecordDecoder.RawCompact(includeKey && columns.forall(_.contains("key")))
     case (Some(format), _) =>
-      KafkaRecordDecoder.Parsed(format, withProvenance = layout == RecordLayout.Full)
+      val provenance = layout.hasRecordTimes && columns.forall(c =>
+        Provenance.schema.fieldNames.exists(c.contains))
+      KafkaRecordDecoder.Parsed(
+        columns.fold(format)(format.pruned),
+        withProvenance = provenance,
+        readsTimestamps = layout.hasRecordTimes)
   }
 
   def readCommitted: Boolean =
@@ -87,7 +106,8 @@ final case class KafkaConfig(
   /** For messages and logs: the consumer properties (declared secret, `ConsumerProperty`) never appear. */
   override def toString: String =
     s"KafkaConfig(subscription=$subscription, starting=$starting, stopping=$stopping, " +
-      s"failOnDataLoss=$failOnDataLoss, includeHeaders=$includeHeaders, payload=${payload.getOrElse("raw")})"
+      s"failOnDataLoss=$failOnDataLoss, includeHeaders=$includeHeaders, payload=${payload.getOrElse("raw")}" +
+      columns.fold("")(c => s", columns=${c.toSeq.sorted.mkString("[", ", ", "]")}") + ")"
 }
 
 object KafkaConfig {

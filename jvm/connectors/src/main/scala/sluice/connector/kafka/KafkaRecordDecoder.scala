@@ -8,10 +8,11 @@ import org.apache.spark.unsafe.types.UTF8String
 import sluice.connector.format.{PayloadFormat, Provenance}
 
 /**
- * Turns Kafka records into rows: raw (Spark's Kafka schema, one row per record), raw compact (the
- * value, and the key when asked: nothing else is read from the record), or parsed (the value
- * parsed by the shared payload parsers — the very code the file source uses — followed by the
- * provenance columns unless compact; zero or more rows per record).
+ * Turns Kafka records into rows: raw (Spark's Kafka schema, one row per record), raw with only
+ * the columns a query uses (the same columns, fewer of them), raw compact (the value, and the
+ * key when asked: nothing else is read from the record), or parsed (the value parsed by the
+ * shared payload parsers — the very code the file source uses — followed by the provenance
+ * columns unless compact or unused; zero or more rows per record).
  */
 sealed trait KafkaRecordDecoder extends Serializable {
   def schema: StructType
@@ -25,17 +26,28 @@ object KafkaRecordDecoder {
     override def schema: StructType = KafkaRowConverter.schema(includeHeaders)
   }
 
+  /**
+   * Spark's Kafka columns named by `columns` (in that order, a subset of Spark's), record times
+   * read: what a query that uses only those gets without asking for compact rows.
+   */
+  final case class RawColumns(columns: Seq[String]) extends KafkaRecordDecoder {
+    override def schema: StructType =
+      StructType(columns.map(KafkaRowConverter.schema(includeHeaders = true)(_)))
+  }
+
   final case class RawCompact(includeKey: Boolean) extends KafkaRecordDecoder {
     override def schema: StructType = CompactKafkaRowConverter.schema(includeKey)
     override def readsTimestamps: Boolean = false
   }
 
-  final case class Parsed(format: PayloadFormat, withProvenance: Boolean = true)
+  final case class Parsed(
+      format: PayloadFormat,
+      withProvenance: Boolean = true,
+      override val readsTimestamps: Boolean = true)
       extends KafkaRecordDecoder {
     override def schema: StructType =
       if (withProvenance) Provenance.appendTo(format.outputSchema, "KafkaSource")
       else format.outputSchema
-    override def readsTimestamps: Boolean = withProvenance
   }
 }
 

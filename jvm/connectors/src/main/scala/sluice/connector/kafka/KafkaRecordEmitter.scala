@@ -37,9 +37,16 @@ private[kafka] object KafkaRecordEmitter {
     decoder match {
       case KafkaRecordDecoder.Raw(headers) => new Full(new KafkaRowConverter(headers), context)
       case KafkaRecordDecoder.RawCompact(key) =>
-        new Compact(new CompactKafkaRowConverter(key), context)
-      case KafkaRecordDecoder.Parsed(format, provenance) =>
-        new Parsed(new ParsedRecords(format, provenance), provenance, context)
+        new Compact(new CompactKafkaRowConverter(key), context, readsTimes = false)
+      // a query using only the payload gets exactly the compact rows' converter
+      case KafkaRecordDecoder.RawColumns(Seq("value")) =>
+        new Compact(new CompactKafkaRowConverter(false), context, readsTimes = true)
+      case KafkaRecordDecoder.RawColumns(Seq("key", "value")) =>
+        new Compact(new CompactKafkaRowConverter(true), context, readsTimes = true)
+      case KafkaRecordDecoder.RawColumns(columns) =>
+        new Pruned(new PrunedKafkaRowConverter(columns), context)
+      case d @ KafkaRecordDecoder.Parsed(format, provenance, _) =>
+        new Parsed(new ParsedRecords(format, provenance), d.readsTimestamps, context)
     }
 
   /** One row per record, the columns of Spark's Kafka source. */
@@ -52,15 +59,32 @@ private[kafka] object KafkaRecordEmitter {
     }
   }
 
-  /** One row per record, the payload only: no record time is read. */
-  final class Compact(converter: CompactKafkaRowConverter, context: ReaderContext)
+  /**
+   * One row per record, the payload only; the record time is read only when the layout has
+   * record times (a full-layout query that uses only the payload).
+   */
+  final class Compact(
+      converter: CompactKafkaRowConverter,
+      context: ReaderContext,
+      readsTimes: Boolean)
       extends KafkaRecordEmitter(context) {
     override def emit(r: ConsumerRecord[Array[Byte], Array[Byte]], splitId: String): Boolean = {
       start(r)
       theRow = converter.convert(r)
       true
     }
-    override def eventTime: Long = RecordsWithSplitIds.NoTimestamp
+    override def eventTime: Long =
+      if (readsTimes) record.timestamp else RecordsWithSplitIds.NoTimestamp
+  }
+
+  /** One row per record, the Kafka columns a query uses. */
+  final class Pruned(converter: PrunedKafkaRowConverter, context: ReaderContext)
+      extends KafkaRecordEmitter(context) {
+    override def emit(r: ConsumerRecord[Array[Byte], Array[Byte]], splitId: String): Boolean = {
+      start(r)
+      theRow = converter.convert(r)
+      true
+    }
   }
 
   /** The value parsed by a payload format: zero or more rows per record. */

@@ -50,19 +50,23 @@ final class KafkaRowConverter(includeHeaders: Boolean) {
     generic.update(4, record.offset)
     generic.update(5, record.timestamp * 1000L)
     generic.update(6, record.timestampType.id)
-    val headers = record.headers.toArray
-    generic.update(
-      7,
-      if (headers.isEmpty) null
-      else
-        new GenericArrayData(headers.map { h =>
-          new GenericInternalRow(Array[Any](UTF8String.fromString(h.key), h.value))
-        }))
+    generic.update(7, KafkaRowConverter.headers(record))
     withHeaders(generic)
   }
 }
 
 object KafkaRowConverter {
+
+  /** A record's headers as Spark's Kafka source gives them: null when there are none. */
+  def headers(record: ConsumerRecord[Array[Byte], Array[Byte]]): GenericArrayData = {
+    val headers = record.headers.toArray
+    if (headers.isEmpty) null
+    else
+      new GenericArrayData(headers.map { h =>
+        new GenericInternalRow(Array[Any](UTF8String.fromString(h.key), h.value))
+      })
+  }
+
   val HeadersType: DataType = ArrayType(
     StructType(Seq(StructField("key", StringType), StructField("value", BinaryType))))
 
@@ -106,4 +110,71 @@ object CompactKafkaRowConverter {
     val full = KafkaRowConverter.schema(includeHeaders = false)
     StructType((if (includeKey) Seq(full("key")) else Nil) :+ full("value"))
   }
+}
+
+/**
+ * Rows of the Kafka columns a query uses (`columns`, a subset of Spark's in its order), each
+ * written as `KafkaRowConverter` writes it, straight into a reused UnsafeRow (headers through a
+ * projection, as there). A column no query uses is never built; `count()` gets rows of none.
+ */
+final class PrunedKafkaRowConverter(columns: Seq[String]) {
+  private val all = KafkaRowConverter.schema(includeHeaders = true).fieldNames
+  private val codes: Array[Int] = columns.map { c =>
+    val i = all.indexOf(c)
+    require(i >= 0, s"not a Kafka column: $c")
+    i
+  }.toArray
+  private val hasHeaders = codes.contains(7)
+  private val writer = new UnsafeRowWriter(codes.length)
+  private lazy val generic = new GenericInternalRow(codes.length)
+  private lazy val withHeaders = UnsafeProjection.create(
+    StructType(columns.map(KafkaRowConverter.schema(includeHeaders = true)(_))))
+  private var topic: String = _
+  private var topicUtf8: UTF8String = _
+
+  def convert(record: ConsumerRecord[Array[Byte], Array[Byte]]): InternalRow = {
+    if (record.topic ne topic) {
+      topic = record.topic
+      topicUtf8 = UTF8String.fromString(topic)
+    }
+    if (hasHeaders) {
+      var i = 0
+      while (i < codes.length) {
+        generic.update(i, value(codes(i), record))
+        i += 1
+      }
+      withHeaders(generic)
+    } else {
+      writer.reset()
+      writer.zeroOutNullBytes()
+      var i = 0
+      while (i < codes.length) {
+        codes(i) match {
+          case 0 => if (record.key == null) writer.setNullAt(i) else writer.write(i, record.key)
+          case 1 =>
+            if (record.value == null) writer.setNullAt(i) else writer.write(i, record.value)
+          case 2 => writer.write(i, topicUtf8)
+          case 3 => writer.write(i, record.partition)
+          case 4 => writer.write(i, record.offset)
+          case 5 => writer.write(i, record.timestamp * 1000L)
+          case _ => writer.write(i, record.timestampType.id)
+        }
+        i += 1
+      }
+      writer.getRow
+    }
+  }
+
+  /** Column `code`'s value as Spark's Kafka source gives it (for the generic row). */
+  private def value(code: Int, record: ConsumerRecord[Array[Byte], Array[Byte]]): Any =
+    code match {
+      case 0 => record.key
+      case 1 => record.value
+      case 2 => topicUtf8
+      case 3 => record.partition
+      case 4 => record.offset
+      case 5 => record.timestamp * 1000L
+      case 6 => record.timestampType.id
+      case _ => KafkaRowConverter.headers(record)
+    }
 }

@@ -10,13 +10,15 @@ import sluice.errors.SluiceError
 /**
  * Kafka as a FLIP-27 source: one split per topic-partition, discovered in the driver, read in
  * executors with pooled consumers that can pause and resume partitions. Bounded when stopping
- * offsets are given.
+ * offsets are given. A query that uses some of its columns gets rows of only those
+ * (`withColumns`): one that uses only the payload gets the rows compact records are made of.
  */
 final class KafkaSource private (rawOptions: Map[String, String], val config: KafkaConfig)
     extends Source[KafkaPartitionSplit, KafkaEnumeratorState]
     with SupportsStartAtTimestamp
     with SupportsRetentionWatch
-    with SupportsSplitPausing[KafkaPartitionSplit] {
+    with SupportsSplitPausing[KafkaPartitionSplit]
+    with SupportsColumnPruning[KafkaPartitionSplit, KafkaEnumeratorState] {
 
   override def sourceType: String = KafkaSource.Type
 
@@ -27,6 +29,17 @@ final class KafkaSource private (rawOptions: Map[String, String], val config: Ka
   override def schema(layout: RecordLayout): StructType = config.decoder(layout).schema
 
   override def options: Map[String, String] = rawOptions + ("source" -> sourceType)
+
+  /**
+   * This source building only the columns `required` names (`KafkaConfig.decoder`); splits,
+   * offsets and record times are those of the unpruned source. Itself when that is every column.
+   */
+  override def withColumns(required: Set[String]): KafkaSource = {
+    val all = config.decoder(RecordLayout.Full).schema.fieldNames
+    val used = config.columns.fold(required)(_ intersect required)
+    if (all.forall(used.contains)) this
+    else new KafkaSource(rawOptions, config.copy(columns = Some(used)))
+  }
 
   override def createEnumerator(): KafkaEnumerator = {
     config.checkStartSubscribed()
@@ -48,10 +61,11 @@ final class KafkaSource private (rawOptions: Map[String, String], val config: Ka
     import KafkaConfig._
     val replaced = Start.replaced.map(_.name.toLowerCase)
     // a partition with nothing at or after the timestamp starts at its end: nothing there to skip
-    KafkaSource.fromOptions(
+    val started = KafkaSource.fromOptions(
       rawOptions.filterNot(e => replaced.contains(e._1.toLowerCase)) +
         (StartingTimestamp.name -> timestampMs.toString) +
         (StartingOffsetsByTimestampStrategy.name -> "latest"))
+    config.columns.fold(started)(started.withColumns) // a hybrid member keeps its pruning
   }
 
   override def toString: String = s"KafkaSource($config)"

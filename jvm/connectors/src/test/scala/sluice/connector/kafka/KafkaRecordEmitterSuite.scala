@@ -60,6 +60,47 @@ class KafkaRecordEmitterSuite extends AnyFunSuite {
     assert(emitter.position == 8L)
   }
 
+  test("pruned raw rows: only the columns used, in Spark's order, and still the record time") {
+    val context = ReaderContext()
+    val valueOnly = KafkaRecordEmitter(KafkaRecordDecoder.RawColumns(Seq("value")), context)
+    assert(valueOnly.emit(record(7L, "v", timestamp = 9000L), "t-3"))
+    assert(valueOnly.row.numFields == 1 && new String(valueOnly.row.getBinary(0), UTF_8) == "v")
+    assert(valueOnly.eventTime == 9000L, "the layout still reads record times")
+
+    val some = KafkaRecordEmitter(
+      KafkaRecordDecoder.RawColumns(Seq("topic", "offset", "timestamp")),
+      ReaderContext())
+    assert(some.emit(record(41L, "hello", key = "k", timestamp = 5000L), "t-3"))
+    assert(some.row.numFields == 3)
+    assert(some.row.getUTF8String(0).toString == "t" && some.row.getLong(1) == 41L)
+    assert(some.row.getLong(2) == 5000L * 1000L && some.eventTime == 5000L)
+    assert(some.position == 42L)
+
+    val headers = new RecordHeaders()
+    headers.add("h", "x".getBytes(UTF_8))
+    val withHeaders = new ConsumerRecord[Array[Byte], Array[Byte]](
+      "t",
+      3,
+      8L,
+      1000L,
+      TimestampType.CREATE_TIME,
+      -1,
+      1,
+      null,
+      "v".getBytes(UTF_8),
+      headers,
+      Optional.empty[Integer]())
+    val keyAndHeaders =
+      KafkaRecordEmitter(KafkaRecordDecoder.RawColumns(Seq("key", "headers")), ReaderContext())
+    assert(keyAndHeaders.emit(withHeaders, "t-3"))
+    val h = keyAndHeaders.row.getArray(1).getStruct(0, 2)
+    assert(keyAndHeaders.row.isNullAt(0))
+    assert(h.getUTF8String(0).toString == "h" && new String(h.getBinary(1), UTF_8) == "x")
+
+    val none = KafkaRecordEmitter(KafkaRecordDecoder.RawColumns(Nil), ReaderContext())
+    assert(none.emit(record(0L, "v"), "t-3") && none.row.numFields == 0, "count(): no column")
+  }
+
   test(
     "parsed payload: several rows per record, malformed records and null values counted per split") {
     val context = ReaderContext()
@@ -69,7 +110,9 @@ class KafkaRecordEmitterSuite extends AnyFunSuite {
       Map("mode" -> "DROPMALFORMED"),
       "test")
     val emitter =
-      KafkaRecordEmitter(KafkaRecordDecoder.Parsed(format, withProvenance = false), context)
+      KafkaRecordEmitter(
+        KafkaRecordDecoder.Parsed(format, withProvenance = false, readsTimestamps = false),
+        context)
     assert(emitter.emit(record(0L, """[{"a":1},{"a":2}]"""), "t-3"))
     assert(emitter.row.getInt(0) == 1 && emitter.hasMoreRows)
     assert(emitter.nextRow() && emitter.row.getInt(0) == 2)

@@ -41,21 +41,7 @@ class LinePruningSuite extends AnyFunSuite with SparkSuiteBase {
     .option("mode", "FAILFAST")
     .build()
 
-  private var queries = 0
-
-  private def microBatch(df: DataFrame): Seq[Row] = {
-    queries += 1
-    val name = s"line_pruning_$queries"
-    val q = df.writeStream
-      .format("memory")
-      .queryName(name)
-      .option("checkpointLocation", tempDir("ckpt").toString)
-      .trigger(Trigger.AvailableNow())
-      .start()
-    awaitEnd(q)
-    q.exception.foreach(e => throw e)
-    spark.table(name).collect().toSeq
-  }
+  private def microBatch(df: DataFrame): Seq[Row] = runToEnd(df).rows
 
   private val used = Seq("id", "name", "_position")
 

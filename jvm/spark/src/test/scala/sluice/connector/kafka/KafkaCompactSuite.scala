@@ -25,14 +25,7 @@ class KafkaCompactSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteB
       })
   }
 
-  private def source(options: (String, String)*): KafkaSource = {
-    val b = KafkaSource
-      .builder()
-      .bootstrapServers(kafka.bootstrapServers)
-      .topics(topic)
-      .startingOffsets(OffsetsInitializer.earliest())
-    options.foldLeft(b) { case (acc, (k, v)) => acc.option(k, v) }.build()
-  }
+  private def source(options: (String, String)*): KafkaSource = earliestSource(topic, options: _*)
 
   private def read(df: DataFrame, table: String): DataFrame = {
     val q = df.writeStream

@@ -34,19 +34,10 @@ final class ParquetSource private[parquet] (val config: ParquetConfig, rows: Par
   override def boundedness: Boundedness =
     if (config.monitorIntervalMs.isEmpty) Boundedness.Bounded else Boundedness.ContinuousUnbounded
 
-  override val schema: StructType =
-    Provenance.appendTo(config.outputSchema, ParquetConfig.Context)
+  override val schema: StructType = ParquetSource.schemaOf(config, RecordLayout.Full)
 
   /** Full rows: data, partition columns, provenance. Compact rows: data and partition columns. */
-  override def schema(layout: RecordLayout): StructType = layout match {
-    case RecordLayout.Full => schema
-    case RecordLayout.Compact if config.timestampColumn.isDefined =>
-      throw SluiceError.config(
-        s"${ParquetConfig.Context}: option '${FileConfig.TimestampColumn.name}' " +
-          "gives records an event time, but compact rows (forceTimestampSupport=false) carry none; remove it or set " +
-          "forceTimestampSupport=true.")
-    case RecordLayout.Compact => config.outputSchema
-  }
+  override def schema(layout: RecordLayout): StructType = ParquetSource.schemaOf(config, layout)
 
   override def options: Map[String, String] =
     config.options + (ParquetSource.TypeOption -> sourceType)
@@ -60,6 +51,10 @@ final class ParquetSource private[parquet] (val config: ParquetConfig, rows: Par
     if (pruned.requiredSchema == config.requiredSchema) this
     else new ParquetSource(pruned, ParquetRows(ParquetSource.session(), pruned))
   }
+
+  /** `withColumns(required)`'s schema from the config alone: no reader built, nothing broadcast. */
+  override def schemaWithColumns(required: Set[String], layout: RecordLayout): StructType =
+    ParquetSource.schemaOf(config.copy(readColumns = Some(required)), layout)
 
   /**
    * This source skipping, when it lists files, those whose partition values and row groups whose
@@ -106,6 +101,16 @@ final class ParquetSource private[parquet] (val config: ParquetConfig, rows: Par
 
 object ParquetSource {
   private val TypeOption = "source"
+
+  private def schemaOf(config: ParquetConfig, layout: RecordLayout): StructType = layout match {
+    case RecordLayout.Full => Provenance.appendTo(config.outputSchema, ParquetConfig.Context)
+    case RecordLayout.Compact if config.timestampColumn.isDefined =>
+      throw SluiceError.config(
+        s"${ParquetConfig.Context}: option '${FileConfig.TimestampColumn.name}' " +
+          "gives records an event time, but compact rows (forceTimestampSupport=false) carry none; remove it or set " +
+          "forceTimestampSupport=true.")
+    case RecordLayout.Compact => config.outputSchema
+  }
 
   def builder(): Builder = new Builder(Map(ParquetConfig.Format.name -> ParquetConfig.Parquet))
 

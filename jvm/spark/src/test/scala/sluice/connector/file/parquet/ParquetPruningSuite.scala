@@ -3,9 +3,7 @@ package sluice.connector.file.parquet
 import java.nio.file.Path
 
 import org.apache.spark.sql.{DataFrame, Row}
-import org.apache.spark.sql.execution.ColumnarToRowExec
-import org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper
-import org.apache.spark.sql.streaming.{StreamingQuery, Trigger}
+import org.apache.spark.sql.streaming.Trigger
 import org.scalatest.funsuite.AnyFunSuite
 
 import sluice.{Sluice, SparkSuiteBase}
@@ -52,27 +50,10 @@ class ParquetPruningSuite extends AnyFunSuite with SparkSuiteBase {
       .schema("id BIGINT, name STRING, big INT, ts TIMESTAMP")
       .build()
 
-  private var queries = 0
-
   /** The rows of an AvailableNow run of `df`, and whether Spark read them as column batches. */
   private def microBatch(df: DataFrame): (Seq[Row], Boolean) = {
-    queries += 1
-    val name = s"pruning_$queries"
-    val q = df.writeStream
-      .format("memory")
-      .queryName(name)
-      .option("checkpointLocation", tempDir("ckpt").toString)
-      .trigger(Trigger.AvailableNow())
-      .start()
-    awaitEnd(q)
-    q.exception.foreach(e => throw e)
-    val columnar = q
-      .asInstanceOf[StreamingQueryWrapper]
-      .streamingQuery
-      .lastExecution
-      .executedPlan
-      .exists(_.isInstanceOf[ColumnarToRowExec])
-    (spark.table(name).collect().toSeq, columnar)
+    val run = runToEnd(df)
+    (run.rows, run.readColumnar)
   }
 
   /** The messages of the failure `body` ends with, and of its causes. */
@@ -133,6 +114,41 @@ class ParquetPruningSuite extends AnyFunSuite with SparkSuiteBase {
     assert(multiset(union) == multiset(once ++ once))
   }
 
+  test("which columns a pruned source gives is answered without building it") {
+    val s = source()
+    Seq(Set("id"), Set("name", "region"), Set("big", "_position"), Set.empty[String]).foreach {
+      names =>
+        Seq(sluice.config.RecordLayout.Full, sluice.config.RecordLayout.Compact).foreach {
+          layout =>
+            assert(
+              s.schemaWithColumns(names, layout) == s.withColumns(names).schema(layout),
+              names)
+        }
+    }
+    assert(
+      s.schemaWithColumns(Set("id"), sluice.config.RecordLayout.Full).fieldNames.toSeq ==
+        Seq("id", "region", "_split", "_position", "_timestamp"))
+  }
+
+  test("a query using no column of the files reads none of them (count)") {
+    val counted =
+      runToEnd(
+        Sluice.fromSource(spark, poisoned(), null, "count").groupBy().count(),
+        outputMode = "complete")
+    assert(counted.rows == Seq(Row(Rows.toLong)))
+    assert(counted.scanColumns == Seq(Seq("region", "_split", "_position", "_timestamp")))
+  }
+
+  test("without the Sluice extensions a stream reads every column") {
+    val plain = org.apache.spark.sql.sluice.PlainSession.of(spark.sparkContext)
+    assert(
+      failure(runToEnd(Sluice.fromSource(plain, poisoned(), null, "plain").select("id")))
+        .contains("big"))
+    val rows =
+      runToEnd(Sluice.fromSource(plain, source(), null, "plain").select(used.head, used.tail: _*))
+    assert(rows.scanColumns.head.contains("big") && multiset(rows.rows) == multiset(unpruned))
+  }
+
   test("a batch read (spark.read) reads only its columns") {
     val read = Sluice.read(spark, poisoned(), null, "batch").select(used.head, used.tail: _*)
     assert(multiset(read.collect().toSeq) == multiset(unpruned))
@@ -149,15 +165,6 @@ class ParquetPruningSuite extends AnyFunSuite with SparkSuiteBase {
     val sparkRows = spark.read.parquet(table.toString).select("id", "ts").collect().toSeq
     assert(multiset(rows) == multiset(sparkRows))
   }
-
-  private def startOpen(df: DataFrame, sink: String, trigger: Trigger): StreamingQuery =
-    withConf("spark.sql.streaming.realTimeMode.minBatchDuration", "1s")(
-      df.writeStream
-        .foreach(RealTimeSink.writer(sink))
-        .outputMode("update")
-        .option("checkpointLocation", tempDir("ckpt").toString)
-        .trigger(trigger)
-        .start())
 
   test("real-time mode and continuous processing read only the query's columns") {
     Seq(
