@@ -32,4 +32,13 @@ trait SupportsColumnPruning[SplitT <: SourceSplit, StateT] { self: Source[SplitT
    */
   def schemaWithColumns(required: Set[String], layout: RecordLayout): StructType =
     withColumns(required).schema(layout)
+
+  /**
+   * Whether a pruned copy returns exactly this source's records, only with fewer columns. False
+   * where which records come back depends on columns a pruned copy does not read: a parse mode
+   * that drops (DROPMALFORMED) or fails on (FAILFAST) a record malformed in any column. Rows of a
+   * query are Spark's either way (Spark's readers prune the same), but a hybrid derives the next
+   * member's start from what a member returned, so it does not prune past such a member.
+   */
+  def pruningKeepsRecords: Boolean = true
 }

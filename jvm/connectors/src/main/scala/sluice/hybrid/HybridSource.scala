@@ -89,7 +89,9 @@ final class HybridSource private (
    * columns), so each is asked for what any of them keeps until they agree (without building
    * one: `schemaWithColumns`); then the members are pruned to that. A member built by a factory
    * is known only at its switch, so such a hybrid reads every column, as one whose members
-   * cannot all prune.
+   * cannot all prune; so does one with a member whose end decides the next member's start and
+   * whose pruned copy may return other records (`pruningKeepsRecords`: a record dropped as
+   * malformed in a column not read would be kept, and move that start).
    */
   override def withColumns(required: Set[String]): HybridSource =
     agreedColumns(required).fold(this) { names =>
@@ -116,7 +118,9 @@ final class HybridSource private (
         .reduce(_ ++ _)
       if (kept == names) names else agree(kept ++ names)
     }
-    if (entries.exists(_.isInstanceOf[FromFactory])) None
+    val recordsMayChange = entries.indices.exists(i =>
+      endDecidesNextStart(i) && !HybridSource.pruningKeepsRecords(entries(i)))
+    if (entries.exists(_.isInstanceOf[FromFactory]) || recordsMayChange) None
     else Some(agree(required intersect all)).filter(_ != all)
   }
 
@@ -130,9 +134,12 @@ final class HybridSource private (
     if (filters.isEmpty) this
     else new HybridSource(entries, resolver, retention, Nil, filters)
 
+  /** Whether member `index`'s end decides where the next starts (it starts at that end, or builds from it). */
+  private def endDecidesNextStart(index: Int): Boolean =
+    index < entries.size - 1 && !entries(index + 1).isInstanceOf[Fixed]
+
   /** Whether member `index` is handed the filters: the last, or one followed by a source given up front. */
-  private def filtersReach(index: Int): Boolean =
-    index == entries.size - 1 || entries(index + 1).isInstanceOf[Fixed]
+  private def filtersReach(index: Int): Boolean = !endDecidesNextStart(index)
 
   private def filtered(index: Int, source: Source[_, _]): Source[_, _] = source match {
     case f: SupportsFilterPushdown[SourceSplit @unchecked, Any @unchecked]
@@ -213,6 +220,17 @@ object HybridSource {
             s"HybridSource: ${other.sourceType} pruned can no longer start at a timestamp")
       }
     case f: FromFactory => f
+  }
+
+  private def pruningKeepsRecords(entry: Entry): Boolean = entry match {
+    case Fixed(s) => keepsRecords(s)
+    case StartAtPreviousEnd(base, _) => keepsRecords(base)
+    case _: FromFactory => false
+  }
+
+  private def keepsRecords(source: Source[_, _]): Boolean = source match {
+    case p: SupportsColumnPruning[SourceSplit @unchecked, Any @unchecked] => p.pruningKeepsRecords
+    case _ => true // it reads every column anyway
   }
 
   private def prunedSource(source: Source[_, _], names: Set[String]): Source[_, _] =

@@ -91,8 +91,7 @@ class HybridPushdownSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuit
       // the history read 2 of its 3 days; Kafka every record (a filter skips nothing there)
       assert(pushed.inputRows == 2 * PerDay + Live)
       assert(
-        pushed.scanColumns.forall(
-          _ == Seq("id", "name", "day", "_split", "_position", "_timestamp")),
+        pushed.scanColumns == Seq(Seq("id", "name", "day", "_split", "_position", "_timestamp")),
         pushed.scanColumns)
 
       // Kafka started where the history ended: the history is handed no filter (what it skipped
@@ -115,5 +114,59 @@ class HybridPushdownSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuit
           .exists(e => String.valueOf(e.getMessage).contains("junk.parquet")),
         failure)
     } finally Files.delete(junk)
+  }
+
+  test(
+    "a member whose end decides the next start is not pruned when pruning would keep a record it drops") {
+    // CSV under DROPMALFORMED: the last line lacks `note`, so Spark drops it and the history ends
+    // at the line before (Jan 4). Parsing only `id` and `ts` would keep it, end the history on
+    // Jan 5, start Kafka there and skip the record of Jan 4, noon.
+    val day = (d: Int) => java.time.Instant.parse(s"2024-01-0${d}T00:00:00Z").toEpochMilli
+    val dir = tempDir("hybrid-malformed")
+    Files.write(
+      dir.resolve("part-0.csv"),
+      "1,2024-01-01T00:00:00Z,a\n2,2024-01-04T00:00:00Z,b\n3,2024-01-05T00:00:00Z\n".getBytes("UTF-8"))
+    val liveTopic = "hybrid_pushdown_malformed"
+    kafka.createTopic(liveTopic, 1)
+    kafka.produce(
+      liveTopic,
+      Seq(100 -> (day(4) + 12 * 3600 * 1000L), 101 -> day(6)).map { case (id, ts) =>
+        ProducedRecord.text(
+          value = Some(s"""{"id": $id, "ts": "${java.time.Instant.ofEpochMilli(ts)}", "note": "k"}"""),
+          timestamp = Some(ts))
+      })
+    val schema = "id INT, ts TIMESTAMP, note STRING"
+    def startsAtEnd(mode: String) = HybridSource
+      .builder(
+        sluice.connector.file.FileSource
+          .builder()
+          .path(dir.toString)
+          .format("csv")
+          .schema(schema)
+          .timestampColumn("ts")
+          .option("mode", mode)
+          .build())
+      .addSourceStartingAtPreviousEnd(
+        KafkaSource
+          .builder()
+          .bootstrapServers(kafka.bootstrapServers)
+          .topics(liveTopic)
+          .option("format", "json")
+          .option("schema", schema)
+          .build(),
+        0L)
+      .build()
+    val full = startsAtEnd("DROPMALFORMED").schema(sluice.config.RecordLayout.Full)
+    // not pruned past the history while it drops records; pruned when it drops none
+    assert(
+      startsAtEnd("DROPMALFORMED").schemaWithColumns(Set("id"), sluice.config.RecordLayout.Full) ==
+        full)
+    assert(
+      startsAtEnd("PERMISSIVE").schemaWithColumns(Set("id"), sluice.config.RecordLayout.Full) !=
+        full)
+    val ids = runToEnd(Sluice.fromSource(spark, startsAtEnd("DROPMALFORMED"), null, "malformed").select("id"))
+      .rows
+      .map(_.getInt(0))
+    assert(ids.sorted == Seq(1, 2, 100, 101))
   }
 }

@@ -54,6 +54,8 @@ final class FileSource private[file] (val config: FileConfig)
     if (payload eq config.payload) this else new FileSource(config.copy(payload = payload))
   }
 
+  override def pruningKeepsRecords: Boolean = config.payload.mode == "PERMISSIVE"
+
   override def createEnumerator(): FileEnumerator = restoreEnumerator(
     FileEnumeratorState(Nil, listed = false))
 

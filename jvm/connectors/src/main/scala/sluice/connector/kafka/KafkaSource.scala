@@ -34,6 +34,8 @@ final class KafkaSource private (rawOptions: Map[String, String], val config: Ka
    * This source building only the columns `required` names (`KafkaConfig.decoder`); splits,
    * offsets and record times are those of the unpruned source. Itself when that is every column.
    */
+  override def pruningKeepsRecords: Boolean = config.payload.forall(_.mode == "PERMISSIVE")
+
   override def withColumns(required: Set[String]): KafkaSource = {
     val all = config.decoder(RecordLayout.Full).schema.fieldNames
     val used = config.columns.fold(required)(_ intersect required)
