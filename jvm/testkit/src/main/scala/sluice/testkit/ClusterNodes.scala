@@ -10,6 +10,14 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.kafka.common.Uuid
 
+/**
+ * A node's JVM ended before it was ready: most often a port taken between being found free
+ * (`Broker.freePort`) and being bound by the node (its log says); the cluster starts again on
+ * other ports.
+ */
+final class NodeExitedWhileStarting(id: Int)
+    extends IllegalStateException(s"node $id exited while starting (its log above says why)")
+
 /** The loopback ports of one node: one per listener. */
 final case class NodePorts(plaintext: Int, saslSsl: Int, ssl: Int, controller: Int)
 
@@ -154,6 +162,36 @@ final class ClusterNodes(
     }
   }
 
+  /**
+   * The operations each running node's own authorizer allows `principal` on the literal topic
+   * (a node down is left out: it replays the metadata log when it starts again).
+   */
+  def acls(principal: String, topic: String, timeoutMs: Long): Map[Int, Set[String]] =
+    synchronized {
+      running.toSeq
+        .filter(_._2.process.isAlive)
+        .map { case (id, node) =>
+          node.stdin.println(s"acls $principal $topic")
+          node.stdin.flush()
+          val deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs)
+          var answer: Option[Set[String]] = None
+          while (answer.isEmpty) {
+            val left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())
+            node.lines.poll(math.max(1L, left), TimeUnit.MILLISECONDS) match {
+              case null =>
+                throw new IllegalStateException(s"node $id did not answer 'acls' in time")
+              case None => throw new IllegalStateException(s"node $id exited")
+              case Some(line) if line.startsWith(ClusterNodeMain.AclsLine) =>
+                answer = Some(
+                  line.drop(ClusterNodeMain.AclsLine.length).split(",").map(_.trim).toSet - "")
+              case Some(_) =>
+            }
+          }
+          id -> answer.get
+        }
+        .toMap
+    }
+
   def isRunning(id: Int): Boolean = synchronized(running.get(id).exists(_.process.isAlive))
 
   /** Kills every node: at the end of a test session their data goes with the folder. */
@@ -191,7 +229,7 @@ final class ClusterNodes(
       val left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())
       node.lines.poll(math.max(1L, left), TimeUnit.MILLISECONDS) match {
         case null => throw new IllegalStateException(s"node $id did not start in time")
-        case None => throw new IllegalStateException(s"node $id exited while starting")
+        case None => throw new NodeExitedWhileStarting(id)
         case Some(ClusterNodeMain.ReadyLine) => ready = true
         case Some(_) =>
       }
