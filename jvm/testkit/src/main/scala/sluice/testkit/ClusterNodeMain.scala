@@ -25,7 +25,8 @@ import org.apache.kafka.server.authorizer.Authorizer
  * Formats its log directory on first start (a restarted node keeps its data), prints
  * `SLUICE_KAFKA_NODE_READY` once the node has joined the cluster, answers
  * `acls <principal> <topic>` with the operations its own authorizer allows (`SLUICE_KAFKA_NODE_ACLS
- * READ,DESCRIBE`), and shuts down cleanly
+ * READ,DESCRIBE`) and `partitions <topic>` with the partitions its own metadata knows
+ * (`SLUICE_KAFKA_NODE_PARTITIONS 2`), and shuts down cleanly
  * (controlled shutdown: leaders move away first) on `stop`, answering `OK`. When stdin ends (the
  * cluster's process is gone) it halts at once: the other nodes are going too, and a controlled
  * shutdown without a controller quorum would wait for one; so it does while it still starts.
@@ -36,11 +37,14 @@ object ClusterNodeMain {
   /** The answer to `acls <principal> <topic>`: this line, then the operations, comma-separated. */
   val AclsLine = "SLUICE_KAFKA_NODE_ACLS"
 
-  /** The broker's authorizer (KafkaRaftServer keeps its broker private; a test kit may look). */
-  private def brokerAuthorizer(server: KafkaRaftServer): Option[Authorizer] = {
+  /** The answer to `partitions <topic>`: this line, then the count (-1: the topic is unknown). */
+  val PartitionsLine = "SLUICE_KAFKA_NODE_PARTITIONS"
+
+  /** The node's broker (KafkaRaftServer keeps it private; a test kit may look). */
+  private def brokerOf(server: KafkaRaftServer): Option[BrokerServer] = {
     val field = classOf[KafkaRaftServer].getDeclaredField("broker")
     field.setAccessible(true)
-    field.get(server).asInstanceOf[Option[BrokerServer]].flatMap(_.authorizer)
+    field.get(server).asInstanceOf[Option[BrokerServer]]
   }
 
   /** The operations the authorizer has ACLs allowing `principal` on the literal topic. */
@@ -71,7 +75,7 @@ object ClusterNodeMain {
     // stdin is read from the start: when it ends (the cluster's process is gone, even while this
     // node still starts, which without a quorum may never finish) the node halts at once
     val stop = new java.util.concurrent.CountDownLatch(1)
-    @volatile var authorizer: Option[Authorizer] = None
+    @volatile var broker: Option[BrokerServer] = None
     val watcher = new Thread(
       () => {
         val stdin = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))
@@ -80,8 +84,12 @@ object ClusterNodeMain {
           line.trim.split("\\s+").toSeq match {
             // what this node's own authorizer allows: ClusterAccess waits for a grant on each
             case Seq("acls", principal, topic) =>
-              protocol.println(
-                s"$AclsLine ${allowed(authorizer, principal, topic).mkString(",")}")
+              val ops = allowed(broker.flatMap(_.authorizer), principal, topic)
+              protocol.println(s"$AclsLine ${ops.mkString(",")}")
+            // how many partitions this node's own metadata gives the topic (-1: none known)
+            case Seq("partitions", topic) =>
+              val n = broker.flatMap(_.metadataCache.numPartitions(topic)).getOrElse(-1)
+              protocol.println(s"$PartitionsLine $n")
             case _ =>
           }
           line = stdin.readLine()
@@ -97,7 +105,7 @@ object ClusterNodeMain {
         Broker.formatOnce(config, Paths.get(props.getProperty("log.dirs")), args(1))
         val s = new KafkaRaftServer(config, Time.SYSTEM)
         s.startup()
-        authorizer = brokerAuthorizer(s)
+        broker = brokerOf(s)
         s
       } catch {
         case NonFatal(e) =>

@@ -167,27 +167,36 @@ final class ClusterNodes(
    * (a node down is left out: it replays the metadata log when it starts again).
    */
   def acls(principal: String, topic: String, timeoutMs: Long): Map[Int, Set[String]] =
+    ask(s"acls $principal $topic", ClusterNodeMain.AclsLine, timeoutMs).map { case (id, a) =>
+      id -> (a.split(",").map(_.trim).toSet - "")
+    }
+
+  /** How many partitions each running node's own metadata gives the topic (-1: unknown). */
+  def partitions(topic: String, timeoutMs: Long): Map[Int, Int] =
+    ask(s"partitions $topic", ClusterNodeMain.PartitionsLine, timeoutMs).map { case (id, a) =>
+      id -> a.trim.toInt
+    }
+
+  /** Each running node's answer to `command`: the rest of its line opening with `answer`. */
+  private def ask(command: String, answer: String, timeoutMs: Long): Map[Int, String] =
     synchronized {
       running.toSeq
         .filter(_._2.process.isAlive)
         .map { case (id, node) =>
-          node.stdin.println(s"acls $principal $topic")
+          node.stdin.println(command)
           node.stdin.flush()
           val deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs)
-          var answer: Option[Set[String]] = None
-          while (answer.isEmpty) {
+          var got: Option[String] = None
+          while (got.isEmpty) {
             val left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())
             node.lines.poll(math.max(1L, left), TimeUnit.MILLISECONDS) match {
-              case null =>
-                throw new IllegalStateException(s"node $id did not answer 'acls' in time")
+              case null => throw new IllegalStateException(s"node $id did not answer '$command'")
               case None => throw new IllegalStateException(s"node $id exited")
-              case Some(line) if line.startsWith(ClusterNodeMain.AclsLine) =>
-                answer = Some(
-                  line.drop(ClusterNodeMain.AclsLine.length).split(",").map(_.trim).toSet - "")
+              case Some(line) if line.startsWith(answer) => got = Some(line.drop(answer.length))
               case Some(_) =>
             }
           }
-          id -> answer.get
+          id -> got.get
         }
         .toMap
     }

@@ -146,7 +146,21 @@ object KafkaClusterMain {
       s"sluice-testkit: Kafka cluster of $size nodes ready at $plaintext in " +
         s"${TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - began)} ms")
 
-    commands = new Commands(plaintext, size.toShort)
+    // one node answered that the topic has its partitions; another may not know it yet, and the
+    // Admin and producer calls that follow may ask that one: wait for each node's own metadata
+    commands = new Commands(
+      plaintext,
+      size.toShort,
+      (topic, count) => {
+        val deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(NodeTimeoutMs)
+        def behind = nodes.partitions(topic, NodeTimeoutMs).filter(_._2 != count).keys
+        while (behind.nonEmpty) {
+          if (System.nanoTime() > deadline)
+            throw new IllegalStateException(
+              s"nodes ${behind.mkString(", ")} did not learn $count partitions of $topic in time")
+          Thread.sleep(20) // polling the nodes' metadata, which notifies no one
+        }
+      })
     val security = describe(nodes, tls, access)
     def run(line: String): String = {
       val words = line.trim.split("\\s+").toSeq
