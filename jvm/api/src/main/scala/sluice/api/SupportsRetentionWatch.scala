@@ -38,8 +38,12 @@ trait RetentionWatch extends AutoCloseable {
  *                   what to do, as a sentence
  * @param tolerated  the source is configured to go on past records that are gone (Kafka's
  *                   `failOnDataLoss=false`): a loss is reported, and does not stop the query
+ * @param unchecked  what the watch could not find out, and what the check did without it (e.g.
+ *                   the system refused to tell its retention: no headroom, but records already
+ *                   gone are still looked for), as a sentence naming what to grant; logged once
  */
 final case class RetentionCheck(
     headroomMs: Option[Long],
     lost: Option[String],
-    tolerated: Boolean = false)
+    tolerated: Boolean = false,
+    unchecked: Option[String] = None)

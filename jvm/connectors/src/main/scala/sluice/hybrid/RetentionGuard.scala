@@ -28,7 +28,8 @@ private[hybrid] final case class PlannedStart(
  * Checks call the system, so they run on a thread of their own, at most every `intervalMs`,
  * and planning never waits for one: it reads the last answer. A check that fails (the brokers
  * unreachable) is logged and tried again at the next interval; only an answer that the needed
- * records are gone, for a start that is known, fails the query.
+ * records are gone, for a start that is known, fails the query. What a check could not find out
+ * (Kafka's `retention.ms` without DESCRIBE_CONFIGS) is logged once; the rest of it still counts.
  */
 private[hybrid] final class RetentionGuard(
     nextIndex: Int,
@@ -47,6 +48,9 @@ private[hybrid] final class RetentionGuard(
 
   /** The last tolerated loss logged, so that each is logged once rather than at every check. */
   private var warnedLoss: Option[String] = None
+
+  /** The last limit of the check logged (`RetentionCheck.unchecked`), logged once too. */
+  private var warnedUnchecked: Option[String] = None
 
   /**
    * At every planning: fails when the last check found the needed records gone, and starts a new
@@ -102,6 +106,11 @@ private[hybrid] final class RetentionGuard(
     try {
       val found = watch.check(start.timestampMs, now)
       last = Some(Observed(start, found, now))
+      found.unchecked.filterNot(warnedUnchecked.contains).foreach { what =>
+        warnedUnchecked = Some(what)
+        log.warn(
+          s"HybridSource: the retention check of source $nextIndex ($nextType) is partial: $what")
+      }
       if (start.known && found.tolerated)
         found.lost.filterNot(warnedLoss.contains).foreach { what =>
           warnedLoss = Some(what)

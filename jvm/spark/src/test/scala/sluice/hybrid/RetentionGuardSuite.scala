@@ -69,6 +69,40 @@ class RetentionGuardSuite extends AnyFunSuite {
   }
 
   test(
+    "a partial check (retention.ms refused) still fails on records found gone, and is no failed check") {
+    val partial = Some("no DESCRIBE_CONFIGS on t: no headroom")
+    // nothing found gone: the query goes on, with no headroom but the check counted as made
+    val fine = new RetentionGuard(
+      1,
+      "kafka",
+      new Scripted(() => RetentionCheck(None, None, unchecked = partial)),
+      0,
+      0)
+    try {
+      fine.observe(Some(Known)); settle(fine)
+      fine.observe(Some(Known))
+      assert(!fine.metrics.contains(HybridMetrics.RetentionHeadroomMs))
+      assert(fine.metrics.contains(HybridMetrics.RetentionCheckedAtMs))
+    } finally fine.close()
+    // records found gone from the offsets alone: failOnDataLoss=true stops the query as before
+    val gone = new RetentionGuard(
+      1,
+      "kafka",
+      new Scripted(() =>
+        RetentionCheck(
+          None,
+          Some("the records it needs are gone: t-0 ..."),
+          unchecked = partial)),
+      0,
+      0)
+    try {
+      gone.observe(Some(Known)); settle(gone)
+      val e = intercept[IllegalStateException](gone.observe(Some(Known)))
+      assert(e.getMessage.contains("the records it needs are gone: t-0"))
+    } finally gone.close()
+  }
+
+  test(
     "a loss the source tolerates (failOnDataLoss=false) never fails the query, and shows in the metrics") {
     val gone = RetentionCheck(
       Some(-5000L),

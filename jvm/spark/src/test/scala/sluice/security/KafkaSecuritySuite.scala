@@ -335,7 +335,7 @@ class KafkaSecuritySuite extends AnyFunSuite with SparkSuiteBase {
       (
         "no client certificate where the brokers require one",
         sluice(tls().filter { case (k, _) => !k.startsWith("kafka.ssl.key") }),
-        Seq("refused this client's certificate", "kafka.ssl.keystore.location")),
+        Seq("has none", "kafka.ssl.keystore.location")),
       (
         "a user without DESCRIBE on the topic",
         sluice(scram(), hidden),
@@ -359,6 +359,89 @@ class KafkaSecuritySuite extends AnyFunSuite with SparkSuiteBase {
         info(s"$what, $mode: failed in $millis ms")
       }
     }
+  }
+
+  // TLS against the PLAINTEXT port is not among them: the brokers drop the connection, which
+  // Kafka's clients retry as a broker unreachable, so it fails only after the 60 s look-up limit
+  // (the message then names kafka.security.protocol); KafkaAccessErrorsSuite has the handshake
+  // errors that need a certificate made for it
+  test("a SASL mechanism the brokers lack names kafka.sasl.mechanism, fast") {
+    val cases = Seq(
+      (
+        "SASL mechanism PLAIN, which the brokers do not enable",
+        sluice(scram() + ("kafka.sasl.mechanism" -> "PLAIN")),
+        Seq("SASL mechanism PLAIN of kafka.sasl.mechanism", "SCRAM-SHA-512")))
+    cases.foreach { case (what, options, expected) =>
+      val t0 = System.nanoTime()
+      val e = intercept[Throwable] {
+        spark.read.format("sluice").options(options + bounded).load().collect()
+      }
+      val millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0)
+      errors += stackTrace(e)
+      val text = messages(e)
+      expected.foreach { word =>
+        assert(text.contains(word), s"$what: '$word' not in:\n$text")
+      }
+      assert(millis < 30000, s"$what: took $millis ms to fail")
+      info(s"$what: failed in $millis ms")
+    }
+  }
+
+  test(
+    "a hybrid started at the files' end, by a reader without DESCRIBE_CONFIGS: the retention " +
+      "check names the missing ACL, still looks for records gone, and the switch reads them all",
+    Slow) {
+    // reader has READ and DESCRIBE on the topic, not DESCRIBE_CONFIGS (retention.ms)
+    val base = 1700000000000L
+    val dir = tempDir("history-at-end")
+    Files.write(
+      dir.resolve("a.json"),
+      (0 until 10)
+        .map(i => s"""{"id":$i,"ts":${base + 10000L + i * 1000L}}""")
+        .mkString("\n")
+        .getBytes("UTF-8"))
+    val auth = scram()
+    val live = (auth - "kafka.bootstrap.servers")
+      .foldLeft(
+        KafkaSource
+          .builder()
+          .bootstrapServers(auth("kafka.bootstrap.servers"))
+          .topics(topic)
+          .startingOffsets(OffsetsInitializer.earliest())
+          .option("format", "json")
+          .option("schema", "id BIGINT, ts BIGINT")) { case (b, (k, v)) => b.option(k, v) }
+      .build()
+    val hybrid = HybridSource
+      .builder(
+        FileSource
+          .builder()
+          .path(dir.toString)
+          .format("json")
+          .schema("id BIGINT, ts BIGINT")
+          .timestampColumn("ts")
+          .build())
+      // the files end at base + 19 s: Kafka starts at its first record at or after base + 18 s
+      .addSourceStartingAtPreviousEnd(live, 1000L)
+      .build()
+    val ids = availableNow(Sluice.fromSource(spark, hybrid).select("id"), "sec_hybrid_at_end")
+      .map(_.getLong(0))
+    assert(ids.sorted == ((0L until 10L) ++ (118L until 100L + records)))
+    val retentionLines = logLines.synchronized(logLines.filter(_.contains("retention")).toSeq)
+    val partial =
+      retentionLines.filter(_.contains("retention check of source 1 (kafka) is partial"))
+    assert(partial.size == 1, retentionLines.mkString("\n"))
+    Seq(
+      "DESCRIBE_CONFIGS on 'sec-events'",
+      "user 'reader'",
+      "--operation DescribeConfigs --topic sec-events",
+      "no retentionHeadroomMs",
+      "failOnDataLoss").foreach { word =>
+      assert(partial.head.contains(word), s"'$word' not in: ${partial.head}")
+    }
+    // not a failed check explained as a missing DESCRIBE
+    assert(
+      !retentionLines.exists(_.contains("could not check the retention")),
+      retentionLines.mkString("\n"))
   }
 
   test(

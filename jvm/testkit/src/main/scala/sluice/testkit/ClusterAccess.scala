@@ -12,10 +12,15 @@ import org.apache.kafka.common.resource.{PatternType, ResourcePattern, ResourceT
 /**
  * Who may do what on the test cluster: SCRAM-SHA-512 users (passwords made at start, never
  * fixed) and topic ACLs, set over the harness's PLAINTEXT listener (a super user's). Each change
- * waits until every node's metadata log holds it (each node applies it from there at once), so
- * a test does not race its own set-up.
+ * waits until every node has it, so a test does not race its own set-up: an ACL until each
+ * running node's own authorizer allows it (`nodeAcls`), users until every node's metadata log
+ * holds them.
  */
-final class ClusterAccess(plaintextBootstrap: String, users: Seq[String]) extends AutoCloseable {
+final class ClusterAccess(
+    plaintextBootstrap: String,
+    users: Seq[String],
+    nodeAcls: (String, String, Long) => Map[Int, Set[String]])
+    extends AutoCloseable {
   private val timeoutMs = 30000L
   private val admin = Admin.create(Broker.adminProps(plaintextBootstrap))
   private val random = new SecureRandom()
@@ -43,7 +48,21 @@ final class ClusterAccess(plaintextBootstrap: String, users: Seq[String]) extend
         new AccessControlEntry(s"User:$user", "*", op, AclPermissionType.ALLOW))
     }
     admin.createAcls(bindings.asJava).all().get(timeoutMs, TimeUnit.MILLISECONDS)
-    awaitOnEveryNode(s"the ACLs of $user on $topic")
+    // a node's log holding the ACL is not its authorizer applying it: ask each node's own
+    val wanted = operations.map(_.name).toSet
+    val deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs)
+    def lacking = nodeAcls(s"User:$user", topic, timeoutMs).filterNot { case (_, ops) =>
+      wanted.subsetOf(ops)
+    }
+    var behind = lacking
+    while (behind.nonEmpty) {
+      if (System.nanoTime() > deadline)
+        throw new IllegalStateException(
+          s"the ACLs of $user on $topic did not reach the authorizers of nodes " +
+            s"${behind.keys.toSeq.sorted.mkString(", ")} in time")
+      Thread.sleep(20) // polling the nodes' authorizers, which notify no one
+      behind = lacking
+    }
   }
 
   /**

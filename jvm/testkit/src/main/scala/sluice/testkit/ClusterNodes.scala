@@ -10,6 +10,14 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.kafka.common.Uuid
 
+/**
+ * A node's JVM ended before it was ready: most often a port taken between being found free
+ * (`Broker.freePort`) and being bound by the node (its log says); the cluster starts again on
+ * other ports.
+ */
+final class NodeExitedWhileStarting(id: Int)
+    extends IllegalStateException(s"node $id exited while starting (its log above says why)")
+
 /** The loopback ports of one node: one per listener. */
 final case class NodePorts(plaintext: Int, saslSsl: Int, ssl: Int, controller: Int)
 
@@ -154,6 +162,45 @@ final class ClusterNodes(
     }
   }
 
+  /**
+   * The operations each running node's own authorizer allows `principal` on the literal topic
+   * (a node down is left out: it replays the metadata log when it starts again).
+   */
+  def acls(principal: String, topic: String, timeoutMs: Long): Map[Int, Set[String]] =
+    ask(s"acls $principal $topic", ClusterNodeMain.AclsLine, timeoutMs).map { case (id, a) =>
+      id -> (a.split(",").map(_.trim).toSet - "")
+    }
+
+  /** How many partitions each running node's own metadata gives the topic (-1: unknown). */
+  def partitions(topic: String, timeoutMs: Long): Map[Int, Int] =
+    ask(s"partitions $topic", ClusterNodeMain.PartitionsLine, timeoutMs).map { case (id, a) =>
+      id -> a.trim.toInt
+    }
+
+  /** Each running node's answer to `command`: the rest of its line opening with `answer`. */
+  private def ask(command: String, answer: String, timeoutMs: Long): Map[Int, String] =
+    synchronized {
+      running.toSeq
+        .filter(_._2.process.isAlive)
+        .map { case (id, node) =>
+          node.stdin.println(command)
+          node.stdin.flush()
+          val deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs)
+          var got: Option[String] = None
+          while (got.isEmpty) {
+            val left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())
+            node.lines.poll(math.max(1L, left), TimeUnit.MILLISECONDS) match {
+              case null => throw new IllegalStateException(s"node $id did not answer '$command'")
+              case None => throw new IllegalStateException(s"node $id exited")
+              case Some(line) if line.startsWith(answer) => got = Some(line.drop(answer.length))
+              case Some(_) =>
+            }
+          }
+          id -> got.get
+        }
+        .toMap
+    }
+
   def isRunning(id: Int): Boolean = synchronized(running.get(id).exists(_.process.isAlive))
 
   /** Kills every node: at the end of a test session their data goes with the folder. */
@@ -191,7 +238,7 @@ final class ClusterNodes(
       val left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())
       node.lines.poll(math.max(1L, left), TimeUnit.MILLISECONDS) match {
         case null => throw new IllegalStateException(s"node $id did not start in time")
-        case None => throw new IllegalStateException(s"node $id exited while starting")
+        case None => throw new NodeExitedWhileStarting(id)
         case Some(ClusterNodeMain.ReadyLine) => ready = true
         case Some(_) =>
       }

@@ -21,7 +21,10 @@ import org.apache.kafka.common.serialization.{ByteArrayDeserializer, ByteArraySe
  * The commands of the stdin protocol, run against one broker. Each returns the text after `OK`
  * (possibly empty) or throws; [[CommandLoop]] turns exceptions into `ERR` lines.
  */
-final class Commands(bootstrapServers: String, replicationFactor: Short = 1)
+final class Commands(
+    bootstrapServers: String,
+    replicationFactor: Short = 1,
+    awaitOnEveryNode: (String, Int) => Unit = (_, _) => ())
     extends AutoCloseable {
   private val timeoutMs = 30000L
   private lazy val admin: Admin = Admin.create(Broker.adminProps(bootstrapServers))
@@ -147,6 +150,7 @@ final class Commands(bootstrapServers: String, replicationFactor: Short = 1)
     val topic = new NewTopic(name, partitions, replicationFactor).configs(configMap.asJava)
     get(admin.createTopics(Collections.singletonList(topic)).all())
     awaitPartitions(name, partitions)
+    awaitOnEveryNode(name, partitions)
     ""
   }
 
@@ -156,6 +160,7 @@ final class Commands(bootstrapServers: String, replicationFactor: Short = 1)
         .createPartitions(Collections.singletonMap(name, NewPartitions.increaseTo(total)))
         .all())
     awaitPartitions(name, total)
+    awaitOnEveryNode(name, total)
     ""
   }
 

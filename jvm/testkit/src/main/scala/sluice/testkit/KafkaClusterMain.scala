@@ -7,6 +7,7 @@ import java.util.concurrent.TimeUnit
 
 import scala.concurrent.{Await, ExecutionContext, Future}
 import scala.concurrent.duration._
+import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
 import com.fasterxml.jackson.databind.ObjectMapper
@@ -16,7 +17,7 @@ import org.apache.kafka.common.utils.Utils
  * A Kafka cluster for tests like those users run (see [[ClusterNodes]]): 3 KRaft nodes, each in
  * its own JVM, replication factor 3, `min.insync.replicas=2`, PLAINTEXT, SASL_SSL (SCRAM-SHA-512)
  * and SSL (client certificates) listeners, ACLs; certificates and passwords made at start in a
- * temporary folder, deleted when it stops.
+ * temporary folder, deleted when it stops (or, after a SIGKILL, when the next cluster starts).
  *
  * {{{
  * java -cp <broker classpath> sluice.testkit.KafkaClusterMain [--nodes N]
@@ -43,6 +44,9 @@ object KafkaClusterMain {
   private val StartTimeoutMs = 120000L
   private val NodeTimeoutMs = 90000L
 
+  /** How often the nodes are started on new ports when one exits while starting. */
+  private val StartAttempts = 3
+
   /** Small heaps and C1 only: three of these share a 2-core machine with Spark. */
   private val NodeJvmOptions = Seq("-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 
@@ -60,7 +64,9 @@ object KafkaClusterMain {
     }
 
     val began = System.nanoTime()
-    val dir = Files.createTempDirectory("sluice-kafka-cluster-")
+    sweepDeadClusters()
+    val dir = Files.createTempDirectory(FolderPrefix)
+    Files.write(dir.resolve(PidFile), ProcessHandle.current().pid().toString.getBytes("UTF-8"))
     var nodes: ClusterNodes = null
     var access: ClusterAccess = null
     var commands: Commands = null
@@ -100,13 +106,32 @@ object KafkaClusterMain {
             authority.untrustedTruststore(),
             Users.map(u => u -> authority.sign(u)).toMap)
         })(ExecutionContext.global)
-        nodes =
-          new ClusterNodes(size, dir, broker, authority.truststore, Seq("admin"), NodeJvmOptions)
-        step(s"$size nodes started")(nodes.startAll(StartTimeoutMs))
+        // free ports are found before the nodes bind them, so another process may take one
+        // meanwhile: the node fails to bind and exits, and the cluster starts again on others
+        var attempt = 1
+        while (nodes == null) {
+          val n = new ClusterNodes(
+            size,
+            Files.createDirectories(dir.resolve(s"start-$attempt")),
+            broker,
+            authority.truststore,
+            Seq("admin"),
+            NodeJvmOptions)
+          nodes = n
+          try step(s"$size nodes started")(n.startAll(StartTimeoutMs))
+          catch {
+            case e: NodeExitedWhileStarting if attempt < StartAttempts =>
+              System.err.println(
+                s"sluice-testkit: ${e.getMessage}; starting again on other ports")
+              n.close()
+              nodes = null
+              attempt += 1
+          }
+        }
         val plaintext = nodes.bootstrap(_.plaintext)
         step("the cluster usable")(
           Broker.awaitUsable(Broker.adminProps(plaintext), size, StartTimeoutMs))
-        access = new ClusterAccess(plaintext, Users)
+        access = new ClusterAccess(plaintext, Users, nodes.acls)
         step("SCRAM users created")(access.createUsers())
         Await.result(clients, StartTimeoutMs.millis)
       } catch {
@@ -121,7 +146,21 @@ object KafkaClusterMain {
       s"sluice-testkit: Kafka cluster of $size nodes ready at $plaintext in " +
         s"${TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - began)} ms")
 
-    commands = new Commands(plaintext, size.toShort)
+    // one node answered that the topic has its partitions; another may not know it yet, and the
+    // Admin and producer calls that follow may ask that one: wait for each node's own metadata
+    commands = new Commands(
+      plaintext,
+      size.toShort,
+      (topic, count) => {
+        val deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(NodeTimeoutMs)
+        def behind = nodes.partitions(topic, NodeTimeoutMs).filter(_._2 != count).keys
+        while (behind.nonEmpty) {
+          if (System.nanoTime() > deadline)
+            throw new IllegalStateException(
+              s"nodes ${behind.mkString(", ")} did not learn $count partitions of $topic in time")
+          Thread.sleep(20) // polling the nodes' metadata, which notifies no one
+        }
+      })
     val security = describe(nodes, tls, access)
     def run(line: String): String = {
       val words = line.trim.split("\\s+").toSeq
@@ -170,6 +209,55 @@ object KafkaClusterMain {
     cleanUp.run()
     if (stopCommand) protocol.println("OK")
     sys.exit(0)
+  }
+
+  private val FolderPrefix = "sluice-kafka-cluster-"
+  private val PidFile = "cluster.pid"
+
+  /**
+   * Deletes the folders of clusters whose process is gone without cleaning up (SIGKILL): they
+   * hold the authority's private key, the key stores and the nodes' properties with the stores'
+   * passwords. A folder is a dead cluster's when the process its `cluster.pid` names is not a
+   * running KafkaClusterMain; one without that file (still being made) is left alone for an hour.
+   */
+  private def sweepDeadClusters(): Unit = {
+    val tmp = java.nio.file.Paths.get(System.getProperty("java.io.tmpdir"))
+    def running(pid: Long): Boolean = ProcessHandle
+      .of(pid)
+      .filter(_.isAlive)
+      .map[Boolean](h =>
+        h.info().commandLine().map[Boolean](_.contains("KafkaClusterMain")).orElse(true))
+      .orElse(false)
+    val stale = System.currentTimeMillis() - TimeUnit.HOURS.toMillis(1)
+    val folders =
+      try {
+        val listing = Files.list(tmp)
+        try
+          listing
+            .iterator()
+            .asScala
+            .filter(_.getFileName.toString.startsWith(FolderPrefix))
+            .toList
+        finally listing.close()
+      } catch { case _: IOException => Nil }
+    folders.foreach { folder =>
+      val pidFile = folder.resolve(PidFile)
+      val dead =
+        try {
+          if (Files.exists(pidFile))
+            new String(Files.readAllBytes(pidFile), "UTF-8").trim.toLongOption.forall(!running(_))
+          else Files.getLastModifiedTime(folder).toMillis < stale
+        } catch { case _: IOException => false }
+      if (dead) {
+        try {
+          Utils.delete(folder.toFile)
+          System.err.println(s"sluice-testkit: deleted $folder, left by a cluster that died")
+        } catch {
+          case e: IOException =>
+            System.err.println(s"sluice-testkit: could not delete $folder: $e")
+        }
+      }
+    }
   }
 
   private def leader(bootstrap: String, topic: String, partition: Int): String = {

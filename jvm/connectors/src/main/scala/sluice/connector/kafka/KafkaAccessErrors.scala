@@ -1,6 +1,6 @@
 package sluice.connector.kafka
 
-import org.apache.kafka.common.errors.{AuthenticationException, GroupAuthorizationException, SaslAuthenticationException, SslAuthenticationException, TopicAuthorizationException}
+import org.apache.kafka.common.errors.{AuthenticationException, GroupAuthorizationException, SaslAuthenticationException, SslAuthenticationException, TopicAuthorizationException, UnsupportedSaslMechanismException}
 
 import sluice.errors.SluiceError
 
@@ -13,10 +13,21 @@ import sluice.errors.SluiceError
  */
 private[kafka] object KafkaAccessErrors {
 
-  /** What the source was doing: the ACL operation it needs for it. */
-  sealed abstract class Access(val operation: String, val purpose: String)
-  case object Describe extends Access("DESCRIBE", "find its partitions and offsets")
-  case object Read extends Access("READ", "fetch its records")
+  /**
+   * What the source was doing: the ACL operation it needs for it, and the operations to grant
+   * (`kafka-acls.sh --operation`).
+   */
+  sealed abstract class Access(val operation: String, val purpose: String, val grant: Seq[String])
+  case object Describe
+      extends Access("DESCRIBE", "find its partitions and offsets", Seq("Read", "Describe"))
+  case object Read extends Access("READ", "fetch its records", Seq("Read", "Describe"))
+
+  /** A hybrid's retention check asking a topic's `retention.ms` (Admin `describeConfigs`). */
+  case object DescribeConfigs
+      extends Access(
+        "DESCRIBE_CONFIGS",
+        "read its retention.ms (a hybrid's retention check)",
+        Seq("DescribeConfigs"))
 
   /** `e` said with the options that fix it, if it is a refusal of the brokers; else `e`. */
   def explain(e: Throwable, config: KafkaConfig, access: Access): Throwable = e match {
@@ -28,26 +39,17 @@ private[kafka] object KafkaAccessErrors {
           "and the mechanism in kafka.sasl.mechanism.",
         a)
     case a: SslAuthenticationException =>
-      val why = rootMessage(a)
-      val untrusted = why.contains("PKIX") || why.contains("certification path")
-      // the brokers' alert when they refuse the client's certificate, or got none (mutual TLS)
-      val refused = why.contains("fatal alert") &&
-        Seq("bad_certificate", "certificate_required", "certificate_unknown", "unknown_ca")
-          .exists(why.contains)
-      val trustHint =
-        "the brokers' certificate must be signed by an authority in the trust store of " +
-          "kafka.ssl.truststore.location (kafka.ssl.truststore.password, " +
-          "kafka.ssl.truststore.type)"
-      val keyHint =
-        "with mutual TLS the brokers must trust the client certificate in " +
-          "kafka.ssl.keystore.location (kafka.ssl.keystore.password, kafka.ssl.key.password)"
       SluiceError.sourceFault(
-        s"KafkaSource: the TLS handshake with the brokers failed: $why. " +
-          (if (untrusted) s"The brokers' certificate is not trusted: $trustHint."
-           else if (refused)
-             "The brokers refused this client's certificate, or got none: " +
-               s"$keyHint (and kafka.security.protocol=SSL or SASL_SSL)."
-           else s"Either $trustHint, or $keyHint."),
+        s"KafkaSource: the TLS handshake with the brokers failed: ${rootMessage(a)}. " +
+          tlsHint(a, config),
+        a)
+    case a: UnsupportedSaslMechanismException =>
+      SluiceError.sourceFault(
+        "KafkaSource: the brokers do not offer the SASL mechanism " +
+          s"${property(config, "sasl.mechanism").getOrElse("GSSAPI")} of kafka.sasl.mechanism: " +
+          s"${a.getMessage}. Set kafka.sasl.mechanism to one the brokers enable (their answer " +
+          "lists them), with the login module of that mechanism in kafka.sasl.jaas.config " +
+          "(SCRAM-SHA-256 and SCRAM-SHA-512: ScramLoginModule; PLAIN: PlainLoginModule).",
         a)
     case a: AuthenticationException =>
       SluiceError.sourceFault(
@@ -62,11 +64,13 @@ private[kafka] object KafkaAccessErrors {
       val topics = if (named.isEmpty) "the topic" else named.map(n => s"'$n'").mkString(", ")
       val topicArgs =
         if (named.isEmpty) "--topic <topic>" else named.map(n => s"--topic $n").mkString(" ")
+      val operations = access.grant.map(o => s"--operation $o").mkString(" ")
+      val grant = access.grant.map(_.replaceAll("(?<=[a-z])(?=[A-Z])", "_").toUpperCase)
       SluiceError.sourceFault(
         s"KafkaSource: the brokers do not allow ${who(config)} ${access.operation} on " +
-          s"$topics, needed to ${access.purpose}. Grant READ and DESCRIBE on it to that " +
-          "principal (kafka-acls.sh --add --allow-principal User:<name> --operation Read " +
-          s"--operation Describe $topicArgs), or authenticate as one allowed with " +
+          s"$topics, needed to ${access.purpose}. Grant ${grant.mkString(" and ")} on it to " +
+          "that principal (kafka-acls.sh --add --allow-principal User:<name> " +
+          s"$operations $topicArgs), or authenticate as one allowed with " +
           s"${identityOptions(config)}.",
         t)
     case g: GroupAuthorizationException =>
@@ -77,6 +81,69 @@ private[kafka] object KafkaAccessErrors {
         g)
     case other => other
   }
+
+  /** Why a TLS handshake failed, read from the exceptions' messages, and what fixes it. */
+  private[kafka] def tlsHint(e: Throwable, config: KafkaConfig): String = {
+    val chain = causes(e)
+    val text = chain.flatMap(t => Option(t.getMessage)).mkString("\n")
+    val keyStore = hasKeyStore(config)
+    val trustHint =
+      "the brokers' certificate must be signed by an authority in the trust store of " +
+        "kafka.ssl.truststore.location (kafka.ssl.truststore.password, " +
+        "kafka.ssl.truststore.type)"
+    val keyHint =
+      "with mutual TLS the brokers must trust the client certificate in " +
+        "kafka.ssl.keystore.location (kafka.ssl.keystore.password, kafka.ssl.key.password)"
+    val expired = text.contains("NotAfter") || text.contains("certificate_expired") ||
+      chain.exists(_.isInstanceOf[java.security.cert.CertificateExpiredException])
+    val hostName = text.contains("No subject alternative") || text.contains("No name matching")
+    val notTls = text.contains("Unsupported or unrecognized SSL message") ||
+      text.contains("Remote host terminated the handshake")
+    val untrusted = text.contains("PKIX") || text.contains("certification path")
+    // the brokers' alert when they refuse the client's certificate, or got none (mutual TLS)
+    val refused = text.contains("fatal alert") &&
+      Seq("bad_certificate", "certificate_required", "certificate_unknown", "unknown_ca")
+        .exists(text.contains)
+    if (expired)
+      "A certificate has expired (its NotAfter date has passed): when it is the brokers' or " +
+        "their authority's, the brokers need a renewed one" +
+        (if (keyStore)
+           "; when the brokers refused this client's (alert certificate_expired), renew the " +
+             "certificate in kafka.ssl.keystore.location."
+         else ".")
+    else if (hostName)
+      "The brokers' certificate does not name the host this client connected to (from " +
+        "kafka.bootstrap.servers, then the host each broker advertises): its subject " +
+        "alternative names (SAN) must hold that host name or IP address. Connect by a name the " +
+        "certificate holds, or have it re-issued with one; " +
+        "kafka.ssl.endpoint.identification.algorithm set empty turns the check off, which " +
+        "lets any holder of a certificate of that authority pose as the brokers."
+    else if (notTls)
+      "The other end did not speak TLS, or closed the connection during the handshake: the " +
+        "port in kafka.bootstrap.servers is probably a listener of another protocol " +
+        s"(PLAINTEXT or SASL_PLAINTEXT); kafka.security.protocol (${protocol(config)}) must " +
+        "be the protocol of the listener on that port."
+    else if (untrusted) s"The brokers' certificate is not trusted: $trustHint."
+    else if (refused && keyStore)
+      "The brokers refused this client's certificate: " +
+        s"$keyHint (and kafka.security.protocol=SSL or SASL_SSL)."
+    else if (refused)
+      "The brokers require a client certificate (mutual TLS) and this client has none: " +
+        "set kafka.ssl.keystore.location (kafka.ssl.keystore.password, " +
+        "kafka.ssl.key.password) to a key store whose certificate the brokers trust."
+    else if (keyStore) s"Either $trustHint, or $keyHint."
+    else
+      s"Check that $trustHint, and that kafka.security.protocol (${protocol(config)}) is the " +
+        "protocol of the listener on the port of kafka.bootstrap.servers."
+  }
+
+  private def hasKeyStore(config: KafkaConfig): Boolean =
+    property(config, "ssl.keystore.location")
+      .orElse(property(config, "ssl.keystore.key"))
+      .nonEmpty
+
+  private def causes(e: Throwable): Seq[Throwable] =
+    Iterator.iterate(e)(_.getCause).takeWhile(_ != null).take(20).toSeq
 
   private def property(config: KafkaConfig, name: String): Option[String] =
     config.consumerProperties.collectFirst { case (k, v) if k.equalsIgnoreCase(name) => v.trim }
@@ -91,13 +158,20 @@ private[kafka] object KafkaAccessErrors {
         .flatMap(UserName.findFirstMatchIn(_))
         .map(m => s"user '${m.group(1)}'")
         .getOrElse("the user of kafka.sasl.jaas.config")
-    case "SSL" => "the principal of the certificate in kafka.ssl.keystore.location"
+    case "SSL" if hasKeyStore(config) =>
+      "the principal of the certificate in kafka.ssl.keystore.location"
+    case "SSL" =>
+      "this client (one-way TLS: no certificate in kafka.ssl.keystore.location, so the " +
+        "brokers see it as User:ANONYMOUS)"
     case _ => "this client (an anonymous one: kafka.security.protocol is PLAINTEXT)"
   }
 
   private def identityOptions(config: KafkaConfig): String = protocol(config) match {
     case p if p.startsWith("SASL") => "kafka.sasl.jaas.config"
-    case "SSL" => "kafka.ssl.keystore.location"
+    case "SSL" if hasKeyStore(config) => "kafka.ssl.keystore.location"
+    case "SSL" =>
+      "kafka.ssl.keystore.location (a client certificate: mutual TLS) or " +
+        "kafka.security.protocol=SASL_SSL with kafka.sasl.jaas.config"
     case _ =>
       "kafka.security.protocol and kafka.sasl.jaas.config (SASL) or " +
         "kafka.ssl.keystore.location (mutual TLS)"
@@ -106,11 +180,7 @@ private[kafka] object KafkaAccessErrors {
   private val UserName = """username\s*=\s*"([^"]*)"""".r
 
   private def rootMessage(e: Throwable): String =
-    Iterator
-      .iterate(e)(_.getCause)
-      .takeWhile(_ != null)
-      .toSeq
-      .reverse
+    causes(e).reverse
       .flatMap(t => Option(t.getMessage).filter(_.nonEmpty))
       .headOption
       .getOrElse(e.getClass.getSimpleName)

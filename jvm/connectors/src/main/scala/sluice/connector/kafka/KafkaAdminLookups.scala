@@ -19,7 +19,8 @@ import sluice.errors.SluiceError
  * timestamps) by `OffsetSpec`, and topics' `retention.ms`. The enumerator plans with it and the
  * retention watch checks with it, as Spark keeps `KafkaOffsetReaderAdmin` apart from its
  * consumers. One Admin client, created at the first look-up; every answer is waited for at most
- * 60 s and a failure names what was asked.
+ * 60 s (offset look-ups: longer when `kafka.default.api.timeout.ms` says so) and a failure names
+ * what was asked.
  */
 private[kafka] final class KafkaAdminLookups(config: KafkaConfig) extends AutoCloseable {
   import KafkaAdminLookups._
@@ -125,18 +126,19 @@ private[kafka] final class KafkaAdminLookups(config: KafkaConfig) extends AutoCl
       val isolation =
         if (config.readCommitted) IsolationLevel.READ_COMMITTED
         else IsolationLevel.READ_UNCOMMITTED
-      val deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(TimeoutSeconds)
+      val started = System.nanoTime()
+      val limitMs = offsetsLimitMs(userTimeoutMs)
+      val deadline = started + TimeUnit.MILLISECONDS.toNanos(limitMs)
       // Kafka's Admin client sends a partition's request to the leader it looked up, and retries
       // it there: a leader that died meanwhile (SIGKILL, no hand-over) is waited for until the
       // call times out, though another replica leads within seconds (seen on the 3-broker test
       // cluster: 60 s, then the query failed). A call of its own per attempt looks the leaders
-      // up again; the attempts share the one limit.
-      def attempt(): Map[TopicPartition, ListOffsetsResultInfo] = {
-        val leftMs = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())
-        val attemptMs = math.max(1L, math.min(leftMs, OffsetsAttemptMs))
+      // up again; the attempts share the one limit, and grow (`attemptMs`), so that a look-up
+      // slow but healthy (timestamps in tiered storage, many partitions) still gets its time.
+      def attempt(attemptMs: Long): Map[TopicPartition, ListOffsetsResultInfo] = {
         val result = admin.listOffsets(
           partitions.map(_ -> spec).toMap.asJava,
-          new ListOffsetsOptions(isolation).timeoutMs(attemptMs.toInt))
+          new ListOffsetsOptions(isolation).timeoutMs(math.min(attemptMs, Int.MaxValue).toInt))
         partitions.flatMap { tp =>
           try Some(tp -> result.partitionResult(tp).get(attemptMs + 1000, TimeUnit.MILLISECONDS))
           catch {
@@ -147,16 +149,42 @@ private[kafka] final class KafkaAdminLookups(config: KafkaConfig) extends AutoCl
         }.toMap
       }
       var answer: Option[Map[TopicPartition, ListOffsetsResultInfo]] = None
+      var attempts = 0
+      var lastTimeout: Throwable = null
       while (answer.isEmpty) {
-        try answer = Some(attempt())
+        val leftMs = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())
+        if (leftMs <= 0)
+          throw SluiceError.sourceFault(
+            s"KafkaSource: could not look up offsets of ${partitions.size} partition(s): no " +
+              s"answer after ${elapsedSeconds(started)} s ($attempts attempt(s), each asking " +
+              s"the partitions' leaders anew); $Unreachable A look-up that is slow but healthy (timestamps in " +
+              s"tiered storage) gets longer with kafka.default.api.timeout.ms (now $limitMs ms " +
+              "in all).",
+            lastTimeout)
+        val attemptMs = KafkaAdminLookups.attemptMs(attempts, leftMs, userTimeoutMs)
+        attempts += 1
+        try answer = Some(attempt(attemptMs))
         catch {
           case e: ExecutionException
-              if e.getCause.isInstanceOf[org.apache.kafka.common.errors.TimeoutException] &&
-                System.nanoTime() < deadline =>
+              if e.getCause.isInstanceOf[org.apache.kafka.common.errors.TimeoutException] =>
+            lastTimeout = e.getCause
+          case e: java.util.concurrent.TimeoutException => lastTimeout = e
         }
       }
       answer.get
     }
+
+  /**
+   * The larger of the user's `kafka.default.api.timeout.ms` and `kafka.request.timeout.ms`, when
+   * either is set: no attempt is cut shorter than the user allowed one.
+   */
+  private lazy val userTimeoutMs: Option[Long] = Seq(
+    AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG,
+    AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG).flatMap { name =>
+    config.consumerProperties.collectFirst {
+      case (k, v) if k.equalsIgnoreCase(name) && v.trim.matches("[0-9]+") => v.trim.toLong
+    }
+  }.maxOption
 
   /**
    * Each partition's largest timestamp and its offset (KIP-734, brokers 3.0 and later); empty from
@@ -172,31 +200,48 @@ private[kafka] final class KafkaAdminLookups(config: KafkaConfig) extends AutoCl
           Map.empty
       }
 
-  /** Each topic's `retention.ms` (-1: records are not deleted by age). */
-  def retentionMs(topics: Set[String]): Map[String, Long] =
-    wrap("describe topic configurations") {
+  /**
+   * Each topic's `retention.ms` (-1: records are not deleted by age), or, when the brokers refuse
+   * it (`describeConfigs` needs DESCRIBE_CONFIGS on the topic, which READ and DESCRIBE do not
+   * give), the refusal explained. Other failures throw.
+   */
+  def retentionMs(topics: Set[String]): Either[Throwable, Map[String, Long]] =
+    wrap("describe topic configurations", KafkaAccessErrors.DescribeConfigs) {
       import org.apache.kafka.common.config.{ConfigResource, TopicConfig}
       val resources = topics.map(t => new ConfigResource(ConfigResource.Type.TOPIC, t))
-      admin
-        .describeConfigs(resources.asJava)
-        .all()
-        .get(TimeoutSeconds, TimeUnit.SECONDS)
-        .asScala
-        .map { case (r, c) =>
-          r.name -> Option(c.get(TopicConfig.RETENTION_MS_CONFIG))
-            .flatMap(e => Option(e.value))
-            .map(_.toLong)
-            .getOrElse(-1L)
-        }
-        .toMap
+      try {
+        Right(
+          admin
+            .describeConfigs(resources.asJava)
+            .all()
+            .get(TimeoutSeconds, TimeUnit.SECONDS)
+            .asScala
+            .map { case (r, c) =>
+              r.name -> Option(c.get(TopicConfig.RETENTION_MS_CONFIG))
+                .flatMap(e => Option(e.value))
+                .map(_.toLong)
+                .getOrElse(-1L)
+            }
+            .toMap)
+      } catch {
+        case e: ExecutionException if e.getCause.isInstanceOf[TopicAuthorizationException] =>
+          // the brokers' answer names no topic; the message should
+          val named = new TopicAuthorizationException(
+            e.getCause.getMessage,
+            new java.util.HashSet[String](topics.asJava))
+          Left(KafkaAccessErrors.explain(named, config, KafkaAccessErrors.DescribeConfigs))
+      }
     }
 
   /** A refusal of the brokers (credentials, ACLs) says which options fix it; other faults what failed. */
-  private def wrap[T](what: String)(body: => T): T =
+  private def wrap[T](
+      what: String,
+      access: KafkaAccessErrors.Access = KafkaAccessErrors.Describe)(body: => T): T = {
+    val started = System.nanoTime()
     try body
     catch {
       case e: ExecutionException =>
-        KafkaAccessErrors.explain(e.getCause, config, KafkaAccessErrors.Describe) match {
+        KafkaAccessErrors.explain(e.getCause, config, access) match {
           case refusal: SluiceError => throw refusal
           case _ =>
             throw SluiceError.sourceFault(
@@ -205,9 +250,11 @@ private[kafka] final class KafkaAdminLookups(config: KafkaConfig) extends AutoCl
         }
       case e: java.util.concurrent.TimeoutException =>
         throw SluiceError.sourceFault(
-          s"KafkaSource: could not $what within $TimeoutSeconds s; are the brokers reachable?",
+          s"KafkaSource: could not $what: no answer after ${elapsedSeconds(started)} s; " +
+            Unreachable,
           e)
     }
+  }
 
   override def close(): Unit = if (adminClient != null) {
     try adminClient.close(java.time.Duration.ofSeconds(5))
@@ -221,6 +268,29 @@ private object KafkaAdminLookups {
   /** How long one Admin answer may take. */
   val TimeoutSeconds = 60L
 
-  /** How long one attempt at an offset look-up may take (see `offsetInfos`). */
-  val OffsetsAttemptMs = 10000L
+  /** How long the attempts at an offset look-up may take, one after the other (see `offsetInfos`). */
+  val OffsetsAttemptsMs: Seq[Long] = Seq(10000L, 20000L)
+
+  /** All attempts at an offset look-up together: 60 s, or the user's time-out if longer. */
+  def offsetsLimitMs(userTimeoutMs: Option[Long]): Long =
+    math.max(TimeUnit.SECONDS.toMillis(TimeoutSeconds), userTimeoutMs.getOrElse(0L))
+
+  /**
+   * How long attempt `index` (0 first) may take, with `leftMs` of the limit left: 10 s, then 20 s
+   * (a dead leader is looked up anew soon), then all that is left; never shorter than the user's
+   * time-out (`kafka.default.api.timeout.ms` / `kafka.request.timeout.ms`), never past the limit.
+   */
+  def attemptMs(index: Int, leftMs: Long, userTimeoutMs: Option[Long]): Long = {
+    val planned = OffsetsAttemptsMs.lift(index).getOrElse(Long.MaxValue)
+    math.max(1L, math.min(leftMs, math.max(planned, userTimeoutMs.getOrElse(0L))))
+  }
+
+  /** What no answer at all may mean. */
+  private val Unreachable =
+    "are the brokers reachable at kafka.bootstrap.servers, and is kafka.security.protocol the " +
+      "protocol of the listener on that port (a TLS or SASL client against a PLAINTEXT port, or " +
+      "the reverse, gets no answer)?"
+
+  private def elapsedSeconds(startedNanos: Long): String =
+    f"${(System.nanoTime() - startedNanos) / 1e9}%.1f"
 }

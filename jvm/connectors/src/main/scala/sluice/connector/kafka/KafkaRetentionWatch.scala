@@ -70,7 +70,21 @@ final class KafkaRetentionWatch(config: KafkaConfig) extends RetentionWatch {
   }
 
   private def atTimestamps(times: Map[TopicPartition, Long], nowMs: Long): RetentionCheck = {
-    val retention = lookup.retentionMs(times.keySet.map(_.topic))
+    // retention.ms needs DESCRIBE_CONFIGS, which a reader (READ, DESCRIBE) may lack: without it
+    // the headroom is unknown, and a loss is told from the offsets alone (which need DESCRIBE
+    // only), as for a topic without retention.ms: a first record later than the start, where
+    // the log no longer begins at 0, counts as lost (failOnDataLoss says whether that stops it)
+    val (retention, unchecked) = lookup.retentionMs(times.keySet.map(_.topic)) match {
+      case Right(r) => (r, None)
+      case Left(refused) =>
+        (
+          Map.empty[String, Long],
+          Some(
+            s"${refused.getMessage} Without it the retention check cannot tell how long the " +
+              "records the switch needs are kept (no retentionHeadroomMs, no warning before " +
+              "they are deleted); it still finds records already gone from the partitions' " +
+              "offsets (DESCRIBE), and stops the query or goes on as failOnDataLoss says."))
+    }
     val earliest =
       lookup.offsetInfos(times.keys.toSeq, OffsetSpec.earliest(), tolerateMissing = true)
     val firstAtStart = times.groupBy(_._2).flatMap { case (ts, tps) =>
@@ -92,10 +106,13 @@ final class KafkaRetentionWatch(config: KafkaConfig) extends RetentionWatch {
       .mkString(", ")
     RetentionCheck(
       ageing.minOption,
-      Option.when(gone.nonEmpty)(s"the records it needs are gone: ${gone.mkString("; ")} " +
-        s"(retention.ms of $retentions). Keep them longer (raise retention.ms of ${topicsOf(times.keys)}), let the " +
-        "previous source reach later event times, or start this source later."),
-      tolerated = dataLoss.tolerated)
+      Option.when(gone.nonEmpty)(
+        s"the records it needs are gone: ${gone.mkString("; ")} " +
+          s"(retention.ms of ${if (unchecked.isEmpty) retentions else "unknown"}). Keep them longer (raise " +
+          s"retention.ms of ${topicsOf(times.keys)}), let the previous source reach later event times, or start " +
+          "this source later."),
+      tolerated = dataLoss.tolerated,
+      unchecked = unchecked)
   }
 
   override def close(): Unit = lookup.close()
