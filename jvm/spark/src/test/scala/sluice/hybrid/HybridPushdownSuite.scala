@@ -125,14 +125,16 @@ class HybridPushdownSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuit
     val dir = tempDir("hybrid-malformed")
     Files.write(
       dir.resolve("part-0.csv"),
-      "1,2024-01-01T00:00:00Z,a\n2,2024-01-04T00:00:00Z,b\n3,2024-01-05T00:00:00Z\n".getBytes("UTF-8"))
+      "1,2024-01-01T00:00:00Z,a\n2,2024-01-04T00:00:00Z,b\n3,2024-01-05T00:00:00Z\n".getBytes(
+        "UTF-8"))
     val liveTopic = "hybrid_pushdown_malformed"
     kafka.createTopic(liveTopic, 1)
     kafka.produce(
       liveTopic,
       Seq(100 -> (day(4) + 12 * 3600 * 1000L), 101 -> day(6)).map { case (id, ts) =>
         ProducedRecord.text(
-          value = Some(s"""{"id": $id, "ts": "${java.time.Instant.ofEpochMilli(ts)}", "note": "k"}"""),
+          value =
+            Some(s"""{"id": $id, "ts": "${java.time.Instant.ofEpochMilli(ts)}", "note": "k"}"""),
           timestamp = Some(ts))
       })
     val schema = "id INT, ts TIMESTAMP, note STRING"
@@ -159,13 +161,14 @@ class HybridPushdownSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuit
     val full = startsAtEnd("DROPMALFORMED").schema(sluice.config.RecordLayout.Full)
     // not pruned past the history while it drops records; pruned when it drops none
     assert(
-      startsAtEnd("DROPMALFORMED").schemaWithColumns(Set("id"), sluice.config.RecordLayout.Full) ==
+      startsAtEnd("DROPMALFORMED")
+        .schemaWithColumns(Set("id"), sluice.config.RecordLayout.Full) ==
         full)
     assert(
       startsAtEnd("PERMISSIVE").schemaWithColumns(Set("id"), sluice.config.RecordLayout.Full) !=
         full)
-    val ids = runToEnd(Sluice.fromSource(spark, startsAtEnd("DROPMALFORMED"), null, "malformed").select("id"))
-      .rows
+    val ids = runToEnd(
+      Sluice.fromSource(spark, startsAtEnd("DROPMALFORMED"), null, "malformed").select("id")).rows
       .map(_.getInt(0))
     assert(ids.sorted == Seq(1, 2, 100, 101))
   }
