@@ -5,11 +5,13 @@ bench/scratch/pushdown/: 39 data columns (`id`, then numbers and strings) in 30 
 partition directories, 40 columns with `day`. The query keeps 2 columns and 3 days:
 `where(day in 3 days).select("id", "c1")`, Trigger.AvailableNow into the no-op sink. Spark:
 `spark.readStream.schema(...).parquet(dir)`; Sluice: `FileSource` of the same folder (its
-extensions hand it the query's columns and filters); both list only the 3 days' files. The same
-rows as JSON lines (30 files, `day` a field of each line, since line files have no partition
-columns): the same query, `spark.readStream.json` against Sluice; both read every line and parse
-the 3 fields used (Spark's reader also applies the filter while parsing, so only the rows kept
-count as its input).
+extensions hand it the query's columns and filters); both read only the 3 days' files (Sluice
+prunes them when it lists; Spark's streaming source lists all 30 days and its scan prunes). The
+same rows as JSON lines (one folder of files, `day` a field of each line, since Sluice's line
+files have no partition columns; a Spark user would partition them by day, which this layout
+does not measure): the same query, `spark.readStream.json` against Sluice; both read every line
+and parse the 3 fields used (Spark's reader also applies the filter while parsing, so only the
+rows kept count as its input).
 
 Each format's two sides run as interleaved pairs after a warm-up (bench/pairs.py);
 `parquet_ratio` and `json_ratio` are medians of the per-pair ratios of records/s (the rows the

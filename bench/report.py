@@ -417,7 +417,7 @@ def compact_section() -> list[str]:
     if "full_ratio" in r:
         lines += [
             "",
-            f"Full rows / Spark on the scan: {r['full_ratio']:.2f}{_spread(r, 'full_ratio')}.",
+            f"Full layout / Spark on the scan: {r['full_ratio']:.2f}{_spread(r, 'full_ratio')}.",
         ]
     return lines
 

@@ -149,7 +149,7 @@ final class SluiceTable(
   /**
    * The names of the columns a scan of this table gives when the query uses `required`: those,
    * and what the source reads besides (`ScanPushdown`), in the table's order. Asked on every
-   * analyzer pass of a started stream: it builds no source (no reader, no broadcast).
+   * analyzer pass of a started stream: it builds no reader (no broadcast).
    */
   def columnsRead(required: Set[String]): Seq[String] =
     ScanPushdown.outputSchema(source, options, required).fieldNames.toSeq
