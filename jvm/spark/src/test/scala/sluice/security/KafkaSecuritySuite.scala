@@ -127,6 +127,19 @@ class KafkaSecuritySuite extends AnyFunSuite with SparkSuiteBase {
       cluster
         .tlsProperties(user, if (untrusted) cluster.untrustedTruststore else cluster.truststore))
   private def prefixed(props: Map[String, String]) = props.map { case (k, v) => s"kafka.$k" -> v }
+
+  /** The topic's JSON values as a hybrid's Kafka member, from its earliest offsets, over `auth`. */
+  private def securedJson(auth: Map[String, String], schema: String): KafkaSource =
+    (auth - "kafka.bootstrap.servers")
+      .foldLeft(
+        KafkaSource
+          .builder()
+          .bootstrapServers(auth("kafka.bootstrap.servers"))
+          .topics(topic)
+          .startingOffsets(OffsetsInitializer.earliest())
+          .option("format", "json")
+          .option("schema", schema)) { case (b, (k, v)) => b.option(k, v) }
+      .build()
   private lazy val auths = Seq("SASL_SSL/SCRAM-SHA-512" -> scram(), "mutual TLS" -> tls())
 
   private def sluice(auth: Map[String, String], t: String = topic): Map[String, String] =
@@ -238,16 +251,7 @@ class KafkaSecuritySuite extends AnyFunSuite with SparkSuiteBase {
       Files.write(
         dir.resolve("a.json"),
         (0 until 10).map(i => s"""{"id":$i}""").mkString("\n").getBytes("UTF-8"))
-      val live = (auth - "kafka.bootstrap.servers")
-        .foldLeft(
-          KafkaSource
-            .builder()
-            .bootstrapServers(auth("kafka.bootstrap.servers"))
-            .topics(topic)
-            .startingOffsets(OffsetsInitializer.earliest())
-            .option("format", "json")
-            .option("schema", "id BIGINT")) { case (b, (k, v)) => b.option(k, v) }
-        .build()
+      val live = securedJson(auth, "id BIGINT")
       val hybrid = HybridSource
         .builder(
           FileSource.builder().path(dir.toString).format("json").schema("id BIGINT").build())
@@ -401,16 +405,7 @@ class KafkaSecuritySuite extends AnyFunSuite with SparkSuiteBase {
         .mkString("\n")
         .getBytes("UTF-8"))
     val auth = scram()
-    val live = (auth - "kafka.bootstrap.servers")
-      .foldLeft(
-        KafkaSource
-          .builder()
-          .bootstrapServers(auth("kafka.bootstrap.servers"))
-          .topics(topic)
-          .startingOffsets(OffsetsInitializer.earliest())
-          .option("format", "json")
-          .option("schema", "id BIGINT, ts BIGINT")) { case (b, (k, v)) => b.option(k, v) }
-      .build()
+    val live = securedJson(auth, "id BIGINT, ts BIGINT")
     val hybrid = HybridSource
       .builder(
         FileSource
