@@ -65,9 +65,14 @@ build: $(VENV)/.ok $(ASSEMBLY) $(BROKER_CP) $(VENV)/.sluice-installed
 # dev.sluice:sluice-spark_2.13 with POM, sources and javadoc jars in target/maven-repo.
 dist: $(WHEEL) $(MAVEN_POM)
 
-bench: build
+# The Flink anchor's class path is built only when the run includes it (no BENCH, or BENCH=flink_anchor).
+FLINK_CP := jvm/flinkanchor/target/flink-classpath.txt
+bench: build $(if $(filter-out flink_anchor,$(BENCH)),,$(FLINK_CP))
 	$(PY) -m bench.run $(if $(BENCH),--only $(BENCH),)
 	$(PY) -m bench.report
+
+$(FLINK_CP): build.sbt $(shell find jvm/flinkanchor -name '*.java' 2>/dev/null)
+	$(SBT) 'flinkanchor/writeFlinkClasspath'
 
 # Drivers killed with SIGKILL, the broker restarted, records deleted under reading queries:
 # writes bench/results/chaos.json (its duration ends docs/reliability.md's table; a reduced run is part of `make test`).

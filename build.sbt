@@ -253,6 +253,30 @@ lazy val benchkit = (project in file("jvm/benchkit"))
   .settings(sparkProvided)
   .settings(name := "sluice-benchkit", publish / skip := true)
 
+// Flink as the benchmarks' anchor (bench/flink_anchor.py, issue 27): Java only, on a class path of
+// Flink's own jars from Maven Central, built by `make bench` alone (not in root's aggregate): never
+// part of the Sluice jar, of its class path or of `make test`. The Kafka connector release for that
+// Flink line; its Kafka client is its own (a separate JVM), not the one Sluice matches to Spark.
+val flinkVersion = "2.2.1"
+lazy val writeFlinkClasspath =
+  taskKey[File]("writes the Flink anchor's class path, for bench/flink_anchor.py")
+lazy val flinkanchor = (project in file("jvm/flinkanchor"))
+  .settings(
+    name := "sluice-flink-anchor",
+    publish / skip := true,
+    crossPaths := false,
+    autoScalaLibrary := false,
+    libraryDependencies ++= Seq(
+      "org.apache.flink" % "flink-streaming-java" % flinkVersion,
+      "org.apache.flink" % "flink-clients" % flinkVersion,
+      "org.apache.flink" % "flink-connector-base" % flinkVersion,
+      "org.apache.flink" % "flink-connector-kafka" % s"5.0.0-${flinkVersion.split('.').take(2).mkString(".")}"),
+    writeFlinkClasspath := {
+      val out = target.value / "flink-classpath.txt"
+      IO.write(out, (Compile / fullClasspath).value.files.mkString(File.pathSeparator))
+      out
+    })
+
 lazy val markBuilt = taskKey[File](
   "writes target/jvm-built: what `make build` needs of sbt is done (build/test starts the Python suites then)")
 

@@ -263,6 +263,30 @@ def _pushdown(r: dict) -> str:
     )
 
 
+def _flink_anchor(r: dict) -> str:
+    raw, aligned = r["raw"], r["aligned"]
+    data = aligned["data"]
+    return (
+        f"| `flink_anchor` | against Flink {r['versions']['flink']}'s `KafkaSource` at parallelism "
+        f"{r['machine']['flink_parallelism']} in a local MiniCluster (third column): raw, "
+        f"{_millions(raw['records'])} M records as `kafka_throughput`; aligned catch-up, "
+        f"{_n(aligned['events'])} events as `skew` ({data['max_drift_ms'] / 60_000:g}-minute drift, "
+        f"Flink's update interval {data['flink_update_interval_ms'] / 1000:g} s, 1-minute windows, "
+        f"{data['watermark_delay_ms'] / 60_000:g}-minute watermark) | raw {_n(raw['flink_rps'])}; "
+        f"aligned {aligned['flink_seconds']:.1f} s, {_n(r['flink_late_dropped'])} dropped | "
+        f"raw {_n(raw['sluice_rps'])}; aligned {aligned['sluice_seconds']:.1f} s "
+        f"({aligned['sluice_batches']} batch{'es' if aligned['sluice_batches'] != 1 else ''}), "
+        f"{aligned['sluice_limited_seconds']:.1f} s with {_n(data['sluice_limited_read_limit_per_batch'])} "
+        f"records per batch ({aligned['sluice_limited_batches']} batches), "
+        f"{_n(r['sluice_late_dropped'])} dropped | raw Sluice / Flink {r['raw_ratio']:.2f}"
+        f"{_spread(r, 'raw_ratio')}{_goal(r['raw_ratio'], 1.0)}; aligned seconds Sluice / Flink "
+        f"{r['aligned_catchup_ratio']:.2f}{_spread(r, 'aligned_catchup_ratio')}"
+        f"{_at_most(r['aligned_catchup_ratio'], 1.0)}, with the read limit "
+        f"{aligned['aligned_catchup_ratio_limited']:.2f}"
+        f"{_spread(aligned, 'aligned_catchup_ratio_limited')} |"
+    )
+
+
 #: The summary table's rows, in the page's order: benchmark name -> row renderer.
 ROWS: dict[str, Callable[[dict], str]] = {
     "kafka_throughput": _kafka_throughput,
@@ -275,6 +299,7 @@ ROWS: dict[str, Callable[[dict], str]] = {
     "history_formats": _history_formats,
     "pushdown": _pushdown,
     "scale": _scale,
+    "flink_anchor": _flink_anchor,
 }
 
 

@@ -47,7 +47,7 @@ PARTITIONS = 8
 DRIFT = timedelta(minutes=5)
 
 
-def _skewed_events(step_ms: int) -> list[tuple[int, int]]:
+def skewed_events(step_ms: int) -> list[tuple[int, int]]:
     """(partition, timestamp) of every event, in production order."""
     events = []
     for p in range(PARTITIONS):
@@ -57,7 +57,7 @@ def _skewed_events(step_ms: int) -> list[tuple[int, int]]:
     return events
 
 
-def _expected_windows(events: list[tuple[int, int]]) -> dict[int, int]:
+def expected_windows(events: list[tuple[int, int]]) -> dict[int, int]:
     counts: dict[int, int] = {}
     for _, ts in events:
         window = ts // MINUTE * MINUTE
@@ -65,7 +65,7 @@ def _expected_windows(events: list[tuple[int, int]]) -> dict[int, int]:
     return counts
 
 
-def _window_counts(spark: SparkSession, df: DataFrame, table: str, expected: dict[int, int]) -> dict:
+def window_counts(spark: SparkSession, df: DataFrame, table: str, expected: dict[int, int]) -> dict:
     counts = df.withWatermark("event_time", "10 minutes").groupBy(F.window("event_time", "1 minute")).count()
     seconds, progress = run_available_now(
         counts, sink=lambda w: w.format("memory").queryName(table).outputMode("update")
@@ -89,13 +89,15 @@ def _window_counts(spark: SparkSession, df: DataFrame, table: str, expected: dic
     }
 
 
-def _sluice_kafka(
+def sluice_kafka(
     spark: SparkSession,
     bootstrap: str,
     topic: str,
     strategy: WatermarkStrategy,
-    limit: int,
+    limit: int | None,
 ) -> DataFrame:
+    """Sluice's Kafka source over `topic` from its earliest offsets; `limit` records per batch at most
+    (None: only what alignment admits)."""
     source = (
         KafkaSource.builder()
         .bootstrap_servers(bootstrap)
@@ -103,7 +105,8 @@ def _sluice_kafka(
         .starting_offsets(OffsetsInitializer.earliest())
         .build()
     )
-    return sluice.from_source(spark, source, strategy, name=topic, options={"maxRecordsPerTrigger": limit})
+    options = None if limit is None else {"maxRecordsPerTrigger": limit}
+    return sluice.from_source(spark, source, strategy, name=topic, options=options)
 
 
 def _overhead(spark: SparkSession, kafka: EmbeddedKafka, rows: int, runs: int) -> dict:
@@ -117,7 +120,7 @@ def _overhead(spark: SparkSession, kafka: EmbeddedKafka, rows: int, runs: int) -
 
     def once(strategy: WatermarkStrategy) -> float:
         seconds, progress = run_available_now(
-            _sluice_kafka(spark, kafka.bootstrap_servers, topic, strategy, 200_000)
+            sluice_kafka(spark, kafka.bootstrap_servers, topic, strategy, 200_000)
         )
         if rows_read(progress) != rows:
             raise AssertionError(f"read {rows_read(progress)} rows, expected {rows}")
@@ -169,12 +172,12 @@ def run() -> dict:
     with EmbeddedKafka() as kafka:
         topic = "skewed"
         kafka.create_topic(topic, PARTITIONS)
-        events = _skewed_events(step_ms)
+        events = skewed_events(step_ms)
         kafka.produce(
             topic,
             ({"value": f"{p}-{ts}", "partition": p, "timestamp": ts} for p, ts in events),
         )
-        expected = _expected_windows(events)
+        expected = expected_windows(events)
 
         theirs_df = (
             spark.readStream.format("kafka")
@@ -188,13 +191,13 @@ def run() -> dict:
         strategy = WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(
             "skew", max_drift=DRIFT
         )
-        ours_df = _sluice_kafka(spark, kafka.bootstrap_servers, topic, strategy, limit)
+        ours_df = sluice_kafka(spark, kafka.bootstrap_servers, topic, strategy, limit)
         every_run: dict[str, list[dict]] = {"spark": [], "sluice": []}
 
         def side(name: str, df: DataFrame) -> Callable[[], float]:
             def once() -> float:
                 table = f"skew_{name}_{len(every_run[name])}"
-                counted = _window_counts(spark, df, table, expected)
+                counted = window_counts(spark, df, table, expected)
                 every_run[name].append(counted)
                 return counted["records_per_second"]
 

@@ -1,0 +1,259 @@
+"""flink_anchor: Sluice against Flink's own KafkaSource, the system its source model comes from.
+
+Flink 2.2's `KafkaSource` (connector 5.0.0-2.2) runs in a local MiniCluster of one task manager
+with 2 slots at parallelism 2 (the cores Spark's `local[2]` gets), in a JVM of its own
+(`jvm/flinkanchor`, built by `make bench` from Maven Central; never part of the Sluice jar). It
+stays up for the whole run and takes one job per round, as the Spark session does, so both sides
+run warm. Each Flink job is a bounded read (earliest to the offsets at its start), timed from
+submission to the job's end.
+
+- raw: the topic of `kafka_throughput` (SLUICE_BENCH_KAFKA_RECORDS, default 5,000,000 records of
+  ~100 bytes in 8 partitions, the same broker settings). Sluice reads it with Trigger.AvailableNow
+  into the no-op sink; Flink deserializes every record into the fields a Sluice/Spark Kafka row
+  has (key, value, topic, partition, offset, timestamp) into a discarding sink. `raw_ratio` =
+  median of the per-round ratios Sluice ÷ Flink records per second (goal ≥ 1.0).
+- aligned catch-up: the topic of `skew` (8 partitions, one event per SLUICE_BENCH_SKEW_STEP_MS,
+  default 1 s, of event time per partition, partition 0 24 hours behind the others' 2 hours),
+  event time = the record's timestamp, counted into 1-minute windows behind a 10-minute
+  watermark. Sluice: `skew`'s aligned query (5-minute maximum drift, update mode into memory),
+  once without a read limit (what alignment admits per batch) and once with `skew`'s
+  `maxRecordsPerTrigger` of 10,000. Flink: `forBoundedOutOfOrderness(10 min)
+  .withWatermarkAlignment(group, 5 min, 1 s)` (the update interval Flink's docs use), keyed by
+  window, `TumblingEventTimeWindows` of 1 minute, late records counted from the window's late side
+  output. `aligned_catchup_ratio` = median of the per-round ratios Sluice ÷ Flink seconds to the
+  last record (goal ≤ 1.0; `aligned_catchup_ratio_limited` the same for the limited side);
+  `flink_late_dropped`, `sluice_late_dropped` (goal 0) are the largest over the timed rounds.
+
+Both comparisons run as interleaved rounds after a warm-up of each side (bench/pairs.py,
+SLUICE_BENCH_PAIRS).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+from sluice import WatermarkStrategy
+from sluice.testing import EmbeddedKafka
+
+from bench.common import ROOT, rows_read, run_available_now, session
+from bench.pairs import interleaved, pairs_from_env, summary
+from bench.skew import DRIFT, PARTITIONS, expected_windows, skewed_events, sluice_kafka, window_counts
+
+RESULT = Path(__file__).resolve().parent / "results" / "flink_anchor.json"
+FLINK_CLASSPATH = ROOT / "jvm" / "flinkanchor" / "target" / "flink-classpath.txt"
+FLINK_VERSION = "2.2.1"
+PARALLELISM = 2
+UPDATE_MS = 1000
+#: the read limit per batch of `skew`'s Sluice side, run beside Sluice without a limit
+SKEW_LIMIT = 10_000
+DELAY_MS = 10 * 60_000
+# what Flink's own launcher opens on Java 17 for its serializers (flink-dist's config.yaml)
+JAVA17_OPENS = [
+    f"--add-opens=java.base/{package}=ALL-UNNAMED"
+    for package in (
+        "java.lang",
+        "java.lang.reflect",
+        "java.util",
+        "java.io",
+        "java.nio",
+        "java.net",
+        "java.time",
+    )
+]
+
+
+class FlinkAnchor:
+    """The Flink JVM (jvm/flinkanchor FlinkAnchorMain): one MiniCluster, one job per `run` call."""
+
+    def __init__(self) -> None:
+        if not FLINK_CLASSPATH.exists():
+            raise FileNotFoundError(f"{FLINK_CLASSPATH} is missing: run `make bench BENCH=flink_anchor`")
+        self.process = subprocess.Popen(
+            [
+                "java",
+                "-Xmx2g",
+                "-XX:+UseParallelGC",
+                *JAVA17_OPENS,
+                "-cp",
+                FLINK_CLASSPATH.read_text().strip(),
+            ]
+            + ["sluice.flinkanchor.FlinkAnchorMain", str(PARALLELISM)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self._answer()  # {"ready": true} once the MiniCluster is up
+
+    def _answer(self) -> dict:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            if line.startswith("{"):
+                return json.loads(line)
+        raise RuntimeError(f"the Flink anchor ended (exit code {self.process.wait()}) without answering")
+
+    def run(self, *words: object) -> dict:
+        assert self.process.stdin is not None
+        self.process.stdin.write(" ".join(str(w) for w in words) + "\n")
+        self.process.stdin.flush()
+        return self._answer()
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            assert self.process.stdin is not None
+            self.process.stdin.write("quit\n")
+            self.process.stdin.close()
+            self.process.wait(timeout=60)
+
+
+def _raw(spark: SparkSession, kafka: EmbeddedKafka, flink: FlinkAnchor, records: int, pairs: int) -> dict:
+    topic = "anchor_raw"
+    kafka.create_topic(topic, partitions=8)
+    kafka.produce_generated(topic, records, 100)
+
+    def sluice_side() -> float:
+        df = (
+            spark.readStream.format("sluice")
+            .option("source", "kafka")
+            .option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+            .option("subscribe", topic)
+            .option("startingOffsets", "earliest")
+            .load()
+        )
+        seconds, progress = run_available_now(df)
+        if rows_read(progress) != records:
+            raise AssertionError(f"Sluice read {rows_read(progress)} rows, expected {records}")
+        return records / seconds
+
+    def flink_side() -> float:
+        answer = flink.run("raw", kafka.bootstrap_servers, topic)
+        if answer["read"] != records:
+            raise AssertionError(f"Flink read {answer['read']} records, expected {records}")
+        return records / answer["seconds"]
+
+    measured = interleaved({"sluice": sluice_side, "flink": flink_side}, pairs, label="raw ")
+    return {
+        "records": records,
+        "sluice_rps": statistics.median(measured["sluice"]),
+        "flink_rps": statistics.median(measured["flink"]),
+        **summary("raw_ratio", measured["sluice"], measured["flink"]),
+        "all_runs": {"sluice_rps": measured["sluice"], "flink_rps": measured["flink"]},
+    }
+
+
+def _aligned(spark: SparkSession, kafka: EmbeddedKafka, flink: FlinkAnchor, pairs: int) -> dict:
+    topic = "anchor_skewed"
+    kafka.create_topic(topic, PARTITIONS)
+    step_ms = int(os.environ.get("SLUICE_BENCH_SKEW_STEP_MS", "1000"))  # as skew's
+    events = skewed_events(step_ms)
+    kafka.produce(topic, ({"value": f"{p}-{ts}", "partition": p, "timestamp": ts} for p, ts in events))
+    expected = expected_windows(events)
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(
+        "anchor", max_drift=DRIFT
+    )
+    runs: dict[str, list[dict]] = {"sluice": [], "sluice_limited": [], "flink": []}
+    drift_ms = int(DRIFT.total_seconds() * 1000)
+
+    def sluice_side(name: str, limit: int | None) -> Callable[[], float]:
+        def once() -> float:
+            df = sluice_kafka(spark, kafka.bootstrap_servers, topic, strategy, limit)
+            counted = window_counts(spark, df, f"anchor_{name}_{len(runs[name])}", expected)
+            if counted["rows"] != len(events):
+                raise AssertionError(f"{name} read {counted['rows']} rows, expected {len(events)}")
+            runs[name].append(counted)
+            return counted["seconds"]
+
+        return once
+
+    def flink_side() -> float:
+        answer = flink.run("aligned", kafka.bootstrap_servers, topic, drift_ms, UPDATE_MS, DELAY_MS)
+        if answer["read"] != len(events) or answer["windowed"] + answer["late_dropped"] != len(events):
+            raise AssertionError(f"Flink read {answer}, expected {len(events)} records")
+        runs["flink"].append(answer)
+        return answer["seconds"]
+
+    measured = interleaved(
+        {
+            "sluice": sluice_side("sluice", None),
+            "sluice_limited": sluice_side("sluice_limited", SKEW_LIMIT),
+            "flink": flink_side,
+        },
+        pairs,
+        label="aligned ",
+        unit="s",
+    )
+    timed = {side: r[-pairs:] for side, r in runs.items()}  # the warm-ups come first
+    return {
+        "events": len(events),
+        "sluice_seconds": statistics.median(measured["sluice"]),
+        "sluice_limited_seconds": statistics.median(measured["sluice_limited"]),
+        "flink_seconds": statistics.median(measured["flink"]),
+        **summary("aligned_catchup_ratio", measured["sluice"], measured["flink"]),
+        **summary("aligned_catchup_ratio_limited", measured["sluice_limited"], measured["flink"]),
+        "sluice_batches": max(r["batches"] for r in timed["sluice"]),
+        "sluice_limited_batches": max(r["batches"] for r in timed["sluice_limited"]),
+        "sluice_late_dropped": max(r["late_dropped"] for r in timed["sluice"] + timed["sluice_limited"]),
+        "flink_late_dropped": max(r["late_dropped"] for r in timed["flink"]),
+        "sluice_wrong_windows": max(r["wrong_windows"] for r in timed["sluice"] + timed["sluice_limited"]),
+        "all_runs": timed,
+        "data": {
+            "partitions": PARTITIONS,
+            "max_drift_ms": drift_ms,
+            "flink_update_interval_ms": UPDATE_MS,
+            "watermark_delay_ms": DELAY_MS,
+            "event_step_ms": step_ms,
+            "sluice_limited_read_limit_per_batch": SKEW_LIMIT,
+        },
+    }
+
+
+def _with_anchor(body: Callable[[SparkSession, EmbeddedKafka, FlinkAnchor], dict]) -> dict:
+    spark = session("bench-flink-anchor")
+    flink = FlinkAnchor()
+    try:
+        # the broker settings of kafka_throughput, the benchmark this one's raw side mirrors
+        with EmbeddedKafka(heap="1g", jvm_options=["-XX:+UseParallelGC"]) as kafka:
+            return body(spark, kafka, flink)
+    finally:
+        flink.close()
+        spark.stop()
+
+
+def run() -> dict:
+    records = int(os.environ.get("SLUICE_BENCH_KAFKA_RECORDS", "5000000"))
+    pairs = pairs_from_env()
+
+    def both(spark: SparkSession, kafka: EmbeddedKafka, flink: FlinkAnchor) -> dict:
+        return {
+            "raw": _raw(spark, kafka, flink, records, pairs),
+            "aligned": _aligned(spark, kafka, flink, pairs),
+        }
+
+    sides = _with_anchor(both)
+    raw, aligned = sides["raw"], sides["aligned"]
+    result = {
+        "benchmark": "flink_anchor",
+        "raw_ratio": raw["raw_ratio"],
+        "raw_ratio_min": raw["raw_ratio_min"],
+        "raw_ratio_max": raw["raw_ratio_max"],
+        "aligned_catchup_ratio": aligned["aligned_catchup_ratio"],
+        "aligned_catchup_ratio_min": aligned["aligned_catchup_ratio_min"],
+        "aligned_catchup_ratio_max": aligned["aligned_catchup_ratio_max"],
+        "aligned_catchup_ratio_limited": aligned["aligned_catchup_ratio_limited"],
+        "flink_late_dropped": aligned["flink_late_dropped"],
+        "sluice_late_dropped": aligned["sluice_late_dropped"],
+        "pairs": pairs,
+        "raw": raw,
+        "aligned": aligned,
+        "machine": {"cpus": os.cpu_count(), "spark_master": "local[2]", "flink_parallelism": PARALLELISM},
+        "versions": {"flink": FLINK_VERSION},
+    }
+    RESULT.parent.mkdir(parents=True, exist_ok=True)
+    RESULT.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in result.items() if not isinstance(v, dict)}, indent=2))
+    return result
