@@ -2,20 +2,48 @@
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pyspark
 import sluice
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamWriter
+from sluice.testing import EmbeddedKafka
 
 ROOT = Path(__file__).resolve().parent.parent
 SPARK_KAFKA_JARS = ROOT / "jvm" / "spark" / "target" / "spark-kafka-jars.txt"
 # Diagnostics the benchmarks call on the JVM (row sizes); never part of the Sluice jar.
 BENCHKIT_JARS = ROOT / "jvm" / "benchkit" / "target" / "scala-2.13"
+
+
+def machine(master: str, **extra: object) -> dict:
+    """Where a result was measured, for its file (the report reads it from there): the cores, Spark's
+    master, and the versions compared (Spark's own Kafka connector is the newest on Maven Central,
+    see docs/benchmarks.md), with whatever a benchmark adds."""
+    kafka_jars = SPARK_KAFKA_JARS.read_text() if SPARK_KAFKA_JARS.exists() else ""
+    spark_kafka = re.search(r"spark-sql-kafka-0-10_[\d.]+-([^/\\,]+?)\.jar", kafka_jars)
+    return {
+        "cpus": os.cpu_count(),
+        "spark_master": master,
+        "versions": {
+            "spark": pyspark.__version__,
+            "spark_sql_kafka": spark_kafka.group(1) if spark_kafka else None,
+            "sluice": sluice.__version__,
+        },
+        **extra,
+    }
+
+
+def broker() -> EmbeddedKafka:
+    """The embedded broker of every benchmark, with one configuration (heap and collector), so no
+    benchmark's figures differ from another's by how its broker was run."""
+    return EmbeddedKafka(heap="1g", jvm_options=["-XX:+UseParallelGC"])
 
 
 def session(

@@ -30,9 +30,8 @@ import sluice
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from sluice import KafkaSource, OffsetsInitializer
-from sluice.testing import EmbeddedKafka
 
-from bench.common import rows_read, run_available_now, session
+from bench.common import broker, machine, rows_read, run_available_now, session
 from bench.pairs import interleaved, pairs_from_env, summary
 
 RESULT = Path(__file__).resolve().parent / "results" / "compact.json"
@@ -113,7 +112,7 @@ def run() -> dict:
     records = int(os.environ.get("SLUICE_BENCH_COMPACT_RECORDS", "3000000"))
     pairs = pairs_from_env()
     spark = session("bench-compact", spark_kafka=True, benchkit=True)
-    with EmbeddedKafka() as kafka:
+    with broker() as kafka:
         kafka.create_topic(TOPIC, PARTITIONS)
         kafka.produce_generated(TOPIC, records, VALUE_BYTES)
         bootstrap = kafka.bootstrap_servers
@@ -158,7 +157,7 @@ def run() -> dict:
         "value_bytes": VALUE_BYTES,
         "partitions": PARTITIONS,
         "pairs": pairs,
-        "machine": {"cpus": os.cpu_count(), "spark_master": "local[2]"},
+        "machine": machine("local[2]"),
         "all_runs": {"scan_rps": scan_runs, "shuffle_rps": shuffle_runs},
     }
     RESULT.parent.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ from pathlib import Path
 import sluice
 from pyspark.sql import SparkSession
 
-from bench.common import rows_read, run_available_now, session
+from bench.common import machine, rows_read, run_available_now, session
 from bench.pairs import interleaved, pairs_from_env, summary
 
 ROOT = Path(__file__).resolve().parent
@@ -110,7 +110,7 @@ def run() -> dict:
         "sluice_rps": statistics.median(measured["sluice"]),
         **summary("ratio", measured["sluice"], measured["spark"]),
         "all_runs": {"spark_rps": measured["spark"], "sluice_rps": measured["sluice"]},
-        "machine": {"cpus": os.cpu_count(), "spark_master": MASTER},
+        "machine": machine(MASTER),
     }
     RESULT.parent.mkdir(parents=True, exist_ok=True)
     RESULT.write_text(json.dumps(result, indent=2) + "\n")

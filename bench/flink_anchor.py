@@ -41,7 +41,7 @@ from pyspark.sql import SparkSession
 from sluice import WatermarkStrategy
 from sluice.testing import EmbeddedKafka
 
-from bench.common import ROOT, rows_read, run_available_now, session
+from bench.common import ROOT, broker, machine, rows_read, run_available_now, session
 from bench.pairs import interleaved, pairs_from_env, summary
 from bench.skew import DRIFT, PARTITIONS, expected_windows, skewed_events, sluice_kafka, window_counts
 
@@ -217,7 +217,7 @@ def _with_anchor(body: Callable[[SparkSession, EmbeddedKafka, FlinkAnchor], dict
     flink = FlinkAnchor()
     try:
         # the broker settings of kafka_throughput, the benchmark this one's raw side mirrors
-        with EmbeddedKafka(heap="1g", jvm_options=["-XX:+UseParallelGC"]) as kafka:
+        with broker() as kafka:
             return body(spark, kafka, flink)
     finally:
         flink.close()
@@ -250,9 +250,9 @@ def run() -> dict:
         "pairs": pairs,
         "raw": raw,
         "aligned": aligned,
-        "machine": {"cpus": os.cpu_count(), "spark_master": "local[2]", "flink_parallelism": PARALLELISM},
-        "versions": {"flink": FLINK_VERSION},
+        "machine": machine("local[2]", flink_parallelism=PARALLELISM),
     }
+    result["machine"]["versions"]["flink"] = FLINK_VERSION
     RESULT.parent.mkdir(parents=True, exist_ok=True)
     RESULT.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps({k: v for k, v in result.items() if not isinstance(v, dict)}, indent=2))

@@ -21,7 +21,7 @@ into the no-op sink under Trigger.AvailableNow, with the same read limit per sou
   `forMonotonousTimestamps().with_watermark_alignment("join", 5 minutes)` (one group),
   `maxRecordsPerTrigger` = the limit, event time = `event_time`.
 
-After one untimed warm-up run of each, Spark and Sluice run as SLUICE_BENCH_PAIRS (default 5)
+After one untimed warm-up run of each, Spark and Sluice run as SLUICE_BENCH_PAIRS (default 6)
 interleaved pairs, the order alternating (bench/pairs.py). Reported: the median wall times, `time_ratio` = the median of the per-pair
 ratios sluice / spark (and their min and max), the peak state rows (max over batches of the sum of
 `stateOperators[].numRowsTotal`) and `state_ratio` = sluice / spark, rows dropped as late
@@ -47,9 +47,8 @@ import sluice
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from sluice import KafkaSource, OffsetsInitializer, WatermarkStrategy
-from sluice.testing import EmbeddedKafka
 
-from bench.common import rows_read, run_available_now, session
+from bench.common import broker, machine, rows_read, run_available_now, session
 from bench.pairs import pairs_from_env
 
 RESULT = Path(__file__).resolve().parent / "results" / "group_join.json"
@@ -262,7 +261,7 @@ def run() -> dict:
     spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
     sides: dict[str, list[dict]] = {"spark": [], "sluice": []}
     try:
-        with EmbeddedKafka(heap="1g") as kafka:
+        with broker() as kafka:
             for name, events in data.items():
                 kafka.create_topic(name, partitions)
                 kafka.produce(
@@ -375,7 +374,7 @@ def run() -> dict:
             "spark": spark_runs[0]["per_batch"],
             "sluice": sluice_runs[0]["per_batch"],
         },
-        "machine": {"cpus": os.cpu_count(), "spark_master": "local[2]"},
+        "machine": machine("local[2]"),
     }
     RESULT.parent.mkdir(parents=True, exist_ok=True)
     RESULT.write_text(json.dumps(result, indent=2) + "\n")

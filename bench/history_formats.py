@@ -29,7 +29,7 @@ from pathlib import Path
 import sluice
 from pyspark.sql import DataFrame, SparkSession
 
-from bench.common import rows_read, run_available_now, session
+from bench.common import machine, rows_read, run_available_now, session
 from bench.pairs import interleaved, pairs_from_env, summary
 
 ROOT = Path(__file__).resolve().parent
@@ -147,7 +147,7 @@ def run() -> dict:
                         ),
                     }
                 )
-        result["machine"] = {"cpus": os.cpu_count(), "spark_master": MASTER}
+        result["machine"] = machine(MASTER)
     finally:
         spark.stop()
     RESULT.parent.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,7 @@ Two measures:
   From the query progress: the start of the first batch that read Kafka rows
   (`activeSource` == "1") minus the end of the last batch that read file rows (its start +
   `durationMs.triggerExecution`). It should stay within one trigger interval. Median over
-  SLUICE_BENCH_PAIRS runs (default 5), each with a fresh checkpoint.
+  SLUICE_BENCH_PAIRS runs (default 6), each with a fresh checkpoint.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from pyspark.sql import SparkSession
 from sluice import FileSource, HybridSource, KafkaSource, OffsetsInitializer
 from sluice.testing import EmbeddedKafka
 
-from bench.common import rows_read, run_available_now, session
+from bench.common import broker, machine, rows_read, run_available_now, session
 from bench.pairs import pairs_from_env, summary
 
 ROOT = Path(__file__).resolve().parent
@@ -251,7 +251,7 @@ def run() -> dict:
     # the file phase of the switch runs spans about six batches (a limit in records; the file source
     # converts it to bytes with the bytes per record it has seen)
     limit = int(os.environ.get("SLUICE_BENCH_HYBRID_LIMIT", str(max(1, in_files // 6 + 1))))
-    with EmbeddedKafka(heap="1g", jvm_options=["-XX:+UseParallelGC"]) as kafka:
+    with broker() as kafka:
         kafka.create_topic(TOPIC, partitions=PARTITIONS)
         print(
             f"hybrid_switch: {in_files:,} events in {FILES} JSON files ({size / 1024**2:.0f} MiB), "
@@ -329,7 +329,7 @@ def run() -> dict:
             "spark_kafka_seconds": spark_kafka_s,
             "switch": switches,
         },
-        "machine": {"cpus": os.cpu_count(), "spark_master": "local[2]"},
+        "machine": machine("local[2]"),
     }
     RESULT.parent.mkdir(parents=True, exist_ok=True)
     RESULT.write_text(json.dumps(result, indent=2) + "\n")

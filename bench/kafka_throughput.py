@@ -3,8 +3,21 @@
 One topic of 8 partitions with SLUICE_BENCH_KAFKA_RECORDS (default 5,000,000) records of ~100
 bytes in an embedded broker. Each Spark run reads the whole topic with Trigger.AvailableNow into
 the no-op sink. The ceiling is one KafkaConsumer reading everything in one loop in one JVM (the
-broker's). Spark, Sluice and the ceiling run as interleaved rounds after a warm-up each
-(bench/pairs.py); `ratio` and `fraction_of_ceiling` are medians of the per-round ratios.
+broker's).
+
+Spark's side is measured twice: with its defaults, and tuned as a careful user would tune it.
+Spark's consumer asks for the partition's offset range after every poll, so its rate depends on
+the records a poll returns (`kafka.max.poll.records`, 500 by default): a sweep over
+POLL_RECORDS (one warm-up and two interleaved rounds of each value) picks the value best for
+Spark on this machine, and Sluice's tuned side gets the same value.
+
+Every timed run starts with cold consumers on both sides: Spark's consumers are keyed by a group
+id drawn for each query, and Sluice's runs get a `groupIdPrefix` (a group id drawn afresh for each
+run, which keys its consumer pool), so no run takes the consumers a previous run left idle.
+
+Spark, tuned Spark, Sluice, tuned Sluice and the ceiling run as interleaved rounds after a warm-up
+each (bench/pairs.py); `ratio` (Sluice ÷ Spark), `ratio_tuned` (tuned Sluice ÷ tuned Spark) and
+`fraction_of_ceiling` (Sluice ÷ ceiling) are medians of the per-round ratios.
 """
 
 from __future__ import annotations
@@ -16,9 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pyspark.sql import SparkSession
-from sluice.testing import EmbeddedKafka
 
-from bench.common import rows_read, run_available_now, session
+from bench.common import broker, machine, rows_read, run_available_now, session
 from bench.pairs import interleaved, pairs_from_env, summary
 
 ROOT = Path(__file__).resolve().parent
@@ -26,6 +38,8 @@ RESULT = ROOT / "results" / "kafka_throughput.json"
 TOPIC = "bench"
 PARTITIONS = 8
 VALUE_BYTES = 100
+#: the values of `kafka.max.poll.records` tried for Spark's tuned side (500 is Kafka's default)
+POLL_RECORDS = (500, 2_000, 5_000, 20_000, 50_000)
 
 
 def _time_query(spark: SparkSession, fmt: str, options: dict[str, str]) -> tuple[int, float]:
@@ -36,7 +50,7 @@ def _time_query(spark: SparkSession, fmt: str, options: dict[str, str]) -> tuple
 def run() -> dict:
     records = int(os.environ.get("SLUICE_BENCH_KAFKA_RECORDS", "5000000"))
     pairs = pairs_from_env()
-    with EmbeddedKafka(heap="1g", jvm_options=["-XX:+UseParallelGC"]) as kafka:
+    with broker() as kafka:
         kafka.create_topic(TOPIC, partitions=PARTITIONS)
         print(
             f"kafka_throughput: producing {records:,} records of {VALUE_BYTES} bytes into {PARTITIONS} partitions"
@@ -62,11 +76,28 @@ def run() -> dict:
             count, seconds = kafka.consume_count(TOPIC)
             return count / seconds
 
+        def sluice(poll: dict[str, str]) -> Callable[[], float]:
+            # a new group id per run (see the module's comment): cold consumers, as Spark's
+            return query("sluice", "sluice", {"source": "kafka", "groupIdPrefix": "bench", **common, **poll})
+
         try:
+            swept = interleaved(
+                {
+                    str(n): query("spark", "kafka", {**common, "kafka.max.poll.records": str(n)})
+                    for n in POLL_RECORDS
+                },
+                2,
+                label="sweep max.poll.records ",
+            )
+            best = max(POLL_RECORDS, key=lambda n: statistics.median(swept[str(n)]))
+            tuned = {"kafka.max.poll.records": str(best)}
+            print(f"kafka_throughput: Spark is fastest with kafka.max.poll.records={best}")
             measured = interleaved(
                 {
                     "spark": query("spark", "kafka", common),
-                    "sluice": query("sluice", "sluice", {"source": "kafka", **common}),
+                    "spark_tuned": query("spark tuned", "kafka", {**common, **tuned}),
+                    "sluice": sluice({}),
+                    "sluice_tuned": sluice(tuned),
                     "ceiling": ceiling,
                 },
                 pairs,
@@ -74,6 +105,7 @@ def run() -> dict:
         finally:
             spark.stop()
     spark_rps, sluice_rps, ceiling_rps = (measured[s] for s in ("spark", "sluice", "ceiling"))
+    spark_tuned_rps, sluice_tuned_rps = measured["spark_tuned"], measured["sluice_tuned"]
     result = {
         "benchmark": "kafka_throughput",
         "records": records,
@@ -83,20 +115,30 @@ def run() -> dict:
         "spark_rps": statistics.median(spark_rps),
         "sluice_rps": statistics.median(sluice_rps),
         "ceiling_rps": statistics.median(ceiling_rps),
+        "spark_tuned_rps": statistics.median(spark_tuned_rps),
+        "sluice_tuned_rps": statistics.median(sluice_tuned_rps),
+        "tuned_max_poll_records": best,
         **summary("ratio", sluice_rps, spark_rps),
+        **summary("ratio_tuned", sluice_tuned_rps, spark_tuned_rps),
         **summary("fraction_of_ceiling", sluice_rps, ceiling_rps),
+        "sweep_spark_rps": {n: statistics.median(rps) for n, rps in swept.items()},
         "all_runs": {
             "spark_rps": spark_rps,
+            "spark_tuned_rps": spark_tuned_rps,
             "sluice_rps": sluice_rps,
+            "sluice_tuned_rps": sluice_tuned_rps,
             "ceiling_rps": ceiling_rps,
+            "sweep_spark_rps": swept,
         },
-        "machine": {"cpus": os.cpu_count(), "spark_master": "local[2]"},
+        "machine": machine("local[2]"),
     }
     RESULT.parent.mkdir(parents=True, exist_ok=True)
     RESULT.write_text(json.dumps(result, indent=2) + "\n")
     print(
         f"kafka_throughput: Spark {result['spark_rps']:,.0f}/s, Sluice {result['sluice_rps']:,.0f}/s "
         f"(ratio {result['ratio']:.2f}, {result['ratio_min']:.2f}-{result['ratio_max']:.2f}), "
+        f"tuned ({best} records a poll) Spark {result['spark_tuned_rps']:,.0f}/s, "
+        f"Sluice {result['sluice_tuned_rps']:,.0f}/s (ratio {result['ratio_tuned']:.2f}), "
         f"ceiling {result['ceiling_rps']:,.0f}/s (Sluice at {result['fraction_of_ceiling']:.0%})"
     )
     return result

@@ -10,9 +10,9 @@ neighbours in the order keep theirs in most rounds. A round gives one ratio
 per compared pair of sides; the figure reported is the median of those per-round ratios, with
 every round's ratio and the lowest and highest beside it.
 
-`SLUICE_BENCH_PAIRS` (default 5, at least 5 for a published figure) sets the number of rounds.
-Order is balanced pair by pair over every two rounds (an odd count leaves its last round unpaired)
-and place by place over 2 × (number of sides) rounds.
+`SLUICE_BENCH_PAIRS` (default 6: even, so that every round has its mirror) sets the number of
+rounds. Order is balanced pair by pair over every two rounds (an odd count leaves its last round
+unpaired) and place by place over 2 × (number of sides) rounds.
 This module defines no `run()`, so bench.run does not take it for a benchmark.
 """
 
@@ -23,7 +23,7 @@ import statistics
 from collections.abc import Callable
 
 #: Rounds of every benchmark unless SLUICE_BENCH_PAIRS says otherwise.
-DEFAULT_PAIRS = 5
+DEFAULT_PAIRS = 6
 
 
 def pairs_from_env(default: int = DEFAULT_PAIRS) -> int:

@@ -38,9 +38,8 @@ from pathlib import Path
 import sluice
 from pyspark.sql import DataFrame, SparkSession
 from sluice import KafkaSource, OffsetsInitializer
-from sluice.testing import EmbeddedKafka
 
-from bench.common import rows_read, run_available_now, session
+from bench.common import broker, machine, rows_read, run_available_now, session
 from bench.pairs import interleaved, pairs_from_env, summary
 
 ROOT = Path(__file__).resolve().parent
@@ -136,7 +135,7 @@ def _bytes_read(spark: SparkSession, make: Callable[[], DataFrame]) -> int:
 
 
 def _kafka(spark: SparkSession, records: int, pairs: int) -> dict:
-    with EmbeddedKafka() as kafka:
+    with broker() as kafka:
         kafka.create_topic(TOPIC, PARTITIONS)
         kafka.produce_generated(TOPIC, records, VALUE_BYTES)
         source = (
@@ -214,7 +213,7 @@ def run() -> dict:
                     }
                 )
         result.update(_kafka(spark, records, pairs))
-        result["machine"] = {"cpus": os.cpu_count(), "spark_master": MASTER}
+        result["machine"] = machine(MASTER)
     finally:
         spark.stop()
     RESULT.parent.mkdir(parents=True, exist_ok=True)

@@ -24,7 +24,7 @@ how long a query takes to start.
 
 - continuous: the unaligned Sluice source under `Trigger.Continuous("1 second")` instead.
 
-After one short warm-up of each side, SLUICE_BENCH_PAIRS (default 5) rounds run spark, sluice,
+After one short warm-up of each side, SLUICE_BENCH_PAIRS (default 6) rounds run spark, sluice,
 aligned and continuous in turn; the figures are medians over the rounds, `p99_ratio` = the median of the
 per-round ratios sluice / spark p99 (with min and max).
 """
@@ -42,9 +42,8 @@ from pathlib import Path
 import sluice
 from pyspark.sql import DataFrame, SparkSession
 from sluice import KafkaSource, OffsetsInitializer, WatermarkStrategy
-from sluice.testing import EmbeddedKafka
 
-from bench.common import session
+from bench.common import broker, machine, session
 from bench.pairs import pairs_from_env, round_order
 
 RESULT = Path(__file__).resolve().parent / "results" / "realtime_latency.json"
@@ -144,7 +143,7 @@ def run() -> dict:
     # the aligned query one per task of each source (Sluice packs a source's splits into at most
     # the default parallelism). Threads, not cores: the tasks wait in poll most of the time.
     spark = session("realtime_latency", master=MASTER, spark_kafka=True, benchkit=True)
-    with EmbeddedKafka(heap="1g") as kafka:
+    with broker() as kafka:
         servers = kafka.bootstrap_servers
         topic_no = [0]
 
@@ -217,7 +216,7 @@ def run() -> dict:
         "partitions": PARTITIONS,
         "runs": runs,
         "all_runs": rounds,
-        "machine": {"cpus": os.cpu_count(), "spark_master": MASTER},
+        "machine": machine(MASTER),
     }
     RESULT.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps({k: v for k, v in result.items() if k != "all_runs"}, indent=2))

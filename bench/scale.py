@@ -4,8 +4,13 @@ Four measures, each against Spark's built-in path in the same run where there is
 
 - `small_files`: SLUICE_BENCH_SCALE_FILES (default 10,000) one-line JSON files in one directory,
   read once with Trigger.AvailableNow into the no-op sink: Sluice's bounded `FileSource` against
-  `spark.readStream.schema(s).json(dir)`, as interleaved pairs (bench/pairs.py).
-  `small_files_ratio` is the median of the per-pair ratios of records/s (Sluice / Spark);
+  `spark.readStream.schema(s).json(dir)`, as interleaved pairs (bench/pairs.py), and Spark tuned
+  as a careful user would: each of Spark's batches lists its files again through an
+  `InMemoryFileIndex`, which above `spark.sql.sources.parallelPartitionDiscovery.threshold` (32)
+  paths lists them in a Spark job of up to 10,000 tasks; the tuned side raises the threshold above
+  the file count, so the listing stays on the driver.
+  `small_files_ratio` is the median of the per-pair ratios of records/s (Sluice / Spark),
+  `small_files_ratio_tuned` the same against tuned Spark;
   `offset_bytes_max` is the largest file of the Sluice query's offset log (`offsets/<batch>`),
   the bytes Spark writes for every batch; `checkpoint_bytes_written_max` what a run wrote beside
   it, at most, to keep checkpoints too large for the log.
@@ -32,9 +37,8 @@ from pathlib import Path
 import sluice
 from pyspark.sql import SparkSession
 from sluice import GeneratorSource, WatermarkStrategy
-from sluice.testing import EmbeddedKafka
 
-from bench.common import rows_read, run_available_now, session
+from bench.common import broker, machine, rows_read, run_available_now, session
 from bench.pairs import interleaved, pairs_from_env, summary
 
 ROOT = Path(__file__).resolve().parent
@@ -78,16 +82,28 @@ def _kept_bytes(progress: list[dict]) -> int:
     )
 
 
+LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+
+
 def _measure_small_files(spark: SparkSession, count: int, pairs: int) -> dict:
     folder = _small_files(count)
     offset_sizes: list[int] = []
     kept_bytes: list[int] = []
 
-    def spark_side() -> float:
-        seconds, progress = run_available_now(spark.readStream.schema(SCHEMA).json(str(folder)))
-        if rows_read(progress) != count:
-            raise AssertionError(f"Spark read {rows_read(progress)} rows, expected {count}")
-        return count / seconds
+    def spark_side(threshold: int | None) -> Callable[[], float]:
+        def once() -> float:
+            default = spark.conf.get(LISTING_THRESHOLD)
+            if threshold is not None:
+                spark.conf.set(LISTING_THRESHOLD, str(threshold))
+            try:
+                seconds, progress = run_available_now(spark.readStream.schema(SCHEMA).json(str(folder)))
+            finally:
+                spark.conf.set(LISTING_THRESHOLD, default)
+            if rows_read(progress) != count:
+                raise AssertionError(f"Spark read {rows_read(progress)} rows, expected {count}")
+            return count / seconds
+
+        return once
 
     def sluice_side() -> float:
         source = sluice.FileSource.builder().path(str(folder)).format("json").schema(SCHEMA).build()
@@ -101,12 +117,19 @@ def _measure_small_files(spark: SparkSession, count: int, pairs: int) -> dict:
         kept_bytes.append(_kept_bytes(progress))
         return count / seconds
 
-    measured = interleaved({"spark": spark_side, "sluice": sluice_side}, pairs, label="small files ")
+    measured = interleaved(
+        {"spark": spark_side(None), "spark_tuned": spark_side(count * 10), "sluice": sluice_side},
+        pairs,
+        label="small files ",
+    )
     return {
         "small_files": count,
         "small_files_spark_rps": statistics.median(measured["spark"]),
+        "small_files_spark_tuned_rps": statistics.median(measured["spark_tuned"]),
         "small_files_sluice_rps": statistics.median(measured["sluice"]),
+        "small_files_listing_threshold_tuned": count * 10,
         **summary("small_files_ratio", measured["sluice"], measured["spark"]),
+        **summary("small_files_ratio_tuned", measured["sluice"], measured["spark_tuned"]),
         "offset_bytes_max": max(offset_sizes),
         "checkpoint_bytes_written_max": max(kept_bytes),
     }
@@ -145,7 +168,7 @@ def _measure_planning(spark: SparkSession, splits: int, limit: int, batches: int
 
 
 def _measure_one_partition(spark: SparkSession, records: int, pairs: int) -> dict:
-    with EmbeddedKafka(heap="1g", jvm_options=["-XX:+UseParallelGC"]) as kafka:
+    with broker() as kafka:
         kafka.create_topic("hot", partitions=1)
         kafka.produce_generated("hot", records, 100)
         common = {
@@ -191,7 +214,7 @@ def run() -> dict:
             **_measure_small_files(spark, _env("FILES", 10_000), pairs),
             **_measure_planning(spark, 1024, _env("PLAN_LIMIT", 20_480), _env("PLAN_BATCHES", 20)),
             **_measure_one_partition(spark, _env("ONE_PARTITION_RECORDS", 5_000_000), pairs),
-            "machine": {"cpus": os.cpu_count(), "spark_master": MASTER},
+            "machine": machine(MASTER),
         }
     finally:
         spark.stop()

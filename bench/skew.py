@@ -37,7 +37,7 @@ from pyspark.sql import functions as F
 from sluice import KafkaSource, OffsetsInitializer, WatermarkStrategy
 from sluice.testing import EmbeddedKafka
 
-from bench.common import rows_read, run_available_now, session
+from bench.common import broker, machine, rows_read, run_available_now, session
 from bench.pairs import interleaved, pairs_from_env, summary
 
 RESULT = Path(__file__).resolve().parent / "results" / "skew.json"
@@ -169,7 +169,7 @@ def run() -> dict:
     even_rows = int(os.environ.get("SLUICE_BENCH_SKEW_EVEN_ROWS", "3000000"))
     pairs = pairs_from_env()
     spark = session("bench-skew", spark_kafka=True)
-    with EmbeddedKafka() as kafka:
+    with broker() as kafka:
         topic = "skewed"
         kafka.create_topic(topic, PARTITIONS)
         events = skewed_events(step_ms)
@@ -231,6 +231,7 @@ def run() -> dict:
         "sluice": ours,
         "all_runs": {"spark": theirs_runs, "sluice": ours_runs},
         "alignment_overhead": overhead,
+        "machine": machine("local[2]"),
         "data": {
             "partitions": PARTITIONS,
             "events": len(events),

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from bench import pairs, report
@@ -88,6 +91,7 @@ def test_the_pushdown_row_shows_every_goal_and_says_which_are_not_met():
         return {name: value, f"{name}_min": value, f"{name}_max": value, f"{name}_pairs": [value]}
 
     result = {
+        "benchmark": "pushdown",
         "rows": 2_000_000,
         "columns": 40,
         "days": 30,
@@ -107,7 +111,28 @@ def test_the_pushdown_row_shows_every_goal_and_says_which_are_not_met():
         **ratio("kafka_value_only_ratio", 0.96),
     }
     row = report.ROWS["pushdown"](result)
-    assert "Parquet 1.20 (1.20 – 1.20 over 1 pairs) (≥ 1)" in row
-    assert "JSON 0.90 (0.90 – 0.90 over 1 pairs) (≥ 1: not met)" in row
-    assert "bytes read Sluice / Spark 1.30 (≤ 1.1: not met)" in row
-    assert "compact 0.96 (0.96 – 0.96 over 1 pairs) (≥ 0.95)" in row
+    assert "Parquet 1.20 (1.20 – 1.20 over 1 pairs) (goal ≥ 1)" in row
+    assert "JSON 0.90 (0.90 – 0.90 over 1 pairs) (goal ≥ 1: not met)" in row
+    assert "bytes read Sluice / Spark 1.30 (goal ≤ 1.1: not met)" in row
+    assert "compact 0.96 (0.96 – 0.96 over 1 pairs) (goal ≥ 0.95)" in row
+
+
+def test_goals_are_set_in_one_table_only():
+    source = Path(report.__file__).read_text(encoding="utf-8")
+    # a goal typed into a row's text would read "≥ 2" or "≤ 50"; GOALS writes ("≥", 2.0)
+    assert re.findall(r"[≥≤] ?[\d{]", source) == []
+    for name in report.ROWS:
+        assert name in report.GOALS, f"{name} has a row but no goals"
+
+
+def test_the_goals_table_says_what_is_not_met_and_what_was_not_measured(monkeypatch):
+    results = {
+        "kafka_throughput": {"benchmark": "kafka_throughput", "ratio": 4.0, "fraction_of_ceiling": 0.7}
+    }
+    monkeypatch.setattr(report, "_load", results.get)
+    table = "\n".join(report.goals_table())
+    assert "| `kafka_throughput` | `ratio` | ≥ 2 | 4 | yes |" in table
+    assert "| `kafka_throughput` | `ratio_tuned` | ≥ 3 | not measured | **not measured** |" in table
+    assert "| `kafka_throughput` | `fraction_of_ceiling` | ≥ 0.85 | 0.7 | **not met** |" in table
+    assert "| `skew` | `sluice_late_dropped` | 0 | no result yet | — |" in table
+    assert "| `hybrid_switch` | `switch_latency_ms` | ≤ set by the run | no result yet | — |" in table
