@@ -49,6 +49,11 @@ private[kafka] object KafkaRecordEmitter {
         new Parsed(new ParsedRecords(format, provenance), d.readsTimestamps, context)
     }
 
+  // Full, Compact and Pruned share their two-line `emit` on purpose: one class per converter
+  // keeps each `converter.convert` call site monomorphic, so the JIT inlines the row building
+  // into the hot loop whatever other layouts other queries of the same executor JVM use (one
+  // shared emitter over a converter interface would see them all at one call site).
+
   /** One row per record, the columns of Spark's Kafka source. */
   final class Full(converter: KafkaRowConverter, context: ReaderContext)
       extends KafkaRecordEmitter(context) {
