@@ -11,7 +11,7 @@ import sluice.connector.file.FileSource
 import sluice.connector.kafka.{KafkaSource, OffsetsInitializer}
 import sluice.eventtime.WatermarkStrategy
 import sluice.hybrid.HybridSource
-import sluice.testkit.{KafkaSuiteBase, ProducedRecord}
+import sluice.testkit.{KafkaSuiteBase, ProducedRecord, TransactionalProducer}
 
 /**
  * Continuous processing (`Trigger.Continuous`) against the real broker: tasks that read until the
@@ -238,5 +238,57 @@ class ContinuousSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBas
         early <= 50,
         s"$early records of the partition ahead came before the lagging one turned idle")
     } finally q.stop()
+  }
+
+  test(
+    "under read_committed in continuous mode: committed transactions arrive once, aborted ones never, an open one when it commits, and epochs go on meanwhile",
+    Slow) {
+    val topic = "cont-transactions"
+    kafka.createTopic(topic, 1)
+    val source = Sluice.fromSource(
+      spark,
+      KafkaSource
+        .builder()
+        .bootstrapServers(kafka.bootstrapServers)
+        .topics(topic)
+        .startingOffsets(OffsetsInitializer.earliest())
+        .option("kafka.isolation.level", "read_committed")
+        .build())
+    def committed(until: Int) = (0 until until).map(i => s"c$i").sorted
+    def arrived = values(RealTimeSink.arrivals(topic).map(_.row))
+    val ckpt = tempDir("ckpt").toString
+    def epochsCommitted = Option(new java.io.File(ckpt, "commits").listFiles())
+      .map(_.count(_.getName.forall(_.isDigit)))
+      .getOrElse(0)
+    val producer = new TransactionalProducer(kafka.bootstrapServers, "sluice-cont-transactions")
+    try {
+      producer.write(topic, 0, (0 until 5).map(i => s"c$i"))
+      producer.commit()
+      producer.write(topic, 0, (0 until 5).map(i => s"a$i"))
+      producer.abort()
+      producer.write(topic, 0, (5 until 10).map(i => s"c$i"))
+      producer.commit()
+      producer.write(topic, 0, (10 until 15).map(i => s"c$i")) // left open
+      val q = startContinuous(source, topic, ckpt)
+      try {
+        RealTimeSink.await(topic, "the committed transactions", q)(_.size >= 10)
+        // a reader stuck before the open transaction would stall the epochs
+        val before = epochsCommitted
+        eventually("two more epochs committed while the transaction is open", q) {
+          epochsCommitted >= before + 2
+        }
+        assert(arrived.sorted == committed(10))
+        producer.commit()
+        RealTimeSink.await(topic, "the transaction committed while the query ran", q)(
+          _.size >= 15)
+        producer.write(topic, 0, (5 until 10).map(i => s"a$i"))
+        producer.abort()
+        val afterAbort = epochsCommitted
+        eventually("two more epochs committed after an aborted transaction", q) {
+          epochsCommitted >= afterAbort + 2
+        }
+        assert(arrived.sorted == committed(15), "each committed record once, no aborted one")
+      } finally q.stop()
+    } finally producer.close()
   }
 }

@@ -14,7 +14,7 @@ import sluice.connector.file.FileSource
 import sluice.connector.kafka.{KafkaSource, OffsetsInitializer}
 import sluice.eventtime.WatermarkStrategy
 import sluice.hybrid.HybridSource
-import sluice.testkit.{KafkaSuiteBase, ProducedRecord}
+import sluice.testkit.{KafkaSuiteBase, ProducedRecord, TransactionalProducer}
 
 /**
  * Real-time mode (`Trigger.RealTime`) against the real broker: open batches whose tasks emit each
@@ -443,5 +443,58 @@ class RealTimeSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase 
         early <= 100,
         s"$early records of the source ahead arrived before the lagging one caught up")
     } finally q.stop()
+  }
+
+  test(
+    "under read_committed in real-time mode: committed transactions arrive once, aborted ones never, an open one when it commits; processAllAvailable ends at a commit marker",
+    Slow) {
+    val topic = "rt-transactions"
+    kafka.createTopic(topic, 1)
+    val source = Sluice.fromSource(
+      spark,
+      KafkaSource
+        .builder()
+        .bootstrapServers(kafka.bootstrapServers)
+        .topics(topic)
+        .startingOffsets(OffsetsInitializer.earliest())
+        .option("kafka.isolation.level", "read_committed")
+        .build(),
+      null,
+      topic)
+    def committed(until: Int) = (0 until until).map(i => s"c$i").sorted
+    def values =
+      RealTimeSink
+        .arrivals(topic)
+        .map(a => new String(a.row.getAs[Array[Byte]]("value"), "UTF-8"))
+    val producer = new TransactionalProducer(kafka.bootstrapServers, "sluice-rt-transactions")
+    try {
+      producer.write(topic, 0, (0 until 5).map(i => s"c$i"))
+      producer.commit()
+      producer.write(topic, 0, (0 until 5).map(i => s"a$i"))
+      producer.abort()
+      producer.write(topic, 0, (5 until 10).map(i => s"c$i"))
+      producer.commit()
+      producer.write(topic, 0, (10 until 15).map(i => s"c$i")) // left open
+      val q = startRealTime(source, topic, tempDir("ckpt").toString, "1 second")
+      try {
+        RealTimeSink.await(topic, "the committed transactions", q)(_.size >= 10)
+        // open batches end and begin again while the transaction stays open: none sees it
+        eventually("two open batches ended with the transaction open", q) {
+          q.recentProgress.length >= 2
+        }
+        assert(values.sorted == committed(10))
+        producer.commit()
+        RealTimeSink.await(topic, "the transaction committed while the query ran", q)(
+          _.size >= 15)
+        // the log now ends with the commit's marker, which no record stands for
+        processAllAvailable(q)
+        assert(values.sorted == committed(15), "each committed record once")
+        // and with an aborted transaction: records and a marker no reader sees
+        producer.write(topic, 0, (5 until 10).map(i => s"a$i"))
+        producer.abort()
+        processAllAvailable(q)
+        assert(values.sorted == committed(15), "no aborted record")
+      } finally q.stop()
+    } finally producer.close()
   }
 }

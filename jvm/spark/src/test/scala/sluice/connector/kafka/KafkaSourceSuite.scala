@@ -7,7 +7,7 @@ import org.apache.spark.sql.streaming.{StreamingQuery, Trigger}
 import org.scalatest.funsuite.AnyFunSuite
 
 import sluice.{Sluice, SparkSuiteBase}
-import sluice.testkit.{KafkaSuiteBase, ProducedRecord}
+import sluice.testkit.{KafkaSuiteBase, ProducedRecord, TransactionalProducer}
 
 class KafkaSourceSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase {
 
@@ -364,25 +364,6 @@ class KafkaSourceSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBa
     "under read_committed: committed transactions are read, aborted ones not, and an AvailableNow run ends before an open one") {
     val topic = "transactions"
     kafka.createTopic(topic, 1)
-    val props = new java.util.Properties()
-    props.put("bootstrap.servers", kafka.bootstrapServers)
-    props.put("transactional.id", "sluice-transactions")
-    val serializer = new org.apache.kafka.common.serialization.ByteArraySerializer
-    val producer = new org.apache.kafka.clients.producer.KafkaProducer[Array[Byte], Array[Byte]](
-      props,
-      serializer,
-      serializer)
-    def transaction(values: Seq[String]): Unit = {
-      producer.beginTransaction()
-      values.foreach(v =>
-        producer.send(
-          new org.apache.kafka.clients.producer.ProducerRecord(
-            topic,
-            0,
-            null,
-            v.getBytes("UTF-8"))))
-      producer.flush()
-    }
     val ckpt = tempDir("ckpt").toString
     val out = tempDir("sink").toString
     def readAll(): Seq[String] = {
@@ -402,17 +383,17 @@ class KafkaSourceSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBa
         .map(_.getString(0))
         .toSeq
     }
+    val producer = new TransactionalProducer(kafka.bootstrapServers, "sluice-transactions")
     try {
-      producer.initTransactions()
-      transaction((0 until 5).map(i => s"c$i"))
-      producer.commitTransaction()
-      transaction((0 until 5).map(i => s"a$i"))
-      producer.abortTransaction()
-      transaction((5 until 10).map(i => s"c$i"))
-      producer.commitTransaction()
-      transaction((10 until 15).map(i => s"c$i")) // left open
+      producer.write(topic, 0, (0 until 5).map(i => s"c$i"))
+      producer.commit()
+      producer.write(topic, 0, (0 until 5).map(i => s"a$i"))
+      producer.abort()
+      producer.write(topic, 0, (5 until 10).map(i => s"c$i"))
+      producer.commit()
+      producer.write(topic, 0, (10 until 15).map(i => s"c$i")) // left open
       assert(readAll().sorted == (0 until 10).map(i => s"c$i").sorted)
-      producer.commitTransaction()
+      producer.commit()
       // restarted from its checkpoint: the transaction committed since is added, once
       assert(readAll().sorted == (0 until 15).map(i => s"c$i").sorted)
     } finally producer.close()
