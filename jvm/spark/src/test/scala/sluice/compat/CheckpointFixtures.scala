@@ -17,8 +17,17 @@ import sluice.connector.kafka.{KafkaSource, OffsetsInitializer}
 import sluice.eventtime.WatermarkStrategy
 import sluice.hybrid.HybridSource
 
-/** A Kafka record of a fixture: produced in order, so its offset is its place in its partition. */
-final case class FixtureRecord(partition: Int, value: String, timestamp: Long)
+/**
+ * A Kafka record of a fixture: produced in order, so its offset is its place in its partition. A
+ * `late` record is produced by the writer only once the query committed a batch (a real-time
+ * batch reads what is there; the late records make the batch the writer stops in); a restore
+ * produces every record.
+ */
+final case class FixtureRecord(
+    partition: Int,
+    value: String,
+    timestamp: Long,
+    late: Boolean = false)
 
 /** A topic a fixture reads: created with `partitions` in a fresh broker, then given `records`. */
 final case class FixtureTopic(name: String, partitions: Int, records: Seq[FixtureRecord])
@@ -51,6 +60,18 @@ trait CheckpointFixture {
   /** Whether the rows committed so far are where the writer stops. */
   def writtenEnough(committed: Seq[String]): Boolean =
     committed.nonEmpty && committed.size < all.size
+
+  /**
+   * Written and restarted in real-time mode (`Trigger.RealTime` of [[RealTimeBatch]]) instead of
+   * micro-batches: its batches end only at their duration, so the writer stops once the batch
+   * after the first committed one has read the rest, before that batch commits.
+   */
+  def realTime: Boolean = false
+
+  /** Whether `run` is where the writer stops it. */
+  def writtenEnough(run: FixtureRun): Boolean =
+    if (realTime) writtenEnough(run.committed) && run.all.size >= all.size
+    else writtenEnough(run.committed)
 }
 
 object CheckpointFixtures {
@@ -247,6 +268,30 @@ object CheckpointFixtures {
     }
   }
 
+  /**
+   * Kafka in real-time mode: the first half of the records read and committed in one open
+   * batch, the second half read by the next, which the stop cuts short.
+   */
+  object KafkaRealTimeFixture extends CheckpointFixture {
+    val name = "kafka-realtime"
+    override val topics = {
+      val t = topic("sluice-compat-kafka-realtime", 40)
+      Seq(t.copy(records = t.records.zipWithIndex.map { case (r, i) => r.copy(late = i >= 20) }))
+    }
+    override def realTime: Boolean = true
+    override def readOptions: Map[String, String] = Map.empty
+    def stream(spark: SparkSession, input: Path, bootstrap: String): DataFrame =
+      kafkaRows(
+        Sluice.fromSource(spark, kafka(bootstrap, topics.head.name), null, name, readOptions))
+    def all: Seq[String] = kafkaRowsOf(topics.head)
+  }
+
+  /**
+   * The duration of a real-time fixture's batches: long enough that the writer sees a batch's
+   * rows and stops before that batch ends and commits.
+   */
+  val RealTimeBatch = "20 seconds"
+
   /** Two generators in one alignment group, read by one query. */
   object AlignmentGroupFixture extends CheckpointFixture {
     val name = "alignment-group"
@@ -283,7 +328,8 @@ object CheckpointFixtures {
     ParquetFixture,
     new HybridFixture("hybrid-before-switch", afterSwitch = false),
     new HybridFixture("hybrid-after-switch", afterSwitch = true),
-    AlignmentGroupFixture)
+    AlignmentGroupFixture,
+    KafkaRealTimeFixture)
 
   // --- the files of a kept fixture: checkpoint/, input/, topics.json, committed.txt
 

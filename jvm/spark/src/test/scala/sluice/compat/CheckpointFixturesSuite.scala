@@ -54,26 +54,44 @@ class CheckpointFixturesSuite extends AnyFunSuite with KafkaSuiteBase with Spark
     work
   }
 
-  /** The fixture's query started again on its checkpoint, to read what is left and end. */
-  private def restart(fixture: CheckpointFixture, work: Path): FixtureRun =
-    new FixtureRun(
-      fixture.stream(spark, inputOf(work), kafka.bootstrapServers),
-      checkpointOf(work),
-      Trigger.AvailableNow())
+  /**
+   * The fixture's query started again on its checkpoint, to read what is left and end (in
+   * real-time mode, which never ends by itself: to read `rows` rows, then stop).
+   */
+  private def restart(fixture: CheckpointFixture, work: Path, rows: Int = 0): FixtureRun =
+    if (!fixture.realTime)
+      new FixtureRun(
+        fixture.stream(spark, inputOf(work), kafka.bootstrapServers),
+        checkpointOf(work),
+        Trigger.AvailableNow(),
+        realTime = false)
+    else {
+      val run = new FixtureRun(
+        fixture.stream(spark, inputOf(work), kafka.bootstrapServers),
+        checkpointOf(work),
+        Trigger.RealTime(RealTimeBatch),
+        realTime = true)
+      try
+        eventually(s"$rows rows read after the restart (${run.all.size} so far)", run.query) {
+          run.all.size >= rows
+        }
+      finally run.query.stop()
+      run
+    }
 
   All.foreach { fixture =>
     test(s"a '${fixture.name}' checkpoint kept by an earlier build reads on where it stopped") {
       val work = restore(fixture.name)
       val committed = readCommitted(work)
       assert(committed.nonEmpty && committed.size < fixture.all.size, committed)
-      val run = restart(fixture, work)
-      awaitEnd(run.query)
-      assert(run.query.exception.isEmpty, run.query.exception)
       val expected = counts(fixture.all)
         .map { case (r, n) =>
           r -> (n - committed.count(_ == r))
         }
         .filter(_._2 > 0)
+      val run = restart(fixture, work, expected.values.sum)
+      awaitEnd(run.query)
+      assert(run.query.exception.isEmpty, run.query.exception)
       assert(counts(run.all) == expected)
     }
   }

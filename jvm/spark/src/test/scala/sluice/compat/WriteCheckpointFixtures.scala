@@ -33,24 +33,33 @@ object WriteCheckpointFixtures {
         val input = Files.createDirectories(work.resolve("input"))
         fixture.writeInput(spark, input)
         setInputTimes(input)
-        fixture.topics.foreach { t =>
-          kafka.createTopic(t.name, t.partitions)
+        def produce(late: Boolean): Unit = fixture.topics.foreach { t =>
           kafka.produce(
             t.name,
-            t.records.map(r =>
-              ProducedRecord.text(
-                value = Some(r.value),
-                partition = Some(r.partition),
-                timestamp = Some(r.timestamp))))
+            t.records
+              .filter(_.late == late)
+              .map(r =>
+                ProducedRecord.text(
+                  value = Some(r.value),
+                  partition = Some(r.partition),
+                  timestamp = Some(r.timestamp))))
         }
+        fixture.topics.foreach(t => kafka.createTopic(t.name, t.partitions))
+        produce(late = false)
         val checkpoint = work.resolve("checkpoint")
         val run = new FixtureRun(
           fixture.stream(spark, input, kafka.bootstrapServers),
           checkpoint,
-          Trigger.ProcessingTime(0))
+          if (fixture.realTime) Trigger.RealTime(RealTimeBatch) else Trigger.ProcessingTime(0),
+          fixture.realTime)
         val deadline = System.currentTimeMillis() + TimeoutMs
+        var lateProduced = false
         try
-          while (!fixture.writtenEnough(run.committed)) {
+          while (!fixture.writtenEnough(run)) {
+            if (!lateProduced && run.committed.nonEmpty) {
+              produce(late = true)
+              lateProduced = true
+            }
             run.query.exception.foreach(e => throw e)
             require(
               System.currentTimeMillis() < deadline,
@@ -60,7 +69,7 @@ object WriteCheckpointFixtures {
         finally run.query.stop()
         val committed = run.committed
         require(
-          fixture.writtenEnough(committed),
+          fixture.writtenEnough(run),
           s"${fixture.name}: batches went on past where the fixture stops while the query stopped (${committed.size} rows); run it again")
         rewritePaths(checkpoint, input.toString, InputPlaceholder)
         fixture.topics.foreach(t =>
