@@ -79,7 +79,7 @@ def find_broker_classpath() -> str:
     (a checkout where ``make build`` ran) in the current directory, the directory of this
     package and all their parents; then for the broker's launcher an installed wheel carries
     (``sluice/jars/sluice-testkit_2.13-<version>.jar`` and its POM), whose dependencies (Kafka's
-    broker, about 45 MB) are resolved from Maven Central by PySpark's own Ivy into the cache
+    broker, about 48 MB) are resolved from Maven Central by PySpark's own Ivy into the cache
     ``--packages`` uses (``~/.ivy2.5.2``): the first start downloads them, later ones find them.
 
     Returns

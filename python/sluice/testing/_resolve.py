@@ -2,7 +2,7 @@
 
 The wheel carries Sluice's own broker launcher (``sluice/jars/sluice-testkit_2.13-<version>.jar``,
 about 140 KB) and the POM sbt wrote for it, which names Kafka's broker and what it needs. Those
-jars (about 60, 45 MB: Kafka's server, Scala, Jackson, ZooKeeper, Netty, each under its own
+jars (56, about 48 MB: Kafka's server, Scala, Jackson, ZooKeeper, Netty, each under its own
 license) are not bundled: they are resolved from Maven Central the way ``--packages`` resolves
 Spark's, by the Ivy that ships inside PySpark, into the cache ``--packages`` uses
 (``~/.ivy2.5.2``). The first start downloads them (under a minute); the classpath found is kept
