@@ -1,7 +1,8 @@
 # Entry points. Each target installs what it needs and caches it:
 #   build/sbt-launch-*.jar   the sbt launcher (Maven Central)
 #   .venv/                   Python with pyspark==4.3.0, pytest, ruff (PyPI)
-#   jvm/spark/target/.../*.jar   the Sluice jar; python/sluice/jars/ carries a copy for pip installs
+#   jvm/spark/target/.../*.jar   the Sluice jar; python/sluice/jars/ carries a copy for pip installs,
+#                            and the embedded broker's launcher (jar and POM) for sluice.testing
 #   dist/, target/maven-repo/  what is released: the wheel (jar inside) and the Maven artifacts
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -17,9 +18,13 @@ PYTHON_SOURCES := $(shell find python/sluice -name '*.py' -o -name '*.json' -o -
 WHEEL := dist/spark_sluice-$(VERSION)-py3-none-any.whl
 MAVEN_POM := target/maven-repo/dev/sluice/sluice-spark_2.13/$(VERSION)/sluice-spark_2.13-$(VERSION).pom
 BROKER_CP := jvm/testkit/target/broker-classpath.txt
-JVM_OUTPUTS := $(ASSEMBLY) $(BROKER_CP) $(MAVEN_POM)
+# The embedded broker's launcher and its POM, which the wheel carries (an installed wheel resolves the
+# POM's dependencies, Kafka's broker, from Maven Central: python/sluice/testing/_resolve.py).
+TESTKIT := jvm/testkit/target/scala-2.13/sluice-testkit_2.13-$(VERSION)
+PACKAGE_TESTKIT := python/sluice/jars/$(notdir $(TESTKIT)).jar python/sluice/jars/$(notdir $(TESTKIT)).pom
+JVM_OUTPUTS := $(ASSEMBLY) $(BROKER_CP) $(MAVEN_POM) $(TESTKIT).jar $(TESTKIT).pom
 # one sbt command (`all`): the tasks run side by side where they do not depend on each other
-JVM_BUILD := 'all spark/assembly spark/writeSparkKafkaClasspath benchkit/package testkit/writeBrokerClasspath spark/publish'
+JVM_BUILD := 'all spark/assembly spark/writeSparkKafkaClasspath benchkit/package testkit/writeBrokerClasspath testkit/package testkit/makePom spark/publish'
 # the format check runs beside the suites (a slip still fails the run)
 SCALA_TESTS := 'all scalafmtCheckAll scalafmtSbtCheck core/test connectors/test spark/test'
 SCALA_SOURCES := $(shell find jvm -path '*/src/main/*' -name '*.scala' 2>/dev/null) build.sbt project/plugins.sbt \
@@ -133,7 +138,12 @@ $(JVM_OUTPUTS) &: $(VENV)/.ok $(SCALA_SOURCES)
 
 # The Python package carries the self-contained jar, so `pip install` is all a notebook needs.
 $(PACKAGE_JAR): $(ASSEMBLY)
-	mkdir -p python/sluice/jars && rm -f python/sluice/jars/*.jar && cp $(ASSEMBLY) python/sluice/jars/
+	mkdir -p python/sluice/jars && rm -f python/sluice/jars/sluice-spark-assembly-*.jar && cp $(ASSEMBLY) python/sluice/jars/
+
+# `sluice.testing` of an installed wheel starts its broker from these (no checkout needed).
+$(PACKAGE_TESTKIT) &: $(TESTKIT).jar $(TESTKIT).pom
+	mkdir -p python/sluice/jars && rm -f python/sluice/jars/sluice-testkit_*
+	cp $(TESTKIT).jar $(TESTKIT).pom python/sluice/jars/
 
 python/VERSION: build.sbt
 	test -n "$(VERSION)" || { echo "no ThisBuild / version in build.sbt" >&2; exit 1; }
@@ -143,11 +153,11 @@ python/LICENSE python/NOTICE: python/%: %
 	cp $< $@
 
 # Without build isolation: the pinned setuptools of requirements-dev.txt builds, offline.
-$(VENV)/.sluice-installed: $(VENV)/.ok $(PACKAGE_JAR) $(PACKAGE_META) $(PYTHON_SOURCES)
+$(VENV)/.sluice-installed: $(VENV)/.ok $(PACKAGE_JAR) $(PACKAGE_TESTKIT) $(PACKAGE_META) $(PYTHON_SOURCES)
 	$(PY) -m pip install -q --no-build-isolation -e python
 	touch $@
 
-$(WHEEL): $(VENV)/.ok $(PACKAGE_JAR) $(PACKAGE_META) $(PYTHON_SOURCES)
+$(WHEEL): $(VENV)/.ok $(PACKAGE_JAR) $(PACKAGE_TESTKIT) $(PACKAGE_META) $(PYTHON_SOURCES)
 	rm -rf python/build dist/spark_sluice-*.whl
 	$(PY) -m pip wheel -q --no-deps --no-build-isolation --wheel-dir dist ./python
 	rm -rf python/build

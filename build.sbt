@@ -63,9 +63,13 @@ lazy val testkit = (project in file("jvm/testkit"))
   .settings(
     name := "sluice-testkit",
     publish / skip := true,
+    // The wheel carries this project's jar and POM; an installed wheel resolves the POM's
+    // dependencies from Maven Central (python/sluice/testing/_resolve.py). scala-reflect is named
+    // so that it resolves there at the version sbt puts on the classpath here (Kafka names older).
     libraryDependencies ++= Seq(
       "org.apache.kafka" %% "kafka" % kafkaVersion,
-      "org.slf4j" % "slf4j-reload4j" % "1.7.36"),
+      "org.slf4j" % "slf4j-reload4j" % "1.7.36",
+      "org.scala-lang" % "scala-reflect" % scalaVersion.value),
     writeBrokerClasspath := {
       val out = target.value / "broker-classpath.txt"
       val cp =

@@ -1,23 +1,31 @@
-"""A Spark Connect server from the installed PySpark (its Connect jar ships in pyspark/jars), with
-the Sluice jar and extensions on it, on a free loopback port: as the README tells users to start one.
+"""A Spark Connect server started exactly as README.md's "Spark Connect" section tells users to: its
+``start-connect-server.sh`` command is read from the page and run with ``$SPARK_HOME`` the installed
+PySpark (whose Connect jar ships in pyspark/jars) and ``python`` this one; the test adds only its
+own settings (a free loopback port, ``local[2]``, memory), and stops it with the page's
+``stop-connect-server.sh``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
+import shlex
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pyspark
-import sluice
 
-SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+README = Path(__file__).resolve().parents[1] / "README.md"
+START = "$SPARK_HOME/sbin/start-connect-server.sh"
+STOP = "$SPARK_HOME/sbin/stop-connect-server.sh"
 START_TIMEOUT_S = 180
+STOP_TIMEOUT_S = 60
 
 
 def free_port() -> int:
@@ -26,20 +34,21 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def command(port: int) -> list[str]:
-    spark_home = Path(pyspark.__file__).parent
+def readme_command(script: str) -> str:
+    """The README's shell command that runs ``script``, its continued lines joined."""
+    text = README.read_text(encoding="utf-8")
+    found = re.search(rf"^{re.escape(script)}(?:[^\n]*\\\n)*[^\n]*$", text, re.M)
+    assert found, f"README.md no longer shows {script}: tests/connect_server.py starts the server as it does"
+    return " ".join(line.rstrip("\\").strip() for line in found.group(0).splitlines())
+
+
+def local_settings(port: int) -> list[str]:
+    """What the test adds to the README's command: where to listen, and a size for a shared machine."""
     return [
-        str(spark_home / "bin" / "spark-submit"),
-        "--class",
-        SERVER_CLASS,
         "--master",
         "local[2]",
         "--driver-memory",
         "1g",
-        "--jars",
-        sluice.jar_path(),
-        "--conf",
-        f"spark.sql.extensions={sluice.EXTENSIONS}",
         "--conf",
         "spark.connect.grpc.binding.address=127.0.0.1",
         "--conf",
@@ -51,43 +60,72 @@ def command(port: int) -> list[str]:
     ]
 
 
+def _environment(workdir: Path, port: int) -> dict[str, str]:
+    return {
+        **os.environ,
+        "SPARK_HOME": str(Path(pyspark.__file__).parent),
+        # the README's `python -c 'import sluice; ...'` is this Python, which has the package
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        # the daemon's pid file and log here, not in /tmp and the installed PySpark
+        "SPARK_PID_DIR": str(workdir),
+        "SPARK_LOG_DIR": str(workdir),
+        "SPARK_IDENT_STRING": f"sluice-test-{port}",
+    }
+
+
 def _accepts(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.settimeout(1)
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
-def _tail(log: Path, lines: int = 60) -> str:
-    return "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _tail(workdir: Path, lines: int = 60) -> str:
+    logs = sorted(workdir.glob("*.out"))
+    text = "".join(log.read_text(encoding="utf-8", errors="replace") for log in logs)
+    return "\n".join(text.splitlines()[-lines:])
 
 
 @contextlib.contextmanager
 def connect_server(workdir: Path) -> Iterator[str]:
     """Runs a Connect server until the block ends; yields its ``sc://127.0.0.1:<port>`` address."""
     port = free_port()
-    log = workdir / "connect-server.log"
-    env = {**os.environ, "SPARK_HOME": str(Path(pyspark.__file__).parent)}
-    with log.open("w", encoding="utf-8") as out:
-        # spark-submit execs the JVM: the process started here is the server (its own group)
-        server = subprocess.Popen(
-            command(port), stdout=out, stderr=subprocess.STDOUT, cwd=workdir, env=env, start_new_session=True
+    env = _environment(workdir, port)
+    start = f"{readme_command(START)} {shlex.join(local_settings(port))}"
+    # the script starts the server in the background (spark-daemon.sh) and returns
+    started = subprocess.run(
+        ["bash", "-c", start], cwd=workdir, env=env, capture_output=True, text=True, timeout=120
+    )
+    pid_files = list(workdir.glob("*.pid"))
+    if started.returncode != 0 or not pid_files:
+        raise RuntimeError(
+            f"{START} failed ({started.returncode}): {started.stdout}{started.stderr}\n{_tail(workdir)}"
         )
+    pid = int(pid_files[0].read_text().strip())
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while not _accepts(port):
-            if server.poll() is not None:
-                raise RuntimeError(f"the Connect server exited with {server.returncode}:\n{_tail(log)}")
+            if not _alive(pid):
+                raise RuntimeError(f"the Connect server exited:\n{_tail(workdir)}")
             if time.monotonic() > deadline:
                 raise RuntimeError(
-                    f"the Connect server did not listen within {START_TIMEOUT_S} s:\n{_tail(log)}"
+                    f"the Connect server did not listen within {START_TIMEOUT_S} s:\n{_tail(workdir)}"
                 )
             time.sleep(0.5)
         yield f"sc://127.0.0.1:{port}"
     finally:
-        if server.poll() is None:
-            server.send_signal(signal.SIGTERM)
-            try:
-                server.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(server.pid, signal.SIGKILL)
-                server.wait(timeout=30)
+        subprocess.run(
+            ["bash", "-c", readme_command(STOP)], cwd=workdir, env=env, capture_output=True, timeout=60
+        )
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)

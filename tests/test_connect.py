@@ -1,6 +1,8 @@
-"""Sluice under Spark Connect, for real: a Connect server started from the installed PySpark with the
-Sluice jar and extensions, and clients in their own processes (no JVM) reading generator, Kafka and
-files→Kafka hybrid sources end to end. The rows are compared with what was written."""
+"""Sluice under Spark Connect, for real: a Connect server started as README.md shows, from the
+installed PySpark with the Sluice jar and extensions (connect_server.py), and clients in their own
+processes (no JVM) reading generator, Kafka and files→Kafka hybrid sources end to end, a batch read,
+every watermark strategy with a fixed and an "auto" drift, and status and plot from the client. The
+rows are compared with what was written."""
 
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ from connect_server import connect_server
 from sluice.testing import EmbeddedKafka
 
 CLIENT = Path(__file__).with_name("connect_client.py")
+MINUTE = 60_000
+START_MS = 1_700_000_000_000  # the event time connect_client.skewed() starts at
 pytestmark = pytest.mark.slow
 
 
@@ -80,6 +84,11 @@ def test_kafka_query_reads_what_the_broker_holds(server: str, kafka: EmbeddedKaf
         key=lambda record: (record[3], record[4]),  # partition, offset
     )
     assert seen["records"] == expected
+    # sluice.read: the same records as a batch DataFrame, event_time (monotonous) the record's timestamp
+    assert seen["batch"] == sorted([r[1], r[3], r[4], True] for r in expected)
+    assert seen["batch_columns"][-1] == "event_time"
+    assert seen["unbounded"] is not None and "give the Kafka source stopping offsets" in seen["unbounded"]
+    assert seen["unbounded_class"] == ["SLUICE_INVALID_CONFIGURATION", "SluiceConfigError"]
 
 
 def test_hybrid_switches_from_files_to_kafka_at_a_declarative_start(
@@ -122,6 +131,33 @@ def test_hybrid_switches_from_files_to_kafka_at_a_declarative_start(
         "SluiceConfigError: HybridSource: invalid value '-1' for option 'hybrid.1.startAtPreviousEndMinusMs'; "
         "allowed: an integer >= 0."
     )
+
+
+def test_watermark_strategies_auto_drift_status_and_plot(server: str, tmp_path: Path) -> None:
+    seen = client("event_time", tmp_path, url=server)
+    generator_columns = ["id", "split", "timestamp", "payload"]
+    assert seen["columns"] == {"none": generator_columns, "renamed": [*generator_columns, "et"]}
+    # "auto": the withWatermark delay (10 min) minus the out-of-orderness (1 min) minus 1 ms
+    assert seen["auto_drift"] == [str(9 * MINUTE - 1)] and seen["auto_flag"] == ["true"]
+    assert seen["dropped"] == 0
+    # every 1-minute window counted exactly: one record per split and minute, split 0 an hour early
+    expected: dict[int, int] = {}
+    for split in range(4):
+        for i in range(120):
+            at = START_MS + (i - (60 if split == 0 else 0)) * MINUTE
+            expected[at - at % MINUTE] = expected.get(at - at % MINUTE, 0) + 1
+    assert seen["windows"] == [list(w) for w in sorted(expected.items())]
+    # the splits stay within the drift plus the out-of-orderness of each other at every batch end
+    assert seen["auto_spreads"] and max(seen["auto_spreads"]) <= 9 * MINUTE - 1 + MINUTE
+    # a fixed drift; status and plot of that query: split 0 (half an hour behind) is never held
+    # back, split 1 waits for it at the limit; both end read to their end
+    assert seen["fixed_drift"] == [str(5 * MINUTE)] and seen["fixed_paused"] >= 1
+    assert seen["fixed_rows"] == 40
+    assert seen["first_states"] == ["reading", "paused"] and seen["paused_why"] == ["alignment limit"]
+    assert set(seen["last_states"]) == {"finished"} and seen["status_columns"] is True
+    # the plot (from recentProgress) draws the limit; no split but the minimum ends above it
+    assert seen["limits_drawn"] >= 2 and seen["above_limit"] == [] and seen["png_bytes"] > 10_000
+    assert seen["unwatched"] is not None and "maxDrift 'auto' is the withWatermark delay" in seen["unwatched"]
 
 
 def iso(seconds: int) -> str:

@@ -62,7 +62,21 @@ def test_wheel_carries_the_jar_types_and_legal_files() -> None:
     with zipfile.ZipFile(released(WHEEL)) as wheel:
         names = set(wheel.namelist())
         assert ASSEMBLY_IN_WHEEL in names
-        assert [n for n in names if n.endswith(".jar")] == [ASSEMBLY_IN_WHEEL]
+        # the self-contained jar, and the embedded broker's launcher with the POM that names
+        # Kafka's broker jars (resolved from Maven Central when sluice.testing first starts one)
+        launcher = f"sluice/jars/sluice-testkit_2.13-{VERSION}"
+        assert sorted(n for n in names if n.endswith((".jar", ".pom"))) == sorted(
+            [ASSEMBLY_IN_WHEEL, f"{launcher}.jar", f"{launcher}.pom"]
+        )
+        pom = ET.fromstring(wheel.read(f"{launcher}.pom"))
+        assert {
+            d.findtext("m:artifactId", namespaces=POM_NS)
+            for d in pom.findall("m:dependencies/m:dependency", POM_NS)
+        } == {"kafka_2.13", "slf4j-reload4j", "scala-library", "scala-reflect"}
+        assert (
+            "sluice/testkit/KafkaBrokerMain.class"
+            in zipfile.ZipFile(io.BytesIO(wheel.read(f"{launcher}.jar"))).namelist()
+        )
         assert "sluice/py.typed" in names
         assert "sluice/_options.json" in names
         assert "sluice/_metrics.json" in names  # status and plot read metrics by its types

@@ -14,23 +14,27 @@ Directives are separated by ``;``. The places a reader puts their own are rewrit
 the broker ``broker:9092`` to the embedded broker, and paths under ``/archive/``, ``/checkpoints/``,
 ``/tables/``, ``/tmp/``, ``s3a://archive/`` and ``s3a://warehouse/`` to a temporary directory (the
 ``work`` fixture writes ``archive/events`` as JSON files, ``warehouse/events`` as Parquet, and the
-topics ``events`` and ``orders``). Queries a page leaves running must not have failed; they are stopped after the page.
+topics ``events`` and ``orders``). Every query a snippet starts must run a batch (or end) and must
+not fail, then or while the page's later snippets run (a listener sees each one, failed or not);
+queries a page leaves running are stopped after it.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sluice
 from pyspark.sql import SparkSession
-from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming import StreamingQuery, StreamingQueryListener
 from sluice import GeneratorSource
 from sluice.testing import EmbeddedKafka
 
@@ -42,6 +46,10 @@ SKIPPED = [
     ("docs/realtime.md", "needs Spark's Kafka sink"),
 ]
 EVENTS_MS = 1_700_000_000_000
+# how long a query a snippet started may take to run its first batch (or end)
+QUERY_WAIT_S = 60
+# a line of a stack trace that names an exception: "ValueError: ...", "org.apache.x.YException: ..."
+ERROR_LINE = re.compile(r"^(Caused by: )?[\w.$]*(Error|Exception)\b.*")
 # fenced blocks, each with the marker comment on the line before it, if any
 FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.S | re.M)
 MARKER = re.compile(r"<!--\s*snippet:(.*?)-->\s*$")
@@ -141,6 +149,50 @@ def _old_kafka_checkpoint(work: Path) -> None:
     (checkpoint / "commits" / "0").write_text('v1\n{"nextBatchWatermarkMs":0}')
 
 
+# -- the queries a page starts -----------------------------------------------------------------------
+
+
+class _Queries(StreamingQueryListener):
+    """What became of every query started while a page runs: a query may fail after the snippet
+    that started it returned (it runs in the background), or before anyone looked (then it is no
+    longer among ``spark.streams.active``). Started events come synchronously with ``start()``;
+    progress and termination asynchronously."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self.started: list[str] = []
+        self._ran: set[str] = set()  # made progress (or ran a trigger with nothing new) or ended
+        self.failed: dict[str, str] = {}
+
+    def _note(self, query_id: str, failure: str | None = None) -> None:
+        with self._changed:
+            self._ran.add(query_id)
+            if failure:
+                self.failed[query_id] = failure
+            self._changed.notify_all()
+
+    def onQueryStarted(self, event: Any) -> None:  # noqa: N802 - PySpark's interface
+        with self._changed:
+            self.started.append(str(event.id))
+
+    def onQueryProgress(self, event: Any) -> None:  # noqa: N802
+        self._note(str(event.progress.id))
+
+    def onQueryIdle(self, event: Any) -> None:  # noqa: N802
+        self._note(str(event.id))
+
+    def onQueryTerminated(self, event: Any) -> None:  # noqa: N802
+        self._note(str(event.id), event.exception)
+
+    def ran(self, query_ids: list[str], timeout: float) -> list[str]:
+        """Waits until each query made progress or ended; returns those that did neither in time."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while (waiting := [q for q in query_ids if q not in self._ran]) and time.monotonic() < deadline:
+                self._changed.wait(deadline - time.monotonic())
+            return waiting
+
+
 # -- the run ----------------------------------------------------------------------------------------
 
 
@@ -221,25 +273,76 @@ def test_page_snippets_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.chdir(work)  # a snippet's relative paths (plot's "backfill.png") land in the scratch
+    _run(snippets(page, "python"), str(page.relative_to(ROOT)), spark, kafka, work)
+
+
+def _run(found: list[Snippet], page: str, spark: SparkSession, kafka: EmbeddedKafka, work: Path) -> None:
+    """Runs a page's snippets in order in one namespace, with their checks and their queries'."""
     namespace: dict[str, object] = {"__name__": "__doc_snippet__"}
-    ran = 0
-    for snippet in snippets(page, "python"):
-        if snippet.skip is not None:
-            continue
-        for bound, value in snippet.given.items():
-            namespace[bound] = _given(value, spark, kafka, work)
-        started = time.monotonic()
-        try:
-            exec(compile(_localized(snippet.code, kafka, work), snippet.where, "exec"), namespace)
-            for check in snippet.expect:
-                assert eval(_localized(check, kafka, work), namespace), f"{snippet.where}: expected {check}"  # noqa: S307
-        except Exception as e:
-            raise AssertionError(f"{snippet.where} does not run as written: {e!r}") from e
-        for query in spark.streams.active:
-            assert query.exception() is None, f"{snippet.where} started a query that failed"
-        ran += 1
-        assert time.monotonic() - started < 60, f"{snippet.where} took over a minute"
-    assert ran > 0
+    queries = _Queries()
+    spark.streams.addListener(queries)
+    try:
+        ran = 0
+        for snippet in found:
+            if snippet.skip is not None:
+                continue
+            for bound, value in snippet.given.items():
+                namespace[bound] = _given(value, spark, kafka, work)
+            started = time.monotonic()
+            before = len(queries.started)
+            try:
+                exec(compile(_localized(snippet.code, kafka, work), snippet.where, "exec"), namespace)
+                for check in snippet.expect:
+                    assert eval(
+                        _localized(check, kafka, work), namespace
+                    ), f"{snippet.where}: expected {check}"
+            except Exception as e:
+                raise AssertionError(f"{snippet.where} does not run as written: {e!r}") from e
+            # every query the snippet started ran a batch (or ended), and none of them failed
+            mine = queries.started[before:]
+            stalled = queries.ran(mine, QUERY_WAIT_S)
+            assert not stalled, f"{snippet.where} started queries that ran no batch in {QUERY_WAIT_S} s"
+            _assert_none_failed(queries, mine, snippet.where)
+            ran += 1
+            assert time.monotonic() - started < 60 + QUERY_WAIT_S, f"{snippet.where} took over a minute"
+        assert ran > 0
+        # a query may fail in a later batch, while the page's next snippets run
+        _assert_none_failed(queries, queries.started, page)
+    finally:
+        spark.streams.removeListener(queries)
+
+
+def test_a_snippet_whose_query_fails_after_it_returned_fails_the_page(
+    spark: SparkSession, kafka: EmbeddedKafka, work: Path, restored: None
+) -> None:
+    """The snippet returns as soon as its query started; the query fails in its first batch."""
+    failing = Snippet(
+        "example.md",
+        3,
+        "def fail(batch, batch_id):\n"
+        "    raise ValueError('the sink refused batch ' + str(batch_id))\n"
+        "query = (sluice.from_source(spark, GeneratorSource.builder().splits(1).records_per_split(5).build())\n"
+        "         .writeStream.foreachBatch(fail).start())\n",
+        given={"spark": "spark"},
+    )
+    failing.code = "import sluice\nfrom sluice import GeneratorSource\n" + failing.code
+    with pytest.raises(
+        AssertionError, match=r"example.md:3 started a query that failed: .*the sink refused batch 0"
+    ):
+        _run([failing], "example.md", spark, kafka, work)
+
+
+def _assert_none_failed(queries: _Queries, query_ids: list[str], where: str) -> None:
+    failed = {q: queries.failed[q] for q in query_ids if q in queries.failed}
+    assert not failed, f"{where} started a query that failed: " + "; ".join(
+        f"{q}: {_causes(failure)}" for q, failure in failed.items()
+    )
+
+
+def _causes(failure: str) -> str:
+    """The exception lines of a failure's stack traces (JVM and Python), without the frames."""
+    lines = [line.strip() for line in failure.splitlines() if ERROR_LINE.match(line.strip())]
+    return " / ".join(dict.fromkeys(lines))[:1000] or failure[:1000]
 
 
 def test_unrun_snippets_are_the_listed_ones() -> None:

@@ -1,5 +1,6 @@
-"""The example notebook runs headless on a Jupyter kernel of this Python, so it cannot rot; its saved
-outputs are what users see before running it, so they must be clean and hold no machine's paths."""
+"""The example notebook's saved outputs are what users see before running it, so they must be clean
+and hold no machine's paths; `check` is also what its run from the installed wheel must show
+(tests/test_wheel_install.py runs it there, so it cannot rot)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,6 @@ import re
 from pathlib import Path
 
 import nbformat
-import pytest
-from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "examples" / "backfill_then_live.ipynb"
@@ -54,21 +53,4 @@ def test_the_committed_notebook_shows_clean_outputs() -> None:
     check(nbformat.read(NOTEBOOK, as_version=4))
 
 
-@pytest.mark.slow
-def test_the_notebook_runs_headless() -> None:
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
-    for cell in notebook.cells:
-        if cell.cell_type == "code":
-            cell.outputs = []
-    # The kernel is this Python (jupyter_client starts a spec's "python" as sys.executable, the
-    # project's .venv), in its own process with its own Spark; it runs in examples/, where users do.
-    # The JVM's own log lines go to the kernel's stderr, not into cells (they differ per machine).
-    client = NotebookClient(
-        notebook,
-        timeout=600,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(NOTEBOOK.parent)}},
-        extra_arguments=["--IPKernelApp.capture_fd_output=False"],
-    )
-    client.execute()
-    check(notebook)
+# It runs headless in tests/test_wheel_install.py: from the installed wheel alone, outside the checkout.

@@ -16,8 +16,10 @@ or ``None``), ``partition`` (``int``), ``timestamp`` (milliseconds since the epo
 and ``headers`` (a list of ``(name, value)`` pairs, the value ``str``, ``bytes`` or
 ``None``), or ``(key, value)`` tuples.
 
-The broker's classpath comes from the environment variable ``SLUICE_BROKER_CLASSPATH``
-or from ``jvm/testkit/target/broker-classpath.txt`` (written by ``make build``).
+The broker's classpath comes from the environment variable ``SLUICE_BROKER_CLASSPATH``, from
+``jvm/testkit/target/broker-classpath.txt`` of a checkout (written by ``make build``), or, in an
+installed wheel, from the broker's launcher the wheel carries and Kafka's jars resolved from Maven
+Central the way ``--packages`` resolves them (once; see :func:`find_broker_classpath`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from sluice.testing._resolve import packaged_launcher, resolve_classpath
 
 __all__ = [
     "CLASSPATH_ENV",
@@ -71,15 +75,35 @@ class KafkaBrokerError(RuntimeError):
 def find_broker_classpath() -> str:
     """Returns the embedded broker's classpath.
 
-    Looks at ``$SLUICE_BROKER_CLASSPATH``, then for
-    ``jvm/testkit/target/broker-classpath.txt`` in the current directory, the directory of
-    this package and all their parents.
+    Looks at ``$SLUICE_BROKER_CLASSPATH``; then for ``jvm/testkit/target/broker-classpath.txt``
+    (a checkout where ``make build`` ran) in the current directory, the directory of this
+    package and all their parents; then for the broker's launcher an installed wheel carries
+    (``sluice/jars/sluice-testkit_2.13-<version>.jar`` and its POM), whose dependencies (Kafka's
+    broker, about 48 MB) are resolved from Maven Central by PySpark's own Ivy into the cache
+    ``--packages`` uses (``~/.ivy2.5.2``): the first start downloads them, later ones find them.
+
+    Returns
+    -------
+    str
+        The classpath, entries separated by ``os.pathsep``.
+
+    Raises
+    ------
+    KafkaBrokerError
+        Nothing was found, or the wheel's broker jars could not be resolved; the message says
+        what to do.
+
+    Examples
+    --------
+    >>> from sluice.testing import find_broker_classpath
+    >>> "kafka_2.13" in find_broker_classpath()  # doctest: +SKIP
+    True
     """
     from_env = os.environ.get(CLASSPATH_ENV, "").strip()
     if from_env:
         return from_env
-    starts = [Path.cwd(), Path(__file__).resolve().parent]
-    searched: list[Path] = []
+    package = Path(__file__).resolve().parent
+    starts = [Path.cwd(), package]
     for start in starts:
         for directory in [start, *start.parents]:
             candidate = directory / _CLASSPATH_FILE
@@ -87,12 +111,18 @@ def find_broker_classpath() -> str:
                 classpath = candidate.read_text(encoding="utf-8").strip()
                 if classpath:
                     return classpath
-            searched.append(candidate)
+    launcher = packaged_launcher(package.parent)
+    if launcher is not None:
+        try:
+            return resolve_classpath(*launcher, java=_java_executable())
+        except (OSError, RuntimeError, subprocess.TimeoutExpired) as e:
+            raise KafkaBrokerError(f"The embedded Kafka broker's jars could not be resolved: {e}") from e
     raise KafkaBrokerError(
-        "The embedded Kafka broker's classpath was not found: run `make build` in "
-        f"the Sluice checkout (it writes {_CLASSPATH_FILE}), or set {CLASSPATH_ENV} "
-        "to the broker's classpath. Looked in the current directory, "
-        f"{Path(__file__).resolve().parent} and their parents."
+        "The embedded Kafka broker's classpath was not found: install the spark-sluice wheel "
+        "(it carries the broker's launcher), run `make build` in the Sluice checkout (it writes "
+        f"{_CLASSPATH_FILE}), or set {CLASSPATH_ENV} to the broker's classpath. Looked in the "
+        f"current directory, {package} and their parents, and for {package.parent / 'jars'}/"
+        "sluice-testkit_*.pom."
     )
 
 
