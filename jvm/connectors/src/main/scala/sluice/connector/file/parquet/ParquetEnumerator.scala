@@ -39,7 +39,12 @@ final class ParquetEnumerator(
     config: ParquetConfig,
     restored: ParquetEnumeratorState,
     hadoopConf: () => Configuration,
-    clock: () => Long)
+    clock: () => Long,
+    /**
+     * The files to read instead of a listing of `config.paths`: a table's data files, as its own
+     * library plans them (`sluice.connector.table`). Everything after the listing is the same.
+     */
+    planned: Option[Configuration => Seq[DiscoveredFile]] = None)
     extends SplitEnumerator[RowGroupSplit, ParquetEnumeratorState]
     with SupportsEventTimeIndex[RowGroupSplit] {
 
@@ -61,11 +66,10 @@ final class ParquetEnumerator(
     }
     if (!due) return Nil
     val conf = hadoopConf()
-    val found = FileListing.list(
-      config.paths,
-      conf,
-      mustExist = config.monitorIntervalMs.isEmpty,
-      config.listing)
+    val found = planned
+      .map(_(conf))
+      .getOrElse(FileListing
+        .list(config.paths, conf, mustExist = config.monitorIntervalMs.isEmpty, config.listing))
     lastListingMs = clock()
     listed = true
     notReady.retainFound(found)
@@ -156,7 +160,7 @@ final class ParquetEnumerator(
   }
 }
 
-private[parquet] object ParquetEnumeratorStateSerializer
+private[connector] object ParquetEnumeratorStateSerializer
     extends VersionedSerializer[ParquetEnumeratorState] {
   override val version: Int = 1
   val mapper = new ObjectMapper()
