@@ -18,7 +18,15 @@ from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType, TimestamptzType
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from sluice import HybridSource, IcebergSource, KafkaSource, OffsetsInitializer, SluiceConfigError
+from pyspark.sql.streaming import StreamingQuery
+from sluice import (
+    HybridSource,
+    IcebergSource,
+    KafkaSource,
+    OffsetsInitializer,
+    SluiceConfigError,
+    WatermarkStrategy,
+)
 from sluice.testing import EmbeddedKafka
 
 
@@ -228,3 +236,64 @@ def test_a_table_then_kafka_from_the_tables_largest_event_time_minus_a_margin(
     ids = Counter(r.id for r in spark.table("py_iceberg_hybrid").collect())
     # the table: 0..99; Kafka from the table's last event time (id 99) minus 5 s: ids 94..149
     assert ids == Counter(list(range(100)) + list(range(94, 150)))
+
+
+def _late_dropped(query: StreamingQuery) -> int:
+    return sum(op["numRowsDroppedByWatermark"] for p in query.recentProgress for op in p["stateOperators"])
+
+
+def test_files_out_of_event_time_order_drop_nothing_as_late_where_sparks_parquet_stream_does(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Three files of 30 minutes each, committed in shuffled order; 1-minute windows under a 10-minute
+    watermark. Sluice, aligned by the files' statistics, reads them in event-time order: no row is
+    dropped as late. Spark's Parquet stream over the same files (a file a batch, in the order they
+    were written) drops rows of every file older than the newest read."""
+    table = _catalog(tmp_path).create_table("db.shuffled", schema=SCHEMA)
+    for half_hour in (2, 0, 1):  # 180 rows a file, one every 10 s: 6 a minute
+        ids = range(half_hour * 180, (half_hour + 1) * 180)
+        rows = {"id": list(ids), "city": ["a"] * 180, "ts": [START + timedelta(seconds=10 * i) for i in ids]}
+        table.append(pa.table(rows, schema=ARROW))
+    per_window = (
+        F.window("event_time", "1 minute"),
+        "10 minutes",
+    )
+    source = IcebergSource.builder().table(table.metadata_location).timestamp_column("ts").build()
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(
+        "iceberg-shuffled", timedelta(minutes=1), timedelta(milliseconds=100)
+    )
+    sluice_query = (
+        sluice.from_source(spark, source, strategy, name="shuffled")
+        .withWatermark("event_time", per_window[1])
+        .groupBy(per_window[0])
+        .count()
+        .writeStream.format("memory")
+        .queryName("py_iceberg_windows")
+        .outputMode("update")
+        .option("checkpointLocation", str(tmp_path / "sluice-checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert sluice_query.awaitTermination(180), "the query did not end within 180 s"
+    assert sluice_query.exception() is None
+    assert _late_dropped(sluice_query) == 0
+    windows = spark.table("py_iceberg_windows").groupBy("window").agg(F.max("count").alias("n"))
+    assert windows.count() == 90 and windows.where("n != 6").count() == 0
+
+    data = table.location() + "/data"
+    spark_query = (
+        spark.readStream.schema(spark.read.parquet(data).schema)
+        .option("maxFilesPerTrigger", 1)
+        .parquet(data)
+        .withWatermark("ts", per_window[1])
+        .groupBy(F.window("ts", "1 minute"))
+        .count()
+        .writeStream.format("memory")
+        .queryName("py_iceberg_windows_spark")
+        .outputMode("update")
+        .option("checkpointLocation", str(tmp_path / "spark-checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert spark_query.awaitTermination(180), "the query did not end within 180 s"
+    assert _late_dropped(spark_query) > 0
