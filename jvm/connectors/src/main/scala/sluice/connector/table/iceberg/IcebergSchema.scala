@@ -19,6 +19,12 @@ private[iceberg] object IcebergSchema {
     StructType(schema.columns.asScala.toSeq.map(field))
 
   private def field(f: Types.NestedField): StructField = {
+    // a v3 default fills the column in files written before it was added; Spark's reader gives null
+    if (f.initialDefault != null)
+      throw SluiceError.config(
+        s"${IcebergConfig.Context}: column '${f.name}' has a default value for rows written before it was " +
+          "added (format v3 `initial-default`), which Sluice does not apply yet: its older rows would read " +
+          "null. Rewrite the table's data files (rewrite_data_files) to read it.")
     val base = StructField(f.name, sparkType(f.name, f.`type`), nullable = true)
     Option(f.doc).fold(base)(base.withComment)
   }
