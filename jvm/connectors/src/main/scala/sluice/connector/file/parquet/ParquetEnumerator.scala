@@ -106,7 +106,18 @@ final class ParquetEnumerator(
     val splits = ready.flatMap(_._2)
     // files are known once their splits are made: a failure or a file not ready is listed again next time
     ready.foreach { case (f, _) => known(f.path) = f; notReady.ready(f.path) }
-    if (config.timestampColumn.isDefined && !splits.forall(_.indexed)) indexed = false
+    val unindexed =
+      if (indexed && config.timestampColumn.isDefined) splits.find(!_.indexed) else None
+    unindexed.foreach { s =>
+      indexed = false
+      // said once, when it turns off: alignment still works, but from watermarks
+      ParquetEnumerator.log.warn(
+        s"${ParquetConfig.Context}: row group ${s.rowGroup} of file '${s.path}' has no statistics " +
+          s"of timestampColumn '${config.timestampColumn.get}' (INT96 timestamps, or a writer that " +
+          "writes none), so this source has no event-time index: its splits are read in path " +
+          "order and aligned from watermarks, not placed by event time before they are read. " +
+          "Write the column as an INT64 timestamp with statistics to have them placed.")
+    }
     splits
   }
 
@@ -202,6 +213,7 @@ private[connector] object ParquetEnumeratorStateSerializer
 }
 
 private object ParquetEnumerator {
+  private val log = org.slf4j.LoggerFactory.getLogger(classOf[ParquetEnumerator])
 
   /** Footers are small reads that mostly wait for storage: more at once than there are cores. */
   val FooterThreads = 8
