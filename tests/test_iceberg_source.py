@@ -297,3 +297,34 @@ def test_files_out_of_event_time_order_drop_nothing_as_late_where_sparks_parquet
     )
     assert spark_query.awaitTermination(180), "the query did not end within 180 s"
     assert _late_dropped(spark_query) > 0
+
+
+def test_a_restarted_query_reads_its_snapshot_on_not_the_tables_newer_one(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The snapshot is the query's, kept in its checkpoint: after a commit to the table, the query
+    restarted from its checkpoint reads nothing more (Spark's file sink holds each row once)."""
+    table = _catalog(tmp_path).create_table("db.restarted", schema=SCHEMA)
+    table.append(_events(range(0, 20), 0))
+    sink = str(tmp_path / "sink")
+
+    def run() -> None:
+        source = IcebergSource.builder().table(table.refresh().metadata_location).build()
+        query = (
+            sluice.from_source(spark, source, name="restarted")
+            .drop("_split", "_position", "_timestamp")
+            .writeStream.format("parquet")
+            .option("path", sink)
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        assert query.awaitTermination(120), "the query did not end within 120 s"
+        assert query.exception() is None
+
+    run()
+    first = table.current_snapshot()
+    assert first is not None
+    table.append(_events(range(20, 40), 20))
+    run()
+    assert _got(spark.read.parquet(sink)) == _expected(table, snapshot_id=first.snapshot_id)
