@@ -4,7 +4,7 @@ import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.iceberg.{BaseTable, FileContent, FileFormat, HasTableOperations, Snapshot, StaticTableOperations, Table}
+import org.apache.iceberg.{BaseTable, FileContent, FileFormat, HasTableOperations, Snapshot, StaticTableOperations, Table, TableProperties}
 import org.apache.iceberg.expressions.Expression
 import org.apache.iceberg.hadoop.{HadoopFileIO, HadoopTables}
 import org.apache.iceberg.util.SnapshotUtil
@@ -76,6 +76,15 @@ private[iceberg] object IcebergTables {
       snapshot: Snapshot,
       filter: Expression,
       caseSensitive: Boolean): Seq[DiscoveredFile] = {
+    // files imported from outside Iceberg (add_files, migrate, snapshot of a Hive table) carry no
+    // field ids and may lack identity partition columns, which Iceberg fills from the metadata
+    Option(table.properties.get(TableProperties.DEFAULT_NAME_MAPPING)).foreach { _ =>
+      throw SluiceError.config(
+        s"$Context: table '${table.name}' has a name mapping (${TableProperties.DEFAULT_NAME_MAPPING}): " +
+          "some of its data files were imported without Iceberg's field ids (add_files, migrate), and such " +
+          "files may lack the identity partition columns Iceberg fills from its metadata, which Sluice " +
+          "reads from the files. Rewrite the table's data files (rewrite_data_files) to read it.")
+    }
     val tasks = table
       .newScan()
       .useSnapshot(snapshot.snapshotId)

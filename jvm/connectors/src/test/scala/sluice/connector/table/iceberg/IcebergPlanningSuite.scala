@@ -127,6 +127,20 @@ class IcebergPlanningSuite extends AnyFunSuite {
     assert(intercept[SluiceConfigException](plan(t)).getMessage.contains("is ORC"))
   }
 
+  test(
+    "a table with imported files (a name mapping) is refused: they may lack partition columns") {
+    val t = table()
+    t.newAppend().appendFile(dataFile(t, "a", (0L, 9L))).commit()
+    t.updateProperties()
+      .set(
+        org.apache.iceberg.TableProperties.DEFAULT_NAME_MAPPING,
+        org.apache.iceberg.mapping.NameMappingParser
+          .toJson(org.apache.iceberg.mapping.MappingUtil.create(schema)))
+      .commit()
+    val e = intercept[SluiceConfigException](plan(t))
+    assert(e.getMessage.contains("has a name mapping") && e.getMessage.contains("add_files"))
+  }
+
   test("the schema as Spark types; renamed and reused column names are found") {
     assert(
       IcebergSchema.toSpark(schema) == StructType(
