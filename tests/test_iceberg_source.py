@@ -113,7 +113,7 @@ def _got(df: DataFrame) -> Counter[tuple[Any, ...]]:
 def test_a_table_written_in_commits_out_of_event_time_order_streams_the_same_rows_as_pyiceberg(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    """Three appends, the newest events first: a micro-batch read of 7 rows a batch (so batches end
+    """Three appends, the newest events first: a micro-batch read of 25 rows a batch (so batches end
     inside files and row groups) gives pyiceberg's rows of the snapshot, once each."""
     table = _catalog(tmp_path).create_table("db.events", schema=SCHEMA)
     for ids, minutes in ((range(40, 60), 40), (range(0, 20), 0), (range(20, 40), 20)):
@@ -124,7 +124,7 @@ def test_a_table_written_in_commits_out_of_event_time_order_streams_the_same_row
         .writeStream.format("memory")
         .queryName("py_iceberg_events")
         .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .option("maxRecordsPerTrigger", "7")
+        .option("maxRecordsPerTrigger", "25")
         .trigger(availableNow=True)
         .start()
     )
