@@ -46,8 +46,9 @@ final class IcebergSource private (val config: IcebergConfig, rows: ParquetRows)
   override def options: Map[String, String] = config.options + ("source" -> sourceType)
 
   /**
-   * The snapshot's data files rows passing the pushed filters may be in, planned once on the
-   * driver (`fromOptions` plans it to refuse what cannot be read before a query starts).
+   * The snapshot's data files rows passing the pushed filters may be in, planned on the driver
+   * once per source value: `fromOptions` plans the unfiltered one to refuse what cannot be read
+   * before a query starts, and a source with pushed filters (`withFilters`) plans its own.
    */
   @transient private lazy val planned: Seq[DiscoveredFile] = config.snapshot match {
     case None => Nil
