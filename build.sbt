@@ -52,6 +52,28 @@ val sparkKafkaConnector = Seq(
   ("org.apache.spark" %% "spark-token-provider-kafka-0-10" % "4.0.0").intransitive(),
   "org.apache.commons" % "commons-pool2" % "2.13.1")
 
+// Iceberg tables are planned by Iceberg's own engine-free library (iceberg-core: metadata, manifests,
+// scan planning); their data files are read by Sluice's Parquet reader. 1.10.x is the newest line
+// whose Avro (1.12.0) is not newer than Spark 4.3's (1.12.1). What Spark 4.3 already carries is
+// taken from Spark (Avro, Jackson 2.21, RoaringBitmap, slf4j; Hadoop is not a dependency of
+// iceberg-core); what it does not carry (Caffeine, aircompressor) is bundled relocated under
+// sluice.shaded (shadeRules below), so no other copy on a user's classpath meets it. httpclient5 is
+// left out: only Iceberg's REST catalog uses it, and Sluice reads tables by path.
+val icebergVersion = "1.10.1"
+val icebergCore = ("org.apache.iceberg" % "iceberg-core" % icebergVersion)
+  .exclude("org.apache.avro", "avro")
+  .exclude("com.fasterxml.jackson.core", "jackson-core")
+  .exclude("com.fasterxml.jackson.core", "jackson-databind")
+  .exclude("com.fasterxml.jackson.core", "jackson-annotations")
+  .exclude("org.roaringbitmap", "RoaringBitmap")
+  .exclude("org.slf4j", "slf4j-api")
+  .exclude("org.apache.httpcomponents.client5", "httpclient5")
+  .exclude("org.apache.httpcomponents.core5", "httpcore5")
+  .exclude("org.apache.httpcomponents.core5", "httpcore5-h2")
+  // annotations only, never loaded at run time
+  .exclude("org.checkerframework", "checker-qual")
+  .exclude("com.google.errorprone", "error_prone_annotations")
+
 lazy val writeSparkKafkaClasspath =
   taskKey[File]("writes the jars of Spark's Kafka connector, for Python tests and benchmarks")
 
@@ -168,7 +190,7 @@ lazy val connectors = (project in file("jvm/connectors"))
   .settings(
     name := "sluice-connectors",
     publish / skip := true,
-    libraryDependencies ++= Seq(kafkaClients, scalaTest),
+    libraryDependencies ++= Seq(kafkaClients, icebergCore, scalaTest),
     Test / javaOptions ++= Seq("-Xmx1g", "-XX:+UseG1GC") ++ testJit ++ java17Opens)
 
 // Its tests use connectors' test classes (test->test) for the broker's client: that client talks to
@@ -180,7 +202,8 @@ lazy val spark = (project in file("jvm/spark"))
   .settings(brokerTests)
   .settings(
     name := "sluice-spark",
-    libraryDependencies ++= Seq(kafkaClients, scalaTest) ++ sparkKafkaConnector.map(_ % Test),
+    libraryDependencies ++= Seq(kafkaClients, icebergCore, scalaTest) ++ sparkKafkaConnector
+      .map(_ % Test),
     // One JVM per test run, sized for a 2-core machine; the broker runs in its own process.
     Test / javaOptions ++= Seq("-Xmx3g", "-XX:+UseG1GC") ++ testJit ++ java17Opens,
     writeSparkKafkaClasspath := {
@@ -219,12 +242,21 @@ lazy val spark = (project in file("jvm/spark"))
       (assembly / fullClasspath).value.filter(_.data.getCanonicalPath.startsWith(spark))
     },
     assembly / assemblyOption ~= (_.withIncludeScala(false)),
+    // Iceberg's dependencies Spark 4.3 does not carry, relocated: a user's own copy (another
+    // version) cannot meet Iceberg's. Iceberg itself is not relocated: it names its own classes in
+    // strings (FileIO, catalogs by class name), and Spark 4.3 has no Iceberg of its own.
+    assembly / assemblyShadeRules := Seq(
+      "com.github.benmanes.caffeine.**",
+      "io.airlift.compress.**")
+      .map(p => ShadeRule.rename(p -> s"sluice.shaded.${p.stripSuffix(".**")}.@1").inAll),
     assembly / assemblyMergeStrategy := {
       case PathList("META-INF", "services", _*) => MergeStrategy.concat
       // Sluice's own LICENSE and NOTICE; bundled jars' keep their names with the jar's appended
       case PathList("META-INF", "LICENSE" | "NOTICE") => MergeStrategy.preferProject
       case PathList("META-INF", xs @ _*) if xs.lastOption.exists(_.endsWith(".SF")) =>
         MergeStrategy.discard
+      // a bundled jar's Java module descriptor would describe a module this jar is not
+      case PathList("META-INF", "versions", _, "module-info.class") => MergeStrategy.discard
       case PathList("META-INF", "versions", _*) => MergeStrategy.first
       case PathList("module-info.class") => MergeStrategy.discard
       case x => (assembly / assemblyMergeStrategy).value(x)

@@ -24,7 +24,20 @@ DIST_INFO = f"spark_sluice-{VERSION}.dist-info"
 POM_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 # Class packages a bundled library brings into the self-contained jar, and its coordinate. A new
 # dependency in the jar fails the NOTICE test until it is named here and in NOTICE.
-BUNDLED = {"org/apache/kafka/": "org.apache.kafka:kafka-clients"}
+BUNDLED = {
+    "org/apache/kafka/": "org.apache.kafka:kafka-clients",
+    "org/apache/iceberg/common/": "org.apache.iceberg:iceberg-common",
+    "org/apache/iceberg/relocated/": "org.apache.iceberg:iceberg-bundled-guava",
+    "org/apache/iceberg/expressions/": "org.apache.iceberg:iceberg-api",
+    "org/apache/iceberg/": "org.apache.iceberg:iceberg-core",
+}
+# Libraries bundled relocated under sluice/shaded/ (build.sbt shade rules): no LICENSE_/NOTICE_ file
+# of their own in the jar (theirs is the Apache text, kept under META-INF, which Sluice's replaces),
+# so NOTICE must name them with their relocated package.
+SHADED = {
+    "sluice/shaded/com/github/benmanes/caffeine/": "com.github.ben-manes.caffeine:caffeine",
+    "sluice/shaded/io/airlift/compress/": "io.airlift:aircompressor",
+}
 SLUICE_PACKAGES = ("sluice/", "org/apache/spark/sluice/", "org/apache/spark/sql/sluice/")
 
 
@@ -110,6 +123,11 @@ def test_notice_names_every_library_the_jar_bundles() -> None:
     unnamed = sorted({n.rsplit("/", 1)[0] for n in foreign if not n.startswith(tuple(BUNDLED))})
     assert not unnamed, f"classes of an unlisted library in the jar: {unnamed[:5]}"
     assert all(any(n.startswith(p) for n in foreign) for p in BUNDLED), "a listed library is gone"
+    shaded = sorted({n.split("/")[2] for n in classes if n.startswith("sluice/shaded/")})
+    assert shaded == sorted({p.split("/")[2] for p in SHADED}), f"unlisted shaded packages: {shaded}"
+    for package, coordinate in SHADED.items():
+        assert any(n.startswith(package) for n in classes), f"{coordinate} is no longer bundled"
+        assert coordinate in notice and package.rstrip("/").replace("/", ".") in notice
     # sbt-assembly keeps each bundled jar's LICENSE/NOTICE as LICENSE_<name>-<version>
     versions = {
         m.group(1): m.group(2)
@@ -143,11 +161,21 @@ def test_pom_has_what_a_public_repository_requires() -> None:
         d.findtext("m:artifactId", namespaces=POM_NS): d.findtext("m:scope", "compile", POM_NS)
         for d in pom.findall("m:dependencies/m:dependency", POM_NS)
     }
-    # Spark brings Scala and itself; kafka-clients is the one library a --packages user downloads
+    # Spark brings Scala and itself; kafka-clients and iceberg-core are what a --packages user downloads
     assert scopes["spark-sql_2.13"] == "provided"
     assert scopes["scala-library"] == "provided"
-    assert scopes["kafka-clients"] == "compile"
-    assert sorted(a for a, s in scopes.items() if s == "compile") == ["kafka-clients"]
+    assert sorted(a for a, s in scopes.items() if s == "compile") == ["iceberg-core", "kafka-clients"]
+    # iceberg-core without what Spark 4.3 carries (another Avro or Jackson would meet Spark's)
+    iceberg = next(
+        d
+        for d in pom.findall("m:dependencies/m:dependency", POM_NS)
+        if d.findtext("m:artifactId", namespaces=POM_NS) == "iceberg-core"
+    )
+    excluded = {
+        e.findtext("m:artifactId", namespaces=POM_NS)
+        for e in iceberg.findall("m:exclusions/m:exclusion", POM_NS)
+    }
+    assert {"avro", "jackson-core", "jackson-databind", "RoaringBitmap"} <= excluded
 
 
 def test_maven_artifacts_include_sources_javadoc_and_checksums() -> None:

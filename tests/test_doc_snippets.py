@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -193,6 +193,42 @@ class _Queries(StreamingQueryListener):
             return waiting
 
 
+def _iceberg_events(work: Path) -> str:
+    """The archive's events as an Iceberg table written by pyiceberg (a SQL catalog on sqlite), once
+    per run: its current metadata file, as a catalog names the table."""
+    from pyiceberg.catalog.sql import SqlCatalog  # the test requirements' independent writer
+    from pyiceberg.exceptions import NoSuchTableError
+
+    catalog = SqlCatalog("docs", uri=f"sqlite:///{work / 'iceberg.db'}", warehouse=(work / "lake").as_uri())
+    try:
+        return catalog.load_table("db.events").metadata_location
+    except NoSuchTableError:
+        pass
+    import pyarrow as pa
+
+    rows = [
+        {
+            "id": i,
+            "user": f"u{i % 3}",
+            "amount": i * 1.5,
+            "ts": datetime.fromtimestamp(EVENTS_MS / 1000 + i, UTC),
+        }
+        for i in range(6)
+    ]
+    schema = pa.schema(
+        [
+            ("id", pa.int64()),
+            ("user", pa.string()),
+            ("amount", pa.float64()),
+            ("ts", pa.timestamp("us", "UTC")),
+        ]
+    )
+    catalog.create_namespace_if_not_exists("db")
+    table = catalog.create_table("db.events", schema=schema)
+    table.append(pa.Table.from_pylist(rows, schema=schema))
+    return table.metadata_location
+
+
 # -- the run ----------------------------------------------------------------------------------------
 
 
@@ -251,6 +287,8 @@ def _given(name: str, spark: SparkSession, kafka: EmbeddedKafka, work: Path) -> 
             .starting_offsets(sluice.OffsetsInitializer.earliest())
             .build()
         )
+    if name == "iceberg_events":
+        return _iceberg_events(work)
     if name == "old_kafka_checkpoint":
         _old_kafka_checkpoint(work)
         return None

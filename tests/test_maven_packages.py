@@ -60,5 +60,15 @@ def test_packages_coordinate_resolves_from_the_repository_folder(tmp_path: Path)
     assert result["ended"] is True
     assert result["ids"] == list(range(10))
     jars = sorted(Path(j).name for j in result["jars"].split(","))
-    # the artifact and its one compile dependency; Spark brings Scala and itself
-    assert jars == [f"dev.sluice_{ARTIFACT}-{VERSION}.jar", "org.apache.kafka_kafka-clients-3.9.2.jar"]
+    # the artifact and its compile dependencies; Spark brings Scala and itself, and the Avro,
+    # Jackson and RoaringBitmap iceberg-core uses (the POM excludes them: NOTICE)
+    assert jars == [
+        "com.github.ben-manes.caffeine_caffeine-2.9.3.jar",
+        f"dev.sluice_{ARTIFACT}-{VERSION}.jar",
+        "io.airlift_aircompressor-0.27.jar",
+        "org.apache.iceberg_iceberg-api-1.10.1.jar",
+        "org.apache.iceberg_iceberg-bundled-guava-1.10.1.jar",
+        "org.apache.iceberg_iceberg-common-1.10.1.jar",
+        "org.apache.iceberg_iceberg-core-1.10.1.jar",
+        "org.apache.kafka_kafka-clients-3.9.2.jar",
+    ]

@@ -28,6 +28,7 @@ from sluice.hybrid import HybridSource, HybridSourceBuilder, SourceSwitchContext
 from sluice.kafka import KafkaSource, KafkaSourceBuilder, OffsetsInitializer
 from sluice.progress import unwatch, watch
 from sluice.sources import FileSource, FileSourceBuilder, GeneratorSource, GeneratorSourceBuilder, Source
+from sluice.tables import IcebergSource, IcebergSourceBuilder
 from sluice.watermarks import WatermarkStrategy
 
 if TYPE_CHECKING:
@@ -41,6 +42,8 @@ __all__ = [
     "GeneratorSourceBuilder",
     "HybridSource",
     "HybridSourceBuilder",
+    "IcebergSource",
+    "IcebergSourceBuilder",
     "KafkaSource",
     "KafkaSourceBuilder",
     "OffsetsInitializer",

@@ -7,6 +7,7 @@ import sluice.connector.file.{FileConfig, FileSource}
 import sluice.connector.file.parquet.{ParquetConfig, ParquetSource}
 import sluice.connector.generator.{GeneratorConfig, GeneratorSource}
 import sluice.connector.kafka.{KafkaConfig, KafkaSource}
+import sluice.connector.table.iceberg.{IcebergConfig, IcebergSource}
 import sluice.errors.{ErrorClasses, SluiceConfigException}
 import sluice.hybrid.HybridSource
 import sluice.spark.StreamOptions
@@ -27,6 +28,7 @@ object Sources extends SourceResolver {
       if (ParquetConfig.isParquet(options)) ParquetSource.fromOptions(options)
       else FileSource.fromOptions(options)),
     KafkaSource.Type -> (KafkaSource.fromOptions _),
+    IcebergConfig.Type -> (IcebergSource.fromOptions _),
     HybridSource.Type -> (options => HybridSource.fromOptions(options, this)))
 
   def types: Seq[String] = factories.keys.toSeq.sorted
@@ -97,7 +99,15 @@ object Sources extends SourceResolver {
           "the exact row. Rows are the files' columns, the partition columns of `name=value` directories, then " +
           "`_split`, `_position` (the row index) and `_timestamp` (the file's modification time). With " +
           "`timestampColumn`, the row groups' statistics are an event-time index for alignment. See docs/connectors.md.",
-        ParquetConfig.all)))
+        ParquetConfig.all),
+      Section(
+        "Iceberg tables (`source` = `iceberg`)",
+        "A snapshot of an Iceberg table (bounded), planned by Iceberg's own library (files skipped by partition " +
+          "values and column statistics from the pushed filters); its Parquet data files read as the Parquet source " +
+          "reads files (row-group splits, exact row positions). Rows are the table's columns at the snapshot, then " +
+          "`_split`, `_position` and `_timestamp`. Snapshots with delete files and tables with renamed columns are " +
+          "refused. See docs/connectors.md.",
+        IcebergConfig.all)))
 
   def main(args: Array[String]): Unit = print(optionsReference)
 }

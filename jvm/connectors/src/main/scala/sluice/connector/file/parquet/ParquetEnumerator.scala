@@ -39,7 +39,12 @@ final class ParquetEnumerator(
     config: ParquetConfig,
     restored: ParquetEnumeratorState,
     hadoopConf: () => Configuration,
-    clock: () => Long)
+    clock: () => Long,
+    /**
+     * The files to read instead of a listing of `config.paths`: a table's data files, as its own
+     * library plans them (`sluice.connector.table`). Everything after the listing is the same.
+     */
+    planned: Option[Configuration => Seq[DiscoveredFile]] = None)
     extends SplitEnumerator[RowGroupSplit, ParquetEnumeratorState]
     with SupportsEventTimeIndex[RowGroupSplit] {
 
@@ -61,11 +66,10 @@ final class ParquetEnumerator(
     }
     if (!due) return Nil
     val conf = hadoopConf()
-    val found = FileListing.list(
-      config.paths,
-      conf,
-      mustExist = config.monitorIntervalMs.isEmpty,
-      config.listing)
+    val found = planned
+      .map(_(conf))
+      .getOrElse(FileListing
+        .list(config.paths, conf, mustExist = config.monitorIntervalMs.isEmpty, config.listing))
     lastListingMs = clock()
     listed = true
     notReady.retainFound(found)
@@ -102,7 +106,18 @@ final class ParquetEnumerator(
     val splits = ready.flatMap(_._2)
     // files are known once their splits are made: a failure or a file not ready is listed again next time
     ready.foreach { case (f, _) => known(f.path) = f; notReady.ready(f.path) }
-    if (config.timestampColumn.isDefined && !splits.forall(_.indexed)) indexed = false
+    val unindexed =
+      if (indexed && config.timestampColumn.isDefined) splits.find(!_.indexed) else None
+    unindexed.foreach { s =>
+      indexed = false
+      // said once, when it turns off: alignment still works, but from watermarks
+      ParquetEnumerator.log.warn(
+        s"${ParquetConfig.Context}: row group ${s.rowGroup} of file '${s.path}' has no statistics " +
+          s"of timestampColumn '${config.timestampColumn.get}' (INT96 timestamps, or a writer that " +
+          "writes none), so this source has no event-time index: its splits are read in path " +
+          "order and aligned from watermarks, not placed by event time before they are read. " +
+          "Write the column as an INT64 timestamp with statistics to have them placed.")
+    }
     splits
   }
 
@@ -156,7 +171,7 @@ final class ParquetEnumerator(
   }
 }
 
-private[parquet] object ParquetEnumeratorStateSerializer
+private[connector] object ParquetEnumeratorStateSerializer
     extends VersionedSerializer[ParquetEnumeratorState] {
   override val version: Int = 1
   val mapper = new ObjectMapper()
@@ -198,6 +213,7 @@ private[parquet] object ParquetEnumeratorStateSerializer
 }
 
 private object ParquetEnumerator {
+  private val log = org.slf4j.LoggerFactory.getLogger(classOf[ParquetEnumerator])
 
   /** Footers are small reads that mostly wait for storage: more at once than there are cores. */
   val FooterThreads = 8

@@ -59,7 +59,7 @@ final case class RowGroupSplit(
   def indexed: Boolean = noEventTimes || (minEventTime.isDefined && maxEventTime.isDefined)
 }
 
-private[parquet] object RowGroupSplitSerializer extends VersionedSerializer[RowGroupSplit] {
+private[connector] object RowGroupSplitSerializer extends VersionedSerializer[RowGroupSplit] {
   // 2 added `aloneAtMidpoint`; a version-1 split reads as not alone (its rows are read as rows)
   override val version: Int = 2
 

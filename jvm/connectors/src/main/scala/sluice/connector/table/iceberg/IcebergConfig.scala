@@ -1,0 +1,130 @@
+package sluice.connector.table.iceberg
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types.{LongType, StructType, TimestampType}
+
+import sluice.config.{ConfigOption, Options}
+import sluice.connector.file.FileConfig
+import sluice.connector.file.parquet.ParquetConfig
+import sluice.connector.format.Provenance
+import sluice.errors.SluiceError
+
+/**
+ * The settings of an Iceberg source, resolved on the driver: the table, the snapshot read (its id
+ * fixed when the source is built, so every plan of it reads the same files) and its schema as
+ * Spark types. `parquet` is the Parquet source's config its data files are read with.
+ */
+final case class IcebergConfig(
+    table: String,
+    snapshotId: Option[Long],
+    asOfTimestampMs: Option[Long],
+    /** The snapshot read, resolved from the options when built: None for a table without one. */
+    snapshot: Option[Long],
+    formatVersion: Int,
+    parquet: ParquetConfig,
+    /** The options this config was read from, which rebuild it. */
+    options: Map[String, String])
+
+object IcebergConfig {
+  val Context = "IcebergSource"
+  val Type = "iceberg"
+
+  val Table: ConfigOption[String] = ConfigOption
+    .string(
+      "table",
+      "the Iceberg table: its directory (a Hadoop table, with metadata/version-hint.text) or a metadata " +
+        "file (`.../metadata/<version>-<uuid>.metadata.json`, as a catalog names the table's current one)")
+    .nonBlank("a table directory or metadata file")
+  val SnapshotId: ConfigOption[Long] = ConfigOption.long(
+    "snapshotId",
+    "the snapshot to read (default: the table's current snapshot when the source is built)")
+  val AsOfTimestamp: ConfigOption[Long] = ConfigOption.long(
+    "asOfTimestamp",
+    "read the snapshot that was current at this time, in epoch milliseconds (Iceberg's `as-of-timestamp`)")
+
+  val all: Seq[ConfigOption[_]] =
+    Seq(
+      Table,
+      SnapshotId,
+      AsOfTimestamp,
+      FileConfig.TimestampColumn,
+      FileConfig.IgnoreMissingFiles)
+
+  def fromOptions(raw: Map[String, String]): IcebergConfig = {
+    val o = new Options(raw, all, Context)
+    val location = o.required(Table)
+    val snapshotId = o.get(SnapshotId)
+    val asOf = o.get(AsOfTimestamp)
+    if (snapshotId.isDefined && asOf.isDefined)
+      throw SluiceError.config(
+        s"$Context: options '${SnapshotId.name}' and '${AsOfTimestamp.name}' both name a snapshot; give one.")
+    val session = SparkSession.getActiveSession
+      .orElse(SparkSession.getDefaultSession)
+      .getOrElse(throw new IllegalStateException(
+        s"$Context: an Iceberg source is defined on the Spark driver, with a SparkSession: it reads the " +
+          "table's metadata and the session's Parquet settings there."))
+    val table = IcebergTables.load(location, session.sessionState.newHadoopConf())
+    val unresolved = IcebergConfig(location, snapshotId, asOf, None, 0, null, raw)
+    val snapshot = IcebergTables.snapshotOf(table, unresolved)
+    // as Iceberg's readers: the current schema for the current snapshot, a snapshot's own when
+    // one is named (time travel)
+    val schema = snapshot
+      .filter(_ => snapshotId.isDefined || asOf.isDefined)
+      .flatMap(s => Option(s.schemaId).map(id => table.schemas.get(id)))
+      .getOrElse(table.schema)
+    IcebergSchema.renameOf(schema, table.schemas.values.asScala).foreach { change =>
+      throw SluiceError.config(
+        s"$Context: in table '$location', $change. Iceberg matches a data file's columns by field id, " +
+          "Sluice's Parquet reader by name, so files written before the change would read wrong values: " +
+          "rewrite the table's data files (rewrite_data_files) or read it with the column's earlier name.")
+    }
+    val data = IcebergSchema.toSpark(schema)
+    Provenance.appendTo(data, Context) // refuses a column named as a provenance column
+    val ts = o.get(FileConfig.TimestampColumn)
+    ts.foreach { c =>
+      if (!data
+          .find(_.name == c)
+          .exists(f => f.dataType == TimestampType || f.dataType == LongType))
+        throw ConfigOption.invalid(
+          Context,
+          FileConfig.TimestampColumn.name,
+          c,
+          "a timestamptz (TIMESTAMP) or epoch-milliseconds long column of the table: " + data.fields
+            .filter(f => f.dataType == TimestampType || f.dataType == LongType)
+            .map(_.name)
+            .mkString(", "))
+    }
+    val conf = SQLConf.get
+    // Iceberg writes proleptic dates and timestamps only: nothing to rebase
+    val sparkOptions = Map(
+      ParquetConfig.DatetimeRebaseMode.name -> "CORRECTED",
+      ParquetConfig.Int96RebaseMode.name -> "CORRECTED")
+    val parquet = ParquetConfig(
+      paths = Seq(location),
+      monitorIntervalMs = None,
+      ignoreMissingFiles = o.get(FileConfig.IgnoreMissingFiles).getOrElse(false),
+      ignoreChangedFiles = false,
+      notReadyTimeoutMs = 0L,
+      timestampColumn = ts,
+      dataSchema = data,
+      partitionSchema = new StructType(),
+      partitionRoots = Nil,
+      timeZoneId = conf.sessionLocalTimeZone,
+      caseSensitive = conf.caseSensitiveAnalysis,
+      sparkOptions = sparkOptions,
+      options = raw,
+      rowGroupFilters = conf.parquetFilterPushDown,
+      datetimeRebaseMode = "CORRECTED")
+    IcebergConfig(
+      location,
+      snapshotId,
+      asOf,
+      snapshot.map(_.snapshotId),
+      IcebergTables.formatVersion(table),
+      parquet,
+      raw)
+  }
+}

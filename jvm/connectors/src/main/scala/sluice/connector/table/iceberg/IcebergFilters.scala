@@ -1,0 +1,65 @@
+package sluice.connector.table.iceberg
+
+import java.time.{Instant, LocalDate}
+
+import org.apache.iceberg.expressions.{Expression, Expressions}
+import org.apache.spark.sql.catalyst.util.DateTimeUtils
+import org.apache.spark.sql.sources._
+
+/**
+ * Spark's pushed filters as an Iceberg scan filter, for Iceberg's own planning to skip data files
+ * by partition values and by the manifests' column statistics. Only pruning: Spark applies every
+ * filter to the rows read either way, so a filter that cannot be expressed is left out (an `And`
+ * keeps the side it can express; an `Or` or a `Not` needs all of it).
+ */
+private[iceberg] object IcebergFilters {
+
+  def toIceberg(filters: Seq[Filter], columns: Set[String]): Expression =
+    filters
+      .flatMap(convert(_, columns))
+      .foldLeft(Expressions.alwaysTrue(): Expression)((a, b) => Expressions.and(a, b))
+
+  private def convert(f: Filter, columns: Set[String]): Option[Expression] = {
+    def col(name: String) = Option.when(columns.contains(name))(name)
+    f match {
+      case EqualTo(a, v) => for (c <- col(a); l <- literal(v)) yield Expressions.equal(c, l)
+      case GreaterThan(a, v) =>
+        for (c <- col(a); l <- literal(v)) yield Expressions.greaterThan(c, l)
+      case GreaterThanOrEqual(a, v) =>
+        for (c <- col(a); l <- literal(v)) yield Expressions.greaterThanOrEqual(c, l)
+      case LessThan(a, v) => for (c <- col(a); l <- literal(v)) yield Expressions.lessThan(c, l)
+      case LessThanOrEqual(a, v) =>
+        for (c <- col(a); l <- literal(v)) yield Expressions.lessThanOrEqual(c, l)
+      case In(a, vs) if vs.nonEmpty && !vs.contains(null) =>
+        val ls = vs.toSeq.flatMap(literal)
+        for (c <- col(a) if ls.size == vs.length) yield Expressions.in(c, ls: _*)
+      case IsNull(a) => col(a).map(Expressions.isNull)
+      case IsNotNull(a) => col(a).map(Expressions.notNull)
+      case StringStartsWith(a, prefix) => col(a).map(Expressions.startsWith(_, prefix))
+      case And(l, r) =>
+        (convert(l, columns), convert(r, columns)) match {
+          case (Some(a), Some(b)) => Some(Expressions.and(a, b))
+          case (one, other) => one.orElse(other)
+        }
+      case Or(l, r) =>
+        for (a <- convert(l, columns); b <- convert(r, columns)) yield Expressions.or(a, b)
+      case Not(child) => convert(child, columns).map(Expressions.not)
+      case _ => None
+    }
+  }
+
+  /** A filter's value as Iceberg's literals take it: timestamps in microseconds, dates in days. */
+  private def literal(v: Any): Option[AnyRef] = v match {
+    case null => None
+    case t: java.sql.Timestamp => Some(Long.box(DateTimeUtils.fromJavaTimestamp(t)))
+    case i: Instant => Some(Long.box(DateTimeUtils.instantToMicros(i)))
+    case d: java.sql.Date => Some(Int.box(DateTimeUtils.fromJavaDate(d)))
+    case d: LocalDate => Some(Int.box(d.toEpochDay.toInt))
+    case b: scala.math.BigDecimal => Some(b.bigDecimal)
+    case s: String => Some(s)
+    case n @ (_: java.lang.Integer | _: java.lang.Long | _: java.lang.Float |
+        _: java.lang.Double | _: java.lang.Boolean | _: java.math.BigDecimal) =>
+      Some(n.asInstanceOf[AnyRef])
+    case _ => None
+  }
+}

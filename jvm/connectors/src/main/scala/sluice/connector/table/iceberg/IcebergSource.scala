@@ -1,0 +1,184 @@
+package sluice.connector.table.iceberg
+
+import java.io.FileNotFoundException
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.sources.Filter
+import org.apache.spark.sql.types.StructType
+
+import sluice.api._
+import sluice.config.RecordLayout
+import sluice.connector.file.{DiscoveredFile, FileConfig, ListedFileReads}
+import sluice.connector.file.parquet._
+import sluice.connector.format.Provenance
+import sluice.errors.SluiceError
+
+/**
+ * A snapshot of an Iceberg table (`source` = `iceberg`), bounded: its data files as Iceberg's own
+ * library plans them (partition and statistics pruning from the filters Spark pushes), read as the
+ * Parquet source reads files: one split per row group, positions are row indexes in the file (a
+ * restart resumes at the exact row), column batches where Spark would read them, only the columns
+ * a query needs, row groups skipped by their statistics, and with a `timestampColumn` the row
+ * groups' statistics as the event-time index. Rows are the table's columns (its schema at the
+ * snapshot) then `_split`, `_position` and `_timestamp` (the data file's modification time).
+ *
+ * A snapshot with delete files is refused when the source is built (`IcebergTables.dataFiles`),
+ * as are column renames (`IcebergSchema.renameOf`): both would read rows Iceberg says are not
+ * the table's.
+ */
+final class IcebergSource private (val config: IcebergConfig, rows: ParquetRows)
+    extends Source[RowGroupSplit, ParquetEnumeratorState]
+    with SupportsSplitPausing[RowGroupSplit]
+    with SupportsColumnarReads[RowGroupSplit]
+    with SupportsColumnPruning[RowGroupSplit, ParquetEnumeratorState]
+    with SupportsFilterPushdown[RowGroupSplit, ParquetEnumeratorState] {
+
+  private def parquet = config.parquet
+
+  override def sourceType: String = IcebergConfig.Type
+  override def boundedness: Boundedness = Boundedness.Bounded
+
+  override val schema: StructType = IcebergSource.schemaOf(parquet, RecordLayout.Full)
+  override def schema(layout: RecordLayout): StructType = IcebergSource.schemaOf(parquet, layout)
+
+  override def options: Map[String, String] = config.options + ("source" -> sourceType)
+
+  /**
+   * The snapshot's data files rows passing the pushed filters may be in, planned on the driver
+   * once per source value: `fromOptions` plans the unfiltered one to refuse what cannot be read
+   * before a query starts, and a source with pushed filters (`withFilters`) plans its own.
+   */
+  @transient private lazy val planned: Seq[DiscoveredFile] = config.snapshot match {
+    case None => Nil
+    case Some(id) =>
+      val table = IcebergTables.load(config.table, rows.hadoopConf)
+      val filter = IcebergFilters.toIceberg(parquet.filters, parquet.dataSchema.fieldNames.toSet)
+      IcebergTables.dataFiles(table, table.snapshot(id), filter, parquet.caseSensitive)
+  }
+
+  override def withColumns(required: Set[String]): IcebergSource = {
+    val pruned = parquet.copy(readColumns = Some(required))
+    if (pruned.requiredSchema == parquet.requiredSchema) this
+    else {
+      val c = config.copy(parquet = pruned)
+      new IcebergSource(c, ParquetRows(IcebergSource.session(), pruned))
+    }
+  }
+
+  override def schemaWithColumns(required: Set[String], layout: RecordLayout): StructType =
+    IcebergSource.schemaOf(parquet.copy(readColumns = Some(required)), layout)
+
+  /** Files are skipped by Iceberg's planning, row groups by their statistics; Spark applies the filters either way. */
+  override def withFilters(filters: Seq[Filter]): IcebergSource = {
+    val own = parquet.outputSchema.fieldNames.toSet
+    val usable = filters.filter(_.references.forall(own.contains))
+    if (usable.isEmpty) this
+    else new IcebergSource(config.copy(parquet = parquet.copy(filters = usable)), rows)
+  }
+
+  override def createEnumerator(): ParquetEnumerator =
+    restoreEnumerator(ParquetEnumeratorState(Nil, listed = false))
+
+  override def restoreEnumerator(state: ParquetEnumeratorState): ParquetEnumerator =
+    new ParquetEnumerator(
+      parquet,
+      state,
+      () => rows.hadoopConf,
+      () => System.currentTimeMillis(),
+      Some(conf =>
+        IcebergSource.withModificationTimes(planned, conf, parquet.ignoreMissingFiles)))
+
+  override def createReader(context: ReaderContext): ParquetReader =
+    new ParquetReader(parquet, rows, context, () => rows.hadoopConf)
+
+  override def readsColumnar(
+      ranges: Seq[SplitRange[RowGroupSplit]],
+      layout: RecordLayout): Boolean =
+    rows.readsBatches && ranges.forall(_.split.aloneAtMidpoint)
+
+  override def createColumnarReader(context: ReaderContext): ParquetBatchReader =
+    new ParquetBatchReader(parquet, rows, context, () => rows.hadoopConf)
+
+  override def splitSerializer: VersionedSerializer[RowGroupSplit] = RowGroupSplitSerializer
+  override def enumeratorStateSerializer: VersionedSerializer[ParquetEnumeratorState] =
+    ParquetEnumeratorStateSerializer
+
+  override def toString: String =
+    s"IcebergSource(${config.table}, snapshot ${config.snapshot.getOrElse("none")}" +
+      parquet.readColumns.fold("")(_ =>
+        s"; columns ${parquet.requiredSchema.fieldNames.mkString(", ")}") + ")"
+}
+
+object IcebergSource {
+
+  /** On the driver, with a SparkSession: loads the table, fixes the snapshot, refuses what cannot be read. */
+  def fromOptions(options: Map[String, String]): IcebergSource = {
+    val config = IcebergConfig.fromOptions(options)
+    val source = new IcebergSource(config, ParquetRows(session(), config.parquet))
+    source.planned // delete files and other formats are refused now, not when the query runs
+    source
+  }
+
+  private def session(): SparkSession =
+    SparkSession.getActiveSession
+      .orElse(SparkSession.getDefaultSession)
+      .get // checked by the config
+
+  private def schemaOf(config: ParquetConfig, layout: RecordLayout): StructType = layout match {
+    case RecordLayout.Full => Provenance.appendTo(config.outputSchema, IcebergConfig.Context)
+    case RecordLayout.Compact if config.timestampColumn.isDefined =>
+      throw SluiceError.config(
+        s"${IcebergConfig.Context}: option '${FileConfig.TimestampColumn.name}' gives records an event " +
+          "time, but compact rows (forceTimestampSupport=false) carry none; remove it or set " +
+          "forceTimestampSupport=true.")
+    case RecordLayout.Compact => config.outputSchema
+  }
+
+  /**
+   * The planned files with the file system's length and modification time, which the Parquet
+   * reader checks again before it reads (a data file of a table is never rewritten in place).
+   */
+  private def withModificationTimes(
+      files: Seq[DiscoveredFile],
+      conf: Configuration,
+      ignoreMissing: Boolean): Seq[DiscoveredFile] =
+    ListedFileReads
+      .inParallel(files, 8, "sluice-iceberg-stat") { f =>
+        val p = new Path(f.path)
+        val status = p.getFileSystem(conf).getFileStatus(p)
+        f.copy(length = status.getLen, modificationTime = status.getModificationTime)
+      }
+      .flatMap {
+        case (_, Right(f)) => Some(f)
+        case (_, Left(_: FileNotFoundException)) if ignoreMissing => None
+        case (f, Left(e)) =>
+          throw SluiceError.sourceFault(
+            s"${IcebergConfig.Context}: data file '${f.path}' of the table's snapshot cannot be read: " +
+              s"${e.getMessage}. A table's files are removed only when its snapshots expire: read a snapshot " +
+              s"that is still kept, or set option '${FileConfig.IgnoreMissingFiles.name}' to skip missing files.",
+            e)
+      }
+
+  def builder(): Builder = new Builder(Map.empty)
+
+  /** Typed setters over the option map; `build()` validates everything and names what is wrong. */
+  final class Builder private[IcebergSource] (options: Map[String, String]) {
+    import IcebergConfig._
+    private def set(name: String, value: Any) = new Builder(options + (name -> value.toString))
+
+    /** The table's directory (a Hadoop table) or a metadata file of it. */
+    def table(location: String): Builder = set(Table.name, location)
+    def snapshotId(id: Long): Builder = set(SnapshotId.name, id)
+
+    /** The snapshot current at this time (epoch milliseconds). */
+    def asOfTimestamp(epochMs: Long): Builder = set(AsOfTimestamp.name, epochMs)
+    def timestampColumn(c: String): Builder = set(FileConfig.TimestampColumn.name, c)
+    def ignoreMissingFiles(ignore: Boolean): Builder =
+      set(FileConfig.IgnoreMissingFiles.name, ignore)
+    def option(name: String, value: String): Builder = set(name, value)
+
+    def build(): IcebergSource = IcebergSource.fromOptions(options)
+  }
+}

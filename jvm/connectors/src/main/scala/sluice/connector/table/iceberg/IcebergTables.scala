@@ -1,0 +1,121 @@
+package sluice.connector.table.iceberg
+
+import scala.jdk.CollectionConverters._
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.iceberg.{BaseTable, FileContent, FileFormat, HasTableOperations, Snapshot, StaticTableOperations, Table, TableProperties}
+import org.apache.iceberg.expressions.Expression
+import org.apache.iceberg.hadoop.{HadoopFileIO, HadoopTables}
+import org.apache.iceberg.util.SnapshotUtil
+
+import sluice.connector.file.DiscoveredFile
+import sluice.errors.SluiceError
+
+/**
+ * An Iceberg table and a snapshot of it, through Iceberg's own library: the table by its
+ * directory (a Hadoop table: `metadata/version-hint.text`) or by a metadata file (any catalog's,
+ * e.g. pyiceberg's `table.metadata_location`), and the snapshot's data files as Iceberg's scan
+ * plans them (its partition and statistics pruning applied). Sluice never reads the metadata or
+ * the manifests itself.
+ */
+private[iceberg] object IcebergTables {
+  import IcebergConfig.Context
+
+  def load(location: String, conf: Configuration): Table =
+    try {
+      if (location.endsWith(".metadata.json"))
+        new BaseTable(new StaticTableOperations(location, new HadoopFileIO(conf)), location)
+      else new HadoopTables(conf).load(location)
+    } catch {
+      case NonFatal(e) =>
+        throw SluiceError.config(
+          s"$Context: cannot load an Iceberg table from '$location': ${e.getMessage}. Give option " +
+            "'table' the table's directory (a Hadoop table, with metadata/version-hint.text) or its current " +
+            "metadata file (.../metadata/<version>-<uuid>.metadata.json, as a catalog names it: pyiceberg's " +
+            "table.metadata_location, Spark's `SELECT * FROM t.metadata_log_entries`).",
+          e)
+    }
+
+  /** The snapshot a read of `config` reads: the one named, the one current at a time, or the current one (None: the table has none). */
+  def snapshotOf(table: Table, config: IcebergConfig): Option[Snapshot] =
+    (config.snapshotId, config.asOfTimestampMs) match {
+      case (Some(id), _) =>
+        Some(
+          Option(table.snapshot(id)).getOrElse(
+            throw SluiceError.config(
+              s"$Context: table '${config.table}' has no snapshot $id; its snapshots are " +
+                s"${table.snapshots.asScala.map(_.snapshotId).mkString(", ")}.")))
+      case (None, Some(ms)) =>
+        val id =
+          try SnapshotUtil.snapshotIdAsOfTime(table, ms)
+          catch {
+            case e: IllegalArgumentException =>
+              throw SluiceError.config(
+                s"$Context: table '${config.table}' has no snapshot at or before $ms ms " +
+                  s"(option '${IcebergConfig.AsOfTimestamp.name}'): ${e.getMessage}.",
+                e)
+          }
+        Some(table.snapshot(id))
+      case (None, None) => Option(table.currentSnapshot)
+    }
+
+  def formatVersion(table: Table): Int = table match {
+    case t: HasTableOperations => t.operations.current.formatVersion
+    case _ => 1
+  }
+
+  /**
+   * The snapshot's data files that rows passing `filter` may be in, by path. A file Sluice would
+   * read wrong is refused, naming the table feature: a data file not in Parquet, or with delete
+   * files (position deletes, equality deletes, deletion vectors), whose deleted rows Sluice does
+   * not remove yet and must never read silently.
+   */
+  def dataFiles(
+      table: Table,
+      snapshot: Snapshot,
+      filter: Expression,
+      caseSensitive: Boolean): Seq[DiscoveredFile] = {
+    // files imported from outside Iceberg (add_files, migrate, snapshot of a Hive table) carry no
+    // field ids and may lack identity partition columns, which Iceberg fills from the metadata
+    Option(table.properties.get(TableProperties.DEFAULT_NAME_MAPPING)).foreach { _ =>
+      throw SluiceError.config(
+        s"$Context: table '${table.name}' has a name mapping (${TableProperties.DEFAULT_NAME_MAPPING}): " +
+          "some of its data files were imported without Iceberg's field ids (add_files, migrate), and such " +
+          "files may lack the identity partition columns Iceberg fills from its metadata, which Sluice " +
+          "reads from the files. Rewrite the table's data files (rewrite_data_files) to read it.")
+    }
+    val tasks = table
+      .newScan()
+      .useSnapshot(snapshot.snapshotId)
+      .filter(filter)
+      .caseSensitive(caseSensitive)
+      .planFiles()
+    try {
+      tasks.asScala.toSeq.map { task =>
+        val file = task.file
+        if (file.format != FileFormat.PARQUET)
+          throw SluiceError.config(
+            s"$Context: data file '${file.location}' of snapshot ${snapshot.snapshotId} is ${file.format}: " +
+              "Sluice reads Iceberg data files in Parquet only (the format Iceberg writes by default). " +
+              "Rewrite the table's data files as Parquet (write.format.default=parquet, then rewrite_data_files).")
+        task.deletes.asScala.headOption.foreach { d =>
+          val feature = d.content match {
+            case FileContent.EQUALITY_DELETES =>
+              "equality deletes (row-level deletes by column values)"
+            case _ if d.format == FileFormat.PUFFIN => "deletion vectors (format v3)"
+            case _ => "position deletes (merge-on-read row-level deletes)"
+          }
+          throw SluiceError.config(
+            s"$Context: snapshot ${snapshot.snapshotId} of table '${table.name}' has $feature on data file " +
+              s"'${file.location}' (delete file '${d.location}'). Sluice does not apply Iceberg delete files yet, " +
+              "and never reads deleted rows: compact the table (rewrite_data_files with delete files applied, or " +
+              "write with write.delete.mode=copy-on-write), or read a snapshot from before the deletes (option " +
+              s"'${IcebergConfig.SnapshotId.name}').")
+        }
+        // the modification time is the file system's: the Parquet reader checks the file is unchanged
+        DiscoveredFile(file.location, file.fileSizeInBytes, -1L)
+      }
+    } finally tasks.close()
+  }
+}

@@ -1,0 +1,173 @@
+package sluice.connector.table.iceberg
+
+import java.nio.file.Files
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.iceberg.{DataFile, DataFiles, FileFormat, FileMetadata, PartitionSpec, Schema, Table}
+import org.apache.iceberg.expressions.Expressions
+import org.apache.iceberg.hadoop.HadoopTables
+import org.apache.iceberg.types.Types
+import org.apache.spark.sql.sources
+import org.apache.spark.sql.types.{LongType, StringType, StructField, StructType, TimestampType}
+import org.scalatest.funsuite.AnyFunSuite
+
+import sluice.errors.SluiceConfigException
+
+/**
+ * What Sluice asks of Iceberg's library, without Spark: a snapshot's data files planned with the
+ * pushed filters (partition and statistics pruning by Iceberg), delete files and other formats
+ * refused by name, the schema as Spark types, renames found. Tables hold metadata only: planning
+ * never opens a data file.
+ */
+class IcebergPlanningSuite extends AnyFunSuite {
+  private val schema = new Schema(
+    Types.NestedField.optional(1, "id", Types.LongType.get),
+    Types.NestedField.optional(2, "city", Types.StringType.get),
+    Types.NestedField.optional(3, "ts", Types.TimestampType.withZone))
+  private val spec = PartitionSpec.builderFor(schema).identity("city").build()
+
+  private def table(): Table = {
+    val dir = Files.createTempDirectory("sluice-iceberg").resolve("t").toString
+    new HadoopTables(new Configuration())
+      .create(schema, spec, Map("format-version" -> "2").asJava, dir)
+  }
+
+  private def dataFile(t: Table, city: String, ids: (Long, Long)): DataFile = {
+    val bound = (v: Long) =>
+      org.apache.iceberg.types.Conversions.toByteBuffer(Types.LongType.get, Long.box(v))
+    DataFiles
+      .builder(t.spec)
+      .withPath(s"${t.location}/data/city=$city/${ids._1}.parquet")
+      .withPartitionPath(s"city=$city")
+      .withFileSizeInBytes(100)
+      .withMetrics(new org.apache.iceberg.Metrics(
+        10L,
+        null,
+        null,
+        null,
+        null,
+        Map[Integer, java.nio.ByteBuffer](Int.box(1) -> bound(ids._1)).asJava,
+        Map[Integer, java.nio.ByteBuffer](Int.box(1) -> bound(ids._2)).asJava))
+      .build()
+  }
+
+  private def plan(t: Table, filters: sources.Filter*): Seq[String] =
+    IcebergTables
+      .dataFiles(
+        t,
+        t.currentSnapshot,
+        IcebergFilters.toIceberg(filters, Set("id", "city", "ts")),
+        caseSensitive = true)
+      .map(_.path.split("/").takeRight(2).mkString("/"))
+      .sorted
+
+  test("pushed filters prune files by partition value and by the manifests' statistics") {
+    val t = table()
+    t.newAppend()
+      .appendFile(dataFile(t, "a", (0L, 9L)))
+      .appendFile(dataFile(t, "a", (10L, 19L)))
+      .appendFile(dataFile(t, "b", (20L, 29L)))
+      .commit()
+    assert(plan(t) == Seq("city=a/0.parquet", "city=a/10.parquet", "city=b/20.parquet"))
+    assert(plan(t, sources.EqualTo("city", "b")) == Seq("city=b/20.parquet"))
+    assert(
+      plan(t, sources.GreaterThan("id", 15L)) == Seq("city=a/10.parquet", "city=b/20.parquet"))
+    // an And keeps the side it can express; a filter on an unknown column is left to Spark
+    assert(
+      plan(t, sources.And(sources.LessThan("id", 5L), sources.EqualTo("nope", 1))) ==
+        Seq("city=a/0.parquet"))
+    assert(plan(t, sources.Or(sources.LessThan("id", 5L), sources.EqualTo("nope", 1))).size == 3)
+  }
+
+  test("position and equality deletes are refused by name, never read past") {
+    val t = table()
+    val data = dataFile(t, "a", (0L, 9L))
+    t.newAppend().appendFile(data).commit()
+    val positions = FileMetadata
+      .deleteFileBuilder(t.spec)
+      .ofPositionDeletes()
+      .withPath(s"${t.location}/data/city=a/deletes.parquet")
+      .withPartitionPath("city=a")
+      .withFileSizeInBytes(50)
+      .withRecordCount(1)
+      .withFormat(FileFormat.PARQUET)
+      .build()
+    t.newRowDelta().addDeletes(positions).commit()
+    val e = intercept[SluiceConfigException](plan(t))
+    assert(e.getMessage.contains("position deletes (merge-on-read row-level deletes)"))
+    assert(
+      e.getMessage.contains("deletes.parquet") && e.getMessage.contains("option 'snapshotId'"))
+
+    val u = table()
+    u.newAppend().appendFile(dataFile(u, "a", (0L, 9L))).commit()
+    val equality = FileMetadata
+      .deleteFileBuilder(u.spec)
+      .ofEqualityDeletes(1)
+      .withPath(s"${u.location}/data/city=a/eq.parquet")
+      .withPartitionPath("city=a")
+      .withFileSizeInBytes(50)
+      .withRecordCount(1)
+      .withFormat(FileFormat.PARQUET)
+      .build()
+    u.newRowDelta().addDeletes(equality).commit()
+    assert(intercept[SluiceConfigException](plan(u)).getMessage.contains("equality deletes"))
+  }
+
+  test("data files in another format than Parquet are refused by name") {
+    val t = table()
+    val orc = DataFiles
+      .builder(t.spec)
+      .copy(dataFile(t, "a", (0L, 9L)))
+      .withPath(s"${t.location}/data/city=a/0.orc")
+      .withFormat(FileFormat.ORC)
+      .build()
+    t.newAppend().appendFile(orc).commit()
+    assert(intercept[SluiceConfigException](plan(t)).getMessage.contains("is ORC"))
+  }
+
+  test(
+    "a table with imported files (a name mapping) is refused: they may lack partition columns") {
+    val t = table()
+    t.newAppend().appendFile(dataFile(t, "a", (0L, 9L))).commit()
+    t.updateProperties()
+      .set(
+        org.apache.iceberg.TableProperties.DEFAULT_NAME_MAPPING,
+        org.apache.iceberg.mapping.NameMappingParser
+          .toJson(org.apache.iceberg.mapping.MappingUtil.create(schema)))
+      .commit()
+    val e = intercept[SluiceConfigException](plan(t))
+    assert(e.getMessage.contains("has a name mapping") && e.getMessage.contains("add_files"))
+  }
+
+  test("the schema as Spark types; renamed and reused column names are found") {
+    assert(
+      IcebergSchema.toSpark(schema) == StructType(
+        Seq(
+          StructField("id", LongType),
+          StructField("city", StringType),
+          StructField("ts", TimestampType))))
+    val renamed = new Schema(
+      Types.NestedField.optional(1, "id", Types.LongType.get),
+      Types.NestedField.optional(2, "town", Types.StringType.get))
+    assert(
+      IcebergSchema
+        .renameOf(renamed, Seq(schema))
+        .contains("column 'city' was renamed to 'town'"))
+    val reused = new Schema(
+      Types.NestedField.optional(1, "id", Types.LongType.get),
+      Types.NestedField.optional(4, "city", Types.StringType.get))
+    assert(IcebergSchema.renameOf(reused, Seq(schema)).exists(_.contains("'city' belonged to")))
+    val added = new Schema(
+      schema.columns.asScala.toSeq :+ Types.NestedField
+        .optional(4, "extra", Types.LongType.get): _*)
+    assert(IcebergSchema.renameOf(added, Seq(schema)).isEmpty)
+  }
+
+  test("filter values become Iceberg literals: timestamps in microseconds") {
+    val ts = java.time.Instant.parse("2026-11-01T00:00:00Z")
+    val e = IcebergFilters.toIceberg(Seq(sources.GreaterThan("ts", ts)), Set("ts"))
+    assert(e.toString == Expressions.greaterThan("ts", ts.toEpochMilli * 1000L).toString)
+  }
+}

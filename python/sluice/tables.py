@@ -1,0 +1,134 @@
+"""Builders of lakehouse table sources; each mirrors its Scala builder (snake_case here, camelCase
+there) and collects the same options, named as the JVM declares them (sluice._options)."""
+
+from __future__ import annotations
+
+from sluice.sources import Source, _Builder
+
+
+class IcebergSource(Source):
+    """A snapshot of an Iceberg table, planned by Iceberg's own library, its Parquet data files read
+    as :class:`FileSource` reads Parquet (row-group splits, exact restarts). See docs/connectors.md.
+
+    Examples
+    --------
+    >>> source = IcebergSource.builder().table("/tables/events").timestamp_column("ts").build()
+    """
+
+    @staticmethod
+    def builder() -> IcebergSourceBuilder:
+        """A builder of an Iceberg source.
+
+        Returns
+        -------
+        IcebergSourceBuilder
+            An empty builder (the table's current snapshot once a table is given).
+
+        Examples
+        --------
+        >>> IcebergSource.builder().table("/tables/events").build()
+        """
+        return IcebergSourceBuilder()
+
+
+class IcebergSourceBuilder(_Builder["IcebergSourceBuilder"]):
+    """Builds an :class:`IcebergSource`; each method sets one option and returns the builder.
+
+    Examples
+    --------
+    >>> IcebergSource.builder().table("/tables/events").snapshot_id(4113486218424958061)
+    """
+
+    _source_type = "iceberg"
+    _source_class = IcebergSource
+
+    def table(self, location: str) -> IcebergSourceBuilder:
+        """The table: its directory (a Hadoop table) or a metadata file of it.
+
+        Parameters
+        ----------
+        location : str
+            A table directory with ``metadata/version-hint.text``, or a ``.metadata.json`` file
+            (a catalog's current one, e.g. pyiceberg's ``table.metadata_location``).
+
+        Returns
+        -------
+        IcebergSourceBuilder
+
+        Examples
+        --------
+        >>> IcebergSource.builder().table("s3a://warehouse/db/events")
+        """
+        return self._set(self._key("table"), location)
+
+    def snapshot_id(self, snapshot_id: int) -> IcebergSourceBuilder:
+        """The snapshot to read (default: the table's current one when the source is built).
+
+        Parameters
+        ----------
+        snapshot_id : int
+            An id of the table's snapshots.
+
+        Returns
+        -------
+        IcebergSourceBuilder
+
+        Examples
+        --------
+        >>> IcebergSource.builder().snapshot_id(4113486218424958061)
+        """
+        return self._set(self._key("snapshotId"), snapshot_id)
+
+    def as_of_timestamp(self, epoch_ms: int) -> IcebergSourceBuilder:
+        """Reads the snapshot that was current at a time.
+
+        Parameters
+        ----------
+        epoch_ms : int
+            The time, in milliseconds since the epoch.
+
+        Returns
+        -------
+        IcebergSourceBuilder
+
+        Examples
+        --------
+        >>> IcebergSource.builder().as_of_timestamp(1767225600000)
+        """
+        return self._set(self._key("asOfTimestamp"), epoch_ms)
+
+    def timestamp_column(self, column: str) -> IcebergSourceBuilder:
+        """The column whose value is a record's event time.
+
+        Parameters
+        ----------
+        column : str
+            A ``timestamptz`` or epoch-milliseconds ``long`` column of the table.
+
+        Returns
+        -------
+        IcebergSourceBuilder
+
+        Examples
+        --------
+        >>> IcebergSource.builder().timestamp_column("ts")
+        """
+        return self._set(self._key("timestampColumn"), column)
+
+    def ignore_missing_files(self, ignore: bool = True) -> IcebergSourceBuilder:
+        """Skips data files that no longer exist (counted), instead of failing.
+
+        Parameters
+        ----------
+        ignore : bool, default True
+            Whether to skip them.
+
+        Returns
+        -------
+        IcebergSourceBuilder
+
+        Examples
+        --------
+        >>> IcebergSource.builder().ignore_missing_files()
+        """
+        return self._set(self._key("ignoreMissingFiles"), ignore)

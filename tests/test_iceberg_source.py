@@ -1,0 +1,330 @@
+"""Iceberg tables as sources: tables written by pyiceberg (a local SQL catalog on sqlite, in pytest's
+tmp dirs), read by Sluice, compared with pyiceberg's own scan of the same snapshot as multisets."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+import sluice
+from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.partitioning import PartitionField, PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.transforms import IdentityTransform
+from pyiceberg.types import LongType, NestedField, StringType, TimestamptzType
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
+from sluice import (
+    HybridSource,
+    IcebergSource,
+    KafkaSource,
+    OffsetsInitializer,
+    SluiceConfigError,
+    WatermarkStrategy,
+)
+from sluice.testing import EmbeddedKafka
+
+
+def test_the_assembled_jar_plans_an_iceberg_table_on_sparks_class_path(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """iceberg-core runs in the session's JVM with Spark's Avro and Jackson and its own relocated
+    Caffeine: a table is created, a data file appended (metadata JSON, Avro manifests) and planned."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    iceberg = jvm.org.apache.iceberg
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    schema = iceberg.Schema(
+        [iceberg.types.Types.NestedField.required(1, "id", iceberg.types.Types.LongType.get())]
+    )
+    location = str(tmp_path / "t")
+    table = iceberg.hadoop.HadoopTables(conf).create(schema, location)
+    data = (
+        iceberg.DataFiles.builder(iceberg.PartitionSpec.unpartitioned())
+        .withPath(location + "/data/f.parquet")
+        .withFileSizeInBytes(100)
+        .withRecordCount(3)
+        .build()
+    )
+    table.newAppend().appendFile(data).commit()
+    tasks = iceberg.hadoop.HadoopTables(conf).load(location).newScan().planFiles().iterator()
+    planned = []
+    while tasks.hasNext():
+        planned.append(tasks.next().file().location())
+    assert planned == [location + "/data/f.parquet"]
+    # Caffeine comes relocated from Sluice's jar, never as com.github.benmanes.caffeine
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    assert loader.loadClass("sluice.shaded.com.github.benmanes.caffeine.cache.Caffeine") is not None
+
+
+def _catalog(tmp_path: Path) -> SqlCatalog:
+    catalog = SqlCatalog(
+        "sluice_tests",
+        uri=f"sqlite:///{tmp_path / 'catalog.db'}",
+        warehouse=(tmp_path / "warehouse").as_uri(),
+    )
+    catalog.create_namespace("db")
+    return catalog
+
+
+SCHEMA = Schema(
+    NestedField(1, "id", LongType(), required=False),
+    NestedField(2, "city", StringType(), required=False),
+    NestedField(3, "ts", TimestamptzType(), required=False),
+)
+ARROW = pa.schema([("id", pa.int64()), ("city", pa.string()), ("ts", pa.timestamp("us", tz="UTC"))])
+START = datetime(2026, 11, 1, tzinfo=UTC)
+
+
+def _events(ids: range, minutes_from: int) -> pa.Table:
+    """Rows `ids`, one a minute from `minutes_from` on, in two cities."""
+    return pa.table(
+        {
+            "id": list(ids),
+            "city": ["a" if i % 3 else "b" for i in ids],
+            "ts": [START + timedelta(minutes=minutes_from + n) for n in range(len(ids))],
+        },
+        schema=ARROW,
+    )
+
+
+def _multiset(columns: list[str], rows: list[tuple[Any, ...]]) -> Counter[tuple[Any, ...]]:
+    return Counter(tuple(r[columns.index(c)] for c in sorted(columns)) for r in rows)
+
+
+def _expected(table: Any, **scan: Any) -> Counter[tuple[Any, ...]]:
+    """pyiceberg's own read of the snapshot, timestamps as epoch microseconds."""
+    arrow = table.scan(**scan).to_arrow()
+    arrow = arrow.set_column(arrow.schema.get_field_index("ts"), "ts", arrow.column("ts").cast(pa.int64()))
+    return _multiset(arrow.column_names, [tuple(r.values()) for r in arrow.to_pylist()])
+
+
+def _got(df: DataFrame) -> Counter[tuple[Any, ...]]:
+    data = df.drop("_split", "_position", "_timestamp")
+    data = data.withColumn("ts", F.unix_micros("ts")) if "ts" in data.columns else data
+    return _multiset(data.columns, [tuple(r) for r in data.collect()])
+
+
+def test_a_table_written_in_commits_out_of_event_time_order_streams_the_same_rows_as_pyiceberg(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Three appends, the newest events first: a micro-batch read of 25 rows a batch (so batches end
+    inside files and row groups) gives pyiceberg's rows of the snapshot, once each."""
+    table = _catalog(tmp_path).create_table("db.events", schema=SCHEMA)
+    for ids, minutes in ((range(40, 60), 40), (range(0, 20), 0), (range(20, 40), 20)):
+        table.append(_events(ids, minutes))
+    source = IcebergSource.builder().table(table.metadata_location).timestamp_column("ts").build()
+    query = (
+        sluice.from_source(spark, source, name="iceberg_events")
+        .writeStream.format("memory")
+        .queryName("py_iceberg_events")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .option("maxRecordsPerTrigger", "25")
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(120), "the query did not end within 120 s"
+    assert query.exception() is None
+    got = spark.table("py_iceberg_events")
+    assert got.columns[:3] == ["id", "city", "ts"]
+    assert _got(got) == _expected(table)
+    assert got.select("_split").distinct().count() == 3  # one split per file (one row group each)
+
+
+def test_partitioned_table_with_deletes_and_an_added_column_reads_as_pyiceberg(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Identity-partitioned by city, rows deleted (pyiceberg rewrites the files: copy-on-write), a
+    column added after the first files: a batch read equals pyiceberg's scan (the old files' rows
+    have a null in the new column); a pushed filter on the partition column reads only its files."""
+    spec = PartitionSpec(
+        PartitionField(source_id=2, field_id=1000, transform=IdentityTransform(), name="city")
+    )
+    table = _catalog(tmp_path).create_table("db.partitioned", schema=SCHEMA, partition_spec=spec)
+    table.append(_events(range(0, 30), 0))
+    table.delete("id < 5")
+    with table.update_schema() as update:
+        update.add_column("extra", LongType())
+    newer = _events(range(30, 45), 30)
+    table.append(newer.append_column("extra", pa.array(list(range(15)), pa.int64())))
+    table = table.refresh()
+
+    got = sluice.read(spark, IcebergSource.builder().table(table.metadata_location).build())
+    assert got.columns[:4] == ["id", "city", "ts", "extra"]
+    assert _got(got) == _expected(table)
+    assert sum(_got(got).values()) == 40
+
+    only_b = got.where(F.col("city") == "b")
+    assert _got(only_b) == _expected(table, row_filter="city == 'b'")
+    assert all("city=b" in r["_split"] for r in only_b.select("_split").collect())
+
+
+def test_snapshots_by_id_and_time_and_what_is_refused(spark: SparkSession, tmp_path: Path) -> None:
+    """An earlier snapshot by id reads its rows; a renamed column is refused when the source is
+    built, naming the change (Sluice reads columns by name, Iceberg by id)."""
+    table = _catalog(tmp_path).create_table("db.history", schema=SCHEMA)
+    table.append(_events(range(0, 10), 0))
+    first = table.current_snapshot()
+    assert first is not None
+    table.append(_events(range(10, 20), 10))
+    at_first = IcebergSource.builder().table(table.refresh().metadata_location).snapshot_id(first.snapshot_id)
+    assert _got(sluice.read(spark, at_first.build())) == _expected(table, snapshot_id=first.snapshot_id)
+    by_time = IcebergSource.builder().table(table.metadata_location).as_of_timestamp(first.timestamp_ms)
+    assert _got(sluice.read(spark, by_time.build())) == _expected(table, snapshot_id=first.snapshot_id)
+
+    with table.update_schema() as update:
+        update.rename_column("city", "town")
+    with pytest.raises(SluiceConfigError, match="column 'city' was renamed to 'town'"):
+        IcebergSource.builder().table(table.refresh().metadata_location).build()
+
+
+def test_a_table_then_kafka_from_the_tables_largest_event_time_minus_a_margin(
+    spark: SparkSession, kafka: EmbeddedKafka, tmp_path: Path
+) -> None:
+    """A hybrid member: Kafka starts at the table's largest event time (from its rows, files read
+    out of event-time order) minus 5 s."""
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=False),
+        NestedField(2, "ts", TimestamptzType(), required=False),
+    )
+    table = _catalog(tmp_path).create_table("db.history", schema=schema)
+    arrow = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("us", tz="UTC"))])
+    for ids in (range(50, 100), range(0, 50)):  # the newest events were committed first
+        table.append(
+            pa.table({"id": list(ids), "ts": [START + timedelta(seconds=i) for i in ids]}, schema=arrow)
+        )
+    kafka.create_topic("py-iceberg-live", partitions=2)
+    kafka.produce(
+        "py-iceberg-live",
+        [
+            {
+                "value": f'{{"id": {i}, "ts": "{(START + timedelta(seconds=i)).isoformat()}"}}',
+                "partition": i % 2,
+                "timestamp": int((START + timedelta(seconds=i)).timestamp() * 1000),
+            }
+            for i in range(80, 150)
+        ],
+    )
+    history = IcebergSource.builder().table(table.metadata_location).timestamp_column("ts").build()
+    live = (
+        KafkaSource.builder()
+        .bootstrap_servers(kafka.bootstrap_servers)
+        .topics("py-iceberg-live")
+        .starting_offsets(OffsetsInitializer.earliest())
+        .stopping_offsets(OffsetsInitializer.latest())
+        .option("format", "json")
+        .option("schema", "id BIGINT, ts TIMESTAMP")
+        .build()
+    )
+    hybrid = HybridSource.builder(history).add_source(live, start_at_previous_end_minus=5_000).build()
+
+    query = (
+        sluice.from_source(spark, hybrid, options={"maxRecordsPerTrigger": 40})
+        .writeStream.format("memory")
+        .queryName("py_iceberg_hybrid")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(180), "the query did not end within 180 s"
+    assert query.exception() is None
+    ids = Counter(r.id for r in spark.table("py_iceberg_hybrid").collect())
+    # the table: 0..99; Kafka from the table's last event time (id 99) minus 5 s: ids 94..149
+    assert ids == Counter(list(range(100)) + list(range(94, 150)))
+
+
+def _late_dropped(query: StreamingQuery) -> int:
+    return sum(op["numRowsDroppedByWatermark"] for p in query.recentProgress for op in p["stateOperators"])
+
+
+def test_files_out_of_event_time_order_drop_nothing_as_late_where_sparks_parquet_stream_does(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Three files of 30 minutes each, committed in shuffled order; 1-minute windows under a 10-minute
+    watermark. Sluice, aligned by the files' statistics, reads them in event-time order: no row is
+    dropped as late. Spark's Parquet stream over the same files (a file a batch, in the order they
+    were written) drops rows of every file older than the newest read."""
+    table = _catalog(tmp_path).create_table("db.shuffled", schema=SCHEMA)
+    for half_hour in (2, 0, 1):  # 180 rows a file, one every 10 s: 6 a minute
+        ids = range(half_hour * 180, (half_hour + 1) * 180)
+        rows = {"id": list(ids), "city": ["a"] * 180, "ts": [START + timedelta(seconds=10 * i) for i in ids]}
+        table.append(pa.table(rows, schema=ARROW))
+    per_window = (
+        F.window("event_time", "1 minute"),
+        "10 minutes",
+    )
+    source = IcebergSource.builder().table(table.metadata_location).timestamp_column("ts").build()
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(
+        "iceberg-shuffled", timedelta(minutes=1), timedelta(milliseconds=100)
+    )
+    sluice_query = (
+        sluice.from_source(spark, source, strategy, name="shuffled")
+        .withWatermark("event_time", per_window[1])
+        .groupBy(per_window[0])
+        .count()
+        .writeStream.format("memory")
+        .queryName("py_iceberg_windows")
+        .outputMode("update")
+        .option("checkpointLocation", str(tmp_path / "sluice-checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert sluice_query.awaitTermination(180), "the query did not end within 180 s"
+    assert sluice_query.exception() is None
+    assert _late_dropped(sluice_query) == 0
+    windows = spark.table("py_iceberg_windows").groupBy("window").agg(F.max("count").alias("n"))
+    assert windows.count() == 90 and windows.where("n != 6").count() == 0
+
+    data = table.location() + "/data"
+    spark_query = (
+        spark.readStream.schema(spark.read.parquet(data).schema)
+        .option("maxFilesPerTrigger", 1)
+        .parquet(data)
+        .withWatermark("ts", per_window[1])
+        .groupBy(F.window("ts", "1 minute"))
+        .count()
+        .writeStream.format("memory")
+        .queryName("py_iceberg_windows_spark")
+        .outputMode("update")
+        .option("checkpointLocation", str(tmp_path / "spark-checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert spark_query.awaitTermination(180), "the query did not end within 180 s"
+    assert _late_dropped(spark_query) > 0
+
+
+def test_a_restarted_query_reads_its_snapshot_on_not_the_tables_newer_one(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The snapshot is the query's, kept in its checkpoint: after a commit to the table, the query
+    restarted from its checkpoint reads nothing more (Spark's file sink holds each row once)."""
+    table = _catalog(tmp_path).create_table("db.restarted", schema=SCHEMA)
+    table.append(_events(range(0, 20), 0))
+    sink = str(tmp_path / "sink")
+
+    def run() -> None:
+        source = IcebergSource.builder().table(table.refresh().metadata_location).build()
+        query = (
+            sluice.from_source(spark, source, name="restarted")
+            .drop("_split", "_position", "_timestamp")
+            .writeStream.format("parquet")
+            .option("path", sink)
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        assert query.awaitTermination(120), "the query did not end within 120 s"
+        assert query.exception() is None
+
+    run()
+    first = table.current_snapshot()
+    assert first is not None
+    table.append(_events(range(20, 40), 20))
+    run()
+    assert _got(spark.read.parquet(sink)) == _expected(table, snapshot_id=first.snapshot_id)
