@@ -454,6 +454,24 @@ def _goal_text(name: str, key: str) -> str:
     return "0" if (comparison, bound) == ("≤", 0) else f"{comparison} {_number(bound)}"
 
 
+def kafka_profile_section() -> list[str]:
+    """Where each side's Kafka read spends its time: shares of its tasks' profile samples."""
+    r = _load("kafka_profile")
+    if r is None:
+        return ["No result yet: run `make bench BENCH=kafka_profile`."]
+    lines = [
+        f"| share of the tasks' samples ({_millions(r['records'])} M records, {r['profiled_runs']} "
+        "profiled runs a side) | Sluice | Spark `kafka` |",
+        "|---|---|---|",
+    ]
+    for name in r["categories"]:
+        lines.append(
+            f"| {name} | {r['sluice']['shares'].get(name, 0):.0%} | {r['spark']['shares'].get(name, 0):.0%} |"
+        )
+    lines.append(f"| samples | {_n(r['sluice']['samples'])} | {_n(r['spark']['samples'])} |")
+    return lines
+
+
 def group_join_section() -> list[str]:
     result = _load("group_join")
     if result is None:
@@ -691,6 +709,7 @@ BLOCKS: dict[str, Callable[[], list[str]]] = {
     "compact:": compact_section,
     "hybrid_switch:": hybrid_section,
     "skew:": skew_section,
+    "kafka_profile:": kafka_profile_section,
 }
 
 #: the pages the blocks are written into
