@@ -56,8 +56,10 @@ val sparkKafkaConnector = Seq(
 // scan planning); their data files are read by Sluice's Parquet reader. 1.10.x is the newest line
 // whose Avro (1.12.0) is not newer than Spark 4.3's (1.12.1). What Spark 4.3 already carries is
 // taken from Spark (Avro, Jackson 2.21, RoaringBitmap, slf4j; Hadoop is not a dependency of
-// iceberg-core); what it does not carry (Caffeine, aircompressor) is bundled relocated under
-// sluice.shaded (shadeRules below), so no other copy on a user's classpath meets it. httpclient5 is
+// iceberg-core); Caffeine (not in Spark) and aircompressor (Spark 4.3 carries 2.0.3, not the 0.27
+// Iceberg is built with) are bundled relocated under sluice.shaded (shadeRules below), so no other
+// copy on a user's classpath meets them. Iceberg itself is not relocated (its own reflection names
+// its classes): an Iceberg Spark runtime on the same class path would meet this copy. httpclient5 is
 // left out: only Iceberg's REST catalog uses it, and Sluice reads tables by path.
 val icebergVersion = "1.10.1"
 val icebergCore = ("org.apache.iceberg" % "iceberg-core" % icebergVersion)

@@ -179,7 +179,10 @@ def test_snapshots_by_id_and_time_and_what_is_refused(spark: SparkSession, tmp_p
 
     with table.update_schema() as update:
         update.rename_column("city", "town")
-    with pytest.raises(SluiceConfigError, match="column 'city' was renamed to 'town'"):
+    # the current snapshot was written before the rename: its own schema still says city
+    with pytest.raises(
+        SluiceConfigError, match="column 'city' is named 'town' in another of the table's schemas"
+    ):
         IcebergSource.builder().table(table.refresh().metadata_location).build()
 
 

@@ -69,10 +69,10 @@ object IcebergConfig {
     val table = IcebergTables.load(location, session.sessionState.newHadoopConf())
     val unresolved = IcebergConfig(location, snapshotId, asOf, None, 0, null, raw)
     val snapshot = IcebergTables.snapshotOf(table, unresolved)
-    // as Iceberg's readers: the current schema for the current snapshot, a snapshot's own when
-    // one is named (time travel)
+    // the snapshot's own schema (time travel's), also for the current snapshot: a source rebuilt
+    // from its options (a restart, a hybrid's history member) names the snapshot it read and must
+    // give the same columns, whatever was added to the table since
     val schema = snapshot
-      .filter(_ => snapshotId.isDefined || asOf.isDefined)
       .flatMap(s => Option(s.schemaId).map(id => table.schemas.get(id)))
       .getOrElse(table.schema)
     IcebergSchema.renameOf(schema, table.schemas.values.asScala).foreach { change =>
@@ -118,13 +118,17 @@ object IcebergConfig {
       options = raw,
       rowGroupFilters = conf.parquetFilterPushDown,
       datetimeRebaseMode = "CORRECTED")
+    // the snapshot resolved now is the one every rebuild reads: a restart or a hybrid's history
+    // member must not read the table's newer current snapshot (other files, another schema)
+    val pinned = snapshot.fold(raw)(s =>
+      raw - AsOfTimestamp.name + (SnapshotId.name -> s.snapshotId.toString))
     IcebergConfig(
       location,
       snapshotId,
       asOf,
       snapshot.map(_.snapshotId),
       IcebergTables.formatVersion(table),
-      parquet,
-      raw)
+      parquet.copy(options = pinned),
+      pinned)
   }
 }

@@ -9,17 +9,24 @@ import org.apache.spark.sql.sources._
 /**
  * Spark's pushed filters as an Iceberg scan filter, for Iceberg's own planning to skip data files
  * by partition values and by the manifests' column statistics. Only pruning: Spark applies every
- * filter to the rows read either way, so a filter that cannot be expressed is left out (an `And`
- * keeps the side it can express; an `Or` or a `Not` needs all of it).
+ * filter to the rows read either way, so a filter that cannot be expressed is left out. What is
+ * given to Iceberg must hold for every row the filter keeps: an `And` may keep the side it can
+ * express, which keeps more rows, but not under a `Not`, which would then keep fewer (`NOT (a AND
+ * b)` is not `NOT a`); an `Or` needs both sides. Streams hand filters over as written, before
+ * Spark's optimizer pushes a `Not` down, so the nesting is what the query says.
+ *
+ * Float and double values are never pushed: Iceberg leaves NaN out of a file's bounds, and Spark
+ * orders NaN above every number, so `d > 1.0` would skip a file whose only such rows are NaN.
  */
 private[iceberg] object IcebergFilters {
 
   def toIceberg(filters: Seq[Filter], columns: Set[String]): Expression =
     filters
-      .flatMap(convert(_, columns))
+      .flatMap(convert(_, columns, exact = false))
       .foldLeft(Expressions.alwaysTrue(): Expression)((a, b) => Expressions.and(a, b))
 
-  private def convert(f: Filter, columns: Set[String]): Option[Expression] = {
+  /** `exact`: the expression must keep exactly the rows `f` keeps (under a `Not`). */
+  private def convert(f: Filter, columns: Set[String], exact: Boolean): Option[Expression] = {
     def col(name: String) = Option.when(columns.contains(name))(name)
     f match {
       case EqualTo(a, v) => for (c <- col(a); l <- literal(v)) yield Expressions.equal(c, l)
@@ -37,13 +44,15 @@ private[iceberg] object IcebergFilters {
       case IsNotNull(a) => col(a).map(Expressions.notNull)
       case StringStartsWith(a, prefix) => col(a).map(Expressions.startsWith(_, prefix))
       case And(l, r) =>
-        (convert(l, columns), convert(r, columns)) match {
+        (convert(l, columns, exact), convert(r, columns, exact)) match {
           case (Some(a), Some(b)) => Some(Expressions.and(a, b))
-          case (one, other) => one.orElse(other)
+          case (one, other) if !exact => one.orElse(other)
+          case _ => None
         }
       case Or(l, r) =>
-        for (a <- convert(l, columns); b <- convert(r, columns)) yield Expressions.or(a, b)
-      case Not(child) => convert(child, columns).map(Expressions.not)
+        for (a <- convert(l, columns, exact); b <- convert(r, columns, exact))
+          yield Expressions.or(a, b)
+      case Not(child) => convert(child, columns, exact = true).map(Expressions.not)
       case _ => None
     }
   }
@@ -57,8 +66,8 @@ private[iceberg] object IcebergFilters {
     case d: LocalDate => Some(Int.box(d.toEpochDay.toInt))
     case b: scala.math.BigDecimal => Some(b.bigDecimal)
     case s: String => Some(s)
-    case n @ (_: java.lang.Integer | _: java.lang.Long | _: java.lang.Float |
-        _: java.lang.Double | _: java.lang.Boolean | _: java.math.BigDecimal) =>
+    case n @ (_: java.lang.Integer | _: java.lang.Long | _: java.lang.Boolean |
+        _: java.math.BigDecimal) =>
       Some(n.asInstanceOf[AnyRef])
     case _ => None
   }

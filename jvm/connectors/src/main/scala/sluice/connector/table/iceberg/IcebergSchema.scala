@@ -25,8 +25,8 @@ private[iceberg] object IcebergSchema {
         s"${IcebergConfig.Context}: column '${f.name}' has a default value for rows written before it was " +
           "added (format v3 `initial-default`), which Sluice does not apply yet: its older rows would read " +
           "null. Rewrite the table's data files (rewrite_data_files) to read it.")
-    val base = StructField(f.name, sparkType(f.name, f.`type`), nullable = true)
-    Option(f.doc).fold(base)(base.withComment)
+    // a column's doc is not carried: it would make the schema differ from a hybrid's next member's
+    StructField(f.name, sparkType(f.name, f.`type`), nullable = true)
   }
 
   private def sparkType(column: String, t: Type): DataType = t match {
@@ -40,7 +40,6 @@ private[iceberg] object IcebergSchema {
     // Iceberg's timestamptz is UTC-adjusted (Spark's TIMESTAMP), timestamp is local (TIMESTAMP_NTZ)
     case ts: Types.TimestampType => if (ts.shouldAdjustToUTC) TimestampType else TimestampNTZType
     case _: Types.StringType => StringType
-    case _: Types.UUIDType => StringType
     case _: Types.BinaryType | _: Types.FixedType => BinaryType
     case s: Types.StructType => StructType(s.fields.asScala.toSeq.map(field))
     case l: Types.ListType => ArrayType(sparkType(column, l.elementType), containsNull = true)
@@ -52,7 +51,8 @@ private[iceberg] object IcebergSchema {
     case other =>
       throw SluiceError.config(
         s"${IcebergConfig.Context}: column '$column' has Iceberg type ${other}, which Sluice does not " +
-          "read (types of format v3 such as timestamp_ns, variant and geometry are not supported yet): " +
+          "reads yet (uuid, whose 16 bytes Spark's Parquet reader does not take as text, and the types of " +
+          "format v3 such as timestamp_ns, variant and geometry): " +
           "read a table or snapshot without it.")
   }
 
@@ -69,7 +69,7 @@ private[iceberg] object IcebergSchema {
         val names = TypeUtil.indexNameById(old.asStruct).asScala
         val renamed = current.collectFirst {
           case (id, name) if names.get(id).exists(_ != name) =>
-            s"column '${names(id)}' was renamed to '$name'"
+            s"column '$name' is named '${names(id)}' in another of the table's schemas (a rename)"
         }
         lazy val reused = names.collectFirst {
           case (id, name) if current.exists { case (i, n) => n == name && i != id } =>

@@ -41,11 +41,12 @@ private[iceberg] object IcebergTables {
   def snapshotOf(table: Table, config: IcebergConfig): Option[Snapshot] =
     (config.snapshotId, config.asOfTimestampMs) match {
       case (Some(id), _) =>
-        Some(
-          Option(table.snapshot(id)).getOrElse(
-            throw SluiceError.config(
-              s"$Context: table '${config.table}' has no snapshot $id; its snapshots are " +
-                s"${table.snapshots.asScala.map(_.snapshotId).mkString(", ")}.")))
+        Some(Option(table.snapshot(id)).getOrElse(throw SluiceError.config(
+          s"$Context: table '${config.table}' has no snapshot $id (a query restarted from its " +
+            "checkpoint reads the snapshot it started with; it may have expired since); its snapshots " +
+            s"are ${table.snapshots.asScala.map(_.snapshotId).mkString(", ")}. Keep snapshots a " +
+            "running query reads (expire_snapshots retain_last / older_than), or start the query on a " +
+            "new checkpoint.")))
       case (None, Some(ms)) =>
         val id =
           try SnapshotUtil.snapshotIdAsOfTime(table, ms)
