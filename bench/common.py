@@ -29,7 +29,7 @@ def machine(master: str, **extra: object) -> dict:
     kafka_jars = SPARK_KAFKA_JARS.read_text() if SPARK_KAFKA_JARS.exists() else ""
     spark_kafka = re.search(r"spark-sql-kafka-0-10_[\d.]+-([^/\\,]+?)\.jar", kafka_jars)
     return {
-        "cpus": os.cpu_count(),
+        "cpus": len(os.sched_getaffinity(0)),  # the cores this process may use, not the host's
         "spark_master": master,
         "versions": {
             "spark": pyspark.__version__,

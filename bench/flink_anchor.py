@@ -4,7 +4,8 @@ Flink 2.2's `KafkaSource` (connector 5.0.0-2.2) runs in a local MiniCluster of o
 with 2 slots at parallelism 2 (the cores Spark's `local[2]` gets), in a JVM of its own
 (`jvm/flinkanchor`, built by `make bench` from Maven Central; never part of the Sluice jar). It
 stays up for the whole run and takes one job per round, as the Spark session does, so both sides
-run warm. Each Flink job is a bounded read (earliest to the offsets at its start), timed from
+run with warm JITs; consumers are cold on both (each Flink job opens its own; Sluice's runs get a
+`groupIdPrefix`, which keys its consumer pool per run). Flink runs with object reuse on. Each Flink job is a bounded read (earliest to the offsets at its start), timed from
 submission to the job's end.
 
 - raw: the topic of `kafka_throughput` (SLUICE_BENCH_KAFKA_RECORDS, default 5,000,000 records of
@@ -32,8 +33,11 @@ from __future__ import annotations
 
 import json
 import os
+import queue
+import re
 import statistics
 import subprocess
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -47,7 +51,8 @@ from bench.skew import DRIFT, PARTITIONS, expected_windows, skewed_events, sluic
 
 RESULT = Path(__file__).resolve().parent / "results" / "flink_anchor.json"
 FLINK_CLASSPATH = ROOT / "jvm" / "flinkanchor" / "target" / "flink-classpath.txt"
-FLINK_VERSION = "2.2.1"
+#: how long one Flink job (or the MiniCluster's start) may take before the run fails
+ANSWER_TIMEOUT_S = 900
 PARALLELISM = 2
 UPDATE_MS = 1000
 #: the read limit per batch of `skew`'s Sluice side, run beside Sluice without a limit
@@ -88,14 +93,42 @@ class FlinkAnchor:
             stdout=subprocess.PIPE,
             text=True,
         )
-        self._answer()  # {"ready": true} once the MiniCluster is up
+        # answers are read on a thread, so that a job that hangs fails the run instead of hanging it
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        try:
+            self._answer()  # {"ready": true} once the MiniCluster is up
+        except BaseException:
+            self.process.kill()
+            raise
 
-    def _answer(self) -> dict:
+    @property
+    def version(self) -> str:
+        """Flink's version, from the jar on the class path that ran."""
+        found = re.search(r"flink-streaming-java-([^/:]+?)\.jar", FLINK_CLASSPATH.read_text())
+        return found.group(1) if found else "unknown"
+
+    def _read(self) -> None:
         assert self.process.stdout is not None
         for line in self.process.stdout:
+            self._lines.put(line)
+        self._lines.put(None)
+
+    def _answer(self) -> dict:
+        while True:
+            try:
+                line = self._lines.get(timeout=ANSWER_TIMEOUT_S)
+            except queue.Empty:
+                self.process.kill()
+                raise TimeoutError(
+                    f"the Flink anchor gave no answer in {ANSWER_TIMEOUT_S} s; killed"
+                ) from None
+            if line is None:
+                raise RuntimeError(
+                    f"the Flink anchor ended (exit code {self.process.wait()}) without answering"
+                )
             if line.startswith("{"):
                 return json.loads(line)
-        raise RuntimeError(f"the Flink anchor ended (exit code {self.process.wait()}) without answering")
 
     def run(self, *words: object) -> dict:
         assert self.process.stdin is not None
@@ -106,9 +139,12 @@ class FlinkAnchor:
     def close(self) -> None:
         if self.process.poll() is None:
             assert self.process.stdin is not None
-            self.process.stdin.write("quit\n")
-            self.process.stdin.close()
-            self.process.wait(timeout=60)
+            try:
+                self.process.stdin.write("quit\n")
+                self.process.stdin.close()
+                self.process.wait(timeout=60)
+            except (OSError, subprocess.TimeoutExpired):
+                self.process.kill()
 
 
 def _raw(spark: SparkSession, kafka: EmbeddedKafka, flink: FlinkAnchor, records: int, pairs: int) -> dict:
@@ -123,6 +159,7 @@ def _raw(spark: SparkSession, kafka: EmbeddedKafka, flink: FlinkAnchor, records:
             .option("kafka.bootstrap.servers", kafka.bootstrap_servers)
             .option("subscribe", topic)
             .option("startingOffsets", "earliest")
+            .option("groupIdPrefix", "anchor")  # a group id per run: cold consumers, as Flink's jobs
             .load()
         )
         seconds, progress = run_available_now(df)
@@ -214,13 +251,15 @@ def _aligned(spark: SparkSession, kafka: EmbeddedKafka, flink: FlinkAnchor, pair
 
 def _with_anchor(body: Callable[[SparkSession, EmbeddedKafka, FlinkAnchor], dict]) -> dict:
     spark = session("bench-flink-anchor")
-    flink = FlinkAnchor()
     try:
-        # the broker settings of kafka_throughput, the benchmark this one's raw side mirrors
-        with broker() as kafka:
-            return body(spark, kafka, flink)
+        flink = FlinkAnchor()
+        try:
+            # the broker settings of kafka_throughput, the benchmark this one's raw side mirrors
+            with broker() as kafka:
+                return {**body(spark, kafka, flink), "flink_version": flink.version}
+        finally:
+            flink.close()
     finally:
-        flink.close()
         spark.stop()
 
 
@@ -252,7 +291,7 @@ def run() -> dict:
         "aligned": aligned,
         "machine": machine("local[2]", flink_parallelism=PARALLELISM),
     }
-    result["machine"]["versions"]["flink"] = FLINK_VERSION
+    result["machine"]["versions"]["flink"] = sides["flink_version"]
     RESULT.parent.mkdir(parents=True, exist_ok=True)
     RESULT.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps({k: v for k, v in result.items() if not isinstance(v, dict)}, indent=2))

@@ -103,7 +103,13 @@ def run() -> dict:
             "subscribe": TOPIC,
             "startingOffsets": "earliest",
         }
-        spark = session("bench-kafka-profile", spark_kafka=True)
+        # JFR keeps 64 frames of a stack unless told: a read's deepest stacks (the client under
+        # generated code) would lose the frames that say whose thread they are
+        spark = session(
+            "bench-kafka-profile",
+            spark_kafka=True,
+            conf={"spark.driver.extraJavaOptions": "-XX:FlightRecorderOptions:stackdepth=256"},
+        )
         try:
             sides = {
                 "sluice": _side(

@@ -485,14 +485,18 @@ def group_join_section() -> list[str]:
         (
             "rows dropped as late (`numRowsDroppedByWatermark`)",
             _n(result["spark_late_dropped"]),
-            "0 (Sluice)",
+            f"{_goal_cell(result, 'sluice_late_dropped')} (Sluice)",
         ),
         ("batches", str(result["spark_batches"]), "—"),
-        ("empty member batches (a source with a backlog read nothing)", "—", "0"),
+        (
+            "empty member batches (a source with a backlog read nothing)",
+            "—",
+            _goal_cell(result, "sluice_empty_member_batches"),
+        ),
         (
             f"joined rows (expected {_n(result['expected_joined_rows'])})",
             f"{_n(result['spark_joined_rows'])}" f"{'' if result['spark_complete'] else ' (incomplete)'}",
-            "all",
+            "all (checked by the run)",
         ),
     ]
     ours = _group_join_column(result)

@@ -103,6 +103,7 @@ def sluice_kafka(
         .bootstrap_servers(bootstrap)
         .topics(topic)
         .starting_offsets(OffsetsInitializer.earliest())
+        .option("groupIdPrefix", "bench")  # a group id per run: cold consumers, as Spark's queries
         .build()
     )
     options = None if limit is None else {"maxRecordsPerTrigger": limit}

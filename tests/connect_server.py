@@ -99,12 +99,24 @@ def connect_server(workdir: Path) -> Iterator[str]:
     port = free_port()
     env = _environment(workdir, port)
     start = f"{readme_command(START)} {shlex.join(local_settings(port))}"
+
+    def stop() -> None:
+        subprocess.run(
+            ["bash", "-c", readme_command(STOP)], cwd=workdir, env=env, capture_output=True, timeout=60
+        )
+
     # the script starts the server in the background (spark-daemon.sh) and returns
-    started = subprocess.run(
-        ["bash", "-c", start], cwd=workdir, env=env, capture_output=True, text=True, timeout=120
-    )
+    try:
+        started = subprocess.run(
+            ["bash", "-c", start], cwd=workdir, env=env, capture_output=True, text=True, timeout=120
+        )
+    except subprocess.TimeoutExpired:
+        stop()  # it may have started the daemon before it hung
+        raise
     pid_files = list(workdir.glob("*.pid"))
     if started.returncode != 0 or not pid_files:
+        if pid_files:
+            stop()
         raise RuntimeError(
             f"{START} failed ({started.returncode}): {started.stdout}{started.stderr}\n{_tail(workdir)}"
         )
@@ -121,9 +133,7 @@ def connect_server(workdir: Path) -> Iterator[str]:
             time.sleep(0.5)
         yield f"sc://127.0.0.1:{port}"
     finally:
-        subprocess.run(
-            ["bash", "-c", readme_command(STOP)], cwd=workdir, env=env, capture_output=True, timeout=60
-        )
+        stop()
         deadline = time.monotonic() + STOP_TIMEOUT_S
         while _alive(pid) and time.monotonic() < deadline:
             time.sleep(0.5)

@@ -196,25 +196,39 @@ final class SluicePartitionReader(
    * Real-time mode (at the batch's end) and continuous processing (after every record): where
    * every split of this task stands now, with what was read so far.
    */
-  override def getOffset(): SluicePartitionOffset = SluicePartitionOffset(
-    loop.reports(latencyMarkers = false))
+  override def getOffset(): SluicePartitionOffset = {
+    // real-time mode asks once, at the batch's end (continuous processing after every record)
+    if (partition.mode == TaskMode.RealTime) atBatchEnd = true
+    SluicePartitionOffset(loop.reports(latencyMarkers = false))
+  }
+
+  /** Real-time mode: the batch ended, so the metrics Spark asks for now are the task's last. */
+  private var atBatchEnd = false
 
   override def get(): InternalRow = loop.row
 
   private var metricsAsked = 0L
+  private var lastMetrics: Array[CustomTaskMetric] = SluicePartitionReader.NoNewMetrics
 
   /**
    * Spark asks every 100 rows; working the figures out takes a lock and copies counters, and
-   * Spark merges whatever array it gets into maps by name before setting its SQL metrics (a
-   * tenth of a Kafka read's time when every answer held every metric). So the figures are worked
-   * out every 5,000 rows, and always once the reader ended (the task's last figures are exact);
-   * in between the answer is empty, which Spark merges for nothing and which leaves its metrics
-   * as last set (Spark sets them to the values given: they are totals, not increments).
+   * Spark merges whatever array it gets into maps by name before it sets its SQL metrics to the
+   * values given (a tenth of a Kafka read's time when every answer held every metric). So the
+   * figures are worked out every 5,000 rows, and at the ends Spark asks at: once the reader ended,
+   * and in real-time mode once the batch's end took its offsets (`getOffset`), the task's last.
+   * In between, a bounded batch's reader answers with nothing, which Spark merges for nothing and
+   * which leaves its metrics as last set. The cost of that: a task reading several readers (a
+   * `coalesce` above the scan) shows only the ended readers' figures until the live one's next
+   * refresh, and a reader stopped before its end (a `limit`) leaves its figures as last refreshed.
+   * An open batch's reader (real-time, continuous) repeats its last figures instead.
    */
   override def currentMetricsValues(): Array[CustomTaskMetric] = {
     metricsAsked += 1
-    if (metricsAsked == 1 || ended || metricsAsked % 50 == 0) loop.metrics()
-    else SluicePartitionReader.NoNewMetrics
+    if (metricsAsked == 1 || ended || atBatchEnd || metricsAsked % 50 == 0) {
+      lastMetrics = loop.metrics()
+      lastMetrics
+    } else if (partition.mode == TaskMode.MicroBatch) SluicePartitionReader.NoNewMetrics
+    else lastMetrics
   }
 
   private var closed = false
