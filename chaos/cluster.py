@@ -60,9 +60,10 @@ class KafkaCluster(EmbeddedKafka):
         """A clean stop (controlled shutdown: its leaderships move first)."""
         self._command("stop-node", str(node))
 
-    def start_node(self, node: int) -> None:
-        """Starts a node killed or stopped before (it keeps its data); returns once it joined."""
-        self._command("start-node", str(node))
+    def start_nodes(self, *nodes: int) -> None:
+        """Starts nodes killed or stopped before, side by side (they keep their data); returns once
+        each has joined (after the whole cluster was down, none joins before a quorum runs)."""
+        self._command("start-node", ",".join(map(str, nodes)))
 
     def reassign(self, topic: str, partition: int, replicas: list[int]) -> int:
         """Moves the partition to those nodes (the first leads); returns once they are in sync."""
