@@ -442,37 +442,46 @@ class ClusterFaults:
     """How the broker faults on the 3-broker cluster run (`chaos.broker_faults`): `modes` are the
     queries reading at once; `kills` leader kills and `rolling` rolling restarts under them all;
     `move` partitions reassigned; `down` the whole cluster down past the readers' patience (then
-    every query restarts from its checkpoint)."""
+    every query restarts from its checkpoint); `beside`: they run beside the other scenarios rather
+    than after them (the reduced run, whose wall time `make test` pays; its faults mostly wait on
+    broker JVMs)."""
 
-    def __init__(self, modes: tuple[str, ...], kills: int, rolling: int, move: bool, down: bool) -> None:
+    def __init__(
+        self, modes: tuple[str, ...], kills: int, rolling: int, move: bool, down: bool, beside: bool = False
+    ) -> None:
         self.modes, self.kills, self.rolling, self.move, self.down = list(modes), kills, rolling, move, down
+        self.beside = beside
 
 
 FULL_CLUSTER_FAULTS = ClusterFaults(CLUSTER_MODES, kills=10, rolling=2, move=True, down=True)
 
 
-def _start_in_background(cluster: KafkaCluster) -> threading.Thread:
-    """The cluster's start (four JVMs, 10-35 s) overlaps the scenarios that run before it."""
+def _in_background(work: Callable[[], object], name: str) -> threading.Thread:
+    """`work` in a thread of its own; what it raised is kept for whoever joins it (`_joined`)."""
     failure: list[BaseException] = []
 
-    def start() -> None:
+    def run_it() -> None:
         try:
-            cluster.start()
-        except BaseException as e:  # noqa: BLE001 - said when the cluster is first needed
+            work()
+        except BaseException as e:  # noqa: BLE001 - raised again by _joined
             failure.append(e)
 
-    thread = threading.Thread(target=start, name="chaos-cluster-start", daemon=True)
+    thread = threading.Thread(target=run_it, name=name, daemon=True)
     thread.failure = failure  # type: ignore[attr-defined]
     thread.start()
     return thread
 
 
+def _joined(thread: threading.Thread) -> None:
+    thread.join()
+    if thread.failure:  # type: ignore[attr-defined]
+        raise thread.failure[0]  # type: ignore[attr-defined]
+
+
 def cluster_scenarios(
     cluster: KafkaCluster, starting: threading.Thread, root: Path, faults: ClusterFaults, restart: bool
 ) -> dict[str, dict]:
-    starting.join()
-    if starting.failure:  # type: ignore[attr-defined]
-        raise starting.failure[0]  # type: ignore[attr-defined]
+    _joined(starting)
     print(
         f"chaos: broker faults on the 3-broker cluster under {', '.join(faults.modes)}: "
         f"{faults.kills} leader kills, {faults.rolling} rolling restarts, "
@@ -525,7 +534,20 @@ def run(
         kafka = EmbeddedKafka(port=free_port(), data_dir=root / "kafka")
         kafka.start()
         cluster = KafkaCluster() if names is None or "cluster" in names else None
-        starting = _start_in_background(cluster) if cluster is not None else None
+        starting = _in_background(cluster.start, "chaos-cluster-start") if cluster is not None else None
+        found: dict[str, dict] = {}
+
+        def cluster_run() -> None:
+            assert cluster is not None and starting is not None
+            found.update(
+                cluster_scenarios(cluster, starting, root / "cluster", cluster_faults, restart_after_faults)
+            )
+
+        beside = (
+            _in_background(cluster_run, "chaos-cluster-faults")
+            if cluster is not None and cluster_faults.beside
+            else None
+        )
         try:
             for scenario in all_scenarios():
                 if names is None or scenario.name in names:
@@ -550,14 +572,17 @@ def run(
                     print(f"chaos: {label}", flush=True)
                     results[label] = deleted_below(kafka, root / label, fail, restart_after_faults)
                     print(f"  {results[label]}", flush=True)
-            if cluster is not None and starting is not None:
-                found = cluster_scenarios(
-                    cluster, starting, root / "cluster", cluster_faults, restart_after_faults
-                )
+            if beside is not None:
+                _joined(beside)
+            elif cluster is not None:
+                cluster_run()
+            if found:
                 for name, result in found.items():
                     print(f"  {name}: {result}", flush=True)
                 results.update(found)
         finally:
+            if beside is not None:
+                beside.join()
             if starting is not None:
                 starting.join()
             if cluster is not None:

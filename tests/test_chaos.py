@@ -30,8 +30,9 @@ def _check(result: dict, scenarios: set[str]) -> None:
     assert all(r["records"] > 0 for r in result["details"].values()), details
 
 
-#: the reduced broker faults: one leader kill and one rolling restart under a micro-batch query
-REDUCED_CLUSTER = ClusterFaults(("micro",), kills=1, rolling=1, move=False, down=False)
+#: the reduced broker faults: one leader kill and one rolling restart under a micro-batch query,
+#: beside the other scenarios (they mostly wait on broker JVMs)
+REDUCED_CLUSTER = ClusterFaults(("micro",), kills=1, rolling=1, move=False, down=False, beside=True)
 
 
 def test_kills_broker_faults_and_deletions_lose_and_duplicate_nothing() -> None:
