@@ -37,8 +37,8 @@ import org.apache.kafka.common.utils.Utils
  *   - `elect-leaders <topic,...>`: each partition led by its preferred replica again (a node
  *     restarted leads nothing until then); `await-in-sync`: waits until every replica of every
  *     topic is in sync (a rolling restart's step between two nodes);
- *   - `kill-node <id>` (SIGKILL), `stop-node <id>` (a clean stop), `start-node <id>` (waits
- *     until the node has joined again).
+ *   - `kill-node <id>` (SIGKILL), `stop-node <id>` (a clean stop), `start-node <id>[,<id>...]`
+ *     (side by side, as after the whole cluster was down; waits until each has joined again).
  *
  * Users: `admin` (a super user), `reader` and `nobody`, each with a SCRAM password and a client
  * certificate (`CN=<user>`); none but `admin` may do anything until granted. Stops every node
@@ -209,7 +209,13 @@ object KafkaClusterMain {
         case "await-in-sync" => placement.awaitInSync(); ""
         case "kill-node" => nodes.kill(id); ""
         case "stop-node" => nodes.stop(id, NodeTimeoutMs); ""
-        case "start-node" => nodes.start(id, NodeTimeoutMs); ""
+        case "start-node" =>
+          val ids = words.lift(1).toSeq.flatMap(_.split(",")).map(_.toIntOption)
+          if (words.size != 2 || ids.isEmpty || !ids.forall(_.exists(nodes.ids.contains)))
+            throw new IllegalArgumentException(
+              s"usage: start-node <node id: ${nodes.ids.mkString(", ")}>[,<node id>...]")
+          nodes.start(ids.flatten, NodeTimeoutMs)
+          ""
         case _ =>
           try commands.run(line)
           catch {
