@@ -538,8 +538,9 @@ def chaos_section() -> list[str]:
     lines = [
         "| scenario | records | driver kills (batches committed at each) | executor kills (inside a task; "
         "tasks lost; finished map tasks re-run) "
+        "| broker faults (leader kills; rolling restarts; reassignments) "
         "| lost | duplicated | unread | passed | seconds |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, r in result["details"].items():
         at = r.get("committed_at_kills")
@@ -550,15 +551,21 @@ def chaos_section() -> list[str]:
             if "executor_kills" in r
             else "—"
         )
+        brokers = (
+            f"{r['broker_kills']}; {r.get('rolling_restarts', 0)}; {r.get('reassignments', 0)}"
+            if "broker_kills" in r
+            else "—"
+        )
         lines.append(
-            f"| {name} | {_n(r.get('records', 0))} | {kills} | {executors} | {r.get('lost', '—')} | "
+            f"| {name} | {_n(r.get('records', 0))} | {kills} | {executors} | {brokers} | {r.get('lost', '—')} | "
             f"{r.get('duplicated', '—')} | {r.get('unread', '—')} | "
             f"{'yes' if result['scenarios'][name] else 'no'} | {r.get('seconds', 0):.0f} |"
         )
     lines += [
         "",
         f"Seed {result['seed']}: {result['kills']} driver kills, {result.get('executor_kills', 0)} executor "
-        f"kills and {result['restarts']} restarts in all; "
+        f"kills, {result.get('broker_kills', 0)} broker (leader) kills, {result.get('rolling_restarts', 0)} "
+        f"rolling restarts of the cluster and {result['restarts']} restarts in all; "
         f"lost {result['lost']}, duplicated {result['duplicated']}, unread {result['unread']} "
         f"(goal 0 each); {result['seconds'] / 60:.1f} minutes.",
     ]

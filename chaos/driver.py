@@ -38,8 +38,9 @@ def _kafka(config: dict, topic: str) -> KafkaSource:
         .starting_offsets(OffsetsInitializer.earliest())
         .option("format", "json")
         .option("schema", SCHEMA)
-        # a broker restart must not fail the query: readers wait for it
-        .option("kafkaConsumer.pollTimeoutMs", 120_000)
+        # a broker restart must not fail the query: readers wait for it (the cluster scenarios
+        # wait less, so that the whole cluster down outlasts the readers' patience)
+        .option("kafkaConsumer.pollTimeoutMs", config.get("poll_timeout_ms", 120_000))
         .option("failOnDataLoss", str(config.get("failOnDataLoss", True)).lower())
         .build()
     )
@@ -47,7 +48,11 @@ def _kafka(config: dict, topic: str) -> KafkaSource:
 
 def source_frame(spark: SparkSession, config: dict) -> DataFrame:
     """The scenario's records: a files -> Kafka hybrid, one topic, or an aligned group of topics."""
-    limit = {"maxRecordsPerTrigger": BATCH_RECORDS} if config["mode"] == "micro" else {}
+    limit = (
+        {"maxRecordsPerTrigger": config.get("batch_records", BATCH_RECORDS)}
+        if config["mode"] == "micro"
+        else {}
+    )
     strategy = WatermarkStrategy.for_monotonous_timestamps()
     if config["files"]:
         files = (
@@ -170,9 +175,18 @@ def _run_long(spark: SparkSession, config: dict) -> None:
         writer = writer.outputMode("update").trigger(triggers.RealTime(REALTIME_BATCH))
     query = writer.start()
     print("STARTED", flush=True)
+    drain_now = Path(config["drain_signal"]) if config.get("drain_signal") else None
     if not config["drain"]:
-        query.awaitTermination()  # until killed
-        return
+        if drain_now is None:
+            query.awaitTermination()  # until killed
+            return
+        # until killed, or until the harness asks the same query to drain: the signal holds how
+        # many records were written in all
+        while not drain_now.exists() or not drain_now.read_text().strip():
+            if not query.isActive():
+                query.awaitTermination()  # raises what ended it
+            time.sleep(0.5)
+        config = {**config, "expected": int(drain_now.read_text())}
     deadline = time.monotonic() + 300
     while len(epoch_ids(config)) < config["expected"]:
         if query.exception().isDefined():

@@ -23,10 +23,12 @@ per scenario its counts and seconds.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -35,11 +37,13 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from sluice.testing import EmbeddedKafka
 
+from chaos.broker_faults import run_cluster
+from chaos.cluster import KafkaCluster
 from chaos.scenarios import Scenario, all_scenarios
 from chaos.sinks import committed_epochs, sink_ids
 
@@ -188,7 +192,8 @@ def end_fault_run(
     started with `drain_signal`: no second JVM). A drain that fails is the scenario's failure,
     never the end of the run: a restart then drains, so the sink is still counted."""
     if not restart:
-        Path(config["drain_signal"]).touch()
+        # how many records were written in all: a real-time or continuous query drains to that
+        Path(config["drain_signal"]).write_text(str(len(scenario.expected)))
         try:
             driver.finish()
             return check(scenario, config)
@@ -430,17 +435,119 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def run(kills: int, seed: int, names: list[str] | None = None, restart_after_faults: bool = True) -> dict:
+CLUSTER_MODES = ("micro", "realtime", "continuous")
+
+
+class ClusterFaults:
+    """How the broker faults on the 3-broker cluster run (`chaos.broker_faults`): `modes` are the
+    queries reading at once; `kills` leader kills and `rolling` rolling restarts under them all;
+    `move` partitions reassigned; `down` the whole cluster down past the readers' patience (then
+    every query restarts from its checkpoint); `beside`: they run beside the other scenarios rather
+    than after them (the reduced run, whose wall time `make test` pays; its faults mostly wait on
+    broker JVMs)."""
+
+    def __init__(
+        self, modes: tuple[str, ...], kills: int, rolling: int, move: bool, down: bool, beside: bool = False
+    ) -> None:
+        self.modes, self.kills, self.rolling, self.move, self.down = list(modes), kills, rolling, move, down
+        self.beside = beside
+
+
+FULL_CLUSTER_FAULTS = ClusterFaults(CLUSTER_MODES, kills=10, rolling=2, move=True, down=True)
+
+
+def _in_background(work: Callable[[], object], name: str) -> threading.Thread:
+    """`work` in a thread of its own; what it raised is kept for whoever joins it (`_joined`)."""
+    failure: list[BaseException] = []
+
+    def run_it() -> None:
+        try:
+            work()
+        except BaseException as e:  # noqa: BLE001 - raised again by _joined
+            failure.append(e)
+
+    thread = threading.Thread(target=run_it, name=name, daemon=True)
+    thread.failure = failure  # type: ignore[attr-defined]
+    thread.start()
+    return thread
+
+
+def _joined(thread: threading.Thread) -> None:
+    thread.join()
+    if thread.failure:  # type: ignore[attr-defined]
+        raise thread.failure[0]  # type: ignore[attr-defined]
+
+
+def cluster_scenarios(
+    cluster: KafkaCluster, starting: threading.Thread, root: Path, faults: ClusterFaults, restart: bool
+) -> dict[str, dict]:
+    _joined(starting)
+    print(
+        f"chaos: broker faults on the 3-broker cluster under {', '.join(faults.modes)}: "
+        f"{faults.kills} leader kills, {faults.rolling} rolling restarts, "
+        f"reassignments {'yes' if faults.move else 'no'}, whole cluster down {'yes' if faults.down else 'no'}",
+        flush=True,
+    )
+    return run_cluster(
+        cluster,
+        root,
+        faults.modes,
+        kills=faults.kills,
+        rolling=faults.rolling,
+        move=faults.move,
+        down=faults.down,
+        driver=Driver,
+        end=lambda s, driver, config: end_fault_run(s, driver, config, cluster, root / s.name, restart),
+        drain=lambda s, work: drain(s, cluster, work),
+    )
+
+
+@contextlib.contextmanager
+def _scratch() -> Iterator[str]:
+    """The run's folder; CHAOS_KEEP=1 keeps it (checkpoints, sinks, driver logs) for a post-mortem."""
+    folder = tempfile.mkdtemp(prefix="sluice-chaos-")
+    try:
+        yield folder
+    finally:
+        if os.environ.get("CHAOS_KEEP"):
+            print(f"chaos: the run's folder is kept: {folder}", flush=True)
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def run(
+    kills: int,
+    seed: int,
+    names: list[str] | None = None,
+    restart_after_faults: bool = True,
+    cluster_faults: ClusterFaults = FULL_CLUSTER_FAULTS,
+) -> dict:
     """Every scenario (or those named), each in a folder of its own, sharing `kills` driver kills
     (each scenario at least one); the summary. `restart_after_faults`: a query that lived through
-    a fault is killed and its checkpoint restarted to drain (else it drains itself: `end_fault_run`)."""
+    a fault is killed and its checkpoint restarted to drain (else it drains itself: `end_fault_run`).
+    The name `cluster` runs `cluster_faults` on the 3-broker cluster."""
     rng = random.Random(seed)
     results: dict[str, dict] = {}
     began = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="sluice-chaos-") as scratch:
+    with _scratch() as scratch:
         root = Path(scratch)
         kafka = EmbeddedKafka(port=free_port(), data_dir=root / "kafka")
         kafka.start()
+        cluster = KafkaCluster() if names is None or "cluster" in names else None
+        starting = _in_background(cluster.start, "chaos-cluster-start") if cluster is not None else None
+        found: dict[str, dict] = {}
+
+        def cluster_run() -> None:
+            assert cluster is not None and starting is not None
+            found.update(
+                cluster_scenarios(cluster, starting, root / "cluster", cluster_faults, restart_after_faults)
+            )
+
+        beside = (
+            _in_background(cluster_run, "chaos-cluster-faults")
+            if cluster is not None and cluster_faults.beside
+            else None
+        )
         try:
             for scenario in all_scenarios():
                 if names is None or scenario.name in names:
@@ -465,7 +572,21 @@ def run(kills: int, seed: int, names: list[str] | None = None, restart_after_fau
                     print(f"chaos: {label}", flush=True)
                     results[label] = deleted_below(kafka, root / label, fail, restart_after_faults)
                     print(f"  {results[label]}", flush=True)
+            if beside is not None:
+                _joined(beside)
+            elif cluster is not None:
+                cluster_run()
+            if found:
+                for name, result in found.items():
+                    print(f"  {name}: {result}", flush=True)
+                results.update(found)
         finally:
+            if beside is not None:
+                beside.join()
+            if starting is not None:
+                starting.join()
+            if cluster is not None:
+                cluster.stop()
             kafka.stop()
 
     def total(key: str) -> int:
@@ -481,6 +602,9 @@ def run(kills: int, seed: int, names: list[str] | None = None, restart_after_fau
         "kills": total("kills"),
         "restarts": total("restarts"),
         "executor_kills": total("executor_kills"),
+        # each broker fault lands under every query of the cluster run at once: counted once here
+        "broker_kills": max((r.get("broker_kills", 0) for r in results.values()), default=0),
+        "rolling_restarts": max((r.get("rolling_restarts", 0) for r in results.values()), default=0),
         "cleared_first_writes": total("cleared_first_writes"),
         "scenarios": passed,
         "lost": total("lost"),

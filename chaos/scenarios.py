@@ -42,6 +42,7 @@ class Scenario:
     #: this scenario's share of a run's driver kills
     kill_share: float = 0.0
     per_feed: int = 300
+    partitions: int = PARTITIONS
     #: more of what the driver needs (e.g. `master`), passed through its config
     settings: dict = field(default_factory=dict)
     expected: list[str] = field(default_factory=list)
@@ -62,7 +63,7 @@ class Scenario:
                 self.expected += [r["id"] for r in lines]
             self.next_n = 3 * per_file
         for topic in self.topics:
-            kafka.create_topic(topic, PARTITIONS)
+            kafka.create_topic(topic, self.partitions)
         if self.overlap:
             first = self.next_n - 1 - self.overlap
             kafka.produce(self.topics[0], [self._kafka_record(n) for n in range(first, self.next_n - 1)])
@@ -83,7 +84,7 @@ class Scenario:
     def _kafka_record(self, n: int) -> dict:
         return {
             "value": json.dumps(record(self.name, n)),
-            "partition": (n // len(self.topics)) % PARTITIONS,
+            "partition": (n // len(self.topics)) % self.partitions,
             "timestamp": T0 + n * STEP_MS,
         }
 

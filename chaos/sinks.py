@@ -7,11 +7,13 @@ from pathlib import Path
 
 
 def committed_epochs(checkpoint: str) -> set[int]:
-    """Batches (epochs) the query's commit log holds."""
+    """Batches (epochs) the query has committed: every one up to the last in its commit log, whose
+    older files Spark deletes (it keeps 100), so that a long real-time run's first epochs count."""
     commits = Path(checkpoint) / "commits"
     if not commits.is_dir():
         return set()
-    return {int(f.name) for f in commits.iterdir() if f.name.isdigit()}
+    logged = [int(f.name) for f in commits.iterdir() if f.name.isdigit()]
+    return set(range(max(logged) + 1)) if logged else set()
 
 
 def epoch_ids(config: dict) -> list[str]:

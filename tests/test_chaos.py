@@ -1,8 +1,10 @@
 """The chaos run in small (`make chaos` is the full one): a files -> Kafka hybrid whose driver is
-killed twice, a real-time query killed once, an executor JVM killed under a local-cluster query,
-the broker restarted under a reading query, and records deleted below the read position under
-failOnDataLoss=true (which must do nothing); every sink must hold every record exactly once. The
-queries that live through a fault drain themselves here; `make chaos` restarts them.
+killed twice, an aligned group, a continuous and a real-time query killed once each, an executor
+JVM killed under a local-cluster query, the broker restarted under a reading query, records
+deleted below the read position under failOnDataLoss=true (which must do nothing), and on the
+3-broker cluster a partition leader killed and a rolling restart under a micro-batch query; every
+sink must hold every record exactly once. The queries that live through a fault drain themselves
+here; `make chaos` restarts them.
 
 `make test` runs the real-time kill alone, after everything else (build/test): under load, Spark
 has refused its restart (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY naming `commits`) in a way the
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from chaos.run import run
+from chaos.run import ClusterFaults, run
 
 pytestmark = pytest.mark.slow
 
@@ -28,14 +30,38 @@ def _check(result: dict, scenarios: set[str]) -> None:
     assert all(r["records"] > 0 for r in result["details"].values()), details
 
 
-def test_kills_a_broker_restart_and_deletions_lose_and_duplicate_nothing() -> None:
-    # 5 kills shared: 2 for the hybrid, 1 for the executors
+#: the reduced broker faults: one leader kill and one rolling restart under a micro-batch query,
+#: beside the other scenarios (they mostly wait on broker JVMs)
+REDUCED_CLUSTER = ClusterFaults(("micro",), kills=1, rolling=1, move=False, down=False, beside=True)
+
+
+def test_kills_broker_faults_and_deletions_lose_and_duplicate_nothing() -> None:
+    # 5 kills shared: 2 for the hybrid, 1 each for the group, the continuous query and the executors
     # the reduced run: a query that lived through a fault drains itself (no restart's JVM)
     result = run(
-        kills=5, seed=7, names=["hybrid", "executors", "broker", "deleted-true"], restart_after_faults=False
+        kills=5,
+        seed=7,
+        names=["hybrid", "group", "continuous", "executors", "broker", "deleted-true", "cluster"],
+        restart_after_faults=False,
+        cluster_faults=REDUCED_CLUSTER,
     )
-    _check(result, {"hybrid", "executors", "broker-restart", "deleted-below-read-failOnDataLoss-true"})
+    _check(
+        result,
+        {
+            "hybrid",
+            "group",
+            "continuous",
+            "executors",
+            "broker-restart",
+            "deleted-below-read-failOnDataLoss-true",
+            "cluster-micro",
+        },
+    )
     assert result["details"]["hybrid"]["kills"] == 2
+    assert (result["details"]["group"]["kills"], result["details"]["continuous"]["kills"]) == (1, 1)
+    cluster = result["details"]["cluster-micro"]
+    # the node killed led a partition the query read, and all three nodes were restarted in turn
+    assert (cluster["broker_kills"], cluster["rolling_restarts"]) == (1, 1), cluster
     executors = result["details"]["executors"]
     # the kill cut a running task (the scenario kills again until one does, or fails)
     assert executors["kills_inside_tasks"] == 1, executors

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from chaos.run import clear_unlogged_start
+from chaos.sinks import committed_epochs
 
 
 def _files(root: Path, *names: str) -> None:
@@ -41,3 +42,10 @@ def test_a_commit_without_its_offset_is_left_for_spark_to_refuse(tmp_path: Path)
     (tmp_path / "offsets").mkdir()
     assert clear_unlogged_start(tmp_path) == 0
     assert sorted(f.name for f in (tmp_path / "commits").iterdir()) == [".0.crc", "0"]
+
+
+def test_epochs_whose_commit_files_spark_deleted_still_count_as_committed(tmp_path: Path) -> None:
+    # Spark keeps the last 100 commit files: a long real-time run's first epochs lose theirs, and
+    # counting only the files left took their sink output for uncommitted (and removed it)
+    _files(tmp_path, *(f"commits/{n}" for n in range(126, 131)), "commits/.130.crc")
+    assert committed_epochs(str(tmp_path)) == set(range(131))

@@ -227,6 +227,9 @@ class EmbeddedKafka:
     :param command_timeout: seconds to wait for the answer to one command
     """
 
+    #: the JVM's main class: a subclass may drive another speaker of the same protocol
+    _main_class = _MAIN_CLASS
+
     def __init__(
         self,
         *,
@@ -263,7 +266,7 @@ class EmbeddedKafka:
             if self._process is not None:
                 raise KafkaBrokerError("this EmbeddedKafka is already started")
             command = [_java_executable(), f"-Xmx{self._heap}", *self._jvm_options]
-            command += ["-cp", self._classpath or find_broker_classpath(), _MAIN_CLASS]
+            command += ["-cp", self._classpath or find_broker_classpath(), self._main_class]
             if self._port is not None:
                 command += ["--port", str(self._port)]
             if self._data_dir is not None:

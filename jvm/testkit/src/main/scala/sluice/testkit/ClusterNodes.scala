@@ -133,12 +133,17 @@ final class ClusterNodes(
     ids.foreach(awaitReady(_, deadline))
   }
 
-  /** Starts a node stopped or killed before; it keeps its data. */
-  def start(id: Int, timeoutMs: Long): Unit = synchronized {
-    if (running.get(id).exists(_.process.isAlive))
+  /**
+   * Starts nodes stopped or killed before, side by side (they keep their data): after the whole
+   * cluster was down, no node is ready before a quorum of them runs.
+   */
+  def start(nodes: Seq[Int], timeoutMs: Long): Unit = synchronized {
+    nodes.find(id => running.get(id).exists(_.process.isAlive)).foreach { id =>
       throw new IllegalArgumentException(s"node $id is running")
-    launch(id)
-    awaitReady(id, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs))
+    }
+    nodes.foreach(launch)
+    val deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs)
+    nodes.foreach(awaitReady(_, deadline))
   }
 
   /** SIGKILL: the node gets no chance to hand its leaderships over. */

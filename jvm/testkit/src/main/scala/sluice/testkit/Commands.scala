@@ -39,6 +39,11 @@ final class Commands(
     // One request in flight keeps the order through retries instead. A retry duplicates a batch
     // only if the request timed out after the broker appended it: the request timeout is longer
     // than any command may take, so retries answer refusals (no leader yet), which appended nothing.
+    // On the 3-node cluster one more answer follows an append: NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    // (in-sync replicas went below the minimum during the write, as around a node's kill or
+    // stop), and its retry writes the batch twice: the likely source of the duplicates the chaos
+    // runs found in their topics, which is why they compare their sinks with what the topic
+    // holds (chaos/broker_faults.py `against_topic`).
     p.setProperty(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "false")
     p.setProperty(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "1")
     p.setProperty(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "150000")

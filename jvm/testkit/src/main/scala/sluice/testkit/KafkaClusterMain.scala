@@ -31,9 +31,14 @@ import org.apache.kafka.common.utils.Utils
  *   - `grant <user> <topic> <OPERATION,...>`: an ACL allowing the user those operations on the
  *     topic;
  *   - `leader <topic> <partition>`: the node id of the partition's leader (`none` if it has
- *     none);
- *   - `kill-node <id>` (SIGKILL), `stop-node <id>` (a clean stop), `start-node <id>` (waits
- *     until the node has joined again).
+ *     none); `placement <topic>`: each partition's leader and replicas (`p0=1:1,2,3 ...`);
+ *   - `reassign <topic> <partition> <id,...>`: moves the partition's replicas to those nodes
+ *     (the first leads) and waits until they are in sync; answers the leader;
+ *   - `elect-leaders <topic,...>`: each partition led by its preferred replica again (a node
+ *     restarted leads nothing until then); `await-in-sync`: waits until every replica of every
+ *     topic is in sync (a rolling restart's step between two nodes);
+ *   - `kill-node <id>` (SIGKILL), `stop-node <id>` (a clean stop), `start-node <id>[,<id>...]`
+ *     (side by side, as after the whole cluster was down; waits until each has joined again).
  *
  * Users: `admin` (a super user), `reader` and `nobody`, each with a SCRAM password and a client
  * certificate (`CN=<user>`); none but `admin` may do anything until granted. Stops every node
@@ -70,9 +75,12 @@ object KafkaClusterMain {
     var nodes: ClusterNodes = null
     var access: ClusterAccess = null
     var commands: Commands = null
+    var placement: ClusterPlacement = null
     val cleanUp = new Thread(
       () => {
         try Option(commands).foreach(_.close())
+        catch { case NonFatal(_) => }
+        try Option(placement).foreach(_.close())
         catch { case NonFatal(_) => }
         try Option(access).foreach(_.close())
         catch { case NonFatal(_) => }
@@ -162,6 +170,7 @@ object KafkaClusterMain {
         }
       })
     val security = describe(nodes, tls, access)
+    placement = new ClusterPlacement(plaintext, NodeTimeoutMs)
     def run(line: String): String = {
       val words = line.trim.split("\\s+").toSeq
       def id = words
@@ -180,17 +189,40 @@ object KafkaClusterMain {
         case "leader" =>
           if (words.size != 3 || words(2).toIntOption.isEmpty)
             throw new IllegalArgumentException("usage: leader <topic> <partition>")
-          leader(plaintext, words(1), words(2).toInt)
+          placement.leader(words(1), words(2).toInt)
+        case "placement" =>
+          if (words.size != 2) throw new IllegalArgumentException("usage: placement <topic>")
+          placement.placement(words(1))
+        case "reassign" =>
+          val replicas = words.lift(3).toSeq.flatMap(_.split(",")).flatMap(_.toIntOption)
+          if (words.size != 4 || words(2).toIntOption.isEmpty || replicas.isEmpty ||
+            !replicas.forall(nodes.ids.contains))
+            throw new IllegalArgumentException(
+              s"usage: reassign <topic> <partition> <node ids among ${nodes.ids.mkString(",")}, " +
+                "comma-separated, the first to lead>")
+          placement.reassign(words(1), words(2).toInt, replicas)
+        case "elect-leaders" =>
+          if (words.size != 2)
+            throw new IllegalArgumentException("usage: elect-leaders <topic,...>")
+          placement.electPreferredLeaders(words(1).split(",").toSeq.filter(_.nonEmpty))
+          ""
+        case "await-in-sync" => placement.awaitInSync(); ""
         case "kill-node" => nodes.kill(id); ""
         case "stop-node" => nodes.stop(id, NodeTimeoutMs); ""
-        case "start-node" => nodes.start(id, NodeTimeoutMs); ""
+        case "start-node" =>
+          val ids = words.lift(1).toSeq.flatMap(_.split(",")).map(_.toIntOption)
+          if (words.size != 2 || ids.isEmpty || !ids.forall(_.exists(nodes.ids.contains)))
+            throw new IllegalArgumentException(
+              s"usage: start-node <node id: ${nodes.ids.mkString(", ")}>[,<node id>...]")
+          nodes.start(ids.flatten, NodeTimeoutMs)
+          ""
         case _ =>
           try commands.run(line)
           catch {
             case e: IllegalArgumentException if e.getMessage.startsWith("unknown command") =>
               throw new IllegalArgumentException(
-                s"${e.getMessage}; the cluster's own: security, grant, leader, kill-node, " +
-                  "stop-node, start-node")
+                s"${e.getMessage}; the cluster's own: security, grant, leader, placement, " +
+                  "reassign, elect-leaders, await-in-sync, kill-node, stop-node, start-node")
           }
       }
     }
@@ -258,24 +290,6 @@ object KafkaClusterMain {
         }
       }
     }
-  }
-
-  private def leader(bootstrap: String, topic: String, partition: Int): String = {
-    val admin = org.apache.kafka.clients.admin.Admin.create(Broker.adminProps(bootstrap))
-    try {
-      val desc = admin
-        .describeTopics(java.util.Collections.singletonList(topic))
-        .allTopicNames()
-        .get(30, TimeUnit.SECONDS)
-        .get(topic)
-      val p = desc
-        .partitions()
-        .stream()
-        .filter(_.partition() == partition)
-        .findFirst()
-        .orElseThrow(() => new IllegalArgumentException(s"$topic has no partition $partition"))
-      Option(p.leader()).filterNot(_.isEmpty).map(_.id().toString).getOrElse("none")
-    } finally admin.close(java.time.Duration.ofSeconds(2))
   }
 
   /** What clients of the cluster need for TLS. */

@@ -211,7 +211,8 @@ object KafkaConfig {
   val PollTimeoutMs: ConfigOption[Long] = ConfigOption
     .long(
       "kafkaConsumer.pollTimeoutMs",
-      "how long an executor waits for records it knows exist before failing")
+      "how long an executor waits for records it knows exist, or (real-time mode, continuous " +
+        "processing) for brokers that stop answering, before failing")
     .withDefault(120000L)
     .atLeast(1)
 

@@ -48,6 +48,9 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
   private val dataLoss = new KafkaDataLoss(config.failOnDataLoss)
   private var lastProgressMs = context.currentTimeMillis()
 
+  /** When the brokers last answered a look-up of open ranges (real-time, continuous). */
+  private var brokersAnsweredMs = context.currentTimeMillis()
+
   /** Splits given up because their partition was deleted, to report as finished. */
   private val finishedGone = mutable.Set[String]()
 
@@ -141,6 +144,7 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
    * records, however many, with polls that return nothing.
    */
   private def checkStalled(): Unit = {
+    checkBrokersOfOpenRanges()
     val active = assigned.values.filterNot(a => paused.contains(a.tp) || a.open).toSeq
     if (active.isEmpty) return
     val moved = active.filter(a => consumer.position(a.tp) > a.positionSeen)
@@ -179,6 +183,31 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
             .map(a =>
               s"${a.split.splitId} at offset ${consumer.position(a.tp)} (to read up to ${a.until})")
             .mkString(", ") + ". Check that the brokers are reachable.")
+    }
+  }
+
+  /**
+   * An open range (real-time mode, continuous processing) waits for records as long as the task
+   * runs, so no records is no sign of trouble; brokers that stop answering are. While nothing
+   * arrives, the brokers are asked for the ranges' ends once per look-up timeout; when none has
+   * answered for `kafkaConsumer.pollTimeoutMs` the task fails naming the cause, as a planned range
+   * does, instead of waiting for ever (a continuous query has no driver look-up that would fail).
+   */
+  private def checkBrokersOfOpenRanges(): Unit = {
+    val open = assigned.values.filter(a => a.open && !paused.contains(a.tp)).toSeq
+    val quiet = context.currentTimeMillis() - math.max(lastProgressMs, brokersAnsweredMs)
+    if (open.isEmpty || quiet < lookupTimeout.toMillis) return
+    try {
+      consumer.endOffsets(open.map(_.tp).asJava, lookupTimeout)
+      brokersAnsweredMs = context.currentTimeMillis()
+    } catch {
+      case _: org.apache.kafka.common.errors.TimeoutException =>
+        val silentMs = context.currentTimeMillis() - math.max(lastProgressMs, brokersAnsweredMs)
+        if (silentMs > config.pollTimeoutMs)
+          throw SluiceError.sourceFault(s"KafkaSource: the brokers gave no answer within kafkaConsumer.pollTimeoutMs=" +
+            s"${config.pollTimeoutMs} ms while reading ${open.map(_.split.splitId).mkString(", ")}" +
+            " (open ranges: real-time mode or continuous processing). Check that the brokers " +
+            "are reachable, or raise kafkaConsumer.pollTimeoutMs to wait longer for them.")
     }
   }
 

@@ -111,6 +111,56 @@ class KafkaSplitReaderSuite extends AnyFunSuite with KafkaSuiteBase {
   }
 
   test(
+    "an open range (real-time, continuous) fails once the brokers gave no answer for pollTimeoutMs") {
+    // found by the chaos run: with the whole cluster down a continuous query waited for ever
+    val own = new EmbeddedKafka().start()
+    val topic = "reader-open-broker-gone"
+    val pollTimeoutMs = 2000L
+    val split = KafkaPartitionSplit(topic, 0, 0L, None)
+    val r =
+      try {
+        own.createTopic(topic, 1)
+        own.produce(topic, Seq(ProducedRecord.text(value = Some("v0"), partition = Some(0))))
+        val reader = KafkaSource
+          .builder()
+          .bootstrapServers(own.bootstrapServers)
+          .topics(topic)
+          .option("kafkaConsumer.pollTimeoutMs", pollTimeoutMs.toString)
+          .build()
+          .createReader(ReaderContext())
+        reader.handleSplitsChanges(Seq(SplitRange(split, 0L, SplitRange.OpenEnd)))
+        // an idle topic with answering brokers is waited on: a record, then nothing for longer
+        // than the patience, and no failure
+        var read = 0
+        val quietUntil = System.nanoTime() + (pollTimeoutMs + 1500) * 1000000
+        while (System.nanoTime() < quietUntil) {
+          val batch = reader.fetch()
+          while (batch.nextSplit() != null) while (batch.nextRecord()) read += 1
+        }
+        assert(read == 1)
+        reader
+      } finally own.stop()
+    try {
+      val began = System.nanoTime()
+      val e = intercept[IllegalStateException] {
+        while (true) {
+          val batch = r.fetch()
+          assert(batch.nextSplit() == null && batch.finishedSplits.isEmpty)
+        }
+      }
+      val waitedMs = (System.nanoTime() - began) / 1000000
+      assert(
+        e.getMessage.contains(
+          s"the brokers gave no answer within kafkaConsumer.pollTimeoutMs=$pollTimeoutMs ms " +
+            s"while reading ${split.splitId}") &&
+          e.getMessage.contains("Check that the brokers are reachable"),
+        e.getMessage)
+      assert(waitedMs >= pollTimeoutMs / 2, s"failed after $waitedMs ms")
+      assert(waitedMs < 30000, s"failed only after $waitedMs ms")
+    } finally r.close()
+  }
+
+  test(
     "records gone by retention: an error naming the offsets, or skipped and counted (failOnDataLoss)") {
     val topic = "reader-retention"
     kafka.createTopic(topic, 1)

@@ -1,0 +1,261 @@
+"""Broker faults on the 3-broker test cluster (`chaos.cluster`) under running queries, one per
+execution mode, all three reading at once (each fault then lands under every mode):
+
+- a partition's leader SIGKILLed mid-read (records written before the kill and while it is down),
+  restarted once the queries read on, and every partition led by its preferred node again, so
+  that the next kill finds a leader of every query's topic on any node;
+- a rolling restart under load: each node in turn stopped cleanly, records written while it is
+  down, started, and the next only once every replica is in sync again;
+- a partition moved off its leader's node and back (`Admin.alterPartitionReassignments`);
+- the whole cluster down (all nodes SIGKILLed) for longer than the readers' patience: each query
+  must fail with an error naming the cause; once the cluster is back, a restart from the
+  checkpoint must read everything (the full run; the reduced run in `make test` lets its query
+  drain in place instead).
+
+Every record must reach the sink once: micro-batch into the file sink (exactly once), real-time
+and continuous into the epoch sink (committed epochs only, a replay replaces its epoch).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from chaos.cluster import NODES, KafkaCluster
+from chaos.scenarios import Scenario
+from chaos.sinks import committed_epochs, sink_ids
+
+#: the readers' patience (`kafkaConsumer.pollTimeoutMs`): longer than a leader's failover, shorter
+#: than the whole cluster's outage
+READER_PATIENCE_MS = 30_000
+#: how long the queries may take to fail once the whole cluster is down
+DOWN_FAILURE_S = 240
+PARTITIONS = 3  # one led by each node once leaders are rebalanced
+FEED = 150  # records per scenario written before and after each fault
+BATCH_RECORDS = 50  # per micro-batch: a few batches per feed, so a kill lands mid-read
+
+
+def scenarios(modes: list[str]) -> list[Scenario]:
+    return [
+        Scenario(
+            f"cluster-{mode}",
+            mode,
+            [f"cluster-{mode}"],
+            per_feed=FEED,
+            partitions=PARTITIONS,
+            settings={"poll_timeout_ms": READER_PATIENCE_MS, "batch_records": BATCH_RECORDS},
+        )
+        for mode in modes
+    ]
+
+
+class Fleet:
+    """The running queries of a cluster run, one driver each, and the harness's view of them."""
+
+    def __init__(
+        self, scenarios: list[Scenario], cluster: KafkaCluster, root: Path, driver: Callable
+    ) -> None:
+        self.scenarios = scenarios
+        self.cluster = cluster
+        self.root = root
+        self.make_driver = driver
+        self.drivers: dict[str, object] = {}
+        self.configs: dict[str, dict] = {}
+        self.problems: dict[str, str] = {}
+
+    def start(self) -> None:
+        for s in self.scenarios:
+            work = self.root / s.name
+            s.prepare(self.cluster, work)
+            s.feed(self.cluster, 3 * FEED)
+            config = {**s.config(self.cluster, work, drain=False), "drain_signal": str(work / "drain.now")}
+            self.configs[s.name] = config
+            self.drivers[s.name] = self.make_driver(config, work, "run")
+        for s in self.scenarios:
+            self.drivers[s.name].wait_started()
+        self.progress("before the first fault")
+
+    def feed(self) -> None:
+        for s in self.scenarios:
+            if s.name not in self.problems:
+                s.feed(self.cluster)
+
+    def progress(self, what: str, batches: int = 1) -> None:
+        """Writes more records, then waits until each query still running committed `batches` more
+        batches (epochs): a micro-batch query with nothing new to read commits none."""
+        self.feed()
+        for s in self.scenarios:
+            if s.name in self.problems:
+                continue
+            checkpoint = self.configs[s.name]["checkpoint"]
+            problem = self.drivers[s.name].wait_for_commits(
+                checkpoint, len(committed_epochs(checkpoint)) + batches - 1, what
+            )
+            if problem is not None:
+                self.problems[s.name] = problem
+
+    def topics(self) -> list[str]:
+        return [t for s in self.scenarios for t in s.topics]
+
+    def led_by(self, node: int) -> dict[str, bool]:
+        """Whether the node leads a partition each query reads now."""
+        return {
+            s.name: any(node == leader for t in s.topics for leader in self.cluster.leaders(t).values())
+            for s in self.scenarios
+        }
+
+
+def leader_kills(fleet: Fleet, kills: int, counts: dict[str, dict]) -> None:
+    cluster = fleet.cluster
+    first = fleet.topics()[0]
+    for k in range(kills):
+        fleet.feed()  # unread when the leader dies
+        victim = cluster.leader(first, k % PARTITIONS)
+        if victim is None:
+            raise RuntimeError(f"{first} partition {k % PARTITIONS} has no leader before kill {k}")
+        for name, hit in fleet.led_by(victim).items():
+            counts[name]["broker_kills"] += hit
+        cluster.kill_node(victim)
+        # written while it is down (acks=all, two replicas in sync), and read
+        fleet.progress(f"after node {victim} (a leader) was killed", batches=2)
+        cluster.start_nodes(victim)
+        cluster.await_in_sync()
+        cluster.elect_leaders(fleet.topics())
+
+
+def rolling_restarts(fleet: Fleet, restarts: int, counts: dict[str, dict]) -> None:
+    cluster = fleet.cluster
+    for _ in range(restarts):
+        for node in NODES:
+            fleet.feed()
+            cluster.stop_node(node)
+            fleet.feed()
+            cluster.start_nodes(node)
+            cluster.await_in_sync()  # else the next stop leaves one replica in sync
+        cluster.elect_leaders(fleet.topics())
+        fleet.progress("after a rolling restart")
+        for s in fleet.scenarios:
+            counts[s.name]["rolling_restarts"] += 1
+
+
+def reassignments(fleet: Fleet, counts: dict[str, dict]) -> None:
+    """Each topic's partition 0 moves off its leader's node (two replicas left, the leader's copy
+    deleted), then back onto it as a new replica that copies the log from the others."""
+    cluster = fleet.cluster
+    for s in fleet.scenarios:
+        topic = s.topics[0]
+        replicas = cluster.replicas(topic, 0)
+        fleet.feed()
+        cluster.reassign(topic, 0, replicas[1:])
+        fleet.progress(f"after {topic} partition 0 moved off node {replicas[0]}")
+        cluster.reassign(topic, 0, replicas)
+        counts[s.name]["reassignments"] += 2
+    fleet.progress("after the partitions moved back")
+
+
+def cluster_down(fleet: Fleet, counts: dict[str, dict]) -> None:
+    """Every node SIGKILLed: each query must fail within DOWN_FAILURE_S, naming the cause; the
+    cluster then starts again (same data)."""
+    fleet.feed()
+    began = time.monotonic()
+    for node in NODES:
+        fleet.cluster.kill_node(node)
+    for s in fleet.scenarios:
+        driver = fleet.drivers[s.name]
+        left = DOWN_FAILURE_S - (time.monotonic() - began)
+        try:
+            driver.process.wait(timeout=max(1.0, left))
+        except Exception:  # noqa: BLE001 - subprocess.TimeoutExpired: the query waits on
+            counts[s.name]["cluster_down"] = f"still running {DOWN_FAILURE_S} s after the cluster went down"
+            fleet.problems.setdefault(s.name, counts[s.name]["cluster_down"])
+            driver.kill()
+            continue
+        counts[s.name]["cluster_down"] = failure_line(driver.tail(200))
+        counts[s.name]["failed_after_s"] = round(time.monotonic() - began, 1)
+    fleet.cluster.start_nodes(*NODES)
+    fleet.cluster.await_in_sync()
+
+
+def failure_line(log: str) -> str:
+    """The first line of the log that names Sluice's or Spark's error, as the user would read it."""
+    for line in log.splitlines():
+        if "SLUICE_" in line or "KafkaSource:" in line:
+            return line.strip()[:400]
+    for line in log.splitlines():
+        if "Exception" in line or "Error" in line:
+            return line.strip()[:400]
+    return "(no error in the log)"
+
+
+def against_topic(scenario: Scenario, config: dict, cluster: KafkaCluster) -> dict:
+    """The sink against what the topic holds, record by record: a record the harness's producer
+    wrote twice (a retry across a fault) is the topic's duplicate, not the reader's. Duplicates
+    are then counted only past what the topic holds, and a few of each kind are named."""
+    held = Counter(json.loads(r["value"])["id"] for t in scenario.topics for r in cluster.consume(t))
+    ids, _ = sink_ids(config)
+    got = Counter(ids)
+    read_twice = sorted(i for i, n in got.items() if n > held.get(i, 0) and i in held)
+    return {
+        "duplicated_in_topic": sum(n - 1 for n in held.values() if n > 1),
+        "duplicated": sum(got[i] - held[i] for i in read_twice),
+        "read_twice": read_twice[:5],
+    }
+
+
+def run_cluster(
+    cluster: KafkaCluster,
+    root: Path,
+    modes: list[str],
+    *,
+    kills: int,
+    rolling: int,
+    move: bool,
+    down: bool,
+    driver: Callable,
+    end: Callable,
+    drain: Callable,
+) -> dict[str, dict]:
+    """The faults above against one query per mode; `end(scenario, driver, config)` drains a
+    query still running and checks its sink, `drain(scenario, work)` restarts one from its
+    checkpoint to drain. Returns each scenario's result."""
+    began = time.monotonic()
+    fleet = Fleet(scenarios(modes), cluster, root, driver)
+    counts = {s.name: {"broker_kills": 0, "rolling_restarts": 0, "reassignments": 0} for s in fleet.scenarios}
+    fleet.start()
+    steps: list[Callable[[], None]] = [lambda: leader_kills(fleet, kills, counts)]
+    if rolling:
+        steps.append(lambda: rolling_restarts(fleet, rolling, counts))
+    if move:
+        steps.append(lambda: reassignments(fleet, counts))
+    for step in steps:
+        if len(fleet.problems) == len(fleet.scenarios):
+            break
+        step_began = time.monotonic()
+        step()
+        print(
+            f"  a fault step took {time.monotonic() - step_began:.0f} s; problems: {fleet.problems}",
+            flush=True,
+        )
+    if down:
+        cluster_down(fleet, counts)
+        print(f"  the whole cluster down: {counts}", flush=True)
+    results: dict[str, dict] = {}
+    for s in fleet.scenarios:
+        work = root / s.name
+        config = fleet.configs[s.name]
+        if down or s.name in fleet.problems:
+            fleet.drivers[s.name].kill()
+            s.feed(cluster)  # written once the cluster is back
+            # a query the outage failed is restarted; one a fault stopped otherwise is killed first
+            killed = int(not down or s.name in fleet.problems)
+            result = {**drain(s, work), "kills": killed, "restarts": 1}
+        else:
+            result = end(s, fleet.drivers[s.name], config)
+        result.update(against_topic(s, fleet.configs[s.name], cluster))
+        if s.name in fleet.problems:
+            result["failed"] = "; ".join(filter(None, [result.get("failed"), fleet.problems[s.name]]))
+        results[s.name] = {**result, **counts[s.name], "seconds": round(time.monotonic() - began, 1)}
+    return results

@@ -1,0 +1,78 @@
+"""The 3-broker test cluster (`sluice.testkit.KafkaClusterMain`: KRaft nodes in JVMs of their own,
+replication factor 3, `min.insync.replicas=2`) driven from Python, for the chaos run's broker
+faults. It speaks the embedded broker's protocol, so the topic and record commands are
+`EmbeddedKafka`'s (over the PLAINTEXT listener, as a super user); the node and placement commands
+are its own."""
+
+from __future__ import annotations
+
+from sluice.testing import EmbeddedKafka
+
+NODES = (1, 2, 3)
+
+
+class KafkaCluster(EmbeddedKafka):
+    """One cluster per chaos run: its start costs four JVMs (10-35 s on a 2-core machine)."""
+
+    _main_class = "sluice.testkit.KafkaClusterMain"
+
+    def __init__(self) -> None:
+        super().__init__(
+            heap="128m",
+            # keytool runs in the cluster's JVM (sluice.testkit.Certificates), whose class Java 17
+            # does not export
+            jvm_options=(
+                "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1",
+                "--add-exports=java.base/sun.security.tools.keytool=ALL-UNNAMED",
+            ),
+            start_timeout=180.0,
+            command_timeout=180.0,
+        )
+
+    def leader(self, topic: str, partition: int) -> int | None:
+        """The node leading the partition now, if any."""
+        answer = self._command("leader", topic, str(partition))
+        return None if answer == "none" else int(answer)
+
+    def leaders(self, topic: str) -> dict[int, int | None]:
+        """Each partition's leader (None while it has none)."""
+        found: dict[int, int | None] = {}
+        for item in self._command("placement", topic).split():
+            partition, rest = item.split("=", 1)
+            leader = rest.split(":", 1)[0]
+            found[int(partition.removeprefix("p"))] = None if leader == "none" else int(leader)
+        return found
+
+    def replicas(self, topic: str, partition: int) -> list[int]:
+        """The partition's replicas, the preferred leader first."""
+        for item in self._command("placement", topic).split():
+            name, rest = item.split("=", 1)
+            if name == f"p{partition}":
+                return [int(n) for n in rest.split(":", 1)[1].split(",")]
+        raise ValueError(f"{topic} has no partition {partition}")
+
+    def kill_node(self, node: int) -> None:
+        """SIGKILL: the node hands no leadership over."""
+        self._command("kill-node", str(node))
+
+    def stop_node(self, node: int) -> None:
+        """A clean stop (controlled shutdown: its leaderships move first)."""
+        self._command("stop-node", str(node))
+
+    def start_nodes(self, *nodes: int) -> None:
+        """Starts nodes killed or stopped before, side by side (they keep their data); returns once
+        each has joined (after the whole cluster was down, none joins before a quorum runs)."""
+        self._command("start-node", ",".join(map(str, nodes)))
+
+    def reassign(self, topic: str, partition: int, replicas: list[int]) -> int:
+        """Moves the partition to those nodes (the first leads); returns once they are in sync."""
+        return int(self._command("reassign", topic, str(partition), ",".join(map(str, replicas))))
+
+    def elect_leaders(self, topics: list[str]) -> None:
+        """Every partition led by its preferred replica again."""
+        self._command("elect-leaders", ",".join(topics))
+
+    def await_in_sync(self) -> None:
+        """Until every replica of every topic is in sync."""
+        self._command("await-in-sync")
