@@ -182,3 +182,31 @@ def test_a_table_then_kafka_from_the_tables_largest_event_time_minus_a_margin(
     ids = Counter(r.id for r in spark.table("py_delta_hybrid").collect())
     # the table: 0..99; Kafka from the table's last event time (id 99) minus 5 s: ids 94..149
     assert ids == Counter(list(range(100)) + list(range(94, 150)))
+
+
+def test_a_restarted_query_reads_its_version_on_not_the_tables_newer_one(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The version is the query's, kept in its checkpoint: after a commit to the table, the query
+    restarted from its checkpoint reads nothing more (Spark's file sink holds each row once)."""
+    path = tmp_path / "r"
+    write_deltalake(path, _events(range(0, 20)))
+    sink = str(tmp_path / "sink")
+
+    def run() -> None:
+        query = (
+            sluice.from_source(spark, DeltaSource.builder().table(str(path)).build(), name="restarted")
+            .drop("_split", "_position", "_timestamp")
+            .writeStream.format("parquet")
+            .option("path", sink)
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        assert query.awaitTermination(120), "the query did not end within 120 s"
+        assert query.exception() is None
+
+    run()
+    write_deltalake(path, _events(range(20, 40)), mode="append")
+    run()
+    assert _got(spark.read.parquet(sink)) == _expected(path, version=0)
