@@ -90,6 +90,17 @@ def test_a_table_written_in_three_commits_streams_the_same_rows_as_delta_rs(
     kernel = loader.loadClass("io.delta.kernel.defaults.engine.DefaultEngine")
     assert "sluice-spark-assembly" in kernel.getProtectionDomain().getCodeSource().getLocation().toString()
 
+    # Kernel plans only the files whose statistics in the log let a row pass a pushed filter: the
+    # file of ids 0..19, deleted, is never opened by a read of ids from 40
+    actions = pa.table(DeltaTable(str(tmp_path / "t")).get_add_actions(flatten=True)).to_pylist()
+    (tmp_path / "t" / next(a["path"] for a in actions if a["min.id"] == 0)).unlink()
+    late = sluice.read(spark, DeltaSource.builder().table(str(tmp_path / "t")).build()).where(
+        F.col("id") >= 40
+    )
+    assert sorted(r.id for r in late.select("id").collect()) == list(range(40, 60))
+    with pytest.raises(Exception, match="cannot be read"):  # unfiltered, it is planned and missed
+        sluice.read(spark, DeltaSource.builder().table(str(tmp_path / "t")).build()).collect()
+
 
 def test_a_partitioned_table_with_deletes_reads_as_delta_rs_and_prunes_by_partition(
     spark: SparkSession, tmp_path: Path

@@ -113,7 +113,8 @@ object Sources extends SourceResolver {
       Section(
         "Delta tables (`source` = `delta`)",
         "A version of a Delta table (bounded), planned by Delta Kernel; its Parquet data files read as the Parquet " +
-          "source reads files (row-group splits, exact row positions; files skipped by partition values). Rows are " +
+          "source reads files (row-group splits, exact row positions; files skipped by partition values and the " +
+          "log's statistics). Rows are " +
           "the table's data columns, its partition columns, then `_split`, `_position` and `_timestamp`. Deletion " +
           "vectors, column mapping, type widening and timestamp partition columns are refused. See docs/connectors.md.",
         DeltaConfig.all)))

@@ -40,11 +40,16 @@ final class DeltaSource private (val config: DeltaConfig, rows: ParquetRows)
 
   override def options: Map[String, String] = config.options + ("source" -> sourceType)
 
-  /** The version's data files, planned by Kernel on the driver once per source value. */
+  /**
+   * The version's data files rows passing the pushed filters may be in, planned by Kernel on the
+   * driver once per source value: `fromOptions` plans the unfiltered one to refuse what cannot be
+   * read before a query starts, and a source with pushed filters (`withFilters`) plans its own.
+   */
   @transient private lazy val planned: Seq[DiscoveredFile] = {
     val engine = DeltaTables.engine(rows.hadoopConf)
     val snapshot = DeltaTables.snapshot(engine, config.table, Some(config.version), None)
-    DeltaTables.dataFiles(engine, snapshot, config.table, config.partitionColumns)
+    val filter = DeltaFilters.toKernel(parquet.filters, parquet.outputSchema)
+    DeltaTables.dataFiles(engine, snapshot, config.table, config.partitionColumns, filter)
   }
 
   override def withColumns(required: Set[String]): DeltaSource = {
@@ -60,7 +65,7 @@ final class DeltaSource private (val config: DeltaConfig, rows: ParquetRows)
       layout,
       DeltaConfig.Context)
 
-  /** Files are skipped by their partition values, row groups by statistics; Spark applies the filters either way. */
+  /** Files are skipped by Kernel's planning, row groups by statistics; Spark applies the filters either way. */
   override def withFilters(filters: Seq[Filter]): DeltaSource = {
     val own = parquet.outputSchema.fieldNames.toSet
     val usable = filters.filter(_.references.forall(own.contains))

@@ -7,6 +7,7 @@ import scala.util.control.NonFatal
 import io.delta.kernel.{Snapshot, Table}
 import io.delta.kernel.defaults.engine.DefaultEngine
 import io.delta.kernel.engine.Engine
+import io.delta.kernel.expressions.Predicate
 import io.delta.kernel.internal.InternalScanFileUtils
 import io.delta.kernel.internal.util.ColumnMapping
 import org.apache.hadoop.conf.Configuration
@@ -24,6 +25,7 @@ import sluice.errors.SluiceError
  */
 private[delta] object DeltaTables {
   import DeltaConfig.Context
+  private val log = org.slf4j.LoggerFactory.getLogger(getClass)
 
   /** Reader features whose rows Sluice's Parquet path would read wrong: refused by name. */
   private val refusedFeatures = Map(
@@ -92,7 +94,8 @@ private[delta] object DeltaTables {
   }
 
   /**
-   * The snapshot's data files, by absolute path. A data file with a deletion vector is refused
+   * The snapshot's data files that rows passing `filter` may be in (Kernel prunes by partition
+   * values and the log's column statistics), by absolute path. A data file with a deletion vector is refused
    * (Sluice does not apply deletion vectors yet, and never reads deleted rows). Partition values
    * are read from the files' `name=value` directories by the Parquet path, as written by every
    * Delta writer without column mapping; each is checked against the value the log records,
@@ -102,9 +105,31 @@ private[delta] object DeltaTables {
       engine: Engine,
       snapshot: Snapshot,
       location: String,
-      partitionColumns: Seq[String]): Seq[DiscoveredFile] = {
+      partitionColumns: Seq[String],
+      filter: Option[Predicate]): Seq[DiscoveredFile] =
+    filter match {
+      case None => scan(engine, snapshot, location, partitionColumns, None)
+      case Some(p) =>
+        // pruning is an optimisation: a predicate Kernel cannot evaluate reads every file instead
+        try scan(engine, snapshot, location, partitionColumns, Some(p))
+        catch {
+          case NonFatal(e) if !e.isInstanceOf[SluiceError] =>
+            log.warn(
+              s"$Context: Delta Kernel cannot prune the files of '$location' by $p " +
+                s"(${e.getMessage}); every data file is planned, and the filter applied to rows.")
+            scan(engine, snapshot, location, partitionColumns, None)
+        }
+    }
+
+  private def scan(
+      engine: Engine,
+      snapshot: Snapshot,
+      location: String,
+      partitionColumns: Seq[String],
+      filter: Option[Predicate]): Seq[DiscoveredFile] = {
     val files = mutable.ArrayBuffer[DiscoveredFile]()
-    val batches = snapshot.getScanBuilder.build().getScanFiles(engine)
+    val builder = filter.foldLeft(snapshot.getScanBuilder)(_.withFilter(_))
+    val batches = builder.build().getScanFiles(engine)
     try
       batches.asScala.foreach { batch =>
         val rows = batch.getRows
