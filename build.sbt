@@ -76,6 +76,30 @@ val icebergCore = ("org.apache.iceberg" % "iceberg-core" % icebergVersion)
   .exclude("org.checkerframework", "checker-qual")
   .exclude("com.google.errorprone", "error_prone_annotations")
 
+// Delta tables are planned by Delta Kernel (io.delta:delta-kernel-api, and -defaults for its engine:
+// the log's JSON and checkpoints), engine-free; their data files are read by Sluice's Parquet reader.
+// 4.4.x is the newest line. What Spark 4.3 already carries is taken from Spark: Hadoop (3.5.0 for
+// Kernel's 3.4.2), parquet-hadoop (1.17.0 for 1.16.0), RoaringBitmap (1.6.10 for 0.9.25; Kernel reads
+// deletion vectors with it, which Sluice refuses), slf4j and jsr305. Kernel's jars carry their own
+// Jackson relocated (io.delta.kernel.shaded), so the Jackson 2.13.5 its POMs name is left out.
+// delta-storage (Kernel's LogStores) is bundled; its Unity Catalog client (for UC-managed commits,
+// with its own Jackson, log4j and HTTP stack) is not: Sluice reads tables by path.
+val deltaKernelVersion = "4.4.0"
+def deltaKernel(module: String) = ("io.delta" % s"delta-kernel-$module" % deltaKernelVersion)
+  .exclude("org.apache.hadoop", "hadoop-client-api")
+  .exclude("org.apache.hadoop", "hadoop-client-runtime")
+  .exclude("org.apache.parquet", "parquet-hadoop")
+  .exclude("com.fasterxml.jackson.core", "jackson-core")
+  .exclude("com.fasterxml.jackson.core", "jackson-databind")
+  .exclude("com.fasterxml.jackson.core", "jackson-annotations")
+  .exclude("com.fasterxml.jackson.datatype", "jackson-datatype-jdk8")
+  .exclude("org.roaringbitmap", "RoaringBitmap")
+  .exclude("org.slf4j", "slf4j-api")
+  .exclude("com.google.code.findbugs", "jsr305")
+  .exclude("io.unitycatalog", "unitycatalog-client")
+  .exclude("io.unitycatalog", "unitycatalog-hadoop")
+val deltaKernelDeps = Seq(deltaKernel("api"), deltaKernel("defaults"))
+
 lazy val writeSparkKafkaClasspath =
   taskKey[File]("writes the jars of Spark's Kafka connector, for Python tests and benchmarks")
 
@@ -192,7 +216,7 @@ lazy val connectors = (project in file("jvm/connectors"))
   .settings(
     name := "sluice-connectors",
     publish / skip := true,
-    libraryDependencies ++= Seq(kafkaClients, icebergCore, scalaTest),
+    libraryDependencies ++= Seq(kafkaClients, icebergCore, scalaTest) ++ deltaKernelDeps,
     Test / javaOptions ++= Seq("-Xmx1g", "-XX:+UseG1GC") ++ testJit ++ java17Opens)
 
 // Its tests use connectors' test classes (test->test) for the broker's client: that client talks to
@@ -204,7 +228,10 @@ lazy val spark = (project in file("jvm/spark"))
   .settings(brokerTests)
   .settings(
     name := "sluice-spark",
-    libraryDependencies ++= Seq(kafkaClients, icebergCore, scalaTest) ++ sparkKafkaConnector
+    libraryDependencies ++= Seq(
+      kafkaClients,
+      icebergCore,
+      scalaTest) ++ deltaKernelDeps ++ sparkKafkaConnector
       .map(_ % Test),
     // One JVM per test run, sized for a 2-core machine; the broker runs in its own process.
     Test / javaOptions ++= Seq("-Xmx3g", "-XX:+UseG1GC") ++ testJit ++ java17Opens,

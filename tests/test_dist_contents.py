@@ -31,6 +31,16 @@ BUNDLED = {
     "org/apache/iceberg/expressions/": "org.apache.iceberg:iceberg-api",
     "org/apache/iceberg/": "org.apache.iceberg:iceberg-core",
 }
+# Bundled libraries whose jars carry no LICENSE/NOTICE file of their own (Delta's: NOTICE quotes its
+# repository's), with the version NOTICE names them at. delta-kernel-api's classes include the
+# Jackson Delta relocated into io/delta/kernel/shaded/ (NOTICE names it).
+BUNDLED_WITHOUT_LEGAL_FILES = {
+    "io/delta/kernel/defaults/": "io.delta:delta-kernel-defaults:4.4.0",
+    "io/delta/kernel/": "io.delta:delta-kernel-api:4.4.0",
+    "io/delta/storage/": "io.delta:delta-storage:4.4.0",
+    # one class of delta-storage's, in delta-spark's package (Spark 4.3 has no delta-spark)
+    "org/apache/spark/sql/delta/coordinatedcommits/": "io.delta:delta-storage:4.4.0",
+}
 # Libraries bundled relocated under sluice/shaded/ (build.sbt shade rules): no LICENSE_/NOTICE_ file
 # of their own in the jar (theirs is the Apache text, kept under META-INF, which Sluice's replaces),
 # so NOTICE must name them with their relocated package.
@@ -120,9 +130,13 @@ def test_notice_names_every_library_the_jar_bundles() -> None:
     notice = (ROOT / "NOTICE").read_text(encoding="utf-8")
     classes = [n for n in jar.namelist() if n.endswith(".class")]
     foreign = [n for n in classes if not n.startswith(SLUICE_PACKAGES)]
-    unnamed = sorted({n.rsplit("/", 1)[0] for n in foreign if not n.startswith(tuple(BUNDLED))})
+    listed = (*BUNDLED, *BUNDLED_WITHOUT_LEGAL_FILES)
+    unnamed = sorted({n.rsplit("/", 1)[0] for n in foreign if not n.startswith(listed)})
     assert not unnamed, f"classes of an unlisted library in the jar: {unnamed[:5]}"
-    assert all(any(n.startswith(p) for n in foreign) for p in BUNDLED), "a listed library is gone"
+    assert all(any(n.startswith(p) for n in foreign) for p in listed), "a listed library is gone"
+    for coordinate in BUNDLED_WITHOUT_LEGAL_FILES.values():
+        assert coordinate in notice, f"NOTICE does not name {coordinate}"
+    assert "io.delta.kernel.shaded.com.fasterxml.jackson" in notice
     shaded = sorted({n.split("/")[2] for n in classes if n.startswith("sluice/shaded/")})
     assert shaded == sorted({p.split("/")[2] for p in SHADED}), f"unlisted shaded packages: {shaded}"
     for package, coordinate in SHADED.items():
@@ -161,10 +175,16 @@ def test_pom_has_what_a_public_repository_requires() -> None:
         d.findtext("m:artifactId", namespaces=POM_NS): d.findtext("m:scope", "compile", POM_NS)
         for d in pom.findall("m:dependencies/m:dependency", POM_NS)
     }
-    # Spark brings Scala and itself; kafka-clients and iceberg-core are what a --packages user downloads
+    # Spark brings Scala and itself; kafka-clients, iceberg-core and Delta Kernel are what a
+    # --packages user downloads
     assert scopes["spark-sql_2.13"] == "provided"
     assert scopes["scala-library"] == "provided"
-    assert sorted(a for a, s in scopes.items() if s == "compile") == ["iceberg-core", "kafka-clients"]
+    assert sorted(a for a, s in scopes.items() if s == "compile") == [
+        "delta-kernel-api",
+        "delta-kernel-defaults",
+        "iceberg-core",
+        "kafka-clients",
+    ]
     # iceberg-core without what Spark 4.3 carries (another Avro or Jackson would meet Spark's)
     iceberg = next(
         d
@@ -176,6 +196,23 @@ def test_pom_has_what_a_public_repository_requires() -> None:
         for e in iceberg.findall("m:exclusions/m:exclusion", POM_NS)
     }
     assert {"avro", "jackson-core", "jackson-databind", "RoaringBitmap"} <= excluded
+    # Delta Kernel without Spark's Hadoop and Parquet, the Jackson it carries relocated, nor the
+    # Unity Catalog client
+    kernel = next(
+        d
+        for d in pom.findall("m:dependencies/m:dependency", POM_NS)
+        if d.findtext("m:artifactId", namespaces=POM_NS) == "delta-kernel-defaults"
+    )
+    kernel_excluded = {
+        e.findtext("m:artifactId", namespaces=POM_NS)
+        for e in kernel.findall("m:exclusions/m:exclusion", POM_NS)
+    }
+    assert {
+        "hadoop-client-runtime",
+        "parquet-hadoop",
+        "jackson-databind",
+        "unitycatalog-client",
+    } <= kernel_excluded
 
 
 def test_maven_artifacts_include_sources_javadoc_and_checksums() -> None:

@@ -229,6 +229,35 @@ def _iceberg_events(work: Path) -> str:
     return table.metadata_location
 
 
+def _delta_events(work: Path) -> str:
+    """The archive's events as a Delta table written by delta-rs, once per run: its directory."""
+    location = work / "delta" / "events"
+    if (location / "_delta_log").is_dir():
+        return str(location)
+    import pyarrow as pa
+    from deltalake import write_deltalake  # the test requirements' independent writer
+
+    rows = [
+        {
+            "id": i,
+            "user": f"u{i % 3}",
+            "amount": i * 1.5,
+            "ts": datetime.fromtimestamp(EVENTS_MS / 1000 + i, UTC),
+        }
+        for i in range(6)
+    ]
+    schema = pa.schema(
+        [
+            ("id", pa.int64()),
+            ("user", pa.string()),
+            ("amount", pa.float64()),
+            ("ts", pa.timestamp("us", "UTC")),
+        ]
+    )
+    write_deltalake(location, pa.Table.from_pylist(rows, schema=schema))
+    return str(location)
+
+
 # -- the run ----------------------------------------------------------------------------------------
 
 
@@ -289,6 +318,8 @@ def _given(name: str, spark: SparkSession, kafka: EmbeddedKafka, work: Path) -> 
         )
     if name == "iceberg_events":
         return _iceberg_events(work)
+    if name == "delta_events":
+        return _delta_events(work)
     if name == "old_kafka_checkpoint":
         _old_kafka_checkpoint(work)
         return None

@@ -61,11 +61,15 @@ def test_packages_coordinate_resolves_from_the_repository_folder(tmp_path: Path)
     assert result["ids"] == list(range(10))
     jars = sorted(Path(j).name for j in result["jars"].split(","))
     # the artifact and its compile dependencies; Spark brings Scala and itself, and the Avro,
-    # Jackson and RoaringBitmap iceberg-core uses (the POM excludes them: NOTICE)
+    # Jackson and RoaringBitmap iceberg-core uses, and the Hadoop and Parquet of Delta Kernel (the
+    # POM excludes them: NOTICE)
     assert jars == [
         "com.github.ben-manes.caffeine_caffeine-2.9.3.jar",
         f"dev.sluice_{ARTIFACT}-{VERSION}.jar",
         "io.airlift_aircompressor-0.27.jar",
+        "io.delta_delta-kernel-api-4.4.0.jar",
+        "io.delta_delta-kernel-defaults-4.4.0.jar",
+        "io.delta_delta-storage-4.4.0.jar",
         "org.apache.iceberg_iceberg-api-1.10.1.jar",
         "org.apache.iceberg_iceberg-bundled-guava-1.10.1.jar",
         "org.apache.iceberg_iceberg-common-1.10.1.jar",

@@ -28,13 +28,15 @@ from sluice.hybrid import HybridSource, HybridSourceBuilder, SourceSwitchContext
 from sluice.kafka import KafkaSource, KafkaSourceBuilder, OffsetsInitializer
 from sluice.progress import unwatch, watch
 from sluice.sources import FileSource, FileSourceBuilder, GeneratorSource, GeneratorSourceBuilder, Source
-from sluice.tables import IcebergSource, IcebergSourceBuilder
+from sluice.tables import DeltaSource, DeltaSourceBuilder, IcebergSource, IcebergSourceBuilder
 from sluice.watermarks import WatermarkStrategy
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = [
+    "DeltaSource",
+    "DeltaSourceBuilder",
     "EXTENSIONS",
     "FileSource",
     "FileSourceBuilder",

@@ -132,3 +132,130 @@ class IcebergSourceBuilder(_Builder["IcebergSourceBuilder"]):
         >>> IcebergSource.builder().ignore_missing_files()
         """
         return self._set(self._key("ignoreMissingFiles"), ignore)
+
+
+class DeltaSource(Source):
+    """A version of a Delta table, planned by Delta Kernel, its Parquet data files read as
+    :class:`FileSource` reads Parquet (row-group splits, exact restarts). See docs/connectors.md.
+
+    Examples
+    --------
+    >>> source = DeltaSource.builder().table("/tables/events").timestamp_column("ts").build()
+    """
+
+    @staticmethod
+    def builder() -> DeltaSourceBuilder:
+        """A builder of a Delta source.
+
+        Returns
+        -------
+        DeltaSourceBuilder
+            An empty builder (the table's latest version once a table is given).
+
+        Examples
+        --------
+        >>> DeltaSource.builder().table("/tables/events").build()
+        """
+        return DeltaSourceBuilder()
+
+
+class DeltaSourceBuilder(_Builder["DeltaSourceBuilder"]):
+    """Builds a :class:`DeltaSource`; each method sets one option and returns the builder.
+
+    Examples
+    --------
+    >>> DeltaSource.builder().table("/tables/events").version_as_of(3)
+    """
+
+    _source_type = "delta"
+    _source_class = DeltaSource
+
+    def table(self, location: str) -> DeltaSourceBuilder:
+        """The table: its directory, the one holding ``_delta_log/``.
+
+        Parameters
+        ----------
+        location : str
+            A Delta table's directory (a local path or any file system Hadoop reads, e.g. ``s3a://``).
+
+        Returns
+        -------
+        DeltaSourceBuilder
+
+        Examples
+        --------
+        >>> DeltaSource.builder().table("s3a://warehouse/events")
+        """
+        return self._set(self._key("table"), location)
+
+    def version_as_of(self, version: int) -> DeltaSourceBuilder:
+        """The version to read (default: the table's latest when the source is built).
+
+        Parameters
+        ----------
+        version : int
+            A version the table's log still keeps.
+
+        Returns
+        -------
+        DeltaSourceBuilder
+
+        Examples
+        --------
+        >>> DeltaSource.builder().version_as_of(3)
+        """
+        return self._set(self._key("versionAsOf"), version)
+
+    def as_of_timestamp(self, epoch_ms: int) -> DeltaSourceBuilder:
+        """Reads the version that was current at a time.
+
+        Parameters
+        ----------
+        epoch_ms : int
+            The time, in milliseconds since the epoch.
+
+        Returns
+        -------
+        DeltaSourceBuilder
+
+        Examples
+        --------
+        >>> DeltaSource.builder().as_of_timestamp(1767225600000)
+        """
+        return self._set(self._key("asOfTimestamp"), epoch_ms)
+
+    def timestamp_column(self, column: str) -> DeltaSourceBuilder:
+        """The column whose value is a record's event time.
+
+        Parameters
+        ----------
+        column : str
+            A ``timestamp`` or epoch-milliseconds ``long`` data column of the table.
+
+        Returns
+        -------
+        DeltaSourceBuilder
+
+        Examples
+        --------
+        >>> DeltaSource.builder().timestamp_column("ts")
+        """
+        return self._set(self._key("timestampColumn"), column)
+
+    def ignore_missing_files(self, ignore: bool = True) -> DeltaSourceBuilder:
+        """Skips data files that no longer exist (counted), instead of failing.
+
+        Parameters
+        ----------
+        ignore : bool, default True
+            Whether to skip them.
+
+        Returns
+        -------
+        DeltaSourceBuilder
+
+        Examples
+        --------
+        >>> DeltaSource.builder().ignore_missing_files()
+        """
+        return self._set(self._key("ignoreMissingFiles"), ignore)

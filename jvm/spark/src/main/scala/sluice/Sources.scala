@@ -7,6 +7,7 @@ import sluice.connector.file.{FileConfig, FileSource}
 import sluice.connector.file.parquet.{ParquetConfig, ParquetSource}
 import sluice.connector.generator.{GeneratorConfig, GeneratorSource}
 import sluice.connector.kafka.{KafkaConfig, KafkaSource}
+import sluice.connector.table.delta.{DeltaConfig, DeltaSource}
 import sluice.connector.table.iceberg.{IcebergConfig, IcebergSource}
 import sluice.errors.{ErrorClasses, SluiceConfigException}
 import sluice.hybrid.HybridSource
@@ -29,6 +30,7 @@ object Sources extends SourceResolver {
       else FileSource.fromOptions(options)),
     KafkaSource.Type -> (KafkaSource.fromOptions _),
     IcebergConfig.Type -> (IcebergSource.fromOptions _),
+    DeltaConfig.Type -> (DeltaSource.fromOptions _),
     HybridSource.Type -> (options => HybridSource.fromOptions(options, this)))
 
   def types: Seq[String] = factories.keys.toSeq.sorted
@@ -107,7 +109,15 @@ object Sources extends SourceResolver {
           "reads files (row-group splits, exact row positions). Rows are the table's columns at the snapshot, then " +
           "`_split`, `_position` and `_timestamp`. Snapshots with delete files and tables with renamed columns are " +
           "refused. See docs/connectors.md.",
-        IcebergConfig.all)))
+        IcebergConfig.all),
+      Section(
+        "Delta tables (`source` = `delta`)",
+        "A version of a Delta table (bounded), planned by Delta Kernel; its Parquet data files read as the Parquet " +
+          "source reads files (row-group splits, exact row positions; files skipped by partition values and the " +
+          "log's statistics). Rows are " +
+          "the table's data columns, its partition columns, then `_split`, `_position` and `_timestamp`. Deletion " +
+          "vectors, column mapping, type widening and timestamp partition columns are refused. See docs/connectors.md.",
+        DeltaConfig.all)))
 
   def main(args: Array[String]): Unit = print(optionsReference)
 }

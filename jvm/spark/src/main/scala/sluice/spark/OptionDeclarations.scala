@@ -12,6 +12,7 @@ import sluice.connector.file.{FileConfig, FileSource}
 import sluice.connector.file.parquet.ParquetConfig
 import sluice.connector.generator.{GeneratorConfig, GeneratorSource}
 import sluice.connector.kafka.{KafkaConfig, KafkaSource}
+import sluice.connector.table.delta.DeltaConfig
 import sluice.connector.table.iceberg.IcebergConfig
 import sluice.hybrid.{HybridOptions, HybridSource}
 
@@ -31,6 +32,7 @@ object OptionDeclarations {
     KafkaSource.Type -> (KafkaConfig.documented ++ KafkaConfig.all).distinct,
     FileSource.Type -> (FileConfig.all ++ ParquetConfig.own),
     IcebergConfig.Type -> IcebergConfig.all,
+    DeltaConfig.Type -> DeltaConfig.all,
     HybridSource.Type -> HybridOptions.all)
 
   /** The rules that combine options, by the group they belong to. */

@@ -1,19 +1,15 @@
 package sluice.connector.table.iceberg
 
-import java.io.FileNotFoundException
-
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.sources.Filter
 import org.apache.spark.sql.types.StructType
 
 import sluice.api._
 import sluice.config.RecordLayout
-import sluice.connector.file.{DiscoveredFile, FileConfig, ListedFileReads}
+import sluice.connector.file.{DiscoveredFile, FileConfig}
 import sluice.connector.file.parquet._
-import sluice.connector.format.Provenance
-import sluice.errors.SluiceError
+import sluice.connector.table.TableDataFiles
 
 /**
  * A snapshot of an Iceberg table (`source` = `iceberg`), bounded: its data files as Iceberg's own
@@ -126,40 +122,19 @@ object IcebergSource {
       .orElse(SparkSession.getDefaultSession)
       .get // checked by the config
 
-  private def schemaOf(config: ParquetConfig, layout: RecordLayout): StructType = layout match {
-    case RecordLayout.Full => Provenance.appendTo(config.outputSchema, IcebergConfig.Context)
-    case RecordLayout.Compact if config.timestampColumn.isDefined =>
-      throw SluiceError.config(
-        s"${IcebergConfig.Context}: option '${FileConfig.TimestampColumn.name}' gives records an event " +
-          "time, but compact rows (forceTimestampSupport=false) carry none; remove it or set " +
-          "forceTimestampSupport=true.")
-    case RecordLayout.Compact => config.outputSchema
-  }
+  private def schemaOf(config: ParquetConfig, layout: RecordLayout): StructType =
+    TableDataFiles.schemaOf(config, layout, IcebergConfig.Context)
 
-  /**
-   * The planned files with the file system's length and modification time, which the Parquet
-   * reader checks again before it reads (a data file of a table is never rewritten in place).
-   */
   private def withModificationTimes(
       files: Seq[DiscoveredFile],
       conf: Configuration,
       ignoreMissing: Boolean): Seq[DiscoveredFile] =
-    ListedFileReads
-      .inParallel(files, 8, "sluice-iceberg-stat") { f =>
-        val p = new Path(f.path)
-        val status = p.getFileSystem(conf).getFileStatus(p)
-        f.copy(length = status.getLen, modificationTime = status.getModificationTime)
-      }
-      .flatMap {
-        case (_, Right(f)) => Some(f)
-        case (_, Left(_: FileNotFoundException)) if ignoreMissing => None
-        case (f, Left(e)) =>
-          throw SluiceError.sourceFault(
-            s"${IcebergConfig.Context}: data file '${f.path}' of the table's snapshot cannot be read: " +
-              s"${e.getMessage}. A table's files are removed only when its snapshots expire: read a snapshot " +
-              s"that is still kept, or set option '${FileConfig.IgnoreMissingFiles.name}' to skip missing files.",
-            e)
-      }
+    TableDataFiles.withModificationTimes(
+      files,
+      conf,
+      ignoreMissing,
+      IcebergConfig.Context,
+      "A table's files are removed only when its snapshots expire")
 
   def builder(): Builder = new Builder(Map.empty)
 

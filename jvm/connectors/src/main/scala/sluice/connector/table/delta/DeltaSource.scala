@@ -1,0 +1,149 @@
+package sluice.connector.table.delta
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.sources.Filter
+import org.apache.spark.sql.types.StructType
+
+import sluice.api._
+import sluice.config.RecordLayout
+import sluice.connector.file.{DiscoveredFile, FileConfig}
+import sluice.connector.file.parquet._
+import sluice.connector.table.TableDataFiles
+
+/**
+ * A version of a Delta table (`source` = `delta`), bounded: its data files as Delta Kernel's scan
+ * gives them, read as the Parquet source reads files (one split per row group, positions are row
+ * indexes in the file, column batches, only the columns a query needs, files skipped by partition
+ * values and row groups by statistics from the pushed filters, with a `timestampColumn` the row
+ * groups' statistics as the event-time index). Rows are the table's data columns, its partition
+ * columns, then `_split`, `_position` and `_timestamp` (the data file's modification time).
+ *
+ * Refused when the source is built, naming the table feature: deletion vectors on a data file of
+ * the version, column mapping and type widening (`DeltaTables`), timestamp partition columns
+ * (`DeltaConfig`): each would read rows other than the table's.
+ */
+final class DeltaSource private (val config: DeltaConfig, rows: ParquetRows)
+    extends Source[RowGroupSplit, ParquetEnumeratorState]
+    with SupportsSplitPausing[RowGroupSplit]
+    with SupportsColumnarReads[RowGroupSplit]
+    with SupportsColumnPruning[RowGroupSplit, ParquetEnumeratorState]
+    with SupportsFilterPushdown[RowGroupSplit, ParquetEnumeratorState] {
+
+  private def parquet = config.parquet
+
+  override def sourceType: String = DeltaConfig.Type
+  override def boundedness: Boundedness = Boundedness.Bounded
+
+  override val schema: StructType = schema(RecordLayout.Full)
+  override def schema(layout: RecordLayout): StructType =
+    TableDataFiles.schemaOf(parquet, layout, DeltaConfig.Context)
+
+  override def options: Map[String, String] = config.options + ("source" -> sourceType)
+
+  /**
+   * The version's data files rows passing the pushed filters may be in, planned by Kernel on the
+   * driver once per source value: `fromOptions` plans the unfiltered one to refuse what cannot be
+   * read before a query starts, and a source with pushed filters (`withFilters`) plans its own.
+   */
+  @transient private lazy val planned: Seq[DiscoveredFile] = {
+    val engine = DeltaTables.engine(rows.hadoopConf)
+    val snapshot = DeltaTables.snapshot(engine, config.table, Some(config.version), None)
+    val filter = DeltaFilters.toKernel(parquet.filters, parquet.outputSchema)
+    DeltaTables.dataFiles(engine, snapshot, config.table, config.partitionColumns, filter)
+  }
+
+  override def withColumns(required: Set[String]): DeltaSource = {
+    val pruned = parquet.copy(readColumns = Some(required))
+    if (pruned.requiredSchema == parquet.requiredSchema) this
+    else
+      new DeltaSource(config.copy(parquet = pruned), ParquetRows(DeltaSource.session(), pruned))
+  }
+
+  override def schemaWithColumns(required: Set[String], layout: RecordLayout): StructType =
+    TableDataFiles.schemaOf(
+      parquet.copy(readColumns = Some(required)),
+      layout,
+      DeltaConfig.Context)
+
+  /** Files are skipped by Kernel's planning, row groups by statistics; Spark applies the filters either way. */
+  override def withFilters(filters: Seq[Filter]): DeltaSource = {
+    val own = parquet.outputSchema.fieldNames.toSet
+    val usable = filters.filter(_.references.forall(own.contains))
+    if (usable.isEmpty) this
+    else new DeltaSource(config.copy(parquet = parquet.copy(filters = usable)), rows)
+  }
+
+  override def createEnumerator(): ParquetEnumerator =
+    restoreEnumerator(ParquetEnumeratorState(Nil, listed = false))
+
+  override def restoreEnumerator(state: ParquetEnumeratorState): ParquetEnumerator =
+    new ParquetEnumerator(
+      parquet,
+      state,
+      () => rows.hadoopConf,
+      () => System.currentTimeMillis(),
+      Some(conf =>
+        TableDataFiles.withModificationTimes(
+          planned,
+          conf,
+          parquet.ignoreMissingFiles,
+          DeltaConfig.Context,
+          "A Delta table's files are removed only by VACUUM, once no kept version needs them")))
+
+  override def createReader(context: ReaderContext): ParquetReader =
+    new ParquetReader(parquet, rows, context, () => rows.hadoopConf)
+
+  override def readsColumnar(
+      ranges: Seq[SplitRange[RowGroupSplit]],
+      layout: RecordLayout): Boolean =
+    rows.readsBatches && ranges.forall(_.split.aloneAtMidpoint)
+
+  override def createColumnarReader(context: ReaderContext): ParquetBatchReader =
+    new ParquetBatchReader(parquet, rows, context, () => rows.hadoopConf)
+
+  override def splitSerializer: VersionedSerializer[RowGroupSplit] = RowGroupSplitSerializer
+  override def enumeratorStateSerializer: VersionedSerializer[ParquetEnumeratorState] =
+    ParquetEnumeratorStateSerializer
+
+  override def toString: String =
+    s"DeltaSource(${config.table}, version ${config.version}" +
+      parquet.readColumns.fold("")(_ =>
+        s"; columns ${parquet.requiredSchema.fieldNames.mkString(", ")}") + ")"
+}
+
+object DeltaSource {
+
+  /** On the driver, with a SparkSession: opens the table, fixes the version, refuses what cannot be read. */
+  def fromOptions(options: Map[String, String]): DeltaSource = {
+    val config = DeltaConfig.fromOptions(options)
+    val source = new DeltaSource(config, ParquetRows(session(), config.parquet))
+    source.planned // deletion vectors are refused now, not when the query runs
+    source
+  }
+
+  private def session(): SparkSession =
+    SparkSession.getActiveSession
+      .orElse(SparkSession.getDefaultSession)
+      .get // checked by the config
+
+  def builder(): Builder = new Builder(Map.empty)
+
+  /** Typed setters over the option map; `build()` validates everything and names what is wrong. */
+  final class Builder private[DeltaSource] (options: Map[String, String]) {
+    import DeltaConfig._
+    private def set(name: String, value: Any) = new Builder(options + (name -> value.toString))
+
+    /** The table's directory (the one holding `_delta_log/`). */
+    def table(location: String): Builder = set(Table.name, location)
+    def versionAsOf(version: Long): Builder = set(VersionAsOf.name, version)
+
+    /** The version current at this time (epoch milliseconds). */
+    def asOfTimestamp(epochMs: Long): Builder = set(AsOfTimestamp.name, epochMs)
+    def timestampColumn(c: String): Builder = set(FileConfig.TimestampColumn.name, c)
+    def ignoreMissingFiles(ignore: Boolean): Builder =
+      set(FileConfig.IgnoreMissingFiles.name, ignore)
+    def option(name: String, value: String): Builder = set(name, value)
+
+    def build(): DeltaSource = DeltaSource.fromOptions(options)
+  }
+}

@@ -1,0 +1,190 @@
+package sluice.connector.table.delta
+
+import scala.collection.mutable
+import scala.jdk.CollectionConverters._
+import scala.util.control.NonFatal
+
+import io.delta.kernel.{Snapshot, Table}
+import io.delta.kernel.defaults.engine.DefaultEngine
+import io.delta.kernel.engine.Engine
+import io.delta.kernel.expressions.Predicate
+import io.delta.kernel.internal.InternalScanFileUtils
+import io.delta.kernel.internal.util.ColumnMapping
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils
+
+import sluice.connector.file.DiscoveredFile
+import sluice.errors.SluiceError
+
+/**
+ * A Delta table and a snapshot of it, through Delta Kernel (its default engine on the session's
+ * Hadoop configuration): the snapshot by version, by time or the latest, and its data files as
+ * Kernel's scan gives them (`add.path`, `partitionValues`, `deletionVector`). Sluice never reads
+ * the log itself.
+ */
+private[delta] object DeltaTables {
+  import DeltaConfig.Context
+  private val log = org.slf4j.LoggerFactory.getLogger(getClass)
+
+  /** Reader features whose rows Sluice's Parquet path would read wrong: refused by name. */
+  private val refusedFeatures = Map(
+    "typeWidening" -> "type widening (a column's type changed after files were written)",
+    "typeWidening-preview" -> "type widening (a column's type changed after files were written)")
+
+  def engine(conf: Configuration): Engine = DefaultEngine.create(conf)
+
+  /** The snapshot a read of `table` reads: a version, the one current at a time, or the latest. */
+  def snapshot(
+      engine: Engine,
+      location: String,
+      version: Option[Long],
+      asOfMs: Option[Long]): Snapshot = {
+    val table =
+      try Table.forPath(engine, location)
+      catch {
+        case NonFatal(e) =>
+          throw SluiceError.config(
+            s"$Context: cannot open a Delta table at '$location': ${e.getMessage}. Give option " +
+              "'table' the table's directory (the one holding _delta_log/).",
+            e)
+      }
+    try
+      (version, asOfMs) match {
+        case (Some(v), _) => table.getSnapshotAsOfVersion(engine, v)
+        case (None, Some(ms)) => table.getSnapshotAsOfTimestamp(engine, ms)
+        case _ => table.getLatestSnapshot(engine)
+      }
+    catch {
+      case NonFatal(e) =>
+        val which = version
+          .map(v => s"version $v (option '${DeltaConfig.VersionAsOf.name}')")
+          .orElse(asOfMs.map(ms =>
+            s"the version current at $ms ms (option '${DeltaConfig.AsOfTimestamp.name}')"))
+          .getOrElse("its latest version")
+        throw SluiceError.config(
+          s"$Context: cannot read $which of Delta table '$location': ${e.getMessage}. Give the " +
+            "directory of a Delta table (with _delta_log/) and a version it still keeps.",
+          e)
+    }
+  }
+
+  /**
+   * Refuses a snapshot whose rows Sluice would read wrong, naming the table feature: column
+   * mapping (data files name columns by physical names, not the table's) and type widening.
+   * Deletion vectors are checked per data file (`dataFiles`): a table that allows them but has
+   * none in the snapshot reads right.
+   */
+  def refuseUnsupported(snapshot: Snapshot, location: String): Unit = {
+    val mode = ColumnMapping.getColumnMappingMode(snapshot.getMetadata.getConfiguration)
+    if (mode != ColumnMapping.ColumnMappingMode.NONE)
+      throw SluiceError.config(
+        s"$Context: Delta table '$location' uses column mapping (delta.columnMapping.mode = " +
+          s"${mode.toString.toLowerCase}, table feature 'columnMapping'): its data files name columns " +
+          "by physical names, which Sluice does not map yet. Read a table without column mapping " +
+          "(one written before it was enabled, or a copy of it).")
+    val features = snapshot.getProtocol.getReaderAndWriterFeatures.asScala
+    features.flatMap(f => refusedFeatures.get(f).map(f -> _)).headOption.foreach {
+      case (f, what) =>
+        throw SluiceError.config(
+          s"$Context: Delta table '$location' (version ${snapshot.getVersion}) has table feature " +
+            s"'$f': $what, which Sluice does not read yet. Rewrite the table's data files " +
+            "(e.g. an OPTIMIZE that rewrites all of them) or read a copy of it.")
+    }
+  }
+
+  /**
+   * The snapshot's data files that rows passing `filter` may be in (Kernel prunes by partition
+   * values and the log's column statistics), by absolute path. A data file with a deletion vector is refused
+   * (Sluice does not apply deletion vectors yet, and never reads deleted rows). Partition values
+   * are read from the files' `name=value` directories by the Parquet path, as written by every
+   * Delta writer without column mapping; each is checked against the value the log records,
+   * and a file whose directories do not say the same is refused, named.
+   */
+  def dataFiles(
+      engine: Engine,
+      snapshot: Snapshot,
+      location: String,
+      partitionColumns: Seq[String],
+      filter: Option[Predicate]): Seq[DiscoveredFile] =
+    filter match {
+      case None => scan(engine, snapshot, location, partitionColumns, None)
+      case Some(p) =>
+        // pruning is an optimisation: a predicate Kernel cannot evaluate reads every file instead
+        try scan(engine, snapshot, location, partitionColumns, Some(p))
+        catch {
+          case NonFatal(e) if !e.isInstanceOf[SluiceError] =>
+            log.warn(
+              s"$Context: Delta Kernel cannot prune the files of '$location' by $p " +
+                s"(${e.getMessage}); every data file is planned, and the filter applied to rows.")
+            scan(engine, snapshot, location, partitionColumns, None)
+        }
+    }
+
+  private def scan(
+      engine: Engine,
+      snapshot: Snapshot,
+      location: String,
+      partitionColumns: Seq[String],
+      filter: Option[Predicate]): Seq[DiscoveredFile] = {
+    val files = mutable.ArrayBuffer[DiscoveredFile]()
+    val builder = filter.foldLeft(snapshot.getScanBuilder)(_.withFilter(_))
+    val batches = builder.build().getScanFiles(engine)
+    try
+      batches.asScala.foreach { batch =>
+        val rows = batch.getRows
+        try
+          rows.asScala.foreach { row =>
+            val status = InternalScanFileUtils.getAddFileStatus(row)
+            Option(InternalScanFileUtils.getDeletionVectorDescriptorFromRow(row)).foreach { dv =>
+              throw SluiceError.config(
+                s"$Context: version ${snapshot.getVersion} of Delta table '$location' has a deletion " +
+                  s"vector on data file '${status.getPath}' (${dv.getCardinality} rows deleted; table " +
+                  "feature 'deletionVectors'). Sluice does not apply deletion vectors yet, and never reads " +
+                  "deleted rows: purge them (REORGANIZE TABLE ... APPLY (PURGE), or delta-rs' optimize), " +
+                  s"or read a version from before the deletes (option '${DeltaConfig.VersionAsOf.name}').")
+            }
+            val logged = InternalScanFileUtils.getPartitionValues(row).asScala.toMap
+            checkDirectories(status.getPath, partitionColumns, logged, location)
+            files += DiscoveredFile(status.getPath, status.getSize, -1L)
+          }
+        finally rows.close()
+      }
+    finally batches.close()
+    files.toSeq
+  }
+
+  /** The partition values the file's directories give (Hive-style) must be those the log records. */
+  private def checkDirectories(
+      file: String,
+      columns: Seq[String],
+      logged: Map[String, String],
+      location: String): Unit = if (columns.nonEmpty) {
+    val fromPath = mutable.Map[String, String]()
+    var dir = new Path(file).getParent
+    while (dir != null && dir.getName.contains('=')) {
+      val name = dir.getName
+      val eq = name.indexOf('=')
+      fromPath.getOrElseUpdate(
+        ExternalCatalogUtils.unescapePathName(name.substring(0, eq)).toLowerCase,
+        ExternalCatalogUtils.unescapePathName(name.substring(eq + 1)))
+      dir = dir.getParent
+    }
+    columns.foreach { c =>
+      val inLog = logged.find(_._1.equalsIgnoreCase(c)).flatMap(e => Option(e._2))
+      val inPath = fromPath.get(c.toLowerCase)
+      val same = (inLog, inPath) match {
+        case (None | Some(""), Some(ExternalCatalogUtils.DEFAULT_PARTITION_NAME)) => true
+        case (Some(a), Some(b)) => a == b
+        case _ => false
+      }
+      if (!same)
+        throw SluiceError.config(
+          s"$Context: data file '$file' of Delta table '$location' has partition value " +
+            s"${inLog.fold("null")("'" + _ + "'")} of column '$c' in the table's log, but its directories say " +
+            s"${inPath.fold("nothing")("'" + _ + "'")}. Sluice reads partition values from `name=value` " +
+            "directories (as Delta writers lay files out without column mapping) and reads no file whose " +
+            "directories disagree with the log: rewrite the table with its usual writer.")
+    }
+  }
+}

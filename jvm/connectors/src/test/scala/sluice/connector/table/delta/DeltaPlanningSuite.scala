@@ -1,0 +1,99 @@
+package sluice.connector.table.delta
+
+import java.nio.charset.StandardCharsets
+import java.nio.file.{Files, Path}
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.spark.sql.sources
+import org.apache.spark.sql.types.{LongType, StringType, StructField, StructType}
+import org.scalatest.funsuite.AnyFunSuite
+
+import sluice.errors.SluiceConfigException
+
+/**
+ * What Sluice asks of Delta Kernel, without Spark: a version's data files planned with the pushed
+ * filters (pruning by Kernel), deletion vectors and column mapping refused by name, partition
+ * directories that disagree with the log refused. Each table is one commit of the log written
+ * here (the actions a Delta writer writes), with no data file: planning never opens one.
+ */
+class DeltaPlanningSuite extends AnyFunSuite {
+  private val schemaString =
+    """{\"type\":\"struct\",\"fields\":[{\"name\":\"id\",\"type\":\"long\",\"nullable\":true,\"metadata\":{}},""" +
+      """{\"name\":\"city\",\"type\":\"string\",\"nullable\":true,\"metadata\":{}}]}"""
+  private val columns =
+    StructType(Seq(StructField("id", LongType), StructField("city", StringType)))
+
+  /** A table whose version 0 is the protocol, the metadata and these add actions. */
+  private def table(
+      adds: Seq[String],
+      reader: String = "1, \"minWriterVersion\": 2",
+      conf: String = ""): String = {
+    val dir = Files.createTempDirectory("sluice-delta")
+    val log = Files.createDirectories(dir.resolve("_delta_log"))
+    val lines = Seq(
+      s"""{"protocol":{"minReaderVersion":$reader}}""",
+      s"""{"metaData":{"id":"3f6d1d6c-0c8b-4d0e-9a5e-0d3c2b1a0f00","format":{"provider":"parquet",""" +
+        s""""options":{}},"schemaString":"$schemaString","partitionColumns":["city"],""" +
+        s""""configuration":{$conf},"createdTime":1}}""") ++ adds
+    Files.write(
+      log.resolve("00000000000000000000.json"),
+      lines.mkString("\n").getBytes(StandardCharsets.UTF_8))
+    dir.toUri.toString
+  }
+
+  private def add(path: String, city: String, dv: String = ""): String =
+    s"""{"add":{"path":"$path","partitionValues":{"city":"$city"},"size":100,""" +
+      s""""modificationTime":1,"dataChange":true,"stats":"{\\"numRecords\\":1}"$dv}}"""
+
+  private def plan(location: String, filters: Seq[sources.Filter] = Nil): Seq[String] = {
+    val engine = DeltaTables.engine(new Configuration())
+    val snapshot = DeltaTables.snapshot(engine, location, None, None)
+    DeltaTables.refuseUnsupported(snapshot, location)
+    val filter = DeltaFilters.toKernel(filters, columns)
+    DeltaTables
+      .dataFiles(engine, snapshot, location, Seq("city"), filter)
+      .map(f => f.path.substring(f.path.indexOf("city=")))
+      .sorted
+  }
+
+  test(
+    "partition filters prune files in Kernel's scan; an unexpressible filter plans every file") {
+    val location = table(Seq(add("city=a/1.parquet", "a"), add("city=b/2.parquet", "b")))
+    assert(plan(location) == Seq("city=a/1.parquet", "city=b/2.parquet"))
+    assert(plan(location, Seq(sources.EqualTo("city", "b"))) == Seq("city=b/2.parquet"))
+    // an int literal for a long column is not Kernel's type: left to Spark, every file planned
+    assert(plan(location, Seq(sources.EqualTo("id", 3))).size == 2)
+    assert(plan(
+      location,
+      Seq(
+        sources.Or(sources.EqualTo("city", "a"), sources.StringEndsWith("city", "x")))).size == 2)
+  }
+
+  test("a data file under directories that disagree with the log's partition values is refused") {
+    val location = table(Seq(add("city=a/1.parquet", "b")))
+    val e = intercept[SluiceConfigException](plan(location))
+    assert(e.getMessage.contains("partition value 'b' of column 'city'"))
+  }
+
+  test("a deletion vector on a data file is refused, naming the feature and the file") {
+    val dv =
+      ""","deletionVector":{"storageType":"u","pathOrInlineDv":"ab^-aqEH.-t@S}K{vb[*k^","offset":1,""" +
+        """"sizeInBytes":36,"cardinality":2}"""
+    val location = table(
+      Seq(add("city=a/1.parquet", "a", dv)),
+      reader =
+        """3, "minWriterVersion": 7, "readerFeatures":["deletionVectors"],"writerFeatures":["deletionVectors"]""")
+    val e = intercept[SluiceConfigException](plan(location))
+    assert(e.getMessage.contains("deletion vector on data file"))
+    assert(e.getMessage.contains("city=a/1.parquet") && e.getMessage.contains("2 rows deleted"))
+  }
+
+  test("column mapping is refused when the version is opened") {
+    val location = table(
+      Seq(add("city=a/1.parquet", "a")),
+      reader = """2, "minWriterVersion": 5""",
+      conf = """"delta.columnMapping.mode":"name"""")
+    val e = intercept[SluiceConfigException](plan(location))
+    assert(e.getMessage.contains("column mapping (delta.columnMapping.mode = name"))
+  }
+}

@@ -1,0 +1,223 @@
+"""Delta tables as sources: tables written by delta-rs (`deltalake`, in pytest's tmp dirs), read by
+Sluice, compared with delta-rs' own read of the same version as multisets."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+import sluice
+from deltalake import DeltaTable, write_deltalake
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from sluice import (
+    DeltaSource,
+    HybridSource,
+    KafkaSource,
+    OffsetsInitializer,
+    SluiceConfigError,
+)
+from sluice.testing import EmbeddedKafka
+
+ARROW = pa.schema(
+    [("id", pa.int64()), ("city", pa.string()), ("day", pa.date32()), ("ts", pa.timestamp("us", tz="UTC"))]
+)
+START = datetime(2026, 11, 1, tzinfo=UTC)
+
+
+def _events(ids: range) -> pa.Table:
+    """Rows `ids`, one a minute, in two cities and two days."""
+    return pa.table(
+        {
+            "id": list(ids),
+            "city": ["a" if i % 3 else "b" for i in ids],
+            "day": [date(2026, 11, 1 + i % 2) for i in ids],
+            "ts": [START + timedelta(minutes=i) for i in ids],
+        },
+        schema=ARROW,
+    )
+
+
+def _multiset(columns: list[str], rows: list[tuple[Any, ...]]) -> Counter[tuple[Any, ...]]:
+    return Counter(tuple(r[columns.index(c)] for c in sorted(columns)) for r in rows)
+
+
+def _expected(path: Path, version: int | None = None) -> Counter[tuple[Any, ...]]:
+    """delta-rs' own read of the version, timestamps as epoch microseconds."""
+    table = DeltaTable(str(path), version=version)
+    arrow = table.to_pyarrow_table()
+    arrow = arrow.set_column(arrow.schema.get_field_index("ts"), "ts", arrow.column("ts").cast(pa.int64()))
+    return _multiset(arrow.column_names, [tuple(r.values()) for r in arrow.to_pylist()])
+
+
+def _got(df: DataFrame) -> Counter[tuple[Any, ...]]:
+    data = df.drop("_split", "_position", "_timestamp").withColumn("ts", F.unix_micros("ts"))
+    return _multiset(data.columns, [tuple(r) for r in data.collect()])
+
+
+def test_a_table_written_in_three_commits_streams_the_same_rows_as_delta_rs(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Three appends, the newest events first: a micro-batch read of 25 rows a batch (batches end
+    inside files) gives delta-rs' rows of the latest version, once each. Delta Kernel runs in the
+    session's JVM from the assembled jar (its own Jackson relocated inside), with Spark's Hadoop,
+    Parquet and RoaringBitmap."""
+    for ids in (range(40, 60), range(0, 20), range(20, 40)):
+        write_deltalake(tmp_path / "t", _events(ids), mode="append")
+    source = DeltaSource.builder().table(str(tmp_path / "t")).timestamp_column("ts").build()
+    query = (
+        sluice.from_source(spark, source, name="delta_events")
+        .writeStream.format("memory")
+        .queryName("py_delta_events")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .option("maxRecordsPerTrigger", "25")
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(120), "the query did not end within 120 s"
+    assert query.exception() is None
+    got = spark.table("py_delta_events")
+    assert got.columns[:4] == ["id", "city", "day", "ts"]
+    assert _got(got) == _expected(tmp_path / "t")
+    assert got.select("_split").distinct().count() == 3  # one split per file (one row group each)
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    kernel = loader.loadClass("io.delta.kernel.defaults.engine.DefaultEngine")
+    assert "sluice-spark-assembly" in kernel.getProtectionDomain().getCodeSource().getLocation().toString()
+
+    # Kernel plans only the files whose statistics in the log let a row pass a pushed filter: the
+    # file of ids 0..19, deleted, is never opened by a read of ids from 40
+    actions = pa.table(DeltaTable(str(tmp_path / "t")).get_add_actions(flatten=True)).to_pylist()
+    (tmp_path / "t" / next(a["path"] for a in actions if a["min.id"] == 0)).unlink()
+    late = sluice.read(spark, DeltaSource.builder().table(str(tmp_path / "t")).build()).where(
+        F.col("id") >= 40
+    )
+    assert sorted(r.id for r in late.select("id").collect()) == list(range(40, 60))
+    with pytest.raises(Exception, match="cannot be read"):  # unfiltered, it is planned and missed
+        sluice.read(spark, DeltaSource.builder().table(str(tmp_path / "t")).build()).collect()
+
+
+def test_a_partitioned_table_with_deletes_reads_as_delta_rs_and_prunes_by_partition(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Partitioned by city and day (values only in the log and the directories, not in the files),
+    rows deleted (delta-rs rewrites the files): a batch read equals delta-rs' read; a filter on a
+    partition column reads only its files; an earlier version by number and by time reads its rows."""
+    path = tmp_path / "p"
+    write_deltalake(path, _events(range(0, 30)), partition_by=["city", "day"])
+    DeltaTable(str(path)).delete("id < 5")
+    write_deltalake(path, _events(range(30, 45)), partition_by=["city", "day"], mode="append")
+
+    got = sluice.read(spark, DeltaSource.builder().table(str(path)).build())
+    assert got.columns[:4] == ["id", "ts", "city", "day"]  # partition columns after the data columns
+    assert _got(got) == _expected(path)
+    assert sum(_got(got).values()) == 40
+
+    only_b = got.where(F.col("city") == "b")
+    assert sum(_got(only_b).values()) == sum(n for k, n in _expected(path).items() if k[0] == "b")
+    assert all("city=b" in r["_split"] for r in only_b.select("_split").collect())
+
+    first = DeltaSource.builder().table(str(path)).version_as_of(0).build()
+    assert _got(sluice.read(spark, first)) == _expected(path, version=0)
+    # Kernel finds a version by its commit file's time
+    at = int((path / "_delta_log" / "00000000000000000001.json").stat().st_mtime * 1000)
+    by_time = DeltaSource.builder().table(str(path)).as_of_timestamp(at).build()
+    assert _got(sluice.read(spark, by_time)) == _expected(path, version=1)
+
+
+def test_column_mapping_and_unknown_versions_are_refused_when_the_source_is_built(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A table with column mapping names columns in its files by physical names, which Sluice does
+    not map: refused, naming the feature, as is a version the table does not have."""
+    write_deltalake(tmp_path / "plain", _events(range(0, 3)))
+    with pytest.raises(SluiceConfigError, match="versionAsOf"):
+        DeltaSource.builder().table(str(tmp_path / "plain")).version_as_of(7).build()
+    write_deltalake(
+        tmp_path / "mapped",
+        _events(range(0, 3)),
+        configuration={"delta.columnMapping.mode": "name"},
+    )
+    with pytest.raises(SluiceConfigError, match="column mapping"):
+        DeltaSource.builder().table(str(tmp_path / "mapped")).build()
+
+
+def test_a_table_then_kafka_from_the_tables_largest_event_time_minus_a_margin(
+    spark: SparkSession, kafka: EmbeddedKafka, tmp_path: Path
+) -> None:
+    """A hybrid member: Kafka starts at the table's largest event time (files committed out of
+    event-time order) minus 5 s."""
+    arrow = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("us", tz="UTC"))])
+    for ids in (range(50, 100), range(0, 50)):  # the newest events were committed first
+        rows = {"id": list(ids), "ts": [START + timedelta(seconds=i) for i in ids]}
+        write_deltalake(tmp_path / "h", pa.table(rows, schema=arrow), mode="append")
+    kafka.create_topic("py-delta-live", partitions=2)
+    kafka.produce(
+        "py-delta-live",
+        [
+            {
+                "value": f'{{"id": {i}, "ts": "{(START + timedelta(seconds=i)).isoformat()}"}}',
+                "partition": i % 2,
+                "timestamp": int((START + timedelta(seconds=i)).timestamp() * 1000),
+            }
+            for i in range(80, 150)
+        ],
+    )
+    history = DeltaSource.builder().table(str(tmp_path / "h")).timestamp_column("ts").build()
+    live = (
+        KafkaSource.builder()
+        .bootstrap_servers(kafka.bootstrap_servers)
+        .topics("py-delta-live")
+        .starting_offsets(OffsetsInitializer.earliest())
+        .stopping_offsets(OffsetsInitializer.latest())
+        .option("format", "json")
+        .option("schema", "id BIGINT, ts TIMESTAMP")
+        .build()
+    )
+    hybrid = HybridSource.builder(history).add_source(live, start_at_previous_end_minus=5_000).build()
+    query = (
+        sluice.from_source(spark, hybrid, options={"maxRecordsPerTrigger": 60})
+        .writeStream.format("memory")
+        .queryName("py_delta_hybrid")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(180), "the query did not end within 180 s"
+    assert query.exception() is None
+    ids = Counter(r.id for r in spark.table("py_delta_hybrid").collect())
+    # the table: 0..99; Kafka from the table's last event time (id 99) minus 5 s: ids 94..149
+    assert ids == Counter(list(range(100)) + list(range(94, 150)))
+
+
+def test_a_restarted_query_reads_its_version_on_not_the_tables_newer_one(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The version is the query's, kept in its checkpoint: after a commit to the table, the query
+    restarted from its checkpoint reads nothing more (Spark's file sink holds each row once)."""
+    path = tmp_path / "r"
+    write_deltalake(path, _events(range(0, 20)))
+    sink = str(tmp_path / "sink")
+
+    def run() -> None:
+        query = (
+            sluice.from_source(spark, DeltaSource.builder().table(str(path)).build(), name="restarted")
+            .drop("_split", "_position", "_timestamp")
+            .writeStream.format("parquet")
+            .option("path", sink)
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        assert query.awaitTermination(120), "the query did not end within 120 s"
+        assert query.exception() is None
+
+    run()
+    write_deltalake(path, _events(range(20, 40)), mode="append")
+    run()
+    assert _got(spark.read.parquet(sink)) == _expected(path, version=0)
