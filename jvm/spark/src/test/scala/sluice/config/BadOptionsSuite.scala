@@ -78,6 +78,8 @@ class BadOptionsSuite extends AnyFunSuite with SparkSuiteBase {
         kafka ++ Map("format" -> format.getOrElse("json"), "schema" -> "a INT")
       case "kafka" => kafka
       case "hybrid" => hybrid
+      // a table that is not there: every option's value is checked before the table is looked up
+      case table @ ("iceberg" | "delta") => Map("source" -> table, "table" -> s"$files/no-table")
     }
   }
   private def PayloadOption(name: String) =

@@ -59,10 +59,10 @@ class GeneratorSourceSuite extends AnyFunSuite {
   test("the source type is required and checked") {
     assert(
       error(Sources.fromOptions(Map("splits" -> "2"))) ==
-        "Sluice: missing required option 'source'; allowed: file, generator, hybrid, kafka.")
+        "Sluice: missing required option 'source'; allowed: delta, file, generator, hybrid, iceberg, kafka.")
     assert(
       error(Sources.fromOptions(Map("source" -> "kafak"))) ==
-        "Sluice: invalid value 'kafak' for option 'source'; allowed: file, generator, hybrid, kafka.")
+        "Sluice: invalid value 'kafak' for option 'source'; allowed: delta, file, generator, hybrid, iceberg, kafka.")
   }
 
   test("records are a pure function of split and index") {
