@@ -51,6 +51,9 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
   /** When the brokers last answered a look-up of open ranges (real-time, continuous). */
   private var brokersAnsweredMs = context.currentTimeMillis()
 
+  /** Look-ups of open ranges that timed out since the brokers last answered one. */
+  private var lookupsUnanswered = 0
+
   /** Splits given up because their partition was deleted, to report as finished. */
   private val finishedGone = mutable.Set[String]()
 
@@ -77,6 +80,13 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
     if (resume.nonEmpty) consumer.resume(resume.asJava)
     paused ++= pause
     paused --= resume
+    // a split waited for nothing while paused (live alignment may hold it for minutes): its
+    // silence, and the brokers', counts from its resume
+    if (resume.nonEmpty) {
+      lastProgressMs = context.currentTimeMillis()
+      brokersAnsweredMs = lastProgressMs
+      lookupsUnanswered = 0
+    }
   }
 
   override def fetch(): RecordsWithSplitIds = fetch(PollSliceMs)
@@ -190,8 +200,10 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
    * An open range (real-time mode, continuous processing) waits for records as long as the task
    * runs, so no records is no sign of trouble; brokers that stop answering are. While nothing
    * arrives, the brokers are asked for the ranges' ends once per look-up timeout; when none has
-   * answered for `kafkaConsumer.pollTimeoutMs` the task fails naming the cause, as a planned range
-   * does, instead of waiting for ever (a continuous query has no driver look-up that would fail).
+   * answered for `kafkaConsumer.pollTimeoutMs`, and at least two look-ups in a row went
+   * unanswered (one slow answer on a busy machine is not a dead cluster, whatever the timeout),
+   * the task fails naming the cause, as a planned range does, instead of waiting for ever (a
+   * continuous query has no driver look-up that would fail).
    */
   private def checkBrokersOfOpenRanges(): Unit = {
     val open = assigned.values.filter(a => a.open && !paused.contains(a.tp)).toSeq
@@ -200,10 +212,12 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
     try {
       consumer.endOffsets(open.map(_.tp).asJava, lookupTimeout)
       brokersAnsweredMs = context.currentTimeMillis()
+      lookupsUnanswered = 0
     } catch {
       case _: org.apache.kafka.common.errors.TimeoutException =>
+        lookupsUnanswered += 1
         val silentMs = context.currentTimeMillis() - math.max(lastProgressMs, brokersAnsweredMs)
-        if (silentMs > config.pollTimeoutMs)
+        if (silentMs > config.pollTimeoutMs && lookupsUnanswered >= 2)
           throw SluiceError.sourceFault(s"KafkaSource: the brokers gave no answer within kafkaConsumer.pollTimeoutMs=" +
             s"${config.pollTimeoutMs} ms while reading ${open.map(_.split.splitId).mkString(", ")}" +
             " (open ranges: real-time mode or continuous processing). Check that the brokers " +
