@@ -80,8 +80,11 @@ val icebergCore = ("org.apache.iceberg" % "iceberg-core" % icebergVersion)
 // the log's JSON and checkpoints), engine-free; their data files are read by Sluice's Parquet reader.
 // 4.4.x is the newest line. What Spark 4.3 already carries is taken from Spark: Hadoop (3.5.0 for
 // Kernel's 3.4.2), parquet-hadoop (1.17.0 for 1.16.0), RoaringBitmap (1.6.10 for 0.9.25; Kernel reads
-// deletion vectors with it, which Sluice refuses), slf4j and jsr305. Kernel's jars carry their own
-// Jackson relocated (io.delta.kernel.shaded), so the Jackson 2.13.5 its POMs name is left out.
+// deletion vectors with it, which Sluice refuses), slf4j and jsr305. delta-kernel-api carries its own
+// Jackson relocated (io.delta.kernel.shaded); delta-kernel-defaults (its JSON handler) uses Jackson's
+// own packages and so runs on Spark's 2.21 instead of the 2.13.5 its POM names, which is left out
+// (the tests read logs through it). Kernel and delta-storage are not relocated: a delta-spark on the
+// same class path would meet this copy.
 // delta-storage (Kernel's LogStores) is bundled; its Unity Catalog client (for UC-managed commits,
 // with its own Jackson, log4j and HTTP stack) is not: Sluice reads tables by path.
 val deltaKernelVersion = "4.4.0"

@@ -5,7 +5,7 @@ import scala.jdk.CollectionConverters._
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.types.{LongType, StructType, TimestampNTZType, TimestampType}
+import org.apache.spark.sql.types.{BinaryType, LongType, StructType, TimestampNTZType, TimestampType}
 
 import sluice.config.{ConfigOption, Options}
 import sluice.connector.file.FileConfig
@@ -67,6 +67,10 @@ object DeltaConfig {
     val location = root.getFileSystem(hadoopConf).makeQualified(root).toString
     val snapshot =
       DeltaTables.snapshot(DeltaTables.engine(hadoopConf), location, version, asOf)
+    // the version resolved now is the one every rebuild reads: a restart or a hybrid's history
+    // member must not read a newer version of the table (other files, another schema)
+    val pinned =
+      raw - AsOfTimestamp.name + (VersionAsOf.name -> snapshot.getVersion.toString)
     DeltaTables.refuseUnsupported(snapshot, location)
     val schema = DeltaSchema.toSpark(snapshot.getSchema)
     val partitionNames = snapshot.getPartitionColumnNames.asScala.toSeq
@@ -78,6 +82,13 @@ object DeltaConfig {
           s"$Context: Delta table '$location' is partitioned by timestamp column '${f.name}', whose partition " +
             "values Sluice does not read yet (their time zone depends on the writer). Read a table partitioned " +
             "by other columns (a date, for one).")
+    }
+    // a directory holds a binary value as escaped text, which Spark's partition parsing reads as
+    // that text's bytes, not the value's
+    partitions.find(_.dataType == BinaryType).foreach { f =>
+      throw SluiceError.config(
+        s"$Context: Delta table '$location' is partitioned by binary column '${f.name}', whose partition " +
+          "values Sluice does not read yet. Read a table partitioned by other columns.")
     }
     val output = StructType(data ++ partitions)
     Provenance.appendTo(output, Context) // refuses a column named as a provenance column
@@ -114,9 +125,9 @@ object DeltaConfig {
       timeZoneId = conf.sessionLocalTimeZone,
       caseSensitive = conf.caseSensitiveAnalysis,
       sparkOptions = sparkOptions,
-      options = raw,
+      options = pinned,
       rowGroupFilters = conf.parquetFilterPushDown,
       datetimeRebaseMode = "CORRECTED")
-    DeltaConfig(location, snapshot.getVersion, partitions.map(_.name).toSeq, parquet, raw)
+    DeltaConfig(location, snapshot.getVersion, partitions.map(_.name).toSeq, parquet, pinned)
   }
 }

@@ -11,16 +11,20 @@ import org.apache.spark.sql.types._
 /**
  * Spark's pushed filters as a Kernel predicate, for Kernel's scan to skip data files by partition
  * values and by the log's column statistics. Only pruning: Spark applies every filter to the rows
- * read either way, so a filter that cannot be expressed is left out (an `And` keeps the side it
- * can express; an `Or` or a `Not` needs all of it). A literal is given only in its column's own
- * type, since Kernel compares values of one type.
+ * read either way, so a filter that cannot be expressed is left out. What Kernel is given must
+ * hold for every row the filter keeps: an `And` may keep the side it can express, but not under a
+ * `Not` (`NOT (a AND b)` is not `NOT a`; streams hand filters over unoptimised); an `Or` needs both
+ * sides. A literal is given only in its column's own type, since Kernel compares values of one
+ * type; doubles are never given, since Parquet writers leave NaN out of the statistics Kernel
+ * skips files by, and Spark orders NaN above every number.
  */
 private[delta] object DeltaFilters {
 
   def toKernel(filters: Seq[Filter], columns: StructType): Option[Predicate] =
-    filters.flatMap(convert(_, columns)).reduceOption[Predicate](new dk.And(_, _))
+    filters.flatMap(convert(_, columns, exact = false)).reduceOption[Predicate](new dk.And(_, _))
 
-  private def convert(f: Filter, columns: StructType): Option[Predicate] = {
+  /** `exact`: the predicate must keep exactly the rows `f` keeps (under a `Not`). */
+  private def convert(f: Filter, columns: StructType, exact: Boolean): Option[Predicate] = {
     def compare(op: String, a: String, v: Any) =
       for (t <- columns.find(_.name == a).map(_.dataType); l <- literal(t, v))
         yield new Predicate(op, new Column(a), l)
@@ -35,13 +39,15 @@ private[delta] object DeltaFilters {
       case IsNull(a) => unary("IS_NULL", a)
       case IsNotNull(a) => unary("IS_NOT_NULL", a)
       case And(l, r) =>
-        (convert(l, columns), convert(r, columns)) match {
+        (convert(l, columns, exact), convert(r, columns, exact)) match {
           case (Some(a), Some(b)) => Some(new dk.And(a, b))
-          case (one, other) => one.orElse(other)
+          case (one, other) if !exact => one.orElse(other)
+          case _ => None
         }
       case Or(l, r) =>
-        for (a <- convert(l, columns); b <- convert(r, columns)) yield new dk.Or(a, b)
-      case Not(child) => convert(child, columns).map(new Predicate("NOT", _))
+        for (a <- convert(l, columns, exact); b <- convert(r, columns, exact))
+          yield new dk.Or(a, b)
+      case Not(child) => convert(child, columns, exact = true).map(new Predicate("NOT", _))
       case _ => None
     }
   }
@@ -52,7 +58,6 @@ private[delta] object DeltaFilters {
     case (BooleanType, b: java.lang.Boolean) => Some(Literal.ofBoolean(b))
     case (IntegerType, i: java.lang.Integer) => Some(Literal.ofInt(i))
     case (LongType, l: java.lang.Long) => Some(Literal.ofLong(l))
-    case (DoubleType, d: java.lang.Double) => Some(Literal.ofDouble(d))
     case (StringType, s: String) => Some(Literal.ofString(s))
     case (DateType, d: java.sql.Date) => Some(Literal.ofDate(DateTimeUtils.fromJavaDate(d)))
     case (DateType, d: LocalDate) => Some(Literal.ofDate(d.toEpochDay.toInt))

@@ -175,6 +175,8 @@ private[delta] object DeltaTables {
       val inPath = fromPath.get(c.toLowerCase)
       val same = (inLog, inPath) match {
         case (None | Some(""), Some(ExternalCatalogUtils.DEFAULT_PARTITION_NAME)) => true
+        // Delta's protocol says an empty value is null, which a `name=` directory would read as ""
+        case (Some(""), _) => false
         case (Some(a), Some(b)) => a == b
         case _ => false
       }

@@ -67,6 +67,19 @@ class DeltaPlanningSuite extends AnyFunSuite {
       location,
       Seq(
         sources.Or(sources.EqualTo("city", "a"), sources.StringEndsWith("city", "x")))).size == 2)
+    // under a Not, a partly expressed And would keep fewer rows than the query: not pushed
+    // (NOT (city = a AND city ends with x) holds for every row of city=a)
+    val notBoth =
+      sources.Not(sources.And(sources.EqualTo("city", "a"), sources.StringEndsWith("city", "x")))
+    assert(plan(location, Seq(notBoth)).size == 2)
+    assert(
+      plan(location, Seq(sources.Not(sources.EqualTo("city", "a")))) == Seq("city=b/2.parquet"))
+  }
+
+  test("double values are never pushed: Parquet statistics leave NaN out") {
+    val doubles = new org.apache.spark.sql.types.StructType().add("d", "double")
+    for (v <- Seq(1.0, Double.NaN))
+      assert(DeltaFilters.toKernel(Seq(sources.GreaterThan("d", v)), doubles).isEmpty)
   }
 
   test("a data file under directories that disagree with the log's partition values is refused") {
