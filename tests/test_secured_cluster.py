@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+import queue
+import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pyspark
@@ -28,31 +31,51 @@ def test_real_time_alignment_pauses_and_resumes_on_an_authenticated_encrypted_cl
     kafka.produce(TOPIC, records(1, BASE + HOURS, 0, 100) + records(0, BASE, 0, 100))
     # local-cluster starts executor JVMs through SPARK_HOME's scripts: pyspark's own
     env = {**os.environ, "SPARK_HOME": str(Path(pyspark.__file__).parent)}
-    driver = subprocess.Popen(
-        [
-            sys.executable,
-            str(Path(__file__).with_name("secured_cluster_driver.py")),
-            str(tmp_path),
-            kafka.bootstrap_servers,
-        ],
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert driver.stdout is not None and driver.stdin is not None
-        line = driver.stdout.readline()
-        if line.strip() == "PAUSED":
-            kafka.produce(TOPIC, records(0, BASE, HOURS // STEP, HOURS // STEP + 100))
-            driver.stdin.write("go\n")
-            driver.stdin.flush()
-            line = driver.stdout.readline()
-        out, err = driver.communicate(timeout=300)
-    finally:
-        if driver.poll() is None:
-            driver.kill()
+    # stderr (Spark's log) into a file: a pipe nobody reads would block the driver once full
+    log = tmp_path / "driver.log"
+    with log.open("w") as err_file:
+        driver = subprocess.Popen(
+            [
+                sys.executable,
+                str(Path(__file__).with_name("secured_cluster_driver.py")),
+                str(tmp_path),
+                kafka.bootstrap_servers,
+            ],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err_file,
+            text=True,
+            start_new_session=True,  # its Spark JVM and executors go with it (killpg below)
+        )
+        lines: queue.Queue[str] = queue.Queue()
+        reader = threading.Thread(target=lambda: [lines.put(x) for x in driver.stdout or []], daemon=True)
+        reader.start()
+
+        def next_line() -> str:
+            try:
+                return lines.get(timeout=300)
+            except queue.Empty:
+                raise AssertionError(
+                    f"the driver said nothing for 300 s:\n{log.read_text()[-4000:]}"
+                ) from None
+
+        try:
+            assert driver.stdin is not None
+            line = next_line()
+            if line.strip() == "PAUSED":
+                kafka.produce(TOPIC, records(0, BASE, HOURS // STEP, HOURS // STEP + 100))
+                driver.stdin.write("go\n")
+                driver.stdin.flush()
+                line = next_line()
+            driver.wait(timeout=300)
+            reader.join(timeout=30)  # the driver ended: its output is all read
+            out = "".join(lines.get() for _ in range(lines.qsize()))
+        finally:
+            if driver.poll() is None:
+                os.killpg(driver.pid, signal.SIGKILL)
+                driver.wait()
+    err = log.read_text()
     assert driver.returncode == 0, err[-4000:]
     result = json.loads((line + out).strip().splitlines()[-1])
     assert (result["authenticate"], result["crypto"], result["executors"]) == ("true", "true", 2), result
