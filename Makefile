@@ -83,6 +83,7 @@ $(FLINK_CP): build.sbt $(shell find jvm/flinkanchor -name '*.java' 2>/dev/null)
 # writes bench/results/chaos.json (its duration ends docs/reliability.md's table; a reduced run is part of `make test`).
 chaos: build
 	$(PY) -m chaos.run
+	SLUICE_FAULT_RUNS=1 $(SBT) 'spark/testOnly sluice.security.BrokerFailoverSuite'
 	$(PY) -m bench.report
 
 kafka: build

@@ -190,7 +190,13 @@ lazy val brokerTests = Seq(
   Test / javaOptions += s"-Dsluice.brokerClasspathFile=${(testkit / target).value / "broker-classpath.txt"}",
   Test / test := (Test / test).dependsOn(testkit / writeBrokerClasspath).value,
   Test / testOnly := (Test / testOnly).dependsOn(testkit / writeBrokerClasspath).evaluated,
-  Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"))
+  Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"),
+  // long fault runs (tag sluice.FaultRun) belong to `make chaos`, which sets SLUICE_FAULT_RUNS;
+  // `make test` covers the same faults in the reduced chaos run
+  Test / testOptions ++= (if (sys.env.contains("SLUICE_FAULT_RUNS")) Nil
+                          else
+                            Seq(
+                              Tests.Argument(TestFrameworks.ScalaTest, "-l", "sluice.FaultRun"))))
 
 lazy val api = (project in file("jvm/api"))
   .settings(sparkProvided)

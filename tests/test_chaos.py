@@ -2,7 +2,8 @@
 killed twice, an aligned group, a continuous and a real-time query killed once each, an executor
 JVM killed under a local-cluster query, the broker restarted under a reading query, records
 deleted below the read position under failOnDataLoss=true (which must do nothing), and on the
-3-broker cluster a partition leader killed and a rolling restart under a micro-batch query; every
+3-broker cluster a partition leader killed under a micro-batch query (rolling restarts, reassignments
+and the whole cluster down are `make chaos`'s); every
 sink must hold every record exactly once. The queries that live through a fault drain themselves
 here; `make chaos` restarts them.
 
@@ -30,9 +31,10 @@ def _check(result: dict, scenarios: set[str]) -> None:
     assert all(r["records"] > 0 for r in result["details"].values()), details
 
 
-#: the reduced broker faults: one leader kill and one rolling restart under a micro-batch query,
-#: beside the other scenarios (they mostly wait on broker JVMs)
-REDUCED_CLUSTER = ClusterFaults(("micro",), kills=1, rolling=1, move=False, down=False, beside=True)
+#: the reduced broker faults: one leader kill under a micro-batch query, beside the other scenarios
+#: (they mostly wait on broker JVMs); a rolling restart restarts three JVMs, which make test's 15
+#: minutes cannot pay for: make chaos runs two per mode
+REDUCED_CLUSTER = ClusterFaults(("micro",), kills=1, rolling=0, move=False, down=False, beside=True)
 
 
 def test_kills_broker_faults_and_deletions_lose_and_duplicate_nothing() -> None:
@@ -60,8 +62,8 @@ def test_kills_broker_faults_and_deletions_lose_and_duplicate_nothing() -> None:
     assert result["details"]["hybrid"]["kills"] == 2
     assert (result["details"]["group"]["kills"], result["details"]["continuous"]["kills"]) == (1, 1)
     cluster = result["details"]["cluster-micro"]
-    # the node killed led a partition the query read, and all three nodes were restarted in turn
-    assert (cluster["broker_kills"], cluster["rolling_restarts"]) == (1, 1), cluster
+    # the node killed led a partition the query read
+    assert (cluster["broker_kills"], cluster["rolling_restarts"]) == (1, 0), cluster
     executors = result["details"]["executors"]
     # the kill cut a running task (the scenario kills again until one does, or fails)
     assert executors["kills_inside_tasks"] == 1, executors

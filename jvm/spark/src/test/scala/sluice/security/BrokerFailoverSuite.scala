@@ -3,7 +3,7 @@ package sluice.security
 import org.apache.spark.sql.streaming.Trigger
 import org.scalatest.funsuite.AnyFunSuite
 
-import sluice.{Slow, SparkSuiteBase}
+import sluice.{FaultRun, Slow, SparkSuiteBase}
 import sluice.testkit.{KafkaCluster, ProducedRecord, SharedKafkaCluster}
 
 /**
@@ -17,7 +17,8 @@ class BrokerFailoverSuite extends AnyFunSuite with SparkSuiteBase {
 
   test(
     "micro-batch: the partition leader SIGKILLed mid-read, then restarted; every record once",
-    Slow) {
+    Slow,
+    FaultRun) {
     val topic = "failover-events"
     cluster.kafka.createTopic(topic, partitions = 2)
     def produce(from: Int, until: Int): Unit =
