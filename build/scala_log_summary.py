@@ -1,0 +1,56 @@
+"""The end of an sbt test log in a few lines: the Scala tests that failed or aborted, each with
+ScalaTest's message under it (a CI shows only the end of a long log, and two test JVMs print side by
+side, so a failure is easy to lose in the middle), then the slowest tests, as pytest's --durations
+prints them for the Python suites. Usage: scala_log_summary.py LOG [N]"""
+
+import re
+import sys
+
+UNITS = {"minute": 60.0, "second": 1.0, "millisecond": 0.001}
+DURATION = re.compile(r"\(((?:\d+ (?:minutes?|seconds?|milliseconds?)(?:, )?)+)\)\s*$")
+FAILED = re.compile(r"\*\*\* (?:FAILED|ABORTED) \*\*\*")
+# ScalaTest indents a failure's message and stack under the test's line
+DETAIL = re.compile(r"^\[info\]   ")
+DETAIL_LINES = 12
+
+
+def slowest(lines: list[str], n: int) -> list[tuple[float, str]]:
+    # by test name only: two test JVMs print side by side, so a suite's header may not precede its tests
+    found = []
+    for line in lines:
+        test = re.match(r"^\[info\] - (.*)", line)
+        duration = DURATION.search(line) if test else None
+        if test and duration:
+            seconds = sum(
+                int(k) * UNITS[u]
+                for k, u in re.findall(r"(\d+) (minute|second|millisecond)", duration.group(1))
+            )
+            found.append((seconds, test.group(1)[: duration.start() - len("[info] - ")].strip()))
+    return sorted(found, reverse=True)[:n]
+
+
+def failures(lines: list[str]) -> list[list[str]]:
+    """Each failed or aborted test (or suite) with the first lines of its message."""
+    found = []
+    for i, line in enumerate(lines):
+        if FAILED.search(line) and not line.startswith("[info] *** "):
+            detail = []
+            for following in lines[i + 1 :]:
+                if not DETAIL.match(following) or len(detail) == DETAIL_LINES:
+                    break
+                detail.append(following)
+            found.append([line, *detail])
+    return found
+
+
+if __name__ == "__main__":
+    log = open(sys.argv[1], encoding="utf-8", errors="replace").read().splitlines()
+    failed = failures(log)
+    if failed:
+        print(f"{len(failed)} Scala tests failed:")
+        for block in failed:
+            print("\n".join(block))
+    rows = slowest(log, int(sys.argv[2]) if len(sys.argv) > 2 else 10)
+    print(f"slowest {len(rows)} Scala tests:")
+    for seconds, name in rows:
+        print(f"{seconds:7.2f}s {name[:120]}")
