@@ -259,8 +259,11 @@ lazy val spark = (project in file("jvm/spark"))
       DocSnippets.generate((ThisBuild / baseDirectory).value, (Test / sourceManaged).value)
     }.taskValue,
     // Three test JVMs side by side: the suites wait on brokers and triggers as much as they
-    // compute, so with the Python lane done a 2-core machine still has CPU left beside two of
-    // them. Suites stay sequential within a JVM (each JVM has its own SparkContext and broker).
+    // compute, so a 2-core machine still has CPU left beside two of them. sbt runs a project's
+    // forked groups one after another unless its tests are parallel (brokerTests turns that off);
+    // within a forked JVM suites stay sequential all the same (`testForkedParallel` is off), each
+    // JVM with its own SparkContext and broker.
+    Test / parallelExecution := true,
     Test / testGrouping := {
       val jvm = (Test / forkOptions).value
         .withRunJVMOptions((Test / javaOptions).value.toVector)
