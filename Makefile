@@ -38,8 +38,8 @@ demo: build
 	$(PY) demo/demo.py
 
 # One sbt launch builds what the Python tests need, then runs the Scala tests with the format check
-# beside them; the Python suites, then the reduced chaos run, run beside them from the moment the
-# jar, the broker's classpath and the release are written (build/test).
+# beside them; the Python suites and the reduced chaos run, each in a lane of its own, run beside
+# them from the moment the jar, the broker's classpath and the release are written (build/test).
 test: $(VENV)/.ok
 	JVM_OUTPUTS='$(JVM_OUTPUTS)' build/test $(JVM_BUILD) -- $(SCALA_TESTS)
 

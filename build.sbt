@@ -149,10 +149,14 @@ lazy val SparkTestGroups = Seq(
   "hybrid-modes-config" -> Seq.empty[String])
 
 // sbt's defaults allow one forked test group at a time, and restrictions add up (all must hold):
-// the set is replaced, keeping the other defaults.
+// the set is replaced, keeping the other defaults but one. A forked test group is a task that waits
+// on its JVM, and sbt's limit of one task per processor (2 here) let only two of spark's three
+// groups run at once, the third after them, and none beside connectors' tests: four tasks at once,
+// compiles still at most one per processor (sbt's own heap holds them).
 Global / concurrentRestrictions := Seq(
-  Tags.limitAll(EvaluateTask.SystemProcessors),
-  Tags.limit(Tags.ForkedTestGroup, 3),
+  Tags.limitAll(math.max(4, EvaluateTask.SystemProcessors)),
+  Tags.limit(Tags.Compile, EvaluateTask.SystemProcessors),
+  Tags.limit(Tags.ForkedTestGroup, 4),
   Tags.exclusiveGroup(Tags.Clean))
 
 lazy val scalaTest = "org.scalatest" %% "scalatest" % "3.2.19" % Test
