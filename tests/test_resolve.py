@@ -166,3 +166,28 @@ def test_a_resolution_without_timeouts_of_its_own_ends_at_the_deadline(
         f"Ivy did not resolve the jars launcher-1.0.pom names within 3 s from the resolvers of {settings}"
     ), message
     assert "or set SLUICE_BROKER_CLASSPATH to the broker's classpath" in message
+
+
+def test_repositories_are_chained_after_the_settings_files_resolver(
+    launcher: tuple[Path, Path], mirror: Path, conf: Path, tmp_path: Path
+) -> None:
+    # the settings file's resolver holds the broker, the listed repository what it depends on
+    company = tmp_path / "company"
+    (company / "test/sluice").mkdir(parents=True)
+    (mirror / "test/sluice/broker").rename(company / "test/sluice/broker")
+    settings = tmp_path / "ivysettings.xml"
+    settings.write_text(
+        '<ivysettings><settings defaultResolver="company"/><resolvers>'
+        f'<ibiblio name="company" m2compatible="true" root="{company.as_uri()}/"/>'
+        "</resolvers></ivysettings>"
+    )
+    _defaults(
+        conf,
+        tmp_path,
+        **{"spark.jars.ivySettings": str(settings), "spark.jars.repositories": f"{mirror.as_uri()}/"},
+    )
+    classpath = resolve_classpath(*launcher, java=_java_executable())
+    assert _resolved(classpath, tmp_path) == [
+        "test.sluice/broker-deps/jars/broker-deps-1.0.jar",
+        "test.sluice/broker/jars/broker-1.0.jar",
+    ]

@@ -127,11 +127,13 @@ def ivy_settings() -> IvySettings:
     )
 
 
-def ivy_settings_xml(settings: IvySettings) -> str:
-    """The Ivy settings the resolution runs with. Without a settings file of the user's: a chain
-    of the listed repositories, then Maven Central (or its replacement); with one: that file, and
-    the listed repositories chained after its default resolver, as Spark does. Every repository
-    of Sluice's making answers within CONNECTION_TIMEOUT_S (a user's file sets its own)."""
+def ivy_settings_xml(settings: IvySettings) -> str | None:
+    """The Ivy settings the resolution runs with, unless the user's file is all there is (then
+    that file is used as it is, as ``--packages`` does: ``None``). Without a file of the user's: a
+    chain of the listed repositories, then Maven Central (or its replacement); with one and listed
+    repositories: that file, its default resolver and the repositories after it, chained as Spark
+    chains them. Every repository of Sluice's making answers within CONNECTION_TIMEOUT_S (a user's
+    file sets its own)."""
     ms = CONNECTION_TIMEOUT_S * 1000
     bounded = 'timeoutConstraint="bounded"'
     repos = [
@@ -142,21 +144,23 @@ def ivy_settings_xml(settings: IvySettings) -> str:
     if settings.settings_file is None:
         # the listed repositories first: a mirror is listed to be used, and a Central that a
         # firewall drops would otherwise cost a connection timeout per module
-        chain = [
-            *repos,
-            f'<ibiblio name="central" m2compatible="true" usepoms="true" root={quoteattr(settings.central)} {bounded}/>',
-        ]
+        central = f"root={quoteattr(settings.central)} {bounded}"
+        chain = [*repos, f'<ibiblio name="central" m2compatible="true" usepoms="true" {central}/>']
         head = ""
+    elif not repos:
+        return None
     else:
-        default = ET.parse(settings.settings_file).getroot().find("settings")
-        previous = default.get("defaultResolver") if default is not None else None
+        found = ET.parse(settings.settings_file).getroot().find("settings")
+        previous = found.get("defaultResolver") if found is not None else None
         chain = [*([f"<resolver ref={quoteattr(previous)}/>"] if previous else []), *repos]
         head = f"<include file={quoteattr(str(settings.settings_file.resolve()))}/>"
     return "\n".join(
         [
             "<ivysettings>",
             head,
-            f'<timeout-constraints><timeout-constraint name="bounded" connectionTimeout="{ms}" readTimeout="{ms}"/></timeout-constraints>',
+            "<timeout-constraints>",
+            f'<timeout-constraint name="bounded" connectionTimeout="{ms}" readTimeout="{ms}"/>',
+            "</timeout-constraints>",
             '<settings defaultResolver="sluice"/>',
             '<resolvers><chain name="sluice" returnFirst="true">',
             *chain,
@@ -217,9 +221,12 @@ def resolve_classpath(jar: Path, pom: Path, java: str) -> str:
     kept.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="sluice-ivy-") as scratch:
         written = Path(scratch) / "classpath"
-        settings_xml = Path(scratch) / "ivysettings.xml"
-        settings_xml.write_text(ivy_settings_xml(settings), encoding="utf-8")
-        command = [java, "-jar", str(_ivy_jar()), "-settings", str(settings_xml), "-ivy", str(pom.resolve())]
+        settings_xml = ivy_settings_xml(settings)
+        settings_file = settings.settings_file or Path(scratch) / "ivysettings.xml"
+        if settings_xml is not None:
+            settings_file = Path(scratch) / "ivysettings.xml"
+            settings_file.write_text(settings_xml, encoding="utf-8")
+        command = [java, "-jar", str(_ivy_jar()), "-settings", str(settings_file), "-ivy", str(pom.resolve())]
         command += [
             "-confs",
             "default",
