@@ -50,7 +50,7 @@ SKIPPED = [
 # the snippets whose queries may read nothing (`idle`), with the reason their marker gives: none yet
 IDLE: list[tuple[str, str]] = []
 EVENTS_MS = 1_700_000_000_000
-# how long a query a snippet started may take to run its first batch (or end)
+# how long a query a snippet started may take to read its first rows (or end)
 QUERY_WAIT_S = 60
 # a line of a stack trace that names an exception: "ValueError: ...", "org.apache.x.YException: ..."
 ERROR_LINE = re.compile(r"^(Caused by: )?[\w.$]*(Error|Exception)\b.*")
@@ -393,7 +393,7 @@ def _run(
                     ), f"{snippet.where}: expected {check}"
             except Exception as e:
                 raise AssertionError(f"{snippet.where} does not run as written: {e!r}") from e
-            # every query the snippet started ran a batch (or ended), and none of them failed
+            # every query the snippet started read rows (or ended), and none of them failed
             mine = queries.started[before:]
             stalled = queries.ran(mine, wait, may_idle=snippet.idle is not None)
             assert not stalled, (
