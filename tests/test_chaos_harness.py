@@ -116,7 +116,7 @@ def _fleet(tmp_path: Path, mode: str) -> tuple[Fleet, Scenario, dict]:
 def test_a_fault_step_waits_for_the_ids_written_not_for_empty_epochs(
     tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(broker_faults, "SINK_WAIT_S", 1)
+    monkeypatch.setattr(broker_faults, "SINK_WAIT_S", 0.2)
     fleet, scenario, config = _fleet(tmp_path, mode)
     _sink_holds(config, 0, scenario.expected)  # read before the fault
     # epochs go on committing after the fault, but nothing written after it reaches the sink
@@ -124,7 +124,7 @@ def test_a_fault_step_waits_for_the_ids_written_not_for_empty_epochs(
     assert list(fleet.problems) == [scenario.name]
     problem = fleet.problems[scenario.name]
     assert problem.startswith(
-        "waited 1 s after the fault for the sink's committed epochs to hold all 6 ids written so far;"
+        "waited 0.2 s after the fault for the sink's committed epochs to hold all 6 ids written so far;"
         f" 3 missing (e.g. {scenario.name}:3, {scenario.name}:4, {scenario.name}:5)"
     ), problem
 

@@ -484,14 +484,14 @@ def test_a_query_that_only_went_idle_did_not_run(
     with pytest.raises(
         AssertionError, match=r"example.md:7 started queries that read no rows and did not end"
     ):
-        _run([_empty_files_snippet(work, idle=None)], "example.md", spark, kafka, work, wait=5)
+        _run([_empty_files_snippet(work, idle=None)], "example.md", spark, kafka, work, wait=3)
 
 
 def test_a_snippet_marked_idle_may_read_nothing(
     spark: SparkSession, kafka: EmbeddedKafka, work: Path, restored: None, quick_idle: None
 ) -> None:
     queries = _run(
-        [_empty_files_snippet(work, idle="the folder is empty")], "example.md", spark, kafka, work, wait=5
+        [_empty_files_snippet(work, idle="the folder is empty")], "example.md", spark, kafka, work, wait=30
     )
     assert len(queries.started) == 1
 

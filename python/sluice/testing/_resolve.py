@@ -31,9 +31,9 @@ IVY_HOME = Path.home() / ".ivy2.5.2"
 #: Maven Central, unless ``DEFAULT_ARTIFACT_REPOSITORY`` names a replacement (as for Spark)
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2/"
 #: how long one connection to a repository may go without an answer (connect, then each read)
-CONNECTION_TIMEOUT_S = 30
+CONNECTION_TIMEOUT_S: float = 30
 #: how long the whole resolution may take (48 MB; under a minute on a working network)
-RESOLVE_TIMEOUT_S = 600
+RESOLVE_TIMEOUT_S: float = 600
 _OUTPUT_TAIL_CHARS = 3000
 _PROPERTY = re.compile(r"([^=:\s]+)\s*[=:\s]\s*(.*)")
 #: the Spark properties ``--packages`` reads, and where Python finds them
@@ -134,7 +134,7 @@ def ivy_settings_xml(settings: IvySettings) -> str | None:
     repositories: that file, its default resolver and the repositories after it, chained as Spark
     chains them. Every repository of Sluice's making answers within CONNECTION_TIMEOUT_S (a user's
     file sets its own)."""
-    ms = CONNECTION_TIMEOUT_S * 1000
+    ms = round(CONNECTION_TIMEOUT_S * 1000)
     bounded = 'timeoutConstraint="bounded"'
     repos = [
         f"<ibiblio name={quoteattr(f'repo-{i + 1}')} m2compatible=\"true\" usepoms=\"true\" "
