@@ -1,11 +1,18 @@
-"""The chaos harness's own rule for a checkpoint a kill cut in its first offset write (no broker,
-no Spark): only leftovers of a checkpoint that logged no batch are removed."""
+"""The chaos harness's own rules (no broker, no Spark): only leftovers of a checkpoint that logged
+no batch are removed before a start; a fault step waits until a real-time or continuous sink holds
+what was written; the comparison with a topic still finds ids nobody wrote."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
+
+from chaos import broker_faults
+from chaos.broker_faults import Fleet, against_topic
 from chaos.run import clear_unlogged_start
+from chaos.scenarios import Scenario
 from chaos.sinks import committed_epochs
 
 
@@ -49,3 +56,112 @@ def test_epochs_whose_commit_files_spark_deleted_still_count_as_committed(tmp_pa
     # counting only the files left took their sink output for uncommitted (and removed it)
     _files(tmp_path, *(f"commits/{n}" for n in range(126, 131)), "commits/.130.crc")
     assert committed_epochs(str(tmp_path)) == set(range(131))
+
+
+class _Cluster:
+    """Takes the records a scenario writes (the broker's part, which these checks do not need)."""
+
+    bootstrap_servers = "127.0.0.1:9"  # named in the drivers' configs, never connected to
+
+    def __init__(self) -> None:
+        self.topics: dict[str, list[dict]] = {}
+
+    def create_topic(self, topic: str, partitions: int) -> None:
+        self.topics[topic] = []
+
+    def produce(self, topic: str, records: list[dict]) -> None:
+        self.topics[topic] += records
+
+    def consume(self, topic: str) -> list[dict]:
+        return self.topics[topic]
+
+
+class _Process:
+    def poll(self) -> None:
+        return None  # still running
+
+
+class _Driver:
+    """A running query that commits epochs whether or not it reads anything."""
+
+    process = _Process()
+
+    def wait_for_commits(self, checkpoint: str, more_than: int, what: str) -> None:
+        _files(Path(checkpoint), f"commits/{more_than + 1}")
+
+    def tail(self) -> str:
+        return "(the driver's log)"
+
+
+def _sink_holds(config: dict, epoch: int, ids: list[str]) -> None:
+    _files(Path(config["checkpoint"]), f"commits/{epoch}")
+    part = Path(config["out"]) / str(epoch) / "part-0"
+    part.parent.mkdir(parents=True, exist_ok=True)
+    part.write_text("".join(f"{i}\n" for i in ids))
+
+
+def _fleet(tmp_path: Path, mode: str) -> tuple[Fleet, Scenario, dict]:
+    cluster = _Cluster()
+    scenario = Scenario(f"cluster-{mode}", mode, [f"cluster-{mode}"], per_feed=3)
+    scenario.prepare(cluster, tmp_path)
+    scenario.feed(cluster)
+    config = scenario.config(cluster, tmp_path, drain=False)
+    fleet = Fleet([scenario], cluster, tmp_path, driver=None)
+    fleet.configs[scenario.name] = config
+    fleet.drivers[scenario.name] = _Driver()
+    return fleet, scenario, config
+
+
+@pytest.mark.parametrize("mode", ["realtime", "continuous"])
+def test_a_fault_step_waits_for_the_ids_written_not_for_empty_epochs(
+    tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(broker_faults, "SINK_WAIT_S", 0.2)
+    fleet, scenario, config = _fleet(tmp_path, mode)
+    _sink_holds(config, 0, scenario.expected)  # read before the fault
+    # epochs go on committing after the fault, but nothing written after it reaches the sink
+    fleet.progress("after the fault")
+    assert list(fleet.problems) == [scenario.name]
+    problem = fleet.problems[scenario.name]
+    assert problem.startswith(
+        "waited 0.2 s after the fault for the sink's committed epochs to hold all 6 ids written so far;"
+        f" 3 missing (e.g. {scenario.name}:3, {scenario.name}:4, {scenario.name}:5)"
+    ), problem
+
+
+def test_a_fault_step_passes_once_the_sink_holds_what_was_written(tmp_path: Path) -> None:
+    fleet, scenario, config = _fleet(tmp_path, "realtime")
+    _sink_holds(config, 0, scenario.expected[:2])
+    # what the query delivers once the step has written its records (the step writes 3 more)
+    _sink_holds(config, 1, [f"{scenario.name}:{n}" for n in range(2, 6)])
+    fleet.progress("after the fault")
+    assert fleet.problems == {}
+    assert len(scenario.expected) == 6
+
+
+def _read_by_micro_batch(config: dict, ids: list[str]) -> None:
+    Path(config["out"] + ".ids.json").write_text(json.dumps({"ids": ids, "backlog": 0}))
+
+
+def test_the_comparison_with_the_topic_counts_ids_the_harness_never_wrote(tmp_path: Path) -> None:
+    fleet, scenario, config = _fleet(tmp_path, "micro")
+    cluster = fleet.cluster
+    topic = scenario.topics[0]
+    cluster.produce(topic, cluster.topics[topic][:1])  # the producer's retry: the topic holds :0 twice
+    _read_by_micro_batch(config, [*scenario.expected, scenario.expected[0], "cluster-micro:77", "junk"])
+    found = against_topic(scenario, config, cluster)
+    # :0 read as often as the topic holds it is read once; the two ids nobody wrote are not
+    assert found == {
+        "duplicated_in_topic": 1,
+        "duplicated": 2,
+        "read_twice": [],
+        "not_written": ["cluster-micro:77", "junk"],
+    }
+
+
+def test_the_comparison_with_the_topic_counts_reads_past_what_the_topic_holds(tmp_path: Path) -> None:
+    fleet, scenario, config = _fleet(tmp_path, "micro")
+    one, two = scenario.expected[:2]
+    _read_by_micro_batch(config, [*scenario.expected, one, one, two])
+    found = against_topic(scenario, config, fleet.cluster)
+    assert (found["duplicated"], found["read_twice"], found["not_written"]) == (3, [one, two], [])

@@ -9,14 +9,16 @@ before a fence may carry a marker comment (invisible when the page is rendered):
     <!-- snippet: given source=timed_files -->            ... bound to a value _given() makes
     <!-- snippet: expect len(sluice.status(query)) > 0 -->  a check run after the snippet
     <!-- snippet: skip needs a Spark Connect server -->   not run (counted and listed: SKIPPED)
+    <!-- snippet: idle starts at the topic's end -->      its queries may read nothing (listed: IDLE)
 
 Directives are separated by ``;``. The places a reader puts their own are rewritten to this run's:
 the broker ``broker:9092`` to the embedded broker, and paths under ``/archive/``, ``/checkpoints/``,
 ``/tables/``, ``/tmp/``, ``s3a://archive/`` and ``s3a://warehouse/`` to a temporary directory (the
 ``work`` fixture writes ``archive/events`` as JSON files, ``warehouse/events`` as Parquet, and the
-topics ``events`` and ``orders``). Every query a snippet starts must run a batch (or end) and must
-not fail, then or while the page's later snippets run (a listener sees each one, failed or not);
-queries a page leaves running are stopped after it.
+topics ``events`` and ``orders``). Every query a snippet starts must read rows in a batch (or end:
+a bounded query) and must not fail, then or while the page's later snippets run (a listener sees
+each one, failed or not); a trigger that read nothing or a query gone idle does not count, unless
+the snippet is marked ``idle`` (``_Queries``). Queries a page leaves running are stopped after it.
 """
 
 from __future__ import annotations
@@ -45,8 +47,10 @@ SKIPPED = [
     ("README.md", "needs a Spark Connect server"),
     ("docs/realtime.md", "needs Spark's Kafka sink"),
 ]
+# the snippets whose queries may read nothing (`idle`), with the reason their marker gives: none yet
+IDLE: list[tuple[str, str]] = []
 EVENTS_MS = 1_700_000_000_000
-# how long a query a snippet started may take to run its first batch (or end)
+# how long a query a snippet started may take to read its first rows (or end)
 QUERY_WAIT_S = 60
 # a line of a stack trace that names an exception: "ValueError: ...", "org.apache.x.YException: ..."
 ERROR_LINE = re.compile(r"^(Caused by: )?[\w.$]*(Error|Exception)\b.*")
@@ -66,6 +70,8 @@ class Snippet:
     given: dict[str, str] = field(default_factory=dict)
     expect: list[str] = field(default_factory=list)
     skip: str | None = None
+    #: why the snippet's queries may read nothing (`idle` directive)
+    idle: str | None = None
 
     @property
     def where(self) -> str:
@@ -93,6 +99,8 @@ def snippets(page: Path, language: str) -> list[Snippet]:
                     snippet.expect.append(rest.strip())
                 elif word == "skip":
                     snippet.skip = rest.strip()
+                elif word == "idle":
+                    snippet.idle = rest.strip()
                 else:
                     raise ValueError(f"{snippet.where}: unknown snippet directive {word!r}")
         found.append(snippet)
@@ -156,17 +164,25 @@ class _Queries(StreamingQueryListener):
     """What became of every query started while a page runs: a query may fail after the snippet
     that started it returned (it runs in the background), or before anyone looked (then it is no
     longer among ``spark.streams.active``). Started events come synchronously with ``start()``;
-    progress and termination asynchronously."""
+    progress and termination asynchronously.
+
+    A query *ran* when a batch of it read rows, or when it ended (a bounded query, an
+    ``AvailableNow`` one, ends once it read what there was; how it ended is checked apart). A
+    trigger that read nothing, or the query going idle, is not running: a snippet whose source
+    reads nothing (a typo in a topic, a path or a start position would look the same) must fail.
+    A snippet that means its query to read nothing says so with ``idle <why>``; only then does
+    a trigger without rows or an idle query count."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
         self.started: list[str] = []
-        self._ran: set[str] = set()  # made progress (or ran a trigger with nothing new) or ended
+        self._read: set[str] = set()  # a batch read rows, or the query ended
+        self._idle: set[str] = set()  # a trigger read nothing, or the query went idle
         self.failed: dict[str, str] = {}
 
-    def _note(self, query_id: str, failure: str | None = None) -> None:
+    def _note(self, query_id: str, read: bool, failure: str | None = None) -> None:
         with self._changed:
-            self._ran.add(query_id)
+            (self._read if read else self._idle).add(query_id)
             if failure:
                 self.failed[query_id] = failure
             self._changed.notify_all()
@@ -176,19 +192,21 @@ class _Queries(StreamingQueryListener):
             self.started.append(str(event.id))
 
     def onQueryProgress(self, event: Any) -> None:  # noqa: N802
-        self._note(str(event.progress.id))
+        self._note(str(event.progress.id), read=event.progress.numInputRows > 0)
 
     def onQueryIdle(self, event: Any) -> None:  # noqa: N802
-        self._note(str(event.id))
+        self._note(str(event.id), read=False)
 
     def onQueryTerminated(self, event: Any) -> None:  # noqa: N802
-        self._note(str(event.id), event.exception)
+        self._note(str(event.id), read=True, failure=event.exception)
 
-    def ran(self, query_ids: list[str], timeout: float) -> list[str]:
-        """Waits until each query made progress or ended; returns those that did neither in time."""
+    def ran(self, query_ids: list[str], timeout: float, may_idle: bool = False) -> list[str]:
+        """Waits until each query read rows or ended (with `may_idle`: or ran a trigger at all);
+        returns those that did not in time."""
         deadline = time.monotonic() + timeout
+        done = (lambda q: q in self._read or q in self._idle) if may_idle else (lambda q: q in self._read)
         with self._changed:
-            while (waiting := [q for q in query_ids if q not in self._ran]) and time.monotonic() < deadline:
+            while (waiting := [q for q in query_ids if not done(q)]) and time.monotonic() < deadline:
                 self._changed.wait(deadline - time.monotonic())
             return waiting
 
@@ -345,8 +363,16 @@ def test_page_snippets_run(
     _run(snippets(page, "python"), str(page.relative_to(ROOT)), spark, kafka, work)
 
 
-def _run(found: list[Snippet], page: str, spark: SparkSession, kafka: EmbeddedKafka, work: Path) -> None:
-    """Runs a page's snippets in order in one namespace, with their checks and their queries'."""
+def _run(
+    found: list[Snippet],
+    page: str,
+    spark: SparkSession,
+    kafka: EmbeddedKafka,
+    work: Path,
+    wait: float = QUERY_WAIT_S,
+) -> _Queries:
+    """Runs a page's snippets in order in one namespace, with their checks and their queries';
+    returns what became of the queries."""
     namespace: dict[str, object] = {"__name__": "__doc_snippet__"}
     queries = _Queries()
     spark.streams.addListener(queries)
@@ -367,16 +393,22 @@ def _run(found: list[Snippet], page: str, spark: SparkSession, kafka: EmbeddedKa
                     ), f"{snippet.where}: expected {check}"
             except Exception as e:
                 raise AssertionError(f"{snippet.where} does not run as written: {e!r}") from e
-            # every query the snippet started ran a batch (or ended), and none of them failed
+            # every query the snippet started read rows (or ended), and none of them failed
             mine = queries.started[before:]
-            stalled = queries.ran(mine, QUERY_WAIT_S)
-            assert not stalled, f"{snippet.where} started queries that ran no batch in {QUERY_WAIT_S} s"
+            stalled = queries.ran(mine, wait, may_idle=snippet.idle is not None)
+            assert not stalled, (
+                f"{snippet.where} started queries that ran no trigger in {wait} s"
+                if snippet.idle is not None
+                else f"{snippet.where} started queries that read no rows and did not end in {wait} s"
+                " (mark it `idle <why>` if it means to read nothing)"
+            )
             _assert_none_failed(queries, mine, snippet.where)
             ran += 1
-            assert time.monotonic() - started < 60 + QUERY_WAIT_S, f"{snippet.where} took over a minute"
+            assert time.monotonic() - started < 60 + wait, f"{snippet.where} took over a minute"
         assert ran > 0
         # a query may fail in a later batch, while the page's next snippets run
         _assert_none_failed(queries, queries.started, page)
+        return queries
     finally:
         spark.streams.removeListener(queries)
 
@@ -420,3 +452,51 @@ def test_unrun_snippets_are_the_listed_ones() -> None:
     total = sum(len(snippets(page, "python")) for page in PAGES)
     listed = "; ".join(f"{s.where} ({s.skip})" for s in marked)
     assert [(s.page, s.skip) for s in marked] == SKIPPED, f"{len(marked)} of {total} not run: {listed}"
+
+
+def _empty_files_snippet(work: Path, idle: str | None) -> Snippet:
+    """A query over a folder with no files (a path as a page names it, localized as theirs are): its
+    triggers read nothing, and it goes idle."""
+    (work / "archive" / "nothing-here").mkdir(exist_ok=True)
+    return Snippet(
+        "example.md",
+        7,
+        "import sluice\n"
+        "files = sluice.FileSource.builder().path('/archive/nothing-here').format('json')"
+        ".schema('id BIGINT').build()\n"
+        "query = sluice.from_source(spark, files).writeStream.format('noop').start()\n",
+        given={"spark": "spark"},
+        idle=idle,
+    )
+
+
+@pytest.fixture()
+def quick_idle(spark: SparkSession) -> Iterator[None]:
+    """Spark reports a query idle after 10 s without data by default; these tests wait less."""
+    spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "200ms")
+    yield
+    spark.conf.unset("spark.sql.streaming.noDataProgressEventInterval")
+
+
+def test_a_query_that_only_went_idle_did_not_run(
+    spark: SparkSession, kafka: EmbeddedKafka, work: Path, restored: None, quick_idle: None
+) -> None:
+    with pytest.raises(
+        AssertionError, match=r"example.md:7 started queries that read no rows and did not end"
+    ):
+        _run([_empty_files_snippet(work, idle=None)], "example.md", spark, kafka, work, wait=3)
+
+
+def test_a_snippet_marked_idle_may_read_nothing(
+    spark: SparkSession, kafka: EmbeddedKafka, work: Path, restored: None, quick_idle: None
+) -> None:
+    queries = _run(
+        [_empty_files_snippet(work, idle="the folder is empty")], "example.md", spark, kafka, work, wait=30
+    )
+    assert len(queries.started) == 1
+
+
+def test_snippets_that_may_read_nothing_are_the_listed_ones() -> None:
+    """Marking a snippet `idle` lets its queries pass without reading a row: a decision, listed."""
+    marked = [(s.page, s.idle) for page in PAGES for s in snippets(page, "python") if s.idle is not None]
+    assert marked == IDLE

@@ -79,8 +79,10 @@ def find_broker_classpath() -> str:
     (a checkout where ``make build`` ran) in the current directory, the directory of this
     package and all their parents; then for the broker's launcher an installed wheel carries
     (``sluice/jars/sluice-testkit_2.13-<version>.jar`` and its POM), whose dependencies (Kafka's
-    broker, about 48 MB) are resolved from Maven Central by PySpark's own Ivy into the cache
-    ``--packages`` uses (``~/.ivy2.5.2``): the first start downloads them, later ones find them.
+    broker, about 48 MB) are resolved by PySpark's own Ivy into the cache ``--packages`` uses
+    (``~/.ivy2.5.2``), from Maven Central or where ``spark.jars.repositories`` and
+    ``spark.jars.ivySettings`` say, as for ``--packages`` (``_resolve.ivy_settings``): the first
+    start downloads them, later ones find them.
 
     Returns
     -------

@@ -1,0 +1,193 @@
+"""How an installed wheel's `sluice.testing` resolves the broker's jars (`_resolve.py`): with the
+settings `--packages` honours, and never for ever. Everything is on this machine: a Maven
+repository built in a temporary folder (file://) and silent or closed ports on 127.0.0.1, with
+Maven Central replaced by such a port (`DEFAULT_ARTIFACT_REPOSITORY`), so that nothing here can
+be found on the internet by mistake. No SparkSession is needed."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sluice.testing import _java_executable, _resolve
+from sluice.testing._resolve import resolve_classpath
+
+GROUP, VERSION = "test.sluice", "1.0"
+
+
+def _pom(artifact: str, dependencies: list[str] = ()) -> str:
+    deps = "".join(
+        f"<dependency><groupId>{GROUP}</groupId><artifactId>{d}</artifactId><version>{VERSION}</version></dependency>"
+        for d in dependencies
+    )
+    return (
+        '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+        f"<groupId>{GROUP}</groupId><artifactId>{artifact}</artifactId><version>{VERSION}</version>"
+        f"<dependencies>{deps}</dependencies></project>"
+    )
+
+
+@pytest.fixture()
+def launcher(tmp_path: Path) -> tuple[Path, Path]:
+    """A launcher jar and its POM, naming a dependency (with one of its own) that exists nowhere
+    but in the repository `mirror` builds."""
+    jar, pom = tmp_path / "launcher-1.0.jar", tmp_path / "launcher-1.0.pom"
+    jar.write_bytes(b"launcher")
+    pom.write_text(_pom("launcher", ["broker"]))
+    return jar, pom
+
+
+@pytest.fixture()
+def mirror(tmp_path: Path) -> Path:
+    """A Maven repository in a folder: broker 1.0, which depends on broker-deps 1.0."""
+    repo = tmp_path / "mirror"
+    for artifact, deps in (("broker", ["broker-deps"]), ("broker-deps", [])):
+        folder = repo / GROUP.replace(".", "/") / artifact / VERSION
+        folder.mkdir(parents=True)
+        (folder / f"{artifact}-{VERSION}.pom").write_text(_pom(artifact, deps))
+        (folder / f"{artifact}-{VERSION}.jar").write_bytes(artifact.encode())
+    return repo
+
+
+@pytest.fixture()
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # nothing listens once it is closed: connections are refused
+
+
+@pytest.fixture()
+def silent_port() -> Iterator[int]:
+    """A port that takes connections (the kernel accepts them into the backlog) and never answers,
+    as a proxy or a firewall that swallows traffic."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(16)
+        yield s.getsockname()[1]
+
+
+@pytest.fixture()
+def conf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, closed_port: int) -> Path:
+    """A Spark conf folder of this test's own, Maven Central replaced by a closed local port, and
+    Ivy's home (spark.jars.ivy) in the temporary folder: its cache starts empty."""
+    folder = tmp_path / "conf"
+    folder.mkdir()
+    monkeypatch.setenv("SPARK_CONF_DIR", str(folder))
+    monkeypatch.setenv("DEFAULT_ARTIFACT_REPOSITORY", f"http://127.0.0.1:{closed_port}/")
+    return folder
+
+
+def _defaults(conf: Path, tmp_path: Path, **properties: str) -> None:
+    lines = [f"spark.jars.ivy {tmp_path / 'ivy'}", *(f"{k} {v}" for k, v in properties.items())]
+    (conf / "spark-defaults.conf").write_text("# as spark-submit reads it\n" + "\n".join(lines) + "\n")
+
+
+def _resolved(classpath: str, tmp_path: Path) -> list[str]:
+    cache = tmp_path / "ivy" / "cache"
+    return sorted(str(Path(e).relative_to(cache)) for e in classpath.split(":")[1:])
+
+
+def test_an_ivy_settings_file_is_honoured(
+    launcher: tuple[Path, Path], mirror: Path, conf: Path, tmp_path: Path
+) -> None:
+    settings = tmp_path / "ivysettings.xml"
+    settings.write_text(
+        '<ivysettings><settings defaultResolver="company"/><resolvers>'
+        f'<ibiblio name="company" m2compatible="true" root="{mirror.as_uri()}/"/>'
+        "</resolvers></ivysettings>"
+    )
+    _defaults(conf, tmp_path, **{"spark.jars.ivySettings": str(settings)})
+    classpath = resolve_classpath(*launcher, java=_java_executable())
+    assert classpath.split(":")[0] == str(launcher[0])
+    assert _resolved(classpath, tmp_path) == [
+        "test.sluice/broker-deps/jars/broker-deps-1.0.jar",
+        "test.sluice/broker/jars/broker-1.0.jar",
+    ]
+
+
+def test_spark_jars_repositories_are_honoured(
+    launcher: tuple[Path, Path], mirror: Path, conf: Path, tmp_path: Path
+) -> None:
+    _defaults(conf, tmp_path, **{"spark.jars.repositories": f"{mirror.as_uri()}/"})
+    classpath = resolve_classpath(*launcher, java=_java_executable())
+    assert _resolved(classpath, tmp_path) == [
+        "test.sluice/broker-deps/jars/broker-deps-1.0.jar",
+        "test.sluice/broker/jars/broker-1.0.jar",
+    ]
+
+
+def test_a_repository_that_never_answers_fails_within_the_connection_timeout(
+    launcher: tuple[Path, Path],
+    conf: Path,
+    tmp_path: Path,
+    silent_port: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_resolve, "CONNECTION_TIMEOUT_S", 0.5)
+    monkeypatch.setenv("DEFAULT_ARTIFACT_REPOSITORY", f"http://127.0.0.1:{silent_port}/")
+    _defaults(conf, tmp_path)
+    began = time.monotonic()
+    with pytest.raises(RuntimeError) as failed:
+        resolve_classpath(*launcher, java=_java_executable())
+    assert time.monotonic() - began < 60
+    message = str(failed.value)
+    assert (
+        f"from http://127.0.0.1:{silent_port}/ (settings read from {conf / 'spark-defaults.conf'})" in message
+    )
+    assert "(a repository gave no answer within 0.5 s)" in message, message
+    assert "Set spark.jars.repositories (a Maven mirror's URL) or spark.jars.ivySettings" in message
+
+
+def test_a_resolution_without_timeouts_of_its_own_ends_at_the_deadline(
+    launcher: tuple[Path, Path],
+    conf: Path,
+    tmp_path: Path,
+    silent_port: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a user's settings file sets no timeout: its resolver would wait for ever
+    monkeypatch.setattr(_resolve, "RESOLVE_TIMEOUT_S", 2)
+    settings = tmp_path / "ivysettings.xml"
+    settings.write_text(
+        '<ivysettings><settings defaultResolver="proxy"/><resolvers>'
+        f'<ibiblio name="proxy" m2compatible="true" root="http://127.0.0.1:{silent_port}/"/>'
+        "</resolvers></ivysettings>"
+    )
+    _defaults(conf, tmp_path, **{"spark.jars.ivySettings": str(settings)})
+    began = time.monotonic()
+    with pytest.raises(RuntimeError) as failed:
+        resolve_classpath(*launcher, java=_java_executable())
+    assert time.monotonic() - began < 30
+    message = str(failed.value)
+    assert message.startswith(
+        f"Ivy did not resolve the jars launcher-1.0.pom names within 2 s from the resolvers of {settings}"
+    ), message
+    assert "or set SLUICE_BROKER_CLASSPATH to the broker's classpath" in message
+
+
+def test_repositories_are_chained_after_the_settings_files_resolver(
+    launcher: tuple[Path, Path], mirror: Path, conf: Path, tmp_path: Path
+) -> None:
+    # the settings file's resolver holds the broker, the listed repository what it depends on
+    company = tmp_path / "company"
+    (company / "test/sluice").mkdir(parents=True)
+    (mirror / "test/sluice/broker").rename(company / "test/sluice/broker")
+    settings = tmp_path / "ivysettings.xml"
+    settings.write_text(
+        '<ivysettings><settings defaultResolver="company"/><resolvers>'
+        f'<ibiblio name="company" m2compatible="true" root="{company.as_uri()}/"/>'
+        "</resolvers></ivysettings>"
+    )
+    _defaults(
+        conf,
+        tmp_path,
+        **{"spark.jars.ivySettings": str(settings), "spark.jars.repositories": f"{mirror.as_uri()}/"},
+    )
+    classpath = resolve_classpath(*launcher, java=_java_executable())
+    assert _resolved(classpath, tmp_path) == [
+        "test.sluice/broker-deps/jars/broker-deps-1.0.jar",
+        "test.sluice/broker/jars/broker-1.0.jar",
+    ]
