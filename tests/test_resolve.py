@@ -72,10 +72,12 @@ def silent_port() -> Iterator[int]:
 @pytest.fixture()
 def conf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, closed_port: int) -> Path:
     """A Spark conf folder of this test's own, Maven Central replaced by a closed local port, and
-    Ivy's home (spark.jars.ivy) in the temporary folder: its cache starts empty."""
+    Ivy's home (spark.jars.ivy) and the user's home (its ~/.m2) in the temporary folder: they
+    start empty."""
     folder = tmp_path / "conf"
     folder.mkdir()
     monkeypatch.setenv("SPARK_CONF_DIR", str(folder))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # its ~/.m2 is empty
     monkeypatch.setenv("DEFAULT_ARTIFACT_REPOSITORY", f"http://127.0.0.1:{closed_port}/")
     return folder
 
@@ -124,19 +126,24 @@ def test_a_repository_that_never_answers_fails_within_the_connection_timeout(
     conf: Path,
     tmp_path: Path,
     silent_port: int,
+    closed_port: int,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(_resolve, "CONNECTION_TIMEOUT_S", 0.5)
     monkeypatch.setenv("DEFAULT_ARTIFACT_REPOSITORY", f"http://127.0.0.1:{silent_port}/")
-    _defaults(conf, tmp_path)
+    # a listed repository that refuses, with a user and password no message may show
+    _defaults(conf, tmp_path, **{"spark.jars.repositories": f"http://ci:s3cret@127.0.0.1:{closed_port}/"})
     began = time.monotonic()
     with pytest.raises(RuntimeError) as failed:
         resolve_classpath(*launcher, java=_java_executable())
     assert time.monotonic() - began < 60
     message = str(failed.value)
+    silent = f"http://127.0.0.1:{silent_port}/"
     assert (
-        f"from http://127.0.0.1:{silent_port}/ (settings read from {conf / 'spark-defaults.conf'})" in message
-    )
+        f"from ~/.m2/repository, {silent}, {silent}, http://***@127.0.0.1:{closed_port}/ (settings "
+        f"read from {conf / 'spark-defaults.conf'})" in message
+    ), message
+    assert "s3cret" not in message and "ci:" not in message
     assert "(a repository gave no answer within 0.5 s)" in message, message
     assert "Set spark.jars.repositories (a Maven mirror's URL) or spark.jars.ivySettings" in message
 
@@ -191,3 +198,98 @@ def test_repositories_are_chained_after_the_settings_files_resolver(
         "test.sluice/broker-deps/jars/broker-deps-1.0.jar",
         "test.sluice/broker/jars/broker-1.0.jar",
     ]
+
+
+def test_relative_paths_are_taken_from_the_current_folder(
+    launcher: tuple[Path, Path], mirror: Path, conf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # as spark-submit takes them; Ivy itself runs in a temporary folder, deleted after it
+    (tmp_path / "ivysettings.xml").write_text(
+        '<ivysettings><settings defaultResolver="company"/><resolvers>'
+        f'<ibiblio name="company" m2compatible="true" root="{mirror.as_uri()}/"/>'
+        "</resolvers></ivysettings>"
+    )
+    _defaults(conf, tmp_path, **{"spark.jars.ivy": "ivy", "spark.jars.ivySettings": "file:ivysettings.xml"})
+    monkeypatch.chdir(tmp_path)
+    classpath = resolve_classpath(*launcher, java=_java_executable())
+    assert all(Path(entry).is_file() for entry in classpath.split(":"))
+    assert _resolved(classpath, tmp_path) == [
+        "test.sluice/broker-deps/jars/broker-deps-1.0.jar",
+        "test.sluice/broker/jars/broker-1.0.jar",
+    ]
+
+
+def test_a_default_resolver_set_in_an_included_file_is_chained_before_the_repositories(
+    launcher: tuple[Path, Path], mirror: Path, conf: Path, tmp_path: Path
+) -> None:
+    # the included file's resolver holds the broker, the listed repository what it depends on
+    company = tmp_path / "company"
+    (company / "test/sluice").mkdir(parents=True)
+    (mirror / "test/sluice/broker").rename(company / "test/sluice/broker")
+    (tmp_path / "company.xml").write_text(
+        '<ivysettings><settings defaultResolver="company"/><resolvers>'
+        f'<ibiblio name="company" m2compatible="true" root="{company.as_uri()}/"/>'
+        "</resolvers></ivysettings>"
+    )
+    settings = tmp_path / "ivysettings.xml"
+    settings.write_text('<ivysettings><include file="${ivy.settings.dir}/company.xml"/></ivysettings>')
+    _defaults(
+        conf,
+        tmp_path,
+        **{"spark.jars.ivySettings": str(settings), "spark.jars.repositories": f"{mirror.as_uri()}/"},
+    )
+    classpath = resolve_classpath(*launcher, java=_java_executable())
+    assert _resolved(classpath, tmp_path) == [
+        "test.sluice/broker-deps/jars/broker-deps-1.0.jar",
+        "test.sluice/broker/jars/broker-1.0.jar",
+    ]
+
+
+def test_a_default_resolver_that_cannot_be_told_fails_saying_what_to_do(
+    launcher: tuple[Path, Path], mirror: Path, conf: Path, tmp_path: Path
+) -> None:
+    settings = tmp_path / "ivysettings.xml"
+    settings.write_text('<ivysettings><include url="https://ivy.example/settings.xml"/></ivysettings>')
+    _defaults(
+        conf,
+        tmp_path,
+        **{"spark.jars.ivySettings": str(settings), "spark.jars.repositories": f"{mirror.as_uri()}/"},
+    )
+    with pytest.raises(RuntimeError) as failed:
+        resolve_classpath(*launcher, java=_java_executable())
+    assert str(failed.value).startswith(
+        f"Cannot tell the default resolver of spark.jars.ivySettings ({settings}) to chain "
+        f"spark.jars.repositories after it, as --packages does: {settings} includes "
+        "https://ivy.example/settings.xml, which is not a local file. Name it in the top file's"
+    ), str(failed.value)
+
+
+def test_the_local_maven_repository_comes_first_as_for_packages(
+    launcher: tuple[Path, Path], mirror: Path, conf: Path, tmp_path: Path
+) -> None:
+    # offline (Central refuses): what ~/.m2 holds is enough, as it is for --packages
+    m2 = tmp_path / "home" / ".m2"
+    m2.mkdir(parents=True)
+    mirror.rename(m2 / "repository")
+    _defaults(conf, tmp_path)
+    classpath = resolve_classpath(*launcher, java=_java_executable())
+    assert _resolved(classpath, tmp_path) == [
+        "test.sluice/broker-deps/jars/broker-deps-1.0.jar",
+        "test.sluice/broker/jars/broker-1.0.jar",
+    ]
+
+
+def test_spark_defaults_are_read_from_the_pyspark_package_without_spark_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # where a pip-installed spark-submit reads them (its SPARK_HOME is the package's folder)
+    monkeypatch.delenv("SPARK_CONF_DIR", raising=False)
+    monkeypatch.delenv("SPARK_HOME", raising=False)
+    monkeypatch.setattr(_resolve, "_pyspark_home", lambda: tmp_path)
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "spark-defaults.conf").write_text(
+        "spark.jars.repositories https://mirror.example/\n"
+    )
+    found = _resolve.ivy_settings()
+    assert found.repositories == ("https://mirror.example/",)
+    assert found.source == str(tmp_path / "conf" / "spark-defaults.conf")

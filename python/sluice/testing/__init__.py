@@ -80,9 +80,9 @@ def find_broker_classpath() -> str:
     package and all their parents; then for the broker's launcher an installed wheel carries
     (``sluice/jars/sluice-testkit_2.13-<version>.jar`` and its POM), whose dependencies (Kafka's
     broker, about 48 MB) are resolved by PySpark's own Ivy into the cache ``--packages`` uses
-    (``~/.ivy2.5.2``), from Maven Central or where ``spark.jars.repositories`` and
-    ``spark.jars.ivySettings`` say, as for ``--packages`` (``_resolve.ivy_settings``): the first
-    start downloads them, later ones find them.
+    (``~/.ivy2.5.2``), from ``~/.m2``, Maven Central and where ``spark.jars.repositories`` and
+    ``spark.jars.ivySettings`` say, chained in ``--packages``' order
+    (``_resolve.ivy_settings_xml``): the first start downloads them, later ones find them.
 
     Returns
     -------
