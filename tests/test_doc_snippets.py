@@ -15,10 +15,11 @@ Directives are separated by ``;``. The places a reader puts their own are rewrit
 the broker ``broker:9092`` to the embedded broker, and paths under ``/archive/``, ``/checkpoints/``,
 ``/tables/``, ``/tmp/``, ``s3a://archive/`` and ``s3a://warehouse/`` to a temporary directory (the
 ``work`` fixture writes ``archive/events`` as JSON files, ``warehouse/events`` as Parquet, and the
-topics ``events`` and ``orders``). Every query a snippet starts must read rows in a batch (or end:
-a bounded query) and must not fail, then or while the page's later snippets run (a listener sees
-each one, failed or not); a trigger that read nothing or a query gone idle does not count, unless
-the snippet is marked ``idle`` (``_Queries``). Queries a page leaves running are stopped after it.
+topics ``events`` and ``orders``). Every source of every query a snippet starts must read rows
+(in some batch), and the query must not fail, then or while the page's later snippets run (a
+listener sees each one, failed or not); a trigger that read nothing, a query gone idle or one that
+ended without reading does not count, unless the snippet is marked ``idle`` (``_Queries``).
+Queries a page leaves running are stopped after it.
 """
 
 from __future__ import annotations
@@ -166,49 +167,70 @@ class _Queries(StreamingQueryListener):
     longer among ``spark.streams.active``). Started events come synchronously with ``start()``;
     progress and termination asynchronously.
 
-    A query *ran* when a batch of it read rows, or when it ended (a bounded query, an
-    ``AvailableNow`` one, ends once it read what there was; how it ended is checked apart). A
-    trigger that read nothing, or the query going idle, is not running: a snippet whose source
-    reads nothing (a typo in a topic, a path or a start position would look the same) must fail.
-    A snippet that means its query to read nothing says so with ``idle <why>``; only then does
-    a trigger without rows or an idle query count."""
+    A query *ran* when every source its progress names read rows in some batch (not necessarily
+    the same one). Ending is not running: an ``AvailableNow`` query over a mistyped path ends
+    having read nothing, and a second source over a misspelled topic reads nothing while the
+    first reads; both must fail. A snippet that means its query (or one of its sources) to read
+    nothing says so with ``idle <why>``; only then does a trigger without rows, an idle query or
+    an ended one count."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
         self.started: list[str] = []
-        self._read: set[str] = set()  # a batch read rows, or the query ended
-        self._idle: set[str] = set()  # a trigger read nothing, or the query went idle
+        self._rows: dict[str, dict[str, int]] = {}  # per query, the rows each source read so far
+        self._triggered: set[str] = set()  # a trigger ran (rows or not), or the query went idle
+        self._ended: set[str] = set()
         self.failed: dict[str, str] = {}
-
-    def _note(self, query_id: str, read: bool, failure: str | None = None) -> None:
-        with self._changed:
-            (self._read if read else self._idle).add(query_id)
-            if failure:
-                self.failed[query_id] = failure
-            self._changed.notify_all()
 
     def onQueryStarted(self, event: Any) -> None:  # noqa: N802 - PySpark's interface
         with self._changed:
             self.started.append(str(event.id))
 
     def onQueryProgress(self, event: Any) -> None:  # noqa: N802
-        self._note(str(event.progress.id), read=event.progress.numInputRows > 0)
+        with self._changed:
+            query = str(event.progress.id)
+            rows = self._rows.setdefault(query, {})
+            for i, source in enumerate(event.progress.sources):
+                name = f"source {i} ({source.description})"
+                rows[name] = rows.get(name, 0) + source.numInputRows
+            self._triggered.add(query)
+            self._changed.notify_all()
 
     def onQueryIdle(self, event: Any) -> None:  # noqa: N802
-        self._note(str(event.id), read=False)
+        with self._changed:
+            self._triggered.add(str(event.id))
+            self._changed.notify_all()
 
     def onQueryTerminated(self, event: Any) -> None:  # noqa: N802
-        self._note(str(event.id), read=True, failure=event.exception)
-
-    def ran(self, query_ids: list[str], timeout: float, may_idle: bool = False) -> list[str]:
-        """Waits until each query read rows or ended (with `may_idle`: or ran a trigger at all);
-        returns those that did not in time."""
-        deadline = time.monotonic() + timeout
-        done = (lambda q: q in self._read or q in self._idle) if may_idle else (lambda q: q in self._read)
         with self._changed:
-            while (waiting := [q for q in query_ids if not done(q)]) and time.monotonic() < deadline:
+            self._ended.add(str(event.id))
+            if event.exception:
+                self.failed[str(event.id)] = event.exception
+            self._changed.notify_all()
+
+    def _read(self, query: str) -> bool:
+        rows = self._rows.get(query, {})
+        return bool(rows) and all(n > 0 for n in rows.values())
+
+    def ran(self, query_ids: list[str], timeout: float, may_idle: bool = False) -> dict[str, str]:
+        """Waits until each query's sources all read rows (with `may_idle`: until it ran a trigger
+        at all, or ended); returns those that did not in time (or ended first), each with the
+        sources that read nothing."""
+        deadline = time.monotonic() + timeout
+
+        def done(q: str) -> bool:
+            return self._read(q) or (may_idle and (q in self._triggered or q in self._ended))
+
+        with self._changed:
+            while [q for q in query_ids if not done(q) and q not in self._ended] and (
+                time.monotonic() < deadline
+            ):
                 self._changed.wait(deadline - time.monotonic())
-            return waiting
+            return {
+                q: ", ".join(s for s, n in self._rows.get(q, {}).items() if n == 0) or "no source"
+                for q in query_ids
+                if not done(q)
+            }
 
 
 def _iceberg_events(work: Path) -> str:
@@ -393,16 +415,17 @@ def _run(
                     ), f"{snippet.where}: expected {check}"
             except Exception as e:
                 raise AssertionError(f"{snippet.where} does not run as written: {e!r}") from e
-            # every query the snippet started read rows (or ended), and none of them failed
+            # every source of every query the snippet started read rows, and none of them failed
             mine = queries.started[before:]
             stalled = queries.ran(mine, wait, may_idle=snippet.idle is not None)
+            _assert_none_failed(queries, mine, snippet.where)  # a failed query read nothing either
+            unread = "; ".join(f"{q}: {sources}" for q, sources in stalled.items())
             assert not stalled, (
-                f"{snippet.where} started queries that ran no trigger in {wait} s"
+                f"{snippet.where} started queries that ran no trigger in {wait} s: {unread}"
                 if snippet.idle is not None
-                else f"{snippet.where} started queries that read no rows and did not end in {wait} s"
-                " (mark it `idle <why>` if it means to read nothing)"
+                else f"{snippet.where} started queries whose sources did not all read rows in {wait} s"
+                f" (read nothing: {unread}; mark it `idle <why>` if it means to read nothing)"
             )
-            _assert_none_failed(queries, mine, snippet.where)
             ran += 1
             assert time.monotonic() - started < 60 + wait, f"{snippet.where} took over a minute"
         assert ran > 0
@@ -482,9 +505,47 @@ def test_a_query_that_only_went_idle_did_not_run(
     spark: SparkSession, kafka: EmbeddedKafka, work: Path, restored: None, quick_idle: None
 ) -> None:
     with pytest.raises(
-        AssertionError, match=r"example.md:7 started queries that read no rows and did not end"
+        AssertionError, match=r"example.md:7 started queries whose sources did not all read rows"
     ):
         _run([_empty_files_snippet(work, idle=None)], "example.md", spark, kafka, work, wait=3)
+
+
+def _files_snippet(*paths: str) -> Snippet:
+    """An ``AvailableNow`` query over the union of file sources, one per path: it ends once it read
+    what there was."""
+    sources = " + ".join(f"[files('{p}')]" for p in paths)
+    return Snippet(
+        "example.md",
+        9,
+        "import functools\nimport sluice\n"
+        "def files(path):\n"
+        "    source = sluice.FileSource.builder().path(path).format('json').schema('id BIGINT').build()\n"
+        "    return sluice.from_source(spark, source)\n"
+        f"df = functools.reduce(lambda a, b: a.unionByName(b), {sources})\n"
+        "query = df.writeStream.format('noop').trigger(availableNow=True).start()\n"
+        "query.awaitTermination(60)\n",
+        given={"spark": "spark"},
+    )
+
+
+def test_a_query_that_ended_without_reading_did_not_run(
+    spark: SparkSession, kafka: EmbeddedKafka, work: Path, restored: None
+) -> None:
+    (work / "archive" / "nothing-here").mkdir(exist_ok=True)  # a mistyped path reads the same
+    with pytest.raises(AssertionError, match=r"read nothing: [-\w]+: source 0 \(SluiceMicroBatchStream"):
+        _run([_files_snippet("/archive/nothing-here/")], "example.md", spark, kafka, work, wait=3)
+
+
+def test_every_source_of_a_query_must_read(
+    spark: SparkSession, kafka: EmbeddedKafka, work: Path, restored: None
+) -> None:
+    (work / "archive" / "nothing-here").mkdir(exist_ok=True)
+    snippet = _files_snippet("/archive/events/", "/archive/nothing-here/")
+    with pytest.raises(
+        AssertionError, match=r"read nothing: [-\w]+: source 1 \(SluiceMicroBatchStream"
+    ) as failed:
+        _run([snippet], "example.md", spark, kafka, work, wait=3)
+    assert "source 0" not in str(failed.value)
 
 
 def test_a_snippet_marked_idle_may_read_nothing(
