@@ -7,6 +7,7 @@ be found on the internet by mistake. No SparkSession is needed."""
 from __future__ import annotations
 
 import socket
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -293,3 +294,21 @@ def test_spark_defaults_are_read_from_the_pyspark_package_without_spark_home(
     found = _resolve.ivy_settings()
     assert found.repositories == ("https://mirror.example/",)
     assert found.source == str(tmp_path / "conf" / "spark-defaults.conf")
+
+
+def test_a_classpath_whose_jars_are_missing_is_never_returned(
+    launcher: tuple[Path, Path], conf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # what the old code returned for a relative spark.jars.ivy: Ivy's jars in a deleted folder
+    gone = tmp_path / "deleted" / "broker-1.0.jar"
+
+    def ivy(command: list[str], **_: object) -> subprocess.CompletedProcess:
+        Path(command[command.index("-cachepath") + 1]).write_text(str(gone))
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setattr(_resolve.subprocess, "run", ivy)
+    _defaults(conf, tmp_path)
+    with pytest.raises(
+        RuntimeError, match=r"but 1 of them are not in .*\(e\.g\. .*deleted/broker-1\.0\.jar\)"
+    ):
+        resolve_classpath(*launcher, java=_java_executable())

@@ -354,13 +354,13 @@ def resolve_classpath(jar: Path, pom: Path, java: str) -> str:
                 f"--- Ivy's output (last lines) ---\n{output[-_OUTPUT_TAIL_CHARS:]}"
             )
         classpath = written.read_text(encoding="utf-8").strip()
+    # what Ivy wrote must be there: a classpath of missing jars would fail later, far from here
     missing = [entry for entry in classpath.split(os.pathsep) if not Path(entry).is_file()]
-    if not classpath or missing:
+    if missing:
         raise _failure(
-            f"Ivy resolved the jars {pom.name} names from {_where(settings)}, but "
-            f"{len(missing) or 'all'} of them are not in {settings.ivy_home / 'cache'} "
-            f"(e.g. {(missing or ['(an empty classpath)'])[0]}): check that {IVY_KEY} names a "
-            "folder this process can write and keep."
+            f"Ivy resolved the jars {pom.name} names from {_where(settings)}, but {len(missing)} "
+            f"of them are not in {settings.ivy_home / 'cache'} (e.g. {missing[0] or 'none named'}): "
+            f"check that {IVY_KEY} names a folder this process can write and keep."
         )
     # replaced whole: another process may be reading it
     part = kept.with_name(f"{kept.name}.{os.getpid()}.part")
