@@ -26,7 +26,7 @@ from pathlib import Path
 
 from chaos.cluster import NODES, KafkaCluster
 from chaos.scenarios import Scenario
-from chaos.sinks import committed_epochs, epoch_ids, sink_ids
+from chaos.sinks import committed_positions, epoch_ids, sink_ids, topic_partition
 
 #: the readers' patience (`kafkaConsumer.pollTimeoutMs`): longer than a leader's failover, shorter
 #: than the whole cluster's outage
@@ -74,6 +74,33 @@ def wait_for_sink(driver, config: dict, written: list[str], what: str) -> str | 
     return None
 
 
+def wait_for_offsets(driver, checkpoint: str, ends: dict[str, dict[int, int]], what: str) -> str | None:
+    """Until the micro-batch query's last committed batch left every partition of its topics at
+    (or past) `ends` (each topic's end offsets); why not, if it did not within SINK_WAIT_S or the
+    query ended."""
+    wanted = {(t, p): end for t, offsets in ends.items() for p, end in offsets.items()}
+    deadline = time.monotonic() + SINK_WAIT_S
+    while short := sorted(tp for tp, end in wanted.items() if _read_to(checkpoint).get(tp, 0) < end):
+        if driver.process.poll() is not None:
+            return f"the query ended {what}:\n{driver.tail()}"
+        if time.monotonic() > deadline:
+            return (
+                f"waited {SINK_WAIT_S} s {what} for a committed batch to read to the topics' end "
+                f"offsets {ends}; behind: {short} (read to {_read_to(checkpoint)}):\n{driver.tail()}"
+            )
+        time.sleep(0.2)
+    return None
+
+
+def _read_to(checkpoint: str) -> dict[tuple[str, int], int]:
+    """Per topic and partition, the offset the last committed batch left it at (its latest
+    incarnation's split at most)."""
+    found: dict[tuple[str, int], int] = {}
+    for split, position in committed_positions(checkpoint).items():
+        found[topic_partition(split)] = max(found.get(topic_partition(split), 0), position)
+    return found
+
+
 class Fleet:
     """The running queries of a cluster run, one driver each, and the harness's view of them."""
 
@@ -105,23 +132,27 @@ class Fleet:
             if s.name not in self.problems:
                 s.feed(self.cluster)
 
-    def progress(self, what: str, batches: int = 1) -> None:
-        """Writes more records, then waits until each query still running read on: a micro-batch
-        query until it committed `batches` more batches (with nothing new to read it commits none,
-        so a batch is a read); a real-time or continuous query until its sink holds every id
-        written so far (`wait_for_sink`: its epochs commit when empty too)."""
+    def progress(self, what: str) -> None:
+        """Writes more records, then waits until each query still running read them all: a
+        micro-batch query until its last committed batch's offsets reach the topic's end offsets
+        taken after the write (`wait_for_offsets`: a batch that was running when the fault hit
+        was planned before the write, so it cannot); a real-time or continuous query until its
+        sink holds every id written so far (`wait_for_sink`: its epochs commit when empty too)."""
         self.feed()
+        ends = {
+            s.name: {t: self.cluster.end_offsets(t) for t in s.topics}
+            for s in self.scenarios
+            if s.mode == "micro" and s.name not in self.problems
+        }
         for s in self.scenarios:
             if s.name in self.problems:
                 continue
             config = self.configs[s.name]
+            driver = self.drivers[s.name]
             if s.mode == "micro":
-                checkpoint = config["checkpoint"]
-                problem = self.drivers[s.name].wait_for_commits(
-                    checkpoint, len(committed_epochs(checkpoint)) + batches - 1, what
-                )
+                problem = wait_for_offsets(driver, config["checkpoint"], ends[s.name], what)
             else:
-                problem = wait_for_sink(self.drivers[s.name], config, s.expected, what)
+                problem = wait_for_sink(driver, config, s.expected, what)
             if problem is not None:
                 self.problems[s.name] = problem
 
@@ -148,7 +179,7 @@ def leader_kills(fleet: Fleet, kills: int, counts: dict[str, dict]) -> None:
             counts[name]["broker_kills"] += hit
         cluster.kill_node(victim)
         # written while it is down (acks=all, two replicas in sync), and read
-        fleet.progress(f"after node {victim} (a leader) was killed", batches=2)
+        fleet.progress(f"after node {victim} (a leader) was killed")
         cluster.start_nodes(victim)
         cluster.await_in_sync()
         cluster.elect_leaders(fleet.topics())

@@ -27,7 +27,6 @@ import contextlib
 import json
 import os
 import random
-import re
 import shutil
 import signal
 import socket
@@ -45,7 +44,7 @@ from sluice.testing import EmbeddedKafka
 from chaos.broker_faults import run_cluster
 from chaos.cluster import KafkaCluster
 from chaos.scenarios import Scenario, all_scenarios
-from chaos.sinks import committed_epochs, sink_ids
+from chaos.sinks import committed_epochs, committed_positions, partition_of, sink_ids
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULT = ROOT / "bench" / "results" / "chaos.json"
@@ -392,14 +391,6 @@ def broker_restart(kafka: EmbeddedKafka, work: Path, restart: bool) -> dict:
     )
 
 
-def _read_positions(checkpoint: Path) -> dict[str, int]:
-    """Where the last committed batch left each split (its Sluice offset in the offset log)."""
-    batch = max(committed_epochs(str(checkpoint)))
-    lines = (checkpoint / "offsets" / str(batch)).read_text().splitlines()
-    offset = json.loads(lines[-1])
-    return {s["id"]: s["position"] for s in offset["splits"]}
-
-
 def deleted_below(kafka: EmbeddedKafka, work: Path, fail_on_data_loss: bool, restart: bool) -> dict:
     """Records below the position read are deleted while the query reads: nothing may fail,
     nothing is lost or duplicated."""
@@ -411,22 +402,14 @@ def deleted_below(kafka: EmbeddedKafka, work: Path, fail_on_data_loss: bool, res
     trimmed: list[str] = []
 
     def delete() -> None:
-        for split, position in _read_positions(Path(config["checkpoint"])).items():
-            kafka.delete_records(name, _partition_of(split), position)
+        for split, position in committed_positions(config["checkpoint"]).items():
+            kafka.delete_records(name, partition_of(split), position)
             trimmed.append(split)
 
     result = fault_under_query(
         scenario, config, kafka, work, delete, "records were deleted", warm=2, restart=restart
     )
     return {**result, "partitions_trimmed": len(trimmed)}
-
-
-def _partition_of(split_id: str) -> int:
-    """The partition of a Kafka split id: `topic-3`, or `topic-3@1` for a later incarnation."""
-    match = re.fullmatch(r"(.*)-(\d+)(@\d+)?", split_id)
-    if match is None:
-        raise ValueError(f"not a Kafka split id: {split_id}")
-    return int(match.group(2))
 
 
 def free_port() -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 
@@ -14,6 +15,28 @@ def committed_epochs(checkpoint: str) -> set[int]:
         return set()
     logged = [int(f.name) for f in commits.iterdir() if f.name.isdigit()]
     return set(range(max(logged) + 1)) if logged else set()
+
+
+def committed_positions(checkpoint: str) -> dict[str, int]:
+    """Where the last committed batch left each split (its Sluice offset in the offset log): the
+    next offset it reads. Empty before the first commit."""
+    if not (committed := committed_epochs(checkpoint)):
+        return {}
+    lines = (Path(checkpoint) / "offsets" / str(max(committed))).read_text().splitlines()
+    return {s["id"]: s["position"] for s in json.loads(lines[-1])["splits"]}
+
+
+def topic_partition(split_id: str) -> tuple[str, int]:
+    """The topic and partition of a Kafka split id: `topic-3`, or `topic-3@1` for a later
+    incarnation."""
+    match = re.fullmatch(r"(.*)-(\d+)(@\d+)?", split_id)
+    if match is None:
+        raise ValueError(f"not a Kafka split id: {split_id}")
+    return match.group(1), int(match.group(2))
+
+
+def partition_of(split_id: str) -> int:
+    return topic_partition(split_id)[1]
 
 
 def epoch_ids(config: dict) -> list[str]:

@@ -1,10 +1,12 @@
 """The chaos harness's own rules (no broker, no Spark): only leftovers of a checkpoint that logged
 no batch are removed before a start; a fault step waits until a real-time or continuous sink holds
-what was written; the comparison with a topic still finds ids nobody wrote."""
+what was written, and until a micro-batch query committed a batch that read to the topic's end;
+the comparison with a topic still finds ids nobody wrote."""
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -75,6 +77,9 @@ class _Cluster:
     def consume(self, topic: str) -> list[dict]:
         return self.topics[topic]
 
+    def end_offsets(self, topic: str) -> dict[int, int]:
+        return dict(Counter(r["partition"] for r in self.topics[topic]))
+
 
 class _Process:
     def poll(self) -> None:
@@ -82,12 +87,9 @@ class _Process:
 
 
 class _Driver:
-    """A running query that commits epochs whether or not it reads anything."""
+    """A running query (what it committed is what a test writes into its checkpoint)."""
 
     process = _Process()
-
-    def wait_for_commits(self, checkpoint: str, more_than: int, what: str) -> None:
-        _files(Path(checkpoint), f"commits/{more_than + 1}")
 
     def tail(self) -> str:
         return "(the driver's log)"
@@ -137,6 +139,41 @@ def test_a_fault_step_passes_once_the_sink_holds_what_was_written(tmp_path: Path
     fleet.progress("after the fault")
     assert fleet.problems == {}
     assert len(scenario.expected) == 6
+
+
+def _batch_read_to(config: dict, batch: int, positions: dict[int, int]) -> None:
+    """Batch `batch` of the micro-batch query, committed, read each partition to `positions`."""
+    topic = config["topics"][0]
+    splits = [{"id": f"{topic}-{p}", "position": n, "records": n} for p, n in positions.items()]
+    _files(Path(config["checkpoint"]), f"commits/{batch}")
+    offsets = Path(config["checkpoint"]) / "offsets" / str(batch)
+    offsets.parent.mkdir(parents=True, exist_ok=True)
+    offsets.write_text('v1\n{"batchWatermarkMs":0}\n' + json.dumps({"splits": splits}))
+
+
+def test_a_micro_batch_step_waits_for_a_batch_that_reads_what_was_written_after_the_fault(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(broker_faults, "SINK_WAIT_S", 0.2)
+    fleet, scenario, config = _fleet(tmp_path, "micro")
+    _batch_read_to(config, 0, {0: 1, 1: 1})  # before the fault
+    # a batch that was running when the fault hit commits after it, but reads nothing written since
+    _batch_read_to(config, 1, {0: 2, 1: 1})
+    fleet.progress("after the fault")
+    problem = fleet.problems[scenario.name]
+    assert problem.startswith(
+        "waited 0.2 s after the fault for a committed batch to read to the topics' end offsets "
+        "{'cluster-micro': {0: 3, 1: 3}}; behind: [('cluster-micro', 0), ('cluster-micro', 1)] "
+        "(read to {('cluster-micro', 0): 2, ('cluster-micro', 1): 1})"
+    ), problem
+
+
+def test_a_micro_batch_step_passes_once_a_batch_read_to_the_topics_end(tmp_path: Path) -> None:
+    fleet, scenario, config = _fleet(tmp_path, "micro")
+    _batch_read_to(config, 0, {0: 2, 1: 1})  # the 3 records written before the step
+    _batch_read_to(config, 1, {0: 3, 1: 3})  # and the 3 the step writes
+    fleet.progress("after the fault")
+    assert fleet.problems == {}
 
 
 def _read_by_micro_batch(config: dict, ids: list[str]) -> None:
