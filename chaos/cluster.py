@@ -6,7 +6,7 @@ are its own."""
 
 from __future__ import annotations
 
-from sluice.testing import EmbeddedKafka
+from sluice.testing import EmbeddedKafka, KafkaBrokerError
 
 NODES = (1, 2, 3)
 
@@ -63,7 +63,11 @@ class KafkaCluster(EmbeddedKafka):
     def start_nodes(self, *nodes: int) -> None:
         """Starts nodes killed or stopped before, side by side (they keep their data); returns once
         each has joined (after the whole cluster was down, none joins before a quorum runs)."""
-        self._command("start-node", ",".join(map(str, nodes)))
+        try:
+            self._command("start-node", ",".join(map(str, nodes)))
+        except KafkaBrokerError as e:
+            # why a node exited is in its log, which the cluster's stderr carries
+            raise KafkaBrokerError(f"{e}{self._stderr_text()}") from e
 
     def reassign(self, topic: str, partition: int, replicas: list[int]) -> int:
         """Moves the partition to those nodes (the first leads); returns once they are in sync."""

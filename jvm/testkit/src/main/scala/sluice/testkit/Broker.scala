@@ -201,12 +201,46 @@ object Broker {
     } finally admin.close(java.time.Duration.ofSeconds(2))
   }
 
-  /** A port that was free on 127.0.0.1 a moment ago. */
+  /**
+   * A port that was free on 127.0.0.1 a moment ago, below the kernel's ephemeral range where one
+   * can be found. A node or broker restarted after a kill binds its old ports again (a cluster's
+   * controller quorum names them), and a port from the ephemeral range (what binding port 0
+   * gives) may meanwhile be the local end of any process's outgoing connection: under load a
+   * restarted node then failed to bind and exited. The kernel never hands out ports below that
+   * range by itself.
+   */
   def freePort(): Int = {
+    val below = ephemeralLow.getOrElse(0)
+    val random = java.util.concurrent.ThreadLocalRandom.current()
+    Iterator
+      .fill(if (below > FixedPortsFrom) 50 else 0)(random.nextInt(FixedPortsFrom, below))
+      .find(bindable)
+      .getOrElse(bind(0))
+  }
+
+  // ports below the ephemeral range chosen from here up (above the well-known and most
+  // registered services' ports)
+  private val FixedPortsFrom = 20000
+
+  /** The first port of the kernel's ephemeral range (Linux), if known. */
+  private lazy val ephemeralLow: Option[Int] =
+    try {
+      // read as a stream: a /proc file says it is empty, and a read by its size gets one byte
+      val in =
+        Files.newBufferedReader(java.nio.file.Paths.get("/proc/sys/net/ipv4/ip_local_port_range"))
+      try Option(in.readLine()).flatMap(_.trim.split("\\s+").headOption).map(_.toInt)
+      finally in.close()
+    } catch { case NonFatal(_) => None }
+
+  private def bindable(port: Int): Boolean =
+    try { bind(port); true }
+    catch { case _: IOException => false }
+
+  private def bind(port: Int): Int = {
     val socket = new ServerSocket()
     try {
       socket.setReuseAddress(true)
-      socket.bind(new InetSocketAddress(InetAddress.getByName(Host), 0))
+      socket.bind(new InetSocketAddress(InetAddress.getByName(Host), port))
       socket.getLocalPort
     } finally socket.close()
   }
