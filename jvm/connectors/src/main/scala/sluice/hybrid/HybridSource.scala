@@ -78,7 +78,7 @@ final class HybridSource private (
     }
 
   override def options: Map[String, String] =
-    Map("source" -> Type, SourcesOption -> entries.size.toString) ++ retention.given ++
+    Map("source" -> Type, SourcesOption -> entries.size.toString) ++ retention.asGiven ++
       entries.zipWithIndex.flatMap { case (e, i) =>
         e.options.map { case (k, v) => HybridOptions.entryKey(i, k) -> v }
       }
@@ -271,13 +271,13 @@ object HybridSource {
   private val MarginKey = HybridOptions.StartAtPreviousEndMinusMs.name
 
   /**
-   * How the hybrid watches the retention of its next source (`RetentionGuard`); `given` holds the
+   * How the hybrid watches the retention of its next source (`RetentionGuard`); `asGiven` holds the
    * options as given, so that `options` rebuilds the same hybrid.
    */
   final case class RetentionSettings(
       checkIntervalMs: Long,
       warnBelowMs: Long,
-      given: Map[String, String] = Map.empty)
+      asGiven: Map[String, String] = Map.empty)
 
   object RetentionSettings {
     val Default: RetentionSettings = RetentionSettings(
@@ -392,10 +392,10 @@ object HybridSource {
 
   /** The hybrid-wide retention options among `options` (matched case-insensitively), checked as declared. */
   private def retentionSettings(options: Map[String, String]): RetentionSettings = {
-    val given = options.filter { case (k, _) =>
+    val asGiven = options.filter { case (k, _) =>
       HybridOptions.hybridWide.exists(_.name.equalsIgnoreCase(k))
     }
-    def value(o: ConfigOption[Long]): Long = given
+    def value(o: ConfigOption[Long]): Long = asGiven
       .collectFirst {
         case (k, v) if k.equalsIgnoreCase(o.name) =>
           o.parse(v.trim)
@@ -406,7 +406,7 @@ object HybridSource {
     RetentionSettings(
       value(HybridOptions.RetentionCheckIntervalMs),
       value(HybridOptions.RetentionWarningMs),
-      given)
+      asGiven)
   }
 
   /**
@@ -493,7 +493,7 @@ object HybridSource {
       .getOrElse(throw invalid(SourcesOption, countRaw, HybridOptions.Sources.allowed))
     val retention = retentionSettings(options)
     val unknown = options.keys.filterNot(k =>
-      k.equalsIgnoreCase(SourcesOption) || retention.given.contains(k) ||
+      k.equalsIgnoreCase(SourcesOption) || retention.asGiven.contains(k) ||
         (0 until count).exists(i => k.toLowerCase.startsWith(HybridOptions.entryPrefix(i))))
     if (unknown.nonEmpty) {
       throw SluiceError.config(s"HybridSource: unknown option${if (unknown.size > 1) "s" else ""} " +

@@ -35,11 +35,11 @@ object AdmissionPlanner {
     val base = positive.map { case (id, b) => id -> (BigInt(b) * budget / total).toLong }
     var remainder = budget - base.map(_._2).sum
     // Hand out what rounding left over, one record at a time, to the splits with most backlog left.
-    val order = positive.zip(base).sortBy { case ((id, b), (_, given)) => (-(b - given), id) }
-    val extra = order.map { case ((id, b), (_, given)) =>
-      val more = if (remainder > 0 && b > given) 1L else 0L
+    val order = positive.zip(base).sortBy { case ((id, b), (_, granted)) => (-(b - granted), id) }
+    val extra = order.map { case ((id, b), (_, granted)) =>
+      val more = if (remainder > 0 && b > granted) 1L else 0L
       remainder -= more
-      id -> (given + more)
+      id -> (granted + more)
     }
     extra.toMap
   }

@@ -175,9 +175,9 @@ final class SluiceScanBuilder(
   override def pruneColumns(requiredSchema: StructType): Unit =
     required = Some(requiredSchema.fieldNames.toSet)
 
-  override def pushFilters(given: Array[Filter]): Array[Filter] = {
-    filters = given.toSeq
-    given // Spark applies all of them to the rows read
+  override def pushFilters(pushed: Array[Filter]): Array[Filter] = {
+    filters = pushed.toSeq
+    pushed // Spark applies all of them to the rows read
   }
 
   override def pushedFilters(): Array[Filter] = filters.toArray

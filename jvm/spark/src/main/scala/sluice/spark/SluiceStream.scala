@@ -91,7 +91,7 @@ abstract class SluiceStream(
    * Spark turns offsets into JSON and back at every trigger, idle ones included: an offset this
    * stream handed out, or the last one read, is not read again from its kept file.
    */
-  private def read(json: String, given: SparkOffset = null): SluiceOffset = given match {
+  private def read(json: String, known: SparkOffset = null): SluiceOffset = known match {
     case o: SluiceOffset => o
     case _ =>
       synchronized {

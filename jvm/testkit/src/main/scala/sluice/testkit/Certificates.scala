@@ -11,9 +11,9 @@ final case class KeyStoreFile(path: Path, password: String)
 /**
  * The TLS material of a test cluster, made at test time by the JDK's keytool in a temporary
  * folder (no key is ever kept in git): a certificate authority and a trust store holding it
- * ([[authority]]), a key store per name ([[sign]]: its certificate signed by the authority, valid
- * for 127.0.0.1 and localhost, with `CN=<name>`, which the brokers map to the principal
- * `User:<name>`), and a trust store of another authority that signed nothing here
+ * (`Certificates.authority`), a key store per name ([[sign]]: its certificate signed by the
+ * authority, valid for 127.0.0.1 and localhost, with `CN=<name>`, which the brokers map to the
+ * principal `User:<name>`), and a trust store of another authority that signed nothing here
  * ([[untrustedTruststore]]). Passwords are made here too. Not thread-safe: keytool runs one at a
  * time (see `keytool`).
  */
@@ -136,6 +136,6 @@ object Certificates {
     } finally System.setOut(out)
   }
 
-  /** The JVM option [[create]] needs. */
+  /** The JVM option keytool needs, run in this JVM (`keytool`): every certificate made here. */
   val AddExports = "--add-exports=java.base/sun.security.tools.keytool=ALL-UNNAMED"
 }

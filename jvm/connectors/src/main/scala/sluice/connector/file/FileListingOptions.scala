@@ -50,10 +50,10 @@ object FileListingOptions {
    * here, in Spark's words), its times in the zone fixed now (the option's, else the session's).
    */
   def filter(raw: Map[String, String], context: String): FileListingFilter = {
-    def given(name: String) = raw.collectFirst { case (k, v) if k.equalsIgnoreCase(name) => v }
-    val options = all.flatMap(o => given(o.name).map(o.name -> _)).toMap
+    def option(name: String) = raw.collectFirst { case (k, v) if k.equalsIgnoreCase(name) => v }
+    val options = all.flatMap(o => option(o.name).map(o.name -> _)).toMap
     if (options.isEmpty) return FileListingFilter(Map.empty)
-    val zone = TimeZone -> given(TimeZone).getOrElse(SQLConf.get.sessionLocalTimeZone)
+    val zone = TimeZone -> option(TimeZone).getOrElse(SQLConf.get.sessionLocalTimeZone)
     val filter = FileListingFilter(options + zone)
     try PathFilterFactory.create(CaseInsensitiveMap(filter.options))
     catch {

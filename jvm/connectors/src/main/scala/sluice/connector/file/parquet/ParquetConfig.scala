@@ -140,11 +140,11 @@ object ParquetConfig {
     val o = new Options(raw, all, Context)
     val paths = o.required(FileConfig.Path)
     val monitor = o.get(FileConfig.MonitorIntervalMs)
-    def given(options: Seq[ConfigOption[_]]) = options
+    def named(options: Seq[ConfigOption[_]]) = options
       .flatMap(opt =>
         raw.collectFirst { case (k, v) if k.equalsIgnoreCase(opt.name) => opt.name -> v.trim })
       .toMap
-    val sparkOptions = given(own)
+    val sparkOptions = named(own)
     val listing = FileListingOptions.filter(raw, Context)
     val session = SparkSession.getActiveSession
       .orElse(SparkSession.getDefaultSession)
@@ -158,7 +158,7 @@ object ParquetConfig {
         session,
         paths,
         userSchema,
-        sparkOptions ++ given(partitioning) ++ listing.options,
+        sparkOptions ++ named(partitioning) ++ listing.options,
         monitor.isDefined)
     val output = StructType(data.fields ++ partitions.fields)
     Provenance.appendTo(output, Context) // refuses a column named as a provenance column

@@ -69,11 +69,11 @@ private[parquet] object ParquetPruning {
         (values.get(i, t), TypeUtils.getInterpretedOrdering(t))
       }
 
-    private def compare(column: String, given: Any)(test: Int => Boolean): Option[Boolean] =
+    private def compare(column: String, bound: Any)(test: Int => Boolean): Option[Boolean] =
       value(column).flatMap { case (v, ordering) =>
-        if (v == null || given == null) None
+        if (v == null || bound == null) None
         else
-          Try(test(ordering.compare(v, CatalystTypeConverters.convertToCatalyst(given)))).toOption
+          Try(test(ordering.compare(v, CatalystTypeConverters.convertToCatalyst(bound)))).toOption
       }
 
     private def string(column: String)(test: String => Boolean): Option[Boolean] =
