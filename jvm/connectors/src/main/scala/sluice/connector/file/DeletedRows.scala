@@ -1,0 +1,82 @@
+package sluice.connector.file
+
+import java.io.{ByteArrayInputStream, ByteArrayOutputStream, DataInputStream, DataOutputStream}
+import java.util.Base64
+
+import org.roaringbitmap.RoaringBitmap
+
+/**
+ * The rows of a data file a table says are deleted (Iceberg's position deletes), by row index in
+ * the file (what Spark's `_metadata.row_index` and a `RowGroupSplit`'s positions count). A
+ * Roaring bitmap keeps them compact: runs of deleted rows take a few bytes, and a row group's
+ * share of them travels with its split (so in the offset log) in Roaring's portable format.
+ *
+ * Row indexes fit in an int: a data file of more than 2^31 rows is refused where deletes are
+ * planned (`DeletedRows.of`). Serializable (Roaring bitmaps are): splits go to executors in tasks.
+ */
+final class DeletedRows private (private val rows: RoaringBitmap) extends Serializable {
+
+  def contains(row: Long): Boolean = row >= 0 && row <= Int.MaxValue && rows.contains(row.toInt)
+
+  def count: Long = rows.getLongCardinality
+
+  /** The deleted rows in `[from, until)`, or None when none is. */
+  def within(from: Long, until: Long): Option[DeletedRows] = {
+    val lo = math.max(from, 0L)
+    val hi = math.min(until, Int.MaxValue.toLong + 1)
+    if (lo >= hi) None
+    else {
+      val part = RoaringBitmap.and(rows, RoaringBitmap.bitmapOfRange(lo, hi))
+      if (part.isEmpty) None else Some(new DeletedRows(part))
+    }
+  }
+
+  /** Whether some row of `[from, until)` is deleted. */
+  def anyIn(from: Long, until: Long): Boolean = {
+    val lo = math.max(from, 0L)
+    val hi = math.min(until, Int.MaxValue.toLong + 1)
+    lo < hi && rows.intersects(lo, hi)
+  }
+
+  /** Whether every row of `[from, until)` is deleted. */
+  def coversAll(from: Long, until: Long): Boolean =
+    until > from && until <= Int.MaxValue.toLong + 1 && from >= 0 &&
+      rows.rangeCardinality(from, until) == until - from
+
+  /** Roaring's portable format, in base64 (no ':' or newline: a field of a serialized split). */
+  def serialize: String = {
+    rows.runOptimize()
+    val bytes = new ByteArrayOutputStream()
+    val out = new DataOutputStream(bytes)
+    rows.serialize(out)
+    out.close()
+    Base64.getEncoder.encodeToString(bytes.toByteArray)
+  }
+
+  override def equals(other: Any): Boolean = other match {
+    case d: DeletedRows => d.rows == rows
+    case _ => false
+  }
+  override def hashCode: Int = rows.hashCode
+  override def toString: String = s"DeletedRows($count rows)"
+}
+
+object DeletedRows {
+
+  /** The rows at these indexes; an index beyond an int fails (no Parquet file Sluice reads has such). */
+  def of(indexes: Iterator[Long]): DeletedRows = {
+    val rows = new RoaringBitmap()
+    indexes.foreach { i =>
+      require(i >= 0 && i <= Int.MaxValue, s"row index $i is out of a data file's int range")
+      rows.add(i.toInt)
+    }
+    new DeletedRows(rows)
+  }
+
+  def deserialize(text: String): DeletedRows = {
+    val rows = new RoaringBitmap()
+    rows.deserialize(
+      new DataInputStream(new ByteArrayInputStream(Base64.getDecoder.decode(text))))
+    new DeletedRows(rows)
+  }
+}
