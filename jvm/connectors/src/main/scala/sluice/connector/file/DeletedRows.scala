@@ -6,7 +6,7 @@ import java.util.Base64
 import org.roaringbitmap.RoaringBitmap
 
 /**
- * The rows of a data file a table says are deleted (Iceberg's position deletes), by row index in
+ * The rows of a data file a table says are deleted (Iceberg's position deletes and deletion vectors), by row index in
  * the file (what Spark's `_metadata.row_index` and a `RowGroupSplit`'s positions count). A
  * Roaring bitmap keeps them compact: runs of deleted rows take a few bytes, and a row group's
  * share of them travels with its split (so in the offset log) in Roaring's portable format.

@@ -18,7 +18,7 @@ final case class DiscoveredFile(
     length: Long,
     modificationTime: Long,
     /**
-     * Rows of the file its table says are deleted (Iceberg position deletes), which its splits
+     * Rows of the file its table says are deleted (Iceberg position deletes, deletion vectors), which its splits
      * never give; files listed from a directory have none. Not kept in enumerator state: a file
      * known there has its splits (which carry their deleted rows) made already.
      */

@@ -20,7 +20,7 @@ import sluice.connector.file.DeletedRows
  * without Spark's row-index column (which Spark fills one boxed value at a time); any other row
  * group is read as rows.
  *
- * `deleted` are the rows of this row group its table says are deleted (Iceberg position deletes):
+ * `deleted` are the rows of this row group its table says are deleted (Iceberg position deletes, deletion vectors):
  * both readers skip them, and positions still count every row of the file (a restart at a
  * position resumes at the same row whether rows before it were deleted or not). A row group whose
  * every row is deleted makes no split (`RowGroups.splitsOf`), as one pruned by its statistics.

@@ -20,9 +20,9 @@ import sluice.connector.table.TableDataFiles
  * groups' statistics as the event-time index. Rows are the table's columns (its schema at the
  * snapshot) then `_split`, `_position` and `_timestamp` (the data file's modification time).
  *
- * Position deletes (format v2, in Parquet) are applied: the rows they delete are read when the
- * snapshot is planned and never given (`IcebergPositionDeletes`, `RowGroupSplit.deleted`). Other
- * delete files (equality deletes, v3 deletion vectors) are refused when the source is built
+ * Position deletes (format v2, in Parquet) and deletion vectors (v3) are applied: the rows they
+ * delete are read when the snapshot is planned and never given (`IcebergPositionDeletes`,
+ * `RowGroupSplit.deleted`). Other delete files (equality deletes) are refused when the source is built
  * (`IcebergTables.dataFiles`), as are column renames (`IcebergSchema.renameOf`): both would read
  * rows Iceberg says are not the table's.
  */

@@ -101,7 +101,7 @@ private[iceberg] object IcebergTables {
       finally tasks.close()
     val deleted = IcebergPositionDeletes.of(
       planned.map { case (file, deletes) => file.location -> deletes }.toMap,
-      IcebergPositionDeletes.confOf(table.io))
+      table.io)
     planned.map { case (file, _) =>
       // the modification time is the file system's: the Parquet reader checks the file is unchanged
       DiscoveredFile(file.location, file.fileSizeInBytes, -1L, deleted.get(file.location))
@@ -110,8 +110,8 @@ private[iceberg] object IcebergTables {
 
   /**
    * Refuses a data file Sluice would read wrong, naming the table feature: one not in Parquet,
-   * or with delete files Sluice does not apply (equality deletes, deletion vectors of format v3,
-   * position deletes not in Parquet), whose deleted rows it must never read silently.
+   * or with delete files Sluice does not apply (equality deletes, position deletes in Avro or
+   * ORC), whose deleted rows it must never read silently.
    */
   private def refuseUnread(
       table: Table,
@@ -123,25 +123,20 @@ private[iceberg] object IcebergTables {
         s"$Context: data file '${file.location}' of snapshot ${snapshot.snapshotId} is ${file.format}: " +
           "Sluice reads Iceberg data files in Parquet only (the format Iceberg writes by default). " +
           "Rewrite the table's data files as Parquet (write.format.default=parquet, then rewrite_data_files).")
-    deletes.find(d => !appliedHere(d)).foreach { d =>
+    deletes.find(d => !IcebergPositionDeletes.applied(d)).foreach { d =>
       val feature = d.content match {
         case FileContent.EQUALITY_DELETES =>
           "equality deletes (row-level deletes by column values)"
-        case _ if d.format == FileFormat.PUFFIN => "deletion vectors (format v3)"
         case _ =>
           s"position deletes in ${d.format} (Sluice reads position delete files in Parquet)"
       }
       throw SluiceError.config(
         s"$Context: snapshot ${snapshot.snapshotId} of table '${table.name}' has $feature on data file " +
           s"'${file.location}' (delete file '${d.location}'). Sluice applies Iceberg position deletes " +
-          "in Parquet only, and never reads deleted rows: compact the table (rewrite_data_files with " +
-          "delete files applied), write with write.delete.mode=copy-on-write or with Parquet position " +
-          "deletes (write.delete.format.default=parquet), or read a snapshot from before the deletes " +
-          s"(option '${IcebergConfig.SnapshotId.name}').")
+          "in Parquet and deletion vectors only, and never reads deleted rows: compact the table " +
+          "(rewrite_data_files with delete files applied), write with write.delete.mode=copy-on-write " +
+          "or with Parquet position deletes (write.delete.format.default=parquet), or read a snapshot " +
+          s"from before the deletes (option '${IcebergConfig.SnapshotId.name}').")
     }
   }
-
-  /** Position deletes in Parquet (format v2), the delete files Sluice applies (`IcebergPositionDeletes`). */
-  private def appliedHere(d: DeleteFile): Boolean =
-    d.content == FileContent.POSITION_DELETES && d.format == FileFormat.PARQUET
 }

@@ -3,11 +3,12 @@ package sluice.connector.table.iceberg
 import scala.jdk.CollectionConverters._
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.iceberg.{DataFile, DeleteFile, PartitionSpec, Schema, Table}
+import org.apache.iceberg.{DataFile, DeleteFile, FileFormat, PartitionSpec, Schema, Table}
 import org.apache.iceberg.data.{GenericRecord, IcebergGenerics, Record}
 import org.apache.iceberg.data.parquet.GenericParquetWriter
-import org.apache.iceberg.deletes.PositionDelete
+import org.apache.iceberg.deletes.{BaseDVFileWriter, PositionDelete}
 import org.apache.iceberg.hadoop.HadoopTables
+import org.apache.iceberg.io.OutputFileFactory
 import org.apache.iceberg.parquet.Parquet
 import org.apache.iceberg.types.Types
 import org.apache.spark.sql.{DataFrame, Row}
@@ -26,6 +27,7 @@ import sluice.connector.format.Provenance
  * snapshot (iceberg-data's `IcebergGenerics`, which applies the deletes) as multisets. Deleted rows
  * sit in several row groups of a file, across a row-group boundary, fill a whole row group, and
  * fill a whole file; a stream stopped inside a row group resumes from its checkpoint exactly.
+ * v3 deletion vectors likewise, written by iceberg-core's own DV writer.
  */
 class IcebergDeletesSuite extends AnyFunSuite with SparkSuiteBase {
 
@@ -44,16 +46,7 @@ class IcebergDeletesSuite extends AnyFunSuite with SparkSuiteBase {
    * files in one row delta. Row `i` of a file holds the file's first id plus `i`.
    */
   private lazy val table: Table = {
-    val dir = tempDir("iceberg-deletes").resolve("t").toString
-    val t = new HadoopTables(new Configuration()).create(
-      schema,
-      PartitionSpec.unpartitioned,
-      Map(
-        "format-version" -> "2",
-        "write.parquet.row-group-size-bytes" -> "1",
-        "write.parquet.row-group-check-min-record-count" -> "10",
-        "write.parquet.row-group-check-max-record-count" -> "10").asJava,
-      dir)
+    val t = newTable(formatVersion = 2)
     val files = Map("a" -> (0L until 100L), "b" -> (100L until 150L), "c" -> (150L until 160L))
       .map { case (name, ids) => name -> dataFile(t, name, ids) }
     val append = t.newAppend()
@@ -65,6 +58,17 @@ class IcebergDeletesSuite extends AnyFunSuite with SparkSuiteBase {
       .commit()
     t
   }
+
+  private def newTable(formatVersion: Int): Table =
+    new HadoopTables(new Configuration()).create(
+      schema,
+      PartitionSpec.unpartitioned,
+      Map(
+        "format-version" -> formatVersion.toString,
+        "write.parquet.row-group-size-bytes" -> "1",
+        "write.parquet.row-group-check-min-record-count" -> "10",
+        "write.parquet.row-group-check-max-record-count" -> "10").asJava,
+      tempDir("iceberg-deletes").resolve("t").toString)
 
   private def dataFile(t: Table, name: String, ids: Seq[Long]): DataFile = {
     val writer = Parquet
@@ -104,13 +108,15 @@ class IcebergDeletesSuite extends AnyFunSuite with SparkSuiteBase {
     writer.toDeleteFile
   }
 
-  /** Iceberg's own read of the current snapshot, deletes applied: (id, city). */
-  private lazy val expected: Seq[Row] = {
-    val records = IcebergGenerics.read(table).build()
+  /** Iceberg's own read of the current snapshot of `t`, deletes applied: (id, city). */
+  private def icebergRows(t: Table): Seq[Row] = {
+    val records = IcebergGenerics.read(t).build()
     try
       records.asScala.map(r => Row(r.getField("id"), r.getField("city"))).toSeq
     finally records.close()
   }
+
+  private lazy val expected: Seq[Row] = icebergRows(table)
 
   private def source = IcebergSource.builder().table(table.location).build()
 
@@ -184,5 +190,35 @@ class IcebergDeletesSuite extends AnyFunSuite with SparkSuiteBase {
     awaitEnd(second)
     second.exception.foreach(e => throw e)
     assert(multiset(spark.read.parquet(out).collect().toSeq) == multiset(expected))
+  }
+
+  test(
+    "v3 deletion vectors are applied: Iceberg's own DV writer, a whole row group and a whole file deleted") {
+    val t = newTable(formatVersion = 3)
+    val a = dataFile(t, "a", 0L until 40L)
+    val c = dataFile(t, "c", 150L until 160L)
+    t.newAppend().appendFile(a).appendFile(c).commit()
+    val dvs = new BaseDVFileWriter(
+      OutputFileFactory.builderFor(t, 1, 1).format(FileFormat.PUFFIN).build(),
+      _ => null)
+    try {
+      ((2L to 4L) ++ (10L to 19L) ++ Seq(39L)).foreach(p =>
+        dvs.delete(a.location, p, t.spec, null))
+      (0L until 10L).foreach(p => dvs.delete(c.location, p, t.spec, null))
+    } finally dvs.close()
+    val delta = t.newRowDelta()
+    dvs.result.deleteFiles.asScala.foreach(delta.addDeletes)
+    delta.commit()
+    val expectedV3 = icebergRows(t)
+    assert(expectedV3.size == 40 - 14)
+    val run = runToEnd(
+      Sluice.fromSource(
+        spark,
+        IcebergSource.builder().table(t.location).build(),
+        null,
+        "deletes_v3",
+        Map("maxRecordsPerTrigger" -> "15")))
+    assert(multiset(run.rows.map(r => Row(r.getLong(0), r.getString(1)))) == multiset(expectedV3))
+    assert(run.readColumnar)
   }
 }
