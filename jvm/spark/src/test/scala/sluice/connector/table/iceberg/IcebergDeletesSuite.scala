@@ -184,6 +184,7 @@ class IcebergDeletesSuite extends AnyFunSuite with SparkSuiteBase {
     assert(
       ends.exists { case (s, p) => p > s.firstRow && p < s.firstRow + s.rowCount },
       "no row group was stopped inside: the test would not show a restart mid-row-group")
+    assert(ends.exists(_._1.deleted.isDefined), "the offset log carries the splits' deleted rows")
     val partial = spark.read.parquet(out).count()
     assert(partial > 0 && partial < expected.size)
     val second = start(Trigger.AvailableNow())
