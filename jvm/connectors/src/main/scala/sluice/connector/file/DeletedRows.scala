@@ -11,8 +11,13 @@ import org.roaringbitmap.RoaringBitmap
  * Roaring bitmap keeps them compact: runs of deleted rows take a few bytes, and a row group's
  * share of them travels with its split (so in the offset log) in Roaring's portable format.
  *
- * Row indexes fit in an int: a data file of more than 2^31 rows is refused where deletes are
- * planned (`DeletedRows.of`). Serializable (Roaring bitmaps are): splits go to executors in tasks.
+ * Row indexes fit in an int: positions at or past a data file's record count are ignored where
+ * deletes are planned (as Iceberg does), and a data file of more than 2^31 rows with deletes is
+ * refused there. Serializable (Roaring bitmaps are): splits go to executors in tasks.
+ *
+ * Immutable: the bitmap is run-optimized once, when made, and never changed after, so a split's
+ * hash and serialized text stay the same across checkpoints; equality and hash are of content
+ * (equal sets in different container forms are equal and hash alike).
  */
 final class DeletedRows private (private val rows: RoaringBitmap) extends Serializable {
 
@@ -27,7 +32,7 @@ final class DeletedRows private (private val rows: RoaringBitmap) extends Serial
     if (lo >= hi) None
     else {
       val part = RoaringBitmap.and(rows, RoaringBitmap.bitmapOfRange(lo, hi))
-      if (part.isEmpty) None else Some(new DeletedRows(part))
+      if (part.isEmpty) None else Some(DeletedRows.owning(part))
     }
   }
 
@@ -45,7 +50,6 @@ final class DeletedRows private (private val rows: RoaringBitmap) extends Serial
 
   /** Roaring's portable format, in base64 (no ':' or newline: a field of a serialized split). */
   def serialize: String = {
-    rows.runOptimize()
     val bytes = new ByteArrayOutputStream()
     val out = new DataOutputStream(bytes)
     rows.serialize(out)
@@ -57,7 +61,10 @@ final class DeletedRows private (private val rows: RoaringBitmap) extends Serial
     case d: DeletedRows => d.rows == rows
     case _ => false
   }
-  override def hashCode: Int = rows.hashCode
+  // of content, not of Roaring's containers (whose hash depends on their form), and cheap
+  override def hashCode: Int =
+    if (rows.isEmpty) 0
+    else java.util.Objects.hash(Long.box(rows.getLongCardinality), Int.box(rows.first), Int.box(rows.last))
   override def toString: String = s"DeletedRows($count rows)"
 }
 
@@ -70,6 +77,12 @@ object DeletedRows {
       require(i >= 0 && i <= Int.MaxValue, s"row index $i is out of a data file's int range")
       rows.add(i.toInt)
     }
+    owning(rows)
+  }
+
+  /** The rows of this bitmap, which the caller hands over: it must never change it after. */
+  def owning(rows: RoaringBitmap): DeletedRows = {
+    rows.runOptimize()
     new DeletedRows(rows)
   }
 
@@ -77,6 +90,6 @@ object DeletedRows {
     val rows = new RoaringBitmap()
     rows.deserialize(
       new DataInputStream(new ByteArrayInputStream(Base64.getDecoder.decode(text))))
-    new DeletedRows(rows)
+    owning(rows)
   }
 }

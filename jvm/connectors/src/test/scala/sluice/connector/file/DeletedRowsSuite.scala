@@ -19,6 +19,19 @@ class DeletedRowsSuite extends AnyFunSuite {
         .contains("out of a data file's int range"))
   }
 
+  test("equal deleted rows are equal and hash alike, before and after serializing") {
+    val runs = DeletedRows.of((0L until 5000L).iterator)
+    val hash = runs.hashCode
+    val text = runs.serialize
+    assert(runs.hashCode == hash && runs.serialize == text)
+    // the same rows made otherwise (a bitmap not optimized into runs by its maker)
+    val plain = new org.roaringbitmap.RoaringBitmap()
+    (0 until 5000).foreach(plain.add)
+    val other = DeletedRows.owning(plain)
+    assert(other == runs && other.hashCode == hash && DeletedRows.deserialize(text).hashCode == hash)
+    assert(runs.within(0, 5000).map(_.hashCode).contains(hash))
+  }
+
   test("a split's deleted rows survive the offset log; older splits have none") {
     val split = RowGroupSplit(
       "s3a://b/t/data/a.parquet",
