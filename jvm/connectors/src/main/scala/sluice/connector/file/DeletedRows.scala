@@ -64,7 +64,11 @@ final class DeletedRows private (private val rows: RoaringBitmap) extends Serial
   // of content, not of Roaring's containers (whose hash depends on their form), and cheap
   override def hashCode: Int =
     if (rows.isEmpty) 0
-    else java.util.Objects.hash(Long.box(rows.getLongCardinality), Int.box(rows.first), Int.box(rows.last))
+    else
+      java.util.Objects.hash(
+        Long.box(rows.getLongCardinality),
+        Int.box(rows.first),
+        Int.box(rows.last))
   override def toString: String = s"DeletedRows($count rows)"
 }
 

@@ -28,7 +28,8 @@ class DeletedRowsSuite extends AnyFunSuite {
     val plain = new org.roaringbitmap.RoaringBitmap()
     (0 until 5000).foreach(plain.add)
     val other = DeletedRows.owning(plain)
-    assert(other == runs && other.hashCode == hash && DeletedRows.deserialize(text).hashCode == hash)
+    assert(
+      other == runs && other.hashCode == hash && DeletedRows.deserialize(text).hashCode == hash)
     assert(runs.within(0, 5000).map(_.hashCode).contains(hash))
   }
 

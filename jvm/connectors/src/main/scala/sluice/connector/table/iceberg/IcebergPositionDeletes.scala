@@ -13,6 +13,7 @@ import org.apache.parquet.hadoop.ParquetFileReader
 import org.apache.parquet.hadoop.util.HadoopInputFile
 import org.apache.parquet.io.ColumnIOFactory
 import org.apache.parquet.schema.MessageType
+import org.roaringbitmap.RoaringBitmap
 
 import sluice.connector.file.{DeletedRows, DiscoveredFile, ListedFileReads}
 import sluice.errors.SluiceError
@@ -40,20 +41,34 @@ private[iceberg] object IcebergPositionDeletes {
     d.content == org.apache.iceberg.FileContent.POSITION_DELETES &&
       (d.format == FileFormat.PARQUET || d.format == FileFormat.PUFFIN)
 
-  /** Each data file's deleted rows, from the delete files `deletes` says apply to it. */
-  def of(deletes: Map[String, Seq[DeleteFile]], io: FileIO): Map[String, DeletedRows] = {
+  /**
+   * Each data file's deleted rows, from the delete files `deletes` says apply to it (by data file
+   * path: its record count and its delete files). Positions go straight into one bitmap per data
+   * file, only for the data files given (a delete file may name files the plan pruned, whose
+   * positions are skipped); positions at or past a data file's record count are ignored, as
+   * Iceberg ignores them.
+   */
+  def of(deletes: Map[String, (Long, Seq[DeleteFile])], io: FileIO): Map[String, DeletedRows] = {
+    val withDeletes = deletes.filter(_._2._2.nonEmpty)
+    withDeletes.foreach { case (path, (records, _)) =>
+      if (records > Int.MaxValue.toLong + 1)
+        throw SluiceError.config(
+          s"$Context: data file '$path' has $records rows and delete files apply to it: Sluice counts a " +
+            "data file's deleted rows in an int (2^31 rows). Rewrite the table's data files into smaller " +
+            "ones (rewrite_data_files) to read it.")
+    }
+    val records = withDeletes.view.mapValues(_._1).toMap
     val conf = confOf(io)
     // one read per delete file (a deletion vector is its own: blobs of a Puffin file are read apart)
-    val distinct = deletes.values.flatten
-      .map(d => key(d) -> d)
-      .toMap
+    val distinct = withDeletes.values.flatMap(_._2).map(d => key(d) -> d).toMap
     val read = ListedFileReads
       .inParallel(
         distinct.keys.toSeq.sorted.map(k => DiscoveredFile(k, 0L, -1L)),
         8,
         "sluice-iceberg-deletes") { k =>
         val d = distinct(k.path)
-        if (d.format == FileFormat.PUFFIN) vector(d, io) else positions(d.location, conf)
+        if (d.format == FileFormat.PUFFIN) vector(d, io, records)
+        else positions(d.location, conf, records)
       }
       .map {
         case (k, Right(p)) => k.path -> p
@@ -66,9 +81,28 @@ private[iceberg] object IcebergPositionDeletes {
             e)
       }
       .toMap
-    deletes.collect {
-      case (path, ds) if ds.nonEmpty =>
-        path -> DeletedRows.of(ds.iterator.flatMap(d => read(key(d)).get(path)).flatten)
+    withDeletes.flatMap { case (path, (_, ds)) =>
+      val rows = new RoaringBitmap()
+      ds.foreach(d => read(key(d)).get(path).foreach(rows.or))
+      if (rows.isEmpty) None else Some(path -> DeletedRows.owning(rows))
+    }
+  }
+
+  /**
+   * Adds a position a delete file gives for a data file to its bitmap, if the data file is one
+   * asked for and has a row there; a negative position is a broken delete file.
+   */
+  private def add(
+      out: mutable.HashMap[String, RoaringBitmap],
+      records: Map[String, Long],
+      path: String,
+      pos: Long): Unit = {
+    if (pos < 0)
+      throw new IllegalStateException(
+        s"it deletes position $pos of data file '$path', which no row has (positions count from 0): " +
+          "the delete file is broken; rewrite the table's position deletes (rewrite_position_delete_files)")
+    records.get(path).foreach { n =>
+      if (pos < n) out.getOrElseUpdate(path, new RoaringBitmap()).add(pos.toInt)
     }
   }
 
@@ -77,7 +111,10 @@ private[iceberg] object IcebergPositionDeletes {
     if (d.format == FileFormat.PUFFIN) s"${d.location}#${d.contentOffset}" else d.location
 
   /** The positions a deletion vector deletes, under the data file it names. */
-  private def vector(d: DeleteFile, io: FileIO): Map[String, Seq[Long]] = {
+  private def vector(
+      d: DeleteFile,
+      io: FileIO,
+      records: Map[String, Long]): collection.Map[String, RoaringBitmap] = {
     if (d.referencedDataFile == null || d.contentOffset == null || d.contentSizeInBytes == null)
       throw new IllegalStateException(
         "its manifest entry lacks the data file it deletes from, or where its blob is")
@@ -93,13 +130,17 @@ private[iceberg] object IcebergPositionDeletes {
         read += n
       }
     } finally in.close()
-    val positions = mutable.ArrayBuffer[Long]()
-    PositionDeleteIndex.deserialize(bytes, d).forEach(p => positions += p)
-    Map(d.referencedDataFile -> positions.toSeq)
+    val out = mutable.HashMap[String, RoaringBitmap]()
+    val path = d.referencedDataFile
+    PositionDeleteIndex.deserialize(bytes, d).forEach(p => add(out, records, path, p))
+    out
   }
 
   /** The positions a position delete file deletes, by the data file they are in. */
-  private def positions(location: String, conf: Configuration): Map[String, Seq[Long]] = {
+  private def positions(
+      location: String,
+      conf: Configuration,
+      records: Map[String, Long]): collection.Map[String, RoaringBitmap] = {
     val reader = ParquetFileReader.open(HadoopInputFile.fromPath(new Path(location), conf))
     try {
       val schema = reader.getFooter.getFileMetaData.getSchema
@@ -111,22 +152,21 @@ private[iceberg] object IcebergPositionDeletes {
         schema.getType(schema.getFieldIndex(FilePath)),
         schema.getType(schema.getFieldIndex(Pos)))
       reader.setRequestedSchema(projection)
-      val out = mutable.HashMap[String, mutable.ArrayBuffer[Long]]()
+      val out = mutable.HashMap[String, RoaringBitmap]()
       var pages = reader.readNextRowGroup()
       while (pages != null) {
-        val records = new ColumnIOFactory()
+        val rowsRead = new ColumnIOFactory()
           .getColumnIO(projection)
           .getRecordReader(pages, new GroupRecordConverter(projection))
         var i = 0L
         while (i < pages.getRowCount) {
-          val g: Group = records.read()
-          out.getOrElseUpdate(g.getString(FilePath, 0), mutable.ArrayBuffer()) +=
-            g.getLong(Pos, 0)
+          val g: Group = rowsRead.read()
+          add(out, records, g.getString(FilePath, 0), g.getLong(Pos, 0))
           i += 1
         }
         pages = reader.readNextRowGroup()
       }
-      out.view.mapValues(_.toSeq).toMap
+      out
     } finally reader.close()
   }
 

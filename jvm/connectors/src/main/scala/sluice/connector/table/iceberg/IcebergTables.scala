@@ -100,7 +100,7 @@ private[iceberg] object IcebergTables {
         }
       finally tasks.close()
     val deleted = IcebergPositionDeletes.of(
-      planned.map { case (file, deletes) => file.location -> deletes }.toMap,
+      planned.map { case (file, deletes) => file.location -> (file.recordCount, deletes) }.toMap,
       table.io)
     planned.map { case (file, _) =>
       // the modification time is the file system's: the Parquet reader checks the file is unchanged

@@ -222,4 +222,30 @@ class IcebergDeletesSuite extends AnyFunSuite with SparkSuiteBase {
     assert(multiset(run.rows.map(r => Row(r.getLong(0), r.getString(1)))) == multiset(expectedV3))
     assert(run.readColumnar)
   }
+
+  test(
+    "positions past a data file's rows and of files outside the plan are ignored; a negative one fails naming its delete file") {
+    val t = newTable(formatVersion = 2)
+    val a = dataFile(t, "a", 0L until 10L)
+    val gone = dataFile(t, "gone", 100L until 110L) // never appended: no plan keeps it
+    t.newAppend().appendFile(a).commit()
+    t.newRowDelta()
+      .addDeletes(
+        deleteFile(t, "past", Map(a -> Seq(3L, 10L, 1L << 31, 1L << 40), gone -> Seq(0L, 1L))))
+      .commit()
+    val expectedPast = icebergRows(t)
+    assert(expectedPast.size == 9)
+    val read = Sluice.read(spark, IcebergSource.builder().table(t.location).build())
+    assert(multiset(read.select("id", "city").collect().toSeq) == multiset(expectedPast))
+
+    t.newRowDelta().addDeletes(deleteFile(t, "negative", Map(a -> Seq(-1L)))).commit()
+    val e = intercept[Exception](
+      Sluice.read(spark, IcebergSource.builder().table(t.location).build()).collect())
+    val messages =
+      Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).map(_.getMessage)
+    assert(
+      messages.exists(m =>
+        m != null && m.contains("negative.parquet") && m.contains("position -1")),
+      e)
+  }
 }
