@@ -134,22 +134,40 @@ class IcebergDeletesSuite extends AnyFunSuite with SparkSuiteBase {
   test(
     "deleted rows are never read, as rows or as column batches, and positions stay row indexes") {
     assert(expected.size == 160 - 20 - 3 - 10)
-    Seq("true", "false").foreach { vectorized =>
+    // batches of 2 rows: file a's rows 4-5 make a wholly deleted batch inside a row group, and its
+    // rows 38-39 a wholly deleted last batch of one
+    Seq(("true", "4096"), ("true", "2"), ("false", "4096")).foreach { case (vectorized, size) =>
       withConf("spark.sql.parquet.enableVectorizedReader", vectorized) {
-        val run = runToEnd(
-          Sluice.fromSource(
-            spark,
-            source,
-            null,
-            s"deletes_$vectorized",
-            Map("maxRecordsPerTrigger" -> "45")))
-        val rows = run.rows.map(r => Row(r.getLong(0), r.getString(1)))
-        assert(multiset(rows) == multiset(expected), s"vectorized=$vectorized")
-        assert(run.readColumnar == (vectorized == "true"))
-        val df = spark.createDataFrame(run.rows.asJava, run.rows.head.schema)
-        positionsAreRowIndexes(df)
-        // a row group whose every row is deleted makes no split: 9 of a's 10, b's 5, none of c's
-        assert(df.select(Provenance.SplitColumn).distinct().count() == 14)
+        withConf("spark.sql.parquet.columnarReaderBatchSize", size) {
+          val ckpt = tempDir("ckpt").toString
+          val run = runToEnd(
+            Sluice.fromSource(
+              spark,
+              source,
+              null,
+              s"deletes_${vectorized}_$size",
+              Map("maxRecordsPerTrigger" -> "45")),
+            ckpt)
+          val rows = run.rows.map(r => Row(r.getLong(0), r.getString(1)))
+          assert(multiset(rows) == multiset(expected), s"vectorized=$vectorized batch=$size")
+          assert(run.readColumnar == (vectorized == "true"))
+          val df = spark.createDataFrame(run.rows.asJava, run.rows.head.schema)
+          positionsAreRowIndexes(df)
+          // a row group whose every row is deleted makes no split: 9 of a's 10, b's 5, none of c's
+          assert(df.select(Provenance.SplitColumn).distinct().count() == 14)
+          val logged = sluice.Checkpoints.offsetBatches(ckpt).flatMap { b =>
+            sluice.Checkpoints
+              .offset(ckpt, b)
+              .splits
+              .map(e => RowGroupSplitSerializer.deserialize(e.splitVersion, e.split))
+          }
+          assert(logged.nonEmpty)
+          assert(
+            !logged.exists(s =>
+              (s.path.endsWith("/a.parquet") && s.firstRow == 20) || s.path.endsWith(
+                "/c.parquet")),
+            "a wholly deleted row group or file has a split in the offset log")
+        }
       }
     }
     // a batch read gives the same rows
@@ -157,40 +175,57 @@ class IcebergDeletesSuite extends AnyFunSuite with SparkSuiteBase {
     assert(multiset(batch.select("id", "city").collect().toSeq) == multiset(expected))
   }
 
-  test(
-    "a stream stopped inside a row group resumes from its checkpoint: each kept row once, no deleted one") {
-    val out = tempDir("sink").toString
-    val ckpt = tempDir("ckpt").toString
-    def start(trigger: Trigger) =
-      Sluice
-        .fromSource(spark, source, null, "deletes_restart", Map("maxRecordsPerTrigger" -> "15"))
-        .select("id", "city")
-        .writeStream
-        .format("parquet")
-        .option("path", out)
-        .option("checkpointLocation", ckpt)
-        .trigger(trigger)
-        .start()
-    val first = start(Trigger.ProcessingTime(0))
-    try
-      eventually("two batches of the first run", first)(
-        first.recentProgress.count(_.numInputRows > 0) >= 2)
-    finally first.stop()
-    val committed =
-      sluice.Checkpoints.lastSinkBatch(out).getOrElse(fail("the first run committed no batch"))
-    val ends = sluice.Checkpoints.offset(ckpt, committed).splits.map { e =>
-      RowGroupSplitSerializer.deserialize(e.splitVersion, e.split) -> e.position
+  Seq("true", "false").foreach { vectorized =>
+    test(
+      s"a stream stopped inside a row group resumes from its checkpoint: each kept row once, no deleted one (vectorized=$vectorized)") {
+      withConf("spark.sql.parquet.enableVectorizedReader", vectorized) {
+        val out = tempDir("sink").toString
+        val ckpt = tempDir("ckpt").toString
+        def start(trigger: Trigger) =
+          Sluice
+            .fromSource(
+              spark,
+              source,
+              null,
+              s"deletes_restart_$vectorized",
+              Map("maxRecordsPerTrigger" -> "15"))
+            .select("id", "city")
+            .writeStream
+            .format("parquet")
+            .option("path", out)
+            .option("checkpointLocation", ckpt)
+            .trigger(trigger)
+            .start()
+        val first = start(Trigger.ProcessingTime(0))
+        try
+          eventually("two batches of the first run", first)(
+            first.recentProgress.count(_.numInputRows > 0) >= 2)
+        finally first.stop()
+        val committed =
+          sluice.Checkpoints
+            .lastSinkBatch(out)
+            .getOrElse(fail("the first run committed no batch"))
+        val ends = sluice.Checkpoints.offset(ckpt, committed).splits.map { e =>
+          RowGroupSplitSerializer.deserialize(e.splitVersion, e.split) -> e.position
+        }
+        assert(
+          ends.exists { case (s, p) => p > s.firstRow && p < s.firstRow + s.rowCount },
+          "no row group was stopped inside: the test would not show a restart mid-row-group")
+        assert(
+          ends.exists(_._1.deleted.isDefined),
+          "the offset log carries the splits' deleted rows")
+        // file a's rows 3-5 are deleted: its first row group is stopped at one of them
+        assert(
+          ends.exists { case (s, p) => s.deleted.exists(_.contains(p)) },
+          s"no split was stopped at a deleted row: $ends")
+        val partial = spark.read.parquet(out).count()
+        assert(partial > 0 && partial < expected.size)
+        val second = start(Trigger.AvailableNow())
+        awaitEnd(second)
+        second.exception.foreach(e => throw e)
+        assert(multiset(spark.read.parquet(out).collect().toSeq) == multiset(expected))
+      }
     }
-    assert(
-      ends.exists { case (s, p) => p > s.firstRow && p < s.firstRow + s.rowCount },
-      "no row group was stopped inside: the test would not show a restart mid-row-group")
-    assert(ends.exists(_._1.deleted.isDefined), "the offset log carries the splits' deleted rows")
-    val partial = spark.read.parquet(out).count()
-    assert(partial > 0 && partial < expected.size)
-    val second = start(Trigger.AvailableNow())
-    awaitEnd(second)
-    second.exception.foreach(e => throw e)
-    assert(multiset(spark.read.parquet(out).collect().toSeq) == multiset(expected))
   }
 
   test(
