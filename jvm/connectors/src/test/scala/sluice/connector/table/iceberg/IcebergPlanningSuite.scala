@@ -125,7 +125,7 @@ class IcebergPlanningSuite extends AnyFunSuite {
     // a Parquet position delete file is read when the snapshot is planned (IcebergDeletesSuite)
     val missing = intercept[SluiceRuntimeException](plan(withPositionDeletes(FileFormat.PARQUET)))
     assert(
-      missing.getMessage.contains("position delete file") &&
+      missing.getMessage.contains("(position deletes) cannot be read") &&
         missing.getMessage.contains("deletes.parquet"))
 
     val u = table()
