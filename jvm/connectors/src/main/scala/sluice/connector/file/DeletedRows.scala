@@ -48,8 +48,13 @@ final class DeletedRows private (private val rows: RoaringBitmap) extends Serial
     until > from && until <= Int.MaxValue.toLong + 1 && from >= 0 &&
       rows.rangeCardinality(from, until) == until - from
 
-  /** Roaring's portable format, in base64 (no ':' or newline: a field of a serialized split). */
-  def serialize: String = {
+  /**
+   * Roaring's portable format, in base64 (no ':' or newline: a field of a serialized split). Made
+   * once and kept (the rows never change): each batch's offset serializes its splits again.
+   */
+  def serialize: String = text
+
+  @transient private lazy val text: String = {
     val bytes = new ByteArrayOutputStream()
     val out = new DataOutputStream(bytes)
     rows.serialize(out)
