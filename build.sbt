@@ -103,6 +103,21 @@ def deltaKernel(module: String) = ("io.delta" % s"delta-kernel-$module" % deltaK
   .exclude("io.unitycatalog", "unitycatalog-hadoop")
 val deltaKernelDeps = Seq(deltaKernel("api"), deltaKernel("defaults"))
 
+// Tests only: Iceberg's own Parquet writers (iceberg-parquet) write the data and position delete
+// files of the tables the delete tests read (pyiceberg writes no merge-on-read deletes), and its
+// generic reader (iceberg-data) reads them as the independent reader, on Spark's parquet-hadoop,
+// Avro and ORC.
+def icebergForTests(module: String) = ("org.apache.iceberg" % s"iceberg-$module" % icebergVersion % Test)
+  .exclude("org.apache.avro", "avro")
+  .exclude("org.apache.parquet", "parquet-hadoop")
+  .exclude("org.apache.parquet", "parquet-column")
+  .exclude("org.apache.orc", "orc-core")
+  .exclude("com.fasterxml.jackson.core", "jackson-core")
+  .exclude("com.fasterxml.jackson.core", "jackson-databind")
+  .exclude("org.roaringbitmap", "RoaringBitmap")
+  .exclude("org.slf4j", "slf4j-api")
+val icebergParquetForTests = Seq(icebergForTests("parquet"), icebergForTests("data"))
+
 lazy val writeSparkKafkaClasspath =
   taskKey[File]("writes the jars of Spark's Kafka connector, for Python tests and benchmarks")
 
@@ -244,7 +259,7 @@ lazy val spark = (project in file("jvm/spark"))
     libraryDependencies ++= Seq(
       kafkaClients,
       icebergCore,
-      scalaTest) ++ deltaKernelDeps ++ sparkKafkaConnector
+      scalaTest) ++ icebergParquetForTests ++ deltaKernelDeps ++ sparkKafkaConnector
       .map(_ % Test),
     // One JVM per test run, sized for a 2-core machine; the broker runs in its own process.
     Test / javaOptions ++= Seq("-Xmx3g", "-XX:+UseG1GC") ++ testJit ++ java17Opens,

@@ -107,8 +107,9 @@ object Sources extends SourceResolver {
         "A snapshot of an Iceberg table (bounded), planned by Iceberg's own library (files skipped by partition " +
           "values and column statistics from the pushed filters); its Parquet data files read as the Parquet source " +
           "reads files (row-group splits, exact row positions). Rows are the table's columns at the snapshot, then " +
-          "`_split`, `_position` and `_timestamp`. Snapshots with delete files and tables with renamed columns are " +
-          "refused. See docs/connectors.md.",
+          "`_split`, `_position` and `_timestamp`. Position deletes (v2, Parquet) and deletion vectors (v3) are " +
+          "applied (maxRecordsPerTrigger then counts positions, deleted rows included); snapshots with equality " +
+          "deletes, position deletes in Avro or ORC and tables with renamed columns are refused. See docs/connectors.md.",
         IcebergConfig.all),
       Section(
         "Delta tables (`source` = `delta`)",

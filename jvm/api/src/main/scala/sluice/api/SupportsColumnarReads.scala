@@ -13,7 +13,9 @@ import sluice.config.RecordLayout
  * (`readsColumnar` over all their ranges) and uses rows for all of them when any range cannot be
  * read as batches. Batches are for ranges read from their start to their end with nothing to
  * pause: real-time mode and continuous processing always read rows. The splits' positions count
- * rows (`SourceSplit.positionsCountRecords`): a batch of `n` rows moves its split `n` positions.
+ * rows (`SourceSplit.positionsCountRecords`): a batch covering `n` positions moves its split `n`
+ * positions, and holds `n` rows unless the table deleted some of them (Iceberg deletes: a batch
+ * may then hold fewer rows, or none).
  */
 trait SupportsColumnarReads[SplitT <: SourceSplit] { self: Source[SplitT, _] =>
 

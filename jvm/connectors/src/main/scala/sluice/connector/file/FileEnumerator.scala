@@ -13,7 +13,16 @@ import org.apache.hadoop.fs.Path
 import sluice.api._
 
 /** A file the enumerator has found and turned into splits. */
-final case class DiscoveredFile(path: String, length: Long, modificationTime: Long)
+final case class DiscoveredFile(
+    path: String,
+    length: Long,
+    modificationTime: Long,
+    /**
+     * Rows of the file its table says are deleted (Iceberg position deletes, deletion vectors), which its splits
+     * never give; files listed from a directory have none. Not kept in enumerator state: a file
+     * known there has its splits (which carry their deleted rows) made already.
+     */
+    deleted: Option[DeletedRows] = None)
 
 /** Every file found so far, so that a restarted or monitoring enumerator adds only new ones. */
 final case class FileEnumeratorState(files: Seq[DiscoveredFile], listed: Boolean)

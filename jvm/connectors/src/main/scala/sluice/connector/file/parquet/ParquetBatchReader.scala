@@ -27,6 +27,8 @@ import sluice.config.RecordLayout
  * range that ends inside it cuts its last batch short; only rows of the range reach Spark. Only
  * row groups alone at their midpoint are read this way (`ParquetSource.readsColumnar`): the reader
  * then gives their rows and no others, so rows are numbered by counting from the row group's first.
+ * Rows the split's table deleted (`RowGroupSplit.deleted`) are left out of the batches
+ * (`SelectedRowsVector`); positions count them all the same, as `ParquetReader`'s do.
  * A reader that ends before the range's last row, or gives more rows than the row group held
  * when listed, fails the read (the file changed after it was listed).
  */
@@ -92,18 +94,44 @@ final class ParquetBatchReader(
           val count = (end - first).toInt - skip
           position = end
           done = end >= range.until
-          val data = viewsOf(batch)
-          val columns =
-            if (compact) data
+          val kept = keptRows(first, skip, count)
+          // a batch whose every row was deleted is passed over (the last one of the range is
+          // handed on empty: the range ends with it)
+          if (kept == null || kept.nonEmpty || done) {
+            val data = viewsOf(batch)
+            val columns =
+              if (compact) data
+              else
+                data ++ Array[ColumnVector](
+                  splitColumn,
+                  new RowIndexVector(first),
+                  timestampColumn)
+            return if (kept != null)
+              new ColumnarBatch(columns.map(new SelectedRowsVector(_, kept)), kept.length)
             else
-              data ++ Array[ColumnVector](splitColumn, new RowIndexVector(first), timestampColumn)
-          return new ColumnarBatch(
-            if (skip == 0) columns else columns.map(new OffsetColumnVector(_, skip)),
-            count)
+              new ColumnarBatch(
+                if (skip == 0) columns else columns.map(new OffsetColumnVector(_, skip)),
+                count)
+          }
         }
       }
       throw new AssertionError("unreachable")
     }
+
+    private val deleted = split.deleted.orNull
+
+    /**
+     * The rows of a batch from row index `first` to hand on, `count` of them from its row `skip`,
+     * as rows of the batch, when the table deleted some of them; null when it deleted none.
+     */
+    private def keptRows(first: Long, skip: Int, count: Int): Array[Int] =
+      if (deleted == null || !deleted.anyIn(first + skip, first + skip + count)) null
+      else {
+        val kept = Array.newBuilder[Int]
+        var i = skip
+        while (i < skip + count) { if (!deleted.contains(first + i)) kept += i; i += 1 }
+        kept.result()
+      }
 
     // the views of the reader's vectors (Spark's reader hands out the same vectors for every batch)
     private var below: Array[ColumnVector] = Array.empty

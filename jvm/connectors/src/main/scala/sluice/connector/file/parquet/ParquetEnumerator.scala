@@ -84,7 +84,8 @@ final class ParquetEnumerator(
         config.filters,
         config.partitionSchema,
         partitions.valuesOf(f.path)))
-    pruned.foreach(f => known(f.path) = f)
+    // known files keep no deleted rows: their splits carry them (and the state never did)
+    pruned.foreach(f => known(f.path) = f.copy(deleted = None))
     val footers =
       ListedFileReads.inParallel(
         toRead,
@@ -105,7 +106,9 @@ final class ParquetEnumerator(
       .collect { case (f, Right(splits)) => f -> splits }
     val splits = ready.flatMap(_._2)
     // files are known once their splits are made: a failure or a file not ready is listed again next time
-    ready.foreach { case (f, _) => known(f.path) = f; notReady.ready(f.path) }
+    ready.foreach { case (f, _) =>
+      known(f.path) = f.copy(deleted = None); notReady.ready(f.path)
+    }
     val unindexed =
       if (indexed && config.timestampColumn.isDefined) splits.find(!_.indexed) else None
     unindexed.foreach { s =>

@@ -17,6 +17,9 @@ import sluice.connector.format.Provenance
  * `_split`, `_position` (the row index in the file) and `_timestamp` (the file's modification
  * time).
  *
+ * Rows the split's table deleted (`RowGroupSplit.deleted`) are never given; positions count them
+ * all the same (they are row indexes in the file).
+ *
  * A range starting inside its row group (a restart, a batch cut by a read limit) decodes the rows
  * before `from` and drops them: Spark's reader cannot seek to a row, so resuming costs decoding
  * at most one row group's earlier rows, never reading other row groups.
@@ -46,13 +49,25 @@ final class ParquetReader(
     val mtimeMicros: Long = split.modificationTime * 1000L
     private var iterator: ParquetRows.IndexedRows = _
 
+    private val deleted = split.deleted.orNull
+
     open(config, partitions, hadoopConf) { file =>
       iterator = rows.read(file)
-      while (next < range.from && advance() != null) () // decode and drop the rows before `from`
+      while (next < range.from && decode() != null) () // decode and drop the rows before `from`
+    }
+
+    /**
+     * The next row of the row group its table did not delete, or null past `until`. Deleted rows
+     * are decoded and dropped; `next` counts them, as positions do.
+     */
+    def advance(): InternalRow = {
+      var row = decode()
+      while (row != null && deleted != null && deleted.contains(next - 1)) row = decode()
+      row
     }
 
     /** The next row of the row group, or null past `until`; a row group shorter than its footer said fails. */
-    def advance(): InternalRow = {
+    private def decode(): InternalRow = {
       if (done) return null
       if (next >= range.until) { finishRange(); return null }
       var row: InternalRow = null

@@ -1,6 +1,7 @@
 package sluice.connector.file.parquet
 
 import sluice.api.{SourceSplit, VersionedSerializer}
+import sluice.connector.file.DeletedRows
 
 /**
  * One row group of one Parquet file. Positions are row indexes in the file (Spark's
@@ -18,6 +19,11 @@ import sluice.api.{SourceSplit, VersionedSerializer}
  * row group's rows and no others: the column-batch reader then numbers the rows by counting,
  * without Spark's row-index column (which Spark fills one boxed value at a time); any other row
  * group is read as rows.
+ *
+ * `deleted` are the rows of this row group its table says are deleted (Iceberg position deletes, deletion vectors):
+ * both readers skip them, and positions still count every row of the file (a restart at a
+ * position resumes at the same row whether rows before it were deleted or not). A row group whose
+ * every row is deleted makes no split (`RowGroups.splitsOf`), as one pruned by its statistics.
  *
  * `minEventTime` / `maxEventTime` are the row group's statistics of the event-time column in
  * epoch milliseconds, when the source has one and the file has statistics for it: the
@@ -39,7 +45,9 @@ final case class RowGroupSplit(
     /** The statistics say every event time of this row group is null: it has none to align. */
     noEventTimes: Boolean = false,
     /** The midpoint is exact and no other row group of the file has it: the reader gives this one's rows alone. */
-    aloneAtMidpoint: Boolean = false)
+    aloneAtMidpoint: Boolean = false,
+    /** Rows of this row group not to give (by row index in the file), if any. */
+    deleted: Option[DeletedRows] = None)
     extends SourceSplit {
 
   /** The path for a file of one row group; otherwise the path and `#rowgroup=<index>`. */
@@ -60,8 +68,9 @@ final case class RowGroupSplit(
 }
 
 private[connector] object RowGroupSplitSerializer extends VersionedSerializer[RowGroupSplit] {
-  // 2 added `aloneAtMidpoint`; a version-1 split reads as not alone (its rows are read as rows)
-  override val version: Int = 2
+  // 2 added `aloneAtMidpoint`; a version-1 split reads as not alone (its rows are read as rows).
+  // 3 added `deleted` (empty: none); earlier versions have none.
+  override val version: Int = 3
 
   private def opt(v: Option[Long]): String = v.map(_.toString).getOrElse("")
   private def opt(s: String): Option[Long] = if (s.isEmpty) None else Some(s.toLong)
@@ -81,14 +90,16 @@ private[connector] object RowGroupSplitSerializer extends VersionedSerializer[Ro
       opt(s.maxEventTime),
       s.noEventTimes,
       s.aloneAtMidpoint,
+      s.deleted.fold("")(_.serialize),
       s.path).mkString(":")
 
   override def deserialize(version: Int, text: String): RowGroupSplit = {
     if (version > this.version)
       throw VersionedSerializer.unsupported("a Parquet row-group split", version, this.version)
     val fields = version match {
-      case 1 => text.split(":", 12).patch(11, Seq("false"), 0)
-      case _ => text.split(":", 13)
+      case 1 => text.split(":", 12).patch(11, Seq("false", ""), 0)
+      case 2 => text.split(":", 13).patch(12, Seq(""), 0)
+      case _ => text.split(":", 14)
     }
     val Array(
       rg,
@@ -103,6 +114,7 @@ private[connector] object RowGroupSplitSerializer extends VersionedSerializer[Ro
       max,
       noTimes,
       alone,
+      deleted,
       path) = fields
     RowGroupSplit(
       path,
@@ -117,6 +129,7 @@ private[connector] object RowGroupSplitSerializer extends VersionedSerializer[Ro
       opt(min),
       opt(max),
       noTimes.toBoolean,
-      alone.toBoolean)
+      alone.toBoolean,
+      if (deleted.isEmpty) None else Some(DeletedRows.deserialize(deleted)))
   }
 }

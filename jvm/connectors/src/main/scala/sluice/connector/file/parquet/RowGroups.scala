@@ -55,9 +55,11 @@ private[parquet] object RowGroups {
     // indexes in the file, so the other row groups' are unchanged
     val predicates =
       ParquetPruning.rowGroupPredicates(config.filters, metadata.getFileMetaData, config)
+    // a row group whose every row its table deleted makes no split either
     blocks.indices
       .filter { i =>
-        blocks(i).getRowCount > 0 && ParquetPruning.rowGroupMayMatch(predicates, blocks(i))
+        blocks(i).getRowCount > 0 && ParquetPruning.rowGroupMayMatch(predicates, blocks(i)) &&
+        !file.deleted.exists(_.coversAll(firstRows(i), firstRows(i + 1)))
       }
       .map { i =>
         val b = blocks(i)
@@ -75,7 +77,8 @@ private[parquet] object RowGroups {
           times.flatMap(_._1),
           times.flatMap(_._2),
           times.exists(_._1.isEmpty),
-          aloneAtMidpoint = exactMidpoints && atMidpoint(mids(i)) == 1)
+          aloneAtMidpoint = exactMidpoints && atMidpoint(mids(i)) == 1,
+          deleted = file.deleted.flatMap(_.within(firstRows(i), firstRows(i + 1))))
       }
   }
 

@@ -20,9 +20,11 @@ import sluice.connector.table.TableDataFiles
  * groups' statistics as the event-time index. Rows are the table's columns (its schema at the
  * snapshot) then `_split`, `_position` and `_timestamp` (the data file's modification time).
  *
- * A snapshot with delete files is refused when the source is built (`IcebergTables.dataFiles`),
- * as are column renames (`IcebergSchema.renameOf`): both would read rows Iceberg says are not
- * the table's.
+ * Position deletes (format v2, in Parquet) and deletion vectors (v3) are applied: the rows they
+ * delete are read when the snapshot is planned and never given (`IcebergPositionDeletes`,
+ * `RowGroupSplit.deleted`). Other delete files (equality deletes) are refused when the source is built
+ * (`IcebergTables.dataFiles`), as are column renames (`IcebergSchema.renameOf`): both would read
+ * rows Iceberg says are not the table's.
  */
 final class IcebergSource private (val config: IcebergConfig, rows: ParquetRows)
     extends Source[RowGroupSplit, ParquetEnumeratorState]
@@ -113,7 +115,7 @@ object IcebergSource {
   def fromOptions(options: Map[String, String]): IcebergSource = {
     val config = IcebergConfig.fromOptions(options)
     val source = new IcebergSource(config, ParquetRows(session(), config.parquet))
-    source.planned // delete files and other formats are refused now, not when the query runs
+    source.planned // delete files it cannot apply and other formats are refused now, not when the query runs
     source
   }
 

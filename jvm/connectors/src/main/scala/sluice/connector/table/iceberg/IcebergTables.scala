@@ -4,7 +4,7 @@ import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.iceberg.{BaseTable, FileContent, FileFormat, HasTableOperations, Snapshot, StaticTableOperations, Table, TableProperties}
+import org.apache.iceberg.{BaseTable, DeleteFile, FileContent, FileFormat, HasTableOperations, Snapshot, StaticTableOperations, Table, TableProperties}
 import org.apache.iceberg.expressions.Expression
 import org.apache.iceberg.hadoop.{HadoopFileIO, HadoopTables}
 import org.apache.iceberg.util.SnapshotUtil
@@ -67,10 +67,9 @@ private[iceberg] object IcebergTables {
   }
 
   /**
-   * The snapshot's data files that rows passing `filter` may be in, by path. A file Sluice would
-   * read wrong is refused, naming the table feature: a data file not in Parquet, or with delete
-   * files (position deletes, equality deletes, deletion vectors), whose deleted rows Sluice does
-   * not remove yet and must never read silently.
+   * The snapshot's data files that rows passing `filter` may be in, by path, each with the rows
+   * its position delete files delete (`IcebergPositionDeletes`, read now, on the driver). A file
+   * Sluice would read wrong is refused, naming the table feature (`refuseUnread`).
    */
   def dataFiles(
       table: Table,
@@ -92,31 +91,52 @@ private[iceberg] object IcebergTables {
       .filter(filter)
       .caseSensitive(caseSensitive)
       .planFiles()
-    try {
-      tasks.asScala.toSeq.map { task =>
-        val file = task.file
-        if (file.format != FileFormat.PARQUET)
-          throw SluiceError.config(
-            s"$Context: data file '${file.location}' of snapshot ${snapshot.snapshotId} is ${file.format}: " +
-              "Sluice reads Iceberg data files in Parquet only (the format Iceberg writes by default). " +
-              "Rewrite the table's data files as Parquet (write.format.default=parquet, then rewrite_data_files).")
-        task.deletes.asScala.headOption.foreach { d =>
-          val feature = d.content match {
-            case FileContent.EQUALITY_DELETES =>
-              "equality deletes (row-level deletes by column values)"
-            case _ if d.format == FileFormat.PUFFIN => "deletion vectors (format v3)"
-            case _ => "position deletes (merge-on-read row-level deletes)"
-          }
-          throw SluiceError.config(
-            s"$Context: snapshot ${snapshot.snapshotId} of table '${table.name}' has $feature on data file " +
-              s"'${file.location}' (delete file '${d.location}'). Sluice does not apply Iceberg delete files yet, " +
-              "and never reads deleted rows: compact the table (rewrite_data_files with delete files applied, or " +
-              "write with write.delete.mode=copy-on-write), or read a snapshot from before the deletes (option " +
-              s"'${IcebergConfig.SnapshotId.name}').")
+    val planned =
+      try
+        tasks.asScala.toSeq.map { task =>
+          val deletes = task.deletes.asScala.toSeq
+          refuseUnread(table, snapshot, task.file, deletes)
+          (task.file, deletes)
         }
-        // the modification time is the file system's: the Parquet reader checks the file is unchanged
-        DiscoveredFile(file.location, file.fileSizeInBytes, -1L)
+      finally tasks.close()
+    val deleted = IcebergPositionDeletes.of(
+      planned.map { case (file, deletes) => file.location -> (file.recordCount, deletes) }.toMap,
+      table.io)
+    planned.map { case (file, _) =>
+      // the modification time is the file system's: the Parquet reader checks the file is unchanged
+      DiscoveredFile(file.location, file.fileSizeInBytes, -1L, deleted.get(file.location))
+    }
+  }
+
+  /**
+   * Refuses a data file Sluice would read wrong, naming the table feature: one not in Parquet,
+   * or with delete files Sluice does not apply (equality deletes, position deletes in Avro or
+   * ORC), whose deleted rows it must never read silently.
+   */
+  private def refuseUnread(
+      table: Table,
+      snapshot: Snapshot,
+      file: org.apache.iceberg.DataFile,
+      deletes: Seq[DeleteFile]): Unit = {
+    if (file.format != FileFormat.PARQUET)
+      throw SluiceError.config(
+        s"$Context: data file '${file.location}' of snapshot ${snapshot.snapshotId} is ${file.format}: " +
+          "Sluice reads Iceberg data files in Parquet only (the format Iceberg writes by default). " +
+          "Rewrite the table's data files as Parquet (write.format.default=parquet, then rewrite_data_files).")
+    deletes.find(d => !IcebergPositionDeletes.applied(d)).foreach { d =>
+      val feature = d.content match {
+        case FileContent.EQUALITY_DELETES =>
+          "equality deletes (row-level deletes by column values)"
+        case _ =>
+          s"position deletes in ${d.format} (Sluice reads position delete files in Parquet)"
       }
-    } finally tasks.close()
+      throw SluiceError.config(
+        s"$Context: snapshot ${snapshot.snapshotId} of table '${table.name}' has $feature on data file " +
+          s"'${file.location}' (delete file '${d.location}'). Sluice applies Iceberg position deletes " +
+          "in Parquet and deletion vectors only, and never reads deleted rows: compact the table " +
+          "(rewrite_data_files with delete files applied), write with write.delete.mode=copy-on-write " +
+          "or with Parquet position deletes (write.delete.format.default=parquet), or read a snapshot " +
+          s"from before the deletes (option '${IcebergConfig.SnapshotId.name}').")
+    }
   }
 }

@@ -535,9 +535,13 @@ class ParquetSourceSuite extends AnyFunSuite with SparkSuiteBase {
     assert(splits.forall(_.aloneAtMidpoint), "row groups of a file each have their own midpoint")
     // a split of an offset log written before `aloneAtMidpoint` (version 1) reads as not alone: its rows are read as rows
     val v1 =
-      RowGroupSplitSerializer.serialize(splits.head).replaceFirst(":false:true:", ":false:")
+      RowGroupSplitSerializer.serialize(splits.head).replaceFirst(":false:true::", ":false:")
     assert(
       RowGroupSplitSerializer.deserialize(1, v1) == splits.head.copy(aloneAtMidpoint = false))
+    // one written before `deleted` (version 2) has no deleted rows
+    val v2 =
+      RowGroupSplitSerializer.serialize(splits.head).replaceFirst(":false:true::", ":false:true:")
+    assert(RowGroupSplitSerializer.deserialize(2, v2) == splits.head)
     val state = enumerator.snapshotState()
     assert(
       ParquetEnumeratorStateSerializer
