@@ -107,15 +107,16 @@ val deltaKernelDeps = Seq(deltaKernel("api"), deltaKernel("defaults"))
 // files of the tables the delete tests read (pyiceberg writes no merge-on-read deletes), and its
 // generic reader (iceberg-data) reads them as the independent reader, on Spark's parquet-hadoop,
 // Avro and ORC.
-def icebergForTests(module: String) = ("org.apache.iceberg" % s"iceberg-$module" % icebergVersion % Test)
-  .exclude("org.apache.avro", "avro")
-  .exclude("org.apache.parquet", "parquet-hadoop")
-  .exclude("org.apache.parquet", "parquet-column")
-  .exclude("org.apache.orc", "orc-core")
-  .exclude("com.fasterxml.jackson.core", "jackson-core")
-  .exclude("com.fasterxml.jackson.core", "jackson-databind")
-  .exclude("org.roaringbitmap", "RoaringBitmap")
-  .exclude("org.slf4j", "slf4j-api")
+def icebergForTests(module: String) =
+  ("org.apache.iceberg" % s"iceberg-$module" % icebergVersion % Test)
+    .exclude("org.apache.avro", "avro")
+    .exclude("org.apache.parquet", "parquet-hadoop")
+    .exclude("org.apache.parquet", "parquet-column")
+    .exclude("org.apache.orc", "orc-core")
+    .exclude("com.fasterxml.jackson.core", "jackson-core")
+    .exclude("com.fasterxml.jackson.core", "jackson-databind")
+    .exclude("org.roaringbitmap", "RoaringBitmap")
+    .exclude("org.slf4j", "slf4j-api")
 val icebergParquetForTests = Seq(icebergForTests("parquet"), icebergForTests("data"))
 
 lazy val writeSparkKafkaClasspath =
