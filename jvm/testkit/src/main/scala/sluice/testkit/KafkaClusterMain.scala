@@ -249,17 +249,16 @@ object KafkaClusterMain {
   /**
    * Deletes the folders of clusters whose process is gone without cleaning up (SIGKILL): they
    * hold the authority's private key, the key stores and the nodes' properties with the stores'
-   * passwords. A folder is a dead cluster's when the process its `cluster.pid` names is not a
-   * running KafkaClusterMain; one without that file (still being made) is left alone for an hour.
+   * passwords. A folder is a dead cluster's when no process with the pid its `cluster.pid` names
+   * runs; one without that file (still being made) is left alone for an hour.
    */
   private def sweepDeadClusters(): Unit = {
     val tmp = java.nio.file.Paths.get(System.getProperty("java.io.tmpdir"))
-    def running(pid: Long): Boolean = ProcessHandle
-      .of(pid)
-      .filter(_.isAlive)
-      .map[Boolean](h =>
-        h.info().commandLine().map[Boolean](_.contains("KafkaClusterMain")).orElse(true))
-      .orElse(false)
+    // any live process with that pid keeps the folder: the JDK may report a long command line
+    // cut short (the broker's class path comes before the main class), and a cluster running
+    // beside this one (another test JVM, the chaos run) had its folder deleted under it; a pid
+    // reused by another process only leaves a dead cluster's folder until a later sweep
+    def running(pid: Long): Boolean = ProcessHandle.of(pid).filter(_.isAlive).isPresent
     val stale = System.currentTimeMillis() - TimeUnit.HOURS.toMillis(1)
     val folders =
       try {
