@@ -221,3 +221,35 @@ def test_a_restarted_query_reads_its_version_on_not_the_tables_newer_one(
     write_deltalake(path, _events(range(20, 40)), mode="append")
     run()
     assert _got(spark.read.parquet(sink)) == _expected(path, version=0)
+
+
+def test_event_times_from_the_logs_statistics_never_below_a_rows_despite_millisecond_truncation(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The latest row of the table is at .123999 s; the log's statistics of `ts` (which Delta
+    writers may truncate to milliseconds) give each file's split its event-time range without a
+    footer, and the largest is never below that row's event time (123 ms). Rows as delta-rs reads."""
+    late = START + timedelta(minutes=5, microseconds=123_999)
+    first = _events(range(0, 5))
+    second = pa.table(
+        {"id": [5], "city": ["a"], "day": [date(2026, 11, 1)], "ts": [late]},
+        schema=ARROW,
+    )
+    write_deltalake(tmp_path / "t", second, mode="append")
+    write_deltalake(tmp_path / "t", first, mode="append")
+    source = DeltaSource.builder().table(str(tmp_path / "t")).timestamp_column("ts").build()
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    jmap = jvm.java.util.HashMap()
+    for k, v in source.options.items():
+        jmap.put(k, v)
+    found = jvm.sluice.Sources.fromJavaOptions(jmap).createEnumerator().discoverSplits()
+    splits = sorted(
+        (found.apply(i).minEventTime().get(), found.apply(i).maxEventTime().get(), found.apply(i).rowCount())
+        for i in range(found.size())
+    )
+    start_ms = int(START.timestamp() * 1000)
+    late_ms = int(late.timestamp() * 1_000_000) // 1000
+    assert splits[0] == (start_ms, start_ms + 4 * 60_000, 5)
+    assert splits[1][2] == 1 and splits[1][0] <= late_ms <= splits[1][1] <= late_ms + 1
+    assert _got(sluice.read(spark, source)) == _expected(tmp_path / "t")

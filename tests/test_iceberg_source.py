@@ -331,3 +331,80 @@ def test_a_restarted_query_reads_its_snapshot_on_not_the_tables_newer_one(
     table.append(_events(range(20, 40), 20))
     run()
     assert _got(spark.read.parquet(sink)) == _expected(table, snapshot_id=first.snapshot_id)
+
+
+def _splits(spark: SparkSession, source: Any) -> list[tuple[str, int, int | None, int | None]]:
+    """The splits the source's enumerator makes on the driver: (file name, rows, min, max event time)."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    jmap = jvm.java.util.HashMap()
+    for k, v in source.options.items():
+        jmap.put(k, v)
+    found = jvm.sluice.Sources.fromJavaOptions(jmap).createEnumerator().discoverSplits()
+
+    def opt(o: Any) -> int | None:
+        return o.get() if o.isDefined() else None
+
+    splits = [found.apply(i) for i in range(found.size())]
+    return sorted(
+        (Path(s.path()).name, s.rowCount(), opt(s.minEventTime()), opt(s.maxEventTime())) for s in splits
+    )
+
+
+def _ms(t: datetime) -> int:
+    return int(t.timestamp() * 1000)
+
+
+def test_with_statistics_planning_opens_no_data_file_and_a_broken_one_fails_when_read(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """With a timestampColumn each data file is one split placed by its manifest bounds: a data file
+    whose footer is broken (its last bytes zeroed, its length kept) is planned all the same, and only
+    reading it fails, naming the file."""
+    table = _catalog(tmp_path).create_table("db.unopened", schema=SCHEMA)
+    for ids, minutes in ((range(40, 60), 40), (range(0, 20), 0)):
+        table.append(_events(ids, minutes))
+    source = IcebergSource.builder().table(table.metadata_location).timestamp_column("ts").build()
+    files = sorted(Path(t.file.file_path.removeprefix("file:")) for t in table.scan().plan_files())
+    by_name = {f.name: f for f in files}
+    splits = _splits(spark, source)
+    assert sorted((rows, lo, hi) for _, rows, lo, hi in splits) == [
+        (20, _ms(START), _ms(START + timedelta(minutes=19))),
+        (20, _ms(START + timedelta(minutes=40)), _ms(START + timedelta(minutes=59))),
+    ]
+    broken = by_name[splits[0][0]]
+    with open(broken, "r+b") as f:
+        f.seek(-8, 2)
+        f.write(b"\0" * 8)
+    assert _splits(spark, source) == splits
+    with pytest.raises(Exception, match=broken.name):
+        sluice.read(spark, source).collect()
+
+
+def test_a_table_without_bounds_of_the_column_falls_back_to_footers_and_reads_exactly(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Metrics mode `counts` keeps no bounds: the source warns once, naming the column, the table and
+    the property to set, splits each file by its row groups' footer statistics, and reads the same
+    rows as pyiceberg."""
+    table = _catalog(tmp_path).create_table(
+        "db.counts", schema=SCHEMA, properties={"write.metadata.metrics.default": "counts"}
+    )
+    for ids, minutes in ((range(20, 40), 20), (range(0, 20), 0)):
+        table.append(_events(ids, minutes))
+    snapshot = table.current_snapshot()
+    assert snapshot is not None
+    source = IcebergSource.builder().table(table.metadata_location).timestamp_column("ts").build()
+    # from the footers: the same ranges, each file opened
+    assert sorted((rows, lo, hi) for _, rows, lo, hi in _splits(spark, source)) == [
+        (20, _ms(START), _ms(START + timedelta(minutes=19))),
+        (20, _ms(START + timedelta(minutes=20)), _ms(START + timedelta(minutes=39))),
+    ]
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    warning = jvm.sluice.connector.table.TableEventTimes.warning(
+        table.metadata_location, f"snapshot {snapshot.snapshot_id}", "ts"
+    )
+    assert warning.isDefined()
+    assert "2 data file(s)" in warning.get() and "write.metadata.metrics.column.ts" in warning.get()
+    assert _got(sluice.read(spark, source)) == _expected(table)

@@ -12,8 +12,23 @@ import org.apache.hadoop.fs.Path
 
 import sluice.api._
 
-/** A file the enumerator has found and turned into splits. */
-final case class DiscoveredFile(path: String, length: Long, modificationTime: Long)
+/**
+ * A file the enumerator has found and turned into splits. `statistics`: what a table's metadata
+ * says of a data file it planned (`sluice.connector.table`), so that its split needs no footer;
+ * never kept in the enumerator's state (a known file makes no split again).
+ */
+final case class DiscoveredFile(
+    path: String,
+    length: Long,
+    modificationTime: Long,
+    statistics: Option[FileStatistics] = None)
+
+/**
+ * A data file's rows and its smallest and largest value of the event-time column in epoch
+ * milliseconds, as a table's metadata records them (None: every value is null). The range may
+ * be wider than the file's values, never narrower: it is the file's event-time index.
+ */
+final case class FileStatistics(rows: Long, eventTimes: Option[(Long, Long)])
 
 /** Every file found so far, so that a restarted or monitoring enumerator adds only new ones. */
 final case class FileEnumeratorState(files: Seq[DiscoveredFile], listed: Boolean)

@@ -34,6 +34,11 @@ final case class ParquetEnumeratorState(
  * Parquet data at row-group boundaries without reading it. The index needs statistics in every
  * row group; a file without them (INT96 timestamps, writers that skip statistics) turns it off,
  * and alignment then works from watermarks, as for line files.
+ *
+ * A table's data file planned with statistics (`DiscoveredFile.statistics`: its rows and the
+ * event-time column's range from the table's metadata) is one split of the whole file, made
+ * without opening it: the index then has file granularity for that file, and planning reads no
+ * footer of it (`RowGroups.wholeFile`).
  */
 final class ParquetEnumerator(
     config: ParquetConfig,
@@ -85,9 +90,15 @@ final class ParquetEnumerator(
         config.partitionSchema,
         partitions.valuesOf(f.path)))
     pruned.foreach(f => known(f.path) = f)
+    // a table's data file whose metadata gives its rows and event-time range is one split,
+    // placed by that range without opening the file; the others' footers are read
+    val (fromMetadata, withFooters) =
+      toRead.partition(f => config.timestampColumn.isDefined && f.statistics.isDefined)
+    val indexedFiles = fromMetadata.flatMap(RowGroups.wholeFile)
+    fromMetadata.foreach(f => known(f.path) = f)
     val footers =
       ListedFileReads.inParallel(
-        toRead,
+        withFooters,
         ParquetEnumerator.FooterThreads,
         "sluice-parquet-footer")(f => RowGroups.splitsOf(f, conf, config))
     // A file written in place has no footer until it is complete: monitored, it is tried again at
@@ -103,7 +114,7 @@ final class ParquetEnumerator(
             e)
       }
       .collect { case (f, Right(splits)) => f -> splits }
-    val splits = ready.flatMap(_._2)
+    val splits = (indexedFiles ++ ready.flatMap(_._2)).sortBy(s => (s.path, s.rowGroup))
     // files are known once their splits are made: a failure or a file not ready is listed again next time
     ready.foreach { case (f, _) => known(f.path) = f; notReady.ready(f.path) }
     val unindexed =
@@ -159,7 +170,7 @@ final class ParquetEnumerator(
     ranges.filterNot(_.isEmpty).flatMap(r => r.split.minEventTime.map(r.split.splitId -> _)).toMap
 
   override def snapshotState(): ParquetEnumeratorState =
-    ParquetEnumeratorState(known.values.toSeq, listed, indexed)
+    ParquetEnumeratorState(known.values.map(_.copy(statistics = None)).toSeq, listed, indexed)
 
   /** As for line files: the files read (a JSON array of paths) and their count, for a hybrid's next source. */
   override def endState(finished: Seq[SplitProgress]): EnumeratorEndState = {

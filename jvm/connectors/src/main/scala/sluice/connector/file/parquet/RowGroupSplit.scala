@@ -19,6 +19,11 @@ import sluice.api.{SourceSplit, VersionedSerializer}
  * without Spark's row-index column (which Spark fills one boxed value at a time); any other row
  * group is read as rows.
  *
+ * A table's data file whose metadata gives its rows and event-time range is one split of the
+ * whole file (`RowGroups.wholeFile`: row group 0 of 1, rows `[0, rows)`, the file's whole byte
+ * range, which selects all its row groups in order, so it counts as alone at its midpoint too),
+ * made without reading its footer; its event times are then the metadata's.
+ *
  * `minEventTime` / `maxEventTime` are the row group's statistics of the event-time column in
  * epoch milliseconds, when the source has one and the file has statistics for it: the
  * enumerator's event-time index. They travel in the split (so in the offset log), so a restarted

@@ -10,14 +10,16 @@ import org.apache.iceberg.hadoop.{HadoopFileIO, HadoopTables}
 import org.apache.iceberg.util.SnapshotUtil
 
 import sluice.connector.file.DiscoveredFile
+import sluice.connector.table.TableEventTimes
 import sluice.errors.SluiceError
 
 /**
  * An Iceberg table and a snapshot of it, through Iceberg's own library: the table by its
  * directory (a Hadoop table: `metadata/version-hint.text`) or by a metadata file (any catalog's,
  * e.g. pyiceberg's `table.metadata_location`), and the snapshot's data files as Iceberg's scan
- * plans them (its partition and statistics pruning applied). Sluice never reads the metadata or
- * the manifests itself.
+ * plans them (its partition and statistics pruning applied), with a timestampColumn each with
+ * its event-time range from the manifests (`IcebergEventTimes`). Sluice never reads the metadata
+ * or the manifests itself.
  */
 private[iceberg] object IcebergTables {
   import IcebergConfig.Context
@@ -76,7 +78,8 @@ private[iceberg] object IcebergTables {
       table: Table,
       snapshot: Snapshot,
       filter: Expression,
-      caseSensitive: Boolean): Seq[DiscoveredFile] = {
+      caseSensitive: Boolean,
+      eventTimes: Option[IcebergEventTimes] = None): Seq[DiscoveredFile] = {
     // files imported from outside Iceberg (add_files, migrate, snapshot of a Hive table) carry no
     // field ids and may lack identity partition columns, which Iceberg fills from the metadata
     Option(table.properties.get(TableProperties.DEFAULT_NAME_MAPPING)).foreach { _ =>
@@ -86,14 +89,16 @@ private[iceberg] object IcebergTables {
           "files may lack the identity partition columns Iceberg fills from its metadata, which Sluice " +
           "reads from the files. Rewrite the table's data files (rewrite_data_files) to read it.")
     }
-    val tasks = table
-      .newScan()
+    val scan = table.newScan()
+    // a scan drops the manifests' column statistics unless asked to keep them
+    val tasks = eventTimes
+      .fold(scan)(_ => scan.includeColumnStats())
       .useSnapshot(snapshot.snapshotId)
       .filter(filter)
       .caseSensitive(caseSensitive)
       .planFiles()
     try {
-      tasks.asScala.toSeq.map { task =>
+      val files = tasks.asScala.toSeq.map { task =>
         val file = task.file
         if (file.format != FileFormat.PARQUET)
           throw SluiceError.config(
@@ -115,8 +120,18 @@ private[iceberg] object IcebergTables {
               s"'${IcebergConfig.SnapshotId.name}').")
         }
         // the modification time is the file system's: the Parquet reader checks the file is unchanged
-        DiscoveredFile(file.location, file.fileSizeInBytes, -1L)
+        DiscoveredFile(file.location, file.fileSizeInBytes, -1L, eventTimes.flatMap(_.of(file)))
       }
+      eventTimes.foreach { e =>
+        TableEventTimes.warnWithoutStatistics(
+          Context,
+          table.name,
+          s"snapshot ${snapshot.snapshotId}",
+          e.column,
+          files.filter(_.statistics.isEmpty).map(_.path),
+          IcebergEventTimes.advice(e.column))
+      }
+      files
     } finally tasks.close()
   }
 }
