@@ -408,3 +408,43 @@ def test_a_table_without_bounds_of_the_column_falls_back_to_footers_and_reads_ex
     assert warning.isDefined()
     assert "2 data file(s)" in warning.get() and "write.metadata.metrics.column.ts" in warning.get()
     assert _got(sluice.read(spark, source)) == _expected(table)
+
+
+def test_a_file_of_several_row_groups_is_one_split_read_exactly_as_rows_and_as_batches(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Row groups of 7 rows (3 a file of 20): each file is one split from its manifest bounds, read
+    over its whole byte range. A stream of 20 rows a batch (10 a file) ends inside row groups, so a range resumes
+    mid-file, read as column batches; a batch read without Spark's vectorized reader reads rows:
+    both give every row once, as pyiceberg reads them, its `_position` its row index in the file."""
+    import pyarrow.parquet as pq
+
+    table = _catalog(tmp_path).create_table(
+        "db.row_groups", schema=SCHEMA, properties={"write.parquet.row-group-limit": "7"}
+    )
+    for ids, minutes in ((range(20, 40), 20), (range(0, 20), 0)):
+        table.append(_events(ids, minutes))
+    source = IcebergSource.builder().table(table.metadata_location).timestamp_column("ts").build()
+    assert [rows for _, rows, _, _ in _splits(spark, source)] == [20, 20]
+    for task in table.scan().plan_files():
+        assert pq.ParquetFile(task.file.file_path.removeprefix("file:")).num_row_groups == 3
+    query = (
+        sluice.from_source(spark, source, name="row_groups")
+        .writeStream.format("memory")
+        .queryName("py_iceberg_row_groups")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .option("maxRecordsPerTrigger", "20")
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(120), "the query did not end within 120 s"
+    assert query.exception() is None
+    spark.conf.set("spark.sql.parquet.enableVectorizedReader", "false")
+    try:
+        as_rows = sluice.read(spark, source).collect()
+    finally:
+        spark.conf.unset("spark.sql.parquet.enableVectorizedReader")
+    for got in (spark.table("py_iceberg_row_groups"), spark.createDataFrame(as_rows)):
+        assert _got(got) == _expected(table)
+        # rows in each file are in id order: a row's position is its id's place in its file
+        assert got.where((F.col("id") % 20) != F.col("_position")).count() == 0
