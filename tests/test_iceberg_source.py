@@ -189,8 +189,9 @@ def test_snapshots_by_id_and_time_and_what_is_refused(spark: SparkSession, tmp_p
 def test_a_table_then_kafka_from_the_tables_largest_event_time_minus_a_margin(
     spark: SparkSession, kafka: EmbeddedKafka, tmp_path: Path
 ) -> None:
-    """A hybrid member: Kafka starts at the table's largest event time (from its rows, files read
-    out of event-time order) minus 5 s."""
+    """A hybrid member: Kafka starts at the table's largest event time (files committed out of
+    event-time order, placed by their statistics) minus 5 s, at the offsets of that time in each
+    partition."""
     schema = Schema(
         NestedField(1, "id", LongType(), required=False),
         NestedField(2, "ts", TimestamptzType(), required=False),
@@ -239,6 +240,13 @@ def test_a_table_then_kafka_from_the_tables_largest_event_time_minus_a_margin(
     ids = Counter(r.id for r in spark.table("py_iceberg_hybrid").collect())
     # the table: 0..99; Kafka from the table's last event time (id 99) minus 5 s: ids 94..149
     assert ids == Counter(list(range(100)) + list(range(94, 150)))
+    # Kafka's start in each partition (ids 80, 82, ... and 81, 83, ...): the offset of id 94, of id 95
+    live_rows = spark.table("py_iceberg_hybrid").where(F.col("_split").contains("py-iceberg-live"))
+    starts = {
+        r["_split"]: r["start"]
+        for r in live_rows.groupBy("_split").agg(F.min("_position").alias("start")).collect()
+    }
+    assert sorted(starts.values()) == [7, 7] and len(starts) == 2
 
 
 def _late_dropped(query: StreamingQuery) -> int:
