@@ -90,9 +90,10 @@ private[iceberg] object IcebergTables {
           "reads from the files. Rewrite the table's data files (rewrite_data_files) to read it.")
     }
     val scan = table.newScan()
-    // a scan drops the manifests' column statistics unless asked to keep them
+    // a scan drops the manifests' column statistics unless asked to keep them (of this column
+    // only: a wide table's statistics of every file would take the driver's memory)
     val tasks = eventTimes
-      .fold(scan)(_ => scan.includeColumnStats())
+      .fold(scan)(e => scan.includeColumnStats(java.util.Collections.singletonList(e.column)))
       .useSnapshot(snapshot.snapshotId)
       .filter(filter)
       .caseSensitive(caseSensitive)
