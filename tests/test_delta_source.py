@@ -3,6 +3,7 @@ Sluice, compared with delta-rs' own read of the same version as multisets."""
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -14,12 +15,14 @@ import sluice
 from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
 from sluice import (
     DeltaSource,
     HybridSource,
     KafkaSource,
     OffsetsInitializer,
     SluiceConfigError,
+    WatermarkStrategy,
 )
 from sluice.testing import EmbeddedKafka
 
@@ -261,3 +264,66 @@ def test_event_times_from_the_logs_statistics_never_below_a_rows_despite_millise
     assert splits[0] == (start_ms, start_ms + 4 * 60_000, 5)
     assert splits[1][2] == 1 and splits[1][0] <= late_ms <= splits[1][1] <= late_ms + 1
     assert _got(sluice.read(spark, source)) == _expected(tmp_path / "t")
+
+
+def _late_dropped(query: StreamingQuery) -> int:
+    return sum(op["numRowsDroppedByWatermark"] for p in query.recentProgress for op in p["stateOperators"])
+
+
+def test_files_out_of_event_time_order_drop_nothing_as_late_where_sparks_parquet_stream_does(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Three files of 30 minutes each, committed in shuffled order; 1-minute windows under a 10-minute
+    watermark. Sluice, aligned by the files' statistics in the log (no file opened to plan), reads
+    them in event-time order: no row is dropped as late. Spark's Parquet stream over the same files
+    (a file a batch, oldest first) drops rows of every file older than the newest read."""
+    arrow = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("us", tz="UTC"))])
+    half_hour_order = (2, 0, 1)
+    for half_hour in half_hour_order:  # 180 rows a file, one every 10 s: 6 a minute
+        ids = range(half_hour * 180, (half_hour + 1) * 180)
+        rows = {"id": list(ids), "ts": [START + timedelta(seconds=10 * i) for i in ids]}
+        before = set((tmp_path / "t").glob("*.parquet"))
+        write_deltalake(tmp_path / "t", pa.table(rows, schema=arrow), mode="append")
+        # Spark's stream takes files oldest first: their times say the commit order (written
+        # within one millisecond, they would be taken in the order of their random names)
+        (written,) = set((tmp_path / "t").glob("*.parquet")) - before
+        os.utime(written, (1_700_000_000 + half_hour_order.index(half_hour),) * 2)
+    source = DeltaSource.builder().table(str(tmp_path / "t")).timestamp_column("ts").build()
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(
+        "delta-shuffled", timedelta(minutes=1), timedelta(milliseconds=100)
+    )
+    sluice_query = (
+        sluice.from_source(spark, source, strategy, name="delta_shuffled")
+        .withWatermark("event_time", "10 minutes")
+        .groupBy(F.window("event_time", "1 minute"))
+        .count()
+        .writeStream.format("memory")
+        .queryName("py_delta_windows")
+        .outputMode("update")
+        .option("checkpointLocation", str(tmp_path / "sluice-checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert sluice_query.awaitTermination(180), "the query did not end within 180 s"
+    assert sluice_query.exception() is None
+    assert _late_dropped(sluice_query) == 0
+    windows = spark.table("py_delta_windows").groupBy("window").agg(F.max("count").alias("n"))
+    assert windows.count() == 90 and windows.where("n != 6").count() == 0
+
+    data = str(tmp_path / "t")
+    spark_query = (
+        spark.readStream.schema(spark.read.parquet(data).schema)
+        .option("maxFilesPerTrigger", 1)
+        .parquet(data)
+        .withWatermark("ts", "10 minutes")
+        .groupBy(F.window("ts", "1 minute"))
+        .count()
+        .writeStream.format("memory")
+        .queryName("py_delta_windows_spark")
+        .outputMode("update")
+        .option("checkpointLocation", str(tmp_path / "spark-checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert spark_query.awaitTermination(180), "the query did not end within 180 s"
+    assert _late_dropped(spark_query) > 0
