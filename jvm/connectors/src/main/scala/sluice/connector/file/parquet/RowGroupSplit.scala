@@ -60,6 +60,13 @@ final case class RowGroupSplit(
    */
   override def divisible: Boolean = false
 
+  /**
+   * A table's data file as one split (`RowGroups.wholeFile`): its byte range is the whole file,
+   * where a row group's split holds one byte (its midpoint). A range of it starting inside the
+   * file is read from the row group holding its start (`RowGroupFile.startOf`).
+   */
+  def wholeFile: Boolean = start == 0L && length == fileLength
+
   /** Whether the event-time index knows this row group (statistics were present). */
   def indexed: Boolean = noEventTimes || (minEventTime.isDefined && maxEventTime.isDefined)
 }

@@ -104,7 +104,10 @@ private[parquet] object RowGroups {
     }
 
   /** The file's footer as stored (Thrift), or None for an encrypted footer ("PARE"). */
-  private def footer(path: Path, length: Long, conf: Configuration): Option[FileMetaData] = {
+  private[parquet] def footer(
+      path: Path,
+      length: Long,
+      conf: Configuration): Option[FileMetaData] = {
     val in = path.getFileSystem(conf).open(path)
     try {
       if (length < 12)
