@@ -89,12 +89,13 @@ private[iceberg] object IcebergTables {
           "files may lack the identity partition columns Iceberg fills from its metadata, which Sluice " +
           "reads from the files. Rewrite the table's data files (rewrite_data_files) to read it.")
     }
-    val scan = table.newScan()
+    // the snapshot first: a scan resolves column names in its schema, the current table's until
+    // useSnapshot gives it the snapshot's (a column dropped since would not be found)
+    val scan = table.newScan().useSnapshot(snapshot.snapshotId)
     // a scan drops the manifests' column statistics unless asked to keep them (of this column
     // only: a wide table's statistics of every file would take the driver's memory)
     val tasks = eventTimes
       .fold(scan)(e => scan.includeColumnStats(java.util.Collections.singletonList(e.column)))
-      .useSnapshot(snapshot.snapshotId)
       .filter(filter)
       .caseSensitive(caseSensitive)
       .planFiles()

@@ -251,4 +251,39 @@ class IcebergPlanningSuite extends AnyFunSuite {
         .dataFiles(t, t.currentSnapshot, Expressions.alwaysTrue(), caseSensitive = true)
         .forall(_.statistics.isEmpty))
   }
+
+  test("a snapshot's statistics are found after its timestampColumn was dropped from the table") {
+    val t = table()
+    val micros = (v: Long) =>
+      org.apache.iceberg.types.Conversions.toByteBuffer(Types.TimestampType.withZone, Long.box(v))
+    t.newAppend()
+      .appendFile(
+        DataFiles
+          .builder(t.spec)
+          .withPath(s"${t.location}/data/city=a/old.parquet")
+          .withPartitionPath("city=a")
+          .withFileSizeInBytes(100)
+          .withMetrics(new org.apache.iceberg.Metrics(
+            3L,
+            null,
+            null,
+            null,
+            null,
+            Map[Integer, java.nio.ByteBuffer](Int.box(3) -> micros(1000000L)).asJava,
+            Map[Integer, java.nio.ByteBuffer](Int.box(3) -> micros(2000000L)).asJava))
+          .build())
+      .commit()
+    // a restarted query reads the snapshot it started with, whose schema still has the column
+    val pinned = t.currentSnapshot
+    t.updateSchema().deleteColumn("ts").commit()
+    assert(t.schema.findField("ts") == null)
+    val snapshotSchema = t.schemas.get(pinned.schemaId)
+    val planned = IcebergTables.dataFiles(
+      t,
+      pinned,
+      Expressions.alwaysTrue(),
+      caseSensitive = true,
+      Some(new IcebergEventTimes(snapshotSchema, "ts")))
+    assert(planned.map(_.statistics) == Seq(Some(FileStatistics(3, Some((1000L, 2000L))))))
+  }
 }
