@@ -274,8 +274,8 @@ def test_files_out_of_event_time_order_drop_nothing_as_late_where_sparks_parquet
     spark: SparkSession, tmp_path: Path
 ) -> None:
     """Three files of 30 minutes each, committed in shuffled order; 1-minute windows under a 10-minute
-    watermark. Sluice, aligned by the files' statistics in the log (no file opened to plan), reads
-    them in event-time order: no row is dropped as late. Spark's Parquet stream over the same files
+    watermark. Sluice, aligned by the files' statistics (each spans more than the 1-minute drift, so
+    each is planned by its footer's row groups rather than whole from the log), reads them in event-time order: no row is dropped as late. Spark's Parquet stream over the same files
     (a file a batch, oldest first) drops rows of every file older than the newest read."""
     arrow = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("us", tz="UTC"))])
     half_hour_order = (2, 0, 1)

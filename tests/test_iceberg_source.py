@@ -341,14 +341,20 @@ def test_a_restarted_query_reads_its_snapshot_on_not_the_tables_newer_one(
     assert _got(spark.read.parquet(sink)) == _expected(table, snapshot_id=first.snapshot_id)
 
 
-def _splits(spark: SparkSession, source: Any) -> list[tuple[str, int, int | None, int | None]]:
-    """The splits the source's enumerator makes on the driver: (file name, rows, min, max event time)."""
+def _splits(
+    spark: SparkSession, source: Any, aligned_within_ms: int | None = None
+) -> list[tuple[str, int, int | None, int | None]]:
+    """The splits the source's enumerator makes on the driver: (file name, rows, min, max event time);
+    told the alignment group's drift first when `aligned_within_ms` is given, as the query's runtime does."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     jmap = jvm.java.util.HashMap()
     for k, v in source.options.items():
         jmap.put(k, v)
-    found = jvm.sluice.Sources.fromJavaOptions(jmap).createEnumerator().discoverSplits()
+    enumerator = jvm.sluice.Sources.fromJavaOptions(jmap).createEnumerator()
+    if aligned_within_ms is not None:
+        enumerator.alignedWithin(aligned_within_ms)
+    found = enumerator.discoverSplits()
 
     def opt(o: Any) -> int | None:
         return o.get() if o.isDefined() else None
@@ -456,3 +462,49 @@ def test_a_file_of_several_row_groups_is_one_split_read_exactly_as_rows_and_as_b
         assert _got(got) == _expected(table)
         # rows in each file are in id order: a row's position is its id's place in its file
         assert got.where((F.col("id") % 20) != F.col("_position")).count() == 0
+
+
+def test_aligned_a_file_spanning_more_than_the_drift_is_planned_by_row_groups_and_drops_nothing_late(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A compacted file of an hour, in row groups of 10 minutes, and a file of 45 s inside it; aligned
+    with a 1-minute drift under a 10-minute watermark. The long file is planned by its footer's row
+    groups, as the Parquet source plans it (a whole-file split straddling the horizon is read whole,
+    carrying the watermark past it by the file's span); the short one, within the drift, whole from
+    its manifest bounds. No row is dropped as late: every minute's window has all its rows."""
+    table = _catalog(tmp_path).create_table(
+        "db.compacted", schema=SCHEMA, properties={"write.parquet.row-group-limit": "10"}
+    )
+    table.append(_events(range(0, 60), 0))
+    short = {
+        "id": list(range(100, 110)),
+        "city": ["a"] * 10,
+        "ts": [START + timedelta(minutes=30, seconds=5 * n) for n in range(10)],
+    }
+    table.append(pa.table(short, schema=ARROW))
+    source = IcebergSource.builder().table(table.metadata_location).timestamp_column("ts").build()
+    splits = _splits(spark, source, aligned_within_ms=60_000)
+    assert sorted(rows for _, rows, _, _ in splits) == [10] * 7
+    assert sorted(Counter(name for name, _, _, _ in splits).values()) == [1, 6]
+    # not aligned: both files whole, from their manifest bounds
+    assert sorted(rows for _, rows, _, _ in _splits(spark, source)) == [10, 60]
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(
+        "iceberg-compacted", timedelta(minutes=1), timedelta(milliseconds=100)
+    )
+    query = (
+        sluice.from_source(spark, source, strategy, name="compacted")
+        .withWatermark("event_time", "10 minutes")
+        .groupBy(F.window("event_time", "1 minute"))
+        .count()
+        .writeStream.format("memory")
+        .queryName("py_iceberg_compacted")
+        .outputMode("update")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(180), "the query did not end within 180 s"
+    assert query.exception() is None
+    assert _late_dropped(query) == 0
+    windows = spark.table("py_iceberg_compacted").groupBy("window").agg(F.max("count").alias("n"))
+    assert sorted(r["n"] for r in windows.collect()) == [1] * 59 + [11]

@@ -92,8 +92,7 @@ final class ParquetEnumerator(
     pruned.foreach(f => known(f.path) = f)
     // a table's data file whose metadata gives its rows and event-time range is one split,
     // placed by that range without opening the file; the others' footers are read
-    val (fromMetadata, withFooters) =
-      toRead.partition(f => config.timestampColumn.isDefined && f.statistics.isDefined)
+    val (fromMetadata, withFooters) = toRead.partition(plannedWhole)
     val indexedFiles = fromMetadata.flatMap(RowGroups.wholeFile)
     fromMetadata.foreach(f => known(f.path) = f)
     val footers =
@@ -131,6 +130,24 @@ final class ParquetEnumerator(
     }
     splits
   }
+
+  /**
+   * Whether a table's data file is planned from its metadata as one split of the whole file,
+   * unopened, rather than by its footer's row groups: only when that changes nothing but the
+   * cost. Not with pushed filters (the footer's row-group statistics prune row groups the
+   * table's file-level ones cannot), nor, in an alignment group, for a file whose event times
+   * span more than the group's drift (alignment reads a file straddling its horizon whole, so
+   * the watermark would run past the horizon by up to that span and drop a lagging split's rows
+   * as late, where a row group overshoots by the row group's span only).
+   */
+  private def plannedWhole(f: DiscoveredFile): Boolean =
+    config.timestampColumn.isDefined && config.filters.isEmpty && f.statistics.exists { s =>
+      alignedDriftMs.forall(drift =>
+        s.eventTimes.forall { case (min, max) => max - min <= drift })
+    }
+
+  private var alignedDriftMs: Option[Long] = None
+  override def alignedWithin(maxDriftMs: Long): Unit = alignedDriftMs = Some(maxDriftMs)
 
   override def availablePositions(splits: Seq[(RowGroupSplit, Long)]): Map[String, Long] =
     splits.map { case (s, _) => s.splitId -> (s.firstRow + s.rowCount) }.toMap
