@@ -129,8 +129,9 @@ private[delta] object DeltaTables {
         location,
         s"version ${snapshot.getVersion}",
         e.column,
-        files.filter(_.statistics.isEmpty).map(_.path),
-        DeltaEventTimes.advice(e.column))
+        files.filter(f => f.statistics.isEmpty && e.unreadableValue(f.path).isEmpty).map(_.path),
+        DeltaEventTimes.advice(e.column),
+        files.flatMap(f => e.unreadableValue(f.path).map(f.path -> _)))
     }
     files
   }

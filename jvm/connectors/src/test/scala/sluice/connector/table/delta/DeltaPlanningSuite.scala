@@ -161,4 +161,69 @@ class DeltaPlanningSuite extends AnyFunSuite {
     assert(warning.contains("'delta.dataSkippingStatsColumns' to include 'ts'"))
     assert(warning.contains("delta.dataSkippingNumIndexedCols"))
   }
+
+  test(
+    "timestamps in the log's statistics at an offset, in microseconds or in whole seconds are read") {
+    // Kernel's own parser takes only milliseconds in UTC ("...ss.SSSX"): these three it refuses
+    assert(
+      DeltaEventTimes
+        .micros("2026-11-01T02:00:00.123+01:00")
+        .contains(java.time.Instant.parse("2026-11-01T01:00:00.123Z").toEpochMilli * 1000L))
+    assert(
+      DeltaEventTimes
+        .micros("2026-11-01T02:00:00.123456Z")
+        .contains(java.time.Instant.parse("2026-11-01T02:00:00Z").toEpochMilli * 1000L + 123456L))
+    assert(
+      DeltaEventTimes
+        .micros("2026-11-01T02:00:00Z")
+        .contains(java.time.Instant.parse("2026-11-01T02:00:00Z").toEpochMilli * 1000L))
+    assert(DeltaEventTimes.micros("2026-11-01 02:00:00").isEmpty)
+
+    val timed =
+      """{\"type\":\"struct\",\"fields\":[{\"name\":\"ts\",\"type\":\"timestamp\",\"nullable\":true,\"metadata\":{}}]}"""
+    def add(path: String, stats: String): String =
+      s"""{"add":{"path":"$path","partitionValues":{},"size":100,""" +
+        s""""modificationTime":1,"dataChange":true,"stats":"${stats.replace("\"", "\\\"")}"}}"""
+    def stats(rows: Int, min: String, max: String) =
+      s"""{"numRecords":$rows,"minValues":{"ts":"$min"},"maxValues":{"ts":"$max"}}"""
+    val location = table(
+      Seq(
+        add(
+          "offset.parquet",
+          stats(2, "2026-11-01T02:00:00.123+01:00", "2026-11-01T03:00:00+01:00")),
+        add(
+          "micros.parquet",
+          stats(2, "2026-11-01T01:00:00.000001Z", "2026-11-01T01:00:00.123456Z")),
+        add("bad.parquet", stats(2, "2026-11-01T01:00:00Z", "yesterday")),
+        // no rows counted: not trusted to leave the file unread, its footer tells
+        add("empty.parquet", stats(0, "2026-11-01T01:00:00Z", "2026-11-01T01:00:00Z"))),
+      schema = timed,
+      partitions = "")
+    val engine = DeltaTables.engine(new Configuration())
+    val snapshot = DeltaTables.snapshot(engine, location, None, None)
+    val planned = DeltaTables
+      .dataFiles(
+        engine,
+        snapshot,
+        location,
+        Nil,
+        None,
+        Some(new DeltaEventTimes(snapshot.getSchema, "ts")))
+      .map(f => f.path.split("/").last -> f.statistics)
+      .toMap
+    val hour = java.time.Instant.parse("2026-11-01T01:00:00Z").toEpochMilli
+    assert(
+      planned == Map(
+        // the maximum widened by 999 µs before it is rounded down to milliseconds, as ever
+        "offset.parquet" -> Some(FileStatistics(2, Some((hour + 123L, hour + 3600000L)))),
+        "micros.parquet" -> Some(FileStatistics(2, Some((hour, hour + 124L)))),
+        "bad.parquet" -> None,
+        "empty.parquet" -> None))
+    val warning =
+      TableEventTimes.warning(location, "version 0", "ts").getOrElse(fail("no warning"))
+    assert(warning.contains("no timestamp Sluice can read for 1 data file(s)"))
+    assert(warning.contains("bad.parquet") && warning.contains("\"yesterday\""))
+    assert(
+      warning.contains("records no minimum and maximum") && warning.contains("empty.parquet"))
+  }
 }
