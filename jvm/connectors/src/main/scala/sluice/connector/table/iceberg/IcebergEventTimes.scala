@@ -8,16 +8,15 @@ import sluice.connector.file.FileStatistics
 /**
  * A data file's event-time range from its manifest entry: the lower and upper bounds Iceberg
  * records for the event-time column by field id (kept by a scan with `includeColumnStats`). Iceberg
- * keeps timestamp bounds exactly (only strings and binary are truncated), in microseconds (a
- * `timestamp_ns` in nanoseconds); a long column holds epoch milliseconds. Both become epoch
+ * keeps timestamp bounds exactly (only strings and binary are truncated), in microseconds; a long column holds epoch milliseconds. Both become epoch
  * milliseconds as the readers compute a row's event time (rounded down), so the range is the
  * file's rows' own.
  */
 private[iceberg] final class IcebergEventTimes(schema: Schema, val column: String) {
   private val field: Types.NestedField = schema.findField(column)
   private val toMillis: Long => Long = field.`type`.typeId match {
+    // timestamp_ns is refused as a column by IcebergSchema
     case Type.TypeID.TIMESTAMP => Math.floorDiv(_, 1000L)
-    case Type.TypeID.TIMESTAMP_NANO => Math.floorDiv(_, 1000000L)
     case _ => identity
   }
 
