@@ -3,6 +3,7 @@ Sluice, compared with delta-rs' own read of the same version as multisets."""
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -14,12 +15,14 @@ import sluice
 from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
 from sluice import (
     DeltaSource,
     HybridSource,
     KafkaSource,
     OffsetsInitializer,
     SluiceConfigError,
+    WatermarkStrategy,
 )
 from sluice.testing import EmbeddedKafka
 
@@ -151,7 +154,8 @@ def test_a_table_then_kafka_from_the_tables_largest_event_time_minus_a_margin(
     spark: SparkSession, kafka: EmbeddedKafka, tmp_path: Path
 ) -> None:
     """A hybrid member: Kafka starts at the table's largest event time (files committed out of
-    event-time order) minus 5 s."""
+    event-time order, placed by their statistics) minus 5 s, at the offsets of that time in each
+    partition."""
     arrow = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("us", tz="UTC"))])
     for ids in (range(50, 100), range(0, 50)):  # the newest events were committed first
         rows = {"id": list(ids), "ts": [START + timedelta(seconds=i) for i in ids]}
@@ -193,6 +197,13 @@ def test_a_table_then_kafka_from_the_tables_largest_event_time_minus_a_margin(
     ids = Counter(r.id for r in spark.table("py_delta_hybrid").collect())
     # the table: 0..99; Kafka from the table's last event time (id 99) minus 5 s: ids 94..149
     assert ids == Counter(list(range(100)) + list(range(94, 150)))
+    # Kafka's start in each partition (ids 80, 82, ... and 81, 83, ...): the offset of id 94, of id 95
+    live_rows = spark.table("py_delta_hybrid").where(F.col("_split").contains("py-delta-live"))
+    starts = {
+        r["_split"]: r["start"]
+        for r in live_rows.groupBy("_split").agg(F.min("_position").alias("start")).collect()
+    }
+    assert sorted(starts.values()) == [7, 7] and len(starts) == 2
 
 
 def test_a_restarted_query_reads_its_version_on_not_the_tables_newer_one(
@@ -221,3 +232,113 @@ def test_a_restarted_query_reads_its_version_on_not_the_tables_newer_one(
     write_deltalake(path, _events(range(20, 40)), mode="append")
     run()
     assert _got(spark.read.parquet(sink)) == _expected(path, version=0)
+
+
+def test_event_times_from_the_logs_statistics_never_below_a_rows_despite_millisecond_truncation(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The latest row of the table is at .123999 s; the log's statistics of `ts` (which Delta
+    writers may truncate to milliseconds) give each file's split its event-time range without a
+    footer (planning works with every footer broken), and the largest is never below that row's
+    event time (123 ms). Rows as delta-rs reads."""
+    late = START + timedelta(minutes=5, microseconds=123_999)
+    first = _events(range(0, 5))
+    second = pa.table(
+        {"id": [5], "city": ["a"], "day": [date(2026, 11, 1)], "ts": [late]},
+        schema=ARROW,
+    )
+    write_deltalake(tmp_path / "t", second, mode="append")
+    write_deltalake(tmp_path / "t", first, mode="append")
+    source = DeltaSource.builder().table(str(tmp_path / "t")).timestamp_column("ts").build()
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    jmap = jvm.java.util.HashMap()
+    for k, v in source.options.items():
+        jmap.put(k, v)
+    # every data file's footer broken (its last bytes zeroed, its length kept): planned from the log
+    # alone, or planning would fail here; the footers are put back to read
+    footers = {}
+    for data in (tmp_path / "t").glob("*.parquet"):
+        with open(data, "r+b") as f:
+            f.seek(-8, 2)
+            footers[data] = (f.read(), data.stat().st_mtime_ns)
+            f.seek(-8, 2)
+            f.write(b"\0" * 8)
+    found = jvm.sluice.Sources.fromJavaOptions(jmap).createEnumerator().discoverSplits()
+    for data, (tail, mtime) in footers.items():
+        with open(data, "r+b") as f:
+            f.seek(-8, 2)
+            f.write(tail)
+        os.utime(data, ns=(mtime, mtime))
+    splits = sorted(
+        (found.apply(i).minEventTime().get(), found.apply(i).maxEventTime().get(), found.apply(i).rowCount())
+        for i in range(found.size())
+    )
+    start_ms = int(START.timestamp() * 1000)
+    late_ms = int(late.timestamp() * 1_000_000) // 1000
+    assert splits[0] == (start_ms, start_ms + 4 * 60_000, 5)
+    assert splits[1][2] == 1 and splits[1][0] <= late_ms <= splits[1][1] <= late_ms + 1
+    assert _got(sluice.read(spark, source)) == _expected(tmp_path / "t")
+
+
+def _late_dropped(query: StreamingQuery) -> int:
+    return sum(op["numRowsDroppedByWatermark"] for p in query.recentProgress for op in p["stateOperators"])
+
+
+def test_files_out_of_event_time_order_drop_nothing_as_late_where_sparks_parquet_stream_does(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Three files of 30 minutes each, committed in shuffled order; 1-minute windows under a 10-minute
+    watermark. Sluice, aligned by the files' statistics (each spans more than the 1-minute drift, so
+    each is planned by its footer's row groups rather than whole from the log), reads them in event-time order: no row is dropped as late. Spark's Parquet stream over the same files
+    (a file a batch, oldest first) drops rows of every file older than the newest read."""
+    arrow = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("us", tz="UTC"))])
+    half_hour_order = (2, 0, 1)
+    for half_hour in half_hour_order:  # 180 rows a file, one every 10 s: 6 a minute
+        ids = range(half_hour * 180, (half_hour + 1) * 180)
+        rows = {"id": list(ids), "ts": [START + timedelta(seconds=10 * i) for i in ids]}
+        before = set((tmp_path / "t").glob("*.parquet"))
+        write_deltalake(tmp_path / "t", pa.table(rows, schema=arrow), mode="append")
+        # Spark's stream takes files oldest first: their times say the commit order (written
+        # within one millisecond, they would be taken in the order of their random names)
+        (written,) = set((tmp_path / "t").glob("*.parquet")) - before
+        os.utime(written, (1_700_000_000 + half_hour_order.index(half_hour),) * 2)
+    source = DeltaSource.builder().table(str(tmp_path / "t")).timestamp_column("ts").build()
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(
+        "delta-shuffled", timedelta(minutes=1), timedelta(milliseconds=100)
+    )
+    sluice_query = (
+        sluice.from_source(spark, source, strategy, name="delta_shuffled")
+        .withWatermark("event_time", "10 minutes")
+        .groupBy(F.window("event_time", "1 minute"))
+        .count()
+        .writeStream.format("memory")
+        .queryName("py_delta_windows")
+        .outputMode("update")
+        .option("checkpointLocation", str(tmp_path / "sluice-checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert sluice_query.awaitTermination(180), "the query did not end within 180 s"
+    assert sluice_query.exception() is None
+    assert _late_dropped(sluice_query) == 0
+    windows = spark.table("py_delta_windows").groupBy("window").agg(F.max("count").alias("n"))
+    assert windows.count() == 90 and windows.where("n != 6").count() == 0
+
+    data = str(tmp_path / "t")
+    spark_query = (
+        spark.readStream.schema(spark.read.parquet(data).schema)
+        .option("maxFilesPerTrigger", 1)
+        .parquet(data)
+        .withWatermark("ts", "10 minutes")
+        .groupBy(F.window("ts", "1 minute"))
+        .count()
+        .writeStream.format("memory")
+        .queryName("py_delta_windows_spark")
+        .outputMode("update")
+        .option("checkpointLocation", str(tmp_path / "spark-checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert spark_query.awaitTermination(180), "the query did not end within 180 s"
+    assert _late_dropped(spark_query) > 0

@@ -189,8 +189,9 @@ def test_snapshots_by_id_and_time_and_what_is_refused(spark: SparkSession, tmp_p
 def test_a_table_then_kafka_from_the_tables_largest_event_time_minus_a_margin(
     spark: SparkSession, kafka: EmbeddedKafka, tmp_path: Path
 ) -> None:
-    """A hybrid member: Kafka starts at the table's largest event time (from its rows, files read
-    out of event-time order) minus 5 s."""
+    """A hybrid member: Kafka starts at the table's largest event time (files committed out of
+    event-time order, placed by their statistics) minus 5 s, at the offsets of that time in each
+    partition."""
     schema = Schema(
         NestedField(1, "id", LongType(), required=False),
         NestedField(2, "ts", TimestamptzType(), required=False),
@@ -239,6 +240,13 @@ def test_a_table_then_kafka_from_the_tables_largest_event_time_minus_a_margin(
     ids = Counter(r.id for r in spark.table("py_iceberg_hybrid").collect())
     # the table: 0..99; Kafka from the table's last event time (id 99) minus 5 s: ids 94..149
     assert ids == Counter(list(range(100)) + list(range(94, 150)))
+    # Kafka's start in each partition (ids 80, 82, ... and 81, 83, ...): the offset of id 94, of id 95
+    live_rows = spark.table("py_iceberg_hybrid").where(F.col("_split").contains("py-iceberg-live"))
+    starts = {
+        r["_split"]: r["start"]
+        for r in live_rows.groupBy("_split").agg(F.min("_position").alias("start")).collect()
+    }
+    assert sorted(starts.values()) == [7, 7] and len(starts) == 2
 
 
 def _late_dropped(query: StreamingQuery) -> int:
@@ -331,3 +339,172 @@ def test_a_restarted_query_reads_its_snapshot_on_not_the_tables_newer_one(
     table.append(_events(range(20, 40), 20))
     run()
     assert _got(spark.read.parquet(sink)) == _expected(table, snapshot_id=first.snapshot_id)
+
+
+def _splits(
+    spark: SparkSession, source: Any, aligned_within_ms: int | None = None
+) -> list[tuple[str, int, int | None, int | None]]:
+    """The splits the source's enumerator makes on the driver: (file name, rows, min, max event time);
+    told the alignment group's drift first when `aligned_within_ms` is given, as the query's runtime does."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    jmap = jvm.java.util.HashMap()
+    for k, v in source.options.items():
+        jmap.put(k, v)
+    enumerator = jvm.sluice.Sources.fromJavaOptions(jmap).createEnumerator()
+    if aligned_within_ms is not None:
+        enumerator.alignedWithin(aligned_within_ms)
+    found = enumerator.discoverSplits()
+
+    def opt(o: Any) -> int | None:
+        return o.get() if o.isDefined() else None
+
+    splits = [found.apply(i) for i in range(found.size())]
+    return sorted(
+        (Path(s.path()).name, s.rowCount(), opt(s.minEventTime()), opt(s.maxEventTime())) for s in splits
+    )
+
+
+def _ms(t: datetime) -> int:
+    return int(t.timestamp() * 1000)
+
+
+def test_with_statistics_planning_opens_no_data_file_and_a_broken_one_fails_when_read(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """With a timestampColumn each data file is one split placed by its manifest bounds: a data file
+    whose footer is broken (its last bytes zeroed, its length kept) is planned all the same, and only
+    reading it fails, naming the file."""
+    table = _catalog(tmp_path).create_table("db.unopened", schema=SCHEMA)
+    for ids, minutes in ((range(40, 60), 40), (range(0, 20), 0)):
+        table.append(_events(ids, minutes))
+    source = IcebergSource.builder().table(table.metadata_location).timestamp_column("ts").build()
+    files = sorted(Path(t.file.file_path.removeprefix("file:")) for t in table.scan().plan_files())
+    by_name = {f.name: f for f in files}
+    splits = _splits(spark, source)
+    assert sorted((rows, lo, hi) for _, rows, lo, hi in splits) == [
+        (20, _ms(START), _ms(START + timedelta(minutes=19))),
+        (20, _ms(START + timedelta(minutes=40)), _ms(START + timedelta(minutes=59))),
+    ]
+    broken = by_name[splits[0][0]]
+    with open(broken, "r+b") as f:
+        f.seek(-8, 2)
+        f.write(b"\0" * 8)
+    assert _splits(spark, source) == splits
+    with pytest.raises(Exception, match=broken.name):
+        sluice.read(spark, source).collect()
+
+
+def test_a_table_without_bounds_of_the_column_falls_back_to_footers_and_reads_exactly(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Metrics mode `counts` keeps no bounds: the source warns once, naming the column, the table and
+    the property to set, splits each file by its row groups' footer statistics, and reads the same
+    rows as pyiceberg."""
+    table = _catalog(tmp_path).create_table(
+        "db.counts", schema=SCHEMA, properties={"write.metadata.metrics.default": "counts"}
+    )
+    for ids, minutes in ((range(20, 40), 20), (range(0, 20), 0)):
+        table.append(_events(ids, minutes))
+    snapshot = table.current_snapshot()
+    assert snapshot is not None
+    source = IcebergSource.builder().table(table.metadata_location).timestamp_column("ts").build()
+    # from the footers: the same ranges, each file opened
+    assert sorted((rows, lo, hi) for _, rows, lo, hi in _splits(spark, source)) == [
+        (20, _ms(START), _ms(START + timedelta(minutes=19))),
+        (20, _ms(START + timedelta(minutes=20)), _ms(START + timedelta(minutes=39))),
+    ]
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    warning = jvm.sluice.connector.table.TableEventTimes.warning(
+        table.metadata_location, f"snapshot {snapshot.snapshot_id}", "ts"
+    )
+    assert warning.isDefined()
+    assert "2 data file(s)" in warning.get() and "write.metadata.metrics.column.ts" in warning.get()
+    assert _got(sluice.read(spark, source)) == _expected(table)
+
+
+def test_a_file_of_several_row_groups_is_one_split_read_exactly_as_rows_and_as_batches(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Row groups of 7 rows (3 a file of 20): each file is one split from its manifest bounds, read
+    over its whole byte range. A stream of 20 rows a batch (10 a file) ends inside row groups, so a range resumes
+    mid-file, read as column batches; a batch read without Spark's vectorized reader reads rows:
+    both give every row once, as pyiceberg reads them, its `_position` its row index in the file."""
+    import pyarrow.parquet as pq
+
+    table = _catalog(tmp_path).create_table(
+        "db.row_groups", schema=SCHEMA, properties={"write.parquet.row-group-limit": "7"}
+    )
+    for ids, minutes in ((range(20, 40), 20), (range(0, 20), 0)):
+        table.append(_events(ids, minutes))
+    source = IcebergSource.builder().table(table.metadata_location).timestamp_column("ts").build()
+    assert [rows for _, rows, _, _ in _splits(spark, source)] == [20, 20]
+    for task in table.scan().plan_files():
+        assert pq.ParquetFile(task.file.file_path.removeprefix("file:")).num_row_groups == 3
+    query = (
+        sluice.from_source(spark, source, name="row_groups")
+        .writeStream.format("memory")
+        .queryName("py_iceberg_row_groups")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .option("maxRecordsPerTrigger", "20")
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(120), "the query did not end within 120 s"
+    assert query.exception() is None
+    spark.conf.set("spark.sql.parquet.enableVectorizedReader", "false")
+    try:
+        as_rows = sluice.read(spark, source).collect()
+    finally:
+        spark.conf.unset("spark.sql.parquet.enableVectorizedReader")
+    for got in (spark.table("py_iceberg_row_groups"), spark.createDataFrame(as_rows)):
+        assert _got(got) == _expected(table)
+        # rows in each file are in id order: a row's position is its id's place in its file
+        assert got.where((F.col("id") % 20) != F.col("_position")).count() == 0
+
+
+def test_aligned_a_file_spanning_more_than_the_drift_is_planned_by_row_groups_and_drops_nothing_late(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A compacted file of an hour, in row groups of 10 minutes, and a file of 45 s inside it; aligned
+    with a 1-minute drift under a 10-minute watermark. The long file is planned by its footer's row
+    groups, as the Parquet source plans it (a whole-file split straddling the horizon is read whole,
+    carrying the watermark past it by the file's span); the short one, within the drift, whole from
+    its manifest bounds. No row is dropped as late: every minute's window has all its rows."""
+    table = _catalog(tmp_path).create_table(
+        "db.compacted", schema=SCHEMA, properties={"write.parquet.row-group-limit": "10"}
+    )
+    table.append(_events(range(0, 60), 0))
+    short = {
+        "id": list(range(100, 110)),
+        "city": ["a"] * 10,
+        "ts": [START + timedelta(minutes=30, seconds=5 * n) for n in range(10)],
+    }
+    table.append(pa.table(short, schema=ARROW))
+    source = IcebergSource.builder().table(table.metadata_location).timestamp_column("ts").build()
+    splits = _splits(spark, source, aligned_within_ms=60_000)
+    assert sorted(rows for _, rows, _, _ in splits) == [10] * 7
+    assert sorted(Counter(name for name, _, _, _ in splits).values()) == [1, 6]
+    # not aligned: both files whole, from their manifest bounds
+    assert sorted(rows for _, rows, _, _ in _splits(spark, source)) == [10, 60]
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(
+        "iceberg-compacted", timedelta(minutes=1), timedelta(milliseconds=100)
+    )
+    query = (
+        sluice.from_source(spark, source, strategy, name="compacted")
+        .withWatermark("event_time", "10 minutes")
+        .groupBy(F.window("event_time", "1 minute"))
+        .count()
+        .writeStream.format("memory")
+        .queryName("py_iceberg_compacted")
+        .outputMode("update")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(180), "the query did not end within 180 s"
+    assert query.exception() is None
+    assert _late_dropped(query) == 0
+    windows = spark.table("py_iceberg_compacted").groupBy("window").agg(F.max("count").alias("n"))
+    assert sorted(r["n"] for r in windows.collect()) == [1] * 59 + [11]

@@ -100,6 +100,11 @@ class IcebergSourceBuilder(_Builder["IcebergSourceBuilder"]):
     def timestamp_column(self, column: str) -> IcebergSourceBuilder:
         """The column whose value is a record's event time.
 
+        Each data file's minimum and maximum of it in the table's metadata are the event-time
+        index: planning opens no data file, and under watermark alignment files are read in
+        event-time order. Files without those statistics are indexed by their Parquet footers,
+        after a warning that says what to set.
+
         Parameters
         ----------
         column : str
@@ -226,6 +231,11 @@ class DeltaSourceBuilder(_Builder["DeltaSourceBuilder"]):
 
     def timestamp_column(self, column: str) -> DeltaSourceBuilder:
         """The column whose value is a record's event time.
+
+        Each data file's minimum and maximum of it in the table's metadata are the event-time
+        index: planning opens no data file, and under watermark alignment files are read in
+        event-time order. Files without those statistics are indexed by their Parquet footers,
+        after a warning that says what to set.
 
         Parameters
         ----------

@@ -29,11 +29,19 @@ object ReaderCounters {
    */
   val CompressedFileOpens = "compressedFileOpens"
 
+  /**
+   * Parquet rows (files and tables) decoded only to be dropped because a range started after them
+   * (Spark's Parquet reader cannot seek to a row): at most the earlier rows of the one row group
+   * holding the range's start, per range.
+   */
+  val RowsDecodedBeforeStart = "rowsDecodedBeforeStart"
+
   val all: Seq[String] = Seq(
     MalformedRecordsDropped,
     MissingFilesSkipped,
     ChangedFilesSkipped,
     DataLossOffsets,
     NullValuesSkipped,
-    CompressedFileOpens)
+    CompressedFileOpens,
+    RowsDecodedBeforeStart)
 }

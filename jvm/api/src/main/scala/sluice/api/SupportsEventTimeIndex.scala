@@ -40,4 +40,13 @@ trait SupportsEventTimeIndex[SplitT <: SourceSplit] extends SupportsStartEventTi
    * can tell (e.g. the partition's largest timestamp); absent when the range is empty.
    */
   def latestEventTimes(ranges: Seq[SplitRange[SplitT]]): Map[String, Long]
+
+  /**
+   * Told right after the enumerator is made or restored, before it discovers splits, when its
+   * source is in an alignment group: the group's drift in milliseconds (0 while `auto` is not
+   * resolved). Alignment reads a block straddling its horizon whole, so the watermark can run past
+   * the horizon by a block's span: an inexact index that can choose its blocks (a table's data
+   * file whole, or by row group) keeps a block's span within the drift where it can.
+   */
+  def alignedWithin(maxDriftMs: Long): Unit = ()
 }

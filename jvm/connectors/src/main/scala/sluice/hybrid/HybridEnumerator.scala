@@ -195,6 +195,7 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
     index += 1
     active = next
     child = nextEnumerator
+    alignedDriftMs.foreach(alignedWithin)
     activeSplits.clear()
     switches :+= SwitchRecord(index, context, System.currentTimeMillis())
     guard = retentionGuard()
@@ -230,6 +231,16 @@ final class HybridEnumerator(hybrid: HybridSource, restored: Option[HybridEnumer
   }
 
   override def hasEventTimeIndex: Boolean = childIndex.isDefined
+
+  // kept for the sources switched to later, whose enumerators are made then
+  private var alignedDriftMs: Option[Long] = None
+  override def alignedWithin(maxDriftMs: Long): Unit = {
+    alignedDriftMs = Some(maxDriftMs)
+    child match {
+      case i: SupportsEventTimeIndex[SourceSplit @unchecked] => i.alignedWithin(maxDriftMs)
+      case _ =>
+    }
+  }
 
   /** Asks the active source's enumerator (if it can answer) about its ranges, under the hybrid's split ids. */
   private def viaChild[C](capability: Option[C], ranges: Seq[SplitRange[HybridSplit]])(

@@ -99,6 +99,7 @@ final class SourceRuntime(
   def start(): SourceCheckpoint = synchronized {
     firstCheckpoint.getOrElse {
       enumerator = source.createEnumerator()
+      tellAlignment()
       progressRestored = true
       discover()
       current = RuntimeState.Restored
@@ -136,7 +137,15 @@ final class SourceRuntime(
     if (enumerator != null) enumerator.close()
     enumerator = source.restoreEnumerator(
       stateSerializer.deserialize(checkpoint.enumeratorVersion, checkpoint.enumeratorState))
+    tellAlignment()
     restoredFrom = Some(checkpoint)
+  }
+
+  /** An aligned source's index hears the group's drift before it discovers splits. */
+  private def tellAlignment(): Unit = (enumerator, settings.eventTime.alignment) match {
+    case (index: SupportsEventTimeIndex[_], Some(a)) =>
+      index.alignedWithin(if (a.driftUnresolved) 0L else a.maxDriftMs)
+    case _ =>
   }
 
   /**

@@ -18,7 +18,8 @@ import sluice.api.{ReaderContext, ReaderCounters}
  *    planned, and report 0). Also a split counter, hence in query progress: Spark 4.3's real-time
  *    reader wrapper passes no task metrics on to the scan;
  *  - the readers' counters (`ReaderCounters`): records dropped as malformed, files and offsets
- *    skipped, compressed files decompressed from their start.
+ *    skipped, compressed files decompressed from their start, Parquet rows decoded before a
+ *    range's start.
  */
 object ReaderMetrics {
   val RecordsRead = "recordsRead"
@@ -35,7 +36,8 @@ object ReaderMetrics {
     new ChangedFilesSkippedMetric,
     new DataLossOffsetsMetric,
     new NullValuesSkippedMetric,
-    new CompressedFileOpensMetric)
+    new CompressedFileOpensMetric,
+    new RowsDecodedBeforeStartMetric)
 
   /** A task's figures so far, over the splits it reads. */
   def current(
@@ -80,3 +82,5 @@ final class DataLossOffsetsMetric extends ReaderCounterMetric(ReaderCounters.Dat
 final class NullValuesSkippedMetric extends ReaderCounterMetric(ReaderCounters.NullValuesSkipped)
 final class CompressedFileOpensMetric
     extends ReaderCounterMetric(ReaderCounters.CompressedFileOpens)
+final class RowsDecodedBeforeStartMetric
+    extends ReaderCounterMetric(ReaderCounters.RowsDecodedBeforeStart)

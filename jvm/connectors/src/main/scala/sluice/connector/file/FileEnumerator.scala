@@ -12,17 +12,30 @@ import org.apache.hadoop.fs.Path
 
 import sluice.api._
 
-/** A file the enumerator has found and turned into splits. */
+/**
+ * A file the enumerator has found and turned into splits. `deleted` and `statistics` are what a
+ * table's metadata says of a data file it planned (`sluice.connector.table`); files listed from a
+ * directory have neither. Neither is kept in the enumerator's state: a known file makes no split
+ * again, and the splits it made carry what they need.
+ */
 final case class DiscoveredFile(
     path: String,
     length: Long,
     modificationTime: Long,
     /**
-     * Rows of the file its table says are deleted (Iceberg position deletes, deletion vectors), which its splits
-     * never give; files listed from a directory have none. Not kept in enumerator state: a file
-     * known there has its splits (which carry their deleted rows) made already.
+     * Rows of the file its table says are deleted (Iceberg position deletes, deletion vectors),
+     * which its splits never give.
      */
-    deleted: Option[DeletedRows] = None)
+    deleted: Option[DeletedRows] = None,
+    /** The file's rows and event-time range from the table's metadata: its split needs no footer. */
+    statistics: Option[FileStatistics] = None)
+
+/**
+ * A data file's rows and its smallest and largest value of the event-time column in epoch
+ * milliseconds, as a table's metadata records them (None: every value is null). The range may
+ * be wider than the file's values, never narrower: it is the file's event-time index.
+ */
+final case class FileStatistics(rows: Long, eventTimes: Option[(Long, Long)])
 
 /** Every file found so far, so that a restarted or monitoring enumerator adds only new ones. */
 final case class FileEnumeratorState(files: Seq[DiscoveredFile], listed: Boolean)

@@ -24,9 +24,12 @@ import sluice.config.RecordLayout
  * Spark's reader never lets a batch cross a row group, and it cannot seek to a row: a range that
  * starts inside its row group (a restart, a batch a read limit ended there) skips the batches
  * before its start and sees the one holding it from its start on (`OffsetColumnVector`), and a
- * range that ends inside it cuts its last batch short; only rows of the range reach Spark. Only
+ * range that ends inside it cuts its last batch short; only rows of the range reach Spark (the
+ * rows skipped before the start are counted: `RowsDecodedBeforeStart`). Only
  * row groups alone at their midpoint are read this way (`ParquetSource.readsColumnar`): the reader
  * then gives their rows and no others, so rows are numbered by counting from the row group's first.
+ * A whole-file split (a table's data file) counts as one: its range is read from the row group
+ * holding its start (`RowGroupFile.startOf`), whose first row the counting starts from.
  * Rows the split's table deleted (`RowGroupSplit.deleted`) are left out of the batches
  * (`SelectedRowsVector`); positions count them all the same, as `ParquetReader`'s do.
  * A reader that ends before the range's last row, or gives more rows than the row group held
@@ -49,10 +52,10 @@ final class ParquetBatchReader(
   /**
    * An open range: Spark's batch iterator over its row group. The row group is alone at its
    * midpoint (`readsColumnar` takes no other), so the reader gives its rows and only them, from
-   * its first: `next` counts them, and is the row index of the next row the reader gives.
+   * its first (`open` sets it): `next` counts them, and is the row index of the next row the
+   * reader gives.
    */
-  private final class Cursor(toRead: SplitRange[RowGroupSplit])
-      extends RowGroupCursor(toRead, toRead.split.firstRow) {
+  private final class Cursor(toRead: SplitRange[RowGroupSplit]) extends RowGroupCursor(toRead) {
     private var batches: ParquetRows.Batches = _
 
     /** The position after the last row handed on. */
@@ -88,8 +91,10 @@ final class ParquetBatchReader(
         val first = next
         next += batch.numRows()
         if (next > split.firstRow + split.rowCount) throw RowGroupFile.moreRows(split)
-        if (next > range.from) {
+        if (next <= range.from) decodedBeforeStart += batch.numRows()
+        else {
           val skip = (math.max(first, range.from) - first).toInt
+          decodedBeforeStart += skip
           val end = math.min(next, range.until)
           val count = (end - first).toInt - skip
           position = end

@@ -34,6 +34,11 @@ final case class ParquetEnumeratorState(
  * Parquet data at row-group boundaries without reading it. The index needs statistics in every
  * row group; a file without them (INT96 timestamps, writers that skip statistics) turns it off,
  * and alignment then works from watermarks, as for line files.
+ *
+ * A table's data file planned with statistics (`DiscoveredFile.statistics`: its rows and the
+ * event-time column's range from the table's metadata) is one split of the whole file, made
+ * without opening it: the index then has file granularity for that file, and planning reads no
+ * footer of it (`RowGroups.wholeFile`).
  */
 final class ParquetEnumerator(
     config: ParquetConfig,
@@ -84,11 +89,15 @@ final class ParquetEnumerator(
         config.filters,
         config.partitionSchema,
         partitions.valuesOf(f.path)))
-    // known files keep no deleted rows: their splits carry them (and the state never did)
-    pruned.foreach(f => known(f.path) = f.copy(deleted = None))
+    pruned.foreach(remember)
+    // a table's data file whose metadata gives its rows and event-time range is one split,
+    // placed by that range without opening the file; the others' footers are read
+    val (fromMetadata, withFooters) = toRead.partition(plannedWhole)
+    val indexedFiles = fromMetadata.flatMap(RowGroups.wholeFile)
+    fromMetadata.foreach(remember)
     val footers =
       ListedFileReads.inParallel(
-        toRead,
+        withFooters,
         ParquetEnumerator.FooterThreads,
         "sluice-parquet-footer")(f => RowGroups.splitsOf(f, conf, config))
     // A file written in place has no footer until it is complete: monitored, it is tried again at
@@ -104,11 +113,9 @@ final class ParquetEnumerator(
             e)
       }
       .collect { case (f, Right(splits)) => f -> splits }
-    val splits = ready.flatMap(_._2)
+    val splits = (indexedFiles ++ ready.flatMap(_._2)).sortBy(s => (s.path, s.rowGroup))
     // files are known once their splits are made: a failure or a file not ready is listed again next time
-    ready.foreach { case (f, _) =>
-      known(f.path) = f.copy(deleted = None); notReady.ready(f.path)
-    }
+    ready.foreach { case (f, _) => remember(f); notReady.ready(f.path) }
     val unindexed =
       if (indexed && config.timestampColumn.isDefined) splits.find(!_.indexed) else None
     unindexed.foreach { s =>
@@ -123,6 +130,32 @@ final class ParquetEnumerator(
     }
     splits
   }
+
+  /**
+   * A file is known once its splits are made (or it makes none). Its deleted rows and statistics
+   * are not kept: its splits carry what they need of them, the state never held them, and the
+   * driver should not hold every file's bitmap for the query's life.
+   */
+  private def remember(f: DiscoveredFile): Unit =
+    known(f.path) = f.copy(deleted = None, statistics = None)
+
+  /**
+   * Whether a table's data file is planned from its metadata as one split of the whole file,
+   * unopened, rather than by its footer's row groups: only when that changes nothing but the
+   * cost. Not with pushed filters (the footer's row-group statistics prune row groups the
+   * table's file-level ones cannot), nor, in an alignment group, for a file whose event times
+   * span more than the group's drift (alignment reads a file straddling its horizon whole, so
+   * the watermark would run past the horizon by up to that span and drop a lagging split's rows
+   * as late, where a row group overshoots by the row group's span only).
+   */
+  private def plannedWhole(f: DiscoveredFile): Boolean =
+    config.timestampColumn.isDefined && config.filters.isEmpty && f.statistics.exists { s =>
+      alignedDriftMs.forall(drift =>
+        s.eventTimes.forall { case (min, max) => max - min <= drift })
+    }
+
+  private var alignedDriftMs: Option[Long] = None
+  override def alignedWithin(maxDriftMs: Long): Unit = alignedDriftMs = Some(maxDriftMs)
 
   override def availablePositions(splits: Seq[(RowGroupSplit, Long)]): Map[String, Long] =
     splits.map { case (s, _) => s.splitId -> (s.firstRow + s.rowCount) }.toMap

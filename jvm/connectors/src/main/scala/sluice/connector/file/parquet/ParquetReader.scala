@@ -22,7 +22,9 @@ import sluice.connector.format.Provenance
  *
  * A range starting inside its row group (a restart, a batch cut by a read limit) decodes the rows
  * before `from` and drops them: Spark's reader cannot seek to a row, so resuming costs decoding
- * at most one row group's earlier rows, never reading other row groups.
+ * at most one row group's earlier rows, never reading other row groups. A whole-file split (a
+ * table's data file) is read from the row group holding `from` too (`RowGroupFile.startOf`), not
+ * from the file's first row. The rows dropped are counted (`RowsDecodedBeforeStart`).
  */
 final class ParquetReader(
     config: ParquetConfig,
@@ -43,17 +45,18 @@ final class ParquetReader(
   private val parked = mutable.LinkedHashMap[String, Cursor]()
 
   /** An open range: Spark's row iterator over its row group, standing at row `next`. */
-  private final class Cursor(toRead: SplitRange[RowGroupSplit])
-      extends RowGroupCursor(toRead, toRead.split.firstRow) {
+  private final class Cursor(toRead: SplitRange[RowGroupSplit]) extends RowGroupCursor(toRead) {
     val id: UTF8String = UTF8String.fromString(split.splitId)
     val mtimeMicros: Long = split.modificationTime * 1000L
     private var iterator: ParquetRows.IndexedRows = _
+    private var pulled = 0L // rows Spark's reader gave
 
     private val deleted = split.deleted.orNull
 
     open(config, partitions, hadoopConf) { file =>
       iterator = rows.read(file)
       while (next < range.from && decode() != null) () // decode and drop the rows before `from`
+      decodedBeforeStart = pulled
     }
 
     /**
@@ -75,6 +78,7 @@ final class ParquetReader(
       while (row == null || iterator.rowIndex < next) {
         if (!iterator.hasNext) throw RowGroupFile.endedEarly(split, next)
         row = iterator.next()
+        pulled += 1
       }
       if (iterator.rowIndex != next) throw RowGroupFile.otherRow(split, iterator.rowIndex, next)
       next += 1

@@ -2,6 +2,8 @@ package sluice.connector.file.parquet
 
 import java.io.FileNotFoundException
 
+import scala.jdk.CollectionConverters._
+
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.paths.SparkPath
@@ -25,15 +27,18 @@ private[parquet] object RowGroupFile {
   case object Changed extends Opened(Some(ChangedFilesSkipped))
 
   /**
-   * Calls `read` with the row group's byte range and the file's partition values, unless the
-   * file changed since it was listed (`ignoreChangedFiles`) or is gone (`ignoreMissingFiles`;
-   * otherwise that fails, naming the option). After `Missing` the caller closes what `read` opened.
+   * Calls `read` with the byte range that makes Spark's reader start a range at row `from` of the
+   * split (`startOf`), the row index of the first row it will give, and the file's partition
+   * values, unless the file changed since it was listed (`ignoreChangedFiles`) or is gone
+   * (`ignoreMissingFiles`; otherwise that fails, naming the option). After `Missing` the caller
+   * closes what `read` opened.
    */
   def open(
       config: ParquetConfig,
       partitions: PartitionDirectories,
       split: RowGroupSplit,
-      hadoopConf: () => Configuration)(read: PartitionedFile => Unit): Opened =
+      from: Long,
+      hadoopConf: () => Configuration)(read: (PartitionedFile, Long) => Unit): Opened =
     try {
       if (ListedFileCheck.changed(
           ParquetConfig.Context,
@@ -43,16 +48,18 @@ private[parquet] object RowGroupFile {
           config.ignoreChangedFiles,
           hadoopConf())) Changed
       else {
+        val start = startOf(split, from, hadoopConf())
         read(
           PartitionedFile(
             partitions.valuesOf(split.path),
             SparkPath.fromPath(new Path(split.path)),
-            split.start,
-            split.length,
+            start.offset,
+            start.length,
             Array.empty[String],
             split.modificationTime,
             split.fileLength,
-            Map.empty))
+            Map.empty),
+          start.firstRow)
         Read
       }
     } catch {
@@ -65,6 +72,42 @@ private[parquet] object RowGroupFile {
         }
         Missing
     }
+
+  /** The byte range handed to Spark's reader, and the row index of the first row it gives. */
+  final case class Start(offset: Long, length: Long, firstRow: Long)
+
+  /**
+   * Where Spark's reader starts reading a range that starts at row `from`. A row group's split:
+   * at its own byte (its midpoint), from its first row. A whole-file split (a table's data file,
+   * planned from the table's metadata) whose range starts past the file's first row (a batch a
+   * read limit or an alignment cut ended inside the file, a restart): from the midpoint of the
+   * row group holding `from` to the file's end, a byte range that selects that row group and
+   * every later one, so the reader decodes and drops only that row group's rows before `from`,
+   * never an earlier row group. The two readers share this (rather than the whole-file split
+   * being a reader of its own) because it is the same reading: a byte range whose midpoints select
+   * row groups, rows numbered from the first selected one. It needs the file's footer (read here:
+   * a table's file is planned without opening it) with exact midpoints that increase with the
+   * row groups: an encrypted footer, or one where they do not (old writers' dictionary offsets:
+   * PARQUET-1402), is read from its first row, as the whole file.
+   */
+  def startOf(split: RowGroupSplit, from: Long, conf: Configuration): Start = {
+    val fromFirst = Start(split.start, split.length, split.firstRow)
+    if (!split.wholeFile || from <= split.firstRow) fromFirst
+    else
+      RowGroups
+        .footer(new Path(split.path), split.fileLength, conf)
+        .flatMap { meta =>
+          val mids = RowGroups.midpoints(meta)
+          val rows = meta.getRow_groups.asScala.toIndexedSeq.map(_.getNum_rows)
+          val firstRows = rows.scanLeft(0L)(_ + _)
+          val increasing = mids.zip(mids.drop(1)).forall { case (a, b) => a < b }
+          // a row group without rows starts where the next one does: never the one holding `from`
+          val i = rows.indices.lastIndexWhere(i => firstRows(i) <= from && rows(i) > 0)
+          Option.when(increasing && i >= 0 && from < firstRows.last)(
+            Start(mids(i), split.fileLength - mids(i), firstRows(i)))
+        }
+        .getOrElse(fromFirst)
+  }
 
   /** Both skip counters of a split (a 0 makes a counter appear in progress), 1 for the one it was skipped as. */
   def countSkips(context: ReaderContext, splitId: String, skippedAs: Option[String]): Unit =

@@ -25,6 +25,12 @@ import sluice.connector.file.DeletedRows
  * position resumes at the same row whether rows before it were deleted or not). A row group whose
  * every row is deleted makes no split (`RowGroups.splitsOf`), as one pruned by its statistics.
  *
+ * A table's data file whose metadata gives its rows and event-time range is one split of the
+ * whole file (`RowGroups.wholeFile`: row group 0 of 1, rows `[0, rows)`, the file's whole byte
+ * range, which selects all its row groups in order, so it counts as alone at its midpoint too),
+ * made without reading its footer; its event times are then the metadata's, and its `deleted`
+ * the file's every deleted row (a file whose every row is deleted makes no split either).
+ *
  * `minEventTime` / `maxEventTime` are the row group's statistics of the event-time column in
  * epoch milliseconds, when the source has one and the file has statistics for it: the
  * enumerator's event-time index. They travel in the split (so in the offset log), so a restarted
@@ -62,6 +68,13 @@ final case class RowGroupSplit(
    * first part twice: ranges are read whole by one task.
    */
   override def divisible: Boolean = false
+
+  /**
+   * A table's data file as one split (`RowGroups.wholeFile`): its byte range is the whole file,
+   * where a row group's split holds one byte (its midpoint). A range of it starting inside the
+   * file is read from the row group holding its start (`RowGroupFile.startOf`).
+   */
+  def wholeFile: Boolean = start == 0L && length == fileLength
 
   /** Whether the event-time index knows this row group (statistics were present). */
   def indexed: Boolean = noEventTimes || (minEventTime.isDefined && maxEventTime.isDefined)

@@ -82,8 +82,35 @@ private[parquet] object RowGroups {
       }
   }
 
+  /**
+   * A table's data file as one split, from the rows and event-time range its table's metadata
+   * records (`DiscoveredFile.statistics`), without opening it: rows `[0, rows)` over the file's
+   * whole byte range, which selects every row group, in order, so the readers number rows by
+   * counting from 0 as they do for a row group alone at its midpoint. None for a file without rows.
+   */
+  def wholeFile(file: DiscoveredFile): Option[RowGroupSplit] =
+    file.statistics.filter(_.rows > 0).map { stats =>
+      RowGroupSplit(
+        file.path,
+        0,
+        1,
+        0L,
+        stats.rows,
+        0L,
+        file.length,
+        file.length,
+        file.modificationTime,
+        stats.eventTimes.map(_._1),
+        stats.eventTimes.map(_._2),
+        noEventTimes = stats.eventTimes.isEmpty,
+        aloneAtMidpoint = true)
+    }
+
   /** The file's footer as stored (Thrift), or None for an encrypted footer ("PARE"). */
-  private def footer(path: Path, length: Long, conf: Configuration): Option[FileMetaData] = {
+  private[parquet] def footer(
+      path: Path,
+      length: Long,
+      conf: Configuration): Option[FileMetaData] = {
     val in = path.getFileSystem(conf).open(path)
     try {
       if (length < 12)

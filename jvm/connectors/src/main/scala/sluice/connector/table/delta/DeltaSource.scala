@@ -14,8 +14,10 @@ import sluice.connector.table.TableDataFiles
  * A version of a Delta table (`source` = `delta`), bounded: its data files as Delta Kernel's scan
  * gives them, read as the Parquet source reads files (one split per row group, positions are row
  * indexes in the file, column batches, only the columns a query needs, files skipped by partition
- * values and row groups by statistics from the pushed filters, with a `timestampColumn` the row
- * groups' statistics as the event-time index). Rows are the table's data columns, its partition
+ * values and row groups by statistics from the pushed filters; with a `timestampColumn` each data
+ * file's statistics of it in the log are its event-time index, so planning opens no data file and
+ * a file is one split, and a file without them is split by row group and indexed by its footer's
+ * statistics, with a warning). Rows are the table's data columns, its partition
  * columns, then `_split`, `_position` and `_timestamp` (the data file's modification time).
  *
  * Refused when the source is built, naming the table feature: deletion vectors on a data file of
@@ -49,7 +51,15 @@ final class DeltaSource private (val config: DeltaConfig, rows: ParquetRows)
     val engine = DeltaTables.engine(rows.hadoopConf)
     val snapshot = DeltaTables.snapshot(engine, config.table, Some(config.version), None)
     val filter = DeltaFilters.toKernel(parquet.filters, parquet.outputSchema)
-    DeltaTables.dataFiles(engine, snapshot, config.table, config.partitionColumns, filter)
+    // the event-time index from the log's statistics of the column
+    val eventTimes = parquet.timestampColumn.map(new DeltaEventTimes(snapshot.getSchema, _))
+    DeltaTables.dataFiles(
+      engine,
+      snapshot,
+      config.table,
+      config.partitionColumns,
+      filter,
+      eventTimes)
   }
 
   override def withColumns(required: Set[String]): DeltaSource = {

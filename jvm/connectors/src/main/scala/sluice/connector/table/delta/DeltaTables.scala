@@ -15,13 +15,15 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils
 
 import sluice.connector.file.DiscoveredFile
+import sluice.connector.table.TableEventTimes
 import sluice.errors.SluiceError
 
 /**
  * A Delta table and a snapshot of it, through Delta Kernel (its default engine on the session's
  * Hadoop configuration): the snapshot by version, by time or the latest, and its data files as
- * Kernel's scan gives them (`add.path`, `partitionValues`, `deletionVector`). Sluice never reads
- * the log itself.
+ * Kernel's scan gives them (`add.path`, `partitionValues`, `deletionVector`, and with a
+ * timestampColumn the event-time range of the log's `stats`: `DeltaEventTimes`). Sluice never
+ * reads the log itself.
  */
 private[delta] object DeltaTables {
   import DeltaConfig.Context
@@ -106,30 +108,45 @@ private[delta] object DeltaTables {
       snapshot: Snapshot,
       location: String,
       partitionColumns: Seq[String],
-      filter: Option[Predicate]): Seq[DiscoveredFile] =
-    filter match {
-      case None => scan(engine, snapshot, location, partitionColumns, None)
+      filter: Option[Predicate],
+      eventTimes: Option[DeltaEventTimes] = None): Seq[DiscoveredFile] = {
+    val files = filter match {
+      case None => scan(engine, snapshot, location, partitionColumns, None, eventTimes)
       case Some(p) =>
         // pruning is an optimisation: a predicate Kernel cannot evaluate reads every file instead
-        try scan(engine, snapshot, location, partitionColumns, Some(p))
+        try scan(engine, snapshot, location, partitionColumns, Some(p), eventTimes)
         catch {
           case NonFatal(e) if !e.isInstanceOf[SluiceError] =>
             log.warn(
               s"$Context: Delta Kernel cannot prune the files of '$location' by $p " +
                 s"(${e.getMessage}); every data file is planned, and the filter applied to rows.")
-            scan(engine, snapshot, location, partitionColumns, None)
+            scan(engine, snapshot, location, partitionColumns, None, eventTimes)
         }
     }
+    eventTimes.foreach { e =>
+      TableEventTimes.warnWithoutStatistics(
+        Context,
+        location,
+        s"version ${snapshot.getVersion}",
+        e.column,
+        files.filter(f => f.statistics.isEmpty && e.unreadableValue(f.path).isEmpty).map(_.path),
+        DeltaEventTimes.advice(e.column),
+        files.flatMap(f => e.unreadableValue(f.path).map(f.path -> _)))
+    }
+    files
+  }
 
   private def scan(
       engine: Engine,
       snapshot: Snapshot,
       location: String,
       partitionColumns: Seq[String],
-      filter: Option[Predicate]): Seq[DiscoveredFile] = {
+      filter: Option[Predicate],
+      eventTimes: Option[DeltaEventTimes]): Seq[DiscoveredFile] = {
     val files = mutable.ArrayBuffer[DiscoveredFile]()
     val builder = filter.foldLeft(snapshot.getScanBuilder)(_.withFilter(_))
-    val batches = builder.build().getScanFiles(engine)
+    // the log's statistics come with the scan files only when asked for
+    val batches = builder.build().getScanFiles(engine, eventTimes.isDefined)
     try
       batches.asScala.foreach { batch =>
         val rows = batch.getRows
@@ -146,7 +163,11 @@ private[delta] object DeltaTables {
             }
             val logged = InternalScanFileUtils.getPartitionValues(row).asScala.toMap
             checkDirectories(status.getPath, partitionColumns, logged, location)
-            files += DiscoveredFile(status.getPath, status.getSize, -1L)
+            files += DiscoveredFile(
+              status.getPath,
+              status.getSize,
+              -1L,
+              statistics = eventTimes.flatMap(_.of(row)))
           }
         finally rows.close()
       }

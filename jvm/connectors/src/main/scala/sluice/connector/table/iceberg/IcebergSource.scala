@@ -16,8 +16,10 @@ import sluice.connector.table.TableDataFiles
  * library plans them (partition and statistics pruning from the filters Spark pushes), read as the
  * Parquet source reads files: one split per row group, positions are row indexes in the file (a
  * restart resumes at the exact row), column batches where Spark would read them, only the columns
- * a query needs, row groups skipped by their statistics, and with a `timestampColumn` the row
- * groups' statistics as the event-time index. Rows are the table's columns (its schema at the
+ * a query needs, row groups skipped by their statistics. With a `timestampColumn`, each data
+ * file's bounds of it in the manifests are its event-time index, so planning opens no data file
+ * and a file is one split (`ParquetEnumerator`); a file whose manifest entry has no bounds of the
+ * column is split by row group and indexed by its footer's statistics, with a warning. Rows are the table's columns (its schema at the
  * snapshot) then `_split`, `_position` and `_timestamp` (the data file's modification time).
  *
  * Position deletes (format v2, in Parquet) and deletion vectors (v3) are applied: the rows they
@@ -53,7 +55,13 @@ final class IcebergSource private (val config: IcebergConfig, rows: ParquetRows)
     case Some(id) =>
       val table = IcebergTables.load(config.table, rows.hadoopConf)
       val filter = IcebergFilters.toIceberg(parquet.filters, parquet.dataSchema.fieldNames.toSet)
-      IcebergTables.dataFiles(table, table.snapshot(id), filter, parquet.caseSensitive)
+      val snapshot = table.snapshot(id)
+      // the event-time index from the manifests' bounds of the column, in the snapshot's schema
+      val eventTimes = parquet.timestampColumn.map { c =>
+        val schema = Option(snapshot.schemaId).map(table.schemas.get(_)).getOrElse(table.schema)
+        new IcebergEventTimes(schema, c)
+      }
+      IcebergTables.dataFiles(table, snapshot, filter, parquet.caseSensitive, eventTimes)
   }
 
   override def withColumns(required: Set[String]): IcebergSource = {

@@ -10,14 +10,16 @@ import org.apache.iceberg.hadoop.{HadoopFileIO, HadoopTables}
 import org.apache.iceberg.util.SnapshotUtil
 
 import sluice.connector.file.DiscoveredFile
+import sluice.connector.table.TableEventTimes
 import sluice.errors.SluiceError
 
 /**
  * An Iceberg table and a snapshot of it, through Iceberg's own library: the table by its
  * directory (a Hadoop table: `metadata/version-hint.text`) or by a metadata file (any catalog's,
  * e.g. pyiceberg's `table.metadata_location`), and the snapshot's data files as Iceberg's scan
- * plans them (its partition and statistics pruning applied). Sluice never reads the metadata or
- * the manifests itself.
+ * plans them (its partition and statistics pruning applied), with a timestampColumn each with
+ * its event-time range from the manifests (`IcebergEventTimes`). Sluice never reads the metadata
+ * or the manifests itself.
  */
 private[iceberg] object IcebergTables {
   import IcebergConfig.Context
@@ -68,14 +70,16 @@ private[iceberg] object IcebergTables {
 
   /**
    * The snapshot's data files that rows passing `filter` may be in, by path, each with the rows
-   * its position delete files delete (`IcebergPositionDeletes`, read now, on the driver). A file
-   * Sluice would read wrong is refused, naming the table feature (`refuseUnread`).
+   * its position delete files delete (`IcebergPositionDeletes`, read now, on the driver) and,
+   * given `eventTimes`, the event-time column's range its manifest entry records. A file Sluice
+   * would read wrong is refused, naming the table feature (`refuseUnread`).
    */
   def dataFiles(
       table: Table,
       snapshot: Snapshot,
       filter: Expression,
-      caseSensitive: Boolean): Seq[DiscoveredFile] = {
+      caseSensitive: Boolean,
+      eventTimes: Option[IcebergEventTimes] = None): Seq[DiscoveredFile] = {
     // files imported from outside Iceberg (add_files, migrate, snapshot of a Hive table) carry no
     // field ids and may lack identity partition columns, which Iceberg fills from the metadata
     Option(table.properties.get(TableProperties.DEFAULT_NAME_MAPPING)).foreach { _ =>
@@ -85,9 +89,13 @@ private[iceberg] object IcebergTables {
           "files may lack the identity partition columns Iceberg fills from its metadata, which Sluice " +
           "reads from the files. Rewrite the table's data files (rewrite_data_files) to read it.")
     }
-    val tasks = table
-      .newScan()
-      .useSnapshot(snapshot.snapshotId)
+    // the snapshot first: a scan resolves column names in its schema, the current table's until
+    // useSnapshot gives it the snapshot's (a column dropped since would not be found)
+    val scan = table.newScan().useSnapshot(snapshot.snapshotId)
+    // a scan drops the manifests' column statistics unless asked to keep them (of this column
+    // only: a wide table's statistics of every file would take the driver's memory)
+    val tasks = eventTimes
+      .fold(scan)(e => scan.includeColumnStats(java.util.Collections.singletonList(e.column)))
       .filter(filter)
       .caseSensitive(caseSensitive)
       .planFiles()
@@ -96,16 +104,33 @@ private[iceberg] object IcebergTables {
         tasks.asScala.toSeq.map { task =>
           val deletes = task.deletes.asScala.toSeq
           refuseUnread(table, snapshot, task.file, deletes)
-          (task.file, deletes)
+          (task.file, deletes, eventTimes.flatMap(_.of(task.file)))
         }
       finally tasks.close()
     val deleted = IcebergPositionDeletes.of(
-      planned.map { case (file, deletes) => file.location -> (file.recordCount, deletes) }.toMap,
+      planned.map { case (file, deletes, _) =>
+        file.location -> (file.recordCount, deletes)
+      }.toMap,
       table.io)
-    planned.map { case (file, _) =>
+    val files = planned.map { case (file, _, statistics) =>
       // the modification time is the file system's: the Parquet reader checks the file is unchanged
-      DiscoveredFile(file.location, file.fileSizeInBytes, -1L, deleted.get(file.location))
+      DiscoveredFile(
+        file.location,
+        file.fileSizeInBytes,
+        -1L,
+        deleted.get(file.location),
+        statistics)
     }
+    eventTimes.foreach { e =>
+      TableEventTimes.warnWithoutStatistics(
+        Context,
+        table.name,
+        s"snapshot ${snapshot.snapshotId}",
+        e.column,
+        files.filter(_.statistics.isEmpty).map(_.path),
+        IcebergEventTimes.advice(e.column))
+    }
+    files
   }
 
   /**

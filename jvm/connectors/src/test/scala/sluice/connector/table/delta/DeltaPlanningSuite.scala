@@ -8,6 +8,8 @@ import org.apache.spark.sql.sources
 import org.apache.spark.sql.types.{LongType, StringType, StructField, StructType}
 import org.scalatest.funsuite.AnyFunSuite
 
+import sluice.connector.file.FileStatistics
+import sluice.connector.table.TableEventTimes
 import sluice.errors.SluiceConfigException
 
 /**
@@ -27,13 +29,15 @@ class DeltaPlanningSuite extends AnyFunSuite {
   private def table(
       adds: Seq[String],
       reader: String = "1, \"minWriterVersion\": 2",
-      conf: String = ""): String = {
+      conf: String = "",
+      schema: String = schemaString,
+      partitions: String = "\"city\""): String = {
     val dir = Files.createTempDirectory("sluice-delta")
     val log = Files.createDirectories(dir.resolve("_delta_log"))
     val lines = Seq(
       s"""{"protocol":{"minReaderVersion":$reader}}""",
       s"""{"metaData":{"id":"3f6d1d6c-0c8b-4d0e-9a5e-0d3c2b1a0f00","format":{"provider":"parquet",""" +
-        s""""options":{}},"schemaString":"$schemaString","partitionColumns":["city"],""" +
+        s""""options":{}},"schemaString":"$schema","partitionColumns":[$partitions],""" +
         s""""configuration":{$conf},"createdTime":1}}""") ++ adds
     Files.write(
       log.resolve("00000000000000000000.json"),
@@ -108,5 +112,118 @@ class DeltaPlanningSuite extends AnyFunSuite {
       conf = """"delta.columnMapping.mode":"name"""")
     val e = intercept[SluiceConfigException](plan(location))
     assert(e.getMessage.contains("column mapping (delta.columnMapping.mode = name"))
+  }
+
+  test("with a timestampColumn each file's event-time range comes from the log's statistics") {
+    val timed =
+      """{\"type\":\"struct\",\"fields\":[{\"name\":\"id\",\"type\":\"long\",\"nullable\":true,\"metadata\":{}},""" +
+        """{\"name\":\"ts\",\"type\":\"timestamp\",\"nullable\":true,\"metadata\":{}}]}"""
+    def add(path: String, stats: String): String =
+      s"""{"add":{"path":"$path","partitionValues":{},"size":100,""" +
+        s""""modificationTime":1,"dataChange":true,"stats":"${stats.replace("\"", "\\\"")}"}}"""
+    val location = table(
+      Seq(
+        // Delta writers truncate timestamps to milliseconds: a row at .123999 is recorded as .123,
+        // so the maximum is widened by 999 µs (in milliseconds: the row's own, .123)
+        add(
+          "late.parquet",
+          """{"numRecords":10,"minValues":{"id":1,"ts":"2026-11-01T01:00:00.000Z"},""" +
+            """"maxValues":{"id":9,"ts":"2026-11-01T02:00:00.123Z"},"nullCount":{"ts":0}}"""),
+        add(
+          "nulls.parquet",
+          """{"numRecords":4,"minValues":{"id":1},"maxValues":{"id":4},"nullCount":{"ts":4}}"""),
+        // statistics of other columns only (ts past delta.dataSkippingNumIndexedCols)
+        add("nostats.parquet", """{"numRecords":5,"minValues":{"id":1},"maxValues":{"id":5}}""")),
+      schema = timed,
+      partitions = "")
+    val engine = DeltaTables.engine(new Configuration())
+    val snapshot = DeltaTables.snapshot(engine, location, None, None)
+    val planned = DeltaTables
+      .dataFiles(
+        engine,
+        snapshot,
+        location,
+        Nil,
+        None,
+        Some(new DeltaEventTimes(snapshot.getSchema, "ts")))
+      .map(f => f.path.split("/").last -> f.statistics)
+      .toMap
+    val hour = java.time.Instant.parse("2026-11-01T01:00:00Z").toEpochMilli
+    assert(
+      planned == Map(
+        "late.parquet" -> Some(FileStatistics(10, Some((hour, hour + 3600000L + 123L)))),
+        "nulls.parquet" -> Some(FileStatistics(4, None)),
+        "nostats.parquet" -> None))
+    val warning =
+      TableEventTimes.warning(location, "version 0", "ts").getOrElse(fail("no warning"))
+    assert(warning.contains("for 1 data file(s)") && warning.contains("nostats.parquet"))
+    assert(warning.contains("timestampColumn 'ts'") && warning.contains(location))
+    assert(warning.contains("'delta.dataSkippingStatsColumns' to include 'ts'"))
+    assert(warning.contains("delta.dataSkippingNumIndexedCols"))
+  }
+
+  test(
+    "timestamps in the log's statistics at an offset, in microseconds or in whole seconds are read") {
+    // Kernel's own parser takes only milliseconds in UTC ("...ss.SSSX"): these three it refuses
+    assert(
+      DeltaEventTimes
+        .micros("2026-11-01T02:00:00.123+01:00")
+        .contains(java.time.Instant.parse("2026-11-01T01:00:00.123Z").toEpochMilli * 1000L))
+    assert(
+      DeltaEventTimes
+        .micros("2026-11-01T02:00:00.123456Z")
+        .contains(java.time.Instant.parse("2026-11-01T02:00:00Z").toEpochMilli * 1000L + 123456L))
+    assert(
+      DeltaEventTimes
+        .micros("2026-11-01T02:00:00Z")
+        .contains(java.time.Instant.parse("2026-11-01T02:00:00Z").toEpochMilli * 1000L))
+    assert(DeltaEventTimes.micros("2026-11-01 02:00:00").isEmpty)
+
+    val timed =
+      """{\"type\":\"struct\",\"fields\":[{\"name\":\"ts\",\"type\":\"timestamp\",\"nullable\":true,\"metadata\":{}}]}"""
+    def add(path: String, stats: String): String =
+      s"""{"add":{"path":"$path","partitionValues":{},"size":100,""" +
+        s""""modificationTime":1,"dataChange":true,"stats":"${stats.replace("\"", "\\\"")}"}}"""
+    def stats(rows: Int, min: String, max: String) =
+      s"""{"numRecords":$rows,"minValues":{"ts":"$min"},"maxValues":{"ts":"$max"}}"""
+    val location = table(
+      Seq(
+        add(
+          "offset.parquet",
+          stats(2, "2026-11-01T02:00:00.123+01:00", "2026-11-01T03:00:00+01:00")),
+        add(
+          "micros.parquet",
+          stats(2, "2026-11-01T01:00:00.000001Z", "2026-11-01T01:00:00.123456Z")),
+        add("bad.parquet", stats(2, "2026-11-01T01:00:00Z", "yesterday")),
+        // no rows counted: not trusted to leave the file unread, its footer tells
+        add("empty.parquet", stats(0, "2026-11-01T01:00:00Z", "2026-11-01T01:00:00Z"))),
+      schema = timed,
+      partitions = "")
+    val engine = DeltaTables.engine(new Configuration())
+    val snapshot = DeltaTables.snapshot(engine, location, None, None)
+    val planned = DeltaTables
+      .dataFiles(
+        engine,
+        snapshot,
+        location,
+        Nil,
+        None,
+        Some(new DeltaEventTimes(snapshot.getSchema, "ts")))
+      .map(f => f.path.split("/").last -> f.statistics)
+      .toMap
+    val hour = java.time.Instant.parse("2026-11-01T01:00:00Z").toEpochMilli
+    assert(
+      planned == Map(
+        // the maximum widened by 999 µs before it is rounded down to milliseconds, as ever
+        "offset.parquet" -> Some(FileStatistics(2, Some((hour + 123L, hour + 3600000L)))),
+        "micros.parquet" -> Some(FileStatistics(2, Some((hour, hour + 124L)))),
+        "bad.parquet" -> None,
+        "empty.parquet" -> None))
+    val warning =
+      TableEventTimes.warning(location, "version 0", "ts").getOrElse(fail("no warning"))
+    assert(warning.contains("no timestamp Sluice can read for 1 data file(s)"))
+    assert(warning.contains("bad.parquet") && warning.contains("\"yesterday\""))
+    assert(
+      warning.contains("records no minimum and maximum") && warning.contains("empty.parquet"))
   }
 }

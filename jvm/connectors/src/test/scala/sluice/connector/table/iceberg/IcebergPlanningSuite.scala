@@ -13,6 +13,8 @@ import org.apache.spark.sql.sources
 import org.apache.spark.sql.types.{LongType, StringType, StructField, StructType, TimestampType}
 import org.scalatest.funsuite.AnyFunSuite
 
+import sluice.connector.file.FileStatistics
+import sluice.connector.table.TableEventTimes
 import sluice.errors.{SluiceConfigException, SluiceRuntimeException}
 
 /**
@@ -197,5 +199,98 @@ class IcebergPlanningSuite extends AnyFunSuite {
     val ts = java.time.Instant.parse("2026-11-01T00:00:00Z")
     val e = IcebergFilters.toIceberg(Seq(sources.GreaterThan("ts", ts)), Set("ts"))
     assert(e.toString == Expressions.greaterThan("ts", ts.toEpochMilli * 1000L).toString)
+  }
+
+  test("with a timestampColumn each file's event-time range comes from the manifests' bounds") {
+    val t = table()
+    val micros = (v: Long) =>
+      org.apache.iceberg.types.Conversions.toByteBuffer(Types.TimestampType.withZone, Long.box(v))
+    def file(name: String, rows: Long, bounds: Option[(Long, Long)], nulls: Long = 0L) =
+      DataFiles
+        .builder(t.spec)
+        .withPath(s"${t.location}/data/city=a/$name.parquet")
+        .withPartitionPath("city=a")
+        .withFileSizeInBytes(100)
+        .withMetrics(new org.apache.iceberg.Metrics(
+          rows,
+          null,
+          null,
+          Map[Integer, java.lang.Long](Int.box(3) -> Long.box(nulls)).asJava,
+          null,
+          bounds
+            .map(b => Map[Integer, java.nio.ByteBuffer](Int.box(3) -> micros(b._1)).asJava)
+            .orNull,
+          bounds
+            .map(b => Map[Integer, java.nio.ByteBuffer](Int.box(3) -> micros(b._2)).asJava)
+            .orNull))
+        .build()
+    t.newAppend()
+      // microseconds become milliseconds as the readers compute a row's (rounded down)
+      .appendFile(file("late", 10, Some((3600000999L, 7200001999L))))
+      .appendFile(file("nulls", 4, None, nulls = 4))
+      .appendFile(file("nostats", 5, None))
+      .commit()
+    val planned = IcebergTables
+      .dataFiles(
+        t,
+        t.currentSnapshot,
+        Expressions.alwaysTrue(),
+        caseSensitive = true,
+        Some(new IcebergEventTimes(t.schema, "ts")))
+      .map(f => f.path.split("/").last -> f.statistics)
+      .toMap
+    assert(
+      planned == Map(
+        "late.parquet" -> Some(FileStatistics(10, Some((3600000L, 7200001L)))),
+        "nulls.parquet" -> Some(FileStatistics(4, None)),
+        "nostats.parquet" -> None))
+    // the file without bounds is named in a warning that says what to set; it falls back to its footer
+    val warning = TableEventTimes
+      .warning(t.name, s"snapshot ${t.currentSnapshot.snapshotId}", "ts")
+      .getOrElse(fail("no warning"))
+    assert(warning.contains("for 1 data file(s)") && warning.contains("nostats.parquet"))
+    assert(warning.contains("timestampColumn 'ts'") && warning.contains(t.name))
+    assert(warning.contains("'write.metadata.metrics.column.ts' to 'full'"))
+    // without a timestampColumn the scan keeps no statistics and gives none
+    assert(plan(t).size == 3)
+    assert(
+      IcebergTables
+        .dataFiles(t, t.currentSnapshot, Expressions.alwaysTrue(), caseSensitive = true)
+        .forall(_.statistics.isEmpty))
+  }
+
+  test("a snapshot's statistics are found after its timestampColumn was dropped from the table") {
+    val t = table()
+    val micros = (v: Long) =>
+      org.apache.iceberg.types.Conversions.toByteBuffer(Types.TimestampType.withZone, Long.box(v))
+    t.newAppend()
+      .appendFile(
+        DataFiles
+          .builder(t.spec)
+          .withPath(s"${t.location}/data/city=a/old.parquet")
+          .withPartitionPath("city=a")
+          .withFileSizeInBytes(100)
+          .withMetrics(new org.apache.iceberg.Metrics(
+            3L,
+            null,
+            null,
+            null,
+            null,
+            Map[Integer, java.nio.ByteBuffer](Int.box(3) -> micros(1000000L)).asJava,
+            Map[Integer, java.nio.ByteBuffer](Int.box(3) -> micros(2000000L)).asJava))
+          .build())
+      .commit()
+    // a restarted query reads the snapshot it started with, whose schema still has the column
+    val pinned = t.currentSnapshot
+    t.updateSchema().deleteColumn("ts").commit()
+    assert(t.schema.findField("ts") == null)
+    val snapshotSchema = t.schemas.get(pinned.schemaId)
+    val planned = IcebergTables.dataFiles(
+      t,
+      pinned,
+      Expressions.alwaysTrue(),
+      caseSensitive = true,
+      Some(new IcebergEventTimes(snapshotSchema, "ts")))
+    assert(planned.map(_.statistics) == Seq(Some(FileStatistics(3, Some((1000L, 2000L))))))
   }
 }

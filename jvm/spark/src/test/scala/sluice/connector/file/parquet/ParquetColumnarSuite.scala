@@ -13,8 +13,9 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import sluice.{Sluice, SparkSuiteBase}
 import sluice.alignment.AlignedStreamSuite.splitStates
-import sluice.api.{ColumnarFetch, ReaderContext, RecordsWithSplitIds, SplitRange}
+import sluice.api.{ColumnarFetch, ReaderContext, ReaderCounters, RecordsWithSplitIds, SplitRange}
 import sluice.config.RecordLayout
+import sluice.connector.file.{DiscoveredFile, FileStatistics}
 import sluice.connector.file.FileReader.{ChangedFilesSkipped, MissingFilesSkipped}
 import sluice.connector.format.Provenance
 import sluice.eventtime.WatermarkStrategy
@@ -364,6 +365,61 @@ class ParquetColumnarSuite extends AnyFunSuite with SparkSuiteBase {
       .collect()
       .toSeq
       .map(r => (r.getLong(0), r.getLong(1)))
+
+  test(
+    "a whole-file split read in ranges starts each at the row group holding it: exact rows, no earlier row group decoded") {
+    val s = source()
+    val groups = s.createEnumerator().discoverSplits().groupBy(_.path).values.maxBy(_.size)
+    assert(groups.size >= 3, "the file has too few row groups")
+    val firstRows = groups.map(_.firstRow).sorted
+    val rows = groups.map(_.rowCount).sum
+    // the split a table's metadata makes of this file: rows [0, rows) over its whole byte range
+    val whole = RowGroups
+      .wholeFile(
+        DiscoveredFile(
+          groups.head.path,
+          groups.head.fileLength,
+          groups.head.modificationTime,
+          statistics = Some(FileStatistics(rows, None))))
+      .get
+    val expected = sparkRowIndexes(whole)
+    assert(expected.map(_._2) == (0L until rows))
+    // cuts at the file's start, inside the first row group, at a row group's first row, inside a
+    // later one, and at the last row: each range read by a new reader, as after a restart
+    val (second, third) = (firstRows(1), firstRows(2))
+    val cuts = Seq(0L, 5L, second, second + 3, third + (firstRows(3) - third) / 2, rows - 1, rows)
+    val position = s.schema(RecordLayout.Full).fieldNames.indexOf("_position")
+    cuts.zip(cuts.tail).foreach { case (from, until) =>
+      val range = SplitRange(whole, from, until)
+      val batchContext = ReaderContext()
+      val batches = readBatches(s, Seq(range), batchContext)().flatMap(_._2)
+      val rowContext = ReaderContext()
+      val reader = s.createReader(rowContext)
+      reader.handleSplitsChanges(Seq(range))
+      val asRows = ArrayBuffer[(Long, Long)]()
+      try {
+        var finished = false
+        while (!finished) {
+          val f = reader.fetch()
+          finished = f.finishedSplits.nonEmpty
+          while (f.nextSplit() != null)
+            while (f.nextRecord()) asRows += ((f.row.getLong(0), f.row.getLong(position)))
+        }
+      } finally reader.close()
+      val want = expected.slice(from.toInt, until.toInt)
+      assert(batches == want, s"[$from, $until) as batches")
+      assert(asRows == want, s"[$from, $until) as rows")
+      // only the rows of the row group holding `from` that come before it were decoded and dropped
+      val dropped = from - firstRows.filter(_ <= from).max
+      Seq(batchContext, rowContext).foreach { c =>
+        assert(
+          c.countersOf(whole.splitId)
+            .get(ReaderCounters.RowsDecodedBeforeStart)
+            .contains(dropped),
+          s"[$from, $until)")
+      }
+    }
+  }
 
   test(
     "the batch reader: every row of its ranges once with Spark's row index, each range finished once, after its last batch") {

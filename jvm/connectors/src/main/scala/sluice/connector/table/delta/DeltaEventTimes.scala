@@ -1,0 +1,97 @@
+package sluice.connector.table.delta
+
+import java.time.{Instant, OffsetDateTime}
+import java.time.format.DateTimeFormatter
+import java.util.concurrent.ConcurrentHashMap
+
+import scala.util.Try
+
+import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
+import io.delta.kernel.data.Row
+import io.delta.kernel.internal.InternalScanFileUtils
+import io.delta.kernel.types.{StructType, TimestampType}
+
+import sluice.connector.file.FileStatistics
+
+/**
+ * A data file's event-time range from the statistics the Delta log records with its `add`
+ * action (`numRecords`, `minValues`, `maxValues`, `nullCount`), as Kernel's scan files hand them
+ * (`getScanFiles(engine, includeStats = true)`). The JSON is read here, a timestamp with
+ * java.time's ISO_OFFSET_DATE_TIME: writers record them with or without fractions of a second,
+ * in milliseconds or microseconds, in UTC or at an offset, and Kernel's own parser takes only
+ * milliseconds in UTC. Delta writers may truncate timestamps in statistics to milliseconds, so a
+ * recorded maximum can lie up to 999 µs below the file's true one: the maximum is widened by
+ * that much before it becomes epoch milliseconds (rounded down, as the readers compute a row's
+ * event time), so the index never claims less than a row holds. A minimum truncated down is
+ * below the true one already. A long column holds epoch milliseconds, recorded exactly.
+ */
+private[delta] final class DeltaEventTimes(tableSchema: StructType, val column: String) {
+  private val isTimestamp = tableSchema.get(column).getDataType.isInstanceOf[TimestampType]
+
+  /** Files whose statistics of the column are there but unreadable, with the value (for the warning). */
+  private val unreadable = new ConcurrentHashMap[String, String]()
+
+  def unreadableValue(path: String): Option[String] = Option(unreadable.get(path))
+
+  /**
+   * The file's rows and event-time range; None when the log records no statistics of the column,
+   * when they cannot be read (`unreadableValue` then says which), or when they count no rows
+   * (a count of 0 is not trusted to skip a file unread: its footer tells).
+   */
+  def of(scanFile: Row): Option[FileStatistics] = {
+    val add = scanFile.getStruct(InternalScanFileUtils.ADD_FILE_ORDINAL)
+    val path = InternalScanFileUtils.getAddFileStatus(scanFile).getPath
+    val at = InternalScanFileUtils.ADD_FILE_STATS_ORDINAL
+    val json = if (add.isNullAt(at)) None else Option(add.getString(at))
+    json.flatMap(j => Try(DeltaEventTimes.Json.readTree(j)).toOption).flatMap { stats =>
+      val rows = Option(stats.get("numRecords")).filter(_.canConvertToLong).map(_.asLong)
+      def node(kind: String) =
+        Option(stats.get(kind)).flatMap(m => Option(m.get(column))).filterNot(_.isNull)
+      def value(kind: String): Option[Either[String, Long]] =
+        node(kind).map(n => toMicrosOrMillis(n).toRight(n.toString))
+      (rows, value("minValues"), value("maxValues")) match {
+        case (Some(n), Some(Right(min)), Some(Right(max))) if n > 0 =>
+          Some(FileStatistics(n, Some((minOf(min), maxOf(max)))))
+        case (_, Some(Left(bad)), _) => unreadable.put(path, bad); None
+        case (_, _, Some(Left(bad))) => unreadable.put(path, bad); None
+        case (Some(n), None, None) if n > 0 =>
+          // no bounds: a column of nulls only (the null count says so) has no event times at all
+          node("nullCount")
+            .filter(c => c.canConvertToLong && c.asLong == n)
+            .map(_ => FileStatistics(n, None))
+        case _ => None
+      }
+    }
+  }
+
+  /** A timestamp's epoch microseconds (any ISO-8601 form with an offset), a long's value. */
+  private def toMicrosOrMillis(n: JsonNode): Option[Long] =
+    if (!isTimestamp) Option(n).filter(_.canConvertToLong).map(_.asLong)
+    else if (!n.isTextual) None
+    else DeltaEventTimes.micros(n.asText)
+
+  private def minOf(v: Long): Long = if (isTimestamp) Math.floorDiv(v, 1000L) else v
+  private def maxOf(v: Long): Long =
+    if (isTimestamp) Math.floorDiv(v + DeltaEventTimes.TruncatedMicros, 1000L) else v
+}
+
+private[delta] object DeltaEventTimes {
+  private val Json = new ObjectMapper()
+
+  /** How far below the truth a maximum truncated to milliseconds can be. */
+  val TruncatedMicros = 999L
+
+  /** Epoch microseconds of an ISO-8601 timestamp with an offset (`Z`, `+01:00`), any fraction. */
+  def micros(text: String): Option[Long] =
+    Try {
+      val i: Instant =
+        OffsetDateTime.parse(text, DateTimeFormatter.ISO_OFFSET_DATE_TIME).toInstant
+      Math.addExact(Math.multiplyExact(i.getEpochSecond, 1000000L), i.getNano / 1000L)
+    }.toOption
+
+  /** What to set so that new data files record the column's statistics. */
+  def advice(column: String): String =
+    s"Delta writes statistics of the first 32 columns by default: set table property " +
+      s"'delta.dataSkippingStatsColumns' to include '$column' (or raise " +
+      "'delta.dataSkippingNumIndexedCols' past its position); files written after that carry them."
+}

@@ -1,0 +1,48 @@
+package sluice.connector.table.iceberg
+
+import org.apache.iceberg.{DataFile, Schema}
+import org.apache.iceberg.types.{Conversions, Type, Types}
+
+import sluice.connector.file.FileStatistics
+
+/**
+ * A data file's event-time range from its manifest entry: the lower and upper bounds Iceberg
+ * records for the event-time column by field id (kept by a scan with `includeColumnStats`). Iceberg
+ * keeps timestamp bounds exactly (only strings and binary are truncated), in microseconds; a long column holds epoch milliseconds. Both become epoch
+ * milliseconds as the readers compute a row's event time (rounded down), so the range is the
+ * file's rows' own.
+ */
+private[iceberg] final class IcebergEventTimes(schema: Schema, val column: String) {
+  private val field: Types.NestedField = schema.findField(column)
+  private val toMillis: Long => Long = field.`type`.typeId match {
+    // timestamp_ns is refused as a column by IcebergSchema
+    case Type.TypeID.TIMESTAMP => Math.floorDiv(_, 1000L)
+    case _ => identity
+  }
+
+  /** The file's rows and event-time range; None when the manifest records no bounds of the column. */
+  def of(file: DataFile): Option[FileStatistics] = {
+    val id = Int.box(field.fieldId)
+    def bound(m: java.util.Map[Integer, java.nio.ByteBuffer]) =
+      Option(m).flatMap(b => Option(b.get(id))).map { buffer =>
+        toMillis(Conversions.fromByteBuffer[java.lang.Long](field.`type`, buffer))
+      }
+    (bound(file.lowerBounds), bound(file.upperBounds)) match {
+      case (Some(min), Some(max)) => Some(FileStatistics(file.recordCount, Some((min, max))))
+      case _ =>
+        // no bounds: a column of nulls only (the null count says so) has no event times at all
+        val nulls = Option(file.nullValueCounts).flatMap(m => Option(m.get(id)))
+        nulls.filter(_ == file.recordCount).map(_ => FileStatistics(file.recordCount, None))
+    }
+  }
+}
+
+private[iceberg] object IcebergEventTimes {
+
+  /** What to set so that new data files record the column's bounds. */
+  def advice(column: String): String =
+    s"Set table property 'write.metadata.metrics.column.$column' to 'full' (or " +
+      "'write.metadata.metrics.default' to 'truncate(16)', Iceberg's default, or 'full'; 'none' " +
+      "and 'counts' keep no bounds); files written after that carry them (rewrite_data_files " +
+      "rewrites the others)."
+}
