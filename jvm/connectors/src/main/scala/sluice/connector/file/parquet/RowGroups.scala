@@ -86,25 +86,30 @@ private[parquet] object RowGroups {
    * A table's data file as one split, from the rows and event-time range its table's metadata
    * records (`DiscoveredFile.statistics`), without opening it: rows `[0, rows)` over the file's
    * whole byte range, which selects every row group, in order, so the readers number rows by
-   * counting from 0 as they do for a row group alone at its midpoint. None for a file without rows.
+   * counting from 0 as they do for a row group alone at its midpoint. It carries the file's deleted
+   * rows, as a row group's split carries its share. None for a file without rows, or whose every
+   * row its table deleted (as for a row group).
    */
   def wholeFile(file: DiscoveredFile): Option[RowGroupSplit] =
-    file.statistics.filter(_.rows > 0).map { stats =>
-      RowGroupSplit(
-        file.path,
-        0,
-        1,
-        0L,
-        stats.rows,
-        0L,
-        file.length,
-        file.length,
-        file.modificationTime,
-        stats.eventTimes.map(_._1),
-        stats.eventTimes.map(_._2),
-        noEventTimes = stats.eventTimes.isEmpty,
-        aloneAtMidpoint = true)
-    }
+    file.statistics
+      .filter(s => s.rows > 0 && !file.deleted.exists(_.coversAll(0L, s.rows)))
+      .map { stats =>
+        RowGroupSplit(
+          file.path,
+          0,
+          1,
+          0L,
+          stats.rows,
+          0L,
+          file.length,
+          file.length,
+          file.modificationTime,
+          stats.eventTimes.map(_._1),
+          stats.eventTimes.map(_._2),
+          noEventTimes = stats.eventTimes.isEmpty,
+          aloneAtMidpoint = true,
+          deleted = file.deleted.flatMap(_.within(0L, stats.rows)))
+      }
 
   /** The file's footer as stored (Thrift), or None for an encrypted footer ("PARE"). */
   private[parquet] def footer(

@@ -1,5 +1,6 @@
 package sluice.connector.table.iceberg
 
+import scala.collection.mutable.ArrayBuffer
 import scala.jdk.CollectionConverters._
 
 import org.apache.hadoop.conf.Configuration
@@ -17,7 +18,9 @@ import org.apache.spark.sql.streaming.Trigger
 import org.scalatest.funsuite.AnyFunSuite
 
 import sluice.{Sluice, SparkSuiteBase}
-import sluice.connector.file.parquet.RowGroupSplitSerializer
+import sluice.api.{ReaderContext, ReaderCounters, SplitRange}
+import sluice.config.RecordLayout
+import sluice.connector.file.parquet.{RowGroupSplit, RowGroupSplitSerializer}
 import sluice.connector.format.Provenance
 
 /**
@@ -27,7 +30,9 @@ import sluice.connector.format.Provenance
  * snapshot (iceberg-data's `IcebergGenerics`, which applies the deletes) as multisets. Deleted rows
  * sit in several row groups of a file, across a row-group boundary, fill a whole row group, and
  * fill a whole file; a stream stopped inside a row group resumes from its checkpoint exactly.
- * v3 deletion vectors likewise, written by iceberg-core's own DV writer.
+ * v3 deletion vectors likewise, written by iceberg-core's own DV writer. Read with a
+ * timestampColumn, the same files are planned whole from their manifests' bounds (`id`, a long
+ * column Iceberg's writer keeps bounds of) and carry the file's deleted rows the same way.
  */
 class IcebergDeletesSuite extends AnyFunSuite with SparkSuiteBase {
 
@@ -226,6 +231,128 @@ class IcebergDeletesSuite extends AnyFunSuite with SparkSuiteBase {
         assert(multiset(spark.read.parquet(out).collect().toSeq) == multiset(expected))
       }
     }
+  }
+
+  /** The table read with event time from `id`: each data file planned whole from its manifest bounds. */
+  private def timedSource =
+    IcebergSource.builder().table(table.location).timestampColumn("id").build()
+
+  /** The splits of every offset the checkpoint logged. */
+  private def loggedSplits(ckpt: String): Seq[RowGroupSplit] =
+    sluice.Checkpoints.offsetBatches(ckpt).flatMap { b =>
+      sluice.Checkpoints.offset(ckpt, b).splits.map { e =>
+        RowGroupSplitSerializer.deserialize(e.splitVersion, e.split)
+      }
+    }
+
+  test(
+    "a whole-file split from manifest bounds carries its file's deleted rows, and a range inside it starts at the row group holding it: both readers") {
+    val source = timedSource
+    val splits = source.createEnumerator().discoverSplits()
+    // file c, every row deleted, makes no split; a and b are one split each, unopened
+    assert(splits.map(_.path.split('/').last) == Seq("a.parquet", "b.parquet"))
+    assert(splits.forall(s => s.wholeFile && s.rowGroups == 1 && s.firstRow == 0), splits)
+    val a = splits.head
+    assert(a.rowCount == 100 && a.deleted.map(_.count).contains(20L), a)
+    // file a's kept rows: id = row index
+    val kept = expected.map(_.getLong(0)).filter(_ < 100).sorted
+    val position = source.schema(RecordLayout.Full).fieldNames.indexOf("_position")
+    // cuts at the file's start, on a deleted row (15) of the second row group, and inside the
+    // fourth, whose rows 37-39 and the fifth's 40-41 are deleted: each range read by a new reader
+    val cuts = Seq(0L, 15L, 35L, 100L)
+    cuts.zip(cuts.tail).foreach { case (from, until) =>
+      val range = SplitRange(a, from, until)
+      val rowContext = ReaderContext()
+      val reader = source.createReader(rowContext)
+      reader.handleSplitsChanges(Seq(range))
+      val asRows = ArrayBuffer[(Long, Long)]()
+      try {
+        var finished = false
+        while (!finished) {
+          val f = reader.fetch()
+          finished = f.finishedSplits.nonEmpty
+          while (f.nextSplit() != null)
+            while (f.nextRecord()) asRows += ((f.row.getLong(0), f.row.getLong(position)))
+        }
+      } finally reader.close()
+      val batchContext = ReaderContext()
+      val columnar = source.createColumnarReader(batchContext)
+      columnar.handleSplitsChanges(Seq(range))
+      val asBatches = ArrayBuffer[(Long, Long)]()
+      try {
+        var finished = false
+        while (!finished) {
+          val f = columnar.fetch()
+          finished = f.finishedSplits.nonEmpty
+          Option(f.batch).foreach { b =>
+            (0 until b.numRows()).foreach { i =>
+              asBatches += ((b.column(0).getLong(i), b.column(position).getLong(i)))
+            }
+          }
+        }
+      } finally columnar.close()
+      val want = kept.filter(id => id >= from && id < until).map(id => (id, id))
+      assert(asRows == want, s"[$from, $until) as rows")
+      assert(asBatches == want, s"[$from, $until) as batches")
+      // only the earlier rows of the row group holding `from` were decoded and dropped
+      Seq(rowContext, batchContext).foreach { c =>
+        assert(
+          c.countersOf(a.splitId).get(ReaderCounters.RowsDecodedBeforeStart).contains(from % 10),
+          s"[$from, $until)")
+      }
+    }
+  }
+
+  test(
+    "a table planned whole from its manifest bounds, stopped inside a file and restarted from its checkpoint: each kept row once at its row index, no deleted one") {
+    val out = tempDir("sink").toString
+    val ckpt = tempDir("ckpt").toString
+    def start(trigger: Trigger) =
+      Sluice
+        .fromSource(
+          spark,
+          timedSource,
+          null,
+          "deletes_whole",
+          Map("maxRecordsPerTrigger" -> "15"))
+        .select("id", "city", Provenance.SplitColumn, Provenance.PositionColumn)
+        .writeStream
+        .format("parquet")
+        .option("path", out)
+        .option("checkpointLocation", ckpt)
+        .trigger(trigger)
+        .start()
+    // the first run reads column batches, the restarted one rows: each reader starts a range
+    // inside a whole file
+    withConf("spark.sql.parquet.enableVectorizedReader", "true") {
+      val first = start(Trigger.ProcessingTime(0))
+      try
+        eventually("two batches of the first run", first)(
+          first.recentProgress.count(_.numInputRows > 0) >= 2)
+      finally first.stop()
+    }
+    val committed =
+      sluice.Checkpoints.lastSinkBatch(out).getOrElse(fail("the first run committed no batch"))
+    val ends = sluice.Checkpoints.offset(ckpt, committed).splits.map { e =>
+      RowGroupSplitSerializer.deserialize(e.splitVersion, e.split) -> e.position
+    }
+    assert(
+      ends.exists { case (s, p) => s.wholeFile && p >= 10 && p < s.rowCount },
+      s"no whole file was stopped past its first row group: $ends")
+    withConf("spark.sql.parquet.enableVectorizedReader", "false") {
+      val second = start(Trigger.AvailableNow())
+      awaitEnd(second)
+      second.exception.foreach(e => throw e)
+    }
+    val result = spark.read.parquet(out)
+    assert(multiset(result.select("id", "city").collect().toSeq) == multiset(expected))
+    positionsAreRowIndexes(result)
+    val logged = loggedSplits(ckpt)
+    assert(logged.nonEmpty && logged.forall(_.wholeFile), "a file was split by row group")
+    assert(!logged.exists(_.path.endsWith("/c.parquet")), "the wholly deleted file has a split")
+    assert(
+      logged.filter(_.path.endsWith("/a.parquet")).forall(_.deleted.exists(_.count == 20)),
+      "a logged split of file a lost its deleted rows")
   }
 
   test(
