@@ -24,7 +24,7 @@ import sluice.connector.table.TableDataFiles
  *
  * Position deletes (format v2, in Parquet) and deletion vectors (v3) are applied: the rows they
  * delete are read when the snapshot is planned and never given (`IcebergPositionDeletes`,
- * `RowGroupSplit.deleted`). Other delete files (equality deletes) are refused when the source is built
+ * `RowGroupSplit.deleted`: a row group's split carries its share, a file planned whole all of it). Other delete files (equality deletes) are refused when the source is built
  * (`IcebergTables.dataFiles`), as are column renames (`IcebergSchema.renameOf`): both would read
  * rows Iceberg says are not the table's.
  */
