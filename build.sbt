@@ -157,23 +157,15 @@ lazy val testkit = (project in file("jvm/testkit"))
 //   core, connectors  <-  spark   (the DataSource V2 binding and the entry points; the one artifact)
 // A reversed import does not compile: core cannot see Spark, connectors cannot see core or spark.
 
-// spark's suites by package into three test JVMs of about a third of the time each (suite times
-// from target/test-reports); a suite whose package is not listed goes to the last.
+// spark's suites by package into three test JVMs, run one after another (brokerTests turns
+// parallel execution off): side by side, beside the Python lanes build/test runs, they
+// oversubscribed the 2 cores (load 15-25; make test took 949-1409 s against 881-912 s one at a time,
+// and 2337 s on CI with a cluster driver silent for 400 s). A suite whose package is not listed goes
+// to the last.
 lazy val SparkTestGroups = Seq(
   "kafka-alignment" -> Seq("sluice.connector.kafka.", "sluice.alignment."),
   "files-compat" -> Seq("sluice.connector.file.", "sluice.compat."),
   "hybrid-modes-config" -> Seq.empty[String])
-
-// sbt's defaults allow one forked test group at a time, and restrictions add up (all must hold):
-// the set is replaced, keeping the other defaults but one. A forked test group is a task that waits
-// on its JVM, and sbt's limit of one task per processor (2 here) let only two of spark's three
-// groups run at once, the third after them, and none beside connectors' tests: four tasks at once,
-// compiles still at most one per processor (sbt's own heap holds them).
-Global / concurrentRestrictions := Seq(
-  Tags.limitAll(math.max(4, EvaluateTask.SystemProcessors)),
-  Tags.limit(Tags.Compile, EvaluateTask.SystemProcessors),
-  Tags.limit(Tags.ForkedTestGroup, 4),
-  Tags.exclusiveGroup(Tags.Clean))
 
 lazy val scalaTest = "org.scalatest" %% "scalatest" % "3.2.19" % Test
 
@@ -278,12 +270,6 @@ lazy val spark = (project in file("jvm/spark"))
     Test / sourceGenerators += Def.task {
       DocSnippets.generate((ThisBuild / baseDirectory).value, (Test / sourceManaged).value)
     }.taskValue,
-    // Three test JVMs side by side: the suites wait on brokers and triggers as much as they
-    // compute, so a 2-core machine still has CPU left beside two of them. sbt runs a project's
-    // forked groups one after another unless its tests are parallel (brokerTests turns that off);
-    // within a forked JVM suites stay sequential all the same (`testForkedParallel` is off), each
-    // JVM with its own SparkContext and broker.
-    Test / parallelExecution := true,
     Test / testGrouping := {
       val jvm = (Test / forkOptions).value
         .withRunJVMOptions((Test / javaOptions).value.toVector)

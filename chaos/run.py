@@ -292,6 +292,13 @@ def _log_count(driver: Driver, text: str) -> int:
     return driver.log.read_text(encoding="utf-8", errors="replace").count(text)
 
 
+def _tasks_in_flight(driver: Driver) -> int:
+    """Tasks the driver started and has not yet heard end (its TaskSetManager logs at INFO
+    under local-cluster: `chaos/driver.py`)."""
+    log = driver.log.read_text(encoding="utf-8", errors="replace")
+    return log.count("Starting task ") - log.count("Finished task ") - log.count("Lost task ")
+
+
 def executor_kills(kafka: EmbeddedKafka, work: Path, kills: int, rng: random.Random, restart: bool) -> dict:
     """Executor JVMs killed with SIGKILL while one driver reads (local-cluster mode), until
     `kills` of them landed inside a running task: Spark re-runs the lost tasks, and the stages
@@ -326,6 +333,13 @@ def executor_kills(kafka: EmbeddedKafka, work: Path, kills: int, rng: random.Ran
         if not pids:
             problem = f"no executor ran within {EXECUTOR_WAIT_S} s after kill {killed}:\n{driver.tail()}"
             break
+        # a kill between batches cuts nothing: wait for a task in flight (under load the query
+        # may have read all it was fed, or the random pause may fall between two batches)
+        busy = time.monotonic() + EXECUTOR_WAIT_S
+        while _tasks_in_flight(driver) == 0 and time.monotonic() < busy and driver.process.poll() is None:
+            if _records_read(progress) >= len(scenario.expected):
+                scenario.feed(kafka)
+            time.sleep(0.1)
         lost_before = _log_count(driver, "ExecutorLostFailure")
         try:
             os.kill(rng.choice(pids), signal.SIGKILL)

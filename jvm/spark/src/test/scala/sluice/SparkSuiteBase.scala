@@ -31,7 +31,9 @@ trait SparkSuiteBase extends BeforeAndAfterAll { self: Suite =>
   override protected def afterAll(): Unit = {
     // a query a failed test left running would read on into the next suite
     try if (spark != null) spark.streams.active.foreach(_.stop())
-    finally super.afterAll()
+    finally
+      try tempDirs.foreach(d => org.apache.spark.network.util.JavaUtils.deleteRecursively(d.toFile))
+      finally super.afterAll()
   }
 
   /** Rows with how often each occurs: equal multisets are the same rows, in any order. */
@@ -94,9 +96,13 @@ trait SparkSuiteBase extends BeforeAndAfterAll { self: Suite =>
 
   protected def tempDir(prefix: String): Path = {
     val dir = Files.createTempDirectory(prefix)
-    dir.toFile.deleteOnExit()
+    tempDirs += dir
     dir
   }
+
+  // deleted with what they hold once the suite's queries are stopped (the JVM's deleteOnExit
+  // deletes empty folders only: every run left thousands of checkpoints in the temporary folder)
+  private val tempDirs = scala.collection.mutable.ArrayBuffer.empty[Path]
 
   /**
    * Waits until `done` holds, polling; fails after `timeoutMs` naming `what` it waited for. Given
