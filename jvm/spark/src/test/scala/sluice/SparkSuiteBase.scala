@@ -32,7 +32,8 @@ trait SparkSuiteBase extends BeforeAndAfterAll { self: Suite =>
     // a query a failed test left running would read on into the next suite
     try if (spark != null) spark.streams.active.foreach(_.stop())
     finally
-      try tempDirs.foreach(d => org.apache.spark.network.util.JavaUtils.deleteRecursively(d.toFile))
+      try
+        tempDirs.foreach(d => org.apache.spark.network.util.JavaUtils.deleteRecursively(d.toFile))
       finally super.afterAll()
   }
 
