@@ -1,6 +1,6 @@
 """Every ```python snippet of README.md, python/README.md and docs/*.md runs, as written, against the
-test session's broker and SparkSession (the ```scala ones are compiled by sbt's spark/test:
-project/DocSnippets.scala).
+test session's broker and SparkSession (the ```scala ones run with the same markers and contract in
+sbt's spark/test: jvm/spark/src/test/scala/sluice/docs/DocSnippetsSuite.scala).
 
 A page's snippets run in order in one namespace, as a reader runs them top to bottom. The line just
 before a fence may carry a marker comment (invisible when the page is rendered):

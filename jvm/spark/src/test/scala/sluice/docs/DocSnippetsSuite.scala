@@ -1,21 +1,132 @@
 package sluice.docs
 
+import java.nio.file.{Files, Path}
+
+import org.apache.spark.sql.streaming.Trigger
+import org.scalatest.exceptions.TestFailedException
 import org.scalatest.funsuite.AnyFunSuite
 
+import sluice.{Sluice, SparkSuiteBase}
+import sluice.connector.file.FileSource
+import sluice.connector.generator.GeneratorSource
+import sluice.testkit.KafkaSuiteBase
+
 /**
- * The docs' Scala snippets compile because `DocSnippets` (generated from them) is part of this test
- * source set; this suite lists them and keeps leaving one out a decision that is written down.
+ * Every ```scala block of README.md, python/README.md and docs/ runs, as written, against this
+ * JVM's broker and a session of its SparkContext, with the contract of the Python snippets
+ * (tests/test_doc_snippets.py; `DocRun` says what it checks): `DocSnippets`, generated from the
+ * pages by project/DocSnippets.scala, holds each page's snippets as one method, with their
+ * markers' givens (`DocGiven`) and checks. Leaving a snippet unrun, or letting its queries read
+ * nothing, is a decision: listed here, with the reason its marker gives.
  */
-class DocSnippetsSuite extends AnyFunSuite {
+class DocSnippetsSuite extends AnyFunSuite with SparkSuiteBase with KafkaSuiteBase {
 
-  /** Snippets that are not compiled, with the reason the page's marker gives. */
-  private val Skipped = Map.empty[String, String]
+  /** Snippets not run, with the reason their marker gives. */
+  private val Skipped = Seq(
+    // KafkaSecuritySuite reads over mutual TLS from its own secured cluster, in the kafka JVM
+    "docs/connectors.md" -> "needs a TLS listener, its key stores and their passwords")
 
-  test("every Scala snippet of the docs is compiled, or listed here as left out") {
+  /** Snippets whose queries may read nothing (`idle`), with the reason their marker gives: none yet. */
+  private val Idle = Seq.empty[(String, String)]
+
+  private lazy val work: Path = tempDir("docs")
+  private lazy val givens: DocGiven = new DocGiven(spark, kafka, work).write()
+
+  private def run(waitMs: Long = DocRun.QueryWaitMs) =
+    new DocRun(spark, givens, work, kafka.bootstrapServers, waitMs)
+
+  for ((page, body) <- DocSnippets.pages)
+    test(s"the Scala snippets of $page run as written") {
+      run().page(page, body)
+    }
+
+  test("the snippets not run are the listed ones") {
+    val skipped = DocSnippets.all.filter(_.skip.isDefined)
     info(
-      s"${DocSnippets.compiled.size} snippets compiled: ${DocSnippets.compiled.mkString(", ")}")
-    assert(DocSnippets.compiled.exists(_.startsWith("README.md:")))
-    assert(DocSnippets.compiled.exists(_.startsWith("docs/hybrid.md:")))
-    assert(DocSnippets.skipped == Skipped)
+      s"${skipped.size} of ${DocSnippets.all.size} not run: " +
+        skipped.map(s => s"${s.where} (${s.skip.get})").mkString("; "))
+    assert(skipped.map(s => s.page -> s.skip.get) == Skipped)
+    assert(DocSnippets.all.exists(s => s.page == "README.md" && s.skip.isEmpty))
+    assert(DocSnippets.all.exists(s => s.page == "docs/hybrid.md" && s.skip.isEmpty))
+  }
+
+  test("the snippets that may read nothing are the listed ones") {
+    assert(DocSnippets.all.collect { case s if s.idle.isDefined => s.page -> s.idle.get } == Idle)
+  }
+
+  // -- the runner itself: snippets written here as DocSnippets writes a page's -------------------
+
+  /** An `AvailableNow` query over a folder with no files: it ends having read nothing. */
+  private def emptyFolder(r: DocRun, idle: Option[String]): Unit = {
+    Files.createDirectories(work.resolve("archive/nothing-here"))
+    r.begin("example.md:7", idle)
+    val files = FileSource
+      .builder()
+      .path(r.localized("/archive/nothing-here"))
+      .format("json")
+      .schema("id BIGINT")
+      .build()
+    Sluice
+      .fromSource(r.spark, files)
+      .writeStream
+      .format("noop")
+      .option("checkpointLocation", r.localized("/checkpoints/nothing-here"))
+      .trigger(Trigger.AvailableNow())
+      .start()
+      .awaitTermination(SparkSuiteBase.WaitMs)
+    r.end()
+  }
+
+  test("a snippet whose query read nothing fails, naming its page, line and source") {
+    val failed =
+      intercept[TestFailedException](run(waitMs = 3000).page("example.md", emptyFolder(_, None)))
+    assert(
+      failed.getMessage.matches(
+        "(?s)example.md:7 started queries whose sources did not all read rows in 3000 ms " +
+          """\(read nothing: [-\w]+: source 0 \(SluiceMicroBatchStream.*"""),
+      failed.getMessage)
+  }
+
+  test("a snippet marked idle may read nothing") {
+    val started =
+      run(waitMs = 3000).page("example.md", emptyFolder(_, Some("the folder is empty")))
+    assert(started.size == 1)
+  }
+
+  test("a snippet whose query fails after it returned is reported with its page and line") {
+    val failed = intercept[TestFailedException](
+      run().page(
+        "example.md",
+        { r =>
+          r.begin("example.md:3", None)
+          val source = GeneratorSource.builder().splits(1).recordsPerSplit(5).build()
+          Sluice
+            .fromSource(r.spark, source)
+            .writeStream
+            .foreachBatch { (_: org.apache.spark.sql.DataFrame, id: Long) =>
+              throw new IllegalStateException(s"the sink refused batch $id")
+            }
+            .start()
+          r.end()
+        }))
+    assert(
+      failed.getMessage.matches(
+        "(?s)example.md:3 started a query that failed: .*the sink refused batch 0.*"),
+      failed.getMessage)
+  }
+
+  test("a snippet that throws is reported with its page and line") {
+    val failed = intercept[TestFailedException](
+      run().page(
+        "example.md",
+        { r =>
+          r.begin("example.md:11", None)
+          FileSource.builder().path(r.localized("/archive/events")).format("yaml").build()
+          r.end()
+        }))
+    assert(
+      failed.getMessage.startsWith("example.md:11 does not run as written: "),
+      failed.getMessage)
+    assert(failed.getMessage.contains("yaml"), failed.getMessage)
   }
 }

@@ -1,0 +1,146 @@
+package sluice.docs
+
+import java.nio.file.Path
+
+import scala.util.control.NonFatal
+
+import org.apache.spark.sql.{DataFrame, SparkSession}
+import org.apache.spark.sql.streaming.Trigger
+import org.scalatest.Assertions.fail
+import org.scalatest.exceptions.TestFailedException
+
+import sluice.SparkSuiteBase
+
+/**
+ * Runs one page's Scala snippets (a method `DocSnippets` generated: the snippets in order, each
+ * between `begin` and `end`, its checks in between) with the contract of the Python snippets
+ * (tests/test_doc_snippets.py): every source of every query a snippet starts reads rows within
+ * `waitMs`, and no query fails, then or while the page's later snippets run. A failure names the
+ * snippet's page and line. Queries the page leaves running are stopped after it, and the Sluice
+ * settings it changed restored.
+ */
+final class DocRun(
+    val spark: SparkSession,
+    val givens: DocGiven,
+    work: Path,
+    bootstrapServers: String,
+    waitMs: Long = DocRun.QueryWaitMs) {
+  private val queries = new DocQueries
+  private var where = "(before its first snippet)"
+  private var idle: Option[String] = None
+  private var startedBefore = 0
+  private var runs = 0
+
+  /** Runs the page `name`'s snippets, `body`; returns the ids of the queries they started. */
+  def page(name: String, body: DocRun => Unit): Seq[String] = {
+    val settings = sluiceSettings
+    spark.streams.addListener(queries)
+    try {
+      try body(this)
+      catch {
+        case e: TestFailedException => throw e
+        case NonFatal(e) => fail(s"$where does not run as written: $e", e)
+      }
+      // a query may fail in a later batch, while the page's next snippets run
+      assertNoneFailed(queries.startedIds, name)
+      queries.startedIds
+    } finally {
+      spark.streams.removeListener(queries)
+      spark.streams.active.foreach(_.stop())
+      val now = sluiceSettings
+      (settings.keySet ++ now.keySet).foreach { key =>
+        settings.get(key) match {
+          case Some(value) => spark.conf.set(key, value)
+          case None => spark.conf.unset(key)
+        }
+      }
+    }
+  }
+
+  private def sluiceSettings: Map[String, String] =
+    spark.conf.getAll.filter(_._1.startsWith("spark.sluice."))
+
+  /** The snippet at `at` begins; its queries may read nothing if it is marked `idle`. */
+  def begin(at: String, idle: Option[String]): Unit = {
+    where = at
+    this.idle = idle
+    startedBefore = queries.startedIds.size
+  }
+
+  /** A check of the snippet's marker (`expect`), run in its scope. */
+  def expect(text: String)(check: => Boolean): Unit =
+    if (!check) fail(s"$where: expected $text")
+
+  /** The snippet ended: each query it started read rows from every source, and none failed. */
+  def end(): Unit = {
+    val mine = queries.startedIds.drop(startedBefore)
+    val stalled = queries.ran(mine, waitMs, mayIdle = idle.isDefined)
+    assertNoneFailed(mine, where) // a failed query read nothing either
+    val unread = stalled.map { case (q, sources) => s"$q: $sources" }.mkString("; ")
+    if (stalled.nonEmpty)
+      fail(
+        if (idle.isDefined) s"$where started queries that ran no trigger in $waitMs ms: $unread"
+        else
+          s"$where started queries whose sources did not all read rows in $waitMs ms " +
+            s"(read nothing: $unread; mark it `idle <why>` if it means to read nothing)")
+  }
+
+  private def assertNoneFailed(ids: Seq[String], at: String): Unit = {
+    val failed = queries.failed(ids)
+    if (failed.nonEmpty)
+      fail(
+        s"$at started a query that failed: " + failed
+          .map { case (q, e) => s"$q: ${DocRun.causes(e)}" }
+          .mkString("; "))
+  }
+
+  /**
+   * A literal a reader replaces by their own, as this run's: `broker:9092` is the test broker, a
+   * path under `/archive/`, `/tmp/`, `s3a://warehouse/`, ... is one under the run's folder.
+   */
+  def localized(literal: String): String = {
+    val local = literal.replace("broker:9092", bootstrapServers)
+    DocRun.Places
+      .find(local.startsWith)
+      .fold(local) { place =>
+        val folder = place.stripSuffix("/").split('/').last
+        s"$work/$folder/${local.stripPrefix(place)}"
+      }
+  }
+
+  /** What a page's checks (`expect`) may call besides what its snippets define. */
+  object checks {
+
+    /** Runs the stream `df` to the end of what it finds; the rows its batches read. */
+    def rowsRead(df: DataFrame): Long = {
+      runs += 1
+      val query = df.writeStream
+        .format("noop")
+        .option("checkpointLocation", s"$work/checks/$runs")
+        .trigger(Trigger.AvailableNow())
+        .start()
+      SparkSuiteBase.awaitEnd(query, waitMs)
+      query.exception.foreach(e => throw e)
+      query.recentProgress.map(_.numInputRows).sum
+    }
+  }
+}
+
+object DocRun {
+
+  /** How long a query a snippet started may take to read its first rows (or end). */
+  val QueryWaitMs: Long = 60000
+
+  /** Where a reader's paths start, which a run rewrites to its own folder. */
+  private val Places =
+    Seq("s3a://archive/", "s3a://warehouse/", "/archive/", "/checkpoints/", "/tables/", "/tmp/")
+
+  // a line of a stack trace that names an exception: "org.apache.x.YException: ..."
+  private val ErrorLine = """^(Caused by: )?[\w.$]*(Error|Exception)\b.*""".r
+
+  /** The exception lines of a failure's stack traces, without the frames. */
+  def causes(failure: String): String = {
+    val lines = failure.linesIterator.map(_.trim).filter(ErrorLine.matches).toSeq.distinct
+    (if (lines.isEmpty) failure else lines.mkString(" / ")).take(1000)
+  }
+}
