@@ -26,8 +26,8 @@ import sbt._
 object DocSnippets {
   private val Fence = """(?ms)^```(\w+)[^\n]*\n(.*?)^```""".r
   private val Marker = """<!--\s*snippet:(.*?)-->\s*$""".r
-  // a plain (not interpolated, not triple-quoted) string literal
-  private val StringLiteral = """(?<![\w"])"((?:[^"\\\n]|\\.)*)"(?!")""".r
+  // a string literal (not triple-quoted), with its interpolator if it has one (s"...", f"...")
+  private val StringLiteral = """(?<![\w"])([A-Za-z_]\w*)?"((?:[^"\\\n]|\\.)*)"(?!")""".r
   private val Localized =
     """^(s3a://archive/|s3a://warehouse/|/archive/|/checkpoints/|/tables/|/tmp/)|broker:9092""".r
 
@@ -96,13 +96,17 @@ object DocSnippets {
     "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n") + "\""
 
   /** `code` with each literal a reader replaces by their own handed to `run.localized`. */
-  private def localized(code: String): String =
+  private def localized(code: String, where: String): String =
     StringLiteral.replaceAllIn(
       code,
       m =>
         scala.util.matching.Regex.quoteReplacement(
-          if (Localized.findFirstIn(m.group(1)).isDefined) s"run.localized(${m.matched})"
-          else m.matched))
+          if (Localized.findFirstIn(m.group(2)).isEmpty) m.matched
+          else if (m.group(1) == null) s"run.localized(${m.matched})"
+          else
+            // an interpolated literal's parts are out of a rewrite's reach
+            sys.error(s"$where: ${m.matched} names a broker or a path the test rewrites: " +
+              "write it as a plain literal")))
 
   private def option(o: Option[String]) = o.fold("None")(s => s"Some(${quoted(s)})")
 
@@ -122,11 +126,13 @@ object DocSnippets {
               Some(s"val $name = run.givens.$value")
           }
         }
-        val checks = s.expect.map(e => s"run.expect(${quoted(e)}) {\n  ${localized(e)}\n}")
+        val checks =
+          s.expect.map(e => s"run.expect(${quoted(e)}) {\n  ${localized(e, s.where)}\n}")
         (Seq(
           s"// ${s.where}",
           s"run.begin(${quoted(s.where)}, idle = ${option(s.idle)})") ++ given ++
-          Seq(localized(s.code).stripSuffix("\n")) ++ checks :+ "run.end()").mkString("\n")
+          Seq(localized(s.code, s.where).stripSuffix("\n")) ++ checks :+ "run.end()")
+          .mkString("\n")
       }
       .mkString("\n\n")
   }

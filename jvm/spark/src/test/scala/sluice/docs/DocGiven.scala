@@ -26,7 +26,8 @@ import sluice.testkit.{EmbeddedKafka, ProducedRecord}
  * bound=name` binds the method of that name), as tests/test_doc_snippets.py writes and gives them
  * to the Python snippets: under `work`, the archive's JSON events (id, user, amount, ts), and the
  * topics `events` and `orders` on the test broker with the same six events. Tables are written
- * when a page first names them.
+ * when a page first names them. The topics keep the pages' names, so no other suite of this test
+ * JVM's group may create them (the broker refuses a second `events`: a clash fails loudly).
  */
 final class DocGiven(spark: SparkSession, kafka: EmbeddedKafka, work: Path) {
   import DocGiven._
