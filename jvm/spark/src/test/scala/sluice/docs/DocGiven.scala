@@ -6,6 +6,7 @@ import java.time.{Instant, ZoneOffset}
 
 import scala.jdk.CollectionConverters._
 
+import io.delta.kernel.types.{DoubleType, LongType, StringType, StructType, TimestampType}
 import org.apache.hadoop.conf.Configuration
 import org.apache.iceberg.{PartitionSpec, Schema => IcebergSchema}
 import org.apache.iceberg.data.{GenericRecord, Record}
@@ -13,8 +14,6 @@ import org.apache.iceberg.data.parquet.GenericParquetWriter
 import org.apache.iceberg.hadoop.HadoopTables
 import org.apache.iceberg.parquet.Parquet
 import org.apache.iceberg.types.Types
-import org.apache.spark.sql.{Row, SparkSession}
-import org.apache.spark.sql.types._
 
 import sluice.connector.file.FileSource
 import sluice.connector.generator.GeneratorSource
@@ -29,7 +28,7 @@ import sluice.testkit.{EmbeddedKafka, ProducedRecord}
  * when a page first names them. The topics keep the pages' names, so no other suite of this test
  * JVM's group may create them (the broker refuses a second `events`: a clash fails loudly).
  */
-final class DocGiven(spark: SparkSession, kafka: EmbeddedKafka, work: Path) {
+final class DocGiven(kafka: EmbeddedKafka, work: Path) {
   import DocGiven._
 
   private val events = (0 until 6).map(i => (i.toLong, s"u${i % 3}", i * 1.5))
@@ -136,44 +135,21 @@ final class DocGiven(spark: SparkSession, kafka: EmbeddedKafka, work: Path) {
   }
 
   /**
-   * The events as a Delta table: one Parquet file written by Spark, added by version 0 of a log
-   * written here (the actions a Delta writer writes): its directory.
+   * The events as a Delta table written by Delta Kernel (`KernelDeltaTable`), as the Python test's
+   * is by delta-rs: `ts` a timestamp with time zone, in microseconds: its directory.
    */
   lazy val delta_events: String = {
-    val dir = work.resolve("delta/events")
-    val schema = StructType(
-      Seq(
-        StructField("id", LongType),
-        StructField("user", StringType),
-        StructField("amount", DoubleType),
-        StructField("ts", TimestampType)))
+    val dir = work.resolve("delta/events").toString
+    val schema = new StructType()
+      .add("id", LongType.LONG)
+      .add("user", StringType.STRING)
+      .add("amount", DoubleType.DOUBLE)
+      .add("ts", TimestampType.TIMESTAMP)
     val rows = events.zipWithIndex.map { case ((id, user, amount), i) =>
-      Row(id, user, amount, java.sql.Timestamp.from(Instant.ofEpochMilli(EventsMs + i * 1000L)))
+      Seq(id, user, amount, (EventsMs + i * 1000L) * 1000L)
     }
-    val staged = work.resolve("delta/staged")
-    val before = spark.conf.getOption(TimestampType_)
-    spark.conf.set(
-      TimestampType_,
-      "TIMESTAMP_MICROS"
-    ) // Delta's timestamps; Spark's default is INT96
-    try
-      spark.createDataFrame(rows.asJava, schema).coalesce(1).write.parquet(staged.toString)
-    finally before.fold(spark.conf.unset(TimestampType_))(spark.conf.set(TimestampType_, _))
-    val data = Files.createDirectories(dir)
-    val file =
-      Files.list(staged).iterator.asScala.find(_.getFileName.toString.endsWith(".parquet")).get
-    Files.move(file, data.resolve("part-0.parquet"))
-    val log = Files.createDirectories(dir.resolve("_delta_log"))
-    val actions = Seq(
-      """{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}""",
-      s"""{"metaData":{"id":"5b1f0f9e-3c1d-4a7e-9d5a-2f1e6c0b7a10","format":{"provider":"parquet",""" +
-        s""""options":{}},"schemaString":${quotedJson(schema.json)},"partitionColumns":[],""" +
-        s""""configuration":{},"createdTime":$EventsMs}}""",
-      s"""{"add":{"path":"part-0.parquet","partitionValues":{},"size":${Files.size(
-          data.resolve("part-0.parquet"))},""" +
-        s""""modificationTime":$EventsMs,"dataChange":true}}""")
-    Files.write(log.resolve("00000000000000000000.json"), actions.mkString("\n").getBytes(UTF_8))
-    dir.toString
+    KernelDeltaTable.create(dir, schema, rows)
+    dir
   }
 }
 
@@ -184,10 +160,4 @@ object DocGiven {
 
   /** docs/hybrid.md's schema of `history` and `live`. */
   private val HybridSchema = "id BIGINT, user STRING, ts TIMESTAMP"
-
-  private val TimestampType_ = "spark.sql.parquet.outputTimestampType"
-
-  /** `s` as a JSON string literal. */
-  private def quotedJson(s: String): String =
-    "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"") + "\""
 }

@@ -1,7 +1,13 @@
 package sluice.docs
 
-import java.nio.file.{Files, Path}
+import java.nio.file.{Files, Path, Paths}
+import java.sql.Timestamp
+import java.time.Instant
 
+import scala.jdk.CollectionConverters._
+
+import com.fasterxml.jackson.databind.ObjectMapper
+import org.apache.spark.sql.Row
 import org.apache.spark.sql.streaming.Trigger
 import org.scalatest.exceptions.TestFailedException
 import org.scalatest.funsuite.AnyFunSuite
@@ -9,6 +15,7 @@ import org.scalatest.funsuite.AnyFunSuite
 import sluice.{Sluice, SparkSuiteBase}
 import sluice.connector.file.FileSource
 import sluice.connector.generator.GeneratorSource
+import sluice.connector.table.delta.DeltaSource
 import sluice.testkit.KafkaSuiteBase
 
 /**
@@ -30,7 +37,9 @@ class DocSnippetsSuite extends AnyFunSuite with SparkSuiteBase with KafkaSuiteBa
   private val Idle = Seq.empty[(String, String)]
 
   private lazy val work: Path = tempDir("docs")
-  private lazy val givens: DocGiven = new DocGiven(spark, kafka, work).write()
+  private lazy val givens: DocGiven = new DocGiven(kafka, work).write()
+
+  private val Json = new ObjectMapper()
 
   private def run(waitMs: Long = DocRun.QueryWaitMs) =
     new DocRun(spark, givens, work, kafka.bootstrapServers, waitMs)
@@ -52,6 +61,41 @@ class DocSnippetsSuite extends AnyFunSuite with SparkSuiteBase with KafkaSuiteBa
 
   test("the snippets that may read nothing are the listed ones") {
     assert(DocSnippets.all.collect { case s if s.idle.isDefined => s.page -> s.idle.get } == Idle)
+  }
+
+  test(
+    "delta_events is the six events, in a version 0 Delta Kernel committed with its statistics") {
+    val dir = Paths.get(givens.delta_events)
+    val table = DeltaSource.builder().table(dir.toString).build()
+    // the source's own columns (file, row index, modification time) follow the table's
+    val read = runToEnd(Sluice.fromSource(spark, table).select("id", "user", "amount", "ts"))
+    val events = (0 until 6).map { i =>
+      Row(
+        i.toLong,
+        s"u${i % 3}",
+        i * 1.5,
+        Timestamp.from(Instant.ofEpochMilli(DocGiven.EventsMs + i * 1000L)))
+    }
+    assert(multiset(read.rows) == multiset(events))
+    val log = dir.resolve("_delta_log")
+    val listed = Files.list(log)
+    val commits =
+      try listed.iterator.asScala.map(_.getFileName.toString).filter(_.endsWith(".json")).toSeq
+      finally listed.close()
+    assert(commits == Seq("00000000000000000000.json"))
+    val actions = Files
+      .readAllLines(log.resolve("00000000000000000000.json"))
+      .asScala
+      .map(Json.readTree)
+    val commit = actions.map(_.path("commitInfo")).find(!_.isMissingNode).get
+    assert(commit.path("engineInfo").asText.startsWith("Kernel-"), commit)
+    val stats = actions.map(_.path("add")).filter(!_.isMissingNode).map { add =>
+      Json.readTree(add.path("stats").asText)
+    }
+    assert(stats.map(_.path("numRecords").asLong) == Seq(6L), stats)
+    // the event times' bounds, which place the file in event time when a source is aligned
+    assert(stats.head.path("minValues").path("ts").asText == "2023-11-14T22:13:20.000Z", stats)
+    assert(stats.head.path("maxValues").path("ts").asText == "2023-11-14T22:13:25.000Z", stats)
   }
 
   // -- the runner itself: snippets written here as DocSnippets writes a page's -------------------
