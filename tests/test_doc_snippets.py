@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -36,7 +37,7 @@ from typing import Any
 
 import pytest
 import sluice
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery, StreamingQueryListener
 from sluice import GeneratorSource
 from sluice.testing import EmbeddedKafka
@@ -389,6 +390,29 @@ def test_page_snippets_run(
     _run(snippets(page, "python"), str(page.relative_to(ROOT)), spark, kafka, work)
 
 
+def _rows_read(work: Path, wait: float) -> Callable[[DataFrame], int]:
+    """What a page's checks (`expect`) may call besides what its snippets define, as DocRun's
+    `checks.rowsRead`: runs the stream to the end of what it finds (each run in a checkpoint of its
+    own); the rows its batches read."""
+
+    def rows_read(df: DataFrame) -> int:
+        checkpoint = tempfile.mkdtemp(prefix="check", dir=work)
+        query = (
+            df.writeStream.format("noop")
+            .option("checkpointLocation", checkpoint)
+            .trigger(availableNow=True)
+            .start()
+        )
+        if not query.awaitTermination(wait):
+            query.stop()
+            raise AssertionError(f"rows_read: the query did not end within {wait} s")
+        if query.exception() is not None:
+            raise query.exception()
+        return sum(p["numInputRows"] for p in query.recentProgress)
+
+    return rows_read
+
+
 def _run(
     found: list[Snippet],
     page: str,
@@ -399,7 +423,7 @@ def _run(
 ) -> _Queries:
     """Runs a page's snippets in order in one namespace, with their checks and their queries';
     returns what became of the queries."""
-    namespace: dict[str, object] = {"__name__": "__doc_snippet__"}
+    namespace: dict[str, object] = {"__name__": "__doc_snippet__", "rows_read": _rows_read(work, wait)}
     queries = _Queries()
     spark.streams.addListener(queries)
     try:
