@@ -1,7 +1,9 @@
 package sluice.docs
 
 import java.nio.file.Path
+import java.util.concurrent.{Executors, ScheduledExecutorService, TimeUnit}
 
+import scala.util.Try
 import scala.util.control.NonFatal
 
 import org.apache.spark.sql.{DataFrame, SparkSession}
@@ -17,34 +19,57 @@ import sluice.SparkSuiteBase
  * (tests/test_doc_snippets.py): every source of every query a snippet starts reads rows within
  * `waitMs`, and no query fails, then or while the page's later snippets run. A failure names the
  * snippet's page and line. Queries the page leaves running are stopped after it, and the Sluice
- * settings it changed restored.
+ * settings it changed restored. A page that outlives `pageMs` (a snippet waiting on a query
+ * without bound) has its queries stopped and fails, naming where it waited.
  */
 final class DocRun(
     val spark: SparkSession,
     val givens: DocGiven,
     work: Path,
     bootstrapServers: String,
-    waitMs: Long = DocRun.QueryWaitMs) {
+    waitMs: Long = DocRun.QueryWaitMs,
+    pageMs: Long = DocRun.PageMs) {
   private val queries = new DocQueries
-  private var where = "(before its first snippet)"
+  // read by the watchdog's thread
+  @volatile private var where = "(before its first snippet)"
   private var idle: Option[String] = None
   private var startedBefore = 0
   private var runs = 0
+  // where the page was when it outlived `pageMs`, set by the watchdog
+  @volatile private var overdue: Option[String] = None
 
   /** Runs the page `name`'s snippets, `body`; returns the ids of the queries they started. */
   def page(name: String, body: DocRun => Unit): Seq[String] = {
     val settings = sluiceSettings
     spark.streams.addListener(queries)
+    val watchdog = DocRun.watchdog(pageMs) {
+      // a snippet waiting on a query without bound (`start().awaitTermination()` on a stream that
+      // does not end) would hang the build: stopping the queries returns it, and any it starts next
+      if (overdue.isEmpty) overdue = Some(where)
+      spark.streams.active.foreach(q => Try(q.stop()))
+    }
     try {
-      try body(this)
-      catch {
-        case e: TestFailedException => throw e
-        case NonFatal(e) => fail(s"$where does not run as written: $e", e)
+      val ran = Try {
+        try body(this)
+        catch {
+          case e: TestFailedException => throw e
+          case NonFatal(e) => fail(s"$where does not run as written: $e", e)
+        }
+        // a query may fail in a later batch, while the page's next snippets run
+        assertNoneFailed(queries.startedIds, name)
+        queries.startedIds
       }
-      // a query may fail in a later batch, while the page's next snippets run
-      assertNoneFailed(queries.startedIds, name)
-      queries.startedIds
+      watchdog.shutdownNow()
+      // what failed after the watchdog stopped the queries is its consequence, not the cause
+      overdue.foreach { at =>
+        fail(
+          s"$at did not end within $pageMs ms, $name's deadline: its queries were stopped. " +
+            "A snippet must not wait on a query without bound: use Trigger.AvailableNow() or " +
+            "awaitTermination(timeoutMs), or mark it `skip <why>`")
+      }
+      ran.get
     } finally {
+      watchdog.shutdownNow()
       spark.streams.removeListener(queries)
       spark.streams.active.foreach(_.stop())
       val now = sluiceSettings
@@ -130,6 +155,20 @@ object DocRun {
 
   /** How long a query a snippet started may take to read its first rows (or end). */
   val QueryWaitMs: Long = 60000
+
+  /** How long a page's snippets may take, all together (the longest, README.md's, takes 9 s here). */
+  val PageMs: Long = 300000
+
+  /** Runs `overdue` after `afterMs`, then every second, until shut down. */
+  private def watchdog(afterMs: Long)(overdue: => Unit): ScheduledExecutorService = {
+    val timer = Executors.newSingleThreadScheduledExecutor { r =>
+      val thread = new Thread(r, "doc-snippets-watchdog")
+      thread.setDaemon(true)
+      thread
+    }
+    timer.scheduleWithFixedDelay(() => overdue, afterMs, 1000, TimeUnit.MILLISECONDS)
+    timer
+  }
 
   /** Where a reader's paths start, which a run rewrites to its own folder. */
   private val Places =

@@ -41,8 +41,12 @@ class DocSnippetsSuite extends AnyFunSuite with SparkSuiteBase with KafkaSuiteBa
 
   private val Json = new ObjectMapper()
 
-  private def run(waitMs: Long = DocRun.QueryWaitMs) =
-    new DocRun(spark, givens, work, kafka.bootstrapServers, waitMs)
+  private def run(waitMs: Long = DocRun.QueryWaitMs, pageMs: Long = DocRun.PageMs) =
+    new DocRun(spark, givens, work, kafka.bootstrapServers, waitMs, pageMs)
+
+  /** A checkpoint no query used before. */
+  private def checkpoint(): String = Files.createTempDirectory(work, "checkpoint").toString
+
 
   for ((page, body) <- DocSnippets.pages)
     test(s"the Scala snippets of $page run as written") {
@@ -172,5 +176,28 @@ class DocSnippetsSuite extends AnyFunSuite with SparkSuiteBase with KafkaSuiteBa
       failed.getMessage.startsWith("example.md:11 does not run as written: "),
       failed.getMessage)
     assert(failed.getMessage.contains("yaml"), failed.getMessage)
+  }
+
+  test("a page that outlives its deadline fails, naming where it waited, and stops its queries") {
+    val failed = intercept[TestFailedException](
+      run(pageMs = 5000).page(
+        "example.md",
+        { r =>
+          r.begin("example.md:5", None)
+          // a stream with no end, waited on without bound: only the watchdog's stop returns it
+          Sluice
+            .fromSource(r.spark, r.givens.kafka_orders)
+            .writeStream
+            .format("noop")
+            .option("checkpointLocation", checkpoint())
+            .start()
+            .awaitTermination()
+          r.end()
+        }))
+    assert(
+      failed.getMessage.startsWith(
+        "example.md:5 did not end within 5000 ms, example.md's deadline: its queries were stopped"),
+      failed.getMessage)
+    assert(spark.streams.active.isEmpty)
   }
 }
