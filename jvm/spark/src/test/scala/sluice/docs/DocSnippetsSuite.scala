@@ -200,4 +200,76 @@ class DocSnippetsSuite extends AnyFunSuite with SparkSuiteBase with KafkaSuiteBa
       failed.getMessage)
     assert(spark.streams.active.isEmpty)
   }
+
+  /** An `AvailableNow` query over the union of one file source per folder. */
+  private def unionOfFolders(r: DocRun, folders: String*): Unit = {
+    r.begin("example.md:9", None)
+    val files = folders.map { folder =>
+      val source =
+        FileSource.builder().path(r.localized(folder)).format("json").schema("id BIGINT").build()
+      Sluice.fromSource(r.spark, source)
+    }
+    files
+      .reduce(_ unionByName _)
+      .writeStream
+      .format("noop")
+      .option("checkpointLocation", checkpoint())
+      .trigger(Trigger.AvailableNow())
+      .start()
+      .awaitTermination(SparkSuiteBase.WaitMs)
+    r.end()
+  }
+
+  test("every source of a query must read: a second one that reads nothing fails the snippet") {
+    Files.createDirectories(work.resolve("archive/nothing-here"))
+    val failed = intercept[TestFailedException](
+      run(waitMs = 3000)
+        .page("example.md", unionOfFolders(_, "/archive/events/", "/archive/nothing-here/")))
+    assert(
+      failed.getMessage.matches(
+        """(?s)example.md:9 started queries whose sources did not all read rows in 3000 ms """ +
+          """\(read nothing: [-\w]+: source 1 \(SluiceMicroBatchStream.*"""),
+      failed.getMessage)
+    assert(!failed.getMessage.contains("source 0"), failed.getMessage)
+  }
+
+  /** A query over a folder with no files, with no end: its triggers read nothing; it goes idle. */
+  private def idleFolder(r: DocRun, idle: Option[String]): Unit = {
+    Files.createDirectories(work.resolve("archive/nothing-here"))
+    // Spark reports a query idle after 10 s without data by default
+    r.spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "200ms")
+    r.begin("example.md:7", idle)
+    val files = FileSource
+      .builder()
+      .path(r.localized("/archive/nothing-here"))
+      .format("json")
+      .schema("id BIGINT")
+      .build()
+    Sluice
+      .fromSource(r.spark, files)
+      .writeStream
+      .format("noop")
+      .option("checkpointLocation", checkpoint())
+      .start()
+    r.end()
+  }
+
+  test("a query that only went idle did not run") {
+    try {
+      val failed =
+        intercept[TestFailedException](run(waitMs = 3000).page("example.md", idleFolder(_, None)))
+      assert(
+        failed.getMessage.startsWith(
+          "example.md:7 started queries whose sources did not all read rows in 3000 ms"),
+        failed.getMessage)
+    } finally spark.conf.unset("spark.sql.streaming.noDataProgressEventInterval")
+  }
+
+  test("a snippet marked idle passes once its query went idle, without reading a row") {
+    try {
+      val started =
+        run(waitMs = 30000).page("example.md", idleFolder(_, Some("the folder is empty")))
+      assert(started.size == 1)
+    } finally spark.conf.unset("spark.sql.streaming.noDataProgressEventInterval")
+  }
 }
