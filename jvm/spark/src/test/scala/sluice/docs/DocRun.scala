@@ -1,6 +1,6 @@
 package sluice.docs
 
-import java.nio.file.Path
+import java.nio.file.{Files, Path}
 import java.util.concurrent.{Executors, ScheduledExecutorService, TimeUnit}
 
 import scala.util.Try
@@ -34,7 +34,6 @@ final class DocRun(
   @volatile private var where = "(before its first snippet)"
   private var idle: Option[String] = None
   private var startedBefore = 0
-  private var runs = 0
   // where the page was when it outlived `pageMs`, set by the watchdog
   @volatile private var overdue: Option[String] = None
 
@@ -136,15 +135,22 @@ final class DocRun(
   /** What a page's checks (`expect`) may call besides what its snippets define. */
   object checks {
 
-    /** Runs the stream `df` to the end of what it finds; the rows its batches read. */
+    /**
+     * Runs the stream `df` to the end of what it finds, in a checkpoint of its own (one a page
+     * before used would make it resume, reading nothing); the rows its batches read.
+     */
     def rowsRead(df: DataFrame): Long = {
-      runs += 1
+      val checkpoint = Files.createTempDirectory(work, "check")
       val query = df.writeStream
         .format("noop")
-        .option("checkpointLocation", s"$work/checks/$runs")
+        .option("checkpointLocation", checkpoint.toString)
         .trigger(Trigger.AvailableNow())
         .start()
-      SparkSuiteBase.awaitEnd(query, waitMs)
+      if (!query.awaitTermination(waitMs)) {
+        val state = SparkSuiteBase.describe(query)
+        query.stop()
+        fail(s"$where: rowsRead's query did not end within $waitMs ms; $state")
+      }
       query.exception.foreach(e => throw e)
       query.recentProgress.map(_.numInputRows).sum
     }

@@ -47,7 +47,6 @@ class DocSnippetsSuite extends AnyFunSuite with SparkSuiteBase with KafkaSuiteBa
   /** A checkpoint no query used before. */
   private def checkpoint(): String = Files.createTempDirectory(work, "checkpoint").toString
 
-
   for ((page, body) <- DocSnippets.pages)
     test(s"the Scala snippets of $page run as written") {
       run().page(page, body)
@@ -176,6 +175,22 @@ class DocSnippetsSuite extends AnyFunSuite with SparkSuiteBase with KafkaSuiteBa
       failed.getMessage.startsWith("example.md:11 does not run as written: "),
       failed.getMessage)
     assert(failed.getMessage.contains("yaml"), failed.getMessage)
+  }
+
+  test("rowsRead reads its stream from its start on every page, in a checkpoint of its own") {
+    def rowsRead(): Long = {
+      var read = 0L
+      run().page(
+        "example.md",
+        { r =>
+          r.begin("example.md:13", None)
+          val source = GeneratorSource.builder().splits(2).recordsPerSplit(50).build()
+          read = r.checks.rowsRead(Sluice.fromSource(r.spark, source))
+          r.end()
+        })
+      read
+    }
+    assert(Seq(rowsRead(), rowsRead()) == Seq(100L, 100L))
   }
 
   test("a page that outlives its deadline fails, naming where it waited, and stops its queries") {
