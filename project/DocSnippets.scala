@@ -21,15 +21,23 @@ import sbt._
  *
  * A string literal naming `broker:9092`, or a path under the places a reader puts their own
  * (`/archive/`, `/checkpoints/`, `/tables/`, `/tmp/`, `s3a://archive/`, `s3a://warehouse/`), is
- * handed to `run.localized`, which rewrites it to the test's broker and folder when it runs.
+ * handed to `run.localized`, which rewrites it to the test's broker and folder when it runs (in a
+ * val declared before the snippet). Any other literal holding what looks like a path, a URI or a
+ * broker (`/tmp/` inside a SQL text, `file:/...`, `/etc/...`, `broker:9093`) fails the build: run
+ * as written, the snippet would use this machine's.
  */
 object DocSnippets {
   private val Fence = """(?ms)^```(\w+)[^\n]*\n(.*?)^```""".r
   private val Marker = """<!--\s*snippet:(.*?)-->\s*$""".r
   // a string literal (not triple-quoted), with its interpolator if it has one (s"...", f"...")
   private val StringLiteral = """(?<![\w"])([A-Za-z_]\w*)?"((?:[^"\\\n]|\\.)*)"(?!")""".r
+  private val Places = "s3a://archive/, s3a://warehouse/, /archive/, /checkpoints/, /tables/, /tmp/"
   private val Localized =
     """^(s3a://archive/|s3a://warehouse/|/archive/|/checkpoints/|/tables/|/tmp/)|broker:9092""".r
+  // what a reader would take for a path, a URI or a broker of their own machine: left as it is, the
+  // snippet would read or write this machine's (a path inside a SQL text, `file:/`, `/etc/...`)
+  private val PathLike =
+    """[a-z][a-z0-9+.-]*:/|(?:^|[\s'"`(=,;])/[\w.~-]|\bbroker:(?!9092\b)\d+""".r
 
   private val Prelude =
     """import java.time.Duration
@@ -95,18 +103,48 @@ object DocSnippets {
   private def quoted(s: String) =
     "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n") + "\""
 
-  /** `code` with each literal a reader replaces by their own handed to `run.localized`. */
-  private def localized(code: String, where: String): String =
-    StringLiteral.replaceAllIn(
+  /**
+   * `code` with each literal a reader replaces by their own handed to `run.localized`, in a val
+   * declared before the snippet (`hoisted`, numbered from `first`): a closure the snippet passes to
+   * Spark (`foreachBatch`, a UDF) then captures a string, not the run. A literal holding a path, URI
+   * or broker the test does not rewrite fails the build, naming `page` and its line (`line` is the
+   * code's first).
+   */
+  private def localized(
+      code: String,
+      page: String,
+      line: Int,
+      first: Int): (String, Seq[String]) = {
+    val hoisted = collection.mutable.ArrayBuffer.empty[String]
+    val out = StringLiteral.replaceAllIn(
       code,
-      m =>
+      m => {
+        val at = s"$page:${line + code.substring(0, m.start).count(_ == '\n')}"
+        def refuse(why: String) = sys.error(s"$at: ${m.matched} $why")
+        val rewritten = Localized.findFirstMatchIn(m.group(2))
         scala.util.matching.Regex.quoteReplacement(
-          if (Localized.findFirstIn(m.group(2)).isEmpty) m.matched
-          else if (m.group(1) == null) s"run.localized(${m.matched})"
-          else
+          if (m.group(1) != null && rewritten.isDefined)
             // an interpolated literal's parts are out of a rewrite's reach
-            sys.error(s"$where: ${m.matched} names a broker or a path the test rewrites: " +
-              "write it as a plain literal")))
+            refuse("names a broker or a path the test rewrites: write it as a plain literal")
+          else if (rewritten.isEmpty && PathLike.findFirstIn(m.group(2)).isDefined)
+            refuse(
+              "holds a path, URI or broker the test does not rewrite (the snippet would use " +
+                "this machine's): write it as a literal of its own starting with one of " +
+                s"$Places, or `broker:9092`, or mark the snippet `skip <why>`")
+          else if (rewritten.isEmpty) m.matched
+          else if (
+            !rewritten.exists(_.group(1) != null) &&
+            PathLike.findFirstIn(m.group(2).replace("broker:9092", "")).isDefined)
+            refuse(
+              "holds a path the test does not rewrite (it rewrites a literal that starts with " +
+                s"one): write the path as a literal of its own starting with one of $Places")
+          else {
+            hoisted += s"val localizedLiteral${first + hoisted.size} = run.localized(${m.matched})"
+            s"localizedLiteral${first + hoisted.size - 1}"
+          })
+      })
+    (out, hoisted.toSeq)
+  }
 
   private def option(o: Option[String]) = o.fold("None")(s => s"Some(${quoted(s)})")
 
@@ -114,6 +152,7 @@ object DocSnippets {
   private def body(found: Seq[Snippet]): String = {
     // one scope: a name is bound once per page (`spark` always), as a val is defined once
     val bound = collection.mutable.Map("spark" -> "spark")
+    var literals = 0 // the page's literals hoisted so far
     found
       .map { s =>
         val given = s.given.flatMap { case (name, value) =>
@@ -126,12 +165,18 @@ object DocSnippets {
               Some(s"val $name = run.givens.$value")
           }
         }
-        val checks =
-          s.expect.map(e => s"run.expect(${quoted(e)}) {\n  ${localized(e, s.where)}\n}")
+        val (code, hoisted) = localized(s.code, s.page, s.line, literals + 1)
+        literals += hoisted.size
+        val checks = s.expect.map { e =>
+          // the marker sits on the line before the fence, two before the code
+          val (check, hoistedByCheck) = localized(e, s.page, s.line - 2, literals + 1)
+          literals += hoistedByCheck.size
+          (s"run.expect(${quoted(e)}) {\n  $check\n}", hoistedByCheck)
+        }
         (Seq(
           s"// ${s.where}",
-          s"run.begin(${quoted(s.where)}, idle = ${option(s.idle)})") ++ given ++
-          Seq(localized(s.code, s.where).stripSuffix("\n")) ++ checks :+ "run.end()")
+          s"run.begin(${quoted(s.where)}, idle = ${option(s.idle)})") ++ given ++ hoisted ++
+          checks.flatMap(_._2) ++ Seq(code.stripSuffix("\n")) ++ checks.map(_._1) :+ "run.end()")
           .mkString("\n")
       }
       .mkString("\n\n")
