@@ -18,17 +18,21 @@ import sluice.SparkSuiteBase
  * between `begin` and `end`, its checks in between) with the contract of the Python snippets
  * (tests/test_doc_snippets.py): every source of every query a snippet starts reads rows within
  * `waitMs`, and no query fails, then or while the page's later snippets run. A failure names the
- * snippet's page and line. Queries the page leaves running are stopped after it, and the Sluice
- * settings it changed restored. A page that outlives `pageMs` (a snippet waiting on a query
- * without bound) has its queries stopped and fails, naming where it waited.
+ * snippet's page and line. A page runs on a session of its own (`session.newSession()`), so the
+ * SQL settings, views and functions it makes do not outlive it; queries it leaves running are
+ * stopped after it. A page that outlives `pageMs` (a snippet waiting on a query without bound) has
+ * its queries stopped and fails, naming where it waited.
  */
 final class DocRun(
-    val spark: SparkSession,
+    session: SparkSession,
     val givens: DocGiven,
     work: Path,
     bootstrapServers: String,
     waitMs: Long = DocRun.QueryWaitMs,
     pageMs: Long = DocRun.PageMs) {
+
+  /** The page's session: `spark` in its snippets. */
+  val spark: SparkSession = session.newSession()
   private val queries = new DocQueries
   // read by the watchdog's thread
   @volatile private var where = "(before its first snippet)"
@@ -39,7 +43,9 @@ final class DocRun(
 
   /** Runs the page `name`'s snippets, `body`; returns the ids of the queries they started. */
   def page(name: String, body: DocRun => Unit): Seq[String] = {
-    val settings = sluiceSettings
+    // Sluice reads its `spark.sluice.*` settings from the active session: the page's
+    val active = SparkSession.getActiveSession
+    SparkSession.setActiveSession(spark)
     spark.streams.addListener(queries)
     val watchdog = DocRun.watchdog(pageMs) {
       // a snippet waiting on a query without bound (`start().awaitTermination()` on a stream that
@@ -47,42 +53,41 @@ final class DocRun(
       if (overdue.isEmpty) overdue = Some(where)
       spark.streams.active.foreach(q => Try(q.stop()))
     }
-    try {
-      val ran = Try {
-        try body(this)
-        catch {
-          case e: TestFailedException => throw e
-          case NonFatal(e) => fail(s"$where does not run as written: $e", e)
-        }
-        // a query may fail in a later batch, while the page's next snippets run
-        assertNoneFailed(queries.startedIds, name)
-        queries.startedIds
+    val ran = Try {
+      try body(this)
+      catch {
+        case e: TestFailedException => throw e
+        case NonFatal(e) => fail(s"$where does not run as written: $e", e)
       }
-      watchdog.shutdownNow()
-      // what failed after the watchdog stopped the queries is its consequence, not the cause
-      overdue.foreach { at =>
-        fail(
-          s"$at did not end within $pageMs ms, $name's deadline: its queries were stopped. " +
-            "A snippet must not wait on a query without bound: use Trigger.AvailableNow() or " +
-            "awaitTermination(timeoutMs), or mark it `skip <why>`")
-      }
-      ran.get
-    } finally {
-      watchdog.shutdownNow()
-      spark.streams.removeListener(queries)
-      spark.streams.active.foreach(_.stop())
-      val now = sluiceSettings
-      (settings.keySet ++ now.keySet).foreach { key =>
-        settings.get(key) match {
-          case Some(value) => spark.conf.set(key, value)
-          case None => spark.conf.unset(key)
-        }
-      }
+      // a query may fail in a later batch, while the page's next snippets run
+      assertNoneFailed(queries.startedIds, name)
+      queries.startedIds
     }
+    watchdog.shutdownNow()
+    // a query may also fail between that check and its stop: its own exception says so
+    val left = spark.streams.active.toSeq
+    val stopped = Try {
+      left.foreach(_.stop())
+      spark.streams.removeListener(queries)
+      active.fold(SparkSession.clearActiveSession())(SparkSession.setActiveSession)
+    }
+    val late = left.flatMap(q => q.exception.map(e => s"${q.id}: ${DocRun.causes(e)}"))
+    // what failed after the watchdog stopped the queries is its consequence, not the cause
+    overdue.foreach { at =>
+      fail(
+        s"$at did not end within $pageMs ms, $name's deadline: its queries were stopped. " +
+          "A snippet must not wait on a query without bound: use Trigger.AvailableNow() or " +
+          "awaitTermination(timeoutMs), or mark it `skip <why>`")
+    }
+    // the page's own failure first: one in stopping its queries is told with it, not instead
+    ran.failed.foreach { e =>
+      stopped.failed.foreach(e.addSuppressed)
+      throw e
+    }
+    stopped.get
+    if (late.nonEmpty) fail(s"$name started a query that failed: ${late.mkString("; ")}")
+    ran.get
   }
-
-  private def sluiceSettings: Map[String, String] =
-    spark.conf.getAll.filter(_._1.startsWith("spark.sluice."))
 
   /** The snippet at `at` begins; its queries may read nothing if it is marked `idle`. */
   def begin(at: String, idle: Option[String]): Unit = {
@@ -182,6 +187,17 @@ object DocRun {
 
   // a line of a stack trace that names an exception: "org.apache.x.YException: ..."
   private val ErrorLine = """^(Caused by: )?[\w.$]*(Error|Exception)\b.*""".r
+
+  /** A failure's exception and its causes, outermost first. */
+  def causes(failure: Throwable): String =
+    Iterator
+      .iterate(failure)(_.getCause)
+      .takeWhile(_ != null)
+      .map(_.toString)
+      .toSeq
+      .distinct
+      .mkString(" / ")
+      .take(1000)
 
   /** The exception lines of a failure's stack traces, without the frames. */
   def causes(failure: String): String = {

@@ -194,8 +194,9 @@ class DocSnippetsSuite extends AnyFunSuite with SparkSuiteBase with KafkaSuiteBa
   }
 
   test("a page that outlives its deadline fails, naming where it waited, and stops its queries") {
+    val overdue = run(pageMs = 5000)
     val failed = intercept[TestFailedException](
-      run(pageMs = 5000).page(
+      overdue.page(
         "example.md",
         { r =>
           r.begin("example.md:5", None)
@@ -213,7 +214,7 @@ class DocSnippetsSuite extends AnyFunSuite with SparkSuiteBase with KafkaSuiteBa
       failed.getMessage.startsWith(
         "example.md:5 did not end within 5000 ms, example.md's deadline: its queries were stopped"),
       failed.getMessage)
-    assert(spark.streams.active.isEmpty)
+    assert(overdue.spark.streams.active.isEmpty)
   }
 
   /** An `AvailableNow` query over the union of one file source per folder. */
@@ -269,21 +270,34 @@ class DocSnippetsSuite extends AnyFunSuite with SparkSuiteBase with KafkaSuiteBa
   }
 
   test("a query that only went idle did not run") {
-    try {
-      val failed =
-        intercept[TestFailedException](run(waitMs = 3000).page("example.md", idleFolder(_, None)))
-      assert(
-        failed.getMessage.startsWith(
-          "example.md:7 started queries whose sources did not all read rows in 3000 ms"),
-        failed.getMessage)
-    } finally spark.conf.unset("spark.sql.streaming.noDataProgressEventInterval")
+    val failed =
+      intercept[TestFailedException](run(waitMs = 3000).page("example.md", idleFolder(_, None)))
+    assert(
+      failed.getMessage.startsWith(
+        "example.md:7 started queries whose sources did not all read rows in 3000 ms"),
+      failed.getMessage)
   }
 
   test("a snippet marked idle passes once its query went idle, without reading a row") {
-    try {
-      val started =
-        run(waitMs = 30000).page("example.md", idleFolder(_, Some("the folder is empty")))
-      assert(started.size == 1)
-    } finally spark.conf.unset("spark.sql.streaming.noDataProgressEventInterval")
+    val started =
+      run(waitMs = 30000).page("example.md", idleFolder(_, Some("the folder is empty")))
+    assert(started.size == 1)
+  }
+
+  test("a page's settings, views and functions do not outlive it") {
+    run().page(
+      "example.md",
+      { r =>
+        r.begin("example.md:3", None)
+        r.spark.conf.set("spark.sluice.forceTimestampSupport", "false")
+        r.spark.conf.set("spark.sql.shuffle.partitions", "3")
+        r.spark.range(3).createOrReplaceTempView("doc_page_view")
+        r.spark.udf.register("doc_page_udf", (x: Long) => x + 1)
+        r.end()
+      })
+    assert(spark.conf.getOption("spark.sluice.forceTimestampSupport").isEmpty)
+    assert(spark.conf.get("spark.sql.shuffle.partitions") != "3")
+    assert(!spark.catalog.tableExists("doc_page_view"))
+    assert(!spark.catalog.functionExists("doc_page_udf"))
   }
 }
