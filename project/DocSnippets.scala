@@ -29,6 +29,11 @@ import sbt._
 object DocSnippets {
   private val Fence = """(?ms)^```(\w+)[^\n]*\n(.*?)^```""".r
   private val Marker = """<!--\s*snippet:(.*?)-->\s*$""".r
+  private val AnyFence = """(?ms)^```[^\n]*\n.*?^```""".r
+  // a marker as a page's line (not as an example inside a fenced block)
+  private val MarkerLine = """(?m)^[ \t]*<!--\s*snippet:[^\n]*""".r
+  // a Scala block the fence above does not match, so it would silently not run
+  private val UnreadFence = """(?m)^(?:[ \t]+```|[ \t]*~~~)[ \t]*scala\b""".r
   // a string literal (not triple-quoted), with its interpolator if it has one (s"...", f"...")
   private val StringLiteral = """(?<![\w"])([A-Za-z_]\w*)?"((?:[^"\\\n]|\\.)*)"(?!")""".r
   private val Places = "s3a://archive/, s3a://warehouse/, /archive/, /checkpoints/, /tables/, /tmp/"
@@ -73,7 +78,22 @@ object DocSnippets {
   private def snippets(root: File, page: File): Seq[Snippet] = {
     val text = IO.read(page, UTF_8)
     val name = page.relativeTo(root).map(_.getPath.replace('\\', '/')).getOrElse(page.getName)
-    Fence.findAllMatchIn(text).filter(_.group(1) == "scala").toSeq.map { fence =>
+    val fences = Fence.findAllMatchIn(text).toSeq
+    def lineAt(offset: Int) = text.substring(0, offset).count(_ == '\n') + 1
+    // a block the runner would not see, or a marker that binds to no block, is a mistake: refused
+    for (m <- UnreadFence.findAllMatchIn(text))
+      sys.error(
+        s"$name:${lineAt(m.start)}: a ```scala block must start its line with ``` " +
+          "(an indented or ~~~ fence is not run): unindent it, or write it as ```text")
+    val blocks = AnyFence.findAllMatchIn(text).toSeq // with a language or not
+    for (m <- MarkerLine.findAllMatchIn(text) if !blocks.exists(b => b.start < m.start && m.start < b.end)) {
+      val next = text.indexOf('\n', m.end)
+      if (next < 0 || !text.startsWith("```", next + 1))
+        sys.error(
+          s"$name:${lineAt(m.start)}: a snippet marker must sit on the line just before the " +
+            "fence of its block (nothing between them, not even a blank line)")
+    }
+    fences.filter(_.group(1) == "scala").map { fence =>
       val line = text.substring(0, fence.start).count(_ == '\n') + 2
       val before =
         text.substring(0, fence.start).stripSuffix("\n").split('\n').lastOption.getOrElse("")

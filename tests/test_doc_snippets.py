@@ -1,6 +1,8 @@
 """Every ```python snippet of README.md, python/README.md and docs/*.md runs, as written, against the
-test session's broker and SparkSession (the ```scala ones run with the same markers and contract in
-sbt's spark/test: jvm/spark/src/test/scala/sluice/docs/DocSnippetsSuite.scala).
+test session's broker and SparkSession (the ```scala ones run with the same markers, places rewritten
+and rule for queries in sbt's spark/test, jvm/spark/src/test/scala/sluice/docs/DocSnippetsSuite.scala;
+docs/development.md says where the two differ: Scala rewrites only plain literals and refuses other
+paths, and runs each page on its own session, under a deadline).
 
 A page's snippets run in order in one namespace, as a reader runs them top to bottom. The line just
 before a fence may carry a marker comment (invisible when the page is rendered):
@@ -11,7 +13,8 @@ before a fence may carry a marker comment (invisible when the page is rendered):
     <!-- snippet: skip why -->                           not run (counted and listed: SKIPPED)
     <!-- snippet: idle starts at the topic's end -->      its queries may read nothing (listed: IDLE)
 
-Directives are separated by ``;``. The places a reader puts their own are rewritten to this run's:
+Directives are separated by ``;``; an ``expect`` may call ``rows_read(df)``, which runs the stream
+to the end of what it finds, in a checkpoint of its own, and returns the rows it read. The places a reader puts their own are rewritten to this run's:
 the broker ``broker:9092`` to the embedded broker, and paths under ``/archive/``, ``/checkpoints/``,
 ``/tables/``, ``/tmp/``, ``s3a://archive/`` and ``s3a://warehouse/`` to a temporary directory (the
 ``work`` fixture writes ``archive/events`` as JSON files, ``warehouse/events`` as Parquet, and the
