@@ -509,16 +509,15 @@ def test_unrun_snippets_are_the_listed_ones() -> None:
 
 
 def _empty_files_snippet(work: Path, idle: str | None) -> Snippet:
-    """A query over a folder with no files (a path as a page names it, localized as theirs are): its
-    triggers read nothing, and it goes idle."""
+    """A query over a folder with no files (a path as a page names it, localized as theirs are): it
+    runs no batch, and goes idle. Spark's own file stream, as Sluice's reports a batch of no rows when
+    its enumerator's state moves: then a progress, not only onQueryIdle, would say it triggered."""
     (work / "archive" / "nothing-here").mkdir(exist_ok=True)
     return Snippet(
         "example.md",
         7,
-        "import sluice\n"
-        "files = sluice.FileSource.builder().path('/archive/nothing-here').format('json')"
-        ".schema('id BIGINT').build()\n"
-        "query = sluice.from_source(spark, files).writeStream.format('noop').start()\n",
+        "files = spark.readStream.schema('id BIGINT').json('/archive/nothing-here')\n"
+        "query = files.writeStream.format('noop').start()\n",
         given={"spark": "spark"},
         idle=idle,
     )
