@@ -167,7 +167,10 @@ object DocRun {
   /** How long a query a snippet started may take to read its first rows (or end). */
   val QueryWaitMs: Long = 60000
 
-  /** How long a page's snippets may take, all together (the longest, README.md's, takes 9 s here). */
+  /**
+   * How long a page's snippets may take, all together (the longest, README.md's, takes 9 to 21 s
+   * here, by the machine's load).
+   */
   val PageMs: Long = 300000
 
   /** Runs `overdue` after `afterMs`, then every second, until shut down. */
