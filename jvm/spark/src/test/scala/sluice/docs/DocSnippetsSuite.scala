@@ -194,7 +194,7 @@ class DocSnippetsSuite extends AnyFunSuite with SparkSuiteBase with KafkaSuiteBa
   }
 
   test("a page that outlives its deadline fails, naming where it waited, and stops its queries") {
-    val overdue = run(pageMs = 5000)
+    val overdue = run(pageMs = 2000)
     val failed = intercept[TestFailedException](
       overdue.page(
         "example.md",
@@ -212,7 +212,7 @@ class DocSnippetsSuite extends AnyFunSuite with SparkSuiteBase with KafkaSuiteBa
         }))
     assert(
       failed.getMessage.startsWith(
-        "example.md:5 did not end within 5000 ms, example.md's deadline: its queries were stopped"),
+        "example.md:5 did not end within 2000 ms, example.md's deadline: its queries were stopped"),
       failed.getMessage)
     assert(overdue.spark.streams.active.isEmpty)
   }
