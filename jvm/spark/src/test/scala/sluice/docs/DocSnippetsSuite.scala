@@ -3,11 +3,13 @@ package sluice.docs
 import java.nio.file.{Files, Path, Paths}
 import java.sql.Timestamp
 import java.time.Instant
+import java.util.concurrent.CountDownLatch
 
 import scala.jdk.CollectionConverters._
 
 import com.fasterxml.jackson.databind.ObjectMapper
 import org.apache.spark.sql.Row
+import org.apache.spark.sql.functions.{col, udf}
 import org.apache.spark.sql.streaming.Trigger
 import org.scalatest.exceptions.TestFailedException
 import org.scalatest.funsuite.AnyFunSuite
@@ -300,4 +302,32 @@ class DocSnippetsSuite extends AnyFunSuite with SparkSuiteBase with KafkaSuiteBa
     assert(!spark.catalog.tableExists("doc_page_view"))
     assert(!spark.catalog.functionExists("doc_page_udf"))
   }
+
+  test("a check's query that does not end fails, naming the page and line of its snippet") {
+    val gate = new CountDownLatch(1)
+    DocSnippetsSuite.gate = gate
+    try {
+      val failed = intercept[TestFailedException](
+        run(waitMs = 2000).page(
+          "example.md",
+          { r =>
+            r.begin("example.md:13", None)
+            val source = GeneratorSource.builder().splits(1).recordsPerSplit(5).build()
+            // its one batch waits at the gate: the query cannot end before the check gives up
+            val held = udf { (id: Long) => DocSnippetsSuite.gate.await(); id }
+            r.checks.rowsRead(Sluice.fromSource(r.spark, source).select(held(col("id"))))
+            r.end()
+          }))
+      assert(
+        failed.getMessage.startsWith(
+          "example.md:13: rowsRead's query did not end within 2000 ms"),
+        failed.getMessage)
+    } finally gate.countDown()
+  }
+}
+
+object DocSnippetsSuite {
+
+  /** Where a test's tasks wait (tasks of this local session run in the suite's JVM). */
+  @volatile var gate: CountDownLatch = new CountDownLatch(0)
 }
