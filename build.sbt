@@ -266,7 +266,8 @@ lazy val spark = (project in file("jvm/spark"))
     },
     // the checkout's files some suites compare with (docs/options.md, python/sluice/_options.json)
     Test / javaOptions += s"-Dsluice.repoRoot=${(ThisBuild / baseDirectory).value}",
-    // the docs' Scala snippets, compiled with the tests (project/DocSnippets.scala)
+    // the docs' Scala snippets, compiled with the tests and run by sluice.docs.DocSnippetsSuite
+    // (project/DocSnippets.scala)
     Test / sourceGenerators += Def.task {
       DocSnippets.generate((ThisBuild / baseDirectory).value, (Test / sourceManaged).value)
     }.taskValue,

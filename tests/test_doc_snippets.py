@@ -1,6 +1,8 @@
 """Every ```python snippet of README.md, python/README.md and docs/*.md runs, as written, against the
-test session's broker and SparkSession (the ```scala ones are compiled by sbt's spark/test:
-project/DocSnippets.scala).
+test session's broker and SparkSession (the ```scala ones run with the same markers, places rewritten
+and rule for queries in sbt's spark/test, jvm/spark/src/test/scala/sluice/docs/DocSnippetsSuite.scala;
+docs/development.md says where the two differ: Scala rewrites only plain literals and refuses other
+paths, and runs each page on its own session, under a deadline).
 
 A page's snippets run in order in one namespace, as a reader runs them top to bottom. The line just
 before a fence may carry a marker comment (invisible when the page is rendered):
@@ -11,7 +13,8 @@ before a fence may carry a marker comment (invisible when the page is rendered):
     <!-- snippet: skip why -->                           not run (counted and listed: SKIPPED)
     <!-- snippet: idle starts at the topic's end -->      its queries may read nothing (listed: IDLE)
 
-Directives are separated by ``;``. The places a reader puts their own are rewritten to this run's:
+Directives are separated by ``;``; an ``expect`` may call ``rows_read(df)``, which runs the stream
+to the end of what it finds, in a checkpoint of its own, and returns the rows it read. The places a reader puts their own are rewritten to this run's:
 the broker ``broker:9092`` to the embedded broker, and paths under ``/archive/``, ``/checkpoints/``,
 ``/tables/``, ``/tmp/``, ``s3a://archive/`` and ``s3a://warehouse/`` to a temporary directory (the
 ``work`` fixture writes ``archive/events`` as JSON files, ``warehouse/events`` as Parquet, and the
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -36,7 +40,7 @@ from typing import Any
 
 import pytest
 import sluice
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery, StreamingQueryListener
 from sluice import GeneratorSource
 from sluice.testing import EmbeddedKafka
@@ -389,6 +393,29 @@ def test_page_snippets_run(
     _run(snippets(page, "python"), str(page.relative_to(ROOT)), spark, kafka, work)
 
 
+def _rows_read(work: Path, wait: float) -> Callable[[DataFrame], int]:
+    """What a page's checks (`expect`) may call besides what its snippets define, as DocRun's
+    `checks.rowsRead`: runs the stream to the end of what it finds (each run in a checkpoint of its
+    own); the rows its batches read."""
+
+    def rows_read(df: DataFrame) -> int:
+        checkpoint = tempfile.mkdtemp(prefix="check", dir=work)
+        query = (
+            df.writeStream.format("noop")
+            .option("checkpointLocation", checkpoint)
+            .trigger(availableNow=True)
+            .start()
+        )
+        if not query.awaitTermination(wait):
+            query.stop()
+            raise AssertionError(f"rows_read: the query did not end within {wait} s")
+        if query.exception() is not None:
+            raise query.exception()
+        return sum(p["numInputRows"] for p in query.recentProgress)
+
+    return rows_read
+
+
 def _run(
     found: list[Snippet],
     page: str,
@@ -399,7 +426,7 @@ def _run(
 ) -> _Queries:
     """Runs a page's snippets in order in one namespace, with their checks and their queries';
     returns what became of the queries."""
-    namespace: dict[str, object] = {"__name__": "__doc_snippet__"}
+    namespace: dict[str, object] = {"__name__": "__doc_snippet__", "rows_read": _rows_read(work, wait)}
     queries = _Queries()
     spark.streams.addListener(queries)
     try:
@@ -482,16 +509,15 @@ def test_unrun_snippets_are_the_listed_ones() -> None:
 
 
 def _empty_files_snippet(work: Path, idle: str | None) -> Snippet:
-    """A query over a folder with no files (a path as a page names it, localized as theirs are): its
-    triggers read nothing, and it goes idle."""
+    """A query over a folder with no files (a path as a page names it, localized as theirs are): it
+    runs no batch, and goes idle. Spark's own file stream, as Sluice's reports a batch of no rows when
+    its enumerator's state moves: then a progress, not only onQueryIdle, would say it triggered."""
     (work / "archive" / "nothing-here").mkdir(exist_ok=True)
     return Snippet(
         "example.md",
         7,
-        "import sluice\n"
-        "files = sluice.FileSource.builder().path('/archive/nothing-here').format('json')"
-        ".schema('id BIGINT').build()\n"
-        "query = sluice.from_source(spark, files).writeStream.format('noop').start()\n",
+        "files = spark.readStream.schema('id BIGINT').json('/archive/nothing-here')\n"
+        "query = files.writeStream.format('noop').start()\n",
         given={"spark": "spark"},
         idle=idle,
     )
