@@ -36,7 +36,8 @@ object DocSnippets {
   private val UnreadFence = """(?m)^(?:[ \t]+```|[ \t]*~~~)[ \t]*scala\b""".r
   // a string literal (not triple-quoted), with its interpolator if it has one (s"...", f"...")
   private val StringLiteral = """(?<![\w"])([A-Za-z_]\w*)?"((?:[^"\\\n]|\\.)*)"(?!")""".r
-  private val Places = "s3a://archive/, s3a://warehouse/, /archive/, /checkpoints/, /tables/, /tmp/"
+  private val Places =
+    "s3a://archive/, s3a://warehouse/, /archive/, /checkpoints/, /tables/, /tmp/"
   private val Localized =
     """^(s3a://archive/|s3a://warehouse/|/archive/|/checkpoints/|/tables/|/tmp/)|broker:9092""".r
   // what a reader would take for a path, a URI or a broker of their own machine: left as it is, the
@@ -86,7 +87,8 @@ object DocSnippets {
         s"$name:${lineAt(m.start)}: a ```scala block must start its line with ``` " +
           "(an indented or ~~~ fence is not run): unindent it, or write it as ```text")
     val blocks = AnyFence.findAllMatchIn(text).toSeq // with a language or not
-    for (m <- MarkerLine.findAllMatchIn(text) if !blocks.exists(b => b.start < m.start && m.start < b.end)) {
+    for (m <- MarkerLine.findAllMatchIn(text)
+      if !blocks.exists(b => b.start < m.start && m.start < b.end)) {
       val next = text.indexOf('\n', m.end)
       if (next < 0 || !text.startsWith("```", next + 1))
         sys.error(
@@ -152,8 +154,7 @@ object DocSnippets {
                 "this machine's): write it as a literal of its own starting with one of " +
                 s"$Places, or `broker:9092`, or mark the snippet `skip <why>`")
           else if (rewritten.isEmpty) m.matched
-          else if (
-            !rewritten.exists(_.group(1) != null) &&
+          else if (!rewritten.exists(_.group(1) != null) &&
             PathLike.findFirstIn(m.group(2).replace("broker:9092", "")).isDefined)
             refuse(
               "holds a path the test does not rewrite (it rewrites a literal that starts with " +
