@@ -148,11 +148,11 @@ private[parquet] object RowGroupFile {
   def moreRows(split: RowGroupSplit): IllegalStateException =
     SluiceError.sourceFault(
       s"${ParquetConfig.Context}: Spark's Parquet reader gave more rows for row group " +
-        s"${split.rowGroup} of '${split.path}' than the ${split.rowCount} ${countedBy(split)} said it holds: " +
-        (if (split.wholeFile) cause(split)
+        s"${split.rowGroup} of '${split.path}' than the ${split.rowCount} " +
+        (if (split.wholeFile) s"${countedBy(split)} said it holds: ${cause(split)}"
          else
-           "the file changed after it was listed, or the byte range given for the row group " +
-             "(its midpoint) selected another row group as well."))
+           "its footer held when the file was listed: the file changed after it was listed, or " +
+             "the byte range given for the row group (its midpoint) selected another row group as well."))
 
   /** Spark's reader gave row `found` where row `expected` was due. */
   def otherRow(split: RowGroupSplit, found: Long, expected: Long): IllegalStateException =
