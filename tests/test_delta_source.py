@@ -342,3 +342,28 @@ def test_files_out_of_event_time_order_drop_nothing_as_late_where_sparks_parquet
     )
     assert spark_query.awaitTermination(180), "the query did not end within 180 s"
     assert _late_dropped(spark_query) > 0
+
+
+@pytest.mark.parametrize("vectorized", ["true", "false"])
+def test_a_log_counting_fewer_rows_than_its_file_holds_fails_naming_the_file_and_the_logs_count(
+    spark: SparkSession, tmp_path: Path, vectorized: str
+) -> None:
+    """A file of 5 rows whose `add` says numRecords 3: planned whole from the log, it would lose its
+    last 2 rows if a reader stopped at the count. Both readers (column batches and rows) fail
+    instead, naming the file and the log's count as what miscounted. No Delta writer writes such a
+    log: the count is edited by hand here because a corrupt log is the case under test."""
+    write_deltalake(tmp_path / "t", _events(range(0, 5)))
+    log = tmp_path / "t" / "_delta_log" / "00000000000000000000.json"
+    text = log.read_text()
+    assert text.count('\\"numRecords\\":5') == 1
+    log.write_text(text.replace('\\"numRecords\\":5', '\\"numRecords\\":3'))
+    (data,) = (tmp_path / "t").glob("*.parquet")
+    source = DeltaSource.builder().table(str(tmp_path / "t")).timestamp_column("ts").build()
+    spark.conf.set("spark.sql.parquet.enableVectorizedReader", vectorized)
+    try:
+        with pytest.raises(Exception) as failed:
+            sluice.read(spark, source).collect()
+    finally:
+        spark.conf.unset("spark.sql.parquet.enableVectorizedReader")
+    message = str(failed.value)
+    assert data.name in message and "than the 3" in message and "numRecords" in message

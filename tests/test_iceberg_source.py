@@ -3,6 +3,7 @@ tmp dirs), read by Sluice, compared with pyiceberg's own scan of the same snapsh
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -464,30 +465,32 @@ def test_a_file_of_several_row_groups_is_one_split_read_exactly_as_rows_and_as_b
         assert got.where((F.col("id") % 20) != F.col("_position")).count() == 0
 
 
-def test_aligned_a_file_spanning_more_than_the_drift_is_planned_by_row_groups_and_drops_nothing_late(
+def test_aligned_every_file_is_planned_by_its_row_groups_and_drops_nothing_late(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    """A compacted file of an hour, in row groups of 10 minutes, and a file of 45 s inside it; aligned
-    with a 1-minute drift under a 10-minute watermark. The long file is planned by its footer's row
-    groups, as the Parquet source plans it (a whole-file split straddling the horizon is read whole,
-    carrying the watermark past it by the file's span); the short one, within the drift, whole from
-    its manifest bounds. No row is dropped as late: every minute's window has all its rows."""
+    """A compacted file of an hour, in row groups of 10 minutes, and a file of 45 s inside it in row
+    groups of 15 s; aligned with a 1-minute drift under a 10-minute watermark. Both files are planned
+    by their footers' row groups, as the Parquet source plans them, the short one too though its
+    span is within the drift: a whole-file split straddling the horizon is read whole, carrying the
+    watermark past it by the file's span, not a row group's, and a lagging member's rows would be
+    dropped as late. The query's offsets name row groups only; no row is dropped as late: every
+    minute's window has all its rows. Not aligned, each file is one split from its manifest bounds."""
     table = _catalog(tmp_path).create_table(
         "db.compacted", schema=SCHEMA, properties={"write.parquet.row-group-limit": "10"}
     )
     table.append(_events(range(0, 60), 0))
     short = {
-        "id": list(range(100, 110)),
-        "city": ["a"] * 10,
-        "ts": [START + timedelta(minutes=30, seconds=5 * n) for n in range(10)],
+        "id": list(range(100, 130)),
+        "city": ["a"] * 30,
+        "ts": [START + timedelta(minutes=30, seconds=1.5 * n) for n in range(30)],
     }
     table.append(pa.table(short, schema=ARROW))
     source = IcebergSource.builder().table(table.metadata_location).timestamp_column("ts").build()
     splits = _splits(spark, source, aligned_within_ms=60_000)
-    assert sorted(rows for _, rows, _, _ in splits) == [10] * 7
-    assert sorted(Counter(name for name, _, _, _ in splits).values()) == [1, 6]
+    assert sorted(rows for _, rows, _, _ in splits) == [10] * 9
+    assert sorted(Counter(name for name, _, _, _ in splits).values()) == [3, 6]
     # not aligned: both files whole, from their manifest bounds
-    assert sorted(rows for _, rows, _, _ in _splits(spark, source)) == [10, 60]
+    assert sorted(rows for _, rows, _, _ in _splits(spark, source)) == [30, 60]
     strategy = WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(
         "iceberg-compacted", timedelta(minutes=1), timedelta(milliseconds=100)
     )
@@ -507,4 +510,12 @@ def test_aligned_a_file_spanning_more_than_the_drift_is_planned_by_row_groups_an
     assert query.exception() is None
     assert _late_dropped(query) == 0
     windows = spark.table("py_iceberg_compacted").groupBy("window").agg(F.max("count").alias("n"))
-    assert sorted(r["n"] for r in windows.collect()) == [1] * 59 + [11]
+    assert sorted(r["n"] for r in windows.collect()) == [1] * 59 + [31]
+    # the query's own splits, as its offset log holds them: row groups of both files, no whole file
+    in_offsets = set()
+    for batch in (tmp_path / "checkpoint" / "offsets").glob("[0-9]*"):
+        for line in batch.read_text().splitlines():
+            if line.startswith("{") and '"splits"' in line:
+                in_offsets |= {s["id"] for s in json.loads(line)["splits"]}
+    assert in_offsets and all("#rowgroup=" in i for i in in_offsets), in_offsets
+    assert {Path(i.split("#")[0]).name for i in in_offsets} == {name for name, _, _, _ in splits}

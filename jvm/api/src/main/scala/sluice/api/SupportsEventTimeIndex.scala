@@ -46,7 +46,7 @@ trait SupportsEventTimeIndex[SplitT <: SourceSplit] extends SupportsStartEventTi
    * source is in an alignment group: the group's drift in milliseconds (0 while `auto` is not
    * resolved). Alignment reads a block straddling its horizon whole, so the watermark can run past
    * the horizon by a block's span: an inexact index that can choose its blocks (a table's data
-   * file whole, or by row group) keeps a block's span within the drift where it can.
+   * file whole, or by row group) chooses the smaller ones.
    */
   def alignedWithin(maxDriftMs: Long): Unit = ()
 }

@@ -31,7 +31,9 @@ private[connector] object TableEventTimes {
 
   /**
    * `absent`: files whose metadata records no range of the column; `unreadable`: files whose
-   * recorded range cannot be read, each with the value.
+   * recorded range cannot be read, each with the value; `uncounted`: files whose metadata
+   * counts no rows (a count of 0 is not trusted to leave a file unread), which no property
+   * changes either.
    */
   def warnWithoutStatistics(
       context: String,
@@ -40,8 +42,9 @@ private[connector] object TableEventTimes {
       column: String,
       absent: Seq[String],
       toSet: String,
-      unreadable: Seq[(String, String)] = Nil): Unit =
-    if (absent.nonEmpty || unreadable.nonEmpty) {
+      unreadable: Seq[(String, String)] = Nil,
+      uncounted: Seq[String] = Nil): Unit =
+    if (absent.nonEmpty || unreadable.nonEmpty || uncounted.nonEmpty) {
       val missing = absent.headOption.map { example =>
         s"the metadata of table '$table' ($snapshot) records no minimum and maximum of " +
           s"timestampColumn '$column' for ${absent.size} data file(s) (e.g. '$example'). $toSet " +
@@ -54,8 +57,13 @@ private[connector] object TableEventTimes {
           s"(e.g. '$example': $value); no table property changes that: report it to the writer " +
           "that wrote them."
       }
+      val empty = uncounted.headOption.map { example =>
+        s"the metadata of table '$table' ($snapshot) counts no rows for ${uncounted.size} data " +
+          s"file(s) (e.g. '$example'), which is not trusted to leave a file unread; no table " +
+          "property changes that."
+      }
       val message =
-        s"$context: ${(missing ++ bad).mkString("; ")} Those files are placed in event time by " +
+        s"$context: ${(missing ++ bad ++ empty).mkString("; ")} Those files are placed in event time by " +
           "their Parquet footers' row-group statistics, each file opened when the query plans, " +
           "instead of by the table's statistics."
       val first = warned.synchronized {

@@ -38,7 +38,8 @@ final case class ParquetEnumeratorState(
  * A table's data file planned with statistics (`DiscoveredFile.statistics`: its rows and the
  * event-time column's range from the table's metadata) is one split of the whole file, made
  * without opening it: the index then has file granularity for that file, and planning reads no
- * footer of it (`RowGroups.wholeFile`).
+ * footer of it (`RowGroups.wholeFile`); not with pushed filters nor under alignment
+ * (`plannedWhole`).
  */
 final class ParquetEnumerator(
     config: ParquetConfig,
@@ -143,19 +144,19 @@ final class ParquetEnumerator(
    * Whether a table's data file is planned from its metadata as one split of the whole file,
    * unopened, rather than by its footer's row groups: only when that changes nothing but the
    * cost. Not with pushed filters (the footer's row-group statistics prune row groups the
-   * table's file-level ones cannot), nor, in an alignment group, for a file whose event times
-   * span more than the group's drift (alignment reads a file straddling its horizon whole, so
-   * the watermark would run past the horizon by up to that span and drop a lagging split's rows
-   * as late, where a row group overshoots by the row group's span only).
+   * table's file-level ones cannot), nor under watermark alignment: alignment reads a split
+   * straddling its horizon whole, so a whole file would carry the watermark past the horizon by
+   * the file's event-time span where a row group carries it by the row group's, and Spark's
+   * watermark would then drop a lagging member's rows as late that the row groups keep.
    */
   private def plannedWhole(f: DiscoveredFile): Boolean =
-    config.timestampColumn.isDefined && config.filters.isEmpty && f.statistics.exists { s =>
-      alignedDriftMs.forall(drift =>
-        s.eventTimes.forall { case (min, max) => max - min <= drift })
-    }
+    config.timestampColumn.isDefined && config.filters.isEmpty && !aligned &&
+      f.statistics.isDefined
 
-  private var alignedDriftMs: Option[Long] = None
-  override def alignedWithin(maxDriftMs: Long): Unit = alignedDriftMs = Some(maxDriftMs)
+  // told by the runtime before it discovers splits; files planned before (a checkpoint's, when a
+  // restart adds alignment) keep their splits, since offsets name them
+  private var aligned = false
+  override def alignedWithin(maxDriftMs: Long): Unit = aligned = true
 
   override def availablePositions(splits: Seq[(RowGroupSplit, Long)]): Map[String, Long] =
     splits.map { case (s, _) => s.splitId -> (s.firstRow + s.rowCount) }.toMap

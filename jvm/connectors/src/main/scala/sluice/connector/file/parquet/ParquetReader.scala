@@ -72,7 +72,15 @@ final class ParquetReader(
     /** The next row of the row group, or null past `until`; a row group shorter than its footer said fails. */
     private def decode(): InternalRow = {
       if (done) return null
-      if (next >= range.until) { finishRange(); return null }
+      if (next >= range.until) {
+        // a range ending at the split's last row must have left Spark's reader none (a row group
+        // alone at its byte range; a whole-file split counted by its table's metadata): more
+        // would be rows the count missed, silently lost, as the batch reader checks too
+        if (split.aloneAtMidpoint && range.until == split.firstRow + split.rowCount &&
+          iterator != null && iterator.hasNext) throw RowGroupFile.moreRows(split)
+        finishRange()
+        return null
+      }
       var row: InternalRow = null
       // Rows of an earlier row group at the same midpoint (old footers: PARQUET-1402) come first: skipped.
       while (row == null || iterator.rowIndex < next) {

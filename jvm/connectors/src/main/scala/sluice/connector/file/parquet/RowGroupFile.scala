@@ -115,24 +115,44 @@ private[parquet] object RowGroupFile {
       context.count(splitId, counter, if (skippedAs.contains(counter)) 1L else 0L)
     }
 
+  /**
+   * What said how many rows a split holds, and when: a row group's footer when the file was
+   * listed, or, for a whole-file split, the table's metadata when the file was planned.
+   */
+  private def countedBy(split: RowGroupSplit): String =
+    if (split.wholeFile)
+      "the table's metadata (an Iceberg manifest's record count, a Delta log's numRecords), when " +
+        "the file was planned,"
+    else "its footer, when the file was listed,"
+
+  /** What to do when the count was wrong: a whole-file split's can be the table metadata's fault. */
+  private def cause(split: RowGroupSplit): String =
+    if (split.wholeFile)
+      "the table's metadata miscounts the file's rows, or the file changed after it was " +
+        "committed. Repair the table (rewrite the file), or read it without timestampColumn, " +
+        "which plans the file by its footer's row groups."
+    else "the file changed after it was listed."
+
   /** Spark's reader ran out of rows before row `next` of the row group. */
   def endedEarly(split: RowGroupSplit, next: Long): IllegalStateException =
     SluiceError.sourceFault(
       s"${ParquetConfig.Context}: row group ${split.rowGroup} of '${split.path}' " +
-        s"ended at row $next, but its footer, when the file was listed, said it holds rows ${split.firstRow} to " +
+        s"ended at row $next, but ${countedBy(split)} said it holds rows ${split.firstRow} to " +
         s"${split.firstRow + split.rowCount - 1}" + (if (next == split.firstRow)
                                                        " (Spark's Parquet reader " +
                                                          s"selected no row group for byte ${split.start}, the row group's midpoint when listed)"
                                                      else "") +
-        ": the file changed after it was listed.")
+        s": ${cause(split)}")
 
   /** Spark's reader gave more rows than the row group held when listed (the batch reader counts them). */
   def moreRows(split: RowGroupSplit): IllegalStateException =
     SluiceError.sourceFault(
       s"${ParquetConfig.Context}: Spark's Parquet reader gave more rows for row group " +
-        s"${split.rowGroup} of '${split.path}' than the ${split.rowCount} its footer held when the file was listed: " +
-        "the file changed after it was listed, or the byte range given for the row group (its midpoint) selected " +
-        "another row group as well.")
+        s"${split.rowGroup} of '${split.path}' than the ${split.rowCount} " +
+        (if (split.wholeFile) s"${countedBy(split)} said it holds: ${cause(split)}"
+         else
+           "its footer held when the file was listed: the file changed after it was listed, or " +
+             "the byte range given for the row group (its midpoint) selected another row group as well."))
 
   /** Spark's reader gave row `found` where row `expected` was due. */
   def otherRow(split: RowGroupSplit, found: Long, expected: Long): IllegalStateException =

@@ -19,11 +19,11 @@ import sluice.connector.file.FileStatistics
  * (`getScanFiles(engine, includeStats = true)`). The JSON is read here, a timestamp with
  * java.time's ISO_OFFSET_DATE_TIME: writers record them with or without fractions of a second,
  * in milliseconds or microseconds, in UTC or at an offset, and Kernel's own parser takes only
- * milliseconds in UTC. Delta writers may truncate timestamps in statistics to milliseconds, so a
- * recorded maximum can lie up to 999 µs below the file's true one: the maximum is widened by
- * that much before it becomes epoch milliseconds (rounded down, as the readers compute a row's
- * event time), so the index never claims less than a row holds. A minimum truncated down is
- * below the true one already. A long column holds epoch milliseconds, recorded exactly.
+ * milliseconds in UTC. Both bounds become epoch milliseconds rounded down, as the readers compute
+ * a row's event time (microseconds rounded down). Delta writers may truncate timestamps in
+ * statistics to milliseconds, so a recorded maximum can lie up to 999 µs below the file's true
+ * one, but never in another millisecond: rounded down, it is the largest row's event time all
+ * the same, and no widening is needed. A long column holds epoch milliseconds, recorded exactly.
  */
 private[delta] final class DeltaEventTimes(tableSchema: StructType, val column: String) {
   private val isTimestamp = tableSchema.get(column).getDataType.isInstanceOf[TimestampType]
@@ -32,6 +32,14 @@ private[delta] final class DeltaEventTimes(tableSchema: StructType, val column: 
   private val unreadable = new ConcurrentHashMap[String, String]()
 
   def unreadableValue(path: String): Option[String] = Option(unreadable.get(path))
+
+  /**
+   * Files whose statistics count no rows (`numRecords` 0 or absent): planned by their footers,
+   * which no table property changes (the warning does not advise one for them).
+   */
+  private val uncounted = ConcurrentHashMap.newKeySet[String]()
+
+  def countsNoRows(path: String): Boolean = uncounted.contains(path)
 
   /**
    * The file's rows and event-time range; None when the log records no statistics of the column,
@@ -45,13 +53,14 @@ private[delta] final class DeltaEventTimes(tableSchema: StructType, val column: 
     val json = if (add.isNullAt(at)) None else Option(add.getString(at))
     json.flatMap(j => Try(DeltaEventTimes.Json.readTree(j)).toOption).flatMap { stats =>
       val rows = Option(stats.get("numRecords")).filter(_.canConvertToLong).map(_.asLong)
+      if (!rows.exists(_ > 0)) uncounted.add(path)
       def node(kind: String) =
         Option(stats.get(kind)).flatMap(m => Option(m.get(column))).filterNot(_.isNull)
       def value(kind: String): Option[Either[String, Long]] =
         node(kind).map(n => toMicrosOrMillis(n).toRight(n.toString))
       (rows, value("minValues"), value("maxValues")) match {
         case (Some(n), Some(Right(min)), Some(Right(max))) if n > 0 =>
-          Some(FileStatistics(n, Some((minOf(min), maxOf(max)))))
+          Some(FileStatistics(n, Some((millis(min), millis(max)))))
         case (_, Some(Left(bad)), _) => unreadable.put(path, bad); None
         case (_, _, Some(Left(bad))) => unreadable.put(path, bad); None
         case (Some(n), None, None) if n > 0 =>
@@ -70,16 +79,11 @@ private[delta] final class DeltaEventTimes(tableSchema: StructType, val column: 
     else if (!n.isTextual) None
     else DeltaEventTimes.micros(n.asText)
 
-  private def minOf(v: Long): Long = if (isTimestamp) Math.floorDiv(v, 1000L) else v
-  private def maxOf(v: Long): Long =
-    if (isTimestamp) Math.floorDiv(v + DeltaEventTimes.TruncatedMicros, 1000L) else v
+  private def millis(v: Long): Long = if (isTimestamp) Math.floorDiv(v, 1000L) else v
 }
 
 private[delta] object DeltaEventTimes {
   private val Json = new ObjectMapper()
-
-  /** How far below the truth a maximum truncated to milliseconds can be. */
-  val TruncatedMicros = 999L
 
   /** Epoch microseconds of an ISO-8601 timestamp with an offset (`Z`, `+01:00`), any fraction. */
   def micros(text: String): Option[Long] =

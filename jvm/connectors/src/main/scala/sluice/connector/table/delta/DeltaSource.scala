@@ -51,8 +51,11 @@ final class DeltaSource private (val config: DeltaConfig, rows: ParquetRows)
     val engine = DeltaTables.engine(rows.hadoopConf)
     val snapshot = DeltaTables.snapshot(engine, config.table, Some(config.version), None)
     val filter = DeltaFilters.toKernel(parquet.filters, parquet.outputSchema)
-    // the event-time index from the log's statistics of the column
-    val eventTimes = parquet.timestampColumn.map(new DeltaEventTimes(snapshot.getSchema, _))
+    // the event-time index from the log's statistics of the column; with pushed filters every
+    // file is planned by its footer's row groups, so they are neither read nor warned about
+    val eventTimes = parquet.timestampColumn
+      .filter(_ => parquet.filters.isEmpty)
+      .map(new DeltaEventTimes(snapshot.getSchema, _))
     DeltaTables.dataFiles(
       engine,
       snapshot,

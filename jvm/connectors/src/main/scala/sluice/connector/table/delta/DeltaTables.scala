@@ -129,9 +129,13 @@ private[delta] object DeltaTables {
         location,
         s"version ${snapshot.getVersion}",
         e.column,
-        files.filter(f => f.statistics.isEmpty && e.unreadableValue(f.path).isEmpty).map(_.path),
+        files
+          .filter(f =>
+            f.statistics.isEmpty && e.unreadableValue(f.path).isEmpty && !e.countsNoRows(f.path))
+          .map(_.path),
         DeltaEventTimes.advice(e.column),
-        files.flatMap(f => e.unreadableValue(f.path).map(f.path -> _)))
+        files.flatMap(f => e.unreadableValue(f.path).map(f.path -> _)),
+        files.filter(f => f.statistics.isEmpty && e.countsNoRows(f.path)).map(_.path))
     }
     files
   }

@@ -56,8 +56,9 @@ final class IcebergSource private (val config: IcebergConfig, rows: ParquetRows)
       val table = IcebergTables.load(config.table, rows.hadoopConf)
       val filter = IcebergFilters.toIceberg(parquet.filters, parquet.dataSchema.fieldNames.toSet)
       val snapshot = table.snapshot(id)
-      // the event-time index from the manifests' bounds of the column, in the snapshot's schema
-      val eventTimes = parquet.timestampColumn.map { c =>
+      // the event-time index from the manifests' bounds of the column, in the snapshot's schema;
+      // with pushed filters every file is planned by its footer's row groups: not asked for then
+      val eventTimes = parquet.timestampColumn.filter(_ => parquet.filters.isEmpty).map { c =>
         val schema = Option(snapshot.schemaId).map(table.schemas.get(_)).getOrElse(table.schema)
         new IcebergEventTimes(schema, c)
       }

@@ -124,7 +124,7 @@ class DeltaPlanningSuite extends AnyFunSuite {
     val location = table(
       Seq(
         // Delta writers truncate timestamps to milliseconds: a row at .123999 is recorded as .123,
-        // so the maximum is widened by 999 µs (in milliseconds: the row's own, .123)
+        // the row's own event time in milliseconds (rounded down), so the maximum is exact
         add(
           "late.parquet",
           """{"numRecords":10,"minValues":{"id":1,"ts":"2026-11-01T01:00:00.000Z"},""" +
@@ -196,7 +196,10 @@ class DeltaPlanningSuite extends AnyFunSuite {
           stats(2, "2026-11-01T01:00:00.000001Z", "2026-11-01T01:00:00.123456Z")),
         add("bad.parquet", stats(2, "2026-11-01T01:00:00Z", "yesterday")),
         // no rows counted: not trusted to leave the file unread, its footer tells
-        add("empty.parquet", stats(0, "2026-11-01T01:00:00Z", "2026-11-01T01:00:00Z"))),
+        add("empty.parquet", stats(0, "2026-11-01T01:00:00Z", "2026-11-01T01:00:00Z")),
+        add(
+          "uncounted.parquet",
+          """{"minValues":{"ts":"2026-11-01T01:00:00Z"},"maxValues":{"ts":"2026-11-01T01:00:00Z"}}""")),
       schema = timed,
       partitions = "")
     val engine = DeltaTables.engine(new Configuration())
@@ -214,16 +217,20 @@ class DeltaPlanningSuite extends AnyFunSuite {
     val hour = java.time.Instant.parse("2026-11-01T01:00:00Z").toEpochMilli
     assert(
       planned == Map(
-        // the maximum widened by 999 µs before it is rounded down to milliseconds, as ever
+        // both bounds rounded down to milliseconds, as the readers compute a row's event time
         "offset.parquet" -> Some(FileStatistics(2, Some((hour + 123L, hour + 3600000L)))),
-        "micros.parquet" -> Some(FileStatistics(2, Some((hour, hour + 124L)))),
+        "micros.parquet" -> Some(FileStatistics(2, Some((hour, hour + 123L)))),
         "bad.parquet" -> None,
-        "empty.parquet" -> None))
+        "empty.parquet" -> None,
+        "uncounted.parquet" -> None))
     val warning =
       TableEventTimes.warning(location, "version 0", "ts").getOrElse(fail("no warning"))
     assert(warning.contains("no timestamp Sluice can read for 1 data file(s)"))
     assert(warning.contains("bad.parquet") && warning.contains("\"yesterday\""))
-    assert(
-      warning.contains("records no minimum and maximum") && warning.contains("empty.parquet"))
+    // a file counting no rows is opened too, but no property is advised for it
+    assert(warning.contains("counts no rows for 2 data file(s) (e.g. '"))
+    assert(warning.contains("empty.parquet") || warning.contains("uncounted.parquet"))
+    assert(!warning.contains("records no minimum and maximum"))
+    assert(!warning.contains("dataSkippingStatsColumns"))
   }
 }
