@@ -444,16 +444,19 @@ def test_a_file_of_several_row_groups_is_one_split_read_exactly_as_rows_and_as_b
     for task in table.scan().plan_files():
         assert pq.ParquetFile(task.file.file_path.removeprefix("file:")).num_row_groups == 3
     query = (
-        sluice.from_source(spark, source, name="row_groups")
+        sluice.from_source(spark, source, name="row_groups", options={"maxRecordsPerTrigger": 20})
         .writeStream.format("memory")
         .queryName("py_iceberg_row_groups")
         .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .option("maxRecordsPerTrigger", "20")
         .trigger(availableNow=True)
         .start()
     )
     assert query.awaitTermination(120), "the query did not end within 120 s"
     assert query.exception() is None
+    # two batches of 10 rows a file: the second's ranges [10, 20) start in each file's row group
+    # [7, 14), so only its rows 7-9 are decoded and dropped (3 a file), not the file's rows 0-9
+    progress = [(p["numInputRows"], p["sources"][0]["metrics"]) for p in query.recentProgress]
+    assert [(rows, int(m["rowsDecodedBeforeStart"])) for rows, m in progress] == [(20, 0), (20, 6)]
     spark.conf.set("spark.sql.parquet.enableVectorizedReader", "false")
     try:
         as_rows = sluice.read(spark, source).collect()

@@ -86,8 +86,9 @@ private[parquet] object RowGroups {
    * A table's data file as one split, from the rows and event-time range its table's metadata
    * records (`DiscoveredFile.statistics`), without opening it: rows `[0, rows)` over the file's
    * whole byte range, which selects every row group, in order, so the readers number rows by
-   * counting from 0 as they do for a row group alone at its midpoint. It carries the file's deleted
-   * rows, as a row group's split carries its share. None for a file without rows, or whose every
+   * counting from 0 as they do for a row group alone at its midpoint (a range starting inside the
+   * file starts at the row group holding its first row: `RowGroupFile.startOf`). It carries the
+   * file's deleted rows, as a row group's split carries its share. None for a file without rows, or whose every
    * row its table deleted (as for a row group).
    */
   def wholeFile(file: DiscoveredFile): Option[RowGroupSplit] =

@@ -389,29 +389,33 @@ class ParquetColumnarSuite extends AnyFunSuite with SparkSuiteBase {
     val (second, third) = (firstRows(1), firstRows(2))
     val cuts = Seq(0L, 5L, second, second + 3, third + (firstRows(3) - third) / 2, rows - 1, rows)
     val position = s.schema(RecordLayout.Full).fieldNames.indexOf("_position")
-    cuts.zip(cuts.tail).foreach { case (from, until) =>
-      val range = SplitRange(whole, from, until)
-      val batchContext = ReaderContext()
-      val batches = readBatches(s, Seq(range), batchContext)().flatMap(_._2)
-      val rowContext = ReaderContext()
-      val reader = s.createReader(rowContext)
+    // rows from the vectorized reader, and from parquet-mr's (Spark's row path)
+    val parquetMr = withConf("spark.sql.parquet.enableVectorizedReader", "false")(source())
+    def readRows(s: ParquetSource, range: SplitRange[RowGroupSplit], context: ReaderContext) = {
+      val reader = s.createReader(context)
       reader.handleSplitsChanges(Seq(range))
-      val asRows = ArrayBuffer[(Long, Long)]()
+      val read = ArrayBuffer[(Long, Long)]()
       try {
         var finished = false
         while (!finished) {
           val f = reader.fetch()
           finished = f.finishedSplits.nonEmpty
           while (f.nextSplit() != null)
-            while (f.nextRecord()) asRows += ((f.row.getLong(0), f.row.getLong(position)))
+            while (f.nextRecord()) read += ((f.row.getLong(0), f.row.getLong(position)))
         }
       } finally reader.close()
+      read.toSeq
+    }
+    cuts.zip(cuts.tail).foreach { case (from, until) =>
+      val range = SplitRange(whole, from, until)
+      val contexts = Seq.fill(3)(ReaderContext())
       val want = expected.slice(from.toInt, until.toInt)
-      assert(batches == want, s"[$from, $until) as batches")
-      assert(asRows == want, s"[$from, $until) as rows")
+      assert(readBatches(s, Seq(range), contexts(0))().flatMap(_._2) == want, s"[$from, $until)")
+      assert(readRows(s, range, contexts(1)) == want, s"[$from, $until) as rows")
+      assert(readRows(parquetMr, range, contexts(2)) == want, s"[$from, $until) by parquet-mr")
       // only the rows of the row group holding `from` that come before it were decoded and dropped
       val dropped = from - firstRows.filter(_ <= from).max
-      Seq(batchContext, rowContext).foreach { c =>
+      contexts.foreach { c =>
         assert(
           c.countersOf(whole.splitId)
             .get(ReaderCounters.RowsDecodedBeforeStart)
