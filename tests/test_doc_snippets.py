@@ -2,7 +2,7 @@
 test session's broker and SparkSession (the ```scala ones run with the same markers, places rewritten
 and rule for queries in sbt's spark/test, jvm/spark/src/test/scala/sluice/docs/DocSnippetsSuite.scala;
 docs/development.md says where the two differ: Scala rewrites only plain literals and refuses other
-paths, and runs each page on its own session, under a deadline).
+paths, and runs each page on its own session; both sides stop a snippet's queries at a deadline).
 
 A page's snippets run in order in one namespace, as a reader runs them top to bottom. The line just
 before a fence may carry a marker comment (invisible when the page is rendered):
@@ -61,6 +61,9 @@ IDLE: list[tuple[str, str]] = []
 EVENTS_MS = 1_700_000_000_000
 # how long a query a snippet started may take to read its first rows (or end)
 QUERY_WAIT_S = 60
+#: how long one snippet may run before its queries are stopped (which releases an
+#: `awaitTermination()` without a timeout) and it fails: a hanging snippet must not hang make test
+SNIPPET_DEADLINE_S = 300
 # a line of a stack trace that names an exception: "ValueError: ...", "org.apache.x.YException: ..."
 ERROR_LINE = re.compile(r"^(Caused by: )?[\w.$]*(Error|Exception)\b.*")
 # fenced blocks, each with the marker comment on the line before it, if any
@@ -416,6 +419,33 @@ def _rows_read(work: Path, wait: float) -> Callable[[DataFrame], int]:
     return rows_read
 
 
+class _Watchdog:
+    """Once `deadline` seconds have passed inside the `with`, stops every active query of the
+    session, again each second (a stopped query releases an `awaitTermination()` that has no
+    timeout, and the snippet may start another); `fired` says whether it did."""
+
+    def __init__(self, spark: SparkSession, deadline: float) -> None:
+        self._spark, self._deadline = spark, deadline
+        self._done = threading.Event()
+        self.fired = False
+
+    def _watch(self) -> None:
+        if self._done.wait(self._deadline):
+            return
+        self.fired = True
+        while not self._done.is_set():
+            for query in self._spark.streams.active:
+                query.stop()
+            self._done.wait(1)
+
+    def __enter__(self) -> _Watchdog:
+        threading.Thread(target=self._watch, daemon=True, name="doc-snippet-watchdog").start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+
+
 def _run(
     found: list[Snippet],
     page: str,
@@ -423,6 +453,7 @@ def _run(
     kafka: EmbeddedKafka,
     work: Path,
     wait: float = QUERY_WAIT_S,
+    deadline: float = SNIPPET_DEADLINE_S,
 ) -> _Queries:
     """Runs a page's snippets in order in one namespace, with their checks and their queries';
     returns what became of the queries."""
@@ -438,14 +469,21 @@ def _run(
                 namespace[bound] = _given(value, spark, kafka, work)
             started = time.monotonic()
             before = len(queries.started)
+            overran = _Watchdog(spark, deadline)
             try:
-                exec(compile(_localized(snippet.code, kafka, work), snippet.where, "exec"), namespace)
+                with overran:
+                    exec(compile(_localized(snippet.code, kafka, work), snippet.where, "exec"), namespace)
                 for check in snippet.expect:
                     assert eval(
                         _localized(check, kafka, work), namespace
                     ), f"{snippet.where}: expected {check}"
             except Exception as e:
                 raise AssertionError(f"{snippet.where} does not run as written: {e!r}") from e
+            finally:
+                assert not overran.fired, (
+                    f"{snippet.where} did not end within {deadline} s (its queries were stopped): use "
+                    "trigger(availableNow=True) or awaitTermination(timeout), or mark it `skip <why>`"
+                )
             # every source of every query the snippet started read rows, and none of them failed
             mine = queries.started[before:]
             stalled = queries.ran(mine, wait, may_idle=snippet.idle is not None)
@@ -556,6 +594,23 @@ def _files_snippet(*paths: str) -> Snippet:
         "query.awaitTermination(60)\n",
         given={"spark": "spark"},
     )
+
+
+def test_a_snippet_that_never_ends_is_stopped_and_fails(
+    spark: SparkSession, kafka: EmbeddedKafka, work: Path, restored: None
+) -> None:
+    forever = Snippet(
+        "example.md",
+        11,
+        "query = spark.readStream.format('rate').load().writeStream.format('noop').start()\n"
+        "query.awaitTermination()\n",
+        given={"spark": "spark"},
+    )
+    began = time.monotonic()
+    with pytest.raises(AssertionError, match=r"example.md:11 did not end within 3 s"):
+        _run([forever], "example.md", spark, kafka, work, wait=3, deadline=3)
+    assert time.monotonic() - began < 60
+    assert not spark.streams.active
 
 
 def test_a_query_that_ended_without_reading_did_not_run(
