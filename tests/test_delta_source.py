@@ -15,7 +15,6 @@ import sluice
 from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.streaming import StreamingQuery
 from sluice import (
     DeltaSource,
     HybridSource,
@@ -25,6 +24,7 @@ from sluice import (
     WatermarkStrategy,
 )
 from sluice.testing import EmbeddedKafka
+from window_counts import final_counts, late_dropped, window_counts
 
 ARROW = pa.schema(
     [("id", pa.int64()), ("city", pa.string()), ("day", pa.date32()), ("ts", pa.timestamp("us", tz="UTC"))]
@@ -281,10 +281,6 @@ def test_event_times_from_the_logs_statistics_never_below_a_rows_despite_millise
     assert _got(sluice.read(spark, source)) == _expected(tmp_path / "t")
 
 
-def _late_dropped(query: StreamingQuery) -> int:
-    return sum(op["numRowsDroppedByWatermark"] for p in query.recentProgress for op in p["stateOperators"])
-
-
 def test_files_out_of_event_time_order_drop_nothing_as_late_where_sparks_parquet_stream_does(
     spark: SparkSession, tmp_path: Path
 ) -> None:
@@ -307,41 +303,22 @@ def test_files_out_of_event_time_order_drop_nothing_as_late_where_sparks_parquet
     strategy = WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(
         "delta-shuffled", timedelta(minutes=1), timedelta(milliseconds=100)
     )
-    sluice_query = (
-        sluice.from_source(spark, source, strategy, name="delta_shuffled")
-        .withWatermark("event_time", "10 minutes")
-        .groupBy(F.window("event_time", "1 minute"))
-        .count()
-        .writeStream.format("memory")
-        .queryName("py_delta_windows")
-        .outputMode("update")
-        .option("checkpointLocation", str(tmp_path / "sluice-checkpoint"))
-        .trigger(availableNow=True)
-        .start()
+    sluice_query = window_counts(
+        sluice.from_source(spark, source, strategy, name="delta_shuffled"),
+        "event_time",
+        "py_delta_windows",
+        tmp_path / "sluice-checkpoint",
     )
-    assert sluice_query.awaitTermination(180), "the query did not end within 180 s"
-    assert sluice_query.exception() is None
-    assert _late_dropped(sluice_query) == 0
-    windows = spark.table("py_delta_windows").groupBy("window").agg(F.max("count").alias("n"))
+    assert late_dropped(sluice_query) == 0
+    windows = final_counts(spark, "py_delta_windows")
     assert windows.count() == 90 and windows.where("n != 6").count() == 0
 
     data = str(tmp_path / "t")
-    spark_query = (
-        spark.readStream.schema(spark.read.parquet(data).schema)
-        .option("maxFilesPerTrigger", 1)
-        .parquet(data)
-        .withWatermark("ts", "10 minutes")
-        .groupBy(F.window("ts", "1 minute"))
-        .count()
-        .writeStream.format("memory")
-        .queryName("py_delta_windows_spark")
-        .outputMode("update")
-        .option("checkpointLocation", str(tmp_path / "spark-checkpoint"))
-        .trigger(availableNow=True)
-        .start()
+    parquet = spark.readStream.schema(spark.read.parquet(data).schema).option("maxFilesPerTrigger", 1)
+    spark_query = window_counts(
+        parquet.parquet(data), "ts", "py_delta_windows_spark", tmp_path / "spark-checkpoint"
     )
-    assert spark_query.awaitTermination(180), "the query did not end within 180 s"
-    assert _late_dropped(spark_query) > 0
+    assert late_dropped(spark_query) > 0
 
 
 @pytest.mark.parametrize("vectorized", ["true", "false"])

@@ -19,7 +19,6 @@ from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType, TimestamptzType
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.streaming import StreamingQuery
 from sluice import (
     HybridSource,
     IcebergSource,
@@ -29,6 +28,7 @@ from sluice import (
     WatermarkStrategy,
 )
 from sluice.testing import EmbeddedKafka
+from window_counts import final_counts, late_dropped, window_counts
 
 
 def test_the_assembled_jar_plans_an_iceberg_table_on_sparks_class_path(
@@ -250,10 +250,6 @@ def test_a_table_then_kafka_from_the_tables_largest_event_time_minus_a_margin(
     assert sorted(starts.values()) == [7, 7] and len(starts) == 2
 
 
-def _late_dropped(query: StreamingQuery) -> int:
-    return sum(op["numRowsDroppedByWatermark"] for p in query.recentProgress for op in p["stateOperators"])
-
-
 def test_files_out_of_event_time_order_drop_nothing_as_late_where_sparks_parquet_stream_does(
     spark: SparkSession, tmp_path: Path
 ) -> None:
@@ -266,49 +262,26 @@ def test_files_out_of_event_time_order_drop_nothing_as_late_where_sparks_parquet
         ids = range(half_hour * 180, (half_hour + 1) * 180)
         rows = {"id": list(ids), "city": ["a"] * 180, "ts": [START + timedelta(seconds=10 * i) for i in ids]}
         table.append(pa.table(rows, schema=ARROW))
-    per_window = (
-        F.window("event_time", "1 minute"),
-        "10 minutes",
-    )
     source = IcebergSource.builder().table(table.metadata_location).timestamp_column("ts").build()
     strategy = WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(
         "iceberg-shuffled", timedelta(minutes=1), timedelta(milliseconds=100)
     )
-    sluice_query = (
-        sluice.from_source(spark, source, strategy, name="shuffled")
-        .withWatermark("event_time", per_window[1])
-        .groupBy(per_window[0])
-        .count()
-        .writeStream.format("memory")
-        .queryName("py_iceberg_windows")
-        .outputMode("update")
-        .option("checkpointLocation", str(tmp_path / "sluice-checkpoint"))
-        .trigger(availableNow=True)
-        .start()
+    sluice_query = window_counts(
+        sluice.from_source(spark, source, strategy, name="shuffled"),
+        "event_time",
+        "py_iceberg_windows",
+        tmp_path / "sluice-checkpoint",
     )
-    assert sluice_query.awaitTermination(180), "the query did not end within 180 s"
-    assert sluice_query.exception() is None
-    assert _late_dropped(sluice_query) == 0
-    windows = spark.table("py_iceberg_windows").groupBy("window").agg(F.max("count").alias("n"))
+    assert late_dropped(sluice_query) == 0
+    windows = final_counts(spark, "py_iceberg_windows")
     assert windows.count() == 90 and windows.where("n != 6").count() == 0
 
     data = table.location() + "/data"
-    spark_query = (
-        spark.readStream.schema(spark.read.parquet(data).schema)
-        .option("maxFilesPerTrigger", 1)
-        .parquet(data)
-        .withWatermark("ts", per_window[1])
-        .groupBy(F.window("ts", "1 minute"))
-        .count()
-        .writeStream.format("memory")
-        .queryName("py_iceberg_windows_spark")
-        .outputMode("update")
-        .option("checkpointLocation", str(tmp_path / "spark-checkpoint"))
-        .trigger(availableNow=True)
-        .start()
+    parquet = spark.readStream.schema(spark.read.parquet(data).schema).option("maxFilesPerTrigger", 1)
+    spark_query = window_counts(
+        parquet.parquet(data), "ts", "py_iceberg_windows_spark", tmp_path / "spark-checkpoint"
     )
-    assert spark_query.awaitTermination(180), "the query did not end within 180 s"
-    assert _late_dropped(spark_query) > 0
+    assert late_dropped(spark_query) > 0
 
 
 def test_a_restarted_query_reads_its_snapshot_on_not_the_tables_newer_one(
@@ -497,22 +470,14 @@ def test_aligned_every_file_is_planned_by_its_row_groups_and_drops_nothing_late(
     strategy = WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(
         "iceberg-compacted", timedelta(minutes=1), timedelta(milliseconds=100)
     )
-    query = (
-        sluice.from_source(spark, source, strategy, name="compacted")
-        .withWatermark("event_time", "10 minutes")
-        .groupBy(F.window("event_time", "1 minute"))
-        .count()
-        .writeStream.format("memory")
-        .queryName("py_iceberg_compacted")
-        .outputMode("update")
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .trigger(availableNow=True)
-        .start()
+    query = window_counts(
+        sluice.from_source(spark, source, strategy, name="compacted"),
+        "event_time",
+        "py_iceberg_compacted",
+        tmp_path / "checkpoint",
     )
-    assert query.awaitTermination(180), "the query did not end within 180 s"
-    assert query.exception() is None
-    assert _late_dropped(query) == 0
-    windows = spark.table("py_iceberg_compacted").groupBy("window").agg(F.max("count").alias("n"))
+    assert late_dropped(query) == 0
+    windows = final_counts(spark, "py_iceberg_compacted")
     assert sorted(r["n"] for r in windows.collect()) == [1] * 59 + [31]
     # the query's own splits, as its offset log holds them: row groups of both files, no whole file
     in_offsets = set()

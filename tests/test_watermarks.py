@@ -14,6 +14,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from sluice import FileSource, GeneratorSource, SluiceConfigError, WatermarkStrategy
+from window_counts import late_dropped, window_counts
 
 MINUTE = 60_000
 START_MS = 1_700_000_000_000
@@ -149,25 +150,13 @@ def test_auto_drift_is_the_query_watermark_delay_minus_the_out_of_orderness(
     df = sluice.from_source(
         spark, skewed_source(), strategy, name="auto", options={"maxRecordsPerTrigger": 100}
     )
-    q = (
-        df.withWatermark("event_time", "10 minutes")
-        .groupBy(F.window("event_time", "1 minute"))
-        .count()
-        .writeStream.format("memory")
-        .queryName("py_auto_drift")
-        .outputMode("update")
-        .option("checkpointLocation", checkpoint)
-        .trigger(availableNow=True)
-        .start()
-    )
-    assert q.awaitTermination(180), "the AvailableNow query did not end within 180 s"
-    assert q.exception() is None
+    q = window_counts(df, "event_time", "py_auto_drift", checkpoint)
     read = [p for p in q.recentProgress if p["numInputRows"] > 0]
     assert read
     for p in read:
         assert p["sources"][0]["metrics"]["alignment.maxDriftMs"] == str(9 * MINUTE - 1)
         assert p["sources"][0]["metrics"]["alignment.maxDriftAuto"] == "true"
-    assert sum(op["numRowsDroppedByWatermark"] for p in q.recentProgress for op in p["stateOperators"]) == 0
+    assert late_dropped(q) == 0
 
 
 def test_auto_drift_without_a_query_watermark_fails_when_the_query_starts(
@@ -265,22 +254,9 @@ def test_a_source_with_its_own_event_time_column_renames_the_added_one(
     # Spark's watermark on et: the first batch (about 20 records) holds on-time records only, so
     # every later batch is past the late records, which it drops, and only those
     limited = sluice.from_source(spark, files, renamed, name="renamed", options={"maxRecordsPerTrigger": 10})
-    q = (
-        limited.withWatermark("et", "10 minutes")
-        .groupBy(F.window("et", "1 minute"))
-        .count()
-        .writeStream.format("memory")
-        .queryName("py_renamed_counts")
-        .outputMode("update")
-        .option("checkpointLocation", str(tmp_path / "counts"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    assert q.awaitTermination(180), "the AvailableNow query did not end within 180 s"
-    assert q.exception() is None
+    q = window_counts(limited, "et", "py_renamed_counts", tmp_path / "counts")
     assert sum(1 for p in q.recentProgress if p["numInputRows"] > 0) > 1
-    dropped = sum(op["numRowsDroppedByWatermark"] for p in q.recentProgress for op in p["stateOperators"])
-    assert dropped == len(LATE)
+    assert late_dropped(q) == len(LATE)
     final: dict[int, int] = {}
     for row in spark.table("py_renamed_counts").collect():
         start = millis(row.window.start)
