@@ -27,6 +27,7 @@ Queries a page leaves running are stopped after it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import tempfile
@@ -435,7 +436,8 @@ class _Watchdog:
         self.fired = True
         while not self._done.is_set():
             for query in self._spark.streams.active:
-                query.stop()
+                with contextlib.suppress(Exception):  # it ended meanwhile: the next round sees
+                    query.stop()
             self._done.wait(1)
 
     def __enter__(self) -> _Watchdog:
@@ -478,12 +480,13 @@ def _run(
                         _localized(check, kafka, work), namespace
                     ), f"{snippet.where}: expected {check}"
             except Exception as e:
-                raise AssertionError(f"{snippet.where} does not run as written: {e!r}") from e
-            finally:
-                assert not overran.fired, (
-                    f"{snippet.where} did not end within {deadline} s (its queries were stopped): use "
-                    "trigger(availableNow=True) or awaitTermination(timeout), or mark it `skip <why>`"
-                )
+                # the snippet's own error stays the cause, also when it came after the deadline
+                late = f" (past its {deadline} s deadline: its queries were stopped)" if overran.fired else ""
+                raise AssertionError(f"{snippet.where} does not run as written{late}: {e!r}") from e
+            assert not overran.fired, (
+                f"{snippet.where} did not end within {deadline} s (its queries were stopped): use "
+                "trigger(availableNow=True) or awaitTermination(timeout), or mark it `skip <why>`"
+            )
             # every source of every query the snippet started read rows, and none of them failed
             mine = queries.started[before:]
             stalled = queries.ran(mine, wait, may_idle=snippet.idle is not None)
