@@ -271,6 +271,8 @@ lazy val spark = (project in file("jvm/spark"))
     Test / sourceGenerators += Def.task {
       DocSnippets.generate((ThisBuild / baseDirectory).value, (Test / sourceManaged).value)
     }.taskValue,
+    // the rules for their literals, which the build uses, compiled here too to be tested
+    Test / unmanagedSources += (ThisBuild / baseDirectory).value / "project" / "DocSnippetLiterals.scala",
     Test / testGrouping := {
       val jvm = (Test / forkOptions).value
         .withRunJVMOptions((Test / javaOptions).value.toVector)

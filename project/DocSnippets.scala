@@ -2,6 +2,8 @@ import java.nio.charset.StandardCharsets.UTF_8
 
 import sbt._
 
+import sluice.docs.DocSnippetLiterals
+
 /**
  * The docs' Scala snippets as one test source of the spark project (`sluice.docs.DocSnippets`),
  * which `sluice.docs.DocSnippetsSuite` runs: a snippet that no longer compiles against the code
@@ -20,11 +22,11 @@ import sbt._
  *   <!-- snippet: idle <why> -->                      its queries may read nothing
  *
  * A string literal naming `broker:9092`, or a path under the places a reader puts their own
- * (`/archive/`, `/checkpoints/`, `/tables/`, `/tmp/`, `s3a://archive/`, `s3a://warehouse/`), is
- * handed to `run.localized`, which rewrites it to the test's broker and folder when it runs (in a
- * val declared before the snippet). Any other literal holding what looks like a path, a URI or a
- * broker (`/tmp/` inside a SQL text, `file:/...`, `/etc/...`, `broker:9093`) fails the build: run
- * as written, the snippet would use this machine's.
+ * (`/archive/`, `/checkpoints/`, `/etc/kafka/`, `/tables/`, `/tmp/`, `s3a://archive/`,
+ * `s3a://warehouse/`), is
+ * handed to `run.localized`, which rewrites it to the test's broker and folder when it runs; any
+ * other literal holding what looks like a path, a URI or a broker fails the build, naming page and
+ * line: run as written, the snippet would use this machine's (`DocSnippetLiterals` has the rules).
  */
 object DocSnippets {
   private val Fence = """(?ms)^```(\w+)[^\n]*\n(.*?)^```""".r
@@ -34,17 +36,6 @@ object DocSnippets {
   private val MarkerLine = """(?m)^[ \t]*<!--\s*snippet:[^\n]*""".r
   // a Scala block the fence above does not match, so it would silently not run
   private val UnreadFence = """(?m)^(?:[ \t]+```|[ \t]*~~~)[ \t]*scala\b""".r
-  // a string literal (not triple-quoted), with its interpolator if it has one (s"...", f"...")
-  private val StringLiteral = """(?<![\w"])([A-Za-z_]\w*)?"((?:[^"\\\n]|\\.)*)"(?!")""".r
-  private val Places =
-    "s3a://archive/, s3a://warehouse/, /archive/, /checkpoints/, /tables/, /tmp/"
-  private val Localized =
-    """^(s3a://archive/|s3a://warehouse/|/archive/|/checkpoints/|/tables/|/tmp/)|broker:9092""".r
-  // what a reader would take for a path, a URI or a broker of their own machine: left as it is, the
-  // snippet would read or write this machine's (a path inside a SQL text, `file:/`, `/etc/...`)
-  private val PathLike =
-    """[a-z][a-z0-9+.-]*:/|(?:^|[\s'"`(=,;])/[\w.~-]|\bbroker:(?!9092\b)\d+""".r
-
   private val Prelude =
     """import java.time.Duration
       |
@@ -125,47 +116,18 @@ object DocSnippets {
   private def quoted(s: String) =
     "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n") + "\""
 
-  /**
-   * `code` with each literal a reader replaces by their own handed to `run.localized`, in a val
-   * declared before the snippet (`hoisted`, numbered from `first`): a closure the snippet passes to
-   * Spark (`foreachBatch`, a UDF) then captures a string, not the run. A literal holding a path, URI
-   * or broker the test does not rewrite fails the build, naming `page` and its line (`line` is the
-   * code's first).
-   */
+  /** `DocSnippetLiterals.localized`, naming the page and line of each offset in `code`. */
   private def localized(
       code: String,
       page: String,
       line: Int,
-      first: Int): (String, Seq[String]) = {
-    val hoisted = collection.mutable.ArrayBuffer.empty[String]
-    val out = StringLiteral.replaceAllIn(
-      code,
-      m => {
-        val at = s"$page:${line + code.substring(0, m.start).count(_ == '\n')}"
-        def refuse(why: String) = sys.error(s"$at: ${m.matched} $why")
-        val rewritten = Localized.findFirstMatchIn(m.group(2))
-        scala.util.matching.Regex.quoteReplacement(
-          if (m.group(1) != null && rewritten.isDefined)
-            // an interpolated literal's parts are out of a rewrite's reach
-            refuse("names a broker or a path the test rewrites: write it as a plain literal")
-          else if (rewritten.isEmpty && PathLike.findFirstIn(m.group(2)).isDefined)
-            refuse(
-              "holds a path, URI or broker the test does not rewrite (the snippet would use " +
-                "this machine's): write it as a literal of its own starting with one of " +
-                s"$Places, or `broker:9092`, or mark the snippet `skip <why>`")
-          else if (rewritten.isEmpty) m.matched
-          else if (!rewritten.exists(_.group(1) != null) &&
-            PathLike.findFirstIn(m.group(2).replace("broker:9092", "")).isDefined)
-            refuse(
-              "holds a path the test does not rewrite (it rewrites a literal that starts with " +
-                s"one): write the path as a literal of its own starting with one of $Places")
-          else {
-            hoisted += s"val localizedLiteral${first + hoisted.size} = run.localized(${m.matched})"
-            s"localizedLiteral${first + hoisted.size - 1}"
-          })
-      })
-    (out, hoisted.toSeq)
-  }
+      first: Int): (String, Seq[String]) =
+    try
+      DocSnippetLiterals.localized(
+        code,
+        offset => s"$page:${line + code.substring(0, offset).count(_ == '\n')}",
+        first)
+    catch { case e: IllegalArgumentException => sys.error(e.getMessage) }
 
   private def option(o: Option[String]) = o.fold("None")(s => s"Some(${quoted(s)})")
 

@@ -16,7 +16,8 @@ before a fence may carry a marker comment (invisible when the page is rendered):
 Directives are separated by ``;``; an ``expect`` may call ``rows_read(df)``, which runs the stream
 to the end of what it finds, in a checkpoint of its own, and returns the rows it read. The places a reader puts their own are rewritten to this run's:
 the broker ``broker:9092`` to the embedded broker, and paths under ``/archive/``, ``/checkpoints/``,
-``/tables/``, ``/tmp/``, ``s3a://archive/`` and ``s3a://warehouse/`` to a temporary directory (the
+``/etc/kafka/``, ``/tables/``, ``/tmp/``, ``s3a://archive/`` and ``s3a://warehouse/`` to a temporary
+directory, and a literal holding any other path, URI or broker fails the snippet (the
 ``work`` fixture writes ``archive/events`` as JSON files, ``warehouse/events`` as Parquet, and the
 topics ``events`` and ``orders``). Every source of every query a snippet starts must read rows
 (in some batch), and the query must not fail, then or while the page's later snippets run (a
@@ -27,6 +28,7 @@ Queries a page leaves running are stopped after it.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import json
 import re
@@ -70,9 +72,13 @@ ERROR_LINE = re.compile(r"^(Caused by: )?[\w.$]*(Error|Exception)\b.*")
 # fenced blocks, each with the marker comment on the line before it, if any
 FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.S | re.M)
 MARKER = re.compile(r"<!--\s*snippet:(.*?)-->\s*$")
+# where a reader's places start: a quote then one of them is rewritten to this run's folder
 PATH_LITERAL = re.compile(
-    r"""(["'])(s3a://archive/|s3a://warehouse/|/archive/|/checkpoints/|/tables/|/tmp/)"""
+    r"""(["'])(s3a://archive/|s3a://warehouse/|/archive/|/checkpoints/|/etc/kafka/|/tables/|/tmp/)"""
 )
+# what a reader would take for a path, a URI or a broker of their own machine (as the Scala runner's
+# rules, project/DocSnippetLiterals.scala, but for relative paths: a page runs in the scratch folder)
+MACHINE_PATH = re.compile(r"""[a-z][a-z0-9+.-]*:/|(?:^|[\s'"`(=,;])/[\w.~-]|\bbroker:(?!9092\b)\d+""")
 
 
 @dataclass
@@ -350,9 +356,23 @@ def restored(spark: SparkSession) -> Iterator[None]:
                 spark.conf.unset(key)
 
 
-def _localized(code: str, kafka: EmbeddedKafka, work: Path) -> str:
+def _localized(code: str, kafka: EmbeddedKafka, work: Path, where: str) -> str:
+    """`code` with the broker and the places a reader puts their own rewritten to this run's; a
+    string literal left holding another path, URI or broker fails, naming `where`: run as written,
+    the snippet would use this machine's."""
     code = code.replace("broker:9092", kafka.bootstrap_servers)
-    return PATH_LITERAL.sub(lambda m: m.group(1) + str(work) + "/" + m.group(2).split("/")[-2] + "/", code)
+    code = PATH_LITERAL.sub(lambda m: m.group(1) + str(work) + "/" + m.group(2).split("/")[-2] + "/", code)
+    rewritten = re.compile(re.escape(str(work)) + r"""[^\s'"`,;]*""")
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if found := MACHINE_PATH.search(rewritten.sub("", node.value)):
+                raise ValueError(
+                    f"{where}: {node.value!r} holds a path, URI or broker the test does not rewrite "
+                    f"({found.group(0)!r}: the snippet would use this machine's): start it with one "
+                    "of /archive/, /checkpoints/, /etc/kafka/, /tables/, /tmp/, s3a://archive/, "
+                    "s3a://warehouse/ (one path per literal), or `broker:9092`, or mark it `skip <why>`"
+                )
+    return code
 
 
 def _given(name: str, spark: SparkSession, kafka: EmbeddedKafka, work: Path) -> object:
@@ -474,10 +494,13 @@ def _run(
             overran = _Watchdog(spark, deadline)
             try:
                 with overran:
-                    exec(compile(_localized(snippet.code, kafka, work), snippet.where, "exec"), namespace)
+                    exec(
+                        compile(_localized(snippet.code, kafka, work, snippet.where), snippet.where, "exec"),
+                        namespace,
+                    )
                 for check in snippet.expect:
                     assert eval(
-                        _localized(check, kafka, work), namespace
+                        _localized(check, kafka, work, snippet.where), namespace
                     ), f"{snippet.where}: expected {check}"
             except Exception as e:
                 # the snippet's own error stays the cause, also when it came after the deadline
@@ -649,3 +672,35 @@ def test_snippets_that_may_read_nothing_are_the_listed_ones() -> None:
     """Marking a snippet `idle` lets its queries pass without reading a row: a decision, listed."""
     marked = [(s.page, s.idle) for page in PAGES for s in snippets(page, "python") if s.idle is not None]
     assert marked == IDLE
+
+
+@pytest.mark.parametrize(
+    ("code", "found"),
+    [
+        ("path = '/etc/events'\n", "/e"),  # an absolute path of this machine
+        ("path = 'file:/data/x'\n", "file:/"),  # a URI
+        ('sql = "SELECT * FROM parquet.`/srv/x`"\n', "`/s"),  # inside a SQL text
+        ("servers = 'broker:9093'\n", "broker:9093"),  # another broker
+        ("paths = '/tmp/a,/etc/b'\n", ",/e"),  # a second path after a rewritten one
+    ],
+)
+def test_a_literal_naming_a_place_of_this_machine_fails(
+    code: str, found: str, spark: SparkSession, kafka: EmbeddedKafka, work: Path, restored: None
+) -> None:
+    snippet = Snippet("example.md", 13, code, given={"spark": "spark"})
+    with pytest.raises(AssertionError, match=r"example.md:13 does not run as written") as failed:
+        _run([snippet], "example.md", spark, kafka, work, wait=3)
+    assert "holds a path, URI or broker the test does not rewrite" in str(failed.value)
+    assert repr(found) in str(failed.value)
+
+
+def test_places_a_reader_puts_their_own_are_rewritten_wherever_the_literal_is(
+    kafka: EmbeddedKafka, work: Path
+) -> None:
+    code = 'a = \'/tmp/x\'\nb = f"/archive/{a}"\nc = """LOCATION \'/tables/t\'"""\nd = \'broker:9092\'\n'
+    namespace: dict[str, object] = {}
+    exec(_localized(code, kafka, work, "example.md:1"), namespace)
+    assert namespace["a"] == f"{work}/tmp/x"
+    assert namespace["b"] == f"{work}/archive/{work}/tmp/x"
+    assert namespace["c"] == f"LOCATION '{work}/tables/t'"
+    assert namespace["d"] == kafka.bootstrap_servers

@@ -3,7 +3,7 @@ package sluice.docs
 import java.nio.file.{Files, Path}
 import java.util.concurrent.{Executors, ScheduledExecutorService, TimeUnit}
 
-import scala.util.Try
+import scala.util.{Failure, Try}
 import scala.util.control.NonFatal
 
 import org.apache.spark.sql.{DataFrame, SparkSession}
@@ -21,7 +21,8 @@ import sluice.SparkSuiteBase
  * snippet's page and line. A page runs on a session of its own (`session.newSession()`), so the
  * SQL settings, views and functions it makes do not outlive it; queries it leaves running are
  * stopped after it. A page that outlives `pageMs` (a snippet waiting on a query without bound) has
- * its queries stopped and fails, naming where it waited.
+ * its queries stopped and fails, naming where it waited; one still blocked `graceMs` later (on
+ * something else) is given up, its thread interrupted, and fails naming the frames it waits in.
  */
 final class DocRun(
     session: SparkSession,
@@ -29,7 +30,8 @@ final class DocRun(
     work: Path,
     bootstrapServers: String,
     waitMs: Long = DocRun.QueryWaitMs,
-    pageMs: Long = DocRun.PageMs) {
+    pageMs: Long = DocRun.PageMs,
+    graceMs: Long = DocRun.GraceMs) {
 
   /** The page's session: `spark` in its snippets. */
   val spark: SparkSession = session.newSession()
@@ -43,9 +45,6 @@ final class DocRun(
 
   /** Runs the page `name`'s snippets, `body`; returns the ids of the queries they started. */
   def page(name: String, body: DocRun => Unit): Seq[String] = {
-    // Sluice reads its `spark.sluice.*` settings from the active session: the page's
-    val active = SparkSession.getActiveSession
-    SparkSession.setActiveSession(spark)
     spark.streams.addListener(queries)
     val watchdog = DocRun.watchdog(pageMs) {
       // a snippet waiting on a query without bound (`start().awaitTermination()` on a stream that
@@ -53,7 +52,11 @@ final class DocRun(
       if (overdue.isEmpty) overdue = Some(where)
       spark.streams.active.foreach(q => Try(q.stop()))
     }
-    val ran = Try {
+    // on a thread of its own: a page blocked on something other than a query (a lock, a socket)
+    // is given up `graceMs` after its deadline, rather than hanging the build
+    val ran = DocRun.onThread(s"doc-page-$name", pageMs + graceMs) {
+      // Sluice reads its `spark.sluice.*` settings from the thread's active session: the page's
+      SparkSession.setActiveSession(spark)
       try body(this)
       catch {
         case e: TestFailedException => throw e
@@ -69,15 +72,15 @@ final class DocRun(
     val stopped = Try {
       left.foreach(_.stop())
       spark.streams.removeListener(queries)
-      active.fold(SparkSession.clearActiveSession())(SparkSession.setActiveSession)
     }
     val late = left.flatMap(q => q.exception.map(e => s"${q.id}: ${DocRun.causes(e)}"))
-    // what failed after the watchdog stopped the queries is its consequence, not the cause
     overdue.foreach { at =>
-      fail(
+      val why =
         s"$at did not end within $pageMs ms, $name's deadline: its queries were stopped. " +
           "A snippet must not wait on a query without bound: use Trigger.AvailableNow() or " +
-          "awaitTermination(timeoutMs), or mark it `skip <why>`")
+          "awaitTermination(timeoutMs), or mark it `skip <why>`"
+      // what it raised once stopped is told, and kept as the cause: it may be the real fault
+      ran.failed.toOption.fold(fail(why))(e => fail(s"$why. Then: ${e.getMessage}", e))
     }
     // the page's own failure first: one in stopping its queries is told with it, not instead
     ran.failed.foreach { e =>
@@ -129,7 +132,7 @@ final class DocRun(
    */
   def localized(literal: String): String = {
     val local = literal.replace("broker:9092", bootstrapServers)
-    DocRun.Places
+    DocSnippetLiterals.Places
       .find(local.startsWith)
       .fold(local) { place =>
         val folder = place.stripSuffix("/").split('/').last
@@ -173,6 +176,35 @@ object DocRun {
    */
   val PageMs: Long = 300000
 
+  /**
+   * How long a page may take to return once its queries were stopped at its deadline (each stop
+   * is bounded by the test session's `spark.sql.streaming.stopTimeout`, 30 s).
+   */
+  val GraceMs: Long = 60000
+
+  /**
+   * `body` run on a daemon thread named `name`, which the caller waits for up to `timeoutMs`: past
+   * that, the thread is interrupted and left, and the result is a failure naming where it waited.
+   */
+  private def onThread[T](name: String, timeoutMs: Long)(body: => T): Try[T] = {
+    @volatile var result: Option[Try[T]] = None
+    // InterruptedException and the like are no NonFatal, which Try lets through
+    val thread = new Thread(
+      () =>
+        result = Some(
+          try Try(body)
+          catch { case e: Throwable => Failure(e) }),
+      name)
+    thread.setDaemon(true)
+    thread.start()
+    thread.join(timeoutMs)
+    result.getOrElse {
+      val frames = thread.getStackTrace.take(8).mkString("\n  at ")
+      thread.interrupt()
+      Failure(new TestFailedException(s"still blocked after $timeoutMs ms, at:\n  at $frames", 0))
+    }
+  }
+
   /** Runs `overdue` after `afterMs`, then every second, until shut down. */
   private def watchdog(afterMs: Long)(overdue: => Unit): ScheduledExecutorService = {
     val timer = Executors.newSingleThreadScheduledExecutor { r =>
@@ -183,10 +215,6 @@ object DocRun {
     timer.scheduleWithFixedDelay(() => overdue, afterMs, 1000, TimeUnit.MILLISECONDS)
     timer
   }
-
-  /** Where a reader's paths start, which a run rewrites to its own folder. */
-  private val Places =
-    Seq("s3a://archive/", "s3a://warehouse/", "/archive/", "/checkpoints/", "/tables/", "/tmp/")
 
   // a line of a stack trace that names an exception: "org.apache.x.YException: ..."
   private val ErrorLine = """^(Caused by: )?[\w.$]*(Error|Exception)\b.*""".r

@@ -43,8 +43,11 @@ class DocSnippetsSuite extends AnyFunSuite with SparkSuiteBase with KafkaSuiteBa
 
   private val Json = new ObjectMapper()
 
-  private def run(waitMs: Long = DocRun.QueryWaitMs, pageMs: Long = DocRun.PageMs) =
-    new DocRun(spark, givens, work, kafka.bootstrapServers, waitMs, pageMs)
+  private def run(
+      waitMs: Long = DocRun.QueryWaitMs,
+      pageMs: Long = DocRun.PageMs,
+      graceMs: Long = DocRun.GraceMs) =
+    new DocRun(spark, givens, work, kafka.bootstrapServers, waitMs, pageMs, graceMs)
 
   /** A checkpoint no query used before. */
   private def checkpoint(): String = Files.createTempDirectory(work, "checkpoint").toString
@@ -217,6 +220,51 @@ class DocSnippetsSuite extends AnyFunSuite with SparkSuiteBase with KafkaSuiteBa
         "example.md:5 did not end within 2000 ms, example.md's deadline: its queries were stopped"),
       failed.getMessage)
     assert(overdue.spark.streams.active.isEmpty)
+  }
+
+  test(
+    "a page blocked on something other than a query is given up, naming the frames it waits in") {
+    val never = new CountDownLatch(1)
+    val failed = intercept[TestFailedException](
+      run(pageMs = 1000, graceMs = 1000).page(
+        "example.md",
+        { r =>
+          r.begin("example.md:3", None)
+          never.await() // no query to stop: only giving the page's thread up returns the build
+        }))
+    val message = failed.getMessage
+    assert(
+      message.startsWith(
+        "example.md:3 did not end within 1000 ms, example.md's deadline: its queries were stopped"),
+      message)
+    assert(message.contains("Then: still blocked after 2000 ms, at:"), message)
+    assert(message.contains("CountDownLatch.await"), message)
+  }
+
+  test("a snippet that fails once its queries were stopped at the deadline keeps its own error") {
+    val failed = intercept[TestFailedException](
+      run(pageMs = 1000).page(
+        "example.md",
+        { r =>
+          r.begin("example.md:4", None)
+          val q = Sluice
+            .fromSource(r.spark, r.givens.kafka_orders)
+            .writeStream
+            .format("noop")
+            .option("checkpointLocation", checkpoint())
+            .start()
+          q.awaitTermination()
+          throw new IllegalStateException("the snippet's own fault")
+        }))
+    assert(
+      failed.getMessage.startsWith("example.md:4 did not end within 1000 ms"),
+      failed.getMessage)
+    assert(
+      failed.getMessage.contains("Then: example.md:4 does not run as written"),
+      failed.getMessage)
+    // the snippet's error is the cause, not replaced by the deadline's message
+    val causes = Iterator.iterate[Throwable](failed)(_.getCause).takeWhile(_ != null).toSeq
+    assert(causes.exists(_.getMessage == "the snippet's own fault"), causes)
   }
 
   /** An `AvailableNow` query over the union of one file source per folder. */
