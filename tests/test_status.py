@@ -150,14 +150,18 @@ def test_alignment_pauses_splits_and_the_table_says_why(spark: SparkSession, che
         for x, y in zip(line.get_xdata(), line.get_ydata(), strict=True)
     }
     # batch 0: split 0, two hours behind, set the minimum; the others waited for it
+    assert metrics_of(query, kept[0])["alignment.minimumSplit"] == "0"
     assert minima[kept[0]] == points[(kept[0], "skewed 0")]
+    # the diamond sits on the split the planner names in every batch that names one, and only there
+    named = {x: f"skewed {metrics_of(query, x)['alignment.minimumSplit']}" for x in minima}
+    assert all(minima[x] == points[(x, named[x])] for x in minima), (minima, named)
     above = [
         (x, label, y, limits[x])
         for (x, label), y in points.items()
-        if x in limits and minima.get(x) != y and y > limits[x]
+        if x in limits and named.get(x) != label and y > limits[x]
     ]
     assert not above, f"splits other than the minimum above the limit: {above}"
-    assert [x for (x, _), y in points.items() if x in limits and minima.get(x) != y], "nothing checked"
+    assert [x for (x, label) in points if x in limits and named.get(x) != label], "nothing checked"
     # the splits paused here had read nothing yet: no point to put a cross on
     assert _crosses(query, axes, "status", kept) == set()
 
@@ -380,6 +384,12 @@ def test_a_hybrid_switches_member_and_the_plot_marks_it(
     first_file = next(line for line in figure.axes[0].lines if line.get_label().endswith("day-0.json"))
     assert minimum.get_xdata()[0] == kept[0]
     assert minimum.get_ydata()[0] == first_file.get_ydata()[list(first_file.get_xdata()).index(kept[0])]
+    # every diamond is on the split the planner names as the minimum in that batch
+    lines = {line.get_label(): line for line in figure.axes[0].lines}
+    for x, y in zip(minimum.get_xdata(), minimum.get_ydata(), strict=True):
+        named = metrics_of(query, x)["alignment.minimumSplit"].rsplit("/", 1)[-1]
+        line = next(line for label, line in lines.items() if label.endswith(named))
+        assert y == line.get_ydata()[list(line.get_xdata()).index(x)], (x, named)
     _crosses(query, figure.axes[0], "backfill", kept)  # the file held back had read nothing yet
     switch_lines = [line for line in figure.axes[0].lines if line.get_label().startswith("backfill: switch")]
     assert [line.get_xdata()[0] for line in switch_lines] == [switch_batch]

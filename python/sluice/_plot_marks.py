@@ -28,62 +28,33 @@ class BatchMarks:
     paused: list[tuple[str, int]] = field(default_factory=list)
 
 
-@dataclass
-class _Candidate:
-    label: str
-    entering_ms: int | None  # its event time when the batch was planned; None: not read before
-    ending_ms: int  # its event time after the batch
-
-
 def group_marks(histories: list[SourceHistory], label: Any) -> dict[str, dict[int, BatchMarks]]:
     """Per alignment group, per batch id: the limit, the split that set the minimum, the paused.
 
     ``label(history, split_id)`` names a split as the plot's legend does.
 
-    The minimum's split is the unpaused, non-idle split with a point to mark, not finished before
-    the batch (one that read its last records in it was still reading when it was planned), that stood
-    lowest when the batch was planned: one that read for the first time counts as lowest (its
-    first record set its place), and among equals the one that ended the batch lowest. A split
-    that has read nothing yet is left out: the minimum's split is never held back, so it reads.
+    The minimum's split is the one the planner reports (``alignment.minimumSplit``, from the
+    source whose split it is), marked where it ended the batch; none when it read nothing.
     """
     marks: dict[str, dict[int, BatchMarks]] = {}
-    candidates: dict[tuple[str, int], list[_Candidate]] = {}
     for h in histories:
-        previous: dict[str, int] = {}
-        finished_before: set[str] = set()
         for batch, report in h.reports:
             metrics = report.metrics
+            group = metrics.get("alignment.group")
+            limit = int_metric(metrics, "alignment.maxAllowedWatermarkMs")
+            if group is None or limit is None or limit == _MAX_WATERMARK:
+                continue
             ending = {
                 s["split"]: s["maxEventTimeMs"]
                 for s in split_list(metrics, "splitProgress")
                 if "maxEventTimeMs" in s
             }
-            group = metrics.get("alignment.group")
-            limit = int_metric(metrics, "alignment.maxAllowedWatermarkMs")
-            if group is not None and limit is not None and limit != _MAX_WATERMARK:
-                batch_marks = marks.setdefault(group, {}).setdefault(batch.batch_id, BatchMarks(limit))
-                for s in split_list(metrics, "watermark.splits"):
-                    split = s["split"]
-                    at = ending.get(split)
-                    if s.get("paused"):
-                        if at is not None:
-                            batch_marks.paused.append((label(h, split), at))
-                    elif split not in finished_before and s.get("status") != "idle" and at is not None:
-                        candidates.setdefault((group, batch.batch_id), []).append(
-                            _Candidate(label(h, split), previous.get(split), at)
-                        )
-            previous.update(ending)
-            finished_before = {
-                s["split"] for s in split_list(metrics, "watermark.splits") if s.get("finished")
-            }
-    for (group, batch_id), found in candidates.items():
-        lowest = min(
-            found,
-            key=lambda c: (
-                c.entering_ms is not None,
-                c.entering_ms or 0,
-                c.ending_ms,
-            ),
-        )
-        marks[group][batch_id].minimum = (lowest.label, lowest.ending_ms)
+            batch_marks = marks.setdefault(group, {}).setdefault(batch.batch_id, BatchMarks(limit))
+            for s in split_list(metrics, "watermark.splits"):
+                at = ending.get(s["split"])
+                if s.get("paused") and at is not None:
+                    batch_marks.paused.append((label(h, s["split"]), at))
+            minimum = metrics.get("alignment.minimumSplit")
+            if minimum is not None and minimum in ending:
+                batch_marks.minimum = (label(h, minimum), ending[minimum])
     return marks

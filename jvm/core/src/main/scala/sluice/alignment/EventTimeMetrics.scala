@@ -18,5 +18,6 @@ object EventTimeMetrics {
   val Mode = "alignment.mode"
   val MaxAllowedWatermarkMs = "alignment.maxAllowedWatermarkMs"
   val HorizonMs = "alignment.horizonMs"
+  val MinimumSplit = "alignment.minimumSplit"
   val GroupSpreadMs = "alignment.groupSpreadMs"
 }

@@ -82,6 +82,9 @@ object AlignmentMode {
  *                 batch (None: it constrains nobody); what the other members align to
  * @param msPerRecord when the read limit lowered the horizon: the event time one record spanned
  *                 in this batch, from which the next batch guesses its horizon
+ * @param minimumSplit the split of this source that set the group's minimum (the limit minus the
+ *                 drift), which the limit never holds back; None when another member's frontier set
+ *                 it, or when the source aligns as a whole
  */
 final case class SourcePlan(
     ends: Map[String, Long],
@@ -89,7 +92,8 @@ final case class SourcePlan(
     horizon: Option[Long],
     heldBack: Set[String],
     frontier: Option[Long],
-    msPerRecord: Option[Double] = None)
+    msPerRecord: Option[Double] = None,
+    minimumSplit: Option[String] = None)
 
 /**
  * Plans one source's batch so that, at its end, no split's watermark is above the group's limit
@@ -137,8 +141,9 @@ object HorizonPlanner {
       case AlignmentMode.SplitsByIndex =>
         val idx = index.getOrElse(
           throw new IllegalArgumentException("planning by index needs a time index"))
-        val ownMin = constraining.flatMap(_.reach).map(watermarkOf).minOption
-        val limit = AlignmentPolicy.limit(ownMin ++ othersFrontier, maxDriftMs)
+        val ownMin = lowest(
+          constraining.flatMap(s => s.reach.map(r => s.splitId -> watermarkOf(r))))
+        val limit = AlignmentPolicy.limit(ownMin.map(_._2) ++ othersFrontier, maxDriftMs)
         val driftHorizon = limit.map(l => saturatingAdd(l, saturatingAdd(maxOutOfOrdernessMs, 1)))
         val cutIndex =
           if (idx.exact) idx
@@ -176,11 +181,12 @@ object HorizonPlanner {
           horizon,
           paused,
           frontier(constraining, ends, horizon, watermarkOf, idx.exact),
-          msPerRecord)
+          msPerRecord,
+          settingMinimum(ownMin, othersFrontier))
 
       case AlignmentMode.SplitsByWatermark =>
-        val limit =
-          AlignmentPolicy.limit(constraining.flatMap(current) ++ othersFrontier, maxDriftMs)
+        val ownMin = lowest(constraining.flatMap(s => current(s).map(s.splitId -> _)))
+        val limit = AlignmentPolicy.limit(ownMin.map(_._2) ++ othersFrontier, maxDriftMs)
         val ahead = splits
           .filter(s => AlignmentPolicy.isAhead(current(s), s.finished, limit))
           .map(_.splitId)
@@ -191,7 +197,8 @@ object HorizonPlanner {
           limit,
           None,
           heldBack(splits, ends),
-          frontier(constraining, ends, None, watermarkOf))
+          frontier(constraining, ends, None, watermarkOf),
+          minimumSplit = settingMinimum(ownMin, othersFrontier))
 
       case AlignmentMode.WholeSource =>
         val limit = AlignmentPolicy.limit(othersFrontier, maxDriftMs)
@@ -209,6 +216,16 @@ object HorizonPlanner {
           frontier(constraining, ends, None, watermarkOf))
     }
   }
+
+  /** The split with the smallest watermark (the first by id among equals), and that watermark. */
+  private def lowest(watermarks: Seq[(String, Long)]): Option[(String, Long)] =
+    watermarks.sortBy(_._1).minByOption(_._2)
+
+  /** The own split that set the group's minimum: below or at the other members' frontier. */
+  private def settingMinimum(
+      ownMin: Option[(String, Long)],
+      othersFrontier: Option[Long]): Option[String] =
+    ownMin.collect { case (split, wm) if othersFrontier.forall(wm <= _) => split }
 
   /**
    * An inexact index as the planner cuts with it: every block that may hold a record below the

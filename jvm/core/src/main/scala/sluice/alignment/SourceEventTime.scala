@@ -283,6 +283,7 @@ final class SourceEventTime(
         EventTimeMetrics.Mode -> lastMode.map(_.toString).getOrElse("")) ++
         lastPlan.flatMap(_.limit).map(EventTimeMetrics.MaxAllowedWatermarkMs -> _.toString) ++
         lastPlan.flatMap(_.horizon).map(EventTimeMetrics.HorizonMs -> _.toString) ++
+        lastPlan.flatMap(_.minimumSplit).map(EventTimeMetrics.MinimumSplit -> _) ++
         groupSpread.map(EventTimeMetrics.GroupSpreadMs -> _.toString))
     base ++ aligned.getOrElse(Map.empty)
   }

@@ -247,6 +247,31 @@ class HorizonPlannerSuite extends AnyFunSuite {
     assert(plan(series, Map("a" -> 0), 5 * Minute, None).ends("a") == 100)
   }
 
+  test("the split that sets the minimum is named, unless another member's frontier set it") {
+    val series = Seq(Series("slow", 0, Minute, 100), Series("fast", 0, Minute, 200))
+    val at = Map("slow" -> 10L, "fast" -> 60L)
+    Seq(AlignmentMode.SplitsByIndex, AlignmentMode.SplitsByWatermark).foreach { mode =>
+      val own = plan(series, at, 5 * Minute, Some(20), mode = mode)
+      assert(own.minimumSplit.contains("slow"), mode)
+      // the limit is that split's watermark + drift: where it can reach (by index; 99 min) or
+      // where it is (by watermark; 9 min)
+      val slowAt = if (mode == AlignmentMode.SplitsByIndex) 99L else 9L
+      assert(own.limit.contains(series(0).timeOf(slowAt) + 5 * Minute), mode)
+      // a lower frontier of another member sets the minimum: none of this source's splits did
+      val others = plan(series, at, 5 * Minute, Some(20), others = Some(2 * Minute), mode = mode)
+      assert(others.limit.contains(7 * Minute) && others.minimumSplit.isEmpty, mode)
+    }
+    // aligned as a whole, the limit comes from the other members only
+    assert(
+      plan(
+        series,
+        at,
+        5 * Minute,
+        None,
+        others = Some(2 * Minute),
+        mode = AlignmentMode.WholeSource).minimumSplit.isEmpty)
+  }
+
   test("a read limit below the records of one instant still makes progress") {
     val series = Seq(Series("a", 0, 0, 50), Series("b", 0, 0, 50)) // all records at the same time
     val p = plan(series, Map("a" -> 0, "b" -> 0), Minute, Some(10))

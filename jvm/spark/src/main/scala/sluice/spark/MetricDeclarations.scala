@@ -93,6 +93,9 @@ object MetricDeclarations {
     text(E.Mode, "how the last batch was aligned"),
     long(E.MaxAllowedWatermarkMs, "the group's limit the last batch was planned with"),
     long(E.HorizonMs, "how far the last batch was planned to read in event time"),
+    text(
+      E.MinimumSplit,
+      "the source's split that set the group's minimum for the last batch (absent when another member's did)"),
     long(E.GroupSpreadMs, "the spread of the group's watermarks as the group last saw it"),
     long(LatencyMetrics.Markers, "latency markers of the last batch"),
     long(LatencyMetrics.P50Ms, "median latency of those markers"),
