@@ -157,8 +157,8 @@ lazy val testkit = (project in file("jvm/testkit"))
 //   core, connectors  <-  spark   (the DataSource V2 binding and the entry points; the one artifact)
 // A reversed import does not compile: core cannot see Spark, connectors cannot see core or spark.
 
-// spark's suites by package into three test JVMs, two at a time beside connectors' tests (the
-// third starts when one ends). One at a time, the Python lanes ended halfway through the Scala
+// spark's suites by package into three test JVMs; two forked test JVMs run at a time (connectors'
+// included: the next starts when one ends). One at a time, the Python lanes ended halfway through the Scala
 // suites and a core idled for the rest (fresh-clone CI: 713 s of spark suites in sequence, the
 // Python lanes done after 450 s); three at once beside the Python lanes oversubscribed the 2 cores
 // (load 15-25, 949-1409 s here, 2337 s on CI). A suite whose package is not listed goes to the
