@@ -157,15 +157,26 @@ lazy val testkit = (project in file("jvm/testkit"))
 //   core, connectors  <-  spark   (the DataSource V2 binding and the entry points; the one artifact)
 // A reversed import does not compile: core cannot see Spark, connectors cannot see core or spark.
 
-// spark's suites by package into three test JVMs, run one after another (brokerTests turns
-// parallel execution off): side by side, beside the Python lanes build/test runs, they
-// oversubscribed the 2 cores (load 15-25; make test took 949-1409 s against 881-912 s one at a time,
-// and 2337 s on CI with a cluster driver silent for 400 s). A suite whose package is not listed goes
-// to the last.
+// spark's suites by package into three test JVMs; two forked test JVMs run at a time (connectors'
+// included: the next starts when one ends). One at a time, the Python lanes ended halfway through the Scala
+// suites and a core idled for the rest (fresh-clone CI: 713 s of spark suites in sequence, the
+// Python lanes done after 450 s); three at once beside the Python lanes oversubscribed the 2 cores
+// (load 15-25, 949-1409 s here, 2337 s on CI). A suite whose package is not listed goes to the
+// last.
 lazy val SparkTestGroups = Seq(
   "kafka-alignment" -> Seq("sluice.connector.kafka.", "sluice.alignment."),
   "files-compat" -> Seq("sluice.connector.file.", "sluice.compat."),
   "hybrid-modes-config" -> Seq.empty[String])
+
+// sbt's defaults allow one forked test group at a time and one task per processor, and
+// restrictions add up (all must hold): the set is replaced, keeping the other defaults. A forked
+// test group is a task that waits on its JVM: two at once, four tasks in all, compiles still at
+// most one per processor (sbt's own heap holds them).
+Global / concurrentRestrictions := Seq(
+  Tags.limitAll(math.max(4, EvaluateTask.SystemProcessors)),
+  Tags.limit(Tags.Compile, EvaluateTask.SystemProcessors),
+  Tags.limit(Tags.ForkedTestGroup, 2),
+  Tags.exclusiveGroup(Tags.Clean))
 
 lazy val scalaTest = "org.scalatest" %% "scalatest" % "3.2.19" % Test
 
@@ -273,6 +284,9 @@ lazy val spark = (project in file("jvm/spark"))
     }.taskValue,
     // the rules for their literals, which the build uses, compiled here too to be tested
     Test / unmanagedSources += (ThisBuild / baseDirectory).value / "project" / "DocSnippetLiterals.scala",
+    // sbt runs a project's forked groups one after another unless its tests are parallel
+    // (brokerTests turns that off); inside a JVM suites stay sequential (`testForkedParallel`)
+    Test / parallelExecution := true,
     Test / testGrouping := {
       val jvm = (Test / forkOptions).value
         .withRunJVMOptions((Test / javaOptions).value.toVector)
