@@ -158,11 +158,11 @@ lazy val testkit = (project in file("jvm/testkit"))
 // A reversed import does not compile: core cannot see Spark, connectors cannot see core or spark.
 
 // spark's suites by package into three test JVMs; two forked test JVMs run at a time (connectors'
-// included: the next starts when one ends). One at a time, the Python lanes ended halfway through the Scala
-// suites and a core idled for the rest (fresh-clone CI: 713 s of spark suites in sequence, the
-// Python lanes done after 450 s); three at once beside the Python lanes oversubscribed the 2 cores
-// (load 15-25, 949-1409 s here, 2337 s on CI). A suite whose package is not listed goes to the
-// last.
+// included: the next starts when one ends). One at a time, the Python lanes ended minutes before
+// the Scala suites and a core idled for the rest (vmstat: ~50% idle for the last 4 minutes);
+// two pairs of fresh-clone runs here, one at a time vs two: 957 vs 917 s, 950 vs 875 s. Three at
+// once beside the Python lanes oversubscribed the 2 cores (load 15-25, 949-1409 s here, 2337 s on
+// CI). A suite whose package is not listed goes to the last.
 lazy val SparkTestGroups = Seq(
   "kafka-alignment" -> Seq("sluice.connector.kafka.", "sluice.alignment."),
   "files-compat" -> Seq("sluice.connector.file.", "sluice.compat."),
