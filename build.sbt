@@ -337,7 +337,9 @@ lazy val spark = (project in file("jvm/spark"))
       .join
       .value
       .flatten,
-    // The javadoc jar documents the four subprojects' sources together, as the jar carries them.
+    // The javadoc jar documents the four subprojects' sources together, as the jar carries them;
+    // a warning (a link to nothing, a malformed tag) fails it, as it would mislead a reader
+    Compile / doc / scalacOptions += "-Xfatal-warnings",
     Compile / doc / sources ++= Seq(api, core, connectors)
       .map(p => p / Compile / sources)
       .join
