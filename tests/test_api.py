@@ -1,11 +1,13 @@
-"""The public Python API as a PySpark user meets it: every name in ``sluice.__all__`` documented
-numpydoc-style, the package type-checked (mypy) and its reference rendered (pdoc) without warnings,
+"""The public Python API as a PySpark user meets it: every public name of every public module
+(``sluice.__all__``, ``sluice.progress``, ``sluice.testing``, ...) documented numpydoc-style, the package type-checked (mypy) and its reference rendered (pdoc) without warnings,
 one duration type in the builders (the old ``*_ms`` names kept as deprecated aliases), and
 ``sluice.status`` creating no SparkSession of its own."""
 
 from __future__ import annotations
 
+import importlib
 import inspect
+import pkgutil
 import subprocess
 import sys
 import warnings
@@ -29,23 +31,48 @@ LIVE = sluice.KafkaSource({"source": "kafka", "subscribe": "t"})
 properties: set[str] = set()
 
 
+def _public_modules() -> list[Any]:
+    """``sluice`` and each of its public modules, as the API reference renders them."""
+    found = [importlib.import_module(f"sluice.{m.name}") for m in pkgutil.iter_modules(sluice.__path__)]
+    return [sluice, *(m for m in found if not m.__name__.rsplit(".", 1)[-1].startswith("_"))]
+
+
+def _public_names(module: Any) -> list[str]:
+    """A module's ``__all__``, or else the functions and classes it defines without a leading ``_``."""
+    if hasattr(module, "__all__"):
+        return list(module.__all__)
+    return [
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_")
+        and (inspect.isfunction(value) or inspect.isclass(value))
+        and value.__module__ == module.__name__
+    ]
+
+
 def _public_callables() -> Iterator[tuple[str, Any]]:
-    """Every public function, class and public method of a public class of ``sluice.__all__``."""
-    for name in sluice.__all__:
-        value = getattr(sluice, name)
-        if inspect.isfunction(value):
-            yield name, value
-        elif inspect.isclass(value):
-            yield name, value
+    """Every public function, class and public method of a public class of every public module
+    (``sluice``, ``sluice.progress``, ``sluice.testing``, ...), each once, by its first name."""
+    seen: set[int] = set()
+    for module in _public_modules():
+        prefix = "" if module is sluice else module.__name__.removeprefix("sluice.") + "."
+        for name in _public_names(module):
+            value = getattr(module, name)
+            if id(value) in seen or not (inspect.isfunction(value) or inspect.isclass(value)):
+                continue
+            seen.add(id(value))
+            yield prefix + name, value
+            if not inspect.isclass(value):
+                continue
             for member, attr in vars(value).items():
                 if member.startswith("_"):
                     continue
                 function = attr.__func__ if isinstance(attr, staticmethod | classmethod) else attr
                 if inspect.isfunction(function):
-                    yield f"{name}.{member}", function
+                    yield f"{prefix}{name}.{member}", function
                 elif isinstance(attr, property):
-                    properties.add(f"{name}.{member}")
-                    yield f"{name}.{member}", attr.fget
+                    properties.add(f"{prefix}{name}.{member}")
+                    yield f"{prefix}{name}.{member}", attr.fget
 
 
 def _wants(function: Callable[..., Any]) -> list[str]:

@@ -33,7 +33,14 @@ MAX_QUERIES = 100
 
 @dataclass(frozen=True)
 class SourceReport:
-    """What one source reported for one batch."""
+    """What one source reported for one batch.
+
+    Examples
+    --------
+    >>> report = batches(query)[-1].sources[0]
+    >>> int(report.metrics["recordsRead"]), report.num_input_rows
+    (1200, 300)
+    """
 
     description: str
     metrics: dict[str, str]
@@ -42,7 +49,14 @@ class SourceReport:
 
 @dataclass(frozen=True)
 class BatchReport:
-    """One batch of a query: when it started, how long it took, what its sources reported."""
+    """One batch of a query: when it started, how long it took, what its sources reported.
+
+    Examples
+    --------
+    >>> last = batches(query)[-1]
+    >>> last.batch_id, last.duration_ms, len(last.sources)
+    (7, 412, 1)
+    """
 
     batch_id: int
     run_id: str
@@ -203,7 +217,24 @@ def _session_of(query: StreamingQuery) -> SparkSession | None:
 
 def batches(query: StreamingQuery) -> list[BatchReport]:
     """The query's batches kept so far (oldest first), with what Spark's own recent progress adds.
-    Without an active session no listener is registered: what Spark keeps is what there is."""
+
+    Without an active session no listener is registered: what Spark keeps is what there is.
+
+    Parameters
+    ----------
+    query : StreamingQuery
+        A query of this session.
+
+    Returns
+    -------
+    list of BatchReport
+        Its batches, oldest first.
+
+    Examples
+    --------
+    >>> [b.batch_id for b in batches(query)]
+    [0, 1, 2]
+    """
     session = _session_of(query)
     if session is not None:
         watch(session, _history.limit)
