@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import re
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sluice.testing import EmbeddedKafka, KafkaBrokerError
+from sluice.testing import EmbeddedKafka, KafkaBrokerError, find_broker_classpath
 
 
 @pytest.fixture(scope="module")
@@ -253,3 +255,21 @@ def test_a_given_port_held_for_a_while_is_waited_for(tmp_path: Path) -> None:
     finally:
         broker.stop()
         holder.close()
+
+
+def test_the_broker_jars_weigh_what_the_docs_say() -> None:
+    """python/README.md and sluice/testing/_resolve.py tell a wheel's user what the first start
+    downloads: Kafka's broker jars (a count and megabytes) and the launcher the wheel carries."""
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "python" / "README.md").read_text(encoding="utf-8")
+    resolve = (root / "python" / "sluice" / "testing" / "_resolve.py").read_text(encoding="utf-8")
+    said_mb = int(re.search(r"Kafka's broker jars \(about (\d+) MB", readme).group(1))
+    resolve_mb = int(re.search(r"jars \(about (\d+) MB", resolve).group(1))
+    launcher_kb = int(re.search(r"about (\d+) KB\)", resolve).group(1))
+    jars = [Path(p) for p in find_broker_classpath().split(os.pathsep) if p.endswith(".jar")]
+    kafka_jars = [j for j in jars if not j.name.startswith("sluice-testkit_")]
+    megabytes = sum(j.stat().st_size for j in kafka_jars) / 1e6
+    assert said_mb == resolve_mb and abs(megabytes - said_mb) <= 0.05 * said_mb, megabytes
+    # the launcher the wheel carries (make build copies it into the package)
+    (launcher,) = (root / "python" / "sluice" / "jars").glob("sluice-testkit_*.jar")
+    assert abs(launcher.stat().st_size / 1e3 - launcher_kb) <= 0.1 * launcher_kb, launcher.stat().st_size

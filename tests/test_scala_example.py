@@ -46,10 +46,12 @@ def test_the_sbt_and_maven_projects_name_this_release() -> None:
     assert sbt_value("sparkVersion") == properties["spark.version"] == pyspark.__version__
     url = pom.findtext("m:repositories/m:repository/m:url", namespaces=POM_NS)
     assert url == "file://${project.basedir}/../../target/maven-repo"
-    artifacts = [
-        d.findtext("m:artifactId", namespaces=POM_NS) for d in pom.iterfind(".//m:dependency", POM_NS)
-    ]
-    assert "sluice-spark_${scala.binary.version}" in artifacts
+    artifacts = {
+        d.findtext("m:artifactId", namespaces=POM_NS): d.findtext("m:groupId", namespaces=POM_NS)
+        for d in pom.iterfind(".//m:dependency", POM_NS)
+    }
+    assert artifacts.get("sluice-spark_${scala.binary.version}") == "dev.sluice", artifacts
+    assert properties["scala.binary.version"] == ".".join(root_scala.split(".")[:2]) == "2.13"
 
 
 @pytest.mark.skipif(shutil.which("mvn") is None, reason="Maven is not installed")

@@ -1,12 +1,12 @@
 """The embedded broker's classpath for an installed wheel, without a checkout.
 
 The wheel carries Sluice's own broker launcher (``sluice/jars/sluice-testkit_2.13-<version>.jar``,
-about 140 KB) and the POM sbt wrote for it, which names Kafka's broker and what it needs. Those
-jars (56, about 48 MB: Kafka's server, Scala, Jackson, ZooKeeper, Netty, each under its own
+about 150 KB) and the POM sbt wrote for it, which names Kafka's broker and what it needs. Those
+jars (about 48 MB: Kafka's server, Scala, Jackson, ZooKeeper, Netty, each under its own
 license) are not bundled: they are resolved the way ``--packages`` resolves Spark's, by the Ivy
 that ships inside PySpark, with the settings ``--packages`` reads (:func:`ivy_settings`), chained
 in its order (:func:`ivy_settings_xml`), into the cache ``--packages`` uses. The first start
-downloads them (under a minute); the classpath found is kept beside that cache and reused while its
+downloads them; the classpath found is kept beside that cache and reused while its
 jars are there.
 
 Every connection to a repository gives up after :data:`CONNECTION_TIMEOUT_S` without an answer,
