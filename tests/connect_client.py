@@ -195,6 +195,26 @@ def event_time(args: dict[str, Any]) -> dict[str, Any]:
             spark, source, WatermarkStrategy.for_monotonous_timestamps().with_event_time_column("et")
         ).columns,
     }
+    # ... and what each reads, to its end: every record, the renamed column holding its event time
+    strategy_reads: dict[str, Any] = {}
+    for name, strategy in (
+        ("none", WatermarkStrategy.no_watermarks()),
+        ("renamed", WatermarkStrategy.for_monotonous_timestamps().with_event_time_column("et")),
+    ):
+        q = (
+            sluice.from_source(spark, skewed(2, 10, 0), strategy)
+            .writeStream.format("memory")
+            .queryName(f"strategy_{name}")
+            .trigger(availableNow=True)
+            .start()
+        )
+        if not q.awaitTermination(120) or q.exception() is not None:
+            raise AssertionError(f"strategy_{name}: {q.exception()}")
+        rows = spark.table(f"strategy_{name}").collect()
+        strategy_reads[name] = {
+            "rows": len(rows),
+            "et_is_timestamp": name == "renamed" and all(r["et"] == r["timestamp"] for r in rows),
+        }
     # every builder step at once; the drift resolved from the query's withWatermark delay
     auto = (
         WatermarkStrategy.for_bounded_out_of_orderness(timedelta(minutes=1))
@@ -263,6 +283,7 @@ def event_time(args: dict[str, Any]) -> dict[str, Any]:
 
     return {
         "columns": columns,
+        "strategies_read": strategy_reads,
         "auto_drift": sorted({p.sources[0].metrics["alignment.maxDriftMs"] for p in read}),
         "auto_flag": sorted({p.sources[0].metrics["alignment.maxDriftAuto"] for p in read}),
         "auto_spreads": spreads,

@@ -137,6 +137,10 @@ def test_watermark_strategies_auto_drift_status_and_plot(server: str, tmp_path: 
     seen = client("event_time", tmp_path, url=server)
     generator_columns = ["id", "split", "timestamp", "payload"]
     assert seen["columns"] == {"none": generator_columns, "renamed": [*generator_columns, "et"]}
+    assert seen["strategies_read"] == {
+        "none": {"rows": 20, "et_is_timestamp": False},
+        "renamed": {"rows": 20, "et_is_timestamp": True},
+    }
     # "auto": the withWatermark delay (10 min) minus the out-of-orderness (1 min) minus 1 ms
     assert seen["auto_drift"] == [str(9 * MINUTE - 1)] and seen["auto_flag"] == ["true"]
     assert seen["dropped"] == 0
