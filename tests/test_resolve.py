@@ -83,6 +83,30 @@ def conf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, closed_port: int) -> P
     return folder
 
 
+#: what a resolution of the launcher's POM finds: the broker and what it depends on, in Ivy's cache
+BOTH_JARS = [
+    "test.sluice/broker-deps/jars/broker-deps-1.0.jar",
+    "test.sluice/broker/jars/broker-1.0.jar",
+]
+
+
+def _one_resolver(name: str, root: str) -> str:
+    """An Ivy settings file whose default (and only) resolver is a Maven repository at ``root``."""
+    return (
+        f'<ivysettings><settings defaultResolver="{name}"/><resolvers>'
+        f'<ibiblio name="{name}" m2compatible="true" root="{root}"/>'
+        "</resolvers></ivysettings>"
+    )
+
+
+def _moved_broker(mirror: Path, company: Path) -> Path:
+    """``company``, a repository holding the broker, taken out of ``mirror`` (which keeps what it
+    depends on)."""
+    (company / "test/sluice").mkdir(parents=True)
+    (mirror / "test/sluice/broker").rename(company / "test/sluice/broker")
+    return company
+
+
 def _defaults(conf: Path, tmp_path: Path, **properties: str) -> None:
     lines = [f"spark.jars.ivy {tmp_path / 'ivy'}", *(f"{k} {v}" for k, v in properties.items())]
     (conf / "spark-defaults.conf").write_text("# as spark-submit reads it\n" + "\n".join(lines) + "\n")
@@ -97,18 +121,11 @@ def test_an_ivy_settings_file_is_honoured(
     launcher: tuple[Path, Path], mirror: Path, conf: Path, tmp_path: Path
 ) -> None:
     settings = tmp_path / "ivysettings.xml"
-    settings.write_text(
-        '<ivysettings><settings defaultResolver="company"/><resolvers>'
-        f'<ibiblio name="company" m2compatible="true" root="{mirror.as_uri()}/"/>'
-        "</resolvers></ivysettings>"
-    )
+    settings.write_text(_one_resolver("company", f"{mirror.as_uri()}/"))
     _defaults(conf, tmp_path, **{"spark.jars.ivySettings": str(settings)})
     classpath = resolve_classpath(*launcher, java=_java_executable())
     assert classpath.split(":")[0] == str(launcher[0])
-    assert _resolved(classpath, tmp_path) == [
-        "test.sluice/broker-deps/jars/broker-deps-1.0.jar",
-        "test.sluice/broker/jars/broker-1.0.jar",
-    ]
+    assert _resolved(classpath, tmp_path) == BOTH_JARS
 
 
 def test_spark_jars_repositories_are_honoured(
@@ -116,10 +133,7 @@ def test_spark_jars_repositories_are_honoured(
 ) -> None:
     _defaults(conf, tmp_path, **{"spark.jars.repositories": f"{mirror.as_uri()}/"})
     classpath = resolve_classpath(*launcher, java=_java_executable())
-    assert _resolved(classpath, tmp_path) == [
-        "test.sluice/broker-deps/jars/broker-deps-1.0.jar",
-        "test.sluice/broker/jars/broker-1.0.jar",
-    ]
+    assert _resolved(classpath, tmp_path) == BOTH_JARS
 
 
 def test_a_repository_that_never_answers_fails_within_the_connection_timeout(
@@ -159,11 +173,7 @@ def test_a_resolution_without_timeouts_of_its_own_ends_at_the_deadline(
     # a user's settings file sets no timeout: its resolver would wait for ever
     monkeypatch.setattr(_resolve, "RESOLVE_TIMEOUT_S", 2)
     settings = tmp_path / "ivysettings.xml"
-    settings.write_text(
-        '<ivysettings><settings defaultResolver="proxy"/><resolvers>'
-        f'<ibiblio name="proxy" m2compatible="true" root="http://127.0.0.1:{silent_port}/"/>'
-        "</resolvers></ivysettings>"
-    )
+    settings.write_text(_one_resolver("proxy", f"http://127.0.0.1:{silent_port}/"))
     _defaults(conf, tmp_path, **{"spark.jars.ivySettings": str(settings)})
     began = time.monotonic()
     with pytest.raises(RuntimeError) as failed:
@@ -180,58 +190,36 @@ def test_repositories_are_chained_after_the_settings_files_resolver(
     launcher: tuple[Path, Path], mirror: Path, conf: Path, tmp_path: Path
 ) -> None:
     # the settings file's resolver holds the broker, the listed repository what it depends on
-    company = tmp_path / "company"
-    (company / "test/sluice").mkdir(parents=True)
-    (mirror / "test/sluice/broker").rename(company / "test/sluice/broker")
+    company = _moved_broker(mirror, tmp_path / "company")
     settings = tmp_path / "ivysettings.xml"
-    settings.write_text(
-        '<ivysettings><settings defaultResolver="company"/><resolvers>'
-        f'<ibiblio name="company" m2compatible="true" root="{company.as_uri()}/"/>'
-        "</resolvers></ivysettings>"
-    )
+    settings.write_text(_one_resolver("company", f"{company.as_uri()}/"))
     _defaults(
         conf,
         tmp_path,
         **{"spark.jars.ivySettings": str(settings), "spark.jars.repositories": f"{mirror.as_uri()}/"},
     )
     classpath = resolve_classpath(*launcher, java=_java_executable())
-    assert _resolved(classpath, tmp_path) == [
-        "test.sluice/broker-deps/jars/broker-deps-1.0.jar",
-        "test.sluice/broker/jars/broker-1.0.jar",
-    ]
+    assert _resolved(classpath, tmp_path) == BOTH_JARS
 
 
 def test_relative_paths_are_taken_from_the_current_folder(
     launcher: tuple[Path, Path], mirror: Path, conf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # as spark-submit takes them; Ivy itself runs in a temporary folder, deleted after it
-    (tmp_path / "ivysettings.xml").write_text(
-        '<ivysettings><settings defaultResolver="company"/><resolvers>'
-        f'<ibiblio name="company" m2compatible="true" root="{mirror.as_uri()}/"/>'
-        "</resolvers></ivysettings>"
-    )
+    (tmp_path / "ivysettings.xml").write_text(_one_resolver("company", f"{mirror.as_uri()}/"))
     _defaults(conf, tmp_path, **{"spark.jars.ivy": "ivy", "spark.jars.ivySettings": "file:ivysettings.xml"})
     monkeypatch.chdir(tmp_path)
     classpath = resolve_classpath(*launcher, java=_java_executable())
     assert all(Path(entry).is_file() for entry in classpath.split(":"))
-    assert _resolved(classpath, tmp_path) == [
-        "test.sluice/broker-deps/jars/broker-deps-1.0.jar",
-        "test.sluice/broker/jars/broker-1.0.jar",
-    ]
+    assert _resolved(classpath, tmp_path) == BOTH_JARS
 
 
 def test_a_default_resolver_set_in_an_included_file_is_chained_before_the_repositories(
     launcher: tuple[Path, Path], mirror: Path, conf: Path, tmp_path: Path
 ) -> None:
     # the included file's resolver holds the broker, the listed repository what it depends on
-    company = tmp_path / "company"
-    (company / "test/sluice").mkdir(parents=True)
-    (mirror / "test/sluice/broker").rename(company / "test/sluice/broker")
-    (tmp_path / "company.xml").write_text(
-        '<ivysettings><settings defaultResolver="company"/><resolvers>'
-        f'<ibiblio name="company" m2compatible="true" root="{company.as_uri()}/"/>'
-        "</resolvers></ivysettings>"
-    )
+    company = _moved_broker(mirror, tmp_path / "company")
+    (tmp_path / "company.xml").write_text(_one_resolver("company", f"{company.as_uri()}/"))
     settings = tmp_path / "ivysettings.xml"
     settings.write_text('<ivysettings><include file="${ivy.settings.dir}/company.xml"/></ivysettings>')
     _defaults(
@@ -240,10 +228,7 @@ def test_a_default_resolver_set_in_an_included_file_is_chained_before_the_reposi
         **{"spark.jars.ivySettings": str(settings), "spark.jars.repositories": f"{mirror.as_uri()}/"},
     )
     classpath = resolve_classpath(*launcher, java=_java_executable())
-    assert _resolved(classpath, tmp_path) == [
-        "test.sluice/broker-deps/jars/broker-deps-1.0.jar",
-        "test.sluice/broker/jars/broker-1.0.jar",
-    ]
+    assert _resolved(classpath, tmp_path) == BOTH_JARS
 
 
 def test_a_default_resolver_that_cannot_be_told_fails_saying_what_to_do(
@@ -274,10 +259,7 @@ def test_the_local_maven_repository_comes_first_as_for_packages(
     mirror.rename(m2 / "repository")
     _defaults(conf, tmp_path)
     classpath = resolve_classpath(*launcher, java=_java_executable())
-    assert _resolved(classpath, tmp_path) == [
-        "test.sluice/broker-deps/jars/broker-deps-1.0.jar",
-        "test.sluice/broker/jars/broker-1.0.jar",
-    ]
+    assert _resolved(classpath, tmp_path) == BOTH_JARS
 
 
 def test_spark_defaults_are_read_from_the_pyspark_package_without_spark_home(
