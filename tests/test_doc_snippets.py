@@ -2,7 +2,8 @@
 test session's broker and SparkSession (the ```scala ones run with the same markers, places rewritten
 and rule for queries in sbt's spark/test, jvm/spark/src/test/scala/sluice/docs/DocSnippetsSuite.scala;
 docs/development.md says where the two differ: Scala rewrites only plain literals and refuses other
-paths, and runs each page on its own session; both sides stop a snippet's queries at a deadline).
+paths, and runs each page on its own session; both sides stop a snippet's queries at a deadline,
+and give up one still blocked a grace later, naming where it waits).
 
 A page's snippets run in order in one namespace, as a reader runs them top to bottom. The line just
 before a fence may carry a marker comment (invisible when the page is rendered):
@@ -32,6 +33,7 @@ import ast
 import contextlib
 import json
 import re
+import signal
 import tempfile
 import threading
 import time
@@ -39,6 +41,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -67,6 +70,10 @@ QUERY_WAIT_S = 60
 #: how long one snippet may run before its queries are stopped (which releases an
 #: `awaitTermination()` without a timeout) and it fails: a hanging snippet must not hang make test
 SNIPPET_DEADLINE_S = 300
+#: how long a snippet may take to return once its queries were stopped at its deadline (each stop
+#: is bounded by the test session's stopTimeout, 30 s); past that, it is blocked on something else (a
+#: lock, an endless loop) and its main thread is interrupted
+SNIPPET_GRACE_S = 60
 # a line of a stack trace that names an exception: "ValueError: ...", "org.apache.x.YException: ..."
 ERROR_LINE = re.compile(r"^(Caused by: )?[\w.$]*(Error|Exception)\b.*")
 # fenced blocks, each with the marker comment on the line before it, if any
@@ -468,6 +475,50 @@ class _Watchdog:
         self._done.set()
 
 
+class _Blocked(BaseException):
+    """Raised in the main thread by `_Alarm`: a BaseException, so a snippet's `except Exception`
+    does not swallow it."""
+
+
+class _Alarm:
+    """Interrupts the main thread (where pytest runs the test) once `seconds` have passed inside the
+    `with`, raising `_Blocked` with where it waited: the innermost frame and the snippet's own line
+    (`source` is the file name its code was compiled with; `first` the page line of its code's first
+    line). Stopping queries (`_Watchdog`) releases a snippet waiting on one, not one waiting on an
+    `Event`, a socket or a state a stopped query never reaches. The handler and timer it replaced are
+    restored after. A snippet interrupted inside a call into the JVM leaves that py4j connection
+    unanswered: the run fails either way, and later tests of the module may fail after it."""
+
+    def __init__(self, seconds: float, source: str, first: int, page: str) -> None:
+        self._seconds, self._source, self._first, self._page = seconds, source, first, page
+
+    def _where(self, frame: FrameType | None) -> str:
+        inner = f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}" if frame else "?"
+        while frame is not None and frame.f_code.co_filename != self._source:
+            frame = frame.f_back
+        if frame is None:
+            return inner
+        return f"{inner}, called from {self._page}:{self._first + frame.f_lineno - 1}"
+
+    def _ring(self, signum: int, frame: FrameType | None) -> None:
+        raise _Blocked(self._where(frame))
+
+    def __enter__(self) -> _Alarm:
+        self._handler = signal.signal(signal.SIGALRM, self._ring)
+        self._timer = signal.setitimer(signal.ITIMER_REAL, self._seconds)
+        self._began = time.monotonic()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, self._handler)
+        left, interval = self._timer
+        if left > 0:  # an outer timer keeps running, less the time spent here
+            signal.setitimer(
+                signal.ITIMER_REAL, max(left - (time.monotonic() - self._began), 0.001), interval
+            )
+
+
 def _run(
     found: list[Snippet],
     page: str,
@@ -476,6 +527,7 @@ def _run(
     work: Path,
     wait: float = QUERY_WAIT_S,
     deadline: float = SNIPPET_DEADLINE_S,
+    grace: float = SNIPPET_GRACE_S,
 ) -> _Queries:
     """Runs a page's snippets in order in one namespace, with their checks and their queries';
     returns what became of the queries."""
@@ -493,15 +545,19 @@ def _run(
             before = len(queries.started)
             overran = _Watchdog(spark, deadline)
             try:
-                with overran:
-                    exec(
-                        compile(_localized(snippet.code, kafka, work, snippet.where), snippet.where, "exec"),
-                        namespace,
-                    )
+                code = compile(_localized(snippet.code, kafka, work, snippet.where), snippet.where, "exec")
+                with overran, _Alarm(deadline + grace, snippet.where, snippet.line, snippet.page):
+                    exec(code, namespace)
                 for check in snippet.expect:
                     assert eval(
                         _localized(check, kafka, work, snippet.where), namespace
                     ), f"{snippet.where}: expected {check}"
+            except _Blocked as e:
+                raise AssertionError(
+                    f"{snippet.where} was still blocked {grace} s after its {deadline} s deadline (its "
+                    f"queries were stopped), waiting at {e}: a snippet must not wait without bound, or "
+                    "must be marked `skip <why>`"
+                ) from None
             except Exception as e:
                 # the snippet's own error stays the cause, also when it came after the deadline
                 late = f" (past its {deadline} s deadline: its queries were stopped)" if overran.fired else ""
@@ -637,6 +693,25 @@ def test_a_snippet_that_never_ends_is_stopped_and_fails(
         _run([forever], "example.md", spark, kafka, work, wait=3, deadline=3)
     assert time.monotonic() - began < 60
     assert not spark.streams.active
+
+
+def test_a_snippet_blocked_on_something_else_than_a_query_is_interrupted_and_fails(
+    spark: SparkSession, kafka: EmbeddedKafka, work: Path, restored: None
+) -> None:
+    """Stopping queries does not release a wait on an `Event` that nothing sets: the main thread is
+    interrupted once the grace after the deadline passed, and the failure says where it waited."""
+    blocked = Snippet("example.md", 15, "import threading\n\nthreading.Event().wait()\n")
+    handler = signal.getsignal(signal.SIGALRM)
+    began = time.monotonic()
+    with pytest.raises(
+        AssertionError,
+        match=r"example.md:15 was still blocked 1 s after its 3 s deadline .* in wait, called from "
+        r"example.md:17",
+    ):
+        _run([blocked], "example.md", spark, kafka, work, wait=3, deadline=3, grace=1)
+    assert time.monotonic() - began < 60
+    assert signal.getsignal(signal.SIGALRM) is handler  # the handler it replaced is back
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
 
 
 def test_a_query_that_ended_without_reading_did_not_run(
