@@ -18,7 +18,8 @@ Directives are separated by ``;``; an ``expect`` may call ``rows_read(df)``, whi
 to the end of what it finds, in a checkpoint of its own, and returns the rows it read. The places a reader puts their own are rewritten to this run's:
 the broker ``broker:9092`` to the embedded broker, and paths under ``/archive/``, ``/checkpoints/``,
 ``/etc/kafka/``, ``/tables/``, ``/tmp/``, ``s3a://archive/`` and ``s3a://warehouse/`` to a temporary
-directory, and a literal holding any other path, URI or broker fails the snippet (the
+directory, and a literal holding any other path, URI or broker, or a relative path handed to Spark
+(`_paths_given`: its JVM resolves it against the repository's root), fails the snippet (the
 ``work`` fixture writes ``archive/events`` as JSON files, ``warehouse/events`` as Parquet, and the
 topics ``events`` and ``orders``). Every source of every query a snippet starts must read rows
 (in some batch), and the query must not fail, then or while the page's later snippets run (a
@@ -83,9 +84,21 @@ MARKER = re.compile(r"<!--\s*snippet:(.*?)-->\s*$")
 PATH_LITERAL = re.compile(
     r"""(["'])(s3a://archive/|s3a://warehouse/|/archive/|/checkpoints/|/etc/kafka/|/tables/|/tmp/)"""
 )
-# what a reader would take for a path, a URI or a broker of their own machine (as the Scala runner's
-# rules, project/DocSnippetLiterals.scala, but for relative paths: a page runs in the scratch folder)
-MACHINE_PATH = re.compile(r"""[a-z][a-z0-9+.-]*:/|(?:^|[\s'"`(=,;])/[\w.~-]|\bbroker:(?!9092\b)\d+""")
+# what a reader would take for a path, a URI or a broker of their own machine, as the Scala runner's
+# rules (project/DocSnippetLiterals.scala): a host (a name starting with a letter, or an IPv4 address)
+# and a port, but not a time ("12:30") nor broker:9092
+MACHINE_PATH = re.compile(
+    r"""[a-z][a-z0-9+.-]*:/|(?:^|[\s'"`(=,;])~?/[\w.~-]|"""
+    r"""(?<![\w.-])(?!broker:9092\b)(?:[A-Za-z][\w.-]*|\d{1,3}(?:\.\d{1,3}){3}):\d{2,5}\b"""
+)
+# the calls (by method name) whose first argument is a path Spark's JVM resolves, against its own
+# working folder (the repository's root) when relative: the page's scratch folder serves only what
+# Python itself opens (plot's "backfill.png"); these take several paths, each an argument
+PATH_CALLS = {"path", "load", "json", "parquet", "csv", "text", "orc", "save", "start"}
+PATHS_CALLS = {"paths", "parquet"}
+# the options naming a path (`option(...)`, and as keywords to these calls or `options(...)`; a
+# checkpoint's to any call): plot's `path=` is Python's own
+PATH_OPTIONS = {"path", "paths", "checkpointLocation"}
 
 
 @dataclass
@@ -370,16 +383,53 @@ def _localized(code: str, kafka: EmbeddedKafka, work: Path, where: str) -> str:
     code = code.replace("broker:9092", kafka.bootstrap_servers)
     code = PATH_LITERAL.sub(lambda m: m.group(1) + str(work) + "/" + m.group(2).split("/")[-2] + "/", code)
     rewritten = re.compile(re.escape(str(work)) + r"""[^\s'"`,;]*""")
+    advice = (
+        "start it with one of /archive/, /checkpoints/, /etc/kafka/, /tables/, /tmp/, s3a://archive/, "
+        "s3a://warehouse/ (one path per literal), or `broker:9092`, or mark it `skip <why>`"
+    )
     for node in ast.walk(ast.parse(code)):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if found := MACHINE_PATH.search(rewritten.sub("", node.value)):
+            # the run's own places and broker (rewritten from `broker:9092`) taken out
+            left = rewritten.sub("", node.value).replace(kafka.bootstrap_servers, "")
+            if found := MACHINE_PATH.search(left):
                 raise ValueError(
                     f"{where}: {node.value!r} holds a path, URI or broker the test does not rewrite "
-                    f"({found.group(0)!r}: the snippet would use this machine's): start it with one "
-                    "of /archive/, /checkpoints/, /etc/kafka/, /tables/, /tmp/, s3a://archive/, "
-                    "s3a://warehouse/ (one path per literal), or `broker:9092`, or mark it `skip <why>`"
+                    f"({found.group(0)!r}: the snippet would use this machine's): {advice}"
                 )
+        elif isinstance(node, ast.Call):
+            for call, path in _paths_given(node):
+                if not path.startswith(str(work)):
+                    raise ValueError(
+                        f"{where}: {path!r} is a relative path given to {call}: Spark's JVM resolves "
+                        f"it against its own working folder, the repository's root: {advice}"
+                    )
     return code
+
+
+def _paths_given(node: ast.Call) -> Iterator[tuple[str, str]]:
+    """The string literals a call hands Spark as paths, each with what names it: its first argument
+    (all of them for `paths`), the path options as `option(...)` or keywords, and a table
+    builder's `table(...)` when it holds a `/` (`spark.table("db.events")` names a catalog's table)."""
+
+    def text(arg: ast.expr) -> str | None:
+        return arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else None
+
+    name = node.func.attr if isinstance(node.func, ast.Attribute) else None
+    args = [text(a) for a in node.args]
+    if name in PATHS_CALLS:
+        yield from ((f"{name}()", a) for a in args if a is not None)
+    elif name in PATH_CALLS and args and args[0] is not None:
+        yield f"{name}()", args[0]
+    elif name == "table" and args and args[0] is not None and "/" in args[0]:
+        yield "table()", args[0]
+    elif name == "option" and len(args) == 2 and args[0] in PATH_OPTIONS and args[1] is not None:
+        yield f"option({args[0]!r})", args[1]
+    spark_call = name in PATH_CALLS | PATHS_CALLS | {"options"}
+    for keyword in node.keywords:
+        if keyword.arg not in PATH_OPTIONS or (keyword.arg != "checkpointLocation" and not spark_call):
+            continue
+        if (value := text(keyword.value)) is not None:
+            yield f"{keyword.arg}=", value
 
 
 def _given(name: str, spark: SparkSession, kafka: EmbeddedKafka, work: Path) -> object:
@@ -757,6 +807,19 @@ def test_snippets_that_may_read_nothing_are_the_listed_ones() -> None:
         ('sql = "SELECT * FROM parquet.`/srv/x`"\n', "`/s"),  # inside a SQL text
         ("servers = 'broker:9093'\n", "broker:9093"),  # another broker
         ("paths = '/tmp/a,/etc/b'\n", ",/e"),  # a second path after a rewritten one
+        ("servers = 'localhost:9092'\n", "localhost:9092"),  # brokers of this machine
+        ("servers = '127.0.0.1:9092'\n", "127.0.0.1:9092"),
+        ("servers = 'broker:9092,kafka-1:9092'\n", "kafka-1:9092"),
+        ("path = '~/data'\n", "~/d"),  # a home folder
+        # relative paths given to Spark, which its JVM resolves against the repository's root
+        ("spark.readStream.format('json').load('data/events')\n", "load()"),
+        ("sluice.FileSource.builder().path('chk')\n", "path()"),
+        ("sluice.FileSource.builder().paths('/archive/a/', 'data/b')\n", "paths()"),
+        ("spark.range(1).writeStream.option('checkpointLocation', 'checkpoints/q')\n", "option("),
+        ("spark.range(1).writeStream.start(checkpointLocation='chk')\n", "checkpointLocation="),
+        ("spark.range(1).write.parquet('out')\n", "parquet()"),
+        ("spark.range(1).writeStream.options(path='out')\n", "path="),
+        ("sluice.DeltaSource.builder().table('tables/events')\n", "table()"),
     ],
 )
 def test_a_literal_naming_a_place_of_this_machine_fails(
@@ -765,8 +828,28 @@ def test_a_literal_naming_a_place_of_this_machine_fails(
     snippet = Snippet("example.md", 13, code, given={"spark": "spark"})
     with pytest.raises(AssertionError, match=r"example.md:13 does not run as written") as failed:
         _run([snippet], "example.md", spark, kafka, work, wait=3)
-    assert "holds a path, URI or broker the test does not rewrite" in str(failed.value)
-    assert repr(found) in str(failed.value)
+    if found.endswith(("()", "(", "=")):  # the call it was given to
+        assert f"is a relative path given to {found}" in str(failed.value)
+    else:
+        assert "holds a path, URI or broker the test does not rewrite" in str(failed.value)
+        assert repr(found) in str(failed.value)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "spark.conf.set('spark.sql.shuffle.partitions', '2')\n",  # a setting, no path
+        "start, end = '12:30', '2023-11-14T22:13:20Z'\n",  # times, no brokers
+        "names = spark.table('db.events')\n",  # a catalog's table, no location
+        "plot = lambda query, path: path\nplot(None, path='backfill.png')\n",  # Python's own file
+        "with open('notes.txt', 'w') as f:\n    f.write('a')\n",
+        "spark.range(1).writeStream.option('maxFilesPerTrigger', '1')\n",
+    ],
+)
+def test_literals_naming_no_place_of_this_machine_are_left(
+    code: str, kafka: EmbeddedKafka, work: Path
+) -> None:
+    assert _localized(code, kafka, work, "example.md:1") == code
 
 
 def test_places_a_reader_puts_their_own_are_rewritten_wherever_the_literal_is(
