@@ -14,14 +14,18 @@ before a fence may carry a marker comment (invisible when the page is rendered):
     <!-- snippet: skip why -->                           not run (counted and listed: SKIPPED)
     <!-- snippet: idle starts at the topic's end -->      its queries may read nothing (listed: IDLE)
 
-Directives are separated by ``;``; an ``expect`` may call ``rows_read(df)``, which runs the stream
-to the end of what it finds, in a checkpoint of its own, and returns the rows it read. The places a reader puts their own are rewritten to this run's:
+    <!-- snippet: raises SLUICE_DATA_LOSS -->           it must end raising an error of that class
+
+Directives are separated by ``;``; an ``expect`` may call ``rows_read(df)`` (or ``rows_read(source)``),
+which runs the stream to the end of what it finds, in a checkpoint of its own, and returns the rows
+it read. The places a reader puts their own are rewritten to this run's:
 the broker ``broker:9092`` to the embedded broker, and paths under ``/archive/``, ``/checkpoints/``,
 ``/etc/kafka/``, ``/tables/``, ``/tmp/``, ``s3a://archive/`` and ``s3a://warehouse/`` to a temporary
 directory, and a literal holding any other path, URI or broker, or a relative path handed to Spark
 (`_paths_given`: its JVM resolves it against the repository's root), fails the snippet (the
-``work`` fixture writes ``archive/events`` as JSON files, ``warehouse/events`` as Parquet, and the
-topics ``events`` and ``orders``). Every source of every query a snippet starts must read rows
+``work`` fixture writes ``archive/events`` and ``archive/clicks/2024`` as JSON files,
+``warehouse/events`` as Parquet, the topics ``events`` and ``orders``, and ``lost-events``, whose
+first records are deleted). Every source of every query a snippet starts must read rows
 (in some batch), and the query must not fail, then or while the page's later snippets run (a
 listener sees each one, failed or not); a trigger that read nothing, a query gone idle or one that
 ended without reading does not count, unless the snippet is marked ``idle`` (``_Queries``).
@@ -66,6 +70,8 @@ SKIPPED = [
 # the snippets whose queries may read nothing (`idle`), with the reason their marker gives: none yet
 IDLE: list[tuple[str, str]] = []
 EVENTS_MS = 1_700_000_000_000
+# a topic whose first records were deleted: `lost_query` fails reading it (SLUICE_DATA_LOSS)
+LOST_TOPIC = "lost-events"
 # how long a query a snippet started may take to read its first rows (or end)
 QUERY_WAIT_S = 60
 #: how long one snippet may run before its queries are stopped (which releases an
@@ -111,6 +117,8 @@ class Snippet:
     skip: str | None = None
     #: why the snippet's queries may read nothing (`idle` directive)
     idle: str | None = None
+    #: the error class it must end raising (`raises` directive): its given queries may fail
+    raises: str | None = None
 
     @property
     def where(self) -> str:
@@ -140,6 +148,8 @@ def snippets(page: Path, language: str) -> list[Snippet]:
                     snippet.skip = rest.strip()
                 elif word == "idle":
                     snippet.idle = rest.strip()
+                elif word == "raises":
+                    snippet.raises = rest.strip()
                 else:
                     raise ValueError(f"{snippet.where}: unknown snippet directive {word!r}")
         found.append(snippet)
@@ -184,6 +194,24 @@ def _timed_files(spark: SparkSession, work: Path) -> object:
         .schema("id BIGINT, event_time BIGINT")
         .timestamp_column("event_time")
         .build()
+    )
+
+
+def _lost_query(spark: SparkSession, kafka: EmbeddedKafka, work: Path) -> StreamingQuery:
+    """A running query that fails with SLUICE_DATA_LOSS: it starts at offset 0 of a partition whose
+    records before 3 were deleted."""
+    source = (
+        sluice.KafkaSource.builder()
+        .bootstrap_servers(kafka.bootstrap_servers)
+        .topics(LOST_TOPIC)
+        .starting_offsets(sluice.OffsetsInitializer.offsets({(LOST_TOPIC, 0): 0}))
+        .build()
+    )
+    return (
+        sluice.from_source(spark, source)
+        .writeStream.format("noop")
+        .option("checkpointLocation", tempfile.mkdtemp(prefix="lost", dir=work))
+        .start()
     )
 
 
@@ -341,22 +369,27 @@ def _delta_events(work: Path) -> str:
 
 @pytest.fixture(scope="module")
 def work(spark: SparkSession, kafka: EmbeddedKafka, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The archive and the topics the pages name: JSON events (id, user, amount, ts), and the
-    warehouse's Parquet events, partitioned by date."""
+    """The archive and the topics the pages name: JSON events (id, user, amount, ts), their 2024
+    clicks, the warehouse's Parquet events, partitioned by date, and a topic some records of which
+    are gone."""
     work = tmp_path_factory.mktemp("docs")
     rows = [{"id": i, "user": f"u{i % 3}", "amount": i * 1.5, "ts": "2023-11-14T22:13:20Z"} for i in range(6)]
     archive = work / "archive" / "events"
     archive.mkdir(parents=True)
     (archive / "part-0.json").write_text("".join(json.dumps(r) + "\n" for r in rows[:3]))
+    clicks = work / "archive" / "clicks" / "2024"  # a glob's folder, apart from the events' (listed whole)
+    clicks.mkdir(parents=True)
+    (clicks / "part-0.json").write_text("".join(json.dumps(r) + "\n" for r in rows[3:]))
     spark.createDataFrame(
         [(i, "2026-11-01", datetime(2026, 11, 1, 12, i)) for i in range(3)],
         "id BIGINT, date STRING, ts TIMESTAMP",
     ).write.partitionBy("date").parquet(str(work / "warehouse" / "events"))
-    for topic in ("events", "orders"):
+    for topic in ("events", "orders", LOST_TOPIC):
         kafka.create_topic(topic)
         kafka.produce(
             topic, [{"value": json.dumps(r), "timestamp": EVENTS_MS + i} for i, r in enumerate(rows)]
         )
+    kafka.delete_records(LOST_TOPIC, 0, 3)  # as retention would: `lost_query` was to read them
     return work
 
 
@@ -449,6 +482,8 @@ def _given(name: str, spark: SparkSession, kafka: EmbeddedKafka, work: Path) -> 
         return _iceberg_events(work)
     if name == "delta_events":
         return _delta_events(work)
+    if name == "lost_query":
+        return _lost_query(spark, kafka, work)
     if name == "old_kafka_checkpoint":
         _old_kafka_checkpoint(work)
         return None
@@ -474,12 +509,14 @@ def test_page_snippets_run(
     _run(snippets(page, "python"), str(page.relative_to(ROOT)), spark, kafka, work)
 
 
-def _rows_read(work: Path, wait: float) -> Callable[[DataFrame], int]:
+def _rows_read(spark: SparkSession, work: Path, wait: float) -> Callable[[object], int]:
     """What a page's checks (`expect`) may call besides what its snippets define, as DocRun's
-    `checks.rowsRead`: runs the stream to the end of what it finds (each run in a checkpoint of its
-    own); the rows its batches read."""
+    `checks.rowsRead`: runs the stream (a DataFrame, or a source a snippet only built, read by
+    `sluice.from_source`) to the end of what it finds (each run in a checkpoint of its own); the rows
+    its batches read."""
 
-    def rows_read(df: DataFrame) -> int:
+    def rows_read(read: object) -> int:
+        df = read if isinstance(read, DataFrame) else sluice.from_source(spark, read)
         checkpoint = tempfile.mkdtemp(prefix="check", dir=work)
         query = (
             df.writeStream.format("noop")
@@ -581,23 +618,34 @@ def _run(
 ) -> _Queries:
     """Runs a page's snippets in order in one namespace, with their checks and their queries';
     returns what became of the queries."""
-    namespace: dict[str, object] = {"__name__": "__doc_snippet__", "rows_read": _rows_read(work, wait)}
+    namespace: dict[str, object] = {"__name__": "__doc_snippet__", "rows_read": _rows_read(spark, work, wait)}
     queries = _Queries()
+    failing: set[str] = set()  # the queries given to snippets that must raise their failure
     spark.streams.addListener(queries)
     try:
         ran = 0
         for snippet in found:
             if snippet.skip is not None:
                 continue
+            given_from = len(queries.started)
             for bound, value in snippet.given.items():
                 namespace[bound] = _given(value, spark, kafka, work)
+            if snippet.raises is not None:  # the query it is given fails as it expects
+                failing.update(queries.started[given_from:])
             started = time.monotonic()
             before = len(queries.started)
             overran = _Watchdog(spark, deadline)
             try:
                 code = compile(_localized(snippet.code, kafka, work, snippet.where), snippet.where, "exec")
                 with overran, _Alarm(deadline + grace, snippet.where, snippet.line, snippet.page):
-                    exec(code, namespace)
+                    try:
+                        exec(code, namespace)
+                    except Exception as e:
+                        if snippet.raises is None or _condition(e) != snippet.raises:
+                            raise
+                    else:
+                        if snippet.raises is not None:
+                            raise AssertionError(f"it ended without raising {snippet.raises}")
                 for check in snippet.expect:
                     assert eval(
                         _localized(check, kafka, work, snippet.where), namespace
@@ -631,7 +679,7 @@ def _run(
             assert time.monotonic() - started < 60 + wait, f"{snippet.where} took over a minute"
         assert ran > 0
         # a query may fail in a later batch, while the page's next snippets run
-        _assert_none_failed(queries, queries.started, page)
+        _assert_none_failed(queries, [q for q in queries.started if q not in failing], page)
         return queries
     finally:
         spark.streams.removeListener(queries)
@@ -657,6 +705,12 @@ def test_a_snippet_whose_query_fails_after_it_returned_fails_the_page(
         _run([failing], "example.md", spark, kafka, work)
 
 
+def _condition(error: Exception) -> str | None:
+    """The Sluice error class `error` is or carries, if any."""
+    found = sluice.sluice_error(error)
+    return found.getCondition() if found is not None else None
+
+
 def _assert_none_failed(queries: _Queries, query_ids: list[str], where: str) -> None:
     failed = {q: queries.failed[q] for q in query_ids if q in queries.failed}
     assert not failed, f"{where} started a query that failed: " + "; ".join(
@@ -668,6 +722,16 @@ def _causes(failure: str) -> str:
     """The exception lines of a failure's stack traces (JVM and Python), without the frames."""
     lines = [line.strip() for line in failure.splitlines() if ERROR_LINE.match(line.strip())]
     return " / ".join(dict.fromkeys(lines))[:1000] or failure[:1000]
+
+
+def test_a_snippet_that_must_raise_fails_when_it_does_not(
+    spark: SparkSession, kafka: EmbeddedKafka, work: Path, restored: None
+) -> None:
+    """`raises` is met only by an error of that class: a query that ends cleanly does not."""
+    clean = Snippet("example.md", 17, "query.awaitTermination()\n", given={"query": "query"})
+    clean.raises = "SLUICE_DATA_LOSS"
+    with pytest.raises(AssertionError, match=r"example.md:17 .*ended without raising SLUICE_DATA_LOSS"):
+        _run([clean], "example.md", spark, kafka, work, wait=3)
 
 
 def test_unrun_snippets_are_the_listed_ones() -> None:
