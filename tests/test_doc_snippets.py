@@ -86,6 +86,8 @@ ERROR_LINE = re.compile(r"^(Caused by: )?[\w.$]*(Error|Exception)\b.*")
 # fenced blocks, each with the marker comment on the line before it, if any
 FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.S | re.M)
 MARKER = re.compile(r"<!--\s*snippet:(.*?)-->\s*$")
+# a Python block FENCE does not take for one, so it would silently not run (as Scala's UnreadFence)
+UNREAD_FENCE = re.compile(r"^(?:[ \t]+```|[ \t]*~~~)[ \t]*(?:python3?|py)\b|^```(?:py|python3)\b", re.M)
 # where a reader's places start: a quote then one of them is rewritten to this run's folder
 PATH_LITERAL = re.compile(
     r"""(["'])(s3a://archive/|s3a://warehouse/|/archive/|/checkpoints/|/etc/kafka/|/tables/|/tmp/)"""
@@ -127,14 +129,26 @@ class Snippet:
 
 def snippets(page: Path, language: str) -> list[Snippet]:
     """The page's blocks of ``language``, with what their markers say."""
-    text = page.read_text(encoding="utf-8")
+    return _parse(page.read_text(encoding="utf-8"), str(page.relative_to(ROOT)), language)
+
+
+def _parse(text: str, name: str, language: str) -> list[Snippet]:
+    """`snippets` of the text of the page `name`; a Python block written so that it would not run
+    (```py, ```python3, an indented or ~~~ fence) raises a ValueError naming its line."""
+    if language == "python" and (unread := UNREAD_FENCE.search(text)):
+        line = text.count("\n", 0, unread.start()) + 1
+        raise ValueError(
+            f"{name}:{line}: a Python block must open with ```python "
+            "at the start of its line (a ```py, ```python3, indented or ~~~ fence is not run): write "
+            "it so, or as ```text"
+        )
     found = []
     for fence in FENCE.finditer(text):
         if fence.group(1) != language:
             continue
         line = text.count("\n", 0, fence.start()) + 1
         before = text[: fence.start()].rstrip("\n").rsplit("\n", 1)[-1]
-        snippet = Snippet(str(page.relative_to(ROOT)), line + 1, fence.group(2))
+        snippet = Snippet(name, line + 1, fence.group(2))
         if marker := MARKER.search(before):
             for directive in filter(None, (d.strip() for d in marker.group(1).split(";"))):
                 word, _, rest = directive.partition(" ")
@@ -732,6 +746,16 @@ def test_a_snippet_that_must_raise_fails_when_it_does_not(
     clean.raises = "SLUICE_DATA_LOSS"
     with pytest.raises(AssertionError, match=r"example.md:17 .*ended without raising SLUICE_DATA_LOSS"):
         _run([clean], "example.md", spark, kafka, work, wait=3)
+
+
+@pytest.mark.parametrize(
+    "fence", ["```py", "```python3", "  ```python", "~~~python", "~~~ python", "```python3 title=x"]
+)
+def test_a_python_block_that_would_not_run_fails(fence: str) -> None:
+    text = f"# A page\n\nSome text.\n{fence}\nprint(1)\n{fence.strip()[:3]}\n"
+    with pytest.raises(ValueError, match=r"^example.md:4: a Python block must open with ```python"):
+        _parse(text, "example.md", "python")
+    assert [s.code for s in _parse("```python\nprint(1)\n```\n", "example.md", "python")] == ["print(1)\n"]
 
 
 def test_unrun_snippets_are_the_listed_ones() -> None:
