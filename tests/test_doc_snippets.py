@@ -407,20 +407,51 @@ def work(spark: SparkSession, kafka: EmbeddedKafka, tmp_path_factory: pytest.Tem
     return work
 
 
+@dataclass
+class _SessionState:
+    """What a page may change of the session all pages share (a Scala page has one of its own)."""
+
+    settings: dict[str, str]
+    views: set[str]
+    functions: set[str]
+
+    @classmethod
+    def of(cls, spark: SparkSession) -> _SessionState:
+        return cls(
+            dict(spark.conf.getAll),
+            {t.name for t in spark.catalog.listTables() if t.isTemporary},
+            {row[0] for row in spark.sql("SHOW USER FUNCTIONS").collect()},
+        )
+
+    def restore(self, spark: SparkSession) -> None:
+        """Undoes what was changed since: `spark.sql.*` and `spark.sluice.*` settings, temporary
+        views and functions (a UDF a page registered)."""
+        now = _SessionState.of(spark)
+        for key in now.settings.keys() | self.settings.keys():
+            changed = now.settings.get(key) != self.settings.get(key)
+            # Spark says a setting it does not declare (Sluice's) is not modifiable, yet it is
+            sql = key.startswith("spark.sql.") and spark.conf.isModifiable(key)
+            if changed and (sql or key.startswith("spark.sluice.")):
+                if key in self.settings:
+                    spark.conf.set(key, self.settings[key])
+                else:
+                    spark.conf.unset(key)
+        for view in now.views - self.views:
+            spark.catalog.dropTempView(view)
+        for function in now.functions - self.functions:
+            spark.sql(f"DROP TEMPORARY FUNCTION IF EXISTS `{function}`")
+
+
 @pytest.fixture()
 def restored(spark: SparkSession) -> Iterator[None]:
-    """A page may set session options, watch and start queries: none of it outlives the page."""
-    before = dict(spark.conf.getAll)
+    """A page may set session options, make views and functions, watch and start queries: none of
+    it outlives the page."""
+    before = _SessionState.of(spark)
     yield
     for query in spark.streams.active:
         query.stop()
     sluice.unwatch(spark)
-    for key, value in dict(spark.conf.getAll).items():
-        if key.startswith("spark.sluice.") and before.get(key) != value:
-            if key in before:
-                spark.conf.set(key, before[key])
-            else:
-                spark.conf.unset(key)
+    before.restore(spark)
 
 
 def _localized(code: str, kafka: EmbeddedKafka, work: Path, where: str) -> str:
@@ -756,6 +787,25 @@ def test_a_python_block_that_would_not_run_fails(fence: str) -> None:
     with pytest.raises(ValueError, match=r"^example.md:4: a Python block must open with ```python"):
         _parse(text, "example.md", "python")
     assert [s.code for s in _parse("```python\nprint(1)\n```\n", "example.md", "python")] == ["print(1)\n"]
+
+
+def test_a_pages_settings_views_and_functions_do_not_outlive_it(spark: SparkSession) -> None:
+    before = _SessionState.of(spark)
+    partitions, zone = (
+        spark.conf.get(k) for k in ("spark.sql.shuffle.partitions", "spark.sql.session.timeZone")
+    )
+    spark.conf.set("spark.sql.shuffle.partitions", "7")
+    spark.conf.set("spark.sql.session.timeZone", "UTC" if zone == "Asia/Tokyo" else "Asia/Tokyo")
+    spark.range(3).createOrReplaceTempView("page_view")
+    spark.udf.register("page_udf", lambda x: x + 1, "long")
+    assert spark.sql("SELECT page_udf(id) AS n FROM page_view").count() == 3
+    before.restore(spark)
+    assert spark.conf.get("spark.sql.shuffle.partitions") == partitions
+    assert spark.conf.get("spark.sql.session.timeZone") == zone
+    assert not spark.catalog.tableExists("page_view")
+    with pytest.raises(Exception, match="page_udf"):
+        spark.sql("SELECT page_udf(1)").collect()
+    assert _SessionState.of(spark) == before
 
 
 def test_unrun_snippets_are_the_listed_ones() -> None:
