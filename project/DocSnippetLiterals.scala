@@ -11,8 +11,10 @@ package sluice.docs
  * snippet. Refused, each with the page and line: such a literal with an interpolator (its parts are
  * out of a rewrite's reach), a triple-quoted literal holding a path, a literal holding a second path
  * or a path that is not at its start, and any other literal holding what a reader takes for a path of
- * their machine: absolute (`/etc/x`, `file:/x`), a URI, another broker, or relative (`./x`,
- * `data/events.json`, `out/`), which would resolve against the test's working folder.
+ * their machine: absolute (`/etc/x`, `~/data`, `file:/x`), a URI, a broker other than `broker:9092`
+ * (`localhost:9092`, `127.0.0.1:9092`), or relative (`./x`, `data/events.json`, `out/`, and any
+ * literal a path-taking call is given, `PathCall`: `load("chk")`), which would resolve against the
+ * forked test JVM's working folder, writing into the checkout.
  */
 object DocSnippetLiterals {
 
@@ -32,15 +34,33 @@ object DocSnippetLiterals {
     """(?s)(?<![\w"])([A-Za-z_]\w*)?(?:"{3}(.*?)"{3}(?!")|"((?:[^"\\\n]|\\.)*)"(?!"))""".r
   private val Rewritten =
     ("^(" + Places.map(java.util.regex.Pattern.quote).mkString("|") + ")|broker:9092").r
-  // what a reader would take for a path, a URI or a broker of their own machine
+  // what a reader would take for a path, a URI or a broker of their own machine: a host (a name
+  // starting with a letter, or an IPv4 address) and a port, but not a time ("12:30") nor broker:9092
   private val Absolute =
-    """[a-z][a-z0-9+.-]*:/|(?:^|[\s'"`(=,;])/[\w.~-]|\bbroker:(?!9092\b)\d+""".r
+    ("""[a-z][a-z0-9+.-]*:/|(?:^|[\s'"`(=,;])~?/[\w.~-]|""" +
+      """(?<![\w.-])(?!broker:9092\b)(?:[A-Za-z][\w.-]*|\d{1,3}(?:\.\d{1,3}){3}):\d{2,5}\b""").r
   // a relative path: `./x`, `../x`, or words joined by `/` ending in a data file's suffix or in `/`
   private val Relative =
     """(?:^|[\s'"`(=,;])\.{1,2}/|^[\w.-]+(?:/[\w.-]+)*/(?:[\w.-]*\.(?:json|jsonl|csv|txt|parquet|gz|zst|avro|orc|png))?$""".r
 
+  // the end of code calling what takes a path, with the literals before this one as its arguments
+  // (`paths("a", "b")`): Spark's readers and writers, the builders' `path`, the path options
+  private val PathCall =
+    ("""(?:\.(?:path|paths|load|json|parquet|csv|text|orc|save|start)\(|""" +
+      """\.option\(\s*"(?:path|checkpointLocation)"\s*,)(?:\s*"(?:[^"\\\n]|\\.)*"\s*,)*\s*$""").r
+  // a table builder's `table(` given a location; `spark.table("db.events")` names a catalog's table
+  private val TableCall = """\.table\((?:\s*"(?:[^"\\\n]|\\.)*"\s*,)*\s*$""".r
+
   private def pathIn(text: String): Option[String] =
     Absolute.findFirstIn(text).orElse(Relative.findFirstIn(text))
+
+  /** `text`, a literal the code `before` it hands to a call taking a path, or None. */
+  private def pathGiven(before: String, text: String): Option[String] = {
+    val end = before.takeRight(300)
+    val given = PathCall.findFirstIn(end).isDefined ||
+      text.contains("/") && TableCall.findFirstIn(end).isDefined
+    if (given) Some(text) else None
+  }
 
   private val Advice =
     s"write it as a literal of its own starting with one of ${Places.mkString(", ")}, or " +
@@ -69,11 +89,13 @@ object DocSnippetLiterals {
           if (r.group(1) != null) text.substring(r.end) else text.replace("broker:9092", ""))
         val replacement =
           if (rewritten.isEmpty)
-            pathIn(text).fold(m.matched) { path =>
-              refuse(
-                s"holds a path, URI or broker the test does not rewrite ('$path': the snippet " +
-                  s"would use this machine's): $Advice")
-            }
+            pathIn(text)
+              .orElse(pathGiven(m.before.toString, text))
+              .fold(m.matched) { path =>
+                refuse(
+                  s"holds a path, URI or broker the test does not rewrite ('$path': the snippet " +
+                    s"would use this machine's): $Advice")
+              }
           else if (m.group(2) != null || interpolated)
             refuse(
               "names a broker or a path the test rewrites, out of its reach in an interpolated or " +

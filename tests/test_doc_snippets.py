@@ -2,7 +2,8 @@
 test session's broker and SparkSession (the ```scala ones run with the same markers, places rewritten
 and rule for queries in sbt's spark/test, jvm/spark/src/test/scala/sluice/docs/DocSnippetsSuite.scala;
 docs/development.md says where the two differ: Scala rewrites only plain literals and refuses other
-paths, and runs each page on its own session; both sides stop a snippet's queries at a deadline).
+paths, and runs each page on its own session; both sides stop a snippet's queries at a deadline,
+and give up one still blocked a grace later, naming where it waits).
 
 A page's snippets run in order in one namespace, as a reader runs them top to bottom. The line just
 before a fence may carry a marker comment (invisible when the page is rendered):
@@ -13,13 +14,18 @@ before a fence may carry a marker comment (invisible when the page is rendered):
     <!-- snippet: skip why -->                           not run (counted and listed: SKIPPED)
     <!-- snippet: idle starts at the topic's end -->      its queries may read nothing (listed: IDLE)
 
-Directives are separated by ``;``; an ``expect`` may call ``rows_read(df)``, which runs the stream
-to the end of what it finds, in a checkpoint of its own, and returns the rows it read. The places a reader puts their own are rewritten to this run's:
+    <!-- snippet: raises SLUICE_DATA_LOSS -->           it must end raising an error of that class
+
+Directives are separated by ``;``; an ``expect`` may call ``rows_read(df)`` (or ``rows_read(source)``),
+which runs the stream to the end of what it finds, in a checkpoint of its own, and returns the rows
+it read. The places a reader puts their own are rewritten to this run's:
 the broker ``broker:9092`` to the embedded broker, and paths under ``/archive/``, ``/checkpoints/``,
 ``/etc/kafka/``, ``/tables/``, ``/tmp/``, ``s3a://archive/`` and ``s3a://warehouse/`` to a temporary
-directory, and a literal holding any other path, URI or broker fails the snippet (the
-``work`` fixture writes ``archive/events`` as JSON files, ``warehouse/events`` as Parquet, and the
-topics ``events`` and ``orders``). Every source of every query a snippet starts must read rows
+directory, and a literal holding any other path, URI or broker, or a relative path handed to Spark
+(`_paths_given`: its JVM resolves it against the repository's root), fails the snippet (the
+``work`` fixture writes ``archive/events`` and ``archive/clicks/2024`` as JSON files,
+``warehouse/events`` as Parquet, the topics ``events`` and ``orders``, and ``lost-events``, whose
+first records are deleted). Every source of every query a snippet starts must read rows
 (in some batch), and the query must not fail, then or while the page's later snippets run (a
 listener sees each one, failed or not); a trigger that read nothing, a query gone idle or one that
 ended without reading does not count, unless the snippet is marked ``idle`` (``_Queries``).
@@ -32,6 +38,7 @@ import ast
 import contextlib
 import json
 import re
+import signal
 import tempfile
 import threading
 import time
@@ -39,6 +46,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -62,23 +70,43 @@ SKIPPED = [
 # the snippets whose queries may read nothing (`idle`), with the reason their marker gives: none yet
 IDLE: list[tuple[str, str]] = []
 EVENTS_MS = 1_700_000_000_000
+# a topic whose first records were deleted: `lost_query` fails reading it (SLUICE_DATA_LOSS)
+LOST_TOPIC = "lost-events"
 # how long a query a snippet started may take to read its first rows (or end)
 QUERY_WAIT_S = 60
 #: how long one snippet may run before its queries are stopped (which releases an
 #: `awaitTermination()` without a timeout) and it fails: a hanging snippet must not hang make test
 SNIPPET_DEADLINE_S = 300
+#: how long a snippet may take to return once its queries were stopped at its deadline (each stop
+#: is bounded by the test session's stopTimeout, 30 s); past that, it is blocked on something else (a
+#: lock, an endless loop) and its main thread is interrupted
+SNIPPET_GRACE_S = 60
 # a line of a stack trace that names an exception: "ValueError: ...", "org.apache.x.YException: ..."
 ERROR_LINE = re.compile(r"^(Caused by: )?[\w.$]*(Error|Exception)\b.*")
 # fenced blocks, each with the marker comment on the line before it, if any
 FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.S | re.M)
 MARKER = re.compile(r"<!--\s*snippet:(.*?)-->\s*$")
+# a Python block FENCE does not take for one, so it would silently not run (as Scala's UnreadFence)
+UNREAD_FENCE = re.compile(r"^(?:[ \t]+```|[ \t]*~~~)[ \t]*(?:python3?|py)\b|^```(?:py|python3)\b", re.M)
 # where a reader's places start: a quote then one of them is rewritten to this run's folder
 PATH_LITERAL = re.compile(
     r"""(["'])(s3a://archive/|s3a://warehouse/|/archive/|/checkpoints/|/etc/kafka/|/tables/|/tmp/)"""
 )
-# what a reader would take for a path, a URI or a broker of their own machine (as the Scala runner's
-# rules, project/DocSnippetLiterals.scala, but for relative paths: a page runs in the scratch folder)
-MACHINE_PATH = re.compile(r"""[a-z][a-z0-9+.-]*:/|(?:^|[\s'"`(=,;])/[\w.~-]|\bbroker:(?!9092\b)\d+""")
+# what a reader would take for a path, a URI or a broker of their own machine, as the Scala runner's
+# rules (project/DocSnippetLiterals.scala): a host (a name starting with a letter, or an IPv4 address)
+# and a port, but not a time ("12:30") nor broker:9092
+MACHINE_PATH = re.compile(
+    r"""[a-z][a-z0-9+.-]*:/|(?:^|[\s'"`(=,;])~?/[\w.~-]|"""
+    r"""(?<![\w.-])(?!broker:9092\b)(?:[A-Za-z][\w.-]*|\d{1,3}(?:\.\d{1,3}){3}):\d{2,5}\b"""
+)
+# the calls (by method name) whose first argument is a path Spark's JVM resolves, against its own
+# working folder (the repository's root) when relative: the page's scratch folder serves only what
+# Python itself opens (plot's "backfill.png"); these take several paths, each an argument
+PATH_CALLS = {"path", "load", "json", "parquet", "csv", "text", "orc", "save", "start"}
+PATHS_CALLS = {"paths", "parquet"}
+# the options naming a path (`option(...)`, and as keywords to these calls or `options(...)`; a
+# checkpoint's to any call): plot's `path=` is Python's own
+PATH_OPTIONS = {"path", "paths", "checkpointLocation"}
 
 
 @dataclass
@@ -91,6 +119,8 @@ class Snippet:
     skip: str | None = None
     #: why the snippet's queries may read nothing (`idle` directive)
     idle: str | None = None
+    #: the error class it must end raising (`raises` directive): its given queries may fail
+    raises: str | None = None
 
     @property
     def where(self) -> str:
@@ -99,14 +129,26 @@ class Snippet:
 
 def snippets(page: Path, language: str) -> list[Snippet]:
     """The page's blocks of ``language``, with what their markers say."""
-    text = page.read_text(encoding="utf-8")
+    return _parse(page.read_text(encoding="utf-8"), str(page.relative_to(ROOT)), language)
+
+
+def _parse(text: str, name: str, language: str) -> list[Snippet]:
+    """`snippets` of the text of the page `name`; a Python block written so that it would not run
+    (```py, ```python3, an indented or ~~~ fence) raises a ValueError naming its line."""
+    if language == "python" and (unread := UNREAD_FENCE.search(text)):
+        line = text.count("\n", 0, unread.start()) + 1
+        raise ValueError(
+            f"{name}:{line}: a Python block must open with ```python "
+            "at the start of its line (a ```py, ```python3, indented or ~~~ fence is not run): write "
+            "it so, or as ```text"
+        )
     found = []
     for fence in FENCE.finditer(text):
         if fence.group(1) != language:
             continue
         line = text.count("\n", 0, fence.start()) + 1
         before = text[: fence.start()].rstrip("\n").rsplit("\n", 1)[-1]
-        snippet = Snippet(str(page.relative_to(ROOT)), line + 1, fence.group(2))
+        snippet = Snippet(name, line + 1, fence.group(2))
         if marker := MARKER.search(before):
             for directive in filter(None, (d.strip() for d in marker.group(1).split(";"))):
                 word, _, rest = directive.partition(" ")
@@ -120,6 +162,8 @@ def snippets(page: Path, language: str) -> list[Snippet]:
                     snippet.skip = rest.strip()
                 elif word == "idle":
                     snippet.idle = rest.strip()
+                elif word == "raises":
+                    snippet.raises = rest.strip()
                 else:
                     raise ValueError(f"{snippet.where}: unknown snippet directive {word!r}")
         found.append(snippet)
@@ -164,6 +208,24 @@ def _timed_files(spark: SparkSession, work: Path) -> object:
         .schema("id BIGINT, event_time BIGINT")
         .timestamp_column("event_time")
         .build()
+    )
+
+
+def _lost_query(spark: SparkSession, kafka: EmbeddedKafka, work: Path) -> StreamingQuery:
+    """A running query that fails with SLUICE_DATA_LOSS: it starts at offset 0 of a partition whose
+    records before 3 were deleted."""
+    source = (
+        sluice.KafkaSource.builder()
+        .bootstrap_servers(kafka.bootstrap_servers)
+        .topics(LOST_TOPIC)
+        .starting_offsets(sluice.OffsetsInitializer.offsets({(LOST_TOPIC, 0): 0}))
+        .build()
+    )
+    return (
+        sluice.from_source(spark, source)
+        .writeStream.format("noop")
+        .option("checkpointLocation", tempfile.mkdtemp(prefix="lost", dir=work))
+        .start()
     )
 
 
@@ -321,39 +383,75 @@ def _delta_events(work: Path) -> str:
 
 @pytest.fixture(scope="module")
 def work(spark: SparkSession, kafka: EmbeddedKafka, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The archive and the topics the pages name: JSON events (id, user, amount, ts), and the
-    warehouse's Parquet events, partitioned by date."""
+    """The archive and the topics the pages name: JSON events (id, user, amount, ts), their 2024
+    clicks, the warehouse's Parquet events, partitioned by date, and a topic some records of which
+    are gone."""
     work = tmp_path_factory.mktemp("docs")
     rows = [{"id": i, "user": f"u{i % 3}", "amount": i * 1.5, "ts": "2023-11-14T22:13:20Z"} for i in range(6)]
     archive = work / "archive" / "events"
     archive.mkdir(parents=True)
     (archive / "part-0.json").write_text("".join(json.dumps(r) + "\n" for r in rows[:3]))
+    clicks = work / "archive" / "clicks" / "2024"  # a glob's folder, apart from the events' (listed whole)
+    clicks.mkdir(parents=True)
+    (clicks / "part-0.json").write_text("".join(json.dumps(r) + "\n" for r in rows[3:]))
     spark.createDataFrame(
         [(i, "2026-11-01", datetime(2026, 11, 1, 12, i)) for i in range(3)],
         "id BIGINT, date STRING, ts TIMESTAMP",
     ).write.partitionBy("date").parquet(str(work / "warehouse" / "events"))
-    for topic in ("events", "orders"):
+    for topic in ("events", "orders", LOST_TOPIC):
         kafka.create_topic(topic)
         kafka.produce(
             topic, [{"value": json.dumps(r), "timestamp": EVENTS_MS + i} for i, r in enumerate(rows)]
         )
+    kafka.delete_records(LOST_TOPIC, 0, 3)  # as retention would: `lost_query` was to read them
     return work
+
+
+@dataclass
+class _SessionState:
+    """What a page may change of the session all pages share (a Scala page has one of its own)."""
+
+    settings: dict[str, str]
+    views: set[str]
+    functions: set[str]
+
+    @classmethod
+    def of(cls, spark: SparkSession) -> _SessionState:
+        return cls(
+            dict(spark.conf.getAll),
+            {t.name for t in spark.catalog.listTables() if t.isTemporary},
+            {row[0] for row in spark.sql("SHOW USER FUNCTIONS").collect()},
+        )
+
+    def restore(self, spark: SparkSession) -> None:
+        """Undoes what was changed since: `spark.sql.*` and `spark.sluice.*` settings, temporary
+        views and functions (a UDF a page registered)."""
+        now = _SessionState.of(spark)
+        for key in now.settings.keys() | self.settings.keys():
+            changed = now.settings.get(key) != self.settings.get(key)
+            # Spark says a setting it does not declare (Sluice's) is not modifiable, yet it is
+            sql = key.startswith("spark.sql.") and spark.conf.isModifiable(key)
+            if changed and (sql or key.startswith("spark.sluice.")):
+                if key in self.settings:
+                    spark.conf.set(key, self.settings[key])
+                else:
+                    spark.conf.unset(key)
+        for view in now.views - self.views:
+            spark.catalog.dropTempView(view)
+        for function in now.functions - self.functions:
+            spark.sql(f"DROP TEMPORARY FUNCTION IF EXISTS `{function}`")
 
 
 @pytest.fixture()
 def restored(spark: SparkSession) -> Iterator[None]:
-    """A page may set session options, watch and start queries: none of it outlives the page."""
-    before = dict(spark.conf.getAll)
+    """A page may set session options, make views and functions, watch and start queries: none of
+    it outlives the page."""
+    before = _SessionState.of(spark)
     yield
     for query in spark.streams.active:
         query.stop()
     sluice.unwatch(spark)
-    for key, value in dict(spark.conf.getAll).items():
-        if key.startswith("spark.sluice.") and before.get(key) != value:
-            if key in before:
-                spark.conf.set(key, before[key])
-            else:
-                spark.conf.unset(key)
+    before.restore(spark)
 
 
 def _localized(code: str, kafka: EmbeddedKafka, work: Path, where: str) -> str:
@@ -363,16 +461,53 @@ def _localized(code: str, kafka: EmbeddedKafka, work: Path, where: str) -> str:
     code = code.replace("broker:9092", kafka.bootstrap_servers)
     code = PATH_LITERAL.sub(lambda m: m.group(1) + str(work) + "/" + m.group(2).split("/")[-2] + "/", code)
     rewritten = re.compile(re.escape(str(work)) + r"""[^\s'"`,;]*""")
+    advice = (
+        "start it with one of /archive/, /checkpoints/, /etc/kafka/, /tables/, /tmp/, s3a://archive/, "
+        "s3a://warehouse/ (one path per literal), or `broker:9092`, or mark it `skip <why>`"
+    )
     for node in ast.walk(ast.parse(code)):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if found := MACHINE_PATH.search(rewritten.sub("", node.value)):
+            # the run's own places and broker (rewritten from `broker:9092`) taken out
+            left = rewritten.sub("", node.value).replace(kafka.bootstrap_servers, "")
+            if found := MACHINE_PATH.search(left):
                 raise ValueError(
                     f"{where}: {node.value!r} holds a path, URI or broker the test does not rewrite "
-                    f"({found.group(0)!r}: the snippet would use this machine's): start it with one "
-                    "of /archive/, /checkpoints/, /etc/kafka/, /tables/, /tmp/, s3a://archive/, "
-                    "s3a://warehouse/ (one path per literal), or `broker:9092`, or mark it `skip <why>`"
+                    f"({found.group(0)!r}: the snippet would use this machine's): {advice}"
                 )
+        elif isinstance(node, ast.Call):
+            for call, path in _paths_given(node):
+                if not path.startswith(str(work)):
+                    raise ValueError(
+                        f"{where}: {path!r} is a relative path given to {call}: Spark's JVM resolves "
+                        f"it against its own working folder, the repository's root: {advice}"
+                    )
     return code
+
+
+def _paths_given(node: ast.Call) -> Iterator[tuple[str, str]]:
+    """The string literals a call hands Spark as paths, each with what names it: its first argument
+    (all of them for `paths`), the path options as `option(...)` or keywords, and a table
+    builder's `table(...)` when it holds a `/` (`spark.table("db.events")` names a catalog's table)."""
+
+    def text(arg: ast.expr) -> str | None:
+        return arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else None
+
+    name = node.func.attr if isinstance(node.func, ast.Attribute) else None
+    args = [text(a) for a in node.args]
+    if name in PATHS_CALLS:
+        yield from ((f"{name}()", a) for a in args if a is not None)
+    elif name in PATH_CALLS and args and args[0] is not None:
+        yield f"{name}()", args[0]
+    elif name == "table" and args and args[0] is not None and "/" in args[0]:
+        yield "table()", args[0]
+    elif name == "option" and len(args) == 2 and args[0] in PATH_OPTIONS and args[1] is not None:
+        yield f"option({args[0]!r})", args[1]
+    spark_call = name in PATH_CALLS | PATHS_CALLS | {"options"}
+    for keyword in node.keywords:
+        if keyword.arg not in PATH_OPTIONS or (keyword.arg != "checkpointLocation" and not spark_call):
+            continue
+        if (value := text(keyword.value)) is not None:
+            yield f"{keyword.arg}=", value
 
 
 def _given(name: str, spark: SparkSession, kafka: EmbeddedKafka, work: Path) -> object:
@@ -392,6 +527,8 @@ def _given(name: str, spark: SparkSession, kafka: EmbeddedKafka, work: Path) -> 
         return _iceberg_events(work)
     if name == "delta_events":
         return _delta_events(work)
+    if name == "lost_query":
+        return _lost_query(spark, kafka, work)
     if name == "old_kafka_checkpoint":
         _old_kafka_checkpoint(work)
         return None
@@ -417,12 +554,14 @@ def test_page_snippets_run(
     _run(snippets(page, "python"), str(page.relative_to(ROOT)), spark, kafka, work)
 
 
-def _rows_read(work: Path, wait: float) -> Callable[[DataFrame], int]:
+def _rows_read(spark: SparkSession, work: Path, wait: float) -> Callable[[object], int]:
     """What a page's checks (`expect`) may call besides what its snippets define, as DocRun's
-    `checks.rowsRead`: runs the stream to the end of what it finds (each run in a checkpoint of its
-    own); the rows its batches read."""
+    `checks.rowsRead`: runs the stream (a DataFrame, or a source a snippet only built, read by
+    `sluice.from_source`) to the end of what it finds (each run in a checkpoint of its own); the rows
+    its batches read."""
 
-    def rows_read(df: DataFrame) -> int:
+    def rows_read(read: object) -> int:
+        df = read if isinstance(read, DataFrame) else sluice.from_source(spark, read)
         checkpoint = tempfile.mkdtemp(prefix="check", dir=work)
         query = (
             df.writeStream.format("noop")
@@ -468,6 +607,50 @@ class _Watchdog:
         self._done.set()
 
 
+class _Blocked(BaseException):
+    """Raised in the main thread by `_Alarm`: a BaseException, so a snippet's `except Exception`
+    does not swallow it."""
+
+
+class _Alarm:
+    """Interrupts the main thread (where pytest runs the test) once `seconds` have passed inside the
+    `with`, raising `_Blocked` with where it waited: the innermost frame and the snippet's own line
+    (`source` is the file name its code was compiled with; `first` the page line of its code's first
+    line). Stopping queries (`_Watchdog`) releases a snippet waiting on one, not one waiting on an
+    `Event`, a socket or a state a stopped query never reaches. The handler and timer it replaced are
+    restored after. A snippet interrupted inside a call into the JVM leaves that py4j connection
+    unanswered: the run fails either way, and later tests of the module may fail after it."""
+
+    def __init__(self, seconds: float, source: str, first: int, page: str) -> None:
+        self._seconds, self._source, self._first, self._page = seconds, source, first, page
+
+    def _where(self, frame: FrameType | None) -> str:
+        inner = f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}" if frame else "?"
+        while frame is not None and frame.f_code.co_filename != self._source:
+            frame = frame.f_back
+        if frame is None:
+            return inner
+        return f"{inner}, called from {self._page}:{self._first + frame.f_lineno - 1}"
+
+    def _ring(self, signum: int, frame: FrameType | None) -> None:
+        raise _Blocked(self._where(frame))
+
+    def __enter__(self) -> _Alarm:
+        self._handler = signal.signal(signal.SIGALRM, self._ring)
+        self._timer = signal.setitimer(signal.ITIMER_REAL, self._seconds)
+        self._began = time.monotonic()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, self._handler)
+        left, interval = self._timer
+        if left > 0:  # an outer timer keeps running, less the time spent here
+            signal.setitimer(
+                signal.ITIMER_REAL, max(left - (time.monotonic() - self._began), 0.001), interval
+            )
+
+
 def _run(
     found: list[Snippet],
     page: str,
@@ -476,32 +659,48 @@ def _run(
     work: Path,
     wait: float = QUERY_WAIT_S,
     deadline: float = SNIPPET_DEADLINE_S,
+    grace: float = SNIPPET_GRACE_S,
 ) -> _Queries:
     """Runs a page's snippets in order in one namespace, with their checks and their queries';
     returns what became of the queries."""
-    namespace: dict[str, object] = {"__name__": "__doc_snippet__", "rows_read": _rows_read(work, wait)}
+    namespace: dict[str, object] = {"__name__": "__doc_snippet__", "rows_read": _rows_read(spark, work, wait)}
     queries = _Queries()
+    failing: set[str] = set()  # the queries given to snippets that must raise their failure
     spark.streams.addListener(queries)
     try:
         ran = 0
         for snippet in found:
             if snippet.skip is not None:
                 continue
+            given_from = len(queries.started)
             for bound, value in snippet.given.items():
                 namespace[bound] = _given(value, spark, kafka, work)
+            if snippet.raises is not None:  # the query it is given fails as it expects
+                failing.update(queries.started[given_from:])
             started = time.monotonic()
             before = len(queries.started)
             overran = _Watchdog(spark, deadline)
             try:
-                with overran:
-                    exec(
-                        compile(_localized(snippet.code, kafka, work, snippet.where), snippet.where, "exec"),
-                        namespace,
-                    )
+                code = compile(_localized(snippet.code, kafka, work, snippet.where), snippet.where, "exec")
+                with overran, _Alarm(deadline + grace, snippet.where, snippet.line, snippet.page):
+                    try:
+                        exec(code, namespace)
+                    except Exception as e:
+                        if snippet.raises is None or _condition(e) != snippet.raises:
+                            raise
+                    else:
+                        if snippet.raises is not None:
+                            raise AssertionError(f"it ended without raising {snippet.raises}")
                 for check in snippet.expect:
                     assert eval(
                         _localized(check, kafka, work, snippet.where), namespace
                     ), f"{snippet.where}: expected {check}"
+            except _Blocked as e:
+                raise AssertionError(
+                    f"{snippet.where} was still blocked {grace} s after its {deadline} s deadline (its "
+                    f"queries were stopped), waiting at {e}: a snippet must not wait without bound, or "
+                    "must be marked `skip <why>`"
+                ) from None
             except Exception as e:
                 # the snippet's own error stays the cause, also when it came after the deadline
                 late = f" (past its {deadline} s deadline: its queries were stopped)" if overran.fired else ""
@@ -525,7 +724,7 @@ def _run(
             assert time.monotonic() - started < 60 + wait, f"{snippet.where} took over a minute"
         assert ran > 0
         # a query may fail in a later batch, while the page's next snippets run
-        _assert_none_failed(queries, queries.started, page)
+        _assert_none_failed(queries, [q for q in queries.started if q not in failing], page)
         return queries
     finally:
         spark.streams.removeListener(queries)
@@ -551,6 +750,12 @@ def test_a_snippet_whose_query_fails_after_it_returned_fails_the_page(
         _run([failing], "example.md", spark, kafka, work)
 
 
+def _condition(error: Exception) -> str | None:
+    """The Sluice error class `error` is or carries, if any."""
+    found = sluice.sluice_error(error)
+    return found.getCondition() if found is not None else None
+
+
 def _assert_none_failed(queries: _Queries, query_ids: list[str], where: str) -> None:
     failed = {q: queries.failed[q] for q in query_ids if q in queries.failed}
     assert not failed, f"{where} started a query that failed: " + "; ".join(
@@ -562,6 +767,45 @@ def _causes(failure: str) -> str:
     """The exception lines of a failure's stack traces (JVM and Python), without the frames."""
     lines = [line.strip() for line in failure.splitlines() if ERROR_LINE.match(line.strip())]
     return " / ".join(dict.fromkeys(lines))[:1000] or failure[:1000]
+
+
+def test_a_snippet_that_must_raise_fails_when_it_does_not(
+    spark: SparkSession, kafka: EmbeddedKafka, work: Path, restored: None
+) -> None:
+    """`raises` is met only by an error of that class: a query that ends cleanly does not."""
+    clean = Snippet("example.md", 17, "query.awaitTermination()\n", given={"query": "query"})
+    clean.raises = "SLUICE_DATA_LOSS"
+    with pytest.raises(AssertionError, match=r"example.md:17 .*ended without raising SLUICE_DATA_LOSS"):
+        _run([clean], "example.md", spark, kafka, work, wait=3)
+
+
+@pytest.mark.parametrize(
+    "fence", ["```py", "```python3", "  ```python", "~~~python", "~~~ python", "```python3 title=x"]
+)
+def test_a_python_block_that_would_not_run_fails(fence: str) -> None:
+    text = f"# A page\n\nSome text.\n{fence}\nprint(1)\n{fence.strip()[:3]}\n"
+    with pytest.raises(ValueError, match=r"^example.md:4: a Python block must open with ```python"):
+        _parse(text, "example.md", "python")
+    assert [s.code for s in _parse("```python\nprint(1)\n```\n", "example.md", "python")] == ["print(1)\n"]
+
+
+def test_a_pages_settings_views_and_functions_do_not_outlive_it(spark: SparkSession) -> None:
+    before = _SessionState.of(spark)
+    partitions, zone = (
+        spark.conf.get(k) for k in ("spark.sql.shuffle.partitions", "spark.sql.session.timeZone")
+    )
+    spark.conf.set("spark.sql.shuffle.partitions", "7")
+    spark.conf.set("spark.sql.session.timeZone", "UTC" if zone == "Asia/Tokyo" else "Asia/Tokyo")
+    spark.range(3).createOrReplaceTempView("page_view")
+    spark.udf.register("page_udf", lambda x: x + 1, "long")
+    assert spark.sql("SELECT page_udf(id) AS n FROM page_view").count() == 3
+    before.restore(spark)
+    assert spark.conf.get("spark.sql.shuffle.partitions") == partitions
+    assert spark.conf.get("spark.sql.session.timeZone") == zone
+    assert not spark.catalog.tableExists("page_view")
+    with pytest.raises(Exception, match="page_udf"):
+        spark.sql("SELECT page_udf(1)").collect()
+    assert _SessionState.of(spark) == before
 
 
 def test_unrun_snippets_are_the_listed_ones() -> None:
@@ -639,6 +883,25 @@ def test_a_snippet_that_never_ends_is_stopped_and_fails(
     assert not spark.streams.active
 
 
+def test_a_snippet_blocked_on_something_else_than_a_query_is_interrupted_and_fails(
+    spark: SparkSession, kafka: EmbeddedKafka, work: Path, restored: None
+) -> None:
+    """Stopping queries does not release a wait on an `Event` that nothing sets: the main thread is
+    interrupted once the grace after the deadline passed, and the failure says where it waited."""
+    blocked = Snippet("example.md", 15, "import threading\n\nthreading.Event().wait()\n")
+    handler = signal.getsignal(signal.SIGALRM)
+    began = time.monotonic()
+    with pytest.raises(
+        AssertionError,
+        match=r"example.md:15 was still blocked 1 s after its 3 s deadline .* in wait, called from "
+        r"example.md:17",
+    ):
+        _run([blocked], "example.md", spark, kafka, work, wait=3, deadline=3, grace=1)
+    assert time.monotonic() - began < 60
+    assert signal.getsignal(signal.SIGALRM) is handler  # the handler it replaced is back
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
 def test_a_query_that_ended_without_reading_did_not_run(
     spark: SparkSession, kafka: EmbeddedKafka, work: Path, restored: None
 ) -> None:
@@ -682,6 +945,19 @@ def test_snippets_that_may_read_nothing_are_the_listed_ones() -> None:
         ('sql = "SELECT * FROM parquet.`/srv/x`"\n', "`/s"),  # inside a SQL text
         ("servers = 'broker:9093'\n", "broker:9093"),  # another broker
         ("paths = '/tmp/a,/etc/b'\n", ",/e"),  # a second path after a rewritten one
+        ("servers = 'localhost:9092'\n", "localhost:9092"),  # brokers of this machine
+        ("servers = '127.0.0.1:9092'\n", "127.0.0.1:9092"),
+        ("servers = 'broker:9092,kafka-1:9092'\n", "kafka-1:9092"),
+        ("path = '~/data'\n", "~/d"),  # a home folder
+        # relative paths given to Spark, which its JVM resolves against the repository's root
+        ("spark.readStream.format('json').load('data/events')\n", "load()"),
+        ("sluice.FileSource.builder().path('chk')\n", "path()"),
+        ("sluice.FileSource.builder().paths('/archive/a/', 'data/b')\n", "paths()"),
+        ("spark.range(1).writeStream.option('checkpointLocation', 'checkpoints/q')\n", "option("),
+        ("spark.range(1).writeStream.start(checkpointLocation='chk')\n", "checkpointLocation="),
+        ("spark.range(1).write.parquet('out')\n", "parquet()"),
+        ("spark.range(1).writeStream.options(path='out')\n", "path="),
+        ("sluice.DeltaSource.builder().table('tables/events')\n", "table()"),
     ],
 )
 def test_a_literal_naming_a_place_of_this_machine_fails(
@@ -690,8 +966,28 @@ def test_a_literal_naming_a_place_of_this_machine_fails(
     snippet = Snippet("example.md", 13, code, given={"spark": "spark"})
     with pytest.raises(AssertionError, match=r"example.md:13 does not run as written") as failed:
         _run([snippet], "example.md", spark, kafka, work, wait=3)
-    assert "holds a path, URI or broker the test does not rewrite" in str(failed.value)
-    assert repr(found) in str(failed.value)
+    if found.endswith(("()", "(", "=")):  # the call it was given to
+        assert f"is a relative path given to {found}" in str(failed.value)
+    else:
+        assert "holds a path, URI or broker the test does not rewrite" in str(failed.value)
+        assert repr(found) in str(failed.value)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "spark.conf.set('spark.sql.shuffle.partitions', '2')\n",  # a setting, no path
+        "start, end = '12:30', '2023-11-14T22:13:20Z'\n",  # times, no brokers
+        "names = spark.table('db.events')\n",  # a catalog's table, no location
+        "plot = lambda query, path: path\nplot(None, path='backfill.png')\n",  # Python's own file
+        "with open('notes.txt', 'w') as f:\n    f.write('a')\n",
+        "spark.range(1).writeStream.option('maxFilesPerTrigger', '1')\n",
+    ],
+)
+def test_literals_naming_no_place_of_this_machine_are_left(
+    code: str, kafka: EmbeddedKafka, work: Path
+) -> None:
+    assert _localized(code, kafka, work, "example.md:1") == code
 
 
 def test_places_a_reader_puts_their_own_are_rewritten_wherever_the_literal_is(

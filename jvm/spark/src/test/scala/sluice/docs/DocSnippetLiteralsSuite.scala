@@ -57,6 +57,36 @@ class DocSnippetLiteralsSuite extends AnyFunSuite {
     assert(refused("""checkpointLocation("out/")""").contains("holds a path"))
   }
 
+  test("a broker of this machine or a home folder fails; times and settings are left") {
+    assert(refused("""val s = "localhost:9092"""").contains("'localhost:9092'"))
+    assert(refused("""val s = "127.0.0.1:9092"""").contains("'127.0.0.1:9092'"))
+    assert(refused("""val s = "kafka-1:9092"""").contains("'kafka-1:9092'"))
+    assert(refused("""servers("broker:9092,kafka-1:9092")""").contains("holds a second path"))
+    assert(refused("""path("~/data")""").contains("'~/d'"))
+    val code =
+      """val at = "12:30"; val ts = "2023-11-14T22:13:20Z"
+        |spark.conf.set("spark.sql.session.timeZone", "UTC")""".stripMargin
+    assert(localized(code) == (code, Nil))
+  }
+
+  test("a relative path given to a call taking a path fails: it would write into the checkout") {
+    for (code <- Seq(
+        """df.writeStream.option("checkpointLocation", "checkpoints/q").start()""",
+        """spark.readStream.format("json").load("data/events")""",
+        """FileSource.builder().path("chk").build()""",
+        """FileSource.builder().paths("/archive/a/", "data/b").build()""",
+        """df.write.parquet("out")""",
+        """df.write.format("delta").save("events")""",
+        """df.writeStream.option("path", "out").start()""",
+        """df.writeStream.start("out")""",
+        """DeltaSource.builder().table("tables/events")"""))
+      assert(refused(code).contains("holds a path"), code)
+    // a catalog's table name, and the other arguments of the calls, name no path
+    val code =
+      """spark.table("db.events").writeStream.option("maxFilesPerTrigger", "1").format("json")"""
+    assert(localized(code) == (code, Nil))
+  }
+
   test("a literal starting with a place but holding a second path fails") {
     assert(
       refused("""paths("/tmp/a,/etc/b")""").contains(
