@@ -3,6 +3,7 @@ there) and collects the same options, named as the JVM declares them (sluice._op
 
 from __future__ import annotations
 
+from sluice._durations import Duration, millis
 from sluice.sources import Source, _Builder
 
 
@@ -137,6 +138,49 @@ class IcebergSourceBuilder(_Builder["IcebergSourceBuilder"]):
         >>> IcebergSource.builder().ignore_missing_files()
         """
         return self._set(self._key("ignoreMissingFiles"), ignore)
+
+    def monitor_interval(self, interval: Duration) -> IcebergSourceBuilder:
+        """Makes the source unbounded: the snapshots committed after the start one are planned at
+        this interval and the data files their appends added are read.
+
+        A snapshot that deletes or rewrites rows (overwrite, delete) fails the query, naming it,
+        unless :meth:`skip_changes`; a compaction (``replace``) is skipped. See docs/connectors.md.
+
+        Parameters
+        ----------
+        interval : datetime.timedelta or int
+            A ``timedelta``, or milliseconds.
+
+        Returns
+        -------
+        IcebergSourceBuilder
+
+        Examples
+        --------
+        >>> IcebergSource.builder().table("/tables/events").monitor_interval(timedelta(seconds=10))
+        """
+        return self._set(self._key("monitorIntervalMs"), millis(interval, "interval"))
+
+    def skip_changes(self, skip: bool = True) -> IcebergSourceBuilder:
+        """With :meth:`monitor_interval`: skips snapshots that delete or rewrite rows, instead of failing.
+
+        A skipped snapshot is skipped whole, the rows it adds too (as Iceberg's own Spark source
+        skips them); rows it deletes that were read stay read.
+
+        Parameters
+        ----------
+        skip : bool, default True
+            Whether to skip them.
+
+        Returns
+        -------
+        IcebergSourceBuilder
+
+        Examples
+        --------
+        >>> IcebergSource.builder().monitor_interval(timedelta(seconds=10)).skip_changes()
+        """
+        return self._set(self._key("skipChanges"), skip)
 
 
 class DeltaSource(Source):

@@ -95,13 +95,15 @@ final class DeltaSource private (val config: DeltaConfig, rows: ParquetRows)
       state,
       () => rows.hadoopConf,
       () => System.currentTimeMillis(),
-      Some(conf =>
-        TableDataFiles.withModificationTimes(
-          planned,
-          conf,
-          parquet.ignoreMissingFiles,
-          DeltaConfig.Context,
-          "A Delta table's files are removed only by VACUUM, once no kept version needs them")))
+      Some((conf, _) =>
+        PlannedFiles(
+          TableDataFiles.withModificationTimes(
+            planned,
+            conf,
+            parquet.ignoreMissingFiles,
+            DeltaConfig.Context,
+            "A Delta table's files are removed only by VACUUM, once no kept version needs them"),
+          Some(config.version))))
 
   override def createReader(context: ReaderContext): ParquetReader =
     new ParquetReader(parquet, rows, context, () => rows.hadoopConf)
