@@ -4,7 +4,6 @@ tmp dirs), read by Sluice, compared with pyiceberg's own scan of the same snapsh
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 import sluice
+from checkpoints import as_written_by_the_bounded_build
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
@@ -314,7 +314,7 @@ def test_a_restarted_query_reads_its_snapshot_on_not_the_tables_newer_one(
     assert first is not None
     table.append(_events(range(20, 40), 20))
     # as the bounded build wrote it (enumerator state version 1, no snapshot planned): it still reads
-    _as_written_by_the_bounded_build(tmp_path / "checkpoint")
+    as_written_by_the_bounded_build(tmp_path / "checkpoint")
     run()
     assert _got(spark.read.parquet(sink)) == _expected(table, snapshot_id=first.snapshot_id)
     # read unbounded from such a checkpoint, which does not say which snapshot it planned: refused
@@ -332,21 +332,6 @@ def test_a_restarted_query_reads_its_snapshot_on_not_the_tables_newer_one(
         query.awaitTermination(120)
     failure = str(refused.value)
     assert "does not record which snapshot" in failure and "'monitorIntervalMs'" in failure, failure
-
-
-def _as_written_by_the_bounded_build(checkpoint: Path) -> None:
-    """Rewrites the Iceberg enumerator states in a checkpoint as Sluice wrote them before it kept the
-    snapshot planned last: state version 1, without `tableVersion`."""
-    for f in [*(checkpoint / "offsets").iterdir(), *checkpoint.glob("sources/*/sluice-initial-offset.json")]:
-        if f.name.startswith("."):
-            continue
-        text = f.read_text()
-        old = re.sub(r'\\"tableVersion\\":-?\d+,', "", text).replace(
-            '"enumerator":{"version":2,', '"enumerator":{"version":1,'
-        )
-        assert old != text, f"no enumerator state version 2 in {f}"
-        f.write_text(old)
-        (f.parent / f".{f.name}.crc").unlink(missing_ok=True)  # Hadoop's checksum of the old text
 
 
 def _splits(

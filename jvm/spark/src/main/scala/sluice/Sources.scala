@@ -115,7 +115,9 @@ object Sources extends SourceResolver {
         IcebergConfig.all),
       Section(
         "Delta tables (`source` = `delta`)",
-        "A version of a Delta table (bounded), planned by Delta Kernel; its Parquet data files read as the Parquet " +
+        "A version of a Delta table (bounded; with `monitorIntervalMs` unbounded: the files later appends add are " +
+          "read, a version removing files fails the query unless `skipChanges`), planned by Delta Kernel; its " +
+          "Parquet data files read as the Parquet " +
           "source reads files (row-group splits, exact row positions; files skipped by partition values and the " +
           "log's statistics). Rows are " +
           "the table's data columns, its partition columns, then `_split`, `_position` and `_timestamp`. Deletion " +
