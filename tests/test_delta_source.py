@@ -421,3 +421,40 @@ def test_unbounded_reads_each_appended_row_once_across_a_restart_and_refuses_or_
     appended = _expected(path, version=5) - _expected(path, version=4)
     assert sum(appended.values()) == 10
     assert _got(spark.read.parquet(sink)) == _expected(path, version=3) + appended
+
+
+def test_unbounded_fails_naming_the_versions_its_log_no_longer_keeps(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Restarted after the log was cleaned past the version it planned last (a checkpoint, then
+    delta-rs' cleanup with no retention), an unbounded read cannot tell what the versions since
+    changed: it fails naming the version and the retention, never skipping them silently."""
+    path = tmp_path / "cleaned"
+    write_deltalake(
+        path, _events(range(0, 10)), configuration={"delta.logRetentionDuration": "interval 0 seconds"}
+    )
+
+    def run() -> Any:
+        source = DeltaSource.builder().table(str(path)).monitor_interval(1).build()
+        return (
+            sluice.from_source(spark, source, name="cleaned")
+            .drop("_split", "_position", "_timestamp")
+            .writeStream.format("parquet")
+            .option("path", str(tmp_path / "sink"))
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(availableNow=True)
+            .start()
+        )
+
+    assert run().awaitTermination(120), "the query did not end within 120 s"
+    write_deltalake(path, _events(range(10, 20)), mode="append")
+    write_deltalake(path, _events(range(20, 30)), mode="append")
+    table = DeltaTable(str(path))
+    table.create_checkpoint()
+    table.cleanup_metadata()
+    assert not (path / "_delta_log" / f"{1:020d}.json").exists()
+    with pytest.raises(Exception) as failed:
+        run().awaitTermination(120)
+    message = str(failed.value)
+    assert "after version 0, the last this query planned, cannot be read" in message, message
+    assert "delta.logRetentionDuration" in message, message

@@ -177,10 +177,22 @@ private[delta] object DeltaTables {
       val eventTimes = eventTimeColumn
         .filter(latest.getSchema.indexOf(_) >= 0)
         .map(new DeltaEventTimes(latest.getSchema, _))
-      val range = TableManager
-        .loadCommitRange(location, CommitBoundary.atVersion(after + 1))
-        .withEndBoundary(CommitBoundary.atVersion(latest.getVersion))
-        .build(engine)
+      val range =
+        try
+          TableManager
+            .loadCommitRange(location, CommitBoundary.atVersion(after + 1))
+            .withEndBoundary(CommitBoundary.atVersion(latest.getVersion))
+            .build(engine)
+        catch {
+          case NonFatal(e) =>
+            throw SluiceError.sourceFault(
+              s"$Context: the commits of Delta table '$location' after version $after, the last this " +
+                s"query planned, cannot be read (${e.getMessage}): its log no longer keeps them " +
+                "(delta.logRetentionDuration, 30 days by default), so what they changed cannot be told. " +
+                "Keep the log of versions a running query has not read yet, or read the table again on " +
+                "a new checkpoint.",
+              e)
+        }
       val wanted = Set(DeltaAction.ADD, DeltaAction.REMOVE, DeltaAction.COMMITINFO).asJava
       val files = mutable.ArrayBuffer[DiscoveredFile]()
       val commits = range.getCommitActions(engine, wanted)
