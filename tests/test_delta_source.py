@@ -12,6 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 import sluice
+from checkpoints import as_written_by_the_bounded_build
 from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -210,7 +211,8 @@ def test_a_restarted_query_reads_its_version_on_not_the_tables_newer_one(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     """The version is the query's, kept in its checkpoint: after a commit to the table, the query
-    restarted from its checkpoint reads nothing more (Spark's file sink holds each row once)."""
+    restarted from its checkpoint reads nothing more (Spark's file sink holds each row once), also
+    from a checkpoint as the bounded build wrote it; read unbounded from that one, it is refused."""
     path = tmp_path / "r"
     write_deltalake(path, _events(range(0, 20)))
     sink = str(tmp_path / "sink")
@@ -230,8 +232,26 @@ def test_a_restarted_query_reads_its_version_on_not_the_tables_newer_one(
 
     run()
     write_deltalake(path, _events(range(20, 40)), mode="append")
+    # as the bounded build wrote it (enumerator state version 1, no version planned): it still reads
+    as_written_by_the_bounded_build(tmp_path / "checkpoint")
     run()
     assert _got(spark.read.parquet(sink)) == _expected(path, version=0)
+    # read unbounded from such a checkpoint, which does not say which version it planned: refused
+    query = (
+        sluice.from_source(
+            spark, DeltaSource.builder().table(str(path)).monitor_interval(1).build(), name="restarted"
+        )
+        .drop("_split", "_position", "_timestamp")
+        .writeStream.format("parquet")
+        .option("path", sink)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    with pytest.raises(Exception) as refused:
+        query.awaitTermination(120)
+    failure = str(refused.value)
+    assert "does not record which version" in failure and "'monitorIntervalMs'" in failure, failure
 
 
 def test_event_times_from_the_logs_statistics_never_below_a_rows_despite_millisecond_truncation(
@@ -344,3 +364,97 @@ def test_a_log_counting_fewer_rows_than_its_file_holds_fails_naming_the_file_and
         spark.conf.unset("spark.sql.parquet.enableVectorizedReader")
     message = str(failed.value)
     assert data.name in message and "than the 3" in message and "numRecords" in message
+
+
+def test_unbounded_reads_each_appended_row_once_across_a_restart_and_refuses_or_skips_a_delete(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Unbounded (monitor_interval): versions appended while the query runs, and while it is
+    stopped, are read once each (Spark's file sink keeps each row once: the sink equals delta-rs'
+    read of the table). A DELETE version fails the query naming it; restarted with skip_changes
+    (under Trigger.AvailableNow), it is passed over and the append after it read, the deleted rows
+    staying read."""
+    path = tmp_path / "u"
+    write_deltalake(path, _events(range(0, 20)))
+    sink = str(tmp_path / "sink")
+
+    def start(skip: bool = False, available_now: bool = False) -> Any:
+        builder = DeltaSource.builder().table(str(path)).monitor_interval(1).skip_changes(skip)
+        writer = (
+            sluice.from_source(spark, builder.build(), name="unbounded_delta")
+            .drop("_split", "_position", "_timestamp")
+            .writeStream.format("parquet")
+            .option("path", sink)
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        )
+        if available_now:  # reads what was committed when it starts, then ends
+            return writer.trigger(availableNow=True).start()
+        return writer.trigger(processingTime="100 milliseconds").start()  # each trigger plans
+
+    query = start()
+    query.processAllAvailable()
+    write_deltalake(path, _events(range(20, 40)), mode="append")  # while it runs
+    query.processAllAvailable()
+    query.stop()
+    write_deltalake(path, _events(range(40, 60)), mode="append")  # while it is stopped
+    query = start()  # from the checkpoint: neither the start version again nor past an append
+    query.processAllAvailable()
+    write_deltalake(path, _events(range(60, 80)), mode="append")
+    query.processAllAvailable()
+    assert _got(spark.read.parquet(sink)) == _expected(path)
+    assert sum(_got(spark.read.parquet(sink)).values()) == 80
+
+    DeltaTable(str(path)).delete("id < 30")  # version 4: removes (and rewrites) files
+    with pytest.raises(Exception) as failed:
+        query.processAllAvailable()
+    query.stop()
+    message = str(failed.value)
+    assert "version 4 of table" in message and "(DELETE) is not an append" in message, message
+    assert "'skipChanges'" in message, message
+    assert _got(spark.read.parquet(sink)) == _expected(path, version=3)
+
+    write_deltalake(path, _events(range(80, 90)), mode="append")  # version 5
+    query = start(skip=True, available_now=True)
+    assert query.awaitTermination(120), "the query did not end within 120 s"
+    assert query.exception() is None
+    # the delete was skipped (its rows stay read), the append after it read once
+    appended = _expected(path, version=5) - _expected(path, version=4)
+    assert sum(appended.values()) == 10
+    assert _got(spark.read.parquet(sink)) == _expected(path, version=3) + appended
+
+
+def test_unbounded_fails_naming_the_versions_its_log_no_longer_keeps(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Restarted after the log was cleaned past the version it planned last (a checkpoint, then
+    delta-rs' cleanup with no retention), an unbounded read cannot tell what the versions since
+    changed: it fails naming the version and the retention, never skipping them silently."""
+    path = tmp_path / "cleaned"
+    write_deltalake(
+        path, _events(range(0, 10)), configuration={"delta.logRetentionDuration": "interval 0 seconds"}
+    )
+
+    def run() -> Any:
+        source = DeltaSource.builder().table(str(path)).monitor_interval(1).build()
+        return (
+            sluice.from_source(spark, source, name="cleaned")
+            .drop("_split", "_position", "_timestamp")
+            .writeStream.format("parquet")
+            .option("path", str(tmp_path / "sink"))
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(availableNow=True)
+            .start()
+        )
+
+    assert run().awaitTermination(120), "the query did not end within 120 s"
+    write_deltalake(path, _events(range(10, 20)), mode="append")
+    write_deltalake(path, _events(range(20, 30)), mode="append")
+    table = DeltaTable(str(path))
+    table.create_checkpoint()
+    table.cleanup_metadata()
+    assert not (path / "_delta_log" / f"{1:020d}.json").exists()
+    with pytest.raises(Exception) as failed:
+        run().awaitTermination(120)
+    message = str(failed.value)
+    assert "after version 0, the last this query planned, cannot be read" in message, message
+    assert "delta.logRetentionDuration" in message, message

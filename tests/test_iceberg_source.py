@@ -12,6 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 import sluice
+from checkpoints import as_written_by_the_bounded_build
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
@@ -288,7 +289,8 @@ def test_a_restarted_query_reads_its_snapshot_on_not_the_tables_newer_one(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     """The snapshot is the query's, kept in its checkpoint: after a commit to the table, the query
-    restarted from its checkpoint reads nothing more (Spark's file sink holds each row once)."""
+    restarted from its checkpoint reads nothing more (Spark's file sink holds each row once), also
+    from a checkpoint as the bounded build wrote it; read unbounded from that one, it is refused."""
     table = _catalog(tmp_path).create_table("db.restarted", schema=SCHEMA)
     table.append(_events(range(0, 20), 0))
     sink = str(tmp_path / "sink")
@@ -311,8 +313,25 @@ def test_a_restarted_query_reads_its_snapshot_on_not_the_tables_newer_one(
     first = table.current_snapshot()
     assert first is not None
     table.append(_events(range(20, 40), 20))
+    # as the bounded build wrote it (enumerator state version 1, no snapshot planned): it still reads
+    as_written_by_the_bounded_build(tmp_path / "checkpoint")
     run()
     assert _got(spark.read.parquet(sink)) == _expected(table, snapshot_id=first.snapshot_id)
+    # read unbounded from such a checkpoint, which does not say which snapshot it planned: refused
+    unbounded = IcebergSource.builder().table(table.metadata_location).monitor_interval(1).build()
+    query = (
+        sluice.from_source(spark, unbounded, name="restarted")
+        .drop("_split", "_position", "_timestamp")
+        .writeStream.format("parquet")
+        .option("path", sink)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    with pytest.raises(Exception) as refused:
+        query.awaitTermination(120)
+    failure = str(refused.value)
+    assert "does not record which snapshot" in failure and "'monitorIntervalMs'" in failure, failure
 
 
 def _splits(
@@ -487,3 +506,66 @@ def test_aligned_every_file_is_planned_by_its_row_groups_and_drops_nothing_late(
                 in_offsets |= {s["id"] for s in json.loads(line)["splits"]}
     assert in_offsets and all("#rowgroup=" in i for i in in_offsets), in_offsets
     assert {Path(i.split("#")[0]).name for i in in_offsets} == {name for name, _, _, _ in splits}
+
+
+def test_unbounded_reads_each_appended_row_once_across_a_restart_and_refuses_or_skips_a_delete(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Unbounded (monitor_interval): appends committed while the query runs, and while it is stopped,
+    are read once each (Spark's file sink keeps each row once: the sink equals pyiceberg's read of
+    the table). A delete snapshot fails the query naming it; restarted with skip_changes, it is
+    passed over and the append after it read (under Trigger.AvailableNow), the deleted rows staying
+    read."""
+    table = _catalog(tmp_path).create_table("db.unbounded", schema=SCHEMA)
+    table.append(_events(range(0, 20), 0))
+    sink = str(tmp_path / "sink")
+
+    def start(skip: bool = False, available_now: bool = False) -> Any:
+        builder = IcebergSource.builder().table(table.metadata_location).monitor_interval(1)
+        writer = (
+            sluice.from_source(spark, builder.skip_changes(skip).build(), name="unbounded")
+            .drop("_split", "_position", "_timestamp")
+            .writeStream.format("parquet")
+            .option("path", sink)
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        )
+        if available_now:  # reads what was committed when it starts, then ends
+            return writer.trigger(availableNow=True).start()
+        return writer.trigger(processingTime="100 milliseconds").start()  # each trigger plans
+
+    def sink_rows() -> Counter[tuple[Any, ...]]:
+        return _got(spark.read.parquet(sink))
+
+    query = start()
+    query.processAllAvailable()
+    table.append(_events(range(20, 40), 20))  # while it runs
+    query.processAllAvailable()
+    query.stop()
+    table.append(_events(range(40, 60), 40))  # while it is stopped
+    query = start()  # from the checkpoint: neither the start snapshot again nor past an append
+    query.processAllAvailable()
+    table.append(_events(range(60, 80), 60))
+    query.processAllAvailable()
+    assert sink_rows() == _expected(table)
+    assert sum(sink_rows().values()) == 80
+    before_delete = table.current_snapshot()
+    assert before_delete is not None
+
+    table.delete("id < 20")  # every row of the first file: a delete snapshot
+    deleted = next(s for s in table.snapshots() if s.parent_snapshot_id == before_delete.snapshot_id)
+    with pytest.raises(Exception) as failed:
+        query.processAllAvailable()
+    query.stop()
+    message = str(failed.value)
+    assert f"snapshot {deleted.snapshot_id} of table" in message, message
+    assert "is not an append" in message and "'skipChanges'" in message, message
+    assert sink_rows() == _expected(table, snapshot_id=before_delete.snapshot_id)
+
+    table.append(_events(range(80, 90), 80))
+    query = start(skip=True, available_now=True)
+    assert query.awaitTermination(120), "the query did not end within 120 s"
+    assert query.exception() is None
+    # the delete was skipped (its rows stay read), the append after it read once
+    assert sink_rows() == _expected(table, snapshot_id=before_delete.snapshot_id) + _expected(
+        table, row_filter="id >= 80"
+    )

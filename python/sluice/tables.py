@@ -3,6 +3,7 @@ there) and collects the same options, named as the JVM declares them (sluice._op
 
 from __future__ import annotations
 
+from sluice._durations import Duration, millis
 from sluice.sources import Source, _Builder
 
 
@@ -138,6 +139,49 @@ class IcebergSourceBuilder(_Builder["IcebergSourceBuilder"]):
         """
         return self._set(self._key("ignoreMissingFiles"), ignore)
 
+    def monitor_interval(self, interval: Duration) -> IcebergSourceBuilder:
+        """Makes the source unbounded: the snapshots committed after the start one are planned at
+        this interval and the data files their appends added are read.
+
+        A snapshot that deletes or rewrites rows (overwrite, delete) fails the query, naming it,
+        unless :meth:`skip_changes`; a compaction (``replace``) is skipped. See docs/connectors.md.
+
+        Parameters
+        ----------
+        interval : datetime.timedelta or int
+            A ``timedelta``, or milliseconds.
+
+        Returns
+        -------
+        IcebergSourceBuilder
+
+        Examples
+        --------
+        >>> IcebergSource.builder().table("/tables/events").monitor_interval(timedelta(seconds=10))
+        """
+        return self._set(self._key("monitorIntervalMs"), millis(interval, "interval"))
+
+    def skip_changes(self, skip: bool = True) -> IcebergSourceBuilder:
+        """With :meth:`monitor_interval`: skips snapshots that delete or rewrite rows, instead of failing.
+
+        A skipped snapshot is skipped whole, the rows it adds too (as Iceberg's own Spark source
+        skips them); rows it deletes that were read stay read.
+
+        Parameters
+        ----------
+        skip : bool, default True
+            Whether to skip them.
+
+        Returns
+        -------
+        IcebergSourceBuilder
+
+        Examples
+        --------
+        >>> IcebergSource.builder().monitor_interval(timedelta(seconds=10)).skip_changes()
+        """
+        return self._set(self._key("skipChanges"), skip)
+
 
 class DeltaSource(Source):
     """A version of a Delta table, planned by Delta Kernel, its Parquet data files read as
@@ -269,3 +313,47 @@ class DeltaSourceBuilder(_Builder["DeltaSourceBuilder"]):
         >>> DeltaSource.builder().ignore_missing_files()
         """
         return self._set(self._key("ignoreMissingFiles"), ignore)
+
+    def monitor_interval(self, interval: Duration) -> DeltaSourceBuilder:
+        """Makes the source unbounded: the versions committed after the start one are planned at
+        this interval and the files their appends added are read.
+
+        A version that removes rows (DELETE, UPDATE, MERGE, an overwrite, deletion vectors) fails
+        the query, naming it, unless :meth:`skip_changes`; one that only rewrites files
+        (OPTIMIZE) is skipped. See docs/connectors.md.
+
+        Parameters
+        ----------
+        interval : datetime.timedelta or int
+            A ``timedelta``, or milliseconds.
+
+        Returns
+        -------
+        DeltaSourceBuilder
+
+        Examples
+        --------
+        >>> DeltaSource.builder().table("/tables/events").monitor_interval(timedelta(seconds=10))
+        """
+        return self._set(self._key("monitorIntervalMs"), millis(interval, "interval"))
+
+    def skip_changes(self, skip: bool = True) -> DeltaSourceBuilder:
+        """With :meth:`monitor_interval`: skips versions that remove rows, instead of failing.
+
+        A skipped version is skipped whole, the rows it adds too (as Delta's own ``skipChangeCommits``
+        does); rows it deletes that were read stay read.
+
+        Parameters
+        ----------
+        skip : bool, default True
+            Whether to skip them.
+
+        Returns
+        -------
+        DeltaSourceBuilder
+
+        Examples
+        --------
+        >>> DeltaSource.builder().monitor_interval(timedelta(seconds=10)).skip_changes()
+        """
+        return self._set(self._key("skipChanges"), skip)

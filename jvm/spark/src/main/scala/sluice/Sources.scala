@@ -104,7 +104,9 @@ object Sources extends SourceResolver {
         ParquetConfig.all),
       Section(
         "Iceberg tables (`source` = `iceberg`)",
-        "A snapshot of an Iceberg table (bounded), planned by Iceberg's own library (files skipped by partition " +
+        "A snapshot of an Iceberg table (bounded; with `monitorIntervalMs` unbounded: the files later appends add " +
+          "are read, an overwrite or delete fails the query unless `skipChanges`), planned by Iceberg's own library " +
+          "(files skipped by partition " +
           "values and column statistics from the pushed filters); its Parquet data files read as the Parquet source " +
           "reads files (row-group splits, exact row positions). Rows are the table's columns at the snapshot, then " +
           "`_split`, `_position` and `_timestamp`. Position deletes (v2, Parquet) and deletion vectors (v3) are " +
@@ -113,7 +115,9 @@ object Sources extends SourceResolver {
         IcebergConfig.all),
       Section(
         "Delta tables (`source` = `delta`)",
-        "A version of a Delta table (bounded), planned by Delta Kernel; its Parquet data files read as the Parquet " +
+        "A version of a Delta table (bounded; with `monitorIntervalMs` unbounded: the files later appends add are " +
+          "read, a version removing files fails the query unless `skipChanges`), planned by Delta Kernel; its " +
+          "Parquet data files read as the Parquet " +
           "source reads files (row-group splits, exact row positions; files skipped by partition values and the " +
           "log's statistics). Rows are " +
           "the table's data columns, its partition columns, then `_split`, `_position` and `_timestamp`. Deletion " +

@@ -45,8 +45,9 @@ object FileConfig {
   val MonitorIntervalMs: ConfigOption[Long] = ConfigOption
     .long(
       "monitorIntervalMs",
-      "when set, the paths are listed again at this interval and new files are read: the source is " +
-        "unbounded; when not set, the files found at the start are read and the source ends")
+      "when set, the paths are listed again at this interval and new files are read (a table: the " +
+        "snapshots or versions committed since are planned): the source is unbounded; when not set, the " +
+        "files found at the start are read and the source ends")
     .atLeast(1)
   val IgnoreMissingFiles: ConfigOption[Boolean] = ConfigOption
     .boolean(

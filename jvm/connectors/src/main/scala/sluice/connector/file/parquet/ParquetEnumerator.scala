@@ -11,13 +11,29 @@ import sluice.api._
 import sluice.connector.file.{DiscoveredFile, FileListing, ListedFileReads, NotReadyFiles}
 
 /**
- * Every file found so far, and whether every row group of them has statistics of the event-time
- * column (the event-time index covers the source only then).
+ * Every file found so far, whether every row group of them has statistics of the event-time
+ * column (the event-time index covers the source only then), and for a table the last snapshot
+ * (Iceberg) or version (Delta) planned, so that a restart plans from the next one on: neither the
+ * whole history again nor past a snapshot (None: not planned yet, or a checkpoint of a Sluice
+ * that did not keep it; `PlannedFiles.EmptyTable` when the table had none).
  */
 final case class ParquetEnumeratorState(
     files: Seq[DiscoveredFile],
     listed: Boolean,
-    indexed: Boolean = true)
+    indexed: Boolean = true,
+    tableVersion: Option[Long] = None)
+
+/**
+ * A table's data files as its own library plans them after the last version planned (None: the
+ * first plan), and the version they were planned up to.
+ */
+final case class PlannedFiles(files: Seq[DiscoveredFile], version: Option[Long])
+
+object PlannedFiles {
+
+  /** The version planned when the table had no snapshot or version yet: every later one is new. */
+  val EmptyTable: Long = -1L
+}
 
 /**
  * Lists the paths on the driver (once, or every `monitorIntervalMs`) and turns each new file into
@@ -48,9 +64,10 @@ final class ParquetEnumerator(
     clock: () => Long,
     /**
      * The files to read instead of a listing of `config.paths`: a table's data files, as its own
-     * library plans them (`sluice.connector.table`). Everything after the listing is the same.
+     * library plans them (`sluice.connector.table`), given the last version planned. Everything
+     * after the listing is the same, so files a plan returns again are known and add nothing.
      */
-    planned: Option[Configuration => Seq[DiscoveredFile]] = None)
+    planned: Option[(Configuration, Option[Long]) => PlannedFiles] = None)
     extends SplitEnumerator[RowGroupSplit, ParquetEnumeratorState]
     with SupportsEventTimeIndex[RowGroupSplit] {
 
@@ -58,6 +75,7 @@ final class ParquetEnumerator(
   restored.files.foreach(f => known(f.path) = f)
   private var listed = restored.listed
   private var indexed = restored.indexed
+  private var tableVersion = restored.tableVersion
   private var lastListingMs = Long.MinValue
   private val notReady = new NotReadyFiles(
     ParquetConfig.Context,
@@ -72,8 +90,9 @@ final class ParquetEnumerator(
     }
     if (!due) return Nil
     val conf = hadoopConf()
-    val found = planned
-      .map(_(conf))
+    val plan = planned.map(_(conf, tableVersion))
+    val found = plan
+      .map(_.files)
       .getOrElse(FileListing
         .list(config.paths, conf, mustExist = config.monitorIntervalMs.isEmpty, config.listing))
     lastListingMs = clock()
@@ -117,6 +136,8 @@ final class ParquetEnumerator(
     val splits = (indexedFiles ++ ready.flatMap(_._2)).sortBy(s => (s.path, s.rowGroup))
     // files are known once their splits are made: a failure or a file not ready is listed again next time
     ready.foreach { case (f, _) => remember(f); notReady.ready(f.path) }
+    // only once its files are known: a plan that failed is made again from the same version
+    plan.flatMap(_.version).foreach(v => tableVersion = Some(v))
     val unindexed =
       if (indexed && config.timestampColumn.isDefined) splits.find(!_.indexed) else None
     unindexed.foreach { s =>
@@ -196,7 +217,7 @@ final class ParquetEnumerator(
     ranges.filterNot(_.isEmpty).flatMap(r => r.split.minEventTime.map(r.split.splitId -> _)).toMap
 
   override def snapshotState(): ParquetEnumeratorState =
-    ParquetEnumeratorState(known.values.toSeq, listed, indexed)
+    ParquetEnumeratorState(known.values.toSeq, listed, indexed, tableVersion)
 
   /** As for line files: the files read (a JSON array of paths) and their count, for a hybrid's next source. */
   override def endState(finished: Seq[SplitProgress]): EnumeratorEndState = {
@@ -210,13 +231,16 @@ final class ParquetEnumerator(
 
 private[connector] object ParquetEnumeratorStateSerializer
     extends VersionedSerializer[ParquetEnumeratorState] {
-  override val version: Int = 1
+
+  /** 2 added `tableVersion`; a version 1 state has none (a bounded table read, or files). */
+  override val version: Int = 2
   val mapper = new ObjectMapper()
 
   override def serialize(state: ParquetEnumeratorState): String = {
     val root = mapper.createObjectNode()
     root.put("listed", state.listed)
     root.put("indexed", state.indexed)
+    state.tableVersion.foreach(v => root.put("tableVersion", v))
     val files = root.putArray("files")
     state.files.foreach { f =>
       files
@@ -245,7 +269,11 @@ private[connector] object ParquetEnumeratorStateSerializer
           n.get("modificationTime").asLong)
       }
       .toSeq
-    ParquetEnumeratorState(files, root.get("listed").asBoolean, root.get("indexed").asBoolean)
+    ParquetEnumeratorState(
+      files,
+      root.get("listed").asBoolean,
+      root.get("indexed").asBoolean,
+      Option(root.get("tableVersion")).map(_.asLong))
   }
 }
 

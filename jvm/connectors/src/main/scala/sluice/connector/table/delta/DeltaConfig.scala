@@ -11,6 +11,7 @@ import sluice.config.{ConfigOption, Options}
 import sluice.connector.file.FileConfig
 import sluice.connector.file.parquet.ParquetConfig
 import sluice.connector.format.Provenance
+import sluice.connector.table.TableChanges
 import sluice.errors.SluiceError
 
 /**
@@ -23,6 +24,8 @@ final case class DeltaConfig(
     /** The version read, resolved from the options when built. */
     version: Long,
     partitionColumns: Seq[String],
+    /** With `parquet.monitorIntervalMs` (unbounded): skip versions that are not appends rather than fail. */
+    skipChanges: Boolean,
     parquet: ParquetConfig,
     /** The options this config was read from, which rebuild it. */
     options: Map[String, String])
@@ -47,7 +50,9 @@ object DeltaConfig {
       VersionAsOf,
       AsOfTimestamp,
       FileConfig.TimestampColumn,
-      FileConfig.IgnoreMissingFiles)
+      FileConfig.IgnoreMissingFiles,
+      FileConfig.MonitorIntervalMs,
+      TableChanges.SkipChanges)
 
   def fromOptions(raw: Map[String, String]): DeltaConfig = {
     val o = new Options(raw, all, Context)
@@ -57,6 +62,13 @@ object DeltaConfig {
     if (version.isDefined && asOf.isDefined)
       throw SluiceError.config(
         s"$Context: options '${VersionAsOf.name}' and '${AsOfTimestamp.name}' both name a version; give one.")
+    val monitorIntervalMs = o.get(FileConfig.MonitorIntervalMs)
+    val skipChanges = o.get(TableChanges.SkipChanges).getOrElse(false)
+    if (skipChanges && monitorIntervalMs.isEmpty)
+      throw SluiceError.config(
+        s"$Context: option '${TableChanges.SkipChanges.name}' applies to versions committed after the " +
+          s"start, which only an unbounded read plans: set '${FileConfig.MonitorIntervalMs.name}' too, " +
+          "or remove it.")
     val session = SparkSession.getActiveSession
       .orElse(SparkSession.getDefaultSession)
       .getOrElse(throw new IllegalStateException(
@@ -113,7 +125,8 @@ object DeltaConfig {
       ParquetConfig.Int96RebaseMode.name -> "CORRECTED")
     val parquet = ParquetConfig(
       paths = Seq(location),
-      monitorIntervalMs = None,
+      // unbounded: the versions committed after the start one are planned at this interval
+      monitorIntervalMs = monitorIntervalMs,
       ignoreMissingFiles = o.get(FileConfig.IgnoreMissingFiles).getOrElse(false),
       ignoreChangedFiles = false,
       notReadyTimeoutMs = 0L,
@@ -128,6 +141,12 @@ object DeltaConfig {
       options = pinned,
       rowGroupFilters = conf.parquetFilterPushDown,
       datetimeRebaseMode = "CORRECTED")
-    DeltaConfig(location, snapshot.getVersion, partitions.map(_.name).toSeq, parquet, pinned)
+    DeltaConfig(
+      location,
+      snapshot.getVersion,
+      partitions.map(_.name).toSeq,
+      skipChanges,
+      parquet,
+      pinned)
   }
 }

@@ -48,9 +48,14 @@ private[delta] final class DeltaEventTimes(tableSchema: StructType, val column: 
    */
   def of(scanFile: Row): Option[FileStatistics] = {
     val add = scanFile.getStruct(InternalScanFileUtils.ADD_FILE_ORDINAL)
-    val path = InternalScanFileUtils.getAddFileStatus(scanFile).getPath
     val at = InternalScanFileUtils.ADD_FILE_STATS_ORDINAL
-    val json = if (add.isNullAt(at)) None else Option(add.getString(at))
+    of(
+      InternalScanFileUtils.getAddFileStatus(scanFile).getPath,
+      if (add.isNullAt(at)) None else Option(add.getString(at)))
+  }
+
+  /** As `of(scanFile)`, for the file at `path` whose `add` action records `json` as its statistics. */
+  def of(path: String, json: Option[String]): Option[FileStatistics] =
     json.flatMap(j => Try(DeltaEventTimes.Json.readTree(j)).toOption).flatMap { stats =>
       val rows = Option(stats.get("numRecords")).filter(_.canConvertToLong).map(_.asLong)
       if (!rows.exists(_ > 0)) uncounted.add(path)
@@ -71,7 +76,6 @@ private[delta] final class DeltaEventTimes(tableSchema: StructType, val column: 
         case _ => None
       }
     }
-  }
 
   /** A timestamp's epoch microseconds (any ISO-8601 form with an offset), a long's value. */
   private def toMicrosOrMillis(n: JsonNode): Option[Long] =

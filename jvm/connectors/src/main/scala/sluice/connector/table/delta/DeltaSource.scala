@@ -1,5 +1,6 @@
 package sluice.connector.table.delta
 
+import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.sources.Filter
 import org.apache.spark.sql.types.StructType
@@ -8,10 +9,14 @@ import sluice.api._
 import sluice.config.RecordLayout
 import sluice.connector.file.{DiscoveredFile, FileConfig}
 import sluice.connector.file.parquet._
-import sluice.connector.table.TableDataFiles
+import sluice.connector.table.{TableChanges, TableDataFiles}
+import sluice.errors.SluiceError
 
 /**
- * A version of a Delta table (`source` = `delta`), bounded: its data files as Delta Kernel's scan
+ * A version of a Delta table (`source` = `delta`), bounded, or with `monitorIntervalMs`
+ * unbounded: the versions committed after it are planned at that interval, the files their
+ * appends added read as new splits (`DeltaTables.appendedSince`; a version that removes rows
+ * fails the query or, with `skipChanges`, is skipped). Its data files as Delta Kernel's scan
  * gives them, read as the Parquet source reads files (one split per row group, positions are row
  * indexes in the file, column batches, only the columns a query needs, files skipped by partition
  * values and row groups by statistics from the pushed filters; with a `timestampColumn` each data
@@ -34,7 +39,9 @@ final class DeltaSource private (val config: DeltaConfig, rows: ParquetRows)
   private def parquet = config.parquet
 
   override def sourceType: String = DeltaConfig.Type
-  override def boundedness: Boundedness = Boundedness.Bounded
+  override def boundedness: Boundedness =
+    if (parquet.monitorIntervalMs.isEmpty) Boundedness.Bounded
+    else Boundedness.ContinuousUnbounded
 
   override val schema: StructType = schema(RecordLayout.Full)
   override def schema(layout: RecordLayout): StructType =
@@ -89,19 +96,52 @@ final class DeltaSource private (val config: DeltaConfig, rows: ParquetRows)
   override def createEnumerator(): ParquetEnumerator =
     restoreEnumerator(ParquetEnumeratorState(Nil, listed = false))
 
-  override def restoreEnumerator(state: ParquetEnumeratorState): ParquetEnumerator =
+  override def restoreEnumerator(state: ParquetEnumeratorState): ParquetEnumerator = {
+    // such a checkpoint (a bounded read by an earlier Sluice, state version 1) does not say
+    // which version its files were of, so neither what was committed after it
+    if (boundedness != Boundedness.Bounded && state.listed && state.tableVersion.isEmpty)
+      throw SluiceError.config(s"${DeltaConfig.Context}: the checkpoint of this query does not record which version of table " +
+        s"'${config.table}' it planned last (it was written by a bounded read of an earlier Sluice), so " +
+        s"an unbounded read ('${FileConfig.MonitorIntervalMs.name}') cannot tell which versions are new. " +
+        "Restart it without that option, or start the unbounded read on a new checkpoint (option " +
+        s"'${DeltaConfig.VersionAsOf.name}' names where it starts).")
     new ParquetEnumerator(
       parquet,
       state,
       () => rows.hadoopConf,
       () => System.currentTimeMillis(),
-      Some(conf =>
-        TableDataFiles.withModificationTimes(
-          planned,
-          conf,
-          parquet.ignoreMissingFiles,
-          DeltaConfig.Context,
-          "A Delta table's files are removed only by VACUUM, once no kept version needs them")))
+      Some((conf, after) => plan(conf, after)))
+  }
+
+  /**
+   * The first plan reads the start version's files; each later one (unbounded) the files added
+   * by the versions committed after the last one planned.
+   */
+  private def plan(conf: Configuration, after: Option[Long]): PlannedFiles = {
+    def withTimes(files: Seq[DiscoveredFile]) =
+      TableDataFiles.withModificationTimes(
+        files,
+        conf,
+        parquet.ignoreMissingFiles,
+        DeltaConfig.Context,
+        "A Delta table's files are removed only by VACUUM, once no kept version needs them")
+    after match {
+      case None => PlannedFiles(withTimes(planned), Some(config.version))
+      case Some(last) =>
+        DeltaTables
+          .appendedSince(
+            DeltaTables.engine(conf),
+            config.table,
+            last,
+            config.partitionColumns,
+            config.skipChanges,
+            // statistics as for the start version: not with pushed filters (footers then)
+            parquet.timestampColumn.filter(_ => parquet.filters.isEmpty))
+          .fold(PlannedFiles(Nil, after)) { case (files, version) =>
+            PlannedFiles(withTimes(files), Some(version))
+          }
+    }
+  }
 
   override def createReader(context: ReaderContext): ParquetReader =
     new ParquetReader(parquet, rows, context, () => rows.hadoopConf)
@@ -120,6 +160,7 @@ final class DeltaSource private (val config: DeltaConfig, rows: ParquetRows)
 
   override def toString: String =
     s"DeltaSource(${config.table}, version ${config.version}" +
+      parquet.monitorIntervalMs.fold("")(ms => s" and those after it every $ms ms") +
       parquet.readColumns.fold("")(_ =>
         s"; columns ${parquet.requiredSchema.fieldNames.mkString(", ")}") + ")"
 }
@@ -155,6 +196,12 @@ object DeltaSource {
     def timestampColumn(c: String): Builder = set(FileConfig.TimestampColumn.name, c)
     def ignoreMissingFiles(ignore: Boolean): Builder =
       set(FileConfig.IgnoreMissingFiles.name, ignore)
+
+    /** Unbounded: the versions committed after the start one are planned at this interval, their added files read. */
+    def monitorIntervalMs(ms: Long): Builder = set(FileConfig.MonitorIntervalMs.name, ms)
+
+    /** Unbounded: skip versions that delete or rewrite rows (their added rows too) instead of failing. */
+    def skipChanges(skip: Boolean): Builder = set(TableChanges.SkipChanges.name, skip)
     def option(name: String, value: String): Builder = set(name, value)
 
     def build(): DeltaSource = DeltaSource.fromOptions(options)

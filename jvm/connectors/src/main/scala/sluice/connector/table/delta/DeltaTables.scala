@@ -2,20 +2,24 @@ package sluice.connector.table.delta
 
 import scala.collection.mutable
 import scala.jdk.CollectionConverters._
+import scala.jdk.OptionConverters._
 import scala.util.control.NonFatal
 
-import io.delta.kernel.{Snapshot, Table}
+import io.delta.kernel.{Snapshot, Table, TableManager}
+import io.delta.kernel.CommitRangeBuilder.CommitBoundary
 import io.delta.kernel.defaults.engine.DefaultEngine
 import io.delta.kernel.engine.Engine
 import io.delta.kernel.expressions.Predicate
+import io.delta.kernel.internal.DeltaLogActionUtils.DeltaAction
 import io.delta.kernel.internal.InternalScanFileUtils
-import io.delta.kernel.internal.util.ColumnMapping
+import io.delta.kernel.internal.fs.{Path => KernelPath}
+import io.delta.kernel.internal.util.{ColumnMapping, VectorUtils}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils
 
 import sluice.connector.file.DiscoveredFile
-import sluice.connector.table.TableEventTimes
+import sluice.connector.table.{TableChanges, TableEventTimes}
 import sluice.errors.SluiceError
 
 /**
@@ -123,21 +127,106 @@ private[delta] object DeltaTables {
             scan(engine, snapshot, location, partitionColumns, None, eventTimes)
         }
     }
-    eventTimes.foreach { e =>
-      TableEventTimes.warnWithoutStatistics(
-        Context,
-        location,
-        s"version ${snapshot.getVersion}",
-        e.column,
-        files
-          .filter(f =>
-            f.statistics.isEmpty && e.unreadableValue(f.path).isEmpty && !e.countsNoRows(f.path))
-          .map(_.path),
-        DeltaEventTimes.advice(e.column),
-        files.flatMap(f => e.unreadableValue(f.path).map(f.path -> _)),
-        files.filter(f => f.statistics.isEmpty && e.countsNoRows(f.path)).map(_.path))
-    }
+    eventTimes.foreach(warnUnindexed(location, s"version ${snapshot.getVersion}", files, _))
     files
+  }
+
+  /** One warning naming the files the log gives no usable statistics of the event-time column for. */
+  private def warnUnindexed(
+      location: String,
+      which: String,
+      files: Seq[DiscoveredFile],
+      e: DeltaEventTimes): Unit =
+    TableEventTimes.warnWithoutStatistics(
+      Context,
+      location,
+      which,
+      e.column,
+      files
+        .filter(f =>
+          f.statistics.isEmpty && e.unreadableValue(f.path).isEmpty && !e.countsNoRows(f.path))
+        .map(_.path),
+      DeltaEventTimes.advice(e.column),
+      files.flatMap(f => e.unreadableValue(f.path).map(f.path -> _)),
+      files.filter(f => f.statistics.isEmpty && e.countsNoRows(f.path)).map(_.path))
+
+  /**
+   * The versions committed after `after` up to the latest, read from the log by Kernel
+   * (`CommitRange`) and each checked as Delta's own streaming source checks a commit: one that
+   * removes no file with a data change is an append, the files it adds with a data change read
+   * (files added without one, by OPTIMIZE or a compaction, hold rows already read); one that
+   * removes files with a data change (DELETE, UPDATE, MERGE, an overwrite; a deletion vector is
+   * added by removing the file's entry and adding it again with the vector) fails the query
+   * naming it, unless `skipChanges` skips it whole (Delta's `skipChangeCommits`). The added files
+   * are planned as `dataFiles` plans a version's: partition directories checked against the log,
+   * event-time ranges from their statistics. None when no version is new.
+   */
+  def appendedSince(
+      engine: Engine,
+      location: String,
+      after: Long,
+      partitionColumns: Seq[String],
+      skipChanges: Boolean,
+      eventTimeColumn: Option[String]): Option[(Seq[DiscoveredFile], Long)] = {
+    val latest = snapshot(engine, location, None, None)
+    if (latest.getVersion <= after) None
+    else {
+      // a feature enabled since the start (column mapping, type widening) is refused as at the start
+      refuseUnsupported(latest, location)
+      // a column dropped since has no statistics in new files: their footers index them
+      val eventTimes = eventTimeColumn
+        .filter(latest.getSchema.indexOf(_) >= 0)
+        .map(new DeltaEventTimes(latest.getSchema, _))
+      val range =
+        try
+          TableManager
+            .loadCommitRange(location, CommitBoundary.atVersion(after + 1))
+            .withEndBoundary(CommitBoundary.atVersion(latest.getVersion))
+            .build(engine)
+        catch {
+          case NonFatal(e) =>
+            throw SluiceError.sourceFault(
+              s"$Context: the commits of Delta table '$location' after version $after, the last this " +
+                s"query planned, cannot be read (${e.getMessage}): its log no longer keeps them " +
+                "(delta.logRetentionDuration, 30 days by default), so what they changed cannot be told. " +
+                "Keep the log of versions a running query has not read yet, or read the table again on " +
+                "a new checkpoint.",
+              e)
+        }
+      val wanted = Set(DeltaAction.ADD, DeltaAction.REMOVE, DeltaAction.COMMITINFO).asJava
+      val files = mutable.ArrayBuffer[DiscoveredFile]()
+      val commits = range.getCommitActions(engine, wanted)
+      try
+        commits.asScala.foreach { commit =>
+          try {
+            val change = DeltaCommit.of(commit)
+            if (change.removesData) {
+              val which = s"version ${commit.getVersion}"
+              if (!skipChanges)
+                throw TableChanges.refused(Context, location, which, change.operation)
+              log.warn(
+                s"$Context: $which of Delta table '$location' (${change.operation}) skipped with " +
+                  s"its added rows ('${TableChanges.SkipChanges.name}'); rows it deletes that were " +
+                  "read stay read.")
+            } else
+              files ++= change.added.map { add =>
+                val path = new KernelPath(latest.getPath, add.getPath).toString
+                val logged =
+                  VectorUtils.toJavaMap[String, String](add.getPartitionValues).asScala.toMap
+                checkDirectories(path, partitionColumns, logged, location)
+                DiscoveredFile(
+                  path,
+                  add.getSize,
+                  -1L,
+                  statistics = eventTimes.flatMap(_.of(path, add.getStatsJson.toScala)))
+              }
+          } finally commit.close()
+        }
+      finally commits.close()
+      val which = s"versions ${after + 1} to ${latest.getVersion}"
+      eventTimes.foreach(warnUnindexed(location, which, files.toSeq, _))
+      Some(files.toSeq -> latest.getVersion)
+    }
   }
 
   private def scan(

@@ -10,6 +10,7 @@ import sluice.config.{ConfigOption, Options}
 import sluice.connector.file.FileConfig
 import sluice.connector.file.parquet.ParquetConfig
 import sluice.connector.format.Provenance
+import sluice.connector.table.TableChanges
 import sluice.errors.SluiceError
 
 /**
@@ -24,6 +25,8 @@ final case class IcebergConfig(
     /** The snapshot read, resolved from the options when built: None for a table without one. */
     snapshot: Option[Long],
     formatVersion: Int,
+    /** With `parquet.monitorIntervalMs` (unbounded): skip snapshots that are not appends rather than fail. */
+    skipChanges: Boolean,
     parquet: ParquetConfig,
     /** The options this config was read from, which rebuild it. */
     options: Map[String, String])
@@ -51,7 +54,9 @@ object IcebergConfig {
       SnapshotId,
       AsOfTimestamp,
       FileConfig.TimestampColumn,
-      FileConfig.IgnoreMissingFiles)
+      FileConfig.IgnoreMissingFiles,
+      FileConfig.MonitorIntervalMs,
+      TableChanges.SkipChanges)
 
   def fromOptions(raw: Map[String, String]): IcebergConfig = {
     val o = new Options(raw, all, Context)
@@ -67,7 +72,15 @@ object IcebergConfig {
         s"$Context: an Iceberg source is defined on the Spark driver, with a SparkSession: it reads the " +
           "table's metadata and the session's Parquet settings there."))
     val table = IcebergTables.load(location, session.sessionState.newHadoopConf())
-    val unresolved = IcebergConfig(location, snapshotId, asOf, None, 0, null, raw)
+    val monitorIntervalMs = o.get(FileConfig.MonitorIntervalMs)
+    val skipChanges = o.get(TableChanges.SkipChanges).getOrElse(false)
+    if (skipChanges && monitorIntervalMs.isEmpty)
+      throw SluiceError.config(
+        s"$Context: option '${TableChanges.SkipChanges.name}' applies to snapshots committed after the " +
+          s"start, which only an unbounded read plans: set '${FileConfig.MonitorIntervalMs.name}' too, " +
+          "or remove it.")
+    val unresolved =
+      IcebergConfig(location, snapshotId, asOf, None, 0, skipChanges, null, raw)
     val snapshot = IcebergTables.snapshotOf(table, unresolved)
     // the snapshot's own schema (time travel's), also for the current snapshot: a source rebuilt
     // from its options (a restart, a hybrid's history member) names the snapshot it read and must
@@ -104,7 +117,8 @@ object IcebergConfig {
       ParquetConfig.Int96RebaseMode.name -> "CORRECTED")
     val parquet = ParquetConfig(
       paths = Seq(location),
-      monitorIntervalMs = None,
+      // unbounded: the snapshots committed after the start one are planned at this interval
+      monitorIntervalMs = monitorIntervalMs,
       ignoreMissingFiles = o.get(FileConfig.IgnoreMissingFiles).getOrElse(false),
       ignoreChangedFiles = false,
       notReadyTimeoutMs = 0L,
@@ -128,6 +142,7 @@ object IcebergConfig {
       asOf,
       snapshot.map(_.snapshotId),
       IcebergTables.formatVersion(table),
+      skipChanges,
       parquet.copy(options = pinned),
       pinned)
   }

@@ -9,10 +9,14 @@ import sluice.api._
 import sluice.config.RecordLayout
 import sluice.connector.file.{DiscoveredFile, FileConfig}
 import sluice.connector.file.parquet._
-import sluice.connector.table.TableDataFiles
+import sluice.connector.table.{TableChanges, TableDataFiles}
+import sluice.errors.SluiceError
 
 /**
- * A snapshot of an Iceberg table (`source` = `iceberg`), bounded: its data files as Iceberg's own
+ * A snapshot of an Iceberg table (`source` = `iceberg`), bounded, or with `monitorIntervalMs`
+ * unbounded: the snapshots committed after it are planned at that interval, the data files their
+ * appends added read as new splits (`IcebergTables.appendedSince`; what is not an append fails
+ * the query or, with `skipChanges`, is skipped). Its data files as Iceberg's own
  * library plans them (partition and statistics pruning from the filters Spark pushes), read as the
  * Parquet source reads files: one split per row group, positions are row indexes in the file (a
  * restart resumes at the exact row), column batches where Spark would read them, only the columns
@@ -38,7 +42,9 @@ final class IcebergSource private (val config: IcebergConfig, rows: ParquetRows)
   private def parquet = config.parquet
 
   override def sourceType: String = IcebergConfig.Type
-  override def boundedness: Boundedness = Boundedness.Bounded
+  override def boundedness: Boundedness =
+    if (parquet.monitorIntervalMs.isEmpty) Boundedness.Bounded
+    else Boundedness.ContinuousUnbounded
 
   override val schema: StructType = IcebergSource.schemaOf(parquet, RecordLayout.Full)
   override def schema(layout: RecordLayout): StructType = IcebergSource.schemaOf(parquet, layout)
@@ -88,14 +94,55 @@ final class IcebergSource private (val config: IcebergConfig, rows: ParquetRows)
   override def createEnumerator(): ParquetEnumerator =
     restoreEnumerator(ParquetEnumeratorState(Nil, listed = false))
 
-  override def restoreEnumerator(state: ParquetEnumeratorState): ParquetEnumerator =
+  override def restoreEnumerator(state: ParquetEnumeratorState): ParquetEnumerator = {
+    // such a checkpoint (a bounded read by an earlier Sluice, state version 1) does not say
+    // which snapshot its files were of, so neither what was committed after it
+    if (boundedness != Boundedness.Bounded && state.listed && state.tableVersion.isEmpty)
+      throw SluiceError.config(s"${IcebergConfig.Context}: the checkpoint of this query does not record which snapshot of table " +
+        s"'${config.table}' it planned last (it was written by a bounded read of an earlier Sluice), so " +
+        s"an unbounded read ('${FileConfig.MonitorIntervalMs.name}') cannot tell which snapshots are new. " +
+        "Restart it without that option, or start the unbounded read on a new checkpoint (option " +
+        s"'${IcebergConfig.SnapshotId.name}' names where it starts).")
     new ParquetEnumerator(
       parquet,
       state,
       () => rows.hadoopConf,
       () => System.currentTimeMillis(),
-      Some(conf =>
-        IcebergSource.withModificationTimes(planned, conf, parquet.ignoreMissingFiles)))
+      Some((conf, after) => plan(conf, after)))
+  }
+
+  /**
+   * The first plan reads the start snapshot's files; each later one (unbounded) the files
+   * appended by the snapshots committed after the last one planned.
+   */
+  private def plan(conf: Configuration, after: Option[Long]): PlannedFiles = {
+    def withTimes(files: Seq[DiscoveredFile]) =
+      IcebergSource.withModificationTimes(files, conf, parquet.ignoreMissingFiles)
+    after match {
+      case None =>
+        PlannedFiles(withTimes(planned), Some(config.snapshot.getOrElse(PlannedFiles.EmptyTable)))
+      case Some(last) =>
+        val table = IcebergTables.loadLatest(config.table, conf)
+        val filter =
+          IcebergFilters.toIceberg(parquet.filters, parquet.dataSchema.fieldNames.toSet)
+        // files of a column dropped since have no bounds of it: their footers index them
+        val eventTimes = parquet.timestampColumn
+          .filter(c => parquet.filters.isEmpty && table.schema.findField(c) != null)
+          .map(new IcebergEventTimes(table.schema, _))
+        IcebergTables
+          .appendedSince(
+            table,
+            config.table,
+            last,
+            filter,
+            parquet.caseSensitive,
+            config.skipChanges,
+            eventTimes)
+          .fold(PlannedFiles(Nil, after)) { case (files, id) =>
+            PlannedFiles(withTimes(files), Some(id))
+          }
+    }
+  }
 
   override def createReader(context: ReaderContext): ParquetReader =
     new ParquetReader(parquet, rows, context, () => rows.hadoopConf)
@@ -114,6 +161,7 @@ final class IcebergSource private (val config: IcebergConfig, rows: ParquetRows)
 
   override def toString: String =
     s"IcebergSource(${config.table}, snapshot ${config.snapshot.getOrElse("none")}" +
+      parquet.monitorIntervalMs.fold("")(ms => s" and those after it every $ms ms") +
       parquet.readColumns.fold("")(_ =>
         s"; columns ${parquet.requiredSchema.fieldNames.mkString(", ")}") + ")"
 }
@@ -163,6 +211,12 @@ object IcebergSource {
     def timestampColumn(c: String): Builder = set(FileConfig.TimestampColumn.name, c)
     def ignoreMissingFiles(ignore: Boolean): Builder =
       set(FileConfig.IgnoreMissingFiles.name, ignore)
+
+    /** Unbounded: the snapshots committed after the start one are planned at this interval, their appended files read. */
+    def monitorIntervalMs(ms: Long): Builder = set(FileConfig.MonitorIntervalMs.name, ms)
+
+    /** Unbounded: skip snapshots that delete or rewrite rows (their added rows too) instead of failing. */
+    def skipChanges(skip: Boolean): Builder = set(TableChanges.SkipChanges.name, skip)
     def option(name: String, value: String): Builder = set(name, value)
 
     def build(): IcebergSource = IcebergSource.fromOptions(options)

@@ -4,13 +4,16 @@ import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.iceberg.{BaseTable, DeleteFile, FileContent, FileFormat, HasTableOperations, Snapshot, StaticTableOperations, Table, TableProperties}
+import org.apache.hadoop.fs.Path
+import org.apache.iceberg.{BaseTable, DataOperations, DeleteFile, FileContent, FileFormat, FileScanTask, HasTableOperations, Snapshot, StaticTableOperations, Table, TableProperties}
 import org.apache.iceberg.expressions.Expression
 import org.apache.iceberg.hadoop.{HadoopFileIO, HadoopTables}
+import org.apache.iceberg.io.CloseableIterable
 import org.apache.iceberg.util.SnapshotUtil
 
 import sluice.connector.file.DiscoveredFile
-import sluice.connector.table.TableEventTimes
+import sluice.connector.file.parquet.PlannedFiles
+import sluice.connector.table.{TableChanges, TableEventTimes}
 import sluice.errors.SluiceError
 
 /**
@@ -23,6 +26,8 @@ import sluice.errors.SluiceError
  */
 private[iceberg] object IcebergTables {
   import IcebergConfig.Context
+
+  private val log = org.slf4j.LoggerFactory.getLogger(getClass)
 
   def load(location: String, conf: Configuration): Table =
     try {
@@ -38,6 +43,33 @@ private[iceberg] object IcebergTables {
             "table.metadata_location, Spark's `SELECT * FROM t.metadata_log_entries`).",
           e)
     }
+
+  /**
+   * The table as last committed, for an unbounded read's later plans. A directory is loaded again
+   * (Iceberg follows its version hint). A metadata file is one commit's: the newest beside it is
+   * taken instead, by the version number that begins a catalog's metadata file names
+   * (`<version>-<uuid>.metadata.json`; Hadoop tables' `v<version>.metadata.json`); Sluice asks
+   * no catalog which one is current.
+   */
+  def loadLatest(location: String, conf: Configuration): Table = {
+    val named = new Path(location)
+    val newest = versionOf(named.getName).flatMap { _ =>
+      val beside = named.getFileSystem(conf).listStatus(named.getParent).toSeq.map(_.getPath)
+      beside
+        .flatMap(p => versionOf(p.getName).map(_ -> p))
+        .sortBy { case (version, p) => (version, p.getName) }
+        .lastOption
+        .map(_._2.toString)
+    }
+    load(newest.getOrElse(location), conf)
+  }
+
+  private val MetadataFileName = """v?(\d+)(-.*)?\.metadata\.json""".r
+
+  private def versionOf(name: String): Option[Long] = name match {
+    case MetadataFileName(version, _) => version.toLongOption
+    case _ => None
+  }
 
   /** The snapshot a read of `config` reads: the one named, the one current at a time, or the current one (None: the table has none). */
   def snapshotOf(table: Table, config: IcebergConfig): Option[Snapshot] =
@@ -80,15 +112,6 @@ private[iceberg] object IcebergTables {
       filter: Expression,
       caseSensitive: Boolean,
       eventTimes: Option[IcebergEventTimes] = None): Seq[DiscoveredFile] = {
-    // files imported from outside Iceberg (add_files, migrate, snapshot of a Hive table) carry no
-    // field ids and may lack identity partition columns, which Iceberg fills from the metadata
-    Option(table.properties.get(TableProperties.DEFAULT_NAME_MAPPING)).foreach { _ =>
-      throw SluiceError.config(
-        s"$Context: table '${table.name}' has a name mapping (${TableProperties.DEFAULT_NAME_MAPPING}): " +
-          "some of its data files were imported without Iceberg's field ids (add_files, migrate), and such " +
-          "files may lack the identity partition columns Iceberg fills from its metadata, which Sluice " +
-          "reads from the files. Rewrite the table's data files (rewrite_data_files) to read it.")
-    }
     // the snapshot first: a scan resolves column names in its schema, the current table's until
     // useSnapshot gives it the snapshot's (a column dropped since would not be found)
     val scan = table.newScan().useSnapshot(snapshot.snapshotId)
@@ -99,11 +122,107 @@ private[iceberg] object IcebergTables {
       .filter(filter)
       .caseSensitive(caseSensitive)
       .planFiles()
+    filesOf(table, s"snapshot ${snapshot.snapshotId}", tasks, eventTimes)
+  }
+
+  /**
+   * The table's snapshots committed after `after` (`PlannedFiles.EmptyTable`: after none) up
+   * to its current one, checked one by one in commit order: an `append` is read, a `replace`
+   * (compaction: the same rows in other files) skipped, an `overwrite` or `delete` fails the
+   * query naming it unless `skipChanges` (`TableChanges`). The data files the appends added are
+   * planned as `dataFiles` plans a snapshot's, by iceberg-core's incremental append scan (it
+   * reads the appends' manifests only). None when nothing was committed since.
+   */
+  def appendedSince(
+      table: Table,
+      location: String,
+      after: Long,
+      filter: Expression,
+      caseSensitive: Boolean,
+      skipChanges: Boolean,
+      eventTimes: Option[IcebergEventTimes]): Option[(Seq[DiscoveredFile], Long)] =
+    Option(table.currentSnapshot).filter(_.snapshotId != after).map { current =>
+      val from = Option(after).filter(_ != PlannedFiles.EmptyTable)
+      from.foreach { id =>
+        if (!SnapshotUtil.isAncestorOf(table, current.snapshotId, id))
+          throw SluiceError.sourceFault(
+            s"$Context: snapshot $id of table '$location', the last this query planned, is not an " +
+              s"ancestor of the table's current snapshot ${current.snapshotId}: the table was rolled " +
+              "back or its snapshots expired, so what was committed after it cannot be told. Keep the " +
+              "snapshots a running query reads (expire_snapshots retain_last / older_than), or read the " +
+              "table again on a new checkpoint.")
+      }
+      // a column renamed since the start would read as null from the files written after it
+      IcebergSchema.renameOf(table.schema, table.schemas.values.asScala).foreach { change =>
+        throw SluiceError.sourceFault(
+          s"$Context: in table '$location', $change since this query started. Iceberg matches a " +
+            "data file's columns by field id, Sluice's Parquet reader by name, so new files would read " +
+            "wrong values: read the table again on a new checkpoint once its data files are rewritten.")
+      }
+      val committed = SnapshotUtil
+        .ancestorsBetween(table, current.snapshotId, from.map(Long.box).orNull)
+        .asScala
+        .toSeq
+        .reverse
+      val appends = committed.filter { s =>
+        s.operation match {
+          case DataOperations.APPEND => true
+          case DataOperations.REPLACE => false
+          case op @ (DataOperations.OVERWRITE | DataOperations.DELETE) =>
+            if (!skipChanges)
+              throw TableChanges.refused(Context, location, s"snapshot ${s.snapshotId}", op)
+            log.warn(
+              s"$Context: snapshot ${s.snapshotId} of table '$location' ($op) skipped with its " +
+                s"added rows ('${TableChanges.SkipChanges.name}'); rows it deletes that were read stay read.")
+            false
+          case op =>
+            throw SluiceError.sourceFault(
+              s"$Context: snapshot ${s.snapshotId} of table '$location' has operation '$op', which " +
+                "Sluice does not know: it cannot tell whether it only appends. Read the table bounded " +
+                "from a snapshot after it, on a new checkpoint.")
+        }
+      }
+      val files =
+        if (appends.isEmpty) Nil
+        else {
+          val scan = from
+            .fold(table.newIncrementalAppendScan())((id: Long) =>
+              table.newIncrementalAppendScan().fromSnapshotExclusive(id))
+            .toSnapshot(current.snapshotId)
+          val tasks = eventTimes
+            .fold(scan)(e =>
+              scan.includeColumnStats(java.util.Collections.singletonList(e.column)))
+            .filter(filter)
+            .caseSensitive(caseSensitive)
+            .planFiles()
+          val label =
+            s"snapshots ${appends.map(_.snapshotId).mkString(", ")}"
+          filesOf(table, label, tasks, eventTimes)
+        }
+      (files, current.snapshotId)
+    }
+
+  /** The planned tasks' data files (`dataFiles`), `which` naming the snapshots they are of. */
+  private def filesOf(
+      table: Table,
+      which: String,
+      tasks: CloseableIterable[FileScanTask],
+      eventTimes: Option[IcebergEventTimes]): Seq[DiscoveredFile] = {
+    // files imported from outside Iceberg (add_files, migrate, snapshot of a Hive table) carry no
+    // field ids and may lack identity partition columns, which Iceberg fills from the metadata
+    Option(table.properties.get(TableProperties.DEFAULT_NAME_MAPPING)).foreach { _ =>
+      tasks.close()
+      throw SluiceError.config(
+        s"$Context: table '${table.name}' has a name mapping (${TableProperties.DEFAULT_NAME_MAPPING}): " +
+          "some of its data files were imported without Iceberg's field ids (add_files, migrate), and such " +
+          "files may lack the identity partition columns Iceberg fills from its metadata, which Sluice " +
+          "reads from the files. Rewrite the table's data files (rewrite_data_files) to read it.")
+    }
     val planned =
       try
         tasks.asScala.toSeq.map { task =>
           val deletes = task.deletes.asScala.toSeq
-          refuseUnread(table, snapshot, task.file, deletes)
+          refuseUnread(table, which, task.file, deletes)
           (task.file, deletes, eventTimes.flatMap(_.of(task.file)))
         }
       finally tasks.close()
@@ -125,7 +244,7 @@ private[iceberg] object IcebergTables {
       TableEventTimes.warnWithoutStatistics(
         Context,
         table.name,
-        s"snapshot ${snapshot.snapshotId}",
+        which,
         e.column,
         files.filter(_.statistics.isEmpty).map(_.path),
         IcebergEventTimes.advice(e.column))
@@ -140,12 +259,12 @@ private[iceberg] object IcebergTables {
    */
   private def refuseUnread(
       table: Table,
-      snapshot: Snapshot,
+      which: String,
       file: org.apache.iceberg.DataFile,
       deletes: Seq[DeleteFile]): Unit = {
     if (file.format != FileFormat.PARQUET)
       throw SluiceError.config(
-        s"$Context: data file '${file.location}' of snapshot ${snapshot.snapshotId} is ${file.format}: " +
+        s"$Context: data file '${file.location}' of $which is ${file.format}: " +
           "Sluice reads Iceberg data files in Parquet only (the format Iceberg writes by default). " +
           "Rewrite the table's data files as Parquet (write.format.default=parquet, then rewrite_data_files).")
     deletes.find(d => !IcebergPositionDeletes.applied(d)).foreach { d =>
@@ -156,7 +275,7 @@ private[iceberg] object IcebergTables {
           s"position deletes in ${d.format} (Sluice reads position delete files in Parquet)"
       }
       throw SluiceError.config(
-        s"$Context: snapshot ${snapshot.snapshotId} of table '${table.name}' has $feature on data file " +
+        s"$Context: $which of table '${table.name}' has $feature on data file " +
           s"'${file.location}' (delete file '${d.location}'). Sluice applies Iceberg position deletes " +
           "in Parquet and deletion vectors only, and never reads deleted rows: compact the table " +
           "(rewrite_data_files with delete files applied), write with write.delete.mode=copy-on-write " +

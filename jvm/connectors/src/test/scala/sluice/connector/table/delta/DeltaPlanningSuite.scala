@@ -10,7 +10,7 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import sluice.connector.file.FileStatistics
 import sluice.connector.table.TableEventTimes
-import sluice.errors.SluiceConfigException
+import sluice.errors.{SluiceConfigException, SluiceRuntimeException}
 
 /**
  * What Sluice asks of Delta Kernel, without Spark: a version's data files planned with the pushed
@@ -45,9 +45,13 @@ class DeltaPlanningSuite extends AnyFunSuite {
     dir.toUri.toString
   }
 
-  private def add(path: String, city: String, dv: String = ""): String =
+  private def add(
+      path: String,
+      city: String,
+      dv: String = "",
+      dataChange: Boolean = true): String =
     s"""{"add":{"path":"$path","partitionValues":{"city":"$city"},"size":100,""" +
-      s""""modificationTime":1,"dataChange":true,"stats":"{\\"numRecords\\":1}"$dv}}"""
+      s""""modificationTime":1,"dataChange":$dataChange,"stats":"{\\"numRecords\\":1}"$dv}}"""
 
   private def plan(location: String, filters: Seq[sources.Filter] = Nil): Seq[String] = {
     val engine = DeltaTables.engine(new Configuration())
@@ -232,5 +236,74 @@ class DeltaPlanningSuite extends AnyFunSuite {
     assert(warning.contains("empty.parquet") || warning.contains("uncounted.parquet"))
     assert(!warning.contains("records no minimum and maximum"))
     assert(!warning.contains("dataSkippingStatsColumns"))
+  }
+
+  /** Writes version `version` of the table's log: these actions (as a Delta writer writes them). */
+  private def commit(location: String, version: Long, actions: String*): Unit = {
+    val log = java.nio.file.Paths.get(new java.net.URI(location)).resolve("_delta_log")
+    Files.write(
+      log.resolve(f"$version%020d.json"),
+      actions.mkString("\n").getBytes(StandardCharsets.UTF_8))
+  }
+
+  private def remove(path: String, dataChange: Boolean): String =
+    s"""{"remove":{"path":"$path","deletionTimestamp":2,"dataChange":$dataChange,""" +
+      """"partitionValues":{"city":"a"},"size":100}}"""
+
+  private def info(operation: String): String =
+    s"""{"commitInfo":{"timestamp":2,"operation":"$operation"}}"""
+
+  /** An unbounded read's plan after version `after`: the files appended since, and the version planned up to. */
+  private def appended(location: String, after: Long, skip: Boolean = false) =
+    DeltaTables
+      .appendedSince(
+        DeltaTables.engine(new Configuration()),
+        location,
+        after,
+        Seq("city"),
+        skipChanges = skip,
+        eventTimeColumn = None)
+      .map { case (files, version) =>
+        files.map(f => f.path.substring(f.path.indexOf("city="))).sorted -> version
+      }
+
+  test(
+    "unbounded: each plan gives the files the versions after the last planned append; OPTIMIZE is skipped") {
+    val location = table(Seq(add("city=a/1.parquet", "a")))
+    assert(appended(location, 0).isEmpty, "no version since")
+    commit(location, 1, info("WRITE"), add("city=b/2.parquet", "b"), add("city=a/3.parquet", "a"))
+    assert(appended(location, 0).contains(Seq("city=a/3.parquet", "city=b/2.parquet") -> 1L))
+    // the same rows in another file (dataChange false): nothing read again
+    commit(
+      location,
+      2,
+      info("OPTIMIZE"),
+      remove("city=a/1.parquet", dataChange = false),
+      remove("city=a/3.parquet", dataChange = false),
+      add("city=a/4.parquet", "a", dataChange = false))
+    assert(appended(location, 1).contains(Nil -> 2L))
+  }
+
+  test(
+    "unbounded: a version removing files fails the plan naming version, operation and option; skipChanges skips it whole") {
+    val location = table(Seq(add("city=a/1.parquet", "a")))
+    commit(location, 1, info("DELETE"), remove("city=a/1.parquet", dataChange = true))
+    commit(location, 2, info("WRITE"), add("city=b/5.parquet", "b"))
+    val refused = intercept[SluiceRuntimeException](appended(location, 0))
+    assert(
+      refused.getMessage.contains(s"version 1 of table '$location' (DELETE) is not an append"),
+      refused.getMessage)
+    assert(refused.getMessage.contains("option 'skipChanges'"))
+    assert(appended(location, 0, skip = true).contains(Seq("city=b/5.parquet") -> 2L))
+    // an overwrite (MERGE, UPDATE) adds files too: skipped with them
+    commit(
+      location,
+      3,
+      info("MERGE"),
+      remove("city=a/1.parquet", dataChange = true),
+      add("city=a/6.parquet", "a"))
+    assert(
+      intercept[SluiceRuntimeException](appended(location, 2)).getMessage.contains("(MERGE)"))
+    assert(appended(location, 2, skip = true).contains(Nil -> 3L))
   }
 }

@@ -14,6 +14,7 @@ import org.apache.spark.sql.types.{LongType, StringType, StructField, StructType
 import org.scalatest.funsuite.AnyFunSuite
 
 import sluice.connector.file.FileStatistics
+import sluice.connector.file.parquet.PlannedFiles
 import sluice.connector.table.TableEventTimes
 import sluice.errors.{SluiceConfigException, SluiceRuntimeException}
 
@@ -292,5 +293,86 @@ class IcebergPlanningSuite extends AnyFunSuite {
       caseSensitive = true,
       Some(new IcebergEventTimes(snapshotSchema, "ts")))
     assert(planned.map(_.statistics) == Seq(Some(FileStatistics(3, Some((1000L, 2000L))))))
+  }
+
+  /** An unbounded read's plan after snapshot `after`: the files appended since, and the snapshot planned up to. */
+  private def appended(t: Table, after: Long, skip: Boolean = false) =
+    IcebergTables
+      .appendedSince(
+        t,
+        t.location,
+        after,
+        Expressions.alwaysTrue(),
+        caseSensitive = true,
+        skipChanges = skip,
+        eventTimes = None)
+      .map { case (files, id) =>
+        files.map(_.path.split("/").takeRight(2).mkString("/")).sorted -> id
+      }
+
+  test(
+    "unbounded: each plan gives the files appended since the last snapshot planned, compactions skipped") {
+    val t = table()
+    assert(
+      appended(t, PlannedFiles.EmptyTable).isEmpty,
+      "a table without snapshots has nothing new")
+    val a0 = dataFile(t, "a", (0L, 9L))
+    t.newAppend().appendFile(a0).commit()
+    val first = t.currentSnapshot.snapshotId
+    assert(appended(t, PlannedFiles.EmptyTable).contains(Seq("city=a/0.parquet") -> first))
+    assert(appended(t, first).isEmpty, "nothing committed since")
+    t.newAppend().appendFile(dataFile(t, "b", (10L, 19L))).commit()
+    val a20 = dataFile(t, "a", (20L, 29L))
+    t.newFastAppend().appendFile(a20).commit()
+    val third = t.currentSnapshot.snapshotId
+    assert(appended(t, first).contains(Seq("city=a/20.parquet", "city=b/10.parquet") -> third))
+    // a compaction (replace) holds the same rows in other files: skipped, nothing read again
+    t.newRewrite()
+      .deleteFile(a0)
+      .deleteFile(a20)
+      .addFile(dataFile(t, "a", (100L, 129L)))
+      .commit()
+    val compacted = t.currentSnapshot.snapshotId
+    assert(t.currentSnapshot.operation == "replace")
+    assert(appended(t, third).contains(Nil -> compacted))
+    // the newest metadata file beside the one given is the table as last committed
+    val v1 = s"${t.location}/metadata/v1.metadata.json"
+    assert(
+      IcebergTables.loadLatest(v1, new Configuration()).currentSnapshot.snapshotId == compacted)
+    assert(IcebergTables.load(v1, new Configuration()).currentSnapshot == null)
+  }
+
+  test(
+    "unbounded: a delete or an overwrite fails the plan naming snapshot, operation and option; skipChanges skips it whole") {
+    val t = table()
+    val a0 = dataFile(t, "a", (0L, 9L))
+    t.newAppend().appendFile(a0).commit()
+    val start = t.currentSnapshot.snapshotId
+    t.newDelete().deleteFile(a0).commit()
+    val deleted = t.currentSnapshot.snapshotId
+    val b10 = dataFile(t, "b", (10L, 19L))
+    t.newAppend().appendFile(b10).commit()
+    val refused = intercept[SluiceRuntimeException](appended(t, start))
+    assert(
+      refused.getMessage.contains(
+        s"snapshot $deleted of table '${t.location}' (delete) is not an append"))
+    assert(refused.getMessage.contains("option 'skipChanges'"))
+    // skipped: the append after it is read
+    val afterDelete = t.currentSnapshot.snapshotId
+    assert(appended(t, start, skip = true).contains(Seq("city=b/10.parquet") -> afterDelete))
+    // an overwrite is skipped with the rows it adds (as Iceberg's Spark source skips it)
+    t.newOverwrite().deleteFile(b10).addFile(dataFile(t, "a", (20L, 29L))).commit()
+    val overwrite = t.currentSnapshot.snapshotId
+    assert(t.currentSnapshot.operation == "overwrite")
+    assert(
+      intercept[SluiceRuntimeException](appended(t, afterDelete)).getMessage
+        .contains(s"snapshot $overwrite of table '${t.location}' (overwrite) is not an append"))
+    assert(appended(t, afterDelete, skip = true).contains(Nil -> overwrite))
+    // a rollback leaves the last snapshot planned off the table's history: nothing can be told
+    t.manageSnapshots().rollbackTo(start).commit()
+    val rolledBack = intercept[SluiceRuntimeException](appended(t, overwrite))
+    assert(
+      rolledBack.getMessage.contains(s"snapshot $overwrite") && rolledBack.getMessage
+        .contains("is not an ancestor"))
   }
 }

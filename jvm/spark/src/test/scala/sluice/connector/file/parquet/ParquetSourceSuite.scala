@@ -544,8 +544,9 @@ class ParquetSourceSuite extends AnyFunSuite with SparkSuiteBase {
     assert(RowGroupSplitSerializer.deserialize(2, v2) == splits.head)
     val state = enumerator.snapshotState()
     assert(
-      ParquetEnumeratorStateSerializer
-        .deserialize(1, ParquetEnumeratorStateSerializer.serialize(state)) == state)
+      ParquetEnumeratorStateSerializer.deserialize(
+        ParquetEnumeratorStateSerializer.version,
+        ParquetEnumeratorStateSerializer.serialize(state)) == state)
 
     // INT96 timestamps (Spark's default) have no statistics: the source has no index
     withConf("spark.sql.parquet.outputTimestampType", "INT96") {

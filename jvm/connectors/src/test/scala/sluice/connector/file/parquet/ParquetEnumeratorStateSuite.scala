@@ -1,0 +1,36 @@
+package sluice.connector.file.parquet
+
+import org.scalatest.funsuite.AnyFunSuite
+
+import sluice.connector.file.DiscoveredFile
+import sluice.errors.SluiceRuntimeException
+
+/**
+ * The enumerator state in the offset log: version 2 keeps the last table snapshot or version
+ * planned, and a version 1 state (every checkpoint written before, a bounded table read's too)
+ * still reads, with none.
+ */
+class ParquetEnumeratorStateSuite extends AnyFunSuite {
+  private val files = Seq(DiscoveredFile("s3a://b/t/data/0.parquet", 100L, 1700000000000L))
+  private val serializer = ParquetEnumeratorStateSerializer
+
+  test("the last table version planned survives the offset log") {
+    assert(serializer.version == 2)
+    for (version <- Seq(Some(4113486218424958061L), Some(PlannedFiles.EmptyTable), None)) {
+      val state =
+        ParquetEnumeratorState(files, listed = true, indexed = false, tableVersion = version)
+      assert(serializer.deserialize(2, serializer.serialize(state)) == state)
+    }
+  }
+
+  test("a version 1 state, as the bounded build wrote it, reads with no table version") {
+    val v1 =
+      """{"listed":true,"indexed":true,"files":[{"path":"s3a://b/t/data/0.parquet",""" +
+        """"length":100,"modificationTime":1700000000000}]}"""
+    assert(
+      serializer
+        .deserialize(1, v1) == ParquetEnumeratorState(files, listed = true, tableVersion = None))
+    // a newer one is refused (with advice), never read as something else
+    intercept[SluiceRuntimeException](serializer.deserialize(3, v1))
+  }
+}
