@@ -35,7 +35,8 @@ object DocSnippets {
   // a marker as a page's line (not as an example inside a fenced block)
   private val MarkerLine = """(?m)^[ \t]*<!--\s*snippet:[^\n]*""".r
   // a Scala block the fence above does not match, so it would silently not run
-  private val UnreadFence = """(?m)^(?:[ \t]+```|[ \t]*~~~)[ \t]*scala\b""".r
+  // (an indented, ~~~ or four-backtick fence, a space before the word, Scala capitalised)
+  private val UnreadFence = """(?m)^(?!```scala\b)[ \t]*(?:`{3,}|~{3,})[ \t]*(?i:scala)\b""".r
   private val Prelude =
     """import java.time.Duration
       |

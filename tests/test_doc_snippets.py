@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import faulthandler
 import json
 import re
 import signal
@@ -87,7 +88,9 @@ ERROR_LINE = re.compile(r"^(Caused by: )?[\w.$]*(Error|Exception)\b.*")
 FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.S | re.M)
 MARKER = re.compile(r"<!--\s*snippet:(.*?)-->\s*$")
 # a Python block FENCE does not take for one, so it would silently not run (as Scala's UnreadFence)
-UNREAD_FENCE = re.compile(r"^(?:[ \t]+```|[ \t]*~~~)[ \t]*(?:python3?|py)\b|^```(?:py|python3)\b", re.M)
+# a python block the fence above does not take, so it would silently not run: another word for the
+# language (py, python3, Python), an indented, ~~~ or four-backtick fence, a space before the word
+UNREAD_FENCE = re.compile(r"^(?!```python\b)[ \t]*(?:`{3,}|~{3,})[ \t]*(?i:python3?|py)\b", re.M)
 # where a reader's places start: a quote then one of them is rewritten to this run's folder
 PATH_LITERAL = re.compile(
     r"""(["'])(s3a://archive/|s3a://warehouse/|/archive/|/checkpoints/|/etc/kafka/|/tables/|/tmp/)"""
@@ -609,7 +612,11 @@ class _Watchdog:
 
 class _Blocked(BaseException):
     """Raised in the main thread by `_Alarm`: a BaseException, so a snippet's `except Exception`
-    does not swallow it."""
+    does not swallow it. `in_jvm`: it came inside a py4j call, whose connection still waits."""
+
+    def __init__(self, where: str, in_jvm: bool) -> None:
+        super().__init__(where)
+        self.in_jvm = in_jvm
 
 
 class _Alarm:
@@ -619,7 +626,8 @@ class _Alarm:
     line). Stopping queries (`_Watchdog`) releases a snippet waiting on one, not one waiting on an
     `Event`, a socket or a state a stopped query never reaches. The handler and timer it replaced are
     restored after. A snippet interrupted inside a call into the JVM leaves that py4j connection
-    unanswered: the run fails either way, and later tests of the module may fail after it."""
+    unanswered, so the runner's next call may wait for ever: `faulthandler`'s timer, armed around
+    each snippet, ends the Python lane then (and when a snippet swallows the alarm)."""
 
     def __init__(self, seconds: float, source: str, first: int, page: str) -> None:
         self._seconds, self._source, self._first, self._page = seconds, source, first, page
@@ -633,7 +641,10 @@ class _Alarm:
         return f"{inner}, called from {self._page}:{self._first + frame.f_lineno - 1}"
 
     def _ring(self, signum: int, frame: FrameType | None) -> None:
-        raise _Blocked(self._where(frame))
+        in_jvm, f = False, frame
+        while f is not None and not in_jvm:
+            in_jvm, f = "py4j" in f.f_code.co_filename, f.f_back
+        raise _Blocked(self._where(frame), in_jvm)
 
     def __enter__(self) -> _Alarm:
         self._handler = signal.signal(signal.SIGALRM, self._ring)
@@ -677,51 +688,76 @@ def _run(
                 namespace[bound] = _given(value, spark, kafka, work)
             if snippet.raises is not None:  # the query it is given fails as it expects
                 failing.update(queries.started[given_from:])
-            started = time.monotonic()
             before = len(queries.started)
             overran = _Watchdog(spark, deadline)
+            # the C-level backstop stays armed after the snippet only when the run is ending
+            backstop = 0
             try:
-                code = compile(_localized(snippet.code, kafka, work, snippet.where), snippet.where, "exec")
-                with overran, _Alarm(deadline + grace, snippet.where, snippet.line, snippet.page):
-                    try:
-                        exec(code, namespace)
-                    except Exception as e:
-                        if snippet.raises is None or _condition(e) != snippet.raises:
-                            raise
-                    else:
-                        if snippet.raises is not None:
-                            raise AssertionError(f"it ended without raising {snippet.raises}")
-                for check in snippet.expect:
-                    assert eval(
-                        _localized(check, kafka, work, snippet.where), namespace
-                    ), f"{snippet.where}: expected {check}"
-            except _Blocked as e:
-                raise AssertionError(
-                    f"{snippet.where} was still blocked {grace} s after its {deadline} s deadline (its "
-                    f"queries were stopped), waiting at {e}: a snippet must not wait without bound, or "
-                    "must be marked `skip <why>`"
-                ) from None
-            except Exception as e:
-                # the snippet's own error stays the cause, also when it came after the deadline
-                late = f" (past its {deadline} s deadline: its queries were stopped)" if overran.fired else ""
-                raise AssertionError(f"{snippet.where} does not run as written{late}: {e!r}") from e
-            assert not overran.fired, (
-                f"{snippet.where} did not end within {deadline} s (its queries were stopped): use "
-                "trigger(availableNow=True) or awaitTermination(timeout), or mark it `skip <why>`"
-            )
-            # every source of every query the snippet started read rows, and none of them failed
-            mine = queries.started[before:]
-            stalled = queries.ran(mine, wait, may_idle=snippet.idle is not None)
-            _assert_none_failed(queries, mine, snippet.where)  # a failed query read nothing either
-            unread = "; ".join(f"{q}: {sources}" for q, sources in stalled.items())
-            assert not stalled, (
-                f"{snippet.where} started queries that ran no trigger in {wait} s: {unread}"
-                if snippet.idle is not None
-                else f"{snippet.where} started queries whose sources did not all read rows in {wait} s"
-                f" (read nothing: {unread}; mark it `idle <why>` if it means to read nothing)"
-            )
-            ran += 1
-            assert time.monotonic() - started < 60 + wait, f"{snippet.where} took over a minute"
+                try:
+                    code = compile(
+                        _localized(snippet.code, kafka, work, snippet.where), snippet.where, "exec"
+                    )
+                    # the last resort, at C level: a snippet that swallows the alarm (a bare `except:`),
+                    # spins in C, or leaves the main thread's py4j connection waiting on a JVM call the
+                    # alarm interrupted would hang make test; this dumps every thread's stack (the
+                    # snippet's frames are named by its page:line) and ends the Python lane, failed
+                    faulthandler.dump_traceback_later(deadline + 2 * grace, exit=True)
+                    with overran, _Alarm(deadline + grace, snippet.where, snippet.line, snippet.page):
+                        try:
+                            exec(code, namespace)
+                        except Exception as e:
+                            if snippet.raises is None or _condition(e) != snippet.raises:
+                                raise
+                        else:
+                            if snippet.raises is not None:
+                                raise AssertionError(f"it ended without raising {snippet.raises}")
+                        # its checks too may wait on a query (processAllAvailable): under the same bounds
+                        for check in snippet.expect:
+                            assert eval(
+                                _localized(check, kafka, work, snippet.where), namespace
+                            ), f"{snippet.where}: expected {check}"
+                except _Blocked as e:
+                    blocked = (
+                        f"{snippet.where} was still blocked {grace} s after its {deadline} s deadline (its "
+                        f"queries were stopped), waiting at {e}: a snippet must not wait without bound, or "
+                        "must be marked `skip <why>`"
+                    )
+                    if e.in_jvm:
+                        # the main thread's py4j connection still waits for the JVM's answer: any
+                        # further call on it would wait for ever, so the run ends here (the backstop
+                        # bounds its teardown)
+                        backstop = 120
+                        pytest.exit(blocked, returncode=1)
+                    raise AssertionError(blocked) from None
+                except Exception as e:
+                    # the snippet's own error stays the cause, also when it came after the deadline
+                    late = (
+                        f" (past its {deadline} s deadline: its queries were stopped)"
+                        if overran.fired
+                        else ""
+                    )
+                    raise AssertionError(f"{snippet.where} does not run as written{late}: {e!r}") from e
+                assert not overran.fired, (
+                    f"{snippet.where} did not end within {deadline} s (its queries were stopped): use "
+                    "trigger(availableNow=True) or awaitTermination(timeout), or mark it `skip <why>`"
+                )
+                # every source of every query the snippet started read rows, and none of them failed
+                mine = queries.started[before:]
+                stalled = queries.ran(mine, wait, may_idle=snippet.idle is not None)
+                _assert_none_failed(queries, mine, snippet.where)  # a failed query read nothing either
+                unread = "; ".join(f"{q}: {sources}" for q, sources in stalled.items())
+                assert not stalled, (
+                    f"{snippet.where} started queries that ran no trigger in {wait} s: {unread}"
+                    if snippet.idle is not None
+                    else f"{snippet.where} started queries whose sources did not all read rows in {wait} s"
+                    f" (read nothing: {unread}; mark it `idle <why>` if it means to read nothing)"
+                )
+                ran += 1
+            finally:
+                if backstop:
+                    faulthandler.dump_traceback_later(backstop, exit=True)
+                else:
+                    faulthandler.cancel_dump_traceback_later()
         assert ran > 0
         # a query may fail in a later batch, while the page's next snippets run
         _assert_none_failed(queries, [q for q in queries.started if q not in failing], page)
@@ -780,7 +816,18 @@ def test_a_snippet_that_must_raise_fails_when_it_does_not(
 
 
 @pytest.mark.parametrize(
-    "fence", ["```py", "```python3", "  ```python", "~~~python", "~~~ python", "```python3 title=x"]
+    "fence",
+    [
+        "```py",
+        "```python3",
+        "  ```python",
+        "~~~python",
+        "~~~ python",
+        "```python3 title=x",
+        "``` python",
+        "````python",
+        "```Python",
+    ],
 )
 def test_a_python_block_that_would_not_run_fails(fence: str) -> None:
     text = f"# A page\n\nSome text.\n{fence}\nprint(1)\n{fence.strip()[:3]}\n"

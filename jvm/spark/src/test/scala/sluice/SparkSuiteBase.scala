@@ -231,6 +231,8 @@ object SharedSparkContext {
         .master(master)
         .appName("sluice-tests")
         .config("spark.sql.shuffle.partitions", "2")
+        // a managed table (toTable, saveAsTable) goes here, not into the checkout (Spark's default)
+        .config("spark.sql.warehouse.dir", Files.createTempDirectory("sluice-warehouse").toString)
         .config("spark.ui.enabled", "false")
         .config("spark.sql.streaming.stopTimeout", "30s")
         .config("spark.sql.extensions", "sluice.spark.SluiceExtensions")

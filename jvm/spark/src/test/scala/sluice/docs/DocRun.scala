@@ -54,7 +54,7 @@ final class DocRun(
     }
     // on a thread of its own: a page blocked on something other than a query (a lock, a socket)
     // is given up `graceMs` after its deadline, rather than hanging the build
-    val ran = DocRun.onThread(s"doc-page-$name", pageMs + graceMs) {
+    val (ran, pageThread) = DocRun.onThread(s"doc-page-$name", pageMs + graceMs) {
       // Sluice reads its `spark.sluice.*` settings from the thread's active session: the page's
       SparkSession.setActiveSession(spark)
       try body(this)
@@ -66,7 +66,9 @@ final class DocRun(
       assertNoneFailed(queries.startedIds, name)
       queries.startedIds
     }
-    watchdog.shutdownNow()
+    // a page thread given up but still alive (an interrupt does not end a spin or a socket read)
+    // could start queries into later suites: the watchdog stays, stopping them, until it ends
+    if (!pageThread.isAlive) watchdog.shutdownNow()
     // a query may also fail between that check and its stop: its own exception says so
     val left = spark.streams.active.toSeq
     val stopped = Try {
@@ -185,8 +187,9 @@ object DocRun {
   /**
    * `body` run on a daemon thread named `name`, which the caller waits for up to `timeoutMs`: past
    * that, the thread is interrupted and left, and the result is a failure naming where it waited.
+   * Also the thread, which may outlive an interrupt (a spin, a blocking socket read).
    */
-  private def onThread[T](name: String, timeoutMs: Long)(body: => T): Try[T] = {
+  private def onThread[T](name: String, timeoutMs: Long)(body: => T): (Try[T], Thread) = {
     @volatile var result: Option[Try[T]] = None
     // InterruptedException and the like are no NonFatal, which Try lets through
     val thread = new Thread(
@@ -198,11 +201,13 @@ object DocRun {
     thread.setDaemon(true)
     thread.start()
     thread.join(timeoutMs)
-    result.getOrElse {
+    val outcome = result.getOrElse {
       val frames = thread.getStackTrace.take(8).mkString("\n  at ")
       thread.interrupt()
+      thread.join(5000)
       Failure(new TestFailedException(s"still blocked after $timeoutMs ms, at:\n  at $frames", 0))
     }
+    (outcome, thread)
   }
 
   /** Runs `overdue` after `afterMs`, then every second, until shut down. */
