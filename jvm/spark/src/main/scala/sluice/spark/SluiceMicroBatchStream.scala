@@ -119,13 +119,6 @@ final class SluiceMicroBatchStream(
     catch SparkErrors.surface
 
   private def tasksOf(start: SparkOffset, end: SparkOffset): Array[InputPartition] = {
-    // a test's fault injection (off in production: one read of a constant)
-    if (SwitchHalt.armed)
-      SwitchHalt.atPlanning(
-        source,
-        checkpointOf(start),
-        checkpointOf(end),
-        Option(spark.sparkContext.getLocalProperty("streaming.sql.batchId")))
     // asked only when a split has a key: it is a call to the block manager's master
     lazy val executors = ExecutorLocations.sorted()
     def keyed(ranges: Seq[SplitRange[SourceSplit]]) = ranges.exists(_.split.localityKey.isDefined)
@@ -135,6 +128,14 @@ final class SluiceMicroBatchStream(
       spark.sparkContext.defaultParallelism,
       options.minPartitions,
       s => if (s.localityKey.isEmpty) None else TaskLocality.placeOf(s, executors))
+    // a test's fault injection (off in production: one read of a constant)
+    if (SwitchHalt.armed)
+      SwitchHalt.atPlanning(
+        source,
+        checkpointOf(start),
+        checkpointOf(end),
+        tasks.flatten,
+        Option(spark.sparkContext.getLocalProperty("streaming.sql.batchId")))
     val columnar = SluiceReaderFactory.readsColumnar(source, timing, tasks.flatten)
     tasks.map { ranges =>
       SluiceInputPartition(
