@@ -10,7 +10,7 @@ import sluice.runtime.{SourceCheckpoint, SplitReport}
  * A SIGKILL at a random moment lands there only by luck; the chaos harness (`chaos/run.py`,
  * "switch") needs that moment every time, to show that a restart replays the switch exactly once.
  *
- * Off unless the driver's environment sets [[Variable]]: `logged` halts when Spark plans the
+ * Off unless the driver's environment sets `Variable`: `logged` halts when Spark plans the
  * batch's tasks (the offset log holds it, nothing of it ran); `ran` halts once the driver has
  * every report of that batch's tasks (its ranges were read and the runtime took their progress
  * in, but neither the sink nor the commit log committed it). One hybrid per driver: the state
@@ -24,19 +24,16 @@ private[spark] object SwitchHalt {
   /** The environment variable that turns the halt on; its name says it is a test's fault. */
   val Variable = "SLUICE_TEST_FAULT_HALT_AT_SWITCH"
 
-  /** The driver's exit status at the halt, for a harness to tell it from a crash. */
+  /**
+   * The JVM's exit status at the halt. A PySpark driver's Python process then ends on the lost
+   * gateway with its own status: a harness there goes by the line below.
+   */
   val ExitStatus = 86
 
   /** The line written to the driver's stderr just before the halt (the harness looks for it). */
   val Announcement = "SLUICE TEST FAULT: halting the driver at the hybrid switch"
 
-  private val moment: Option[String] = sys.env.get(Variable).filter(_.nonEmpty).map {
-    case m @ ("logged" | "ran") => m
-    case other =>
-      // a test that mistypes the moment would otherwise wait for a halt that never comes
-      throw new IllegalArgumentException(
-        s"$Variable is '$other'; set it to 'logged' or 'ran', or unset it")
-  }
+  private val moment: Option[String] = sys.env.get(Variable).filter(_.nonEmpty)
 
   val armed: Boolean = moment.isDefined
 
@@ -58,11 +55,18 @@ private[spark] object SwitchHalt {
       batchId: Option[String]): Unit =
     if (switches(source, start, end)) {
       val batch = batchId.getOrElse("?")
-      if (moment.contains("logged")) halt(s"batch $batch is in the offset log, nothing of it ran")
-      else
-        synchronized {
-          pending = Some(batch -> ranges.map(r => (r.split.splitId, r.from) -> r.until).toMap)
-        }
+      moment match {
+        case Some("logged") => halt(s"batch $batch is in the offset log, nothing of it ran")
+        case Some("ran") if ranges.isEmpty => halt(s"batch $batch ran: it had nothing to read")
+        case Some("ran") =>
+          synchronized {
+            pending = Some(batch -> ranges.map(r => (r.split.splitId, r.from) -> r.until).toMap)
+          }
+        case other =>
+          // a test that mistyped the moment would otherwise wait for a halt that never comes
+          throw new IllegalArgumentException(
+            s"$Variable is '${other.mkString}': set it to 'logged' or 'ran', or unset it")
+      }
     }
 
   /**
