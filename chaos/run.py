@@ -12,6 +12,10 @@ draining driver restarts from the checkpoint the fault left, and the sink is che
 run in `make test` lets that query drain itself instead (a driver's start is the costliest step
 there; `end_fault_run`).
 
+Switch halts: a files -> Kafka hybrid's driver halted by its own fault injection between the
+switch being logged and committed (`switch`: before the batch ran; `switch-ran`: after it ran),
+then restarted from that checkpoint to drain (`switch_halt`); `make test` runs `switch`.
+
 `CHAOS_SEED` fixes the kill moments; `CHAOS_SCENARIOS` (comma-separated names) runs a part
 (printed, not written to the results).
 
@@ -82,7 +86,7 @@ def checkpoint_logs(checkpoint: Path) -> str:
 class Driver:
     """One driver process of a scenario, in a process group of its own (its JVM included)."""
 
-    def __init__(self, config: dict, work: Path, label: str) -> None:
+    def __init__(self, config: dict, work: Path, label: str, env: dict[str, str] | None = None) -> None:
         checkpoint = Path(config["checkpoint"])
         found = checkpoint_logs(checkpoint)
         #: leftovers of a first offset write cut by the previous run's kill, removed before start
@@ -92,8 +96,11 @@ class Driver:
         path = work / f"{label}.json"
         path.write_text(json.dumps(config))
         self.log = work / f"{label}.log"
+        # `env`: more of the driver's environment (its JVM inherits it), e.g. a test's fault injection
         env = dict(
-            os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+            os.environ,
+            PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+            **(env or {}),
         )
         with open(self.log, "w", encoding="utf-8") as log:
             self.process = subprocess.Popen(
@@ -268,6 +275,111 @@ def fault_under_query(
         driver.kill()
         result = {**drain(scenario, kafka, work), "kills": 1, "restarts": 1, "failed": problem}
     return {**result, "seconds": round(time.monotonic() - began, 1)}
+
+
+#: the driver JVM's fault injection of tests (`SwitchHalt` in jvm/spark): set (`SWITCH_HALTS`), the driver
+#: halts when the offset log holds the batch that performs a hybrid's switch and the commit log does not
+HALT_AT_SWITCH = "SLUICE_TEST_FAULT_HALT_AT_SWITCH"
+#: the line the driver writes to its stderr just before that halt
+HALT_ANNOUNCEMENT = "SLUICE TEST FAULT: halting the driver at the hybrid switch"
+
+
+def _offset_log_batches(checkpoint: Path, log: str) -> list[int]:
+    folder = checkpoint / log
+    return sorted(int(f.name) for f in folder.iterdir() if f.name.isdigit()) if folder.is_dir() else []
+
+
+def _active_source(checkpoint: Path, batch: int) -> int:
+    """The hybrid's active source in batch `batch`'s end offset (its one source's line of the
+    offset log: a Sluice offset that holds its checkpoint, whose enumerator state is the hybrid's)."""
+    offset = json.loads((checkpoint / "offsets" / str(batch)).read_text().splitlines()[-1])
+    if "enumerator" not in offset:
+        raise ValueError(f"batch {batch}'s offset names a kept checkpoint, not read here: {offset}")
+    return json.loads(offset["enumerator"]["state"])["active"]
+
+
+def switch_logged_not_committed(checkpoint: Path) -> dict:
+    """What the checkpoint says about the last logged batch: its number, the hybrid's active
+    source before and after it, and whether the commit log holds it."""
+    logged = _offset_log_batches(checkpoint, "offsets")
+    if not logged:
+        return {"last_logged": None}
+    last = logged[-1]
+    return {
+        "last_logged": last,
+        "active_before": _active_source(checkpoint, last - 1) if last > 0 else 0,
+        "active_after": _active_source(checkpoint, last),
+        "committed": last in _offset_log_batches(checkpoint, "commits"),
+    }
+
+
+#: when the switch halt lands (`HALT_AT_SWITCH`'s values): `logged`, when Spark plans the switch
+#: batch's tasks (nothing of it ran); `ran`, once its tasks ended (before the sink commits it)
+SWITCH_HALTS = {"logged": "switch", "ran": "switch-ran"}
+
+
+def switch_halt(kafka: EmbeddedKafka, work: Path, moment: str) -> dict:
+    """A files -> Kafka hybrid's driver halts exactly between its switch being logged and
+    committed: started with `HALT_AT_SWITCH` set to `moment`, its JVM halts (no shutdown hook, no
+    commit: what a SIGKILL leaves) once the offset log holds the batch whose end offset performs
+    the switch. The checkpoint must show that batch last in the offset log, switching from source
+    0 to 1, with no commit, and the file sink no entry for it; a driver without the fault restarts
+    from it and drains, and the sink must hold every record once (the records of the files, the
+    overlap the switch must not read twice, and Kafka's)."""
+    began = time.monotonic()
+    name = SWITCH_HALTS[moment]
+    scenario = Scenario(name, "micro", [f"{name}-live"], files=1200, overlap=200)
+    scenario.prepare(kafka, work)
+    scenario.feed(kafka)
+    checkpoint = work / "checkpoint"
+    driver = Driver(scenario.config(kafka, work, drain=False), work, "halted", env={HALT_AT_SWITCH: moment})
+    driver.wait_started()
+    problem = None
+    try:
+        # the JVM halts on its own; its Python process then ends on the lost gateway
+        code: int | None = driver.process.wait(timeout=STARTUP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        code = None
+        problem = f"the driver did not halt within {STARTUP_TIMEOUT_S} s:\n{driver.tail()}"
+    driver.kill()  # what is left of its process group
+    announced = driver.log.read_text(encoding="utf-8", errors="replace").count(HALT_ANNOUNCEMENT)
+    found = switch_logged_not_committed(checkpoint)
+    committed_at_halt = len(committed_epochs(str(checkpoint)))
+    # the file sink's own log of the batches it committed
+    sink_logged = (
+        found.get("last_logged") is not None
+        and (
+            Path(scenario.config(kafka, work, drain=False)["out"])
+            / "_spark_metadata"
+            / str(found["last_logged"])
+        ).exists()
+    )
+    at_switch = (
+        announced == 1
+        and found.get("last_logged") is not None
+        and (found["active_before"], found["active_after"], found["committed"], sink_logged)
+        == (0, 1, False, False)
+    )
+    if problem is None and not at_switch:
+        problem = (
+            f"the halt was not at the switch: announced {announced} times, checkpoint {found}, "
+            f"logs {checkpoint_logs(checkpoint)}:\n{driver.tail()}"
+        )
+    scenario.feed(kafka)
+    result = drain(scenario, kafka, work)
+    result = {
+        **result,
+        "kills": 1,
+        "restarts": 1,
+        "committed_at_kills": [committed_at_halt],
+        "halted_at_switch": at_switch,
+        "halt_moment": moment,
+        "halted_driver_exit": code,
+        "halted_batch": {**found, "sink_committed": sink_logged},
+        "batches": len(committed_epochs(str(checkpoint))),
+        "seconds": round(time.monotonic() - began, 1),
+    }
+    return {**result, "failed": problem} if problem else result
 
 
 LOCAL_CLUSTER = "local-cluster[2,1,768]"  # two executor JVMs of their own, as a cluster has
@@ -552,6 +664,13 @@ def run(
                     print(f"chaos: {scenario.name} ({scenario.mode}), {share} kills", flush=True)
                     results[scenario.name] = killed_runs(scenario, kafka, root / scenario.name, share, rng)
                     print(f"  {results[scenario.name]}", flush=True)
+            for moment, label in SWITCH_HALTS.items():
+                if names is None or label in names:
+                    print(
+                        f"chaos: a hybrid's driver halted at its switch, {moment}, not committed", flush=True
+                    )
+                    results[label] = switch_halt(kafka, root / label, moment)
+                    print(f"  {results[label]}", flush=True)
             if names is None or "executors" in names:
                 share = max(1, kills // 6)  # kills inside tasks; those that cut none are retried
                 print(f"chaos: executors killed mid-task ({LOCAL_CLUSTER}), {share} kills", flush=True)

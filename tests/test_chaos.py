@@ -1,5 +1,6 @@
 """The chaos run in small (`make chaos` is the full one): a files -> Kafka hybrid whose driver is
-killed twice, an aligned group, a continuous and a real-time query killed once each, an executor
+killed once at random and once, deterministically, between its switch being logged and committed
+(the driver's fault injection halts it there), an aligned group, a continuous and a real-time query killed once each, an executor
 JVM killed under a local-cluster query, the broker restarted under a reading query, records
 deleted below the read position under failOnDataLoss=true (which must do nothing), and on the
 3-broker cluster a partition leader killed under a micro-batch query (rolling restarts, reassignments
@@ -38,12 +39,13 @@ REDUCED_CLUSTER = ClusterFaults(("micro",), kills=1, rolling=0, move=False, down
 
 
 def test_kills_broker_faults_and_deletions_lose_and_duplicate_nothing() -> None:
-    # 5 kills shared: 2 for the hybrid, 1 each for the group, the continuous query and the executors
+    # 3 kills shared: 1 each for the hybrid, the group, the continuous query and the executors (the
+    # hybrid's second kill is the switch halt: one more driver start than one random kill costs)
     # the reduced run: a query that lived through a fault drains itself (no restart's JVM)
     result = run(
-        kills=5,
+        kills=3,
         seed=7,
-        names=["hybrid", "group", "continuous", "executors", "broker", "deleted-true", "cluster"],
+        names=["hybrid", "switch", "group", "continuous", "executors", "broker", "deleted-true", "cluster"],
         restart_after_faults=False,
         cluster_faults=REDUCED_CLUSTER,
     )
@@ -51,6 +53,7 @@ def test_kills_broker_faults_and_deletions_lose_and_duplicate_nothing() -> None:
         result,
         {
             "hybrid",
+            "switch",
             "group",
             "continuous",
             "executors",
@@ -59,7 +62,17 @@ def test_kills_broker_faults_and_deletions_lose_and_duplicate_nothing() -> None:
             "cluster-micro",
         },
     )
-    assert result["details"]["hybrid"]["kills"] == 2
+    assert result["details"]["hybrid"]["kills"] == 1
+    switch = result["details"]["switch"]
+    # the halt landed where it was asked to: the driver said so, and the checkpoint's last logged
+    # batch switches from the files (source 0) to Kafka (1) with no commit for it, in the commit
+    # log or the file sink's log
+    assert switch["halted_at_switch"], switch
+    halted = switch["halted_batch"]
+    assert (halted["active_before"], halted["active_after"]) == (0, 1), switch
+    assert (halted["committed"], halted["sink_committed"]) == (False, False), switch
+    # the restart replayed that batch and went on past it
+    assert switch["batches"] > halted["last_logged"] + 1, switch
     assert (result["details"]["group"]["kills"], result["details"]["continuous"]["kills"]) == (1, 1)
     cluster = result["details"]["cluster-micro"]
     # the node killed led a partition the query read

@@ -128,6 +128,14 @@ final class SluiceMicroBatchStream(
       spark.sparkContext.defaultParallelism,
       options.minPartitions,
       s => if (s.localityKey.isEmpty) None else TaskLocality.placeOf(s, executors))
+    // a test's fault injection (off in production: one read of a constant)
+    if (SwitchHalt.armed)
+      SwitchHalt.atPlanning(
+        source,
+        checkpointOf(start),
+        checkpointOf(end),
+        tasks.flatten,
+        Option(spark.sparkContext.getLocalProperty("streaming.sql.batchId")))
     val columnar = SluiceReaderFactory.readsColumnar(source, timing, tasks.flatten)
     tasks.map { ranges =>
       SluiceInputPartition(

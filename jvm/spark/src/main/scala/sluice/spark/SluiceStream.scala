@@ -65,7 +65,11 @@ abstract class SluiceStream(
     defaultLimit = BatchLimit(options.maxRecordsPerTrigger))
 
   private val accumulator = {
-    val acc = new SplitProgressAccumulator().deliverTo(runtime.fold)
+    val acc = new SplitProgressAccumulator().deliverTo { reports =>
+      runtime.fold(reports)
+      // a test's fault injection (off in production: one read of a constant)
+      if (SwitchHalt.armed) SwitchHalt.afterReports(reports)
+    }
     spark.sparkContext.register(
       acc
     ) // unnamed: named accumulators are rendered into the UI and event log per task
