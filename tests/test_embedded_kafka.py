@@ -21,7 +21,8 @@ def kafka() -> Iterator[EmbeddedKafka]:
 
 def test_starts_quickly_on_localhost(kafka: EmbeddedKafka) -> None:
     assert kafka.startup_seconds is not None
-    assert kafka.startup_seconds < 30
+    # a bound on a loaded machine, not a benchmark (make test's other lanes share 2 cores)
+    assert kafka.startup_seconds < 60
     host, port = kafka.bootstrap_servers.split(":")
     assert host == "127.0.0.1"
     assert int(port) > 0
