@@ -46,9 +46,11 @@ class EmbeddedKafkaSuite extends AnyFunSuite with KafkaSuiteBase {
     } finally consumer.close()
   }
 
-  test("starts within 30 s on 127.0.0.1") {
+  // a bound on a loaded machine, not a benchmark: beside make test's other lanes on 2 cores a
+  // start took 36 s once (5-10 s when quiet)
+  test("starts within 60 s on 127.0.0.1") {
     assert(
-      kafka.startupMillis > 0 && kafka.startupMillis < 30000,
+      kafka.startupMillis > 0 && kafka.startupMillis < 60000,
       s"took ${kafka.startupMillis} ms")
     assert(kafka.bootstrapServers.startsWith("127.0.0.1:"))
     info(s"broker started in ${kafka.startupMillis} ms")
