@@ -1,5 +1,7 @@
 package sluice.connector.table.delta
 
+import java.net.URI
+
 import scala.collection.mutable
 import scala.jdk.CollectionConverters._
 import scala.jdk.OptionConverters._
@@ -210,7 +212,12 @@ private[delta] object DeltaTables {
                   "read stay read.")
             } else
               files ++= change.added.map { add =>
-                val path = new KernelPath(latest.getPath, add.getPath).toString
+                // the log keeps a path URI-encoded (a partition value's space is %20): decoded
+                // as Kernel's scan decodes it, or an escaped partition's file is not found
+                val path =
+                  new KernelPath(
+                    new KernelPath(latest.getPath),
+                    new KernelPath(URI.create(add.getPath))).toString
                 val logged =
                   VectorUtils.toJavaMap[String, String](add.getPartitionValues).asScala.toMap
                 checkDirectories(path, partitionColumns, logged, location)

@@ -285,6 +285,15 @@ class DeltaPlanningSuite extends AnyFunSuite {
   }
 
   test(
+    "unbounded: an appended file's URI-encoded log path is decoded, as a bounded plan decodes it") {
+    // Spark writes the folder `city=New York` and logs it `city=New%20York`
+    val location = table(Seq(add("city=New%20York/1.parquet", "New York")))
+    assert(plan(location) == Seq("city=New York/1.parquet"))
+    commit(location, 1, info("WRITE"), add("city=New%20York/2.parquet", "New York"))
+    assert(appended(location, 0).contains(Seq("city=New York/2.parquet") -> 1L))
+  }
+
+  test(
     "unbounded: a version removing files fails the plan naming version, operation and option; skipChanges skips it whole") {
     val location = table(Seq(add("city=a/1.parquet", "a")))
     commit(location, 1, info("DELETE"), remove("city=a/1.parquet", dataChange = true))
