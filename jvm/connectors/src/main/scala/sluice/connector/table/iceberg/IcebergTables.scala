@@ -164,6 +164,15 @@ private[iceberg] object IcebergTables {
         .asScala
         .toSeq
         .reverse
+      // started on an empty table, the history must reach back to the first snapshot: snapshots
+      // expired before the first plan appended files the incremental scan no longer sees
+      if (from.isEmpty) committed.headOption.filter(_.parentId != null).foreach { oldest =>
+        throw SluiceError.sourceFault(
+          s"$Context: this query started on table '$location' while it had no snapshot, and the " +
+            s"oldest snapshot the table keeps (${oldest.snapshotId}) follows snapshots expired since: " +
+            "the files they appended cannot be told from the others. Read the table again on a new " +
+            "checkpoint (its start is then the current snapshot, read whole).")
+      }
       val appends = committed.filter { s =>
         s.operation match {
           case DataOperations.APPEND => true

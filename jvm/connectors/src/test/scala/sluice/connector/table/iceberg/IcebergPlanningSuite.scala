@@ -311,6 +311,17 @@ class IcebergPlanningSuite extends AnyFunSuite {
       }
 
   test(
+    "unbounded: a start on an empty table whose first snapshots expired before its first plan is refused") {
+    val t = table()
+    t.newAppend().appendFile(dataFile(t, "a", (0L, 9L))).commit()
+    val first = t.currentSnapshot.snapshotId
+    t.newAppend().appendFile(dataFile(t, "b", (10L, 19L))).commit()
+    t.expireSnapshots().expireSnapshotId(first).commit()
+    val refused = intercept[SluiceRuntimeException](appended(t, PlannedFiles.EmptyTable))
+    assert(refused.getMessage.contains("follows snapshots expired since"), refused.getMessage)
+  }
+
+  test(
     "unbounded: each plan gives the files appended since the last snapshot planned, compactions skipped") {
     val t = table()
     assert(
