@@ -62,13 +62,7 @@ object DeltaConfig {
     if (version.isDefined && asOf.isDefined)
       throw SluiceError.config(
         s"$Context: options '${VersionAsOf.name}' and '${AsOfTimestamp.name}' both name a version; give one.")
-    val monitorIntervalMs = o.get(FileConfig.MonitorIntervalMs)
-    val skipChanges = o.get(TableChanges.SkipChanges).getOrElse(false)
-    if (skipChanges && monitorIntervalMs.isEmpty)
-      throw SluiceError.config(
-        s"$Context: option '${TableChanges.SkipChanges.name}' applies to versions committed after the " +
-          s"start, which only an unbounded read plans: set '${FileConfig.MonitorIntervalMs.name}' too, " +
-          "or remove it.")
+    val (monitorIntervalMs, skipChanges) = TableChanges.unboundedOptions(o, Context, "versions")
     val session = SparkSession.getActiveSession
       .orElse(SparkSession.getDefaultSession)
       .getOrElse(throw new IllegalStateException(

@@ -10,7 +10,6 @@ import sluice.config.RecordLayout
 import sluice.connector.file.{DiscoveredFile, FileConfig}
 import sluice.connector.file.parquet._
 import sluice.connector.table.{TableChanges, TableDataFiles}
-import sluice.errors.SluiceError
 
 /**
  * A version of a Delta table (`source` = `delta`), bounded, or with `monitorIntervalMs`
@@ -100,11 +99,11 @@ final class DeltaSource private (val config: DeltaConfig, rows: ParquetRows)
     // such a checkpoint (a bounded read by an earlier Sluice, state version 1) does not say
     // which version its files were of, so neither what was committed after it
     if (boundedness != Boundedness.Bounded && state.listed && state.tableVersion.isEmpty)
-      throw SluiceError.config(s"${DeltaConfig.Context}: the checkpoint of this query does not record which version of table " +
-        s"'${config.table}' it planned last (it was written by a bounded read of an earlier Sluice), so " +
-        s"an unbounded read ('${FileConfig.MonitorIntervalMs.name}') cannot tell which versions are new. " +
-        "Restart it without that option, or start the unbounded read on a new checkpoint (option " +
-        s"'${DeltaConfig.VersionAsOf.name}' names where it starts).")
+      throw TableChanges.unrecordedStart(
+        DeltaConfig.Context,
+        config.table,
+        "version",
+        DeltaConfig.VersionAsOf.name)
     new ParquetEnumerator(
       parquet,
       state,

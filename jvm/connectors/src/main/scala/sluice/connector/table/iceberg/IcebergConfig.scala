@@ -72,13 +72,7 @@ object IcebergConfig {
         s"$Context: an Iceberg source is defined on the Spark driver, with a SparkSession: it reads the " +
           "table's metadata and the session's Parquet settings there."))
     val table = IcebergTables.load(location, session.sessionState.newHadoopConf())
-    val monitorIntervalMs = o.get(FileConfig.MonitorIntervalMs)
-    val skipChanges = o.get(TableChanges.SkipChanges).getOrElse(false)
-    if (skipChanges && monitorIntervalMs.isEmpty)
-      throw SluiceError.config(
-        s"$Context: option '${TableChanges.SkipChanges.name}' applies to snapshots committed after the " +
-          s"start, which only an unbounded read plans: set '${FileConfig.MonitorIntervalMs.name}' too, " +
-          "or remove it.")
+    val (monitorIntervalMs, skipChanges) = TableChanges.unboundedOptions(o, Context, "snapshots")
     val unresolved =
       IcebergConfig(location, snapshotId, asOf, None, 0, skipChanges, null, raw)
     val snapshot = IcebergTables.snapshotOf(table, unresolved)

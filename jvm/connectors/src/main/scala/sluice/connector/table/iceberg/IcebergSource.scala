@@ -10,7 +10,6 @@ import sluice.config.RecordLayout
 import sluice.connector.file.{DiscoveredFile, FileConfig}
 import sluice.connector.file.parquet._
 import sluice.connector.table.{TableChanges, TableDataFiles}
-import sluice.errors.SluiceError
 
 /**
  * A snapshot of an Iceberg table (`source` = `iceberg`), bounded, or with `monitorIntervalMs`
@@ -98,11 +97,11 @@ final class IcebergSource private (val config: IcebergConfig, rows: ParquetRows)
     // such a checkpoint (a bounded read by an earlier Sluice, state version 1) does not say
     // which snapshot its files were of, so neither what was committed after it
     if (boundedness != Boundedness.Bounded && state.listed && state.tableVersion.isEmpty)
-      throw SluiceError.config(s"${IcebergConfig.Context}: the checkpoint of this query does not record which snapshot of table " +
-        s"'${config.table}' it planned last (it was written by a bounded read of an earlier Sluice), so " +
-        s"an unbounded read ('${FileConfig.MonitorIntervalMs.name}') cannot tell which snapshots are new. " +
-        "Restart it without that option, or start the unbounded read on a new checkpoint (option " +
-        s"'${IcebergConfig.SnapshotId.name}' names where it starts).")
+      throw TableChanges.unrecordedStart(
+        IcebergConfig.Context,
+        config.table,
+        "snapshot",
+        IcebergConfig.SnapshotId.name)
     new ParquetEnumerator(
       parquet,
       state,
