@@ -157,16 +157,19 @@ lazy val testkit = (project in file("jvm/testkit"))
 //   core, connectors  <-  spark   (the DataSource V2 binding and the entry points; the one artifact)
 // A reversed import does not compile: core cannot see Spark, connectors cannot see core or spark.
 
-// spark's suites by package into three test JVMs; two forked test JVMs run at a time (connectors'
-// included: the next starts when one ends). One at a time, the Python lanes ended minutes before
-// the Scala suites and a core idled for the rest (vmstat: ~50% idle for the last 4 minutes);
-// two pairs of fresh-clone runs here, one at a time vs two: 957 vs 917 s, 950 vs 875 s. Three at
-// once beside the Python lanes oversubscribed the 2 cores (load 15-25, 949-1409 s here, 2337 s on
-// CI). A suite whose package is not listed goes to the last.
+// spark's suites by package into four test JVMs, largest first; two forked test JVMs run at a time
+// (connectors' included: the next starts when one ends). One at a time, the Python lanes ended
+// minutes before the Scala suites and a core idled for the rest (vmstat: ~50% idle for the last 4
+// minutes); two pairs of fresh-clone runs here, one at a time vs two: 957 vs 917 s, 950 vs 875 s.
+// Three at once beside the Python lanes oversubscribed the 2 cores (load 15-25, 949-1409 s here,
+// 2337 s on CI). Three groups of 433, 345 and 240 s of suites (a fresh clone's test reports) left
+// the last group running alone for ~4 minutes; four of ~250 s each pair up evenly. A suite whose
+// package is not listed goes to the last. Groups are matched in order (parquet before file).
 lazy val SparkTestGroups = Seq(
+  "parquet-tables" -> Seq("sluice.connector.file.parquet.", "sluice.connector.table."),
+  "files-hybrid-compat" -> Seq("sluice.connector.file.", "sluice.hybrid.", "sluice.compat."),
   "kafka-alignment" -> Seq("sluice.connector.kafka.", "sluice.alignment."),
-  "files-compat" -> Seq("sluice.connector.file.", "sluice.compat."),
-  "hybrid-modes-config" -> Seq.empty[String])
+  "modes-security-docs" -> Seq.empty[String])
 
 // sbt's defaults allow one forked test group at a time and one task per processor, and
 // restrictions add up (all must hold): the set is replaced, keeping the other defaults. A forked
