@@ -10,6 +10,7 @@ the query runs, so that kills land in the query's life rather than in the JVM's 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import time
@@ -27,7 +28,10 @@ from chaos.sinks import committed_epochs, epoch_ids
 BATCH_RECORDS = 400  # per source and micro-batch: many batches, so kills land between and inside them
 REALTIME_BATCH = "2 seconds"
 CONTINUOUS_INTERVAL = "1 second"
-TEST_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m"  # as build.sbt `testJit`
+# as build.sbt `testJit`; under `make test` also the class-data archive of build/class_archive.py
+TEST_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m " + os.environ.get(
+    "SLUICE_TEST_JVM_OPTIONS", ""
+)
 
 
 def _kafka(config: dict, topic: str) -> KafkaSource:

@@ -17,8 +17,11 @@ SPARK_KAFKA_JARS = (
     Path(__file__).resolve().parent.parent / "jvm" / "spark" / "target" / "spark-kafka-jars.txt"
 )
 
-#: the JIT settings of the test session's JVM (never of a benchmark's): build.sbt `testJit`
-TEST_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m"
+#: the JIT settings of the test session's JVM (never of a benchmark's): build.sbt `testJit`; under
+#: `make test` also the class-data archive build/class_archive.py wrote (it says why)
+TEST_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m " + os.environ.get(
+    "SLUICE_TEST_JVM_OPTIONS", ""
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:
