@@ -29,6 +29,20 @@ private[iceberg] object IcebergTables {
 
   private val log = org.slf4j.LoggerFactory.getLogger(getClass)
 
+  /** The table a config names: by its identifier in a catalog given by properties, else by `load(location)`. */
+  def load(
+      table: String,
+      catalog: Option[IcebergCatalogs.CatalogSpec],
+      conf: Configuration): Table =
+    catalog.fold(load(table, conf))(IcebergCatalogs.load(_, table, conf))
+
+  /** The table as last committed (`loadLatest`); a catalog is asked for its current metadata again. */
+  def loadLatest(
+      table: String,
+      catalog: Option[IcebergCatalogs.CatalogSpec],
+      conf: Configuration): Table =
+    catalog.fold(loadLatest(table, conf))(IcebergCatalogs.load(_, table, conf))
+
   def load(location: String, conf: Configuration): Table =
     try {
       if (location.endsWith(".metadata.json"))
