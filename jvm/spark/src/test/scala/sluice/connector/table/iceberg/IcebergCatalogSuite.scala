@@ -1,0 +1,94 @@
+package sluice.connector.table.iceberg
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.iceberg.{CatalogUtil, PartitionSpec, Schema, Table}
+import org.apache.iceberg.catalog.{Namespace, SupportsNamespaces, TableIdentifier}
+import org.apache.iceberg.data.{GenericRecord, IcebergGenerics, Record}
+import org.apache.iceberg.data.parquet.GenericParquetWriter
+import org.apache.iceberg.parquet.Parquet
+import org.apache.iceberg.types.Types
+import org.apache.spark.sql.Row
+import org.scalatest.funsuite.AnyFunSuite
+
+import sluice.{Sluice, SparkSuiteBase}
+import sluice.errors.SluiceConfigException
+
+/**
+ * The Scala builder's `catalog`: a table iceberg-core's own JdbcCatalog created on sqlite (the
+ * driver is a test dependency; users add it with --packages), read by its identifier against
+ * Iceberg's own generic reader of it; the password is in no string of the source or its config,
+ * nor in an error that quotes the JDBC driver's message (which names the URI).
+ */
+class IcebergCatalogSuite extends AnyFunSuite with SparkSuiteBase {
+
+  private val password = "scala-pw-4d7a-never-shown"
+  private lazy val dir = tempDir("iceberg-catalog")
+
+  private def properties(db: String): Map[String, String] = Map(
+    "type" -> "jdbc",
+    "uri" -> s"jdbc:sqlite:${dir.resolve(db)}",
+    "warehouse" -> dir.resolve("warehouse").toUri.toString,
+    "jdbc.password" -> password)
+
+  private val schema = new Schema(Types.NestedField.optional(1, "id", Types.LongType.get))
+
+  private lazy val table: Table = {
+    val catalog =
+      CatalogUtil.buildIcebergCatalog("scala_cat", properties("c.db").asJava, new Configuration())
+    catalog.asInstanceOf[SupportsNamespaces].createNamespace(Namespace.of("db"))
+    val t =
+      catalog.createTable(TableIdentifier.of("db", "t"), schema, PartitionSpec.unpartitioned)
+    val writer = Parquet
+      .writeData(t.io.newOutputFile(s"${t.location}/data/a.parquet"))
+      .forTable(t)
+      .withSpec(t.spec)
+      .createWriterFunc(GenericParquetWriter.create _)
+      .overwrite()
+      .build[Record]()
+    try
+      (0L until 12L).foreach { id =>
+        val r = GenericRecord.create(schema)
+        r.setField("id", id)
+        writer.write(r)
+      }
+    finally writer.close()
+    t.newAppend().appendFile(writer.toDataFile).commit()
+    t
+  }
+
+  test("a table by its identifier in a JDBC catalog given by properties reads Iceberg's rows") {
+    val records = IcebergGenerics.read(table).build()
+    val expected =
+      try records.asScala.map(r => Row(r.getField("id"))).toSeq
+      finally records.close()
+    val source =
+      IcebergSource.builder().catalog("scala_cat", properties("c.db")).table("db.t").build()
+    val got = Sluice.read(spark, source).select("id").collect().toSeq
+    assert(got.sortBy(_.getLong(0)) == expected.sortBy(_.getLong(0)))
+    assert(got.size == 12)
+    assert(source.toString.startsWith("IcebergSource(db.t in scala_cat, snapshot "))
+    Seq(source.toString, source.config.toString, source.config.parquet.toString).foreach { s =>
+      assert(!s.contains(password), s)
+    }
+  }
+
+  test("an error quoting the JDBC driver names no credential") {
+    table // the catalog exists; this one names a folder that does not
+    val failed = intercept[SluiceConfigException] {
+      IcebergSource
+        .builder()
+        .catalog("scala_cat", properties(s"missing-$password/c.db"))
+        .table("db.t")
+        .build()
+    }
+    assert(
+      failed.getMessage.contains("cannot build Iceberg catalog 'scala_cat'"),
+      failed.getMessage)
+    assert(failed.getMessage.contains("***"), failed.getMessage)
+    Iterator.iterate[Throwable](failed)(_.getCause).takeWhile(_ != null).foreach { e =>
+      assert(!String.valueOf(e.getMessage).contains(password), e.getMessage)
+    }
+  }
+}
