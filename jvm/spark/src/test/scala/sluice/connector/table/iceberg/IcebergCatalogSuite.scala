@@ -10,9 +10,11 @@ import org.apache.iceberg.data.parquet.GenericParquetWriter
 import org.apache.iceberg.parquet.Parquet
 import org.apache.iceberg.types.Types
 import org.apache.spark.sql.Row
+import org.apache.spark.sql.streaming.Trigger
 import org.scalatest.funsuite.AnyFunSuite
 
 import sluice.{Sluice, SparkSuiteBase}
+import sluice.SecretCapture.{capturingLogs, filesUnder, stackTrace}
 import sluice.errors.SluiceConfigException
 
 /**
@@ -89,6 +91,47 @@ class IcebergCatalogSuite extends AnyFunSuite with SparkSuiteBase {
     assert(failed.getMessage.contains("***"), failed.getMessage)
     Iterator.iterate[Throwable](failed)(_.getCause).takeWhile(_ != null).foreach { e =>
       assert(!String.valueOf(e.getMessage).contains(password), e.getMessage)
+    }
+  }
+
+  test("the password appears in no log, stack trace, checkpoint or query progress") {
+    val ckpt = tempDir("iceberg-catalog-ckpt")
+    val ((progress, failure), logs) = capturingLogs {
+      val source = IcebergSource
+        .builder()
+        .catalog("scala_cat", properties("c.db"))
+        .table("db.t")
+        .monitorIntervalMs(100)
+        .build()
+      val query = Sluice
+        .fromSource(spark, source)
+        .writeStream
+        .format("memory")
+        .queryName("iceberg_catalog_secrets")
+        .option("checkpointLocation", ckpt.toString)
+        .trigger(Trigger.AvailableNow())
+        .start()
+      awaitEnd(query)
+      val progress = query.recentProgress.map(_.json).mkString("\n")
+      val failure =
+        try {
+          IcebergSource
+            .builder()
+            .catalog("scala_cat", properties("c.db"))
+            .table("db.none")
+            .build()
+          "no failure"
+        } catch { case e: SluiceConfigException => stackTrace(e) }
+      (progress, failure)
+    }
+    assert(spark.table("iceberg_catalog_secrets").count() == 12)
+    assert(failure.contains("cannot load table 'db.none'"), failure)
+    Seq(
+      "logs" -> logs,
+      "query progress" -> progress,
+      "the refusal's stack trace" -> failure,
+      "checkpoint (offset log, commits, progress store)" -> filesUnder(ckpt)).foreach {
+      case (where, text) => assert(!text.contains(password), s"the password is in the $where")
     }
   }
 }
