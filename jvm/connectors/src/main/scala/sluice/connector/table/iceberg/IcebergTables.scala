@@ -18,8 +18,9 @@ import sluice.errors.SluiceError
 
 /**
  * An Iceberg table and a snapshot of it, through Iceberg's own library: the table by its
- * directory (a Hadoop table: `metadata/version-hint.text`) or by a metadata file (any catalog's,
- * e.g. pyiceberg's `table.metadata_location`), and the snapshot's data files as Iceberg's scan
+ * directory (a Hadoop table: `metadata/version-hint.text`), by a metadata file (any catalog's,
+ * e.g. pyiceberg's `table.metadata_location`) or by its identifier in a catalog given by
+ * properties (`IcebergCatalogs`), and the snapshot's data files as Iceberg's scan
  * plans them (its partition and statistics pruning applied), with a timestampColumn each with
  * its event-time range from the manifests (`IcebergEventTimes`). Sluice never reads the metadata
  * or the manifests itself.
