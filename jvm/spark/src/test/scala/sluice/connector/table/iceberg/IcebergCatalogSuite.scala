@@ -36,28 +36,40 @@ class IcebergCatalogSuite extends AnyFunSuite with SparkSuiteBase {
 
   private val schema = new Schema(Types.NestedField.optional(1, "id", Types.LongType.get))
 
-  private lazy val table: Table = {
+  private lazy val table: Table = tableIn(properties("c.db"))
+
+  /** A Hadoop catalog: tables under a warehouse folder, named by their folders. */
+  private lazy val hadoopProperties =
+    Map("type" -> "hadoop", "warehouse" -> dir.resolve("hadoop-warehouse").toUri.toString)
+
+  /** Table db.t with ids 0-11 in one data file, created and appended by the catalog itself. */
+  private def tableIn(properties: Map[String, String]): Table = {
     val catalog =
-      CatalogUtil.buildIcebergCatalog("scala_cat", properties("c.db").asJava, new Configuration())
+      CatalogUtil.buildIcebergCatalog("scala_cat", properties.asJava, new Configuration())
     catalog.asInstanceOf[SupportsNamespaces].createNamespace(Namespace.of("db"))
     val t =
       catalog.createTable(TableIdentifier.of("db", "t"), schema, PartitionSpec.unpartitioned)
+    append(t, "a", 0L until 12L)
+    t
+  }
+
+  /** Appends data file `name` with `ids`, written by Iceberg's own Parquet writer. */
+  private def append(t: Table, name: String, ids: Seq[Long]): Unit = {
     val writer = Parquet
-      .writeData(t.io.newOutputFile(s"${t.location}/data/a.parquet"))
+      .writeData(t.io.newOutputFile(s"${t.location}/data/$name.parquet"))
       .forTable(t)
       .withSpec(t.spec)
       .createWriterFunc(GenericParquetWriter.create _)
       .overwrite()
       .build[Record]()
     try
-      (0L until 12L).foreach { id =>
+      ids.foreach { id =>
         val r = GenericRecord.create(schema)
         r.setField("id", id)
         writer.write(r)
       }
     finally writer.close()
     t.newAppend().appendFile(writer.toDataFile).commit()
-    t
   }
 
   test("a table by its identifier in a JDBC catalog given by properties reads Iceberg's rows") {
@@ -74,6 +86,34 @@ class IcebergCatalogSuite extends AnyFunSuite with SparkSuiteBase {
     Seq(source.toString, source.config.toString, source.config.parquet.toString).foreach { s =>
       assert(!s.contains(password), s)
     }
+  }
+
+  test(
+    "a table by its identifier in a Hadoop catalog given by properties, appends read unbounded") {
+    val t = tableIn(hadoopProperties)
+    val source = IcebergSource
+      .builder()
+      .catalog("scala_cat", hadoopProperties)
+      .table("db.t")
+      .monitorIntervalMs(100)
+      .build()
+    val query = Sluice
+      .fromSource(spark, source)
+      .select("id")
+      .writeStream
+      .format("memory")
+      .queryName("iceberg_hadoop_catalog")
+      .option("checkpointLocation", tempDir("iceberg-hadoop-ckpt").toString)
+      .start()
+    try {
+      query.processAllAvailable()
+      append(t, "b", 12L until 20L) // committed through the catalog while the query runs
+      // the append is planned at the next monitor interval: polled, with a bound
+      def got = spark.table("iceberg_hadoop_catalog").collect().map(_.getLong(0)).toSeq.sorted
+      val deadline = System.nanoTime() + 60L * 1000 * 1000 * 1000
+      while (got.size < 20 && System.nanoTime() < deadline) Thread.sleep(100)
+      assert(got == (0L until 20L))
+    } finally query.stop()
   }
 
   test("an error quoting the JDBC driver names no credential") {
