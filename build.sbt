@@ -60,7 +60,8 @@ val sparkKafkaConnector = Seq(
 // Iceberg is built with) are bundled relocated under sluice.shaded (shadeRules below), so no other
 // copy on a user's classpath meets them. Iceberg itself is not relocated (its own reflection names
 // its classes): an Iceberg Spark runtime on the same class path would meet this copy. httpclient5 is
-// left out: only Iceberg's REST catalog uses it, and Sluice reads tables by path.
+// left out: only Iceberg's REST catalog uses it (a REST catalog by properties needs it added with --packages;
+// docs/connectors.md).
 val icebergVersion = "1.10.1"
 val icebergCore = ("org.apache.iceberg" % "iceberg-core" % icebergVersion)
   .exclude("org.apache.avro", "avro")
@@ -118,6 +119,11 @@ def icebergForTests(module: String) =
     .exclude("org.roaringbitmap", "RoaringBitmap")
     .exclude("org.slf4j", "slf4j-api")
 val icebergParquetForTests = Seq(icebergForTests("parquet"), icebergForTests("data"))
+
+// Tests only: the sqlite JDBC driver, with which iceberg-core's JdbcCatalog reads the SQL catalog
+// pyiceberg writes (tests/test_iceberg_catalog.py). A catalog's driver is the user's to add
+// (--packages): Sluice never bundles one.
+val sqliteJdbcForTests = "org.xerial" % "sqlite-jdbc" % "3.49.1.0" % Test
 
 lazy val writeSparkKafkaClasspath =
   taskKey[File]("writes the jars of Spark's Kafka connector, for Python tests and benchmarks")
@@ -266,13 +272,15 @@ lazy val spark = (project in file("jvm/spark"))
     libraryDependencies ++= Seq(
       kafkaClients,
       icebergCore,
-      scalaTest) ++ icebergParquetForTests ++ deltaKernelDeps ++ sparkKafkaConnector
-      .map(_ % Test),
+      scalaTest) ++ icebergParquetForTests ++ deltaKernelDeps ++ (sparkKafkaConnector
+      .map(_ % Test) :+ sqliteJdbcForTests),
     // One JVM per test run, sized for a 2-core machine; the broker runs in its own process.
     Test / javaOptions ++= Seq("-Xmx3g", "-XX:+UseG1GC") ++ testJit ++ java17Opens,
     writeSparkKafkaClasspath := {
       val out = target.value / "spark-kafka-jars.txt"
-      val names = Seq("spark-sql-kafka-0-10", "spark-token-provider-kafka-0-10", "commons-pool2")
+      // and the sqlite JDBC driver of the Iceberg catalog tests (not Kafka's, but the same session's)
+      val names =
+        Seq("spark-sql-kafka-0-10", "spark-token-provider-kafka-0-10", "commons-pool2", "sqlite-jdbc")
       val jars =
         (Test / dependencyClasspath).value.files.filter(f => names.exists(f.getName.startsWith))
       IO.write(out, jars.map(_.getAbsolutePath).mkString(","))

@@ -12,7 +12,8 @@ import sluice
 from pyspark.sql import SparkSession
 from sluice.testing import EmbeddedKafka
 
-#: Spark's Kafka connector's jars (written by `make build`), for the tests that read with it
+#: Spark's Kafka connector's jars (written by `make build`), for the tests that read with it, and the
+#: sqlite JDBC driver with which iceberg-core's JdbcCatalog reads pyiceberg's SQL catalog
 SPARK_KAFKA_JARS = (
     Path(__file__).resolve().parent.parent / "jvm" / "spark" / "target" / "spark-kafka-jars.txt"
 )
@@ -42,7 +43,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
         # C1 only, as the Scala test JVMs (build.sbt `testJit` says why): a test run is short queries
         .config("spark.driver.extraJavaOptions", TEST_JIT)
     )
-    if SPARK_KAFKA_JARS.exists():  # Spark's own Kafka source, which some tests compare with (make build)
+    if SPARK_KAFKA_JARS.exists():  # Spark's own Kafka source, which some tests compare with, and sqlite-jdbc
         builder = builder.config("spark.jars", SPARK_KAFKA_JARS.read_text().strip())
     session = sluice.configure(builder).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")

@@ -322,7 +322,7 @@ def _iceberg_events(work: Path) -> str:
     from pyiceberg.catalog.sql import SqlCatalog  # the test requirements' independent writer
     from pyiceberg.exceptions import NoSuchTableError
 
-    catalog = SqlCatalog("docs", uri=f"sqlite:///{work / 'iceberg.db'}", warehouse=(work / "lake").as_uri())
+    catalog = SqlCatalog("lake", uri=f"sqlite:///{work / 'iceberg.db'}", warehouse=(work / "lake").as_uri())
     try:
         return catalog.load_table("db.events").metadata_location
     except NoSuchTableError:
@@ -350,6 +350,17 @@ def _iceberg_events(work: Path) -> str:
     table = catalog.create_table("db.events", schema=schema)
     table.append(pa.Table.from_pylist(rows, schema=schema))
     return table.metadata_location
+
+
+def _iceberg_catalog(work: Path) -> dict[str, str]:
+    """The properties of the SQL catalog `_iceberg_events` writes (named `lake`), as iceberg-core's
+    JdbcCatalog takes them (the sqlite JDBC driver is on the test session's class path)."""
+    _iceberg_events(work)
+    return {
+        "type": "jdbc",
+        "uri": f"jdbc:sqlite:{work / 'iceberg.db'}",
+        "warehouse": (work / "lake").as_uri(),
+    }
 
 
 def _delta_events(work: Path) -> str:
@@ -528,6 +539,8 @@ def _given(name: str, spark: SparkSession, kafka: EmbeddedKafka, work: Path) -> 
         )
     if name == "iceberg_events":
         return _iceberg_events(work)
+    if name == "iceberg_catalog":
+        return _iceberg_catalog(work)
     if name == "delta_events":
         return _delta_events(work)
     if name == "lost_query":

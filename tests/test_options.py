@@ -10,6 +10,7 @@ from sluice import (
     FileSource,
     GeneratorSource,
     HybridSource,
+    IcebergSource,
     KafkaSource,
     OffsetsInitializer,
     SluiceConfigError,
@@ -71,7 +72,17 @@ def _every_builder_method() -> list[Source]:
         .partition_discovery_interval(5)
     )
     hybrid = _unbuilt(HybridSource.builder(file).add_source(kafka, start_at_previous_end_minus=1))
-    return [generator, file, kafka, hybrid]
+    iceberg = _unbuilt(
+        IcebergSource.builder()
+        .catalog("lake", {"type": "jdbc", "uri": "jdbc:sqlite:c.db"})
+        .table("db.t")
+        .snapshot_id(1)
+        .timestamp_column("ts")
+        .ignore_missing_files()
+        .monitor_interval(1)
+        .skip_changes()
+    )
+    return [generator, file, kafka, hybrid, iceberg]
 
 
 def test_every_option_a_builder_sets_is_declared_on_the_jvm() -> None:
@@ -109,6 +120,12 @@ def test_repr_masks_what_the_jvm_declares_secret_even_inside_a_hybrid() -> None:
     assert secret not in text
     assert f"hybrid.0.kafka.sasl.jaas.config={_options.MASK}" in text
     assert "hybrid.0.kafka.bootstrap.servers=127.0.0.1:9" in text
+    # an Iceberg catalog's properties (a JDBC password, a REST token) likewise
+    history = _unbuilt(IcebergSource.builder().catalog("lake", {"jdbc.password": secret}).table("db.t"))
+    text = repr(_unbuilt(HybridSource.builder(history).add_source(live)))
+    assert secret not in text
+    assert f"hybrid.0.catalog.jdbc.password={_options.MASK}" in text
+    assert "hybrid.0.catalogName=lake" in text
 
 
 def test_a_negative_margin_fails_early_with_the_declared_rule() -> None:

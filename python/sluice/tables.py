@@ -3,8 +3,13 @@ there) and collects the same options, named as the JVM declares them (sluice._op
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from sluice._durations import Duration, millis
+from sluice._options import declared
 from sluice.sources import Source, _Builder
+
+_ICEBERG = declared("iceberg")
 
 
 class IcebergSource(Source):
@@ -61,6 +66,38 @@ class IcebergSourceBuilder(_Builder["IcebergSourceBuilder"]):
         >>> IcebergSource.builder().table("s3a://warehouse/db/events")
         """
         return self._set(self._key("table"), location)
+
+    def catalog(self, name: str, properties: Mapping[str, str]) -> IcebergSourceBuilder:
+        """Reads :meth:`table` from an Iceberg catalog given by its properties.
+
+        The table is then named by its identifier in that catalog (``namespace.name``). The
+        catalog is built by Iceberg's ``CatalogUtil.buildIcebergCatalog`` from these properties,
+        as Spark's Iceberg catalogs are (``spark.sql.catalog.<name>.<property>``); its own jars
+        (a JDBC driver) go on the class path with ``--packages``. Values are secret: ``repr``,
+        query progress, ``explain()`` and error messages never show them.
+
+        Parameters
+        ----------
+        name : str
+            The catalog's name, as it was created with (a JDBC catalog keys its tables by it).
+        properties : Mapping[str, str]
+            Iceberg catalog properties, each set as option ``catalog.<property>``: ``type``
+            (``jdbc``, ``hadoop``, ``hive``, ``rest``) or ``catalog-impl``, ``uri``, ``warehouse``...
+
+        Returns
+        -------
+        IcebergSourceBuilder
+
+        Examples
+        --------
+        >>> IcebergSource.builder().catalog(
+        ...     "lake", {"type": "jdbc", "uri": "jdbc:sqlite:/data/catalog.db"}
+        ... ).table("db.events")
+        """
+        self._set(self._key("catalogName"), name)
+        for key, value in properties.items():
+            self._set(_ICEBERG["catalog.<property>"].fill(property=key), value)
+        return self
 
     def snapshot_id(self, snapshot_id: int) -> IcebergSourceBuilder:
         """The snapshot to read (default: the table's current one when the source is built).

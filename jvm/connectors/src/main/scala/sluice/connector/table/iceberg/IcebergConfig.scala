@@ -19,7 +19,10 @@ import sluice.errors.SluiceError
  * Spark types. `parquet` is the Parquet source's config its data files are read with.
  */
 final case class IcebergConfig(
+    /** A table directory or metadata file; with `catalog`, the table's identifier in it. */
     table: String,
+    /** The catalog `table` names a table of (`catalog.<property>` options), if any. */
+    catalog: Option[IcebergCatalogs.CatalogSpec],
     snapshotId: Option[Long],
     asOfTimestampMs: Option[Long],
     /** The snapshot read, resolved from the options when built: None for a table without one. */
@@ -29,7 +32,12 @@ final case class IcebergConfig(
     skipChanges: Boolean,
     parquet: ParquetConfig,
     /** The options this config was read from, which rebuild it. */
-    options: Map[String, String])
+    options: Map[String, String]) {
+
+  /** For messages and logs: the catalog's properties (declared secret) never appear. */
+  override def toString: String =
+    s"IcebergConfig(table=$table${catalog.fold("")(c => s", $c")}, snapshot=${snapshot.getOrElse("none")})"
+}
 
 object IcebergConfig {
   val Context = "IcebergSource"
@@ -39,8 +47,26 @@ object IcebergConfig {
     .string(
       "table",
       "the Iceberg table: its directory (a Hadoop table, with metadata/version-hint.text) or a metadata " +
-        "file (`.../metadata/<version>-<uuid>.metadata.json`, as a catalog names the table's current one)")
-    .nonBlank("a table directory or metadata file")
+        "file (`.../metadata/<version>-<uuid>.metadata.json`, as a catalog names the table's current one); " +
+        "with `catalog.<property>` options, its identifier in that catalog (`namespace.name`, e.g. `db.events`)")
+    .nonBlank("a table directory, metadata file or identifier")
+  val CatalogPrefix = "catalog."
+
+  /** Secret: catalog properties carry credentials (a JDBC password, a REST token or credential). */
+  val CatalogProperty: ConfigOption[String] = ConfigOption
+    .string(
+      "catalog.<property>",
+      "a property of the Iceberg catalog `table` names a table of, as Iceberg's `CatalogUtil.buildIcebergCatalog` " +
+        "takes them (Spark's `spark.sql.catalog.<name>.<property>`): `catalog.type` or `catalog.catalog-impl`, " +
+        "`catalog.uri`, `catalog.warehouse`, `catalog.jdbc.user`, ...; the catalog's own jars (a JDBC driver) " +
+        "go on the class path with --packages. Values are never shown")
+    .asSecret
+  val CatalogName: ConfigOption[String] = ConfigOption
+    .string(
+      "catalogName",
+      "the name of the catalog the `catalog.<property>` options describe, as it was created with (a JDBC " +
+        "catalog keys its tables by it: pyiceberg's catalog name, Spark's `spark.sql.catalog.<name>`)")
+    .nonBlank("a catalog name")
   val SnapshotId: ConfigOption[Long] = ConfigOption.long(
     "snapshotId",
     "the snapshot to read (default: the table's current snapshot when the source is built)")
@@ -51,6 +77,8 @@ object IcebergConfig {
   val all: Seq[ConfigOption[_]] =
     Seq(
       Table,
+      CatalogName,
+      CatalogProperty,
       SnapshotId,
       AsOfTimestamp,
       FileConfig.TimestampColumn,
@@ -59,8 +87,10 @@ object IcebergConfig {
       TableChanges.SkipChanges)
 
   def fromOptions(raw: Map[String, String]): IcebergConfig = {
-    val o = new Options(raw, all, Context)
+    val (catalogRaw, own) = raw.partition(_._1.toLowerCase.startsWith(CatalogPrefix))
+    val o = new Options(own, all, Context)
     val location = o.required(Table)
+    val catalog = catalogOf(catalogRaw, o.get(CatalogName))
     val snapshotId = o.get(SnapshotId)
     val asOf = o.get(AsOfTimestamp)
     if (snapshotId.isDefined && asOf.isDefined)
@@ -71,10 +101,10 @@ object IcebergConfig {
       .getOrElse(throw new IllegalStateException(
         s"$Context: an Iceberg source is defined on the Spark driver, with a SparkSession: it reads the " +
           "table's metadata and the session's Parquet settings there."))
-    val table = IcebergTables.load(location, session.sessionState.newHadoopConf())
+    val table = IcebergTables.load(location, catalog, session.sessionState.newHadoopConf())
     val (monitorIntervalMs, skipChanges) = TableChanges.unboundedOptions(o, Context, "snapshots")
     val unresolved =
-      IcebergConfig(location, snapshotId, asOf, None, 0, skipChanges, null, raw)
+      IcebergConfig(location, catalog, snapshotId, asOf, None, 0, skipChanges, null, raw)
     val snapshot = IcebergTables.snapshotOf(table, unresolved)
     // the snapshot's own schema (time travel's), also for the current snapshot: a source rebuilt
     // from its options (a restart, a hybrid's history member) names the snapshot it read and must
@@ -110,7 +140,8 @@ object IcebergConfig {
       ParquetConfig.DatetimeRebaseMode.name -> "CORRECTED",
       ParquetConfig.Int96RebaseMode.name -> "CORRECTED")
     val parquet = ParquetConfig(
-      paths = Seq(location),
+      // a catalog's table by where it is (its identifier names no path)
+      paths = Seq(if (catalog.isEmpty) location else table.location),
       // unbounded: the snapshots committed after the start one are planned at this interval
       monitorIntervalMs = monitorIntervalMs,
       ignoreMissingFiles = o.get(FileConfig.IgnoreMissingFiles).getOrElse(false),
@@ -132,12 +163,39 @@ object IcebergConfig {
       raw - AsOfTimestamp.name + (SnapshotId.name -> s.snapshotId.toString))
     IcebergConfig(
       location,
+      catalog,
       snapshotId,
       asOf,
       snapshot.map(_.snapshotId),
       IcebergTables.formatVersion(table),
       skipChanges,
-      parquet.copy(options = pinned),
+      // the reader's config travels to executors and may be printed: no catalog property there
+      parquet.copy(options = pinned -- catalogRaw.keys),
       pinned)
   }
+
+  /** The catalog the `catalog.` options describe (None without any), its name required with them. */
+  private def catalogOf(
+      raw: Map[String, String],
+      name: Option[String]): Option[IcebergCatalogs.CatalogSpec] =
+    (raw.isEmpty, name) match {
+      case (true, None) => None
+      case (true, Some(_)) =>
+        throw SluiceError.config(
+          s"$Context: option '${CatalogName.name}' names a catalog, but no '${CatalogProperty.name}' " +
+            "option describes it: give its properties (catalog.type or catalog.catalog-impl, catalog.uri, " +
+            "catalog.warehouse, ...), or leave the name out to read the table by its directory or metadata file.")
+      case (false, None) =>
+        throw SluiceError.config(
+          s"$Context: '${CatalogProperty.name}' options describe a catalog, but option '${CatalogName.name}' " +
+            "does not name it: give the name the catalog was created with (a JDBC catalog keys its tables by " +
+            "it: pyiceberg's catalog name, Spark's spark.sql.catalog.<name>).")
+      case (false, Some(n)) =>
+        val properties = raw.map { case (k, v) => k.substring(CatalogPrefix.length) -> v }
+        properties.keys.filter(_.trim.isEmpty).foreach { _ =>
+          throw SluiceError.config(
+            s"$Context: an option '$CatalogPrefix' names no property: write catalog.<property>, e.g. catalog.uri.")
+        }
+        Some(IcebergCatalogs.CatalogSpec(n, properties))
+    }
 }

@@ -58,7 +58,7 @@ final class IcebergSource private (val config: IcebergConfig, rows: ParquetRows)
   @transient private lazy val planned: Seq[DiscoveredFile] = config.snapshot match {
     case None => Nil
     case Some(id) =>
-      val table = IcebergTables.load(config.table, rows.hadoopConf)
+      val table = IcebergTables.load(config.table, config.catalog, rows.hadoopConf)
       val filter = IcebergFilters.toIceberg(parquet.filters, parquet.dataSchema.fieldNames.toSet)
       val snapshot = table.snapshot(id)
       // the event-time index from the manifests' bounds of the column, in the snapshot's schema;
@@ -121,7 +121,7 @@ final class IcebergSource private (val config: IcebergConfig, rows: ParquetRows)
       case None =>
         PlannedFiles(withTimes(planned), Some(config.snapshot.getOrElse(PlannedFiles.EmptyTable)))
       case Some(last) =>
-        val table = IcebergTables.loadLatest(config.table, conf)
+        val table = IcebergTables.loadLatest(config.table, config.catalog, conf)
         val filter =
           IcebergFilters.toIceberg(parquet.filters, parquet.dataSchema.fieldNames.toSet)
         // files of a column dropped since have no bounds of it: their footers index them
@@ -159,7 +159,7 @@ final class IcebergSource private (val config: IcebergConfig, rows: ParquetRows)
     ParquetEnumeratorStateSerializer
 
   override def toString: String =
-    s"IcebergSource(${config.table}, snapshot ${config.snapshot.getOrElse("none")}" +
+    s"IcebergSource(${config.table}${config.catalog.fold("")(c => s" in ${c.name}")}, snapshot ${config.snapshot.getOrElse("none")}" +
       parquet.monitorIntervalMs.fold("")(ms => s" and those after it every $ms ms") +
       parquet.readColumns.fold("")(_ =>
         s"; columns ${parquet.requiredSchema.fieldNames.mkString(", ")}") + ")"
@@ -203,6 +203,16 @@ object IcebergSource {
 
     /** The table's directory (a Hadoop table) or a metadata file of it. */
     def table(location: String): Builder = set(Table.name, location)
+
+    /**
+     * Reads `table` (then an identifier, `db.name`) from the Iceberg catalog `name` with these
+     * properties (Iceberg's catalog properties, e.g. `type` `jdbc`, `uri`, `warehouse`), each set
+     * as option `catalog.<property>`.
+     */
+    def catalog(name: String, properties: Map[String, String]): Builder =
+      properties.foldLeft(set(CatalogName.name, name)) { case (b, (k, v)) =>
+        b.set(CatalogPrefix + k, v)
+      }
     def snapshotId(id: Long): Builder = set(SnapshotId.name, id)
 
     /** The snapshot current at this time (epoch milliseconds). */

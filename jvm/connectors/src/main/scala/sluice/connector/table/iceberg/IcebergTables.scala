@@ -18,8 +18,9 @@ import sluice.errors.SluiceError
 
 /**
  * An Iceberg table and a snapshot of it, through Iceberg's own library: the table by its
- * directory (a Hadoop table: `metadata/version-hint.text`) or by a metadata file (any catalog's,
- * e.g. pyiceberg's `table.metadata_location`), and the snapshot's data files as Iceberg's scan
+ * directory (a Hadoop table: `metadata/version-hint.text`), by a metadata file (any catalog's,
+ * e.g. pyiceberg's `table.metadata_location`) or by its identifier in a catalog given by
+ * properties (`IcebergCatalogs`), and the snapshot's data files as Iceberg's scan
  * plans them (its partition and statistics pruning applied), with a timestampColumn each with
  * its event-time range from the manifests (`IcebergEventTimes`). Sluice never reads the metadata
  * or the manifests itself.
@@ -28,6 +29,20 @@ private[iceberg] object IcebergTables {
   import IcebergConfig.Context
 
   private val log = org.slf4j.LoggerFactory.getLogger(getClass)
+
+  /** The table a config names: by its identifier in a catalog given by properties, else by `load(location)`. */
+  def load(
+      table: String,
+      catalog: Option[IcebergCatalogs.CatalogSpec],
+      conf: Configuration): Table =
+    catalog.fold(load(table, conf))(IcebergCatalogs.load(_, table, conf))
+
+  /** The table as last committed (`loadLatest`); a catalog is asked for its current metadata again. */
+  def loadLatest(
+      table: String,
+      catalog: Option[IcebergCatalogs.CatalogSpec],
+      conf: Configuration): Table =
+    catalog.fold(loadLatest(table, conf))(IcebergCatalogs.load(_, table, conf))
 
   def load(location: String, conf: Configuration): Table =
     try {
