@@ -12,6 +12,10 @@ execution mode, all three reading at once (each fault then lands under every mod
   checkpoint must read everything (the full run; the reduced run in `make test` lets its query
   drain in place instead).
 
+Beside them (`sasl_ssl_scenario`) a micro-batch query reads as a user with READ and DESCRIBE on
+its topic only, over the SASL_SSL listener (SCRAM-SHA-512, the brokers' certificates and host
+names verified), under every fault: a secured connection must come back as a plaintext one does.
+
 Every record must reach the sink once: micro-batch into the file sink (exactly once), real-time
 and continuous into the epoch sink (committed epochs only, a replay replaces its epoch).
 """
@@ -52,6 +56,27 @@ def scenarios(modes: list[str]) -> list[Scenario]:
         )
         for mode in modes
     ]
+
+
+def sasl_ssl_scenario(cluster: KafkaCluster) -> Scenario:
+    """A micro-batch query reading as `reader` (granted READ and DESCRIBE on its topic only, no
+    super user) over the SASL_SSL listener with SCRAM-SHA-512, the brokers' certificates verified:
+    the secured connections must come back after each fault as the plaintext ones do."""
+    topic = "cluster-sasl-ssl"
+    cluster.grant("reader", topic, ["READ", "DESCRIBE"])
+    return Scenario(
+        topic,
+        "micro",
+        [topic],
+        per_feed=FEED,
+        partitions=PARTITIONS,
+        settings={
+            "poll_timeout_ms": READER_PATIENCE_MS,
+            "batch_records": BATCH_RECORDS,
+            "bootstrap": cluster.sasl_ssl_bootstrap(),
+            "kafka_properties": cluster.scram_properties("reader"),
+        },
+    )
 
 
 def wait_for_sink(driver, config: dict, written: list[str], what: str) -> str | None:
@@ -283,12 +308,14 @@ def run_cluster(
     driver: Callable,
     end: Callable,
     drain: Callable,
+    extra: list[Scenario] = (),
 ) -> dict[str, dict]:
     """The faults above against one query per mode; `end(scenario, driver, config)` drains a
     query still running and checks its sink, `drain(scenario, work)` restarts one from its
-    checkpoint to drain. Returns each scenario's result."""
+    checkpoint to drain; `extra` scenarios run beside one per mode. Returns each scenario's
+    result."""
     began = time.monotonic()
-    fleet = Fleet(scenarios(modes), cluster, root, driver)
+    fleet = Fleet(scenarios(modes) + list(extra), cluster, root, driver)
     counts = {s.name: {"broker_kills": 0, "rolling_restarts": 0, "reassignments": 0} for s in fleet.scenarios}
     fleet.start()
     steps: list[Callable[[], None]] = [lambda: leader_kills(fleet, kills, counts)]

@@ -6,6 +6,8 @@ are its own."""
 
 from __future__ import annotations
 
+import json
+
 from sluice.testing import EmbeddedKafka, KafkaBrokerError
 
 NODES = (1, 2, 3)
@@ -80,3 +82,30 @@ class KafkaCluster(EmbeddedKafka):
     def await_in_sync(self) -> None:
         """Until every replica of every topic is in sync."""
         self._command("await-in-sync")
+
+    def security(self) -> dict:
+        """The secured listeners, trust stores and each user's SCRAM password and key store (the
+        cluster makes them at start)."""
+        return json.loads(self._command("security"))
+
+    def grant(self, user: str, topic: str, operations: list[str]) -> None:
+        """An ACL allowing the user those operations on the topic."""
+        self._command("grant", user, topic, ",".join(operations))
+
+    def sasl_ssl_bootstrap(self) -> str:
+        return self.security()["saslSsl"]
+
+    def scram_properties(self, user: str) -> dict[str, str]:
+        """Consumer properties reading as `user` over the SASL_SSL listener (SCRAM-SHA-512, the
+        server's certificate and host name verified against the cluster's trust store)."""
+        found = self.security()
+        password = found["users"][user]["scramPassword"]
+        return {
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required "
+            f'username="{user}" password="{password}";',
+            "ssl.truststore.location": found["truststore"]["path"],
+            "ssl.truststore.password": found["truststore"]["password"],
+            "ssl.truststore.type": "PKCS12",
+        }

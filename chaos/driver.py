@@ -35,9 +35,12 @@ TEST_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m " + os.enviro
 
 
 def _kafka(config: dict, topic: str) -> KafkaSource:
+    builder = KafkaSource.builder()
+    # a secured listener's consumer properties (the SASL_SSL scenario: chaos.broker_faults)
+    for key, value in config.get("kafka_properties", {}).items():
+        builder = builder.property(key, value)
     return (
-        KafkaSource.builder()
-        .bootstrap_servers(config["bootstrap"])
+        builder.bootstrap_servers(config["bootstrap"])
         .topics(topic)
         .starting_offsets(OffsetsInitializer.earliest())
         .option("format", "json")

@@ -17,7 +17,9 @@ switch being logged and committed (`switch`: before the batch ran; `switch-ran`:
 then restarted from that checkpoint to drain (`switch_halt`); `make test` runs `switch`.
 
 `CHAOS_SEED` fixes the kill moments; `CHAOS_SCENARIOS` (comma-separated names) runs a part
-(printed, not written to the results).
+(printed, not written to the results); `sasl` alone runs the SASL_SSL reader on the 3-broker
+cluster under two leader kills and a partition moved (`SASL_CLUSTER_FAULTS`), `cluster` the full
+cluster faults (with it).
 
 Keys: `kills`, `restarts`, `scenarios` (name -> passed), `lost`, `duplicated`, `unread` (sums
 over the scenarios; goal 0 each), `cleared_first_writes` (files a kill left in a checkpoint that
@@ -45,7 +47,7 @@ from pathlib import Path
 
 from sluice.testing import EmbeddedKafka
 
-from chaos.broker_faults import run_cluster
+from chaos.broker_faults import run_cluster, sasl_ssl_scenario
 from chaos.cluster import KafkaCluster
 from chaos.scenarios import Scenario, all_scenarios
 from chaos.sinks import committed_epochs, committed_positions, partition_of, sink_ids
@@ -553,16 +555,26 @@ class ClusterFaults:
     `move` partitions reassigned; `down` the whole cluster down past the readers' patience (then
     every query restarts from its checkpoint); `beside`: they run beside the other scenarios rather
     than after them (the reduced run, whose wall time `make test` pays; its faults mostly wait on
-    broker JVMs)."""
+    broker JVMs); `sasl`: a micro-batch query reading over SASL_SSL (SCRAM-SHA-512) beside them
+    (`chaos.broker_faults.sasl_ssl_scenario`), under every fault."""
 
     def __init__(
-        self, modes: tuple[str, ...], kills: int, rolling: int, move: bool, down: bool, beside: bool = False
+        self,
+        modes: tuple[str, ...],
+        kills: int,
+        rolling: int,
+        move: bool,
+        down: bool,
+        beside: bool = False,
+        sasl: bool = False,
     ) -> None:
         self.modes, self.kills, self.rolling, self.move, self.down = list(modes), kills, rolling, move, down
-        self.beside = beside
+        self.beside, self.sasl = beside, sasl
 
 
-FULL_CLUSTER_FAULTS = ClusterFaults(CLUSTER_MODES, kills=10, rolling=2, move=True, down=True)
+FULL_CLUSTER_FAULTS = ClusterFaults(CLUSTER_MODES, kills=10, rolling=2, move=True, down=True, sasl=True)
+#: `CHAOS_SCENARIOS=sasl`: the SASL_SSL reader alone, under leader kills and a partition moved
+SASL_CLUSTER_FAULTS = ClusterFaults((), kills=2, rolling=0, move=True, down=False, sasl=True)
 
 
 def _in_background(work: Callable[[], object], name: str) -> threading.Thread:
@@ -594,7 +606,8 @@ def cluster_scenarios(
     print(
         f"chaos: broker faults on the 3-broker cluster under {', '.join(faults.modes)}: "
         f"{faults.kills} leader kills, {faults.rolling} rolling restarts, "
-        f"reassignments {'yes' if faults.move else 'no'}, whole cluster down {'yes' if faults.down else 'no'}",
+        f"reassignments {'yes' if faults.move else 'no'}, whole cluster down {'yes' if faults.down else 'no'}"
+        f"{', a reader over SASL_SSL beside them' if faults.sasl else ''}",
         flush=True,
     )
     return run_cluster(
@@ -608,6 +621,7 @@ def cluster_scenarios(
         driver=Driver,
         end=lambda s, driver, config: end_fault_run(s, driver, config, cluster, root / s.name, restart),
         drain=lambda s, work: drain(s, cluster, work),
+        extra=[sasl_ssl_scenario(cluster)] if faults.sasl else [],
     )
 
 
@@ -642,7 +656,10 @@ def run(
         root = Path(scratch)
         kafka = EmbeddedKafka(port=free_port(), data_dir=root / "kafka")
         kafka.start()
-        cluster = KafkaCluster() if names is None or "cluster" in names else None
+        if names is not None and "sasl" in names and "cluster" not in names:
+            cluster_faults = SASL_CLUSTER_FAULTS
+        wants_cluster = names is None or "cluster" in names or "sasl" in names
+        cluster = KafkaCluster() if wants_cluster else None
         starting = _in_background(cluster.start, "chaos-cluster-start") if cluster is not None else None
         found: dict[str, dict] = {}
 
