@@ -604,7 +604,7 @@ def cluster_scenarios(
 ) -> dict[str, dict]:
     _joined(starting)
     print(
-        f"chaos: broker faults on the 3-broker cluster under {', '.join(faults.modes)}: "
+        f"chaos: broker faults on the 3-broker cluster under {', '.join(faults.modes) or 'no mode query'}: "
         f"{faults.kills} leader kills, {faults.rolling} rolling restarts, "
         f"reassignments {'yes' if faults.move else 'no'}, whole cluster down {'yes' if faults.down else 'no'}"
         f"{', a reader over SASL_SSL beside them' if faults.sasl else ''}",
