@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -19,3 +20,24 @@ def as_written_by_the_bounded_build(checkpoint: Path) -> None:
         assert old != text, f"no enumerator state version 2 in {f}"
         f.write_text(old)
         (f.parent / f".{f.name}.crc").unlink(missing_ok=True)  # Hadoop's checksum of the old text
+
+
+def logged_table_versions(checkpoint: Path) -> list[int]:
+    """The snapshot or version a table source's enumerator state records in each batch of the offset
+    log, in batch order: what a restart plans after. A test that only compares rows cannot see it,
+    since a file sink keeps each file once whatever the version planned says."""
+    batches = sorted(
+        (f for f in (checkpoint / "offsets").iterdir() if f.name.isdigit()), key=lambda f: int(f.name)
+    )
+    versions = []
+    for batch in batches:
+        offsets = [
+            json.loads(line) for line in batch.read_text().splitlines() if line.startswith('{"version"')
+        ]
+        offsets = [o for o in offsets if "enumerator" in o or "checkpoint" in o]
+        assert len(offsets) == 1, f"not one inline Sluice offset in {batch}: {offsets}"
+        assert "enumerator" in offsets[0], f"the offset in {batch} is stored in a file; read it there"
+        state = json.loads(offsets[0]["enumerator"]["state"])
+        assert "tableVersion" in state, f"no tableVersion in the enumerator state of {batch}: {state}"
+        versions.append(state["tableVersion"])
+    return versions

@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 import sluice
-from checkpoints import as_written_by_the_bounded_build
+from checkpoints import as_written_by_the_bounded_build, logged_table_versions
 from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -396,6 +396,12 @@ def test_unbounded_reads_each_appended_row_once_across_a_restart_and_refuses_or_
     write_deltalake(path, _events(range(20, 40)), mode="append")  # while it runs
     query.processAllAvailable()
     query.stop()
+
+    def planned() -> list[int]:  # each version the offset log records as planned last, once
+        return list(dict.fromkeys(logged_table_versions(tmp_path / "checkpoint")))
+
+    # the sink keeps a file once whatever the checkpoint says: the versions are asserted apart
+    assert planned() == [0, 1]
     write_deltalake(path, _events(range(40, 60)), mode="append")  # while it is stopped
     query = start()  # from the checkpoint: neither the start version again nor past an append
     query.processAllAvailable()
@@ -403,6 +409,7 @@ def test_unbounded_reads_each_appended_row_once_across_a_restart_and_refuses_or_
     query.processAllAvailable()
     assert _got(spark.read.parquet(sink)) == _expected(path)
     assert sum(_got(spark.read.parquet(sink)).values()) == 80
+    assert planned() == [0, 1, 2, 3]
 
     DeltaTable(str(path)).delete("id < 30")  # version 4: removes (and rewrites) files
     with pytest.raises(Exception) as failed:
@@ -421,6 +428,7 @@ def test_unbounded_reads_each_appended_row_once_across_a_restart_and_refuses_or_
     appended = _expected(path, version=5) - _expected(path, version=4)
     assert sum(appended.values()) == 10
     assert _got(spark.read.parquet(sink)) == _expected(path, version=3) + appended
+    assert planned() == [0, 1, 2, 3, 5]  # the refused version 4 was never logged, then skipped
 
 
 def test_unbounded_fails_naming_the_versions_its_log_no_longer_keeps(

@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 import sluice
-from checkpoints import as_written_by_the_bounded_build
+from checkpoints import as_written_by_the_bounded_build, logged_table_versions
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
@@ -536,18 +536,33 @@ def test_unbounded_reads_each_appended_row_once_across_a_restart_and_refuses_or_
     def sink_rows() -> Counter[tuple[Any, ...]]:
         return _got(spark.read.parquet(sink))
 
+    def current() -> int:
+        snapshot = table.refresh().current_snapshot()
+        assert snapshot is not None
+        return snapshot.snapshot_id
+
+    def planned() -> list[int]:  # each snapshot the offset log records as planned last, once
+        return list(dict.fromkeys(logged_table_versions(tmp_path / "checkpoint")))
+
+    appends = [current()]
     query = start()
     query.processAllAvailable()
     table.append(_events(range(20, 40), 20))  # while it runs
+    appends.append(current())
     query.processAllAvailable()
     query.stop()
+    # the sink keeps a file once whatever the checkpoint says: the snapshots are asserted apart
+    assert planned() == appends
     table.append(_events(range(40, 60), 40))  # while it is stopped
+    appends.append(current())
     query = start()  # from the checkpoint: neither the start snapshot again nor past an append
     query.processAllAvailable()
     table.append(_events(range(60, 80), 60))
+    appends.append(current())
     query.processAllAvailable()
     assert sink_rows() == _expected(table)
     assert sum(sink_rows().values()) == 80
+    assert planned() == appends
     before_delete = table.current_snapshot()
     assert before_delete is not None
 
@@ -569,3 +584,5 @@ def test_unbounded_reads_each_appended_row_once_across_a_restart_and_refuses_or_
     assert sink_rows() == _expected(table, snapshot_id=before_delete.snapshot_id) + _expected(
         table, row_filter="id >= 80"
     )
+    # the refused delete snapshot was never logged, then skipped: the append after it is the last
+    assert planned() == [*appends, current()]
