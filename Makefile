@@ -126,10 +126,10 @@ clean:
 	rm -rf jvm/*/target target project/target project/project python/sluice/jars \
 	  python/build $(PACKAGE_META) dist $(VENV)/.sluice-installed bench/scratch
 
+# --no-compile: a module compiles when first imported; compiling every installed module ahead
+# (pyspark's thousands) took 22 of the install's 56 s, on one core, before sbt could start
 $(VENV)/.ok: python/requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	# --no-compile: a module compiles when first imported; compiling every installed module ahead
-	# (pyspark's thousands) took 22 of the install's 56 s, on one core, before sbt could start
 	$(PY) -m pip install -q --no-compile -r python/requirements-dev.txt
 	touch $@
 
