@@ -280,7 +280,11 @@ lazy val spark = (project in file("jvm/spark"))
       val out = target.value / "spark-kafka-jars.txt"
       // and the sqlite JDBC driver of the Iceberg catalog tests (not Kafka's, but the same session's)
       val names =
-        Seq("spark-sql-kafka-0-10", "spark-token-provider-kafka-0-10", "commons-pool2", "sqlite-jdbc")
+        Seq(
+          "spark-sql-kafka-0-10",
+          "spark-token-provider-kafka-0-10",
+          "commons-pool2",
+          "sqlite-jdbc")
       val jars =
         (Test / dependencyClasspath).value.files.filter(f => names.exists(f.getName.startsWith))
       IO.write(out, jars.map(_.getAbsolutePath).mkString(","))
