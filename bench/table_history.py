@@ -33,7 +33,7 @@ import random
 import shutil
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -94,16 +94,18 @@ def _chunk(first: int, rows: int) -> pa.Table:
 
 def _write_tables(
     where: Path,
-    chunks: list[pa.Table],
+    chunks: Iterable[pa.Table],
     delta_props: WriterProperties | None = None,
     iceberg_props: dict[str, str] | None = None,
 ) -> dict[str, str]:
-    """Both tables of `chunks` (one commit each, in order): {"iceberg": metadata, "delta": dir,
-    "iceberg_data": the Iceberg table's data folder}."""
+    """Both tables of `chunks` (one commit each, in order; made one at a time, so a gigabyte of rows
+    is never in memory at once): {"iceberg": metadata, "delta": dir, "iceberg_data": the Iceberg
+    table's data folder}."""
     shutil.rmtree(where, ignore_errors=True)
-    table = _catalog(where).create_table("db.t", schema=chunks[0].schema, properties=iceberg_props or {})
-    delta = where / "delta"
+    catalog, delta, table = _catalog(where), where / "delta", None
     for chunk in chunks:
+        if table is None:
+            table = catalog.create_table("db.t", schema=chunk.schema, properties=iceberg_props or {})
         table.append(chunk)
         write_deltalake(delta, chunk, mode="append", writer_properties=delta_props)
     table = table.refresh()
@@ -124,7 +126,7 @@ def _throughput_tables(gigabytes: float) -> tuple[dict[str, str], int]:
     starts = range(0, rows, CHUNK_ROWS)
     # pyiceberg writes zstd by default, delta-rs snappy: both zstd, so both tables hold the same bytes
     zstd = WriterProperties(compression="ZSTD")
-    tables = _write_tables(where, [_chunk(s, min(CHUNK_ROWS, rows - s)) for s in starts], delta_props=zstd)
+    tables = _write_tables(where, (_chunk(s, min(CHUNK_ROWS, rows - s)) for s in starts), delta_props=zstd)
     marker.write_text(json.dumps({"gigabytes": gigabytes, "rows": rows, "tables": tables}))
     return tables, rows
 
@@ -196,7 +198,7 @@ def _event_time_tables(per_second: int) -> tuple[dict[str, str], list[int], dict
     group_rows = ROW_GROUP_MINUTES * 60 * per_second
     tables = _write_tables(
         WORK / "event_time",
-        [_hour(h, per_second) for h in order],
+        (_hour(h, per_second) for h in order),
         delta_props=WriterProperties(max_row_group_size=group_rows, write_batch_size=group_rows),
         iceberg_props={"write.parquet.row-group-limit": str(group_rows)},
     )
