@@ -78,6 +78,12 @@ GOALS: dict[str, dict[str, tuple[str, float | Callable[[dict], float]]]] = {
         "aligned_catchup_ratio": ("≤", 1.0),
         "sluice_late_dropped": ("≤", 0),
     },
+    "table_history": {
+        "iceberg_ratio": ("≥", 0.9),
+        "delta_ratio": ("≥", 0.9),
+        "late_dropped_sluice": ("≤", 0),
+        "wrong_windows_sluice": ("≤", 0),
+    },
 }
 
 
@@ -385,6 +391,35 @@ def _flink_anchor(r: dict) -> str:
     )
 
 
+def _table_history(r: dict) -> str:
+    spark, one = r["event_time_runs"]["spark"], r["event_time_runs"]["spark_one_batch"]
+    return (
+        f"| `table_history` | {_millions(r['rows'])} M rows as an Iceberg table by pyiceberg "
+        f"({r['iceberg_files']} files, {r['iceberg_bytes'] / 1024**2:.0f} MiB) and as a Delta table by "
+        f"delta-rs ({r['delta_files']} files, {r['delta_bytes'] / 1024**2:.0f} MiB), "
+        "`Trigger.AvailableNow` into the no-op sink; Spark: `readStream.parquet` over the table's data "
+        "files (no `maxFilesPerTrigger`, vectorized, `maxPartitionBytes` "
+        f"{int(r['spark_conf']['spark.sql.files.maxPartitionBytes']) // 1024**2} MB) | "
+        f"Iceberg {_n(r['iceberg_spark_rps'])}; Delta {_n(r['delta_spark_rps'])} | "
+        f"Iceberg {_n(r['iceberg_sluice_rps'])}; Delta {_n(r['delta_sluice_rps'])} | "
+        f"Iceberg {r['iceberg_ratio']:.2f}{_spread(r, 'iceberg_ratio')}{_goal(r, 'iceberg_ratio')}; "
+        f"Delta {r['delta_ratio']:.2f}{_spread(r, 'delta_ratio')}{_goal(r, 'delta_ratio')}; "
+        f"{r['hours']}-hour table of {_n(r['event_rows'])} events, hourly files "
+        f"committed out of event-time order, {_n(r['windows'])} 1-minute windows, 10-minute watermark: "
+        f"Spark, a file a batch, drops {_n(r['late_dropped_spark'])} rows as late (after partial "
+        f"aggregation; {_n(r['missing_events_spark'])} events missing from the final counts), "
+        f"{_n(r['wrong_windows_spark'])} windows wrong, peak state {_n(r['peak_state_rows_spark'])} rows "
+        f"(all files in one batch: {_n(one['late_dropped'])} late, {_n(one['wrong_windows'])} wrong, peak "
+        f"state {_n(one['peak_state_rows'])}); Sluice aligned, worse of both tables: "
+        f"{_n(r['late_dropped_sluice'])} late{_goal(r, 'late_dropped_sluice')}, "
+        f"{_n(r['wrong_windows_sluice'])} wrong{_goal(r, 'wrong_windows_sluice')}, "
+        f"{_n(r['missing_events_sluice'])} events missing, peak state "
+        f"{_n(r['peak_state_rows_sluice'])} rows (of {spark['batches']} and "
+        f"{max(r['event_time_runs']['sluice_iceberg']['batches'], r['event_time_runs']['sluice_delta']['batches'])}"
+        " batches) |"
+    )
+
+
 #: The summary table's rows, in the page's order: benchmark name -> row renderer.
 ROWS: dict[str, Callable[[dict], str]] = {
     "kafka_throughput": _kafka_throughput,
@@ -398,6 +433,7 @@ ROWS: dict[str, Callable[[dict], str]] = {
     "pushdown": _pushdown,
     "scale": _scale,
     "flink_anchor": _flink_anchor,
+    "table_history": _table_history,
 }
 
 

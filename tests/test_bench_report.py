@@ -117,6 +117,60 @@ def test_the_pushdown_row_shows_every_goal_and_says_which_are_not_met():
     assert "compact 0.96 (0.96 – 0.96 over 1 pairs) (goal ≥ 0.95)" in row
 
 
+def test_the_table_history_row_shows_both_parts_and_says_which_goals_are_not_met():
+    def ratio(name: str, value: float) -> dict:
+        return {name: value, f"{name}_min": value, f"{name}_max": value, f"{name}_pairs": [value]}
+
+    def run(late: int, wrong: int, missing: int, state: int, batches: int) -> dict:
+        return {
+            "late_dropped": late,
+            "wrong_windows": wrong,
+            "missing_events": missing,
+            "peak_state_rows": state,
+            "batches": batches,
+        }
+
+    result = {
+        "benchmark": "table_history",
+        "rows": 46_000_000,
+        "spark_conf": {"spark.sql.files.maxPartitionBytes": str(128 * 1024**2)},
+        "iceberg_files": 23,
+        "iceberg_bytes": 1000 * 1024**2,
+        "delta_files": 23,
+        "delta_bytes": 990 * 1024**2,
+        "iceberg_spark_rps": 4.0e6,
+        "iceberg_sluice_rps": 3.4e6,
+        "delta_spark_rps": 4.0e6,
+        "delta_sluice_rps": 4.4e6,
+        **ratio("iceberg_ratio", 0.85),
+        **ratio("delta_ratio", 1.1),
+        "hours": 24,
+        "event_rows": 172_800,
+        "windows": 1440,
+        "event_time_runs": {
+            "spark": run(1200, 1200, 144_000, 71, 24),
+            "spark_one_batch": run(0, 0, 0, 1440, 1),
+            "sluice_iceberg": run(0, 0, 0, 26, 96),
+            "sluice_delta": run(3, 1, 60, 26, 97),
+        },
+        "late_dropped_spark": 1200,
+        "missing_events_spark": 144_000,
+        "wrong_windows_spark": 1200,
+        "peak_state_rows_spark": 71,
+        "late_dropped_sluice": 3,
+        "wrong_windows_sluice": 1,
+        "missing_events_sluice": 60,
+        "peak_state_rows_sluice": 26,
+    }
+    row = report.ROWS["table_history"](result)
+    assert "Iceberg 0.85 (0.85 – 0.85 over 1 pairs) (goal ≥ 0.9: not met)" in row
+    assert "Delta 1.10 (1.10 – 1.10 over 1 pairs) (goal ≥ 0.9)" in row
+    assert "drops 1,200 rows as late (after partial aggregation; 144,000 events missing" in row
+    assert "(all files in one batch: 0 late, 0 wrong, peak state 1,440)" in row
+    assert "3 late (goal 0: not met), 1 wrong (goal 0: not met), 60 events missing" in row
+    assert "(of 24 and 97 batches)" in row
+
+
 def test_goals_are_set_in_one_table_only():
     source = Path(report.__file__).read_text(encoding="utf-8")
     # a goal typed into a row's text would read "≥ 2" or "≤ 50"; GOALS writes ("≥", 2.0)
