@@ -29,8 +29,9 @@ JVM_BUILD := 'all spark/assembly spark/writeSparkKafkaClasspath benchkit/package
 SCALA_TESTS := 'all scalafmtCheckAll scalafmtSbtCheck core/test connectors/test spark/test'
 SCALA_SOURCES := $(shell find jvm -path '*/src/main/*' -name '*.scala' 2>/dev/null) build.sbt project/plugins.sbt \
   $(wildcard project/*.scala) LICENSE NOTICE
-# Expanded when a recipe runs (the venv may not exist yet when make starts), for any Python 3 minor.
-export SPARK_JARS_DIR = $(firstword $(wildcard $(abspath $(VENV))/lib/python3*/site-packages/pyspark/jars))
+# Expanded when a recipe runs, from the venv's Python (or the one that will make it: sbt may start
+# before pip has written the jars, build/test).
+export SPARK_JARS_DIR = $(abspath $(VENV))/lib/python$(shell $(if $(wildcard $(PY)),$(PY),$(PYTHON)) -c 'import sys; print("%d.%d" % sys.version_info[:2])')/site-packages/pyspark/jars
 
 .PHONY: demo test test-scala test-python lint-python fmt test-fast build dist bench chaos kafka clean docs api
 
@@ -39,9 +40,10 @@ demo: build
 
 # One sbt launch builds what the Python tests need, then runs the Scala tests with the format check
 # beside them; the Python suites and the reduced chaos run, each in a lane of its own, run beside
-# them from the moment the jar, the broker's classpath and the release are written (build/test).
-test: $(VENV)/.ok
-	JVM_OUTPUTS='$(JVM_OUTPUTS)' build/test $(JVM_BUILD) -- $(SCALA_TESTS)
+# them from the moment the jar, the broker's classpath and the release are written (build/test,
+# which also installs .venv beside sbt's start).
+test:
+	JVM_OUTPUTS='$(JVM_OUTPUTS)' VENV_OK='$(VENV)/.ok' build/test $(JVM_BUILD) -- $(SCALA_TESTS)
 
 test-scala: $(VENV)/.ok
 	$(SBT) $(SCALA_TESTS)

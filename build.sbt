@@ -397,9 +397,20 @@ lazy val flinkanchor = (project in file("jvm/flinkanchor"))
 lazy val markBuilt = taskKey[File](
   "writes target/jvm-built: what `make build` needs of sbt is done (build/test starts the Python suites then)")
 
+// build/test starts sbt while make installs .venv (pip and sbt's own start use a core each) and
+// holds target/venv-pending until it is done: compiling needs pyspark's jars from there
+lazy val awaitVenv = Command.command("awaitVenv") { state =>
+  val pending = state.baseDir / "target" / "venv-pending"
+  val deadline = System.nanoTime() + 20L * 60 * 1000000000L
+  while (pending.exists && System.nanoTime() < deadline) Thread.sleep(200)
+  if (pending.exists) sys.error(s"$pending is still there after 20 minutes: is make's venv install stuck?")
+  state
+}
+
 lazy val root = (project in file("."))
   .aggregate(api, core, connectors, spark, benchkit, testkit)
   .settings(
+    commands += awaitVenv,
     publish / skip := true,
     markBuilt := {
       val out = target.value / "jvm-built"

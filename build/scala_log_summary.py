@@ -1,8 +1,11 @@
 """The end of an sbt test log in a few lines: the Scala tests that failed or aborted, each with
 ScalaTest's message under it (a CI shows only the end of a long log, and two test JVMs print side by
 side, so a failure is easy to lose in the middle), then the slowest tests, as pytest's --durations
-prints them for the Python suites. Usage: scala_log_summary.py LOG [N]"""
+prints them for the Python suites, and the tests and suites that cost their JVM the most CPU
+(jvm/*/target/test-cpu/, written by the Spark suites' TestCpu). Usage: scala_log_summary.py LOG [N]"""
 
+import collections
+import glob
 import re
 import sys
 
@@ -43,6 +46,17 @@ def failures(lines: list[str]) -> list[list[str]]:
     return found
 
 
+def costliest(n: int) -> tuple[list[tuple[float, str]], list[tuple[float, str]]]:
+    """The n tests and the n suites that used the most CPU, in seconds."""
+    tests, suites = [], collections.Counter()
+    for path in glob.glob("jvm/*/target/test-cpu/*.tsv"):
+        for line in open(path, encoding="utf-8"):
+            cpu, _wall, suite, test = line.rstrip("\n").split("\t", 3)
+            tests.append((float(cpu), f"{suite}: {test}"))
+            suites[suite] += float(cpu)
+    return sorted(tests, reverse=True)[:n], [(s, name) for name, s in suites.most_common(n)]
+
+
 if __name__ == "__main__":
     log = open(sys.argv[1], encoding="utf-8", errors="replace").read().splitlines()
     failed = failures(log)
@@ -54,3 +68,12 @@ if __name__ == "__main__":
     print(f"slowest {len(rows)} Scala tests:")
     for seconds, name in rows:
         print(f"{seconds:7.2f}s {name[:120]}")
+    tests, suites = costliest(int(sys.argv[2]) if len(sys.argv) > 2 else 10)
+    if suites:
+        total = sum(s for s, _ in costliest(10**6)[1])
+        print(f"costliest Scala suites (CPU of their JVM; {total:.0f} s over all that record it):")
+        for seconds, name in suites:
+            print(f"{seconds:7.2f}s {name}")
+        print("costliest Scala tests (CPU):")
+        for seconds, name in tests:
+            print(f"{seconds:7.2f}s {name[:120]}")

@@ -10,7 +10,7 @@ import org.apache.spark.sql.{DataFrame, Row, SparkSession}
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2ScanExecBase
 import org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper
 import org.apache.spark.sql.streaming.{StreamingQuery, Trigger}
-import org.scalatest.{Assertions, BeforeAndAfterAll, Suite}
+import org.scalatest.{Args, Assertions, BeforeAndAfterAll, Status, Suite}
 
 /**
  * A SparkSession of its own per suite (its SQL settings, temporary views and streaming queries
@@ -26,6 +26,13 @@ trait SparkSuiteBase extends BeforeAndAfterAll { self: Suite =>
   override protected def beforeAll(): Unit = {
     super.beforeAll()
     spark = SharedSparkContext.session(master)
+  }
+
+  // each test's CPU, for where make test's time goes (TestCpu)
+  abstract override protected def runTest(testName: String, args: Args): Status = {
+    val (cpu, wall) = (TestCpu.now(), System.nanoTime())
+    try super.runTest(testName, args)
+    finally TestCpu.record(suiteName, testName, cpu, wall)
   }
 
   override protected def afterAll(): Unit = {
