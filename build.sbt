@@ -403,7 +403,8 @@ lazy val awaitVenv = Command.command("awaitVenv") { state =>
   val pending = state.baseDir / "target" / "venv-pending"
   val deadline = System.nanoTime() + 20L * 60 * 1000000000L
   while (pending.exists && System.nanoTime() < deadline) Thread.sleep(200)
-  if (pending.exists) sys.error(s"$pending is still there after 20 minutes: is make's venv install stuck?")
+  if (pending.exists)
+    sys.error(s"$pending is still there after 20 minutes: is make's venv install stuck?")
   state
 }
 

@@ -12,7 +12,8 @@ import java.nio.file.{Files, Paths, StandardOpenOption}
  */
 object TestCpu {
   private val os =
-    ManagementFactory.getOperatingSystemMXBean.asInstanceOf[com.sun.management.OperatingSystemMXBean]
+    ManagementFactory.getOperatingSystemMXBean
+      .asInstanceOf[com.sun.management.OperatingSystemMXBean]
   private lazy val file = {
     val dir = Paths.get("target", "test-cpu")
     Files.createDirectories(dir)
@@ -24,8 +25,9 @@ object TestCpu {
 
   /** Records that `test` of `suite` cost the CPU since `cpuStart` and the time since `wallStart`. */
   def record(suite: String, test: String, cpuStart: Long, wallStart: Long): Unit = synchronized {
-    val line = f"${(now() - cpuStart) / 1e9}%.2f\t${(System.nanoTime() - wallStart) / 1e9}%.2f\t" +
-      s"$suite\t${test.replaceAll("\\s", " ")}\n"
+    val line =
+      f"${(now() - cpuStart) / 1e9}%.2f\t${(System.nanoTime() - wallStart) / 1e9}%.2f\t" +
+        s"$suite\t${test.replaceAll("\\s", " ")}\n"
     Files.write(file, line.getBytes(UTF_8), StandardOpenOption.CREATE, StandardOpenOption.APPEND)
   }
 }
