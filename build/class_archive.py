@@ -4,8 +4,8 @@ A Spark driver spends about half of its start and first queries loading and veri
 classes from pyspark's jars: measured here, a session, a grouped count and a short stream cost
 11.4-13.3 s of JVM CPU without an archive and 6.3-6.6 s with one (three runs each). The lanes
 start some 25 such drivers (the test session, every chaos driver and its restarts, the Connect
-server, ...), on 2 cores that are busy for the whole run. So before the lanes start, build/test
-runs this once: one driver does that kind of work and the JVM writes the classes it loaded at
+server, ...), on 2 cores that are busy for the whole run. So build/test runs this once, while sbt
+compiles (it needs pyspark only; the lanes wait for it, and it is bounded by `timeout`): one driver does that kind of work and the JVM writes the classes it loaded at
 its exit (`-XX:ArchiveClassesAtExit`, JDK 13+); build/test then names the archive in
 SLUICE_TEST_JVM_OPTIONS, which tests/conftest.py and chaos/driver.py add to their drivers'
 options. Only classes of the JVM's class path (pyspark's jars) are archived, never Sluice's (it
