@@ -33,21 +33,54 @@ private[iceberg] object IcebergCatalogs {
 
   private val built = new ConcurrentHashMap[CatalogSpec, Catalog]()
 
-  def catalog(spec: CatalogSpec, conf: Configuration): Catalog =
-    built.computeIfAbsent(
-      spec,
-      s =>
-        try CatalogUtil.buildIcebergCatalog(s.name, s.properties.asJava, conf)
-        catch {
-          case NonFatal(e) =>
-            throw SluiceError.config(
-              s"$Context: cannot build Iceberg $s: ${redact(String.valueOf(e.getMessage), s)}. " +
-                s"Give '${IcebergConfig.CatalogProperty.name}' options as an Iceberg catalog takes its " +
-                "properties: catalog.type (hadoop, hive, rest, jdbc, ...) or catalog.catalog-impl, and " +
-                "catalog.uri, catalog.warehouse; a catalog's own jars (a JDBC driver) go on the class " +
-                "path with --packages.",
-              redacted(e, s))
-        })
+  /** What the cache keeps a catalog by. */
+  private[iceberg] def keyOf(spec: CatalogSpec, conf: Configuration): CatalogSpec = spec
+
+  /**
+   * The catalog `spec` describes, built once and kept. It is built outside the map: building
+   * inside `computeIfAbsent` holds the map's bin while the catalog connects, so one catalog that
+   * never answers would block every caller whose catalog hashes to the same bin. Two callers may
+   * then build the same catalog at once; the one that loses the race closes its own.
+   */
+  def catalog(spec: CatalogSpec, conf: Configuration): Catalog = {
+    val key = keyOf(spec, conf)
+    Option(built.get(key)).getOrElse {
+      val made = build(spec, conf)
+      Option(built.putIfAbsent(key, made)).fold(made) { kept =>
+        closeQuietly(made, spec)
+        kept
+      }
+    }
+  }
+
+  private def build(spec: CatalogSpec, conf: Configuration): Catalog =
+    try CatalogUtil.buildIcebergCatalog(spec.name, spec.properties.asJava, conf)
+    catch {
+      case NonFatal(e) =>
+        throw SluiceError.config(
+          s"$Context: cannot build Iceberg $spec: ${redact(String.valueOf(e.getMessage), spec)}. " +
+            s"Give '${IcebergConfig.CatalogProperty.name}' options as an Iceberg catalog takes its " +
+            "properties: catalog.type (hadoop, hive, rest, jdbc, ...) or catalog.catalog-impl, and " +
+            "catalog.uri, catalog.warehouse; a catalog's own jars (a JDBC driver) go on the class " +
+            "path with --packages.",
+          redacted(e, spec))
+    }
+
+  /** A catalog nobody will use (a connection pool, an HTTP client): its resources released. */
+  private def closeQuietly(c: Catalog, spec: CatalogSpec): Unit = c match {
+    case closeable: java.io.Closeable =>
+      try closeable.close()
+      catch {
+        case NonFatal(
+              e
+            ) => // its message only, masked: a stack trace's causes could name a credential
+          log.warn(
+            s"$Context: closing an unused Iceberg $spec failed: ${redact(String.valueOf(e.getMessage), spec)}")
+      }
+    case _ =>
+  }
+
+  private val log = org.slf4j.LoggerFactory.getLogger(getClass)
 
   /** The table `identifier` (`db.name`) as the catalog has it now: loaded again on every call. */
   def load(spec: CatalogSpec, identifier: String, conf: Configuration): Table = {
