@@ -1,5 +1,7 @@
 package sluice.connector.table.iceberg
 
+import java.io.ByteArrayOutputStream
+
 import scala.jdk.CollectionConverters._
 
 import org.apache.hadoop.conf.Configuration
@@ -9,7 +11,7 @@ import org.apache.iceberg.data.{GenericRecord, IcebergGenerics, Record}
 import org.apache.iceberg.data.parquet.GenericParquetWriter
 import org.apache.iceberg.parquet.Parquet
 import org.apache.iceberg.types.Types
-import org.apache.spark.sql.Row
+import org.apache.spark.sql.{DataFrame, Row}
 import org.apache.spark.sql.streaming.Trigger
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -172,6 +174,63 @@ class IcebergCatalogSuite extends AnyFunSuite with SparkSuiteBase {
       "the refusal's stack trace" -> failure,
       "checkpoint (offset log, commits, progress store)" -> filesUnder(ckpt)).foreach {
       case (where, text) => assert(!text.contains(password), s"the password is in the $where")
+    }
+  }
+
+  /** What `df.explain(true)` prints. */
+  private def explained(explain: => Unit): String = {
+    val out = new ByteArrayOutputStream()
+    Console.withOut(out)(explain)
+    out.toString("UTF-8")
+  }
+
+  test(
+    "a catalog header Spark's redaction does not match is in no explain(), progress, checkpoint or log") {
+    // a REST catalog's header: Spark's redaction patterns match neither its name nor its value
+    val header = "Bearer header-7c2e-never-shown"
+    table // created
+    val withHeader = properties("c.db") + ("header.Authorization" -> header)
+    def builder() = IcebergSource.builder().catalog("scala_cat", withHeader).table("db.t")
+    val ckpt = tempDir("iceberg-catalog-header-ckpt")
+    val (shown, logs) = capturingLogs {
+      val stream: DataFrame = Sluice.fromSource(spark, builder().monitorIntervalMs(100).build())
+      val batch: DataFrame = Sluice.read(spark, builder().build())
+      // as options of format("sluice"), as a user may give them
+      val raw = spark.readStream
+        .format("sluice")
+        .options(builder().build().options)
+        .load()
+      val plans = Seq(stream, batch, raw).map(df => explained(df.explain(true)))
+      assert(batch.count() == 12)
+      val query = stream.writeStream
+        .format("memory")
+        .queryName("iceberg_catalog_header")
+        .option("checkpointLocation", ckpt.toString)
+        .trigger(Trigger.AvailableNow())
+        .start()
+      awaitEnd(query)
+      plans ++ Seq(
+        explained(query.explain(true)),
+        stream.queryExecution.toString,
+        query.recentProgress.map(_.json).mkString("\n"))
+    }
+    assert(spark.table("iceberg_catalog_header").count() == 12)
+    // the option is in the streams' plans (a batch relation's plan shows no options), its value masked
+    Seq(shown(0), shown(2)).foreach { plan =>
+      assert(plan.contains("catalog.header.Authorization=***"), plan)
+    }
+    Seq(
+      "explain(true) of the stream" -> shown(0),
+      "explain(true) of the batch read" -> shown(1),
+      "explain(true) of a format(\"sluice\") read" -> shown(2),
+      "the started query's explain(true)" -> shown(3),
+      "the stream's query execution" -> shown(4),
+      "query progress" -> shown(5),
+      "logs" -> logs,
+      "checkpoint" -> filesUnder(ckpt)).foreach { case (where, text) =>
+      assert(
+        !text.contains(header) && !text.contains("header-7c2e"),
+        s"the header is in the $where")
     }
   }
 }
