@@ -40,12 +40,19 @@ private[iceberg] object IcebergCatalogs {
    * The catalog `spec` describes, built once and kept. It is built outside the map: building
    * inside `computeIfAbsent` holds the map's bin while the catalog connects, so one catalog that
    * never answers would block every caller whose catalog hashes to the same bin. Two callers may
-   * then build the same catalog at once; the one that loses the race closes its own.
+   * then build the same catalog at once; the one that loses the race closes its own. Building
+   * is bounded by `timeoutMs` (a catalog built after it is closed once built).
    */
-  def catalog(spec: CatalogSpec, conf: Configuration): Catalog = {
+  def catalog(
+      spec: CatalogSpec,
+      conf: Configuration,
+      timeoutMs: Long,
+      identifier: String): Catalog = {
     val key = keyOf(spec, conf)
     Option(built.get(key)).getOrElse {
-      val made = build(spec, conf)
+      val made = BoundedCalls
+        .within(timeoutMs)(build(spec, conf))(closeQuietly(_, spec))
+        .getOrElse(throw timedOut("building it", spec, identifier, timeoutMs))
       Option(built.putIfAbsent(key, made)).fold(made) { kept =>
         closeQuietly(made, spec)
         kept
@@ -82,9 +89,26 @@ private[iceberg] object IcebergCatalogs {
 
   private val log = org.slf4j.LoggerFactory.getLogger(getClass)
 
-  /** The table `identifier` (`db.name`) as the catalog has it now: loaded again on every call. */
-  def load(spec: CatalogSpec, identifier: String, conf: Configuration): Table = {
-    val c = catalog(spec, conf)
+  /**
+   * The table `identifier` (`db.name`) as the catalog has it now: loaded again on every call,
+   * the catalog's build and the load each bounded by `timeoutMs`.
+   */
+  def load(spec: CatalogSpec, identifier: String, conf: Configuration, timeoutMs: Long): Table = {
+    val c = catalog(spec, conf, timeoutMs, identifier)
+    BoundedCalls
+      .within(timeoutMs)(loadFrom(c, spec, identifier))(_ => ())
+      .getOrElse(throw timedOut("loading the table", spec, identifier, timeoutMs))
+  }
+
+  private def timedOut(doing: String, spec: CatalogSpec, identifier: String, timeoutMs: Long) =
+    SluiceError.sourceFault(
+      s"$Context: Iceberg $spec did not answer within $timeoutMs ms (option " +
+        s"'${IcebergConfig.CatalogTimeoutMs.name}') while $doing for table '$identifier'. Check that " +
+        "the catalog's service answers (catalog.uri); if it is only slow, give the option a longer " +
+        "time. A running query fails; restarted from its checkpoint once the catalog answers, it " +
+        "goes on where it stopped.")
+
+  private def loadFrom(c: Catalog, spec: CatalogSpec, identifier: String): Table =
     try c.loadTable(TableIdentifier.parse(identifier))
     catch {
       case NonFatal(e) =>
@@ -94,7 +118,6 @@ private[iceberg] object IcebergCatalogs {
             "the table's identifier in that catalog (namespace.name, e.g. db.events).",
           redacted(e, spec))
     }
-  }
 
   /**
    * Names of properties whose values are credentials or may hold them (a JDBC URI can carry a

@@ -58,7 +58,8 @@ final class IcebergSource private (val config: IcebergConfig, rows: ParquetRows)
   @transient private lazy val planned: Seq[DiscoveredFile] = config.snapshot match {
     case None => Nil
     case Some(id) =>
-      val table = IcebergTables.load(config.table, config.catalog, rows.hadoopConf)
+      val table =
+        IcebergTables.load(config.table, config.catalog, config.catalogTimeoutMs, rows.hadoopConf)
       val filter = IcebergFilters.toIceberg(parquet.filters, parquet.dataSchema.fieldNames.toSet)
       val snapshot = table.snapshot(id)
       // the event-time index from the manifests' bounds of the column, in the snapshot's schema;
@@ -121,7 +122,8 @@ final class IcebergSource private (val config: IcebergConfig, rows: ParquetRows)
       case None =>
         PlannedFiles(withTimes(planned), Some(config.snapshot.getOrElse(PlannedFiles.EmptyTable)))
       case Some(last) =>
-        val table = IcebergTables.loadLatest(config.table, config.catalog, conf)
+        val table = IcebergTables
+          .loadLatest(config.table, config.catalog, config.catalogTimeoutMs, conf)
         val filter =
           IcebergFilters.toIceberg(parquet.filters, parquet.dataSchema.fieldNames.toSet)
         // files of a column dropped since have no bounds of it: their footers index them
@@ -213,6 +215,9 @@ object IcebergSource {
       properties.foldLeft(set(CatalogName.name, name)) { case (b, (k, v)) =>
         b.set(CatalogPrefix + k, v)
       }
+
+    /** With `catalog`: how long building it, and loading the table from it, may each take. */
+    def catalogTimeoutMs(ms: Long): Builder = set(CatalogTimeoutMs.name, ms)
     def snapshotId(id: Long): Builder = set(SnapshotId.name, id)
 
     /** The snapshot current at this time (epoch milliseconds). */

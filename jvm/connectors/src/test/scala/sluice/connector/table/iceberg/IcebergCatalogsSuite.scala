@@ -8,6 +8,7 @@ import org.apache.iceberg.hadoop.HadoopCatalog
 import org.scalatest.funsuite.AnyFunSuite
 
 import sluice.connector.table.iceberg.IcebergCatalogs.CatalogSpec
+import sluice.errors.SluiceRuntimeException
 
 /**
  * The catalog cache without Spark: catalogs iceberg-core builds (a REST catalog pointed at a
@@ -60,14 +61,73 @@ class IcebergCatalogsSuite extends AnyFunSuite {
         .next()
       assert(hash(stalled(a)) == hash(other(b)))
 
-      val first = async(IcebergCatalogs.catalog(stalled(a), conf))
+      // bounded far beyond the test: the build stays blocked on the server
+      val first = async(IcebergCatalogs.catalog(stalled(a), conf, 3600000L, "db.t"))
       await(30, "the REST catalog never connected")(silent.connections > 0)
-      val second = async(IcebergCatalogs.catalog(other(b), conf))
+      val second = async(IcebergCatalogs.catalog(other(b), conf, 30000L, "db.t"))
       val built =
         second.get(30, TimeUnit.SECONDS) // blocked behind the stalled build before the fix
       assert(built.isInstanceOf[HadoopCatalog])
       assert(!first.isDone, "the REST catalog's build was expected to still wait for its server")
-      assert(IcebergCatalogs.catalog(other(b), conf) eq built) // kept
+      assert(IcebergCatalogs.catalog(other(b), conf, 30000L, "db.t") eq built) // kept
     } finally silent.close()
+  }
+
+  /**
+   * The time `body` takes to fail with a runtime fault, and that fault; run on a thread of its
+   * own and waited for 20 s at most, so that a call left unbounded fails the test instead of
+   * hanging it.
+   */
+  private def timedFailure(body: => Any): (Long, SluiceRuntimeException) = {
+    val start = System.nanoTime()
+    val call = async(body)
+    val failed =
+      try {
+        call.get(20, TimeUnit.SECONDS)
+        fail("no failure")
+      } catch {
+        case e: java.util.concurrent.ExecutionException
+            if e.getCause.isInstanceOf[SluiceRuntimeException] =>
+          e.getCause.asInstanceOf[SluiceRuntimeException]
+        case _: java.util.concurrent.TimeoutException =>
+          call.cancel(true)
+          fail("still waiting for the catalog after 20 s")
+      }
+    (TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start), failed)
+  }
+
+  private def assertNamesTheBound(
+      failed: SluiceRuntimeException,
+      catalog: String,
+      doing: String) =
+    Seq(
+      s"Iceberg catalog '$catalog'",
+      "did not answer within 1500 ms (option 'catalogTimeoutMs')",
+      s"while $doing for table 'db.t'").foreach { part =>
+      assert(failed.getMessage.contains(part), failed.getMessage)
+    }
+
+  test("building a catalog that never answers fails after catalogTimeoutMs, naming it") {
+    val silent = new SilentServer
+    try {
+      val spec =
+        CatalogSpec("silent", Map("type" -> "rest", "uri" -> s"http://127.0.0.1:${silent.port}"))
+      val (ms, failed) = timedFailure(IcebergCatalogs.catalog(spec, conf, 1500L, "db.t"))
+      assert(silent.connections > 0, "the catalog never connected")
+      assert(ms >= 1500L && ms < 20000L, s"failed after $ms ms")
+      assertNamesTheBound(failed, "silent", "building it")
+    } finally silent.close()
+  }
+
+  test(
+    "loading a table from a catalog that stops answering fails after catalogTimeoutMs, naming it") {
+    val server = new StallingRestServer
+    try {
+      val spec = CatalogSpec("stalling", Map("type" -> "rest", "uri" -> server.uri))
+      val (ms, failed) = timedFailure(IcebergCatalogs.load(spec, "db.t", conf, 1500L))
+      assert(server.stalled > 0, "the table's load never reached the server")
+      assert(ms >= 1500L && ms < 20000L, s"failed after $ms ms")
+      assertNamesTheBound(failed, "stalling", "loading the table")
+    } finally server.close()
   }
 }

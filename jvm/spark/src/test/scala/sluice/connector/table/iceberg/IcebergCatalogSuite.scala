@@ -17,7 +17,7 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import sluice.{Sluice, SparkSuiteBase}
 import sluice.SecretCapture.{capturingLogs, filesUnder, stackTrace}
-import sluice.errors.SluiceConfigException
+import sluice.errors.{SluiceConfigException, SluiceRuntimeException}
 
 /**
  * The Scala builder's `catalog`: a table iceberg-core's own JdbcCatalog created on sqlite (the
@@ -232,5 +232,29 @@ class IcebergCatalogSuite extends AnyFunSuite with SparkSuiteBase {
         !text.contains(header) && !text.contains("header-7c2e"),
         s"the header is in the $where")
     }
+  }
+
+  test("a catalog that never answers fails the source's build after catalogTimeoutMs") {
+    val silent = new SilentServer // accepts, never answers
+    try {
+      val started = System.nanoTime()
+      val failed = intercept[SluiceRuntimeException] {
+        IcebergSource
+          .builder()
+          .catalog(
+            "silent_cat",
+            Map("type" -> "rest", "uri" -> s"http://127.0.0.1:${silent.port}"))
+          .table("db.t")
+          .catalogTimeoutMs(1500)
+          .build()
+      }
+      val ms = (System.nanoTime() - started) / 1000000
+      assert(ms >= 1500 && ms < 30000, s"failed after $ms ms")
+      assert(
+        failed.getMessage.contains(
+          "IcebergSource: Iceberg catalog 'silent_cat' (properties type, uri) did not answer within " +
+            "1500 ms (option 'catalogTimeoutMs') while building it for table 'db.t'"),
+        failed.getMessage)
+    } finally silent.close()
   }
 }
