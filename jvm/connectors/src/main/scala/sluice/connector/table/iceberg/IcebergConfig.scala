@@ -117,7 +117,8 @@ object IcebergConfig {
       location,
       catalog,
       catalogTimeoutMs,
-      session.sessionState.newHadoopConf())
+      session.sessionState.newHadoopConf(),
+      later = false)
     val (monitorIntervalMs, skipChanges) = TableChanges.unboundedOptions(o, Context, "snapshots")
     val unresolved =
       IcebergConfig(

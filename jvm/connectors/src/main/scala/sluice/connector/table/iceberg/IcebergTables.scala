@@ -32,14 +32,16 @@ private[iceberg] object IcebergTables {
 
   /**
    * The table a config names: by its identifier in a catalog given by properties (bounded by
-   * `catalogTimeoutMs`), else by `load(location)`.
+   * `catalogTimeoutMs`; `later`: it loaded before, when the source was built), else by
+   * `load(location)`.
    */
   def load(
       table: String,
       catalog: Option[IcebergCatalogs.CatalogSpec],
       catalogTimeoutMs: Long,
-      conf: Configuration): Table =
-    catalog.fold(load(table, conf))(IcebergCatalogs.load(_, table, conf, catalogTimeoutMs))
+      conf: Configuration,
+      later: Boolean): Table =
+    catalog.fold(load(table, conf))(IcebergCatalogs.load(_, table, conf, catalogTimeoutMs, later))
 
   /** The table as last committed (`loadLatest`); a catalog is asked for its current metadata again. */
   def loadLatest(
@@ -47,7 +49,8 @@ private[iceberg] object IcebergTables {
       catalog: Option[IcebergCatalogs.CatalogSpec],
       catalogTimeoutMs: Long,
       conf: Configuration): Table =
-    catalog.fold(loadLatest(table, conf))(IcebergCatalogs.load(_, table, conf, catalogTimeoutMs))
+    catalog.fold(loadLatest(table, conf))(
+      IcebergCatalogs.load(_, table, conf, catalogTimeoutMs, later = true))
 
   def load(location: String, conf: Configuration): Table =
     try {

@@ -51,7 +51,8 @@ class IcebergCatalogsSuite extends AnyFunSuite {
         CatalogSpec(
           "other",
           Map("type" -> "hadoop", "warehouse" -> warehouse, "test.variant" -> s"$i"))
-      def hash(s: CatalogSpec) = IcebergCatalogs.keyOf(s, conf).hashCode
+      val hadoop = IcebergCatalogs.keyOf(stalled(0), conf).hadoop // one digest of the settings
+      def hash(s: CatalogSpec) = new IcebergCatalogs.CatalogKey(s, hadoop).hashCode
       // two keys of one hash share a bin of the cache's map whatever its size (a birthday search:
       // 2^17 hashes of one side, about 2^15 tries of the other)
       val byHash = (0 until (1 << 17)).map(i => hash(stalled(i)) -> i).toMap
@@ -62,14 +63,17 @@ class IcebergCatalogsSuite extends AnyFunSuite {
       assert(hash(stalled(a)) == hash(other(b)))
 
       // bounded far beyond the test: the build stays blocked on the server
-      val first = async(IcebergCatalogs.catalog(stalled(a), conf, 3600000L, "db.t"))
+      val first =
+        async(IcebergCatalogs.catalog(stalled(a), conf, 3600000L, "db.t", later = false))
       await(30, "the REST catalog never connected")(silent.connections > 0)
-      val second = async(IcebergCatalogs.catalog(other(b), conf, 30000L, "db.t"))
+      val second = async(IcebergCatalogs.catalog(other(b), conf, 30000L, "db.t", later = false))
       val built =
         second.get(30, TimeUnit.SECONDS) // blocked behind the stalled build before the fix
       assert(built.isInstanceOf[HadoopCatalog])
       assert(!first.isDone, "the REST catalog's build was expected to still wait for its server")
-      assert(IcebergCatalogs.catalog(other(b), conf, 30000L, "db.t") eq built) // kept
+      assert(
+        IcebergCatalogs.catalog(other(b), conf, 30000L, "db.t", later = false) eq built
+      ) // kept
     } finally silent.close()
   }
 
@@ -112,7 +116,8 @@ class IcebergCatalogsSuite extends AnyFunSuite {
     try {
       val spec =
         CatalogSpec("silent", Map("type" -> "rest", "uri" -> s"http://127.0.0.1:${silent.port}"))
-      val (ms, failed) = timedFailure(IcebergCatalogs.catalog(spec, conf, 1500L, "db.t"))
+      val (ms, failed) =
+        timedFailure(IcebergCatalogs.catalog(spec, conf, 1500L, "db.t", later = false))
       assert(silent.connections > 0, "the catalog never connected")
       assert(ms >= 1500L && ms < 20000L, s"failed after $ms ms")
       assertNamesTheBound(failed, "silent", "building it")
@@ -124,10 +129,38 @@ class IcebergCatalogsSuite extends AnyFunSuite {
     val server = new StallingRestServer
     try {
       val spec = CatalogSpec("stalling", Map("type" -> "rest", "uri" -> server.uri))
-      val (ms, failed) = timedFailure(IcebergCatalogs.load(spec, "db.t", conf, 1500L))
+      val (ms, failed) =
+        timedFailure(IcebergCatalogs.load(spec, "db.t", conf, 1500L, later = false))
       assert(server.stalled > 0, "the table's load never reached the server")
       assert(ms >= 1500L && ms < 20000L, s"failed after $ms ms")
       assertNamesTheBound(failed, "stalling", "loading the table")
     } finally server.close()
+  }
+
+  test(
+    "a catalog is kept per Hadoop settings: other settings build another, Spark's own do not") {
+    val spec = CatalogSpec("settings", Map("type" -> "hadoop", "warehouse" -> warehouse))
+    def confWith(settings: (String, String)*) = {
+      val c = new Configuration()
+      settings.foreach { case (k, v) => c.set(k, v) }
+      c
+    }
+    val first = IcebergCatalogs.catalog(
+      spec,
+      confWith("fs.sluice-test.setting" -> "a"),
+      30000L,
+      "db.t",
+      later = false)
+    val other = IcebergCatalogs.catalog(
+      spec,
+      confWith("fs.sluice-test.setting" -> "b"),
+      30000L,
+      "db.t",
+      later = false)
+    assert(other ne first, "a catalog built with other Hadoop settings was the first one's")
+    assert(other.asInstanceOf[HadoopCatalog].getConf.get("fs.sluice-test.setting") == "b")
+    // equal settings in another object, or only Spark's own settings (spark.*) differing: kept
+    val same = confWith("fs.sluice-test.setting" -> "a", "spark.sql.adaptive.enabled" -> "false")
+    assert(IcebergCatalogs.catalog(spec, same, 30000L, "db.t", later = false) eq first)
   }
 }

@@ -257,4 +257,58 @@ class IcebergCatalogSuite extends AnyFunSuite with SparkSuiteBase {
         failed.getMessage)
     } finally silent.close()
   }
+
+  test("a table its catalog no longer loads at a later plan fails the query as a source fault") {
+    val warehouse = dir.resolve("later-warehouse")
+    val props = Map("type" -> "hadoop", "warehouse" -> warehouse.toUri.toString)
+    val t = tableIn(props)
+    val ckpt = tempDir("iceberg-catalog-later-ckpt")
+    val out = tempDir("iceberg-catalog-later-out")
+    def start() = Sluice
+      .fromSource(
+        spark,
+        IcebergSource
+          .builder()
+          .catalog("scala_cat", props)
+          .table("db.t")
+          .monitorIntervalMs(100)
+          .build())
+      .select("id")
+      .writeStream
+      .format("parquet") // a sink a query restarts on (the memory sink does not)
+      .option("path", out.toString)
+      .option("checkpointLocation", ckpt.toString)
+      .start()
+    val folder = warehouse.resolve("db").resolve("t")
+    val away = warehouse.resolve("db").resolve("t-away")
+    val query = start()
+    try {
+      processAllAvailable(query)
+      java.nio.file.Files.move(folder, away) // the catalog has no table db.t now
+      val e = intercept[org.apache.spark.sql.streaming.StreamingQueryException](awaitEnd(query))
+      val causes = Iterator.iterate(e: Throwable)(_.getCause).takeWhile(_ != null).toSeq
+      val fault = causes.collectFirst {
+        case t: org.apache.spark.SparkThrowable if t.getCondition == "SLUICE_SOURCE_FAULT" => t
+      }
+      assert(fault.isDefined, causes.map(c => s"${c.getClass.getName}: ${c.getMessage}"))
+      val message = fault.get.asInstanceOf[Throwable].getMessage
+      assert(
+        message.contains(
+          "cannot load table 'db.t' from Iceberg catalog 'scala_cat' (properties type, warehouse) " +
+            "at this plan, though it loaded when the source was built"),
+        message)
+      assert(message.contains("restart the query once it answers"), message)
+    } finally query.stop()
+    // as the message says: the table back, the restarted query goes on from its checkpoint
+    java.nio.file.Files.move(away, folder)
+    append(t, "b", 12L until 20L)
+    val restarted = start()
+    try {
+      // every row once: the first run's, then the append, none of the first run's again
+      def got = spark.read.parquet(out.toString).collect().map(_.getLong(0)).toSeq.sorted
+      val deadline = System.nanoTime() + 60L * 1000 * 1000 * 1000
+      while (got.size < 20 && System.nanoTime() < deadline) Thread.sleep(100)
+      assert(got == (0L until 20L))
+    } finally restarted.stop()
+  }
 }
