@@ -3,7 +3,6 @@ package sluice.connector.table.iceberg
 import java.nio.charset.StandardCharsets
 import java.security.MessageDigest
 import java.util.concurrent.ConcurrentHashMap
-import java.util.regex.Pattern
 
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
@@ -12,7 +11,6 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.iceberg.{CatalogUtil, Table}
 import org.apache.iceberg.catalog.{Catalog, TableIdentifier}
 
-import sluice.config.ConfigOption
 import sluice.errors.SluiceError
 
 /**
@@ -111,8 +109,8 @@ private[iceberg] object IcebergCatalogs {
       CatalogUtil.buildIcebergCatalog(spec.name, spec.properties.asJava, new Configuration(conf))
     catch {
       case NonFatal(e) =>
-        val why = redact(String.valueOf(e.getMessage), spec)
-        val cause = redacted(e, spec)
+        val why = CatalogSecrets.redact(String.valueOf(e.getMessage), spec)
+        val cause = CatalogSecrets.maskedCause(e, spec)
         if (later)
           throw SluiceError.sourceFault(
             s"$Context: cannot build Iceberg $spec for table '$identifier' at this plan, though the " +
@@ -147,8 +145,8 @@ private[iceberg] object IcebergCatalogs {
     try c.loadTable(TableIdentifier.parse(identifier))
     catch {
       case NonFatal(e) =>
-        val why = redact(String.valueOf(e.getMessage), spec)
-        val cause = redacted(e, spec)
+        val why = CatalogSecrets.redact(String.valueOf(e.getMessage), spec)
+        val cause = CatalogSecrets.maskedCause(e, spec)
         if (later)
           throw SluiceError.sourceFault(
             s"$Context: cannot load table '$identifier' from Iceberg $spec at this plan, though it " +
@@ -185,34 +183,8 @@ private[iceberg] object IcebergCatalogs {
             ) => // its message only, masked: a stack trace's causes could name a credential
           log.warn(
             s"$Context: closing an unused Iceberg $spec failed: " +
-              redact(String.valueOf(e.getMessage), spec))
+              CatalogSecrets.redact(String.valueOf(e.getMessage), spec))
       }
     case _ =>
-  }
-
-  /**
-   * Names of properties whose values are credentials or may hold them (a JDBC URI can carry a
-   * password): a message quoting a library's error never shows their values.
-   */
-  private val Credential =
-    Pattern.compile("(?i)password|secret|token|credential|key|auth|uri|user")
-
-  /** `text` with the values of `spec`'s credential properties masked. */
-  def redact(text: String, spec: CatalogSpec): String =
-    spec.properties
-      .collect { case (k, v) if Credential.matcher(k).find() && v.nonEmpty => v }
-      .toSeq
-      .sortBy(-_.length) // a value inside another is masked after it
-      .foldLeft(text)((t, v) => t.replace(v, ConfigOption.Mask))
-
-  /**
-   * The library's exception is kept as the cause only when its messages show no credential:
-   * a cause's message is printed with the stack trace.
-   */
-  private def redacted(e: Throwable, spec: CatalogSpec): Throwable = {
-    val messages = Iterator.iterate(e)(_.getCause).takeWhile(_ != null).take(20)
-    if (messages.forall(t =>
-        redact(String.valueOf(t.getMessage), spec) == String.valueOf(t.getMessage))) e
-    else null
   }
 }

@@ -8,7 +8,7 @@ import org.apache.iceberg.hadoop.HadoopCatalog
 import org.scalatest.funsuite.AnyFunSuite
 
 import sluice.connector.table.iceberg.IcebergCatalogs.CatalogSpec
-import sluice.errors.SluiceRuntimeException
+import sluice.errors.{SluiceConfigException, SluiceRuntimeException}
 
 /**
  * The catalog cache without Spark: catalogs iceberg-core builds (a REST catalog pointed at a
@@ -162,5 +162,49 @@ class IcebergCatalogsSuite extends AnyFunSuite {
     // equal settings in another object, or only Spark's own settings (spark.*) differing: kept
     val same = confWith("fs.sluice-test.setting" -> "a", "spark.sql.adaptive.enabled" -> "false")
     assert(IcebergCatalogs.catalog(spec, same, 30000L, "db.t", later = false) eq first)
+  }
+
+  /** A token whose URL-encoded and JSON-escaped forms differ from it. */
+  private val token = """tk-3e9a p@ss/w"rd\&never-shown"""
+
+  /** Everything a stack trace of `e` prints: messages of causes and suppressed exceptions too. */
+  private def printed(e: Throwable): String = {
+    val w = new java.io.StringWriter()
+    e.printStackTrace(new java.io.PrintWriter(w))
+    w.toString
+  }
+
+  private def failedBuild(failure: String): SluiceConfigException = {
+    val spec = CatalogSpec(
+      "failing",
+      Map(
+        "catalog-impl" -> classOf[FailingCatalog].getName,
+        "token" -> token,
+        "test.failure" -> failure))
+    intercept[SluiceConfigException](
+      IcebergCatalogs.catalog(spec, conf, 30000L, "db.t", later = false))
+  }
+
+  private def assertNoFormOfTheToken(text: String): Unit =
+    Seq("tk-3e9a", "p%40ss", "p@ss").foreach(part => assert(!text.contains(part), text))
+
+  test("a credential a library's error writes URL-encoded or JSON-escaped is masked") {
+    val failed = failedBuild("encoded")
+    assert(
+      failed.getMessage.contains(
+        "GET https://catalog.test/v1/config?token=*** failed; body {\"token\": \"***\"}"),
+      failed.getMessage)
+    assertNoFormOfTheToken(printed(failed))
+    // the library's exception is kept, masked, naming its class
+    assert(failed.getCause.getMessage.startsWith("java.lang.IllegalStateException: GET"))
+  }
+
+  test("a credential in an exception the library's error suppressed is masked") {
+    val failed = failedBuild("suppressed")
+    assert(failed.getMessage.contains("cannot reach the catalog"), failed.getMessage)
+    val trace = printed(failed)
+    assert(trace.contains("Suppressed: "), trace) // the suppressed exception is still shown
+    assert(trace.contains("closing the session of *** failed"), trace)
+    assertNoFormOfTheToken(trace)
   }
 }
