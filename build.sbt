@@ -288,13 +288,16 @@ lazy val spark = (project in file("jvm/spark"))
     Test / javaOptions ++= Seq("-Xmx3g", "-XX:+UseG1GC") ++ testJit ++ java17Opens,
     writeSparkKafkaClasspath := {
       val out = target.value / "spark-kafka-jars.txt"
-      // and the sqlite JDBC driver of the Iceberg catalog tests (not Kafka's, but the same session's)
+      // and the sqlite JDBC driver and the REST catalog's HTTP client of the Iceberg catalog tests
+      // (not Kafka's, but the same session's)
       val names =
         Seq(
           "spark-sql-kafka-0-10",
           "spark-token-provider-kafka-0-10",
           "commons-pool2",
-          "sqlite-jdbc")
+          "sqlite-jdbc",
+          "httpclient5",
+          "httpcore5")
       val jars =
         (Test / dependencyClasspath).value.files.filter(f => names.exists(f.getName.startsWith))
       IO.write(out, jars.map(_.getAbsolutePath).mkString(","))
