@@ -131,6 +131,10 @@ def test_catalog_errors_name_the_options_and_never_show_a_credential(
         IcebergSource.builder().table("db.events").option("catalog.type", "jdbc").build()
     with pytest.raises(SluiceConfigError, match="no 'catalog.<property>' option describes it"):
         IcebergSource.builder().table("db.events").option("catalogName", NAME).build()
+    with pytest.raises(
+        SluiceConfigError, match="option 'catalogTimeoutMs' bounds the calls to a catalog, but no"
+    ):
+        IcebergSource.builder().table("db.events").catalog_timeout(1000).build()
 
 
 def test_a_catalog_that_never_answers_fails_the_build_after_catalog_timeout(spark: SparkSession) -> None:

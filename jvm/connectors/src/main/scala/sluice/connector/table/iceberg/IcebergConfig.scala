@@ -102,6 +102,11 @@ object IcebergConfig {
     val o = new Options(own, all, Context)
     val location = o.required(Table)
     val catalog = catalogOf(catalogRaw, o.get(CatalogName))
+    if (catalog.isEmpty && o.contains(CatalogTimeoutMs))
+      throw SluiceError.config(
+        s"$Context: option '${CatalogTimeoutMs.name}' bounds the calls to a catalog, but no " +
+          s"'${CatalogProperty.name}' option describes one: give the catalog's properties (and " +
+          s"'${CatalogName.name}'), or leave the option out to read the table by its directory or metadata file.")
     val snapshotId = o.get(SnapshotId)
     val asOf = o.get(AsOfTimestamp)
     if (snapshotId.isDefined && asOf.isDefined)
