@@ -125,6 +125,12 @@ val icebergParquetForTests = Seq(icebergForTests("parquet"), icebergForTests("da
 // (--packages): Sluice never bundles one.
 val sqliteJdbcForTests = "org.xerial" % "sqlite-jdbc" % "3.49.1.0" % Test
 
+// Tests only: the HTTP client of iceberg-core's REST catalog (the version iceberg-core names), which
+// the jar leaves out (users add it with --packages), so that the catalog tests can point a REST
+// catalog at a server that never answers.
+val httpClient5ForTests = ("org.apache.httpcomponents.client5" % "httpclient5" % "5.5" % Test)
+  .exclude("org.slf4j", "slf4j-api")
+
 lazy val writeSparkKafkaClasspath =
   taskKey[File]("writes the jars of Spark's Kafka connector, for Python tests and benchmarks")
 
@@ -257,7 +263,11 @@ lazy val connectors = (project in file("jvm/connectors"))
   .settings(
     name := "sluice-connectors",
     publish / skip := true,
-    libraryDependencies ++= Seq(kafkaClients, icebergCore, scalaTest) ++ deltaKernelDeps,
+    libraryDependencies ++= Seq(
+      kafkaClients,
+      icebergCore,
+      scalaTest,
+      httpClient5ForTests) ++ deltaKernelDeps,
     Test / javaOptions ++= Seq("-Xmx1g", "-XX:+UseG1GC") ++ testJit ++ java17Opens)
 
 // Its tests use connectors' test classes (test->test) for the broker's client: that client talks to
@@ -278,13 +288,16 @@ lazy val spark = (project in file("jvm/spark"))
     Test / javaOptions ++= Seq("-Xmx3g", "-XX:+UseG1GC") ++ testJit ++ java17Opens,
     writeSparkKafkaClasspath := {
       val out = target.value / "spark-kafka-jars.txt"
-      // and the sqlite JDBC driver of the Iceberg catalog tests (not Kafka's, but the same session's)
+      // and the sqlite JDBC driver and the REST catalog's HTTP client of the Iceberg catalog tests
+      // (not Kafka's, but the same session's)
       val names =
         Seq(
           "spark-sql-kafka-0-10",
           "spark-token-provider-kafka-0-10",
           "commons-pool2",
-          "sqlite-jdbc")
+          "sqlite-jdbc",
+          "httpclient5",
+          "httpcore5")
       val jars =
         (Test / dependencyClasspath).value.files.filter(f => names.exists(f.getName.startsWith))
       IO.write(out, jars.map(_.getAbsolutePath).mkString(","))

@@ -243,8 +243,10 @@ def declarations(key: str) -> list[Declared]:
 
 
 def is_secret(key: str) -> bool:
-    """The JVM's rule: a value is secret when an option declared secret covers its key (today the
-    Kafka consumer properties, ``kafka.<property>``, which carry the credentials)."""
+    """The JVM's rule (``sluice.spark.SecretOptions``, which masks them in Spark's plans): a value
+    is secret when an option declared secret covers its key (today the Kafka consumer properties,
+    ``kafka.<property>``, and the Iceberg catalog properties, ``catalog.<property>``, which carry
+    the credentials)."""
     return any(option.secret for option in declarations(key))
 
 

@@ -99,6 +99,30 @@ class IcebergSourceBuilder(_Builder["IcebergSourceBuilder"]):
             self._set(_ICEBERG["catalog.<property>"].fill(property=key), value)
         return self
 
+    def catalog_timeout(self, timeout: Duration) -> IcebergSourceBuilder:
+        """With :meth:`catalog`: how long building the catalog, and loading the table from it, may
+        each take, when the source is built and at every plan (default 60 s).
+
+        Past it the read fails, naming the catalog, the table and the option
+        (``catalogTimeoutMs``); a catalog library's own time-outs may be longer, or none.
+
+        Parameters
+        ----------
+        timeout : datetime.timedelta or int
+            A ``timedelta``, or milliseconds.
+
+        Returns
+        -------
+        IcebergSourceBuilder
+
+        Examples
+        --------
+        >>> IcebergSource.builder().catalog("lake", {"type": "rest", "uri": "https://catalog"}).table(
+        ...     "db.events"
+        ... ).catalog_timeout(timedelta(seconds=30))
+        """
+        return self._set(self._key("catalogTimeoutMs"), millis(timeout, "timeout"))
+
     def snapshot_id(self, snapshot_id: int) -> IcebergSourceBuilder:
         """The snapshot to read (default: the table's current one when the source is built).
 

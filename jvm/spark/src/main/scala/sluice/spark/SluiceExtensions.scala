@@ -17,13 +17,16 @@ import sluice.config.RecordLayout
  *    provenance) gets an error naming compact mode and the setting, instead of Spark's bare
  *    "cannot resolve" (`CompactColumnCheck`);
  *  - alignment's maxDrift `auto` is resolved from the started query's `withWatermark` delay (`AutoDrift`);
- *  - a started query's sources read only the columns it uses and skip data its filters exclude (`StreamingPushdown`).
+ *  - a started query's sources read only the columns it uses and skip data its filters exclude (`StreamingPushdown`);
+ *  - a Sluice relation's secret option values are masked in the plan, where explain() shows them
+ *    (`SecretOptionsInPlans`).
  */
 final class SluiceExtensions extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {
     extensions.injectResolutionRule(_ => CompactColumnCheck)
     extensions.injectResolutionRule(_ => AutoDrift)
     extensions.injectResolutionRule(_ => StreamingPushdown)
+    extensions.injectResolutionRule(_ => SecretOptionsInPlans)
   }
 }
 

@@ -23,6 +23,8 @@ final case class IcebergConfig(
     table: String,
     /** The catalog `table` names a table of (`catalog.<property>` options), if any. */
     catalog: Option[IcebergCatalogs.CatalogSpec],
+    /** How long building `catalog` and loading the table from it may take, each. */
+    catalogTimeoutMs: Long,
     snapshotId: Option[Long],
     asOfTimestampMs: Option[Long],
     /** The snapshot read, resolved from the options when built: None for a table without one. */
@@ -67,6 +69,14 @@ object IcebergConfig {
       "the name of the catalog the `catalog.<property>` options describe, as it was created with (a JDBC " +
         "catalog keys its tables by it: pyiceberg's catalog name, Spark's `spark.sql.catalog.<name>`)")
     .nonBlank("a catalog name")
+  val CatalogTimeoutMs: ConfigOption[Long] = ConfigOption
+    .long(
+      "catalogTimeoutMs",
+      "with `catalog.<property>` options: how long building the catalog, and loading the table from it, " +
+        "may each take, in milliseconds, when the source is built and at every plan; past it the read fails, " +
+        "naming the catalog, the table and this option (the library's own time-outs may be longer or none)")
+    .withDefault(60000L)
+    .atLeast(1)
   val SnapshotId: ConfigOption[Long] = ConfigOption.long(
     "snapshotId",
     "the snapshot to read (default: the table's current snapshot when the source is built)")
@@ -79,6 +89,7 @@ object IcebergConfig {
       Table,
       CatalogName,
       CatalogProperty,
+      CatalogTimeoutMs,
       SnapshotId,
       AsOfTimestamp,
       FileConfig.TimestampColumn,
@@ -91,6 +102,11 @@ object IcebergConfig {
     val o = new Options(own, all, Context)
     val location = o.required(Table)
     val catalog = catalogOf(catalogRaw, o.get(CatalogName))
+    if (catalog.isEmpty && o.contains(CatalogTimeoutMs))
+      throw SluiceError.config(
+        s"$Context: option '${CatalogTimeoutMs.name}' bounds the calls to a catalog, but no " +
+          s"'${CatalogProperty.name}' option describes one: give the catalog's properties (and " +
+          s"'${CatalogName.name}'), or leave the option out to read the table by its directory or metadata file.")
     val snapshotId = o.get(SnapshotId)
     val asOf = o.get(AsOfTimestamp)
     if (snapshotId.isDefined && asOf.isDefined)
@@ -101,10 +117,26 @@ object IcebergConfig {
       .getOrElse(throw new IllegalStateException(
         s"$Context: an Iceberg source is defined on the Spark driver, with a SparkSession: it reads the " +
           "table's metadata and the session's Parquet settings there."))
-    val table = IcebergTables.load(location, catalog, session.sessionState.newHadoopConf())
+    val catalogTimeoutMs = o.get(CatalogTimeoutMs).get // declared with a default
+    val table = IcebergTables.load(
+      location,
+      catalog,
+      catalogTimeoutMs,
+      session.sessionState.newHadoopConf(),
+      later = false)
     val (monitorIntervalMs, skipChanges) = TableChanges.unboundedOptions(o, Context, "snapshots")
     val unresolved =
-      IcebergConfig(location, catalog, snapshotId, asOf, None, 0, skipChanges, null, raw)
+      IcebergConfig(
+        location,
+        catalog,
+        catalogTimeoutMs,
+        snapshotId,
+        asOf,
+        None,
+        0,
+        skipChanges,
+        null,
+        raw)
     val snapshot = IcebergTables.snapshotOf(table, unresolved)
     // the snapshot's own schema (time travel's), also for the current snapshot: a source rebuilt
     // from its options (a restart, a hybrid's history member) names the snapshot it read and must
@@ -164,6 +196,7 @@ object IcebergConfig {
     IcebergConfig(
       location,
       catalog,
+      catalogTimeoutMs,
       snapshotId,
       asOf,
       snapshot.map(_.snapshotId),

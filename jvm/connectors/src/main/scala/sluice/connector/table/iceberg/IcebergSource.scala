@@ -58,7 +58,12 @@ final class IcebergSource private (val config: IcebergConfig, rows: ParquetRows)
   @transient private lazy val planned: Seq[DiscoveredFile] = config.snapshot match {
     case None => Nil
     case Some(id) =>
-      val table = IcebergTables.load(config.table, config.catalog, rows.hadoopConf)
+      val table = IcebergTables.load(
+        config.table,
+        config.catalog,
+        config.catalogTimeoutMs,
+        catalogConf(rows.hadoopConf),
+        later = true)
       val filter = IcebergFilters.toIceberg(parquet.filters, parquet.dataSchema.fieldNames.toSet)
       val snapshot = table.snapshot(id)
       // the event-time index from the manifests' bounds of the column, in the snapshot's schema;
@@ -69,6 +74,19 @@ final class IcebergSource private (val config: IcebergConfig, rows: ParquetRows)
       }
       IcebergTables.dataFiles(table, snapshot, filter, parquet.caseSensitive, eventTimes)
   }
+
+  /**
+   * The Hadoop settings a catalog is built with: the reader's without the Parquet options it
+   * adds (`sparkOptions`), so that a plan finds the catalog the source was built with (with the
+   * session's settings) again, catalogs being kept by their Hadoop settings.
+   */
+  private def catalogConf(readerConf: Configuration): Configuration =
+    if (config.catalog.isEmpty) readerConf
+    else {
+      val c = new Configuration(readerConf)
+      parquet.sparkOptions.keys.foreach(c.unset)
+      c
+    }
 
   override def withColumns(required: Set[String]): IcebergSource = {
     val pruned = parquet.copy(readColumns = Some(required))
@@ -121,7 +139,8 @@ final class IcebergSource private (val config: IcebergConfig, rows: ParquetRows)
       case None =>
         PlannedFiles(withTimes(planned), Some(config.snapshot.getOrElse(PlannedFiles.EmptyTable)))
       case Some(last) =>
-        val table = IcebergTables.loadLatest(config.table, config.catalog, conf)
+        val table = IcebergTables
+          .loadLatest(config.table, config.catalog, config.catalogTimeoutMs, catalogConf(conf))
         val filter =
           IcebergFilters.toIceberg(parquet.filters, parquet.dataSchema.fieldNames.toSet)
         // files of a column dropped since have no bounds of it: their footers index them
@@ -213,6 +232,9 @@ object IcebergSource {
       properties.foldLeft(set(CatalogName.name, name)) { case (b, (k, v)) =>
         b.set(CatalogPrefix + k, v)
       }
+
+    /** With `catalog`: how long building it, and loading the table from it, may each take. */
+    def catalogTimeoutMs(ms: Long): Builder = set(CatalogTimeoutMs.name, ms)
     def snapshotId(id: Long): Builder = set(SnapshotId.name, id)
 
     /** The snapshot current at this time (epoch milliseconds). */

@@ -30,19 +30,27 @@ private[iceberg] object IcebergTables {
 
   private val log = org.slf4j.LoggerFactory.getLogger(getClass)
 
-  /** The table a config names: by its identifier in a catalog given by properties, else by `load(location)`. */
+  /**
+   * The table a config names: by its identifier in a catalog given by properties (bounded by
+   * `catalogTimeoutMs`; `later`: it loaded before, when the source was built), else by
+   * `load(location)`.
+   */
   def load(
       table: String,
       catalog: Option[IcebergCatalogs.CatalogSpec],
-      conf: Configuration): Table =
-    catalog.fold(load(table, conf))(IcebergCatalogs.load(_, table, conf))
+      catalogTimeoutMs: Long,
+      conf: Configuration,
+      later: Boolean): Table =
+    catalog.fold(load(table, conf))(IcebergCatalogs.load(_, table, conf, catalogTimeoutMs, later))
 
   /** The table as last committed (`loadLatest`); a catalog is asked for its current metadata again. */
   def loadLatest(
       table: String,
       catalog: Option[IcebergCatalogs.CatalogSpec],
+      catalogTimeoutMs: Long,
       conf: Configuration): Table =
-    catalog.fold(loadLatest(table, conf))(IcebergCatalogs.load(_, table, conf))
+    catalog.fold(loadLatest(table, conf))(
+      IcebergCatalogs.load(_, table, conf, catalogTimeoutMs, later = true))
 
   def load(location: String, conf: Configuration): Table =
     try {

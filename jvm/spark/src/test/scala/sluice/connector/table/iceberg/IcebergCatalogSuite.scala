@@ -1,5 +1,7 @@
 package sluice.connector.table.iceberg
 
+import java.io.ByteArrayOutputStream
+
 import scala.jdk.CollectionConverters._
 
 import org.apache.hadoop.conf.Configuration
@@ -9,13 +11,13 @@ import org.apache.iceberg.data.{GenericRecord, IcebergGenerics, Record}
 import org.apache.iceberg.data.parquet.GenericParquetWriter
 import org.apache.iceberg.parquet.Parquet
 import org.apache.iceberg.types.Types
-import org.apache.spark.sql.Row
+import org.apache.spark.sql.{DataFrame, Row}
 import org.apache.spark.sql.streaming.Trigger
 import org.scalatest.funsuite.AnyFunSuite
 
 import sluice.{Sluice, SparkSuiteBase}
 import sluice.SecretCapture.{capturingLogs, filesUnder, stackTrace}
-import sluice.errors.SluiceConfigException
+import sluice.errors.{SluiceConfigException, SluiceRuntimeException}
 
 /**
  * The Scala builder's `catalog`: a table iceberg-core's own JdbcCatalog created on sqlite (the
@@ -173,5 +175,140 @@ class IcebergCatalogSuite extends AnyFunSuite with SparkSuiteBase {
       "checkpoint (offset log, commits, progress store)" -> filesUnder(ckpt)).foreach {
       case (where, text) => assert(!text.contains(password), s"the password is in the $where")
     }
+  }
+
+  /** What `df.explain(true)` prints. */
+  private def explained(explain: => Unit): String = {
+    val out = new ByteArrayOutputStream()
+    Console.withOut(out)(explain)
+    out.toString("UTF-8")
+  }
+
+  test(
+    "a catalog header Spark's redaction does not match is in no explain(), progress, checkpoint or log") {
+    // a REST catalog's header: Spark's redaction patterns match neither its name nor its value
+    val header = "Bearer header-7c2e-never-shown"
+    table // created
+    val withHeader = properties("c.db") + ("header.Authorization" -> header)
+    def builder() = IcebergSource.builder().catalog("scala_cat", withHeader).table("db.t")
+    val ckpt = tempDir("iceberg-catalog-header-ckpt")
+    val (shown, logs) = capturingLogs {
+      val stream: DataFrame = Sluice.fromSource(spark, builder().monitorIntervalMs(100).build())
+      val batch: DataFrame = Sluice.read(spark, builder().build())
+      // as options of format("sluice"), as a user may give them
+      val raw = spark.readStream
+        .format("sluice")
+        .options(builder().build().options)
+        .load()
+      val plans = Seq(stream, batch, raw).map(df => explained(df.explain(true)))
+      assert(batch.count() == 12)
+      val query = stream.writeStream
+        .format("memory")
+        .queryName("iceberg_catalog_header")
+        .option("checkpointLocation", ckpt.toString)
+        .trigger(Trigger.AvailableNow())
+        .start()
+      awaitEnd(query)
+      plans ++ Seq(
+        explained(query.explain(true)),
+        stream.queryExecution.toString,
+        query.recentProgress.map(_.json).mkString("\n"))
+    }
+    assert(spark.table("iceberg_catalog_header").count() == 12)
+    // the option is in the streams' plans (a batch relation's plan shows no options), its value masked
+    Seq(shown(0), shown(2)).foreach { plan =>
+      assert(plan.contains("catalog.header.Authorization=***"), plan)
+    }
+    Seq(
+      "explain(true) of the stream" -> shown(0),
+      "explain(true) of the batch read" -> shown(1),
+      "explain(true) of a format(\"sluice\") read" -> shown(2),
+      "the started query's explain(true)" -> shown(3),
+      "the stream's query execution" -> shown(4),
+      "query progress" -> shown(5),
+      "logs" -> logs,
+      "checkpoint" -> filesUnder(ckpt)).foreach { case (where, text) =>
+      assert(
+        !text.contains(header) && !text.contains("header-7c2e"),
+        s"the header is in the $where")
+    }
+  }
+
+  test("a catalog that never answers fails the source's build after catalogTimeoutMs") {
+    val silent = new SilentServer // accepts, never answers
+    try {
+      val started = System.nanoTime()
+      val failed = intercept[SluiceRuntimeException] {
+        IcebergSource
+          .builder()
+          .catalog(
+            "silent_cat",
+            Map("type" -> "rest", "uri" -> s"http://127.0.0.1:${silent.port}"))
+          .table("db.t")
+          .catalogTimeoutMs(1500)
+          .build()
+      }
+      val ms = (System.nanoTime() - started) / 1000000
+      assert(ms >= 1500 && ms < 30000, s"failed after $ms ms")
+      assert(
+        failed.getMessage.contains(
+          "IcebergSource: Iceberg catalog 'silent_cat' (properties type, uri) did not answer within " +
+            "1500 ms (option 'catalogTimeoutMs') while building it for table 'db.t'"),
+        failed.getMessage)
+    } finally silent.close()
+  }
+
+  test("a table its catalog no longer loads at a later plan fails the query as a source fault") {
+    val warehouse = dir.resolve("later-warehouse")
+    val props = Map("type" -> "hadoop", "warehouse" -> warehouse.toUri.toString)
+    val t = tableIn(props)
+    val ckpt = tempDir("iceberg-catalog-later-ckpt")
+    val out = tempDir("iceberg-catalog-later-out")
+    def start() = Sluice
+      .fromSource(
+        spark,
+        IcebergSource
+          .builder()
+          .catalog("scala_cat", props)
+          .table("db.t")
+          .monitorIntervalMs(100)
+          .build())
+      .select("id")
+      .writeStream
+      .format("parquet") // a sink a query restarts on (the memory sink does not)
+      .option("path", out.toString)
+      .option("checkpointLocation", ckpt.toString)
+      .start()
+    val folder = warehouse.resolve("db").resolve("t")
+    val away = warehouse.resolve("db").resolve("t-away")
+    val query = start()
+    try {
+      processAllAvailable(query)
+      java.nio.file.Files.move(folder, away) // the catalog has no table db.t now
+      val e = intercept[org.apache.spark.sql.streaming.StreamingQueryException](awaitEnd(query))
+      val causes = Iterator.iterate(e: Throwable)(_.getCause).takeWhile(_ != null).toSeq
+      val fault = causes.collectFirst {
+        case t: org.apache.spark.SparkThrowable if t.getCondition == "SLUICE_SOURCE_FAULT" => t
+      }
+      assert(fault.isDefined, causes.map(c => s"${c.getClass.getName}: ${c.getMessage}"))
+      val message = fault.get.asInstanceOf[Throwable].getMessage
+      assert(
+        message.contains(
+          "cannot load table 'db.t' from Iceberg catalog 'scala_cat' (properties type, warehouse) " +
+            "at this plan, though it loaded when the source was built"),
+        message)
+      assert(message.contains("restart the query once it answers"), message)
+    } finally query.stop()
+    // as the message says: the table back, the restarted query goes on from its checkpoint
+    java.nio.file.Files.move(away, folder)
+    append(t, "b", 12L until 20L)
+    val restarted = start()
+    try {
+      // every row once: the first run's, then the append, none of the first run's again
+      def got = spark.read.parquet(out.toString).collect().map(_.getLong(0)).toSeq.sorted
+      val deadline = System.nanoTime() + 60L * 1000 * 1000 * 1000
+      while (got.size < 20 && System.nanoTime() < deadline) Thread.sleep(100)
+      assert(got == (0L until 20L))
+    } finally restarted.stop()
   }
 }

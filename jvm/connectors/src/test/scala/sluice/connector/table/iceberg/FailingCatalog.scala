@@ -1,0 +1,31 @@
+package sluice.connector.table.iceberg
+
+import java.net.URLEncoder
+import java.nio.charset.StandardCharsets
+
+import org.apache.iceberg.inmemory.InMemoryCatalog
+
+/**
+ * A catalog (`catalog-impl`) whose initialization fails the ways a library's error may carry a
+ * credential property's value (`token`) where a message does not show it as given: property
+ * `test.failure` `encoded` puts it in the message URL-encoded (a request URL) and JSON-escaped
+ * (a request body), `suppressed` only in an exception the failure suppressed (a close that
+ * failed on the way out).
+ */
+final class FailingCatalog extends InMemoryCatalog {
+  override def initialize(name: String, properties: java.util.Map[String, String]): Unit = {
+    val token = properties.get("token")
+    properties.get("test.failure") match {
+      case "encoded" =>
+        val url = URLEncoder.encode(token, StandardCharsets.UTF_8)
+        val json = token.replace("\\", "\\\\").replace("\"", "\\\"")
+        throw new IllegalStateException(
+          s"""GET https://catalog.test/v1/config?token=$url failed; body {"token": "$json"}""")
+      case "suppressed" =>
+        val failure = new IllegalStateException("cannot reach the catalog")
+        failure.addSuppressed(new IllegalStateException(s"closing the session of $token failed"))
+        throw failure
+      case other => throw new IllegalArgumentException(s"test.failure: $other")
+    }
+  }
+}

@@ -1,0 +1,210 @@
+package sluice.connector.table.iceberg
+
+import java.nio.file.Files
+import java.util.concurrent.{Callable, Executors, ThreadFactory, TimeUnit}
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.iceberg.hadoop.HadoopCatalog
+import org.scalatest.funsuite.AnyFunSuite
+
+import sluice.connector.table.iceberg.IcebergCatalogs.CatalogSpec
+import sluice.errors.{SluiceConfigException, SluiceRuntimeException}
+
+/**
+ * The catalog cache without Spark: catalogs iceberg-core builds (a REST catalog pointed at a
+ * server on 127.0.0.1 that accepts and never answers, Hadoop catalogs on a temporary folder).
+ */
+class IcebergCatalogsSuite extends AnyFunSuite {
+  private val conf = new Configuration()
+  private lazy val warehouse = Files.createTempDirectory("sluice-iceberg-catalogs").toUri.toString
+
+  private val threads = Executors.newCachedThreadPool(new ThreadFactory {
+    override def newThread(r: Runnable): Thread = {
+      val t = new Thread(r, "iceberg-catalogs-suite")
+      t.setDaemon(true) // a stalled build must not keep the test JVM alive
+      t
+    }
+  })
+
+  private def async[T](body: => T) = threads.submit(new Callable[T] { def call(): T = body })
+
+  /** Polls `done` every 20 ms until `seconds` pass. */
+  private def await(seconds: Int, what: String)(done: => Boolean): Unit = {
+    val deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds.toLong)
+    while (!done) {
+      assert(System.nanoTime() < deadline, s"after $seconds s: $what")
+      Thread.sleep(20)
+    }
+  }
+
+  test(
+    "a catalog that never answers holds no other catalog's build, one in its cache bin neither") {
+    val silent = new SilentServer
+    try {
+      def stalled(i: Int) = CatalogSpec(
+        "stalled",
+        Map(
+          "type" -> "rest",
+          "uri" -> s"http://127.0.0.1:${silent.port}",
+          "test.variant" -> s"$i"))
+      def other(i: Int) =
+        CatalogSpec(
+          "other",
+          Map("type" -> "hadoop", "warehouse" -> warehouse, "test.variant" -> s"$i"))
+      val hadoop = IcebergCatalogs.keyOf(stalled(0), conf).hadoop // one digest of the settings
+      def hash(s: CatalogSpec) = new IcebergCatalogs.CatalogKey(s, hadoop).hashCode
+      // two keys of one hash share a bin of the cache's map whatever its size (a birthday search:
+      // 2^17 hashes of one side, about 2^15 tries of the other)
+      val byHash = (0 until (1 << 17)).map(i => hash(stalled(i)) -> i).toMap
+      val (a, b) = Iterator
+        .from(0)
+        .flatMap(j => byHash.get(hash(other(j))).map(_ -> j))
+        .next()
+      assert(hash(stalled(a)) == hash(other(b)))
+
+      // bounded far beyond the test: the build stays blocked on the server
+      val first =
+        async(IcebergCatalogs.catalog(stalled(a), conf, 3600000L, "db.t", later = false))
+      await(30, "the REST catalog never connected")(silent.connections > 0)
+      val second = async(IcebergCatalogs.catalog(other(b), conf, 30000L, "db.t", later = false))
+      val built =
+        second.get(30, TimeUnit.SECONDS) // blocked behind the stalled build before the fix
+      assert(built.isInstanceOf[HadoopCatalog])
+      assert(!first.isDone, "the REST catalog's build was expected to still wait for its server")
+      assert(
+        IcebergCatalogs.catalog(other(b), conf, 30000L, "db.t", later = false) eq built
+      ) // kept
+    } finally silent.close()
+  }
+
+  /**
+   * The time `body` takes to fail with a runtime fault, and that fault; run on a thread of its
+   * own and waited for 20 s at most, so that a call left unbounded fails the test instead of
+   * hanging it.
+   */
+  private def timedFailure(body: => Any): (Long, SluiceRuntimeException) = {
+    val start = System.nanoTime()
+    val call = async(body)
+    val failed =
+      try {
+        call.get(20, TimeUnit.SECONDS)
+        fail("no failure")
+      } catch {
+        case e: java.util.concurrent.ExecutionException
+            if e.getCause.isInstanceOf[SluiceRuntimeException] =>
+          e.getCause.asInstanceOf[SluiceRuntimeException]
+        case _: java.util.concurrent.TimeoutException =>
+          call.cancel(true)
+          fail("still waiting for the catalog after 20 s")
+      }
+    (TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start), failed)
+  }
+
+  private def assertNamesTheBound(
+      failed: SluiceRuntimeException,
+      catalog: String,
+      doing: String) =
+    Seq(
+      s"Iceberg catalog '$catalog'",
+      "did not answer within 1500 ms (option 'catalogTimeoutMs')",
+      s"while $doing for table 'db.t'").foreach { part =>
+      assert(failed.getMessage.contains(part), failed.getMessage)
+    }
+
+  test("building a catalog that never answers fails after catalogTimeoutMs, naming it") {
+    val silent = new SilentServer
+    try {
+      val spec =
+        CatalogSpec("silent", Map("type" -> "rest", "uri" -> s"http://127.0.0.1:${silent.port}"))
+      val (ms, failed) =
+        timedFailure(IcebergCatalogs.catalog(spec, conf, 1500L, "db.t", later = false))
+      assert(silent.connections > 0, "the catalog never connected")
+      assert(ms >= 1500L && ms < 20000L, s"failed after $ms ms")
+      assertNamesTheBound(failed, "silent", "building it")
+    } finally silent.close()
+  }
+
+  test(
+    "loading a table from a catalog that stops answering fails after catalogTimeoutMs, naming it") {
+    val server = new StallingRestServer
+    try {
+      val spec = CatalogSpec("stalling", Map("type" -> "rest", "uri" -> server.uri))
+      val (ms, failed) =
+        timedFailure(IcebergCatalogs.load(spec, "db.t", conf, 1500L, later = false))
+      assert(server.stalled > 0, "the table's load never reached the server")
+      assert(ms >= 1500L && ms < 20000L, s"failed after $ms ms")
+      assertNamesTheBound(failed, "stalling", "loading the table")
+    } finally server.close()
+  }
+
+  test(
+    "a catalog is kept per Hadoop settings: other settings build another, Spark's own do not") {
+    val spec = CatalogSpec("settings", Map("type" -> "hadoop", "warehouse" -> warehouse))
+    def confWith(settings: (String, String)*) = {
+      val c = new Configuration()
+      settings.foreach { case (k, v) => c.set(k, v) }
+      c
+    }
+    val first = IcebergCatalogs.catalog(
+      spec,
+      confWith("fs.sluice-test.setting" -> "a"),
+      30000L,
+      "db.t",
+      later = false)
+    val other = IcebergCatalogs.catalog(
+      spec,
+      confWith("fs.sluice-test.setting" -> "b"),
+      30000L,
+      "db.t",
+      later = false)
+    assert(other ne first, "a catalog built with other Hadoop settings was the first one's")
+    assert(other.asInstanceOf[HadoopCatalog].getConf.get("fs.sluice-test.setting") == "b")
+    // equal settings in another object, or only Spark's own settings (spark.*) differing: kept
+    val same = confWith("fs.sluice-test.setting" -> "a", "spark.sql.adaptive.enabled" -> "false")
+    assert(IcebergCatalogs.catalog(spec, same, 30000L, "db.t", later = false) eq first)
+  }
+
+  /** A token whose URL-encoded and JSON-escaped forms differ from it. */
+  private val token = """tk-3e9a p@ss/w"rd\&never-shown"""
+
+  /** Everything a stack trace of `e` prints: messages of causes and suppressed exceptions too. */
+  private def printed(e: Throwable): String = {
+    val w = new java.io.StringWriter()
+    e.printStackTrace(new java.io.PrintWriter(w))
+    w.toString
+  }
+
+  private def failedBuild(failure: String): SluiceConfigException = {
+    val spec = CatalogSpec(
+      "failing",
+      Map(
+        "catalog-impl" -> classOf[FailingCatalog].getName,
+        "token" -> token,
+        "test.failure" -> failure))
+    intercept[SluiceConfigException](
+      IcebergCatalogs.catalog(spec, conf, 30000L, "db.t", later = false))
+  }
+
+  private def assertNoFormOfTheToken(text: String): Unit =
+    Seq("tk-3e9a", "p%40ss", "p@ss").foreach(part => assert(!text.contains(part), text))
+
+  test("a credential a library's error writes URL-encoded or JSON-escaped is masked") {
+    val failed = failedBuild("encoded")
+    assert(
+      failed.getMessage.contains(
+        "GET https://catalog.test/v1/config?token=*** failed; body {\"token\": \"***\"}"),
+      failed.getMessage)
+    assertNoFormOfTheToken(printed(failed))
+    // the library's exception is kept, masked, naming its class
+    assert(failed.getCause.getMessage.startsWith("java.lang.IllegalStateException: GET"))
+  }
+
+  test("a credential in an exception the library's error suppressed is masked") {
+    val failed = failedBuild("suppressed")
+    assert(failed.getMessage.contains("cannot reach the catalog"), failed.getMessage)
+    val trace = printed(failed)
+    assert(trace.contains("Suppressed: "), trace) // the suppressed exception is still shown
+    assert(trace.contains("closing the session of *** failed"), trace)
+    assertNoFormOfTheToken(trace)
+  }
+}
