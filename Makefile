@@ -22,9 +22,11 @@ BROKER_CP := jvm/testkit/target/broker-classpath.txt
 # POM's dependencies, Kafka's broker, from Maven Central: python/sluice/testing/_resolve.py).
 TESTKIT := jvm/testkit/target/scala-2.13/sluice-testkit_2.13-$(VERSION)
 PACKAGE_TESTKIT := python/sluice/jars/$(notdir $(TESTKIT)).jar python/sluice/jars/$(notdir $(TESTKIT)).pom
-JVM_OUTPUTS := $(ASSEMBLY) $(BROKER_CP) $(MAVEN_POM) $(TESTKIT).jar $(TESTKIT).pom
+# Hadoop's local file system without forked processes, for the tests' Spark sessions (build.sbt testfs)
+TESTFS := jvm/testfs/target/sluice-testfs-$(VERSION).jar
+JVM_OUTPUTS := $(ASSEMBLY) $(BROKER_CP) $(MAVEN_POM) $(TESTKIT).jar $(TESTKIT).pom $(TESTFS)
 # one sbt command (`all`): the tasks run side by side where they do not depend on each other
-JVM_BUILD := 'all spark/assembly spark/writeSparkKafkaClasspath benchkit/package testkit/writeBrokerClasspath testkit/package testkit/makePom spark/publish'
+JVM_BUILD := 'all spark/assembly spark/writeSparkKafkaClasspath benchkit/package testfs/package testkit/writeBrokerClasspath testkit/package testkit/makePom spark/publish'
 # the format check runs beside the suites (a slip still fails the run)
 SCALA_TESTS := 'all scalafmtCheckAll scalafmtSbtCheck core/test connectors/test spark/test'
 SCALA_SOURCES := $(shell find jvm -path '*/src/main/*' -name '*.scala' 2>/dev/null) build.sbt project/plugins.sbt \

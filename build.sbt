@@ -274,7 +274,7 @@ lazy val connectors = (project in file("jvm/connectors"))
 // the broker's own JVM, so neither project's tests have the broker's jars (Kafka's server, its Scala
 // and Jackson) on their classpath, where they would clash with Spark's.
 lazy val spark = (project in file("jvm/spark"))
-  .dependsOn(core, connectors % "compile->compile;test->test")
+  .dependsOn(core, connectors % "compile->compile;test->test", testfs % Test)
   .settings(sparkProvided)
   .settings(brokerTests)
   .settings(
@@ -379,6 +379,17 @@ lazy val spark = (project in file("jvm/spark"))
     Publishing.settings)
 
 // Helpers the benchmarks put on spark.jars (row sizes); never part of the Sluice jar.
+// Hadoop's local file system without a process forked per chmod and readlink, for the tests'
+// Spark sessions (the Scala suites' and the Python lane's; sluice.hadoop.ForklessRawLocalFileSystem
+// says why): Java on Spark's Hadoop only, never in the Sluice jar
+lazy val testfs = (project in file("jvm/testfs"))
+  .settings(sparkProvided)
+  .settings(
+    name := "sluice-testfs",
+    publish / skip := true,
+    crossPaths := false,
+    autoScalaLibrary := false)
+
 lazy val benchkit = (project in file("jvm/benchkit"))
   .settings(sparkProvided)
   .settings(name := "sluice-benchkit", publish / skip := true)
@@ -422,7 +433,7 @@ lazy val awaitVenv = Command.command("awaitVenv") { state =>
 }
 
 lazy val root = (project in file("."))
-  .aggregate(api, core, connectors, spark, benchkit, testkit)
+  .aggregate(api, core, connectors, spark, benchkit, testkit, testfs)
   .settings(
     commands += awaitVenv,
     publish / skip := true,

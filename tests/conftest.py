@@ -18,6 +18,10 @@ SPARK_KAFKA_JARS = (
     Path(__file__).resolve().parent.parent / "jvm" / "spark" / "target" / "spark-kafka-jars.txt"
 )
 
+#: Hadoop's local file system without a process forked per chmod and readlink (jvm/testfs's
+#: ForklessRawLocalFileSystem says why), written by `make build`
+TESTFS_JARS = Path(__file__).resolve().parent.parent / "jvm" / "testfs" / "target"
+
 #: the JIT settings of the test session's JVM (never of a benchmark's): build.sbt `testJit`; under
 #: `make test` also the class-data archive build/class_archive.py wrote (it says why)
 TEST_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m " + os.environ.get(
@@ -43,8 +47,17 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
         # C1 only, as the Scala test JVMs (build.sbt `testJit` says why): a test run is short queries
         .config("spark.driver.extraJavaOptions", TEST_JIT)
     )
+    jars = []
     if SPARK_KAFKA_JARS.exists():  # Spark's own Kafka source, which some tests compare with, and sqlite-jdbc
-        builder = builder.config("spark.jars", SPARK_KAFKA_JARS.read_text().strip())
+        jars.append(SPARK_KAFKA_JARS.read_text().strip())
+    testfs = sorted(TESTFS_JARS.glob("sluice-testfs-*.jar"))
+    if testfs:
+        jars.append(str(testfs[-1]))
+        builder = builder.config("spark.hadoop.fs.file.impl", "sluice.hadoop.ForklessLocalFileSystem").config(
+            "spark.hadoop.fs.AbstractFileSystem.file.impl", "sluice.hadoop.ForklessLocalFs"
+        )
+    if jars:
+        builder = builder.config("spark.jars", ",".join(jars))
     session = sluice.configure(builder).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
