@@ -466,3 +466,47 @@ def test_unbounded_fails_naming_the_versions_its_log_no_longer_keeps(
     message = str(failed.value)
     assert "after version 0, the last this query planned, cannot be read" in message, message
     assert "delta.logRetentionDuration" in message, message
+
+
+def test_a_path_removed_then_added_again_is_read_again_as_deltas_own_stream_reads_it(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A version may add a path an earlier version removed (delta-rs' RESTORE after a DELETE adds the
+    deleted file back, with dataChange): the path is live again, and an append of its rows. Unbounded
+    with skip_changes, across a restart, Sluice reads it again as Delta's own streaming source with
+    skipChangeCommits does (every `add` with a data change is new data): the rows the skipped
+    DELETE deleted stay read, and the restored rows are read once more. A bounded read of the
+    version after gives delta-rs' rows (the path once)."""
+    path = tmp_path / "restored"
+    write_deltalake(path, _events(range(0, 20)))
+    write_deltalake(path, _events(range(20, 40)), mode="append")
+    sink = str(tmp_path / "sink")
+
+    def run() -> None:
+        source = DeltaSource.builder().table(str(path)).monitor_interval(1).skip_changes(True).build()
+        query = (
+            sluice.from_source(spark, source, name="restored_delta")
+            .drop("_split", "_position", "_timestamp")
+            .writeStream.format("parquet")
+            .option("path", sink)
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        assert query.awaitTermination(120), "the query did not end within 120 s"
+        assert query.exception() is None
+
+    run()
+    assert _got(spark.read.parquet(sink)) == _expected(path, version=1)
+    (first,) = DeltaTable(str(path), version=0).file_uris()
+    table = DeltaTable(str(path))
+    table.delete("id < 20")  # version 2 removes the first file whole
+    assert first not in DeltaTable(str(path)).file_uris()
+    assert table.restore(1)["numRemovedFile"] == 0  # version 3 adds it back, removing nothing
+    assert first in DeltaTable(str(path)).file_uris()
+    run()  # restarted from the checkpoint, the DELETE skipped
+    restored = _expected(path, version=3) - _expected(path, version=2)
+    assert sum(restored.values()) == 20
+    assert _got(spark.read.parquet(sink)) == _expected(path, version=1) + restored
+    bounded = sluice.read(spark, DeltaSource.builder().table(str(path)).build())
+    assert _got(bounded) == _expected(path, version=3)

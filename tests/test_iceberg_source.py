@@ -586,3 +586,64 @@ def test_unbounded_reads_each_appended_row_once_across_a_restart_and_refuses_or_
     )
     # the refused delete snapshot was never logged, then skipped: the append after it is the last
     assert planned() == [*appends, current()]
+
+
+def _append_again(table: Any, ids_from: int) -> None:
+    """A fast append (pyiceberg's own) of the data file whose first row has id `ids_from`, which an
+    earlier snapshot appended: the table then holds the file twice, as Iceberg Java's
+    `newFastAppend().appendFile(file)` of the same DataFile leaves it. (pyiceberg's add_files with
+    check_duplicate_files=False does the same but sets a name mapping, which Sluice refuses.)"""
+    data = next(t.file for t in table.scan(row_filter=f"id == {ids_from}").plan_files())
+    with table.transaction() as tx, tx.update_snapshot().fast_append() as append:
+        append.append_data_file(data)
+
+
+def test_a_file_appended_twice_is_read_twice_as_pyiceberg_reads_it_bounded_and_unbounded_across_a_restart(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A snapshot may append a data file an earlier snapshot appended (same path): Iceberg's scans,
+    pyiceberg's too, then give its rows twice, and so does Sluice, unbounded (the append read while
+    the query runs and while it is stopped, each once, across a restart from the checkpoint) and
+    bounded (each entry a split of its own, named by the snapshot)."""
+    table = _catalog(tmp_path).create_table("db.twice", schema=SCHEMA)
+    table.append(_events(range(0, 20), 0))
+    table.append(_events(range(20, 40), 20))
+    sink = str(tmp_path / "sink")
+
+    def start() -> Any:
+        source = IcebergSource.builder().table(table.metadata_location).monitor_interval(1).build()
+        return (
+            sluice.from_source(spark, source, name="twice")
+            .drop("_split", "_position", "_timestamp")
+            .writeStream.format("parquet")
+            .option("path", sink)
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(processingTime="100 milliseconds")
+            .start()
+        )
+
+    def sink_rows() -> Counter[tuple[Any, ...]]:
+        return _got(spark.read.parquet(sink))
+
+    query = start()
+    query.processAllAvailable()
+    _append_again(table, 0)  # while it runs
+    query.processAllAvailable()
+    expected = _expected(table.refresh())
+    # pyiceberg's own read gives the file appended twice twice: what a reader of the table returns
+    assert sum(expected.values()) == 60 and max(expected.values()) == 2
+    assert sink_rows() == expected
+    query.stop()
+    _append_again(table, 20)  # while it is stopped
+    query = start()  # from the checkpoint: the entries read before are known, the new one is not
+    query.processAllAvailable()
+    query.stop()
+    expected = _expected(table.refresh())
+    assert sum(expected.values()) == 80 and set(expected.values()) == {2}
+    assert sink_rows() == expected
+
+    bounded = sluice.read(spark, IcebergSource.builder().table(table.metadata_location).build())
+    assert _got(bounded) == expected
+    splits = sorted(r[0] for r in bounded.select("_split").distinct().collect())
+    assert len(splits) == 4, splits  # each of the two files twice, under its own entry
+    assert all(s.split("#")[0].endswith(".parquet") for s in splits), splits

@@ -161,7 +161,9 @@ private[delta] object DeltaTables {
    * added by removing the file's entry and adding it again with the vector) fails the query
    * naming it, unless `skipChanges` skips it whole (Delta's `skipChangeCommits`). The added files
    * are planned as `dataFiles` plans a version's: partition directories checked against the log,
-   * event-time ranges from their statistics. None when no version is new.
+   * event-time ranges from their statistics. Each is known by the version that added it
+   * (`DiscoveredFile.entry`): a path removed and added again later is read again, as Delta's
+   * own streaming source reads every `add` with a data change. None when no version is new.
    */
   def appendedSince(
       engine: Engine,
@@ -225,7 +227,8 @@ private[delta] object DeltaTables {
                   path,
                   add.getSize,
                   -1L,
-                  statistics = eventTimes.flatMap(_.of(path, add.getStatsJson.toScala)))
+                  statistics = eventTimes.flatMap(_.of(path, add.getStatsJson.toScala)),
+                  entry = Some(s"version=${commit.getVersion}"))
               }
           } finally commit.close()
         }
@@ -267,7 +270,8 @@ private[delta] object DeltaTables {
               status.getPath,
               status.getSize,
               -1L,
-              statistics = eventTimes.flatMap(_.of(row)))
+              statistics = eventTimes.flatMap(_.of(row)),
+              entry = Some(s"version=${snapshot.getVersion}"))
           }
         finally rows.close()
       }
