@@ -15,13 +15,16 @@ import sluice.connector.file.{DiscoveredFile, FileListing, ListedFileReads, NotR
  * column (the event-time index covers the source only then), and for a table the last snapshot
  * (Iceberg) or version (Delta) planned, so that a restart plans from the next one on: neither the
  * whole history again nor past a snapshot (None: not planned yet, or a checkpoint of a Sluice
- * that did not keep it; `PlannedFiles.EmptyTable` when the table had none).
+ * that did not keep it; `PlannedFiles.EmptyTable` when the table had none), and the table's
+ * identity (`sluice.connector.table.TableIdentity`: which table those positions are of; None for
+ * files, or a checkpoint of a Sluice that did not keep it).
  */
 final case class ParquetEnumeratorState(
     files: Seq[DiscoveredFile],
     listed: Boolean,
     indexed: Boolean = true,
-    tableVersion: Option[Long] = None)
+    tableVersion: Option[Long] = None,
+    tableId: Option[String] = None)
 
 /**
  * A table's data files as its own library plans them after the last version planned (None: the
@@ -84,6 +87,8 @@ final class ParquetEnumerator(
   private var listed = restored.listed
   private var indexed = restored.indexed
   private var tableVersion = restored.tableVersion
+  // set by the table source, which checked it against the table it reads (TableIdentity)
+  private val tableId = restored.tableId
   private var lastListingMs = Long.MinValue
   private val notReady = new NotReadyFiles(
     ParquetConfig.Context,
@@ -235,7 +240,7 @@ final class ParquetEnumerator(
     ranges.filterNot(_.isEmpty).flatMap(r => r.split.minEventTime.map(r.split.splitId -> _)).toMap
 
   override def snapshotState(): ParquetEnumeratorState =
-    ParquetEnumeratorState(known.values.toSeq, listed, indexed, tableVersion)
+    ParquetEnumeratorState(known.values.toSeq, listed, indexed, tableVersion, tableId)
 
   /** As for line files: the files read (a JSON array of paths) and their count, for a hybrid's next source. */
   override def endState(finished: Seq[SplitProgress]): EnumeratorEndState = {
@@ -254,7 +259,8 @@ private[connector] object ParquetEnumeratorStateSerializer
 
   /**
    * 2 added `tableVersion`; a version 1 state has none (a bounded table read, or files). 3 added
-   * each file's `entry`; an earlier state has none (its files are known by path).
+   * each file's `entry` and the `tableId`; an earlier state has neither (its files are known by
+   * path, its table not at all).
    */
   override val version: Int = 3
   val mapper = new ObjectMapper()
@@ -264,6 +270,7 @@ private[connector] object ParquetEnumeratorStateSerializer
     root.put("listed", state.listed)
     root.put("indexed", state.indexed)
     state.tableVersion.foreach(v => root.put("tableVersion", v))
+    state.tableId.foreach(id => root.put("tableId", id))
     val files = root.putArray("files")
     state.files.foreach { f =>
       val file = files
@@ -298,7 +305,8 @@ private[connector] object ParquetEnumeratorStateSerializer
       files,
       root.get("listed").asBoolean,
       root.get("indexed").asBoolean,
-      Option(root.get("tableVersion")).map(_.asLong))
+      Option(root.get("tableVersion")).map(_.asLong),
+      Option(root.get("tableId")).map(_.asText))
   }
 }
 

@@ -21,7 +21,7 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils
 
 import sluice.connector.file.DiscoveredFile
-import sluice.connector.table.{TableChanges, TableEventTimes}
+import sluice.connector.table.{TableChanges, TableEventTimes, TableIdentity}
 import sluice.errors.SluiceError
 
 /**
@@ -76,6 +76,9 @@ private[delta] object DeltaTables {
           e)
     }
   }
+
+  /** The table's `metaData.id` at the snapshot (`TableIdentity`): set when the table is created. */
+  def idOf(snapshot: Snapshot): Option[String] = Option(snapshot.getMetadata.getId)
 
   /**
    * Refuses a snapshot whose rows Sluice would read wrong, naming the table feature: column
@@ -164,6 +167,7 @@ private[delta] object DeltaTables {
    * event-time ranges from their statistics. Each is known by the version that added it
    * (`DiscoveredFile.entry`): a path removed and added again later is read again, as Delta's
    * own streaming source reads every `add` with a data change. None when no version is new.
+   * The table must still be the one `tableId` names (`TableIdentity`), if given.
    */
   def appendedSince(
       engine: Engine,
@@ -171,8 +175,11 @@ private[delta] object DeltaTables {
       after: Long,
       partitionColumns: Seq[String],
       skipChanges: Boolean,
-      eventTimeColumn: Option[String]): Option[(Seq[DiscoveredFile], Long)] = {
+      eventTimeColumn: Option[String],
+      tableId: Option[String] = None): Option[(Seq[DiscoveredFile], Long)] = {
     val latest = snapshot(engine, location, None, None)
+    // a table created again there since numbers its versions from 0 again: checked first
+    TableIdentity.check(Context, location, "metaData.id", "versions", tableId, idOf(latest))
     if (latest.getVersion <= after) None
     else {
       // a feature enabled since the start (column mapping, type widening) is refused as at the start

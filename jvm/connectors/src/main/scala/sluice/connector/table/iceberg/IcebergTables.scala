@@ -110,6 +110,12 @@ private[iceberg] object IcebergTables {
       case (None, None) => Option(table.currentSnapshot)
     }
 
+  /** The table's `table-uuid` (`TableIdentity`), as its current metadata records it. */
+  def uuidOf(table: Table): Option[String] = table match {
+    case t: HasTableOperations => Option(t.operations.current.uuid)
+    case t => scala.util.Try(t.uuid.toString).toOption
+  }
+
   def formatVersion(table: Table): Int = table match {
     case t: HasTableOperations => t.operations.current.formatVersion
     case _ => 1

@@ -541,11 +541,15 @@ class ParquetSourceSuite extends AnyFunSuite with SparkSuiteBase {
       RowGroupSplitSerializer.deserialize(1, v1) == splits.head.copy(aloneAtMidpoint = false))
     // one written before `deleted` (version 2) has no deleted rows
     val v2 =
-      RowGroupSplitSerializer.serialize(splits.head).replaceFirst(":false:true:::", ":false:true:")
+      RowGroupSplitSerializer
+        .serialize(splits.head)
+        .replaceFirst(":false:true:::", ":false:true:")
     assert(RowGroupSplitSerializer.deserialize(2, v2) == splits.head)
     // one written before `entry` (version 3) has no table entry
     val v3 =
-      RowGroupSplitSerializer.serialize(splits.head).replaceFirst(":false:true:::", ":false:true::")
+      RowGroupSplitSerializer
+        .serialize(splits.head)
+        .replaceFirst(":false:true:::", ":false:true::")
     assert(RowGroupSplitSerializer.deserialize(3, v3) == splits.head)
     val state = enumerator.snapshotState()
     assert(
