@@ -9,15 +9,17 @@ from pathlib import Path
 
 def as_written_by_the_bounded_build(checkpoint: Path) -> None:
     """Rewrites a table source's enumerator states in a checkpoint as Sluice wrote them before it kept
-    the snapshot or version planned last: state version 1, without `tableVersion`."""
+    the snapshot or version planned last: state version 1, without `tableVersion` (nor the table's
+    identity and the files' table entries, which came later)."""
     for f in [*(checkpoint / "offsets").iterdir(), *checkpoint.glob("sources/*/sluice-initial-offset.json")]:
         if f.name.startswith("."):
             continue
         text = f.read_text()
-        old = re.sub(r'\\"tableVersion\\":-?\d+,', "", text).replace(
-            '"enumerator":{"version":2,', '"enumerator":{"version":1,'
-        )
-        assert old != text, f"no enumerator state version 2 in {f}"
+        old = re.sub(r'\\"tableVersion\\":-?\d+,', "", text)
+        old = re.sub(r'\\"tableId\\":\\"[^\\"]*\\",', "", old)
+        old = re.sub(r',\\"entry\\":\\"[^\\"]*\\"', "", old)
+        old = re.sub(r'"enumerator":\{"version":[23],', '"enumerator":{"version":1,', old)
+        assert old != text, f"no enumerator state version 2 or 3 in {f}"
         f.write_text(old)
         (f.parent / f".{f.name}.crc").unlink(missing_ok=True)  # Hadoop's checksum of the old text
 
@@ -41,3 +43,34 @@ def logged_table_versions(checkpoint: Path) -> list[int]:
         assert "tableVersion" in state, f"no tableVersion in the enumerator state of {batch}: {state}"
         versions.append(state["tableVersion"])
     return versions
+
+
+def as_written_before_table_identity(checkpoint: Path) -> None:
+    """Rewrites a table source's enumerator states in a checkpoint as Sluice wrote them before it kept
+    the table's identity and the files' table entries: state version 2, with `tableVersion`."""
+    for f in [*(checkpoint / "offsets").iterdir(), *checkpoint.glob("sources/*/sluice-initial-offset.json")]:
+        if f.name.startswith("."):
+            continue
+        text = f.read_text()
+        old = re.sub(r',\\"tableId\\":\\"[^\\"]*\\"', "", text)
+        old = re.sub(r',\\"entry\\":\\"[^\\"]*\\"', "", old)
+        old = old.replace('"enumerator":{"version":3,', '"enumerator":{"version":2,')
+        assert old != text, f"no enumerator state version 3 in {f}"
+        f.write_text(old)
+        (f.parent / f".{f.name}.crc").unlink(missing_ok=True)  # Hadoop's checksum of the old text
+
+
+def logged_table_ids(checkpoint: Path) -> list[str | None]:
+    """The table identity a table source's enumerator state records in each batch of the offset log,
+    in batch order (None where it records none)."""
+    batches = sorted(
+        (f for f in (checkpoint / "offsets").iterdir() if f.name.isdigit()), key=lambda f: int(f.name)
+    )
+    ids = []
+    for batch in batches:
+        offsets = [
+            json.loads(line) for line in batch.read_text().splitlines() if line.startswith('{"version"')
+        ]
+        (offset,) = [o for o in offsets if "enumerator" in o]
+        ids.append(json.loads(offset["enumerator"]["state"]).get("tableId"))
+    return ids

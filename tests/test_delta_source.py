@@ -4,6 +4,7 @@ Sluice, compared with delta-rs' own read of the same version as multisets."""
 from __future__ import annotations
 
 import os
+import shutil
 from collections import Counter
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -12,7 +13,12 @@ from typing import Any
 import pyarrow as pa
 import pytest
 import sluice
-from checkpoints import as_written_by_the_bounded_build, logged_table_versions
+from checkpoints import (
+    as_written_before_table_identity,
+    as_written_by_the_bounded_build,
+    logged_table_ids,
+    logged_table_versions,
+)
 from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -466,3 +472,105 @@ def test_unbounded_fails_naming_the_versions_its_log_no_longer_keeps(
     message = str(failed.value)
     assert "after version 0, the last this query planned, cannot be read" in message, message
     assert "delta.logRetentionDuration" in message, message
+
+
+def test_a_path_removed_then_added_again_is_read_again_as_deltas_own_stream_reads_it(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A version may add a path an earlier version removed (delta-rs' RESTORE after a DELETE adds the
+    deleted file back, with dataChange): the path is live again, and an append of its rows. Unbounded
+    with skip_changes, across a restart, Sluice reads it again as Delta's own streaming source with
+    skipChangeCommits does (every `add` with a data change is new data): the rows the skipped
+    DELETE deleted stay read, and the restored rows are read once more. A bounded read of the
+    version after gives delta-rs' rows (the path once)."""
+    path = tmp_path / "restored"
+    write_deltalake(path, _events(range(0, 20)))
+    write_deltalake(path, _events(range(20, 40)), mode="append")
+    sink = str(tmp_path / "sink")
+
+    def run() -> None:
+        source = DeltaSource.builder().table(str(path)).monitor_interval(1).skip_changes(True).build()
+        query = (
+            sluice.from_source(spark, source, name="restored_delta")
+            .drop("_split", "_position", "_timestamp")
+            .writeStream.format("parquet")
+            .option("path", sink)
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        assert query.awaitTermination(120), "the query did not end within 120 s"
+        assert query.exception() is None
+
+    run()
+    assert _got(spark.read.parquet(sink)) == _expected(path, version=1)
+    (first,) = DeltaTable(str(path), version=0).file_uris()
+    table = DeltaTable(str(path))
+    table.delete("id < 20")  # version 2 removes the first file whole
+    assert first not in DeltaTable(str(path)).file_uris()
+    assert table.restore(1)["numRemovedFile"] == 0  # version 3 adds it back, removing nothing
+    assert first in DeltaTable(str(path)).file_uris()
+    run()  # restarted from the checkpoint, the DELETE skipped
+    restored = _expected(path, version=3) - _expected(path, version=2)
+    assert sum(restored.values()) == 20
+    assert _got(spark.read.parquet(sink)) == _expected(path, version=1) + restored
+    bounded = sluice.read(spark, DeltaSource.builder().table(str(path)).build())
+    assert _got(bounded) == _expected(path, version=3)
+
+
+def test_a_restart_on_a_table_created_again_at_the_same_place_is_refused_naming_both_identities(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The offset log records which table its versions are of (Delta's metaData.id). A checkpoint
+    that does not (an earlier Sluice's) still restarts, and records it from then on; once the table
+    is deleted and created again at the same place (versions numbered from 0 again, here past the
+    version planned last), a restart is refused naming both identities, reading no row of the new
+    table from the old table's versions."""
+    path = tmp_path / "recreated"
+    write_deltalake(path, _events(range(0, 20)))
+    write_deltalake(path, _events(range(20, 40)), mode="append")
+    sink = str(tmp_path / "sink")
+    checkpoint = tmp_path / "checkpoint"
+
+    def run() -> Any:
+        source = DeltaSource.builder().table(str(path)).monitor_interval(1).build()
+        return (
+            sluice.from_source(spark, source, name="recreated_delta")
+            .drop("_split", "_position", "_timestamp")
+            .writeStream.format("parquet")
+            .option("path", sink)
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .start()
+        )
+
+    def ran() -> None:
+        query = run()
+        assert query.awaitTermination(120), "the query did not end within 120 s"
+        assert query.exception() is None
+
+    ran()
+    old_id = DeltaTable(str(path)).metadata().id
+    assert logged_table_ids(checkpoint) == [old_id]
+    as_written_before_table_identity(checkpoint)  # as a Sluice that kept no identity wrote it
+    write_deltalake(path, _events(range(40, 50)), mode="append")  # version 2
+    ran()
+    assert _got(spark.read.parquet(sink)) == _expected(path)
+    assert logged_table_ids(checkpoint)[-1] == old_id  # taken on trust, then recorded
+
+    shutil.rmtree(path)
+    write_deltalake(path, _events(range(100, 110)))  # another table: versions 0 to 3
+    for first in (110, 120, 130):
+        write_deltalake(path, _events(range(first, first + 10)), mode="append")
+    new_id = DeltaTable(str(path)).metadata().id
+    assert new_id != old_id
+    with pytest.raises(Exception) as refused:
+        run().awaitTermination(120)
+    message = str(refused.value)
+    assert f"{path}' of metaData.id {old_id}, " in message, message
+    assert f"but the table there now has metaData.id {new_id}" in message, message
+    assert "Start the query on a new checkpoint to read this table" in message, message
+    error = sluice.sluice_error(refused.value)
+    assert error is not None and error.getCondition() == "SLUICE_TABLE_REPLACED"
+    assert error.getMessageParameters()["current"] == new_id
+    assert sum(_got(spark.read.parquet(sink)).values()) == 50  # nothing of the new table read

@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 import sluice
-from checkpoints import as_written_by_the_bounded_build, logged_table_versions
+from checkpoints import as_written_by_the_bounded_build, logged_table_ids, logged_table_versions
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
@@ -586,3 +586,109 @@ def test_unbounded_reads_each_appended_row_once_across_a_restart_and_refuses_or_
     )
     # the refused delete snapshot was never logged, then skipped: the append after it is the last
     assert planned() == [*appends, current()]
+
+
+def _append_again(table: Any, ids_from: int) -> None:
+    """A fast append (pyiceberg's own) of the data file whose first row has id `ids_from`, which an
+    earlier snapshot appended: the table then holds the file twice, as Iceberg Java's
+    `newFastAppend().appendFile(file)` of the same DataFile leaves it. (pyiceberg's add_files with
+    check_duplicate_files=False does the same but sets a name mapping, which Sluice refuses.)"""
+    data = next(t.file for t in table.scan(row_filter=f"id == {ids_from}").plan_files())
+    with table.transaction() as tx, tx.update_snapshot().fast_append() as append:
+        append.append_data_file(data)
+
+
+def test_a_file_appended_twice_is_read_twice_as_pyiceberg_reads_it_bounded_and_unbounded_across_a_restart(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A snapshot may append a data file an earlier snapshot appended (same path): Iceberg's scans,
+    pyiceberg's too, then give its rows twice, and so does Sluice, unbounded (the append read while
+    the query runs and while it is stopped, each once, across a restart from the checkpoint) and
+    bounded (each entry a split of its own, named by the snapshot)."""
+    table = _catalog(tmp_path).create_table("db.twice", schema=SCHEMA)
+    table.append(_events(range(0, 20), 0))
+    table.append(_events(range(20, 40), 20))
+    sink = str(tmp_path / "sink")
+
+    def start() -> Any:
+        source = IcebergSource.builder().table(table.metadata_location).monitor_interval(1).build()
+        return (
+            sluice.from_source(spark, source, name="twice")
+            .drop("_split", "_position", "_timestamp")
+            .writeStream.format("parquet")
+            .option("path", sink)
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(processingTime="100 milliseconds")
+            .start()
+        )
+
+    def sink_rows() -> Counter[tuple[Any, ...]]:
+        return _got(spark.read.parquet(sink))
+
+    query = start()
+    query.processAllAvailable()
+    _append_again(table, 0)  # while it runs
+    query.processAllAvailable()
+    expected = _expected(table.refresh())
+    # pyiceberg's own read gives the file appended twice twice: what a reader of the table returns
+    assert sum(expected.values()) == 60 and max(expected.values()) == 2
+    assert sink_rows() == expected
+    query.stop()
+    _append_again(table, 20)  # while it is stopped
+    query = start()  # from the checkpoint: the entries read before are known, the new one is not
+    query.processAllAvailable()
+    query.stop()
+    expected = _expected(table.refresh())
+    assert sum(expected.values()) == 80 and set(expected.values()) == {2}
+    assert sink_rows() == expected
+
+    bounded = sluice.read(spark, IcebergSource.builder().table(table.metadata_location).build())
+    assert _got(bounded) == expected
+    splits = sorted(r[0] for r in bounded.select("_split").distinct().collect())
+    assert len(splits) == 4, splits  # each of the two files twice, under its own entry
+    assert all(s.split("#")[0].endswith(".parquet") for s in splits), splits
+
+
+def test_a_restart_on_a_table_created_again_under_the_same_name_is_refused_naming_both_identities(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The offset log records which table its snapshots are of (Iceberg's table-uuid): the table
+    dropped and created again in its catalog under the same name (same location), a restart on it
+    is refused naming both identities, reading none of its rows from the old table's snapshots."""
+    catalog = _catalog(tmp_path)
+    table = catalog.create_table("db.recreated", schema=SCHEMA)
+    table.append(_events(range(0, 20), 0))
+    sink = str(tmp_path / "sink")
+    checkpoint = tmp_path / "checkpoint"
+
+    def run(metadata_location: str) -> Any:
+        source = IcebergSource.builder().table(metadata_location).monitor_interval(1).build()
+        return (
+            sluice.from_source(spark, source, name="recreated_iceberg")
+            .drop("_split", "_position", "_timestamp")
+            .writeStream.format("parquet")
+            .option("path", sink)
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .start()
+        )
+
+    query = run(table.metadata_location)
+    assert query.awaitTermination(120), "the query did not end within 120 s"
+    assert query.exception() is None
+    old_uuid = str(table.metadata.table_uuid)
+    assert logged_table_ids(checkpoint) == [old_uuid]
+
+    catalog.drop_table("db.recreated")
+    again = catalog.create_table("db.recreated", schema=SCHEMA)
+    again.append(_events(range(100, 120), 100))
+    new_uuid = str(again.metadata.table_uuid)
+    assert new_uuid != old_uuid and again.location() == table.location()
+    with pytest.raises(Exception) as refused:
+        run(again.metadata_location).awaitTermination(120)
+    message = str(refused.value)
+    assert f"of table-uuid {old_uuid}, but the table there now has table-uuid {new_uuid}" in message, message
+    assert "The checkpoint's snapshots and files are the old table's" in message, message
+    error = sluice.sluice_error(refused.value)
+    assert error is not None and error.getCondition() == "SLUICE_TABLE_REPLACED"
+    assert _got(spark.read.parquet(sink)) == _expected(table)  # nothing of the new table read

@@ -73,6 +73,18 @@ object ErrorClasses {
     "The query's checkpoint cannot be used: damaged or altered, written for another source type, or " +
       "an offset format newer than this build; the message says which and what to do.")
 
+  val TableReplaced: ErrorClass = ErrorClass(
+    "SLUICE_TABLE_REPLACED",
+    "KD002",
+    "<context>: this query's checkpoint was written reading table '<table>' of <identity> " +
+      "<checkpointed>, but the table there now has <identity> <current>: it was dropped and created " +
+      "again, or another table is named. The checkpoint's <units> and files are the old table's, and " +
+      "reading the new one from them would skip or mix rows. Start the query on a new checkpoint to " +
+      "read this table, or name the old table again to go on reading it.",
+    "The table a query's checkpoint was written reading (Iceberg's table UUID, Delta's " +
+      "`metaData.id`) is not the one the source names now: dropped and created again at the same " +
+      "place or name, or another table. The checkpoint's positions would skip or mix its rows.")
+
   val SourceFault: ErrorClass = ErrorClass(
     "SLUICE_SOURCE_FAULT",
     "58030",
@@ -90,6 +102,7 @@ object ErrorClasses {
     RetentionExceeded,
     CheckpointTooNew,
     InvalidCheckpoint,
+    TableReplaced,
     SourceFault)
 
   /** The declaration of `name`, as Spark's and PySpark's `getCondition` report it. */

@@ -16,7 +16,8 @@ import sluice.api._
  * A file the enumerator has found and turned into splits. `deleted` and `statistics` are what a
  * table's metadata says of a data file it planned (`sluice.connector.table`); files listed from a
  * directory have neither. Neither is kept in the enumerator's state: a known file makes no split
- * again, and the splits it made carry what they need.
+ * again, and the splits it made carry what they need. A table's file also has its `entry`, which
+ * is kept.
  */
 final case class DiscoveredFile(
     path: String,
@@ -28,7 +29,19 @@ final case class DiscoveredFile(
      */
     deleted: Option[DeletedRows] = None,
     /** The file's rows and event-time range from the table's metadata: its split needs no footer. */
-    statistics: Option[FileStatistics] = None)
+    statistics: Option[FileStatistics] = None,
+    /**
+     * Which of its table's entries of this path the file is (`snapshot=<id>`, `version=<v>`: the
+     * commit that added it), since a table may hold one path more than once (an Iceberg snapshot
+     * appending a file an earlier one appended, a Delta version adding a path removed before):
+     * each entry is read, and planned again it is known. None for a listed file, and for a
+     * table's file in a checkpoint of a Sluice that did not keep it.
+     */
+    entry: Option[String] = None) {
+
+  /** What the enumerator knows the file by: its path, and the table's entry of it if any. */
+  def key: (String, Option[String]) = (path, entry)
+}
 
 /**
  * A data file's rows and its smallest and largest value of the event-time column in epoch

@@ -15,13 +15,16 @@ import sluice.connector.file.{DiscoveredFile, FileListing, ListedFileReads, NotR
  * column (the event-time index covers the source only then), and for a table the last snapshot
  * (Iceberg) or version (Delta) planned, so that a restart plans from the next one on: neither the
  * whole history again nor past a snapshot (None: not planned yet, or a checkpoint of a Sluice
- * that did not keep it; `PlannedFiles.EmptyTable` when the table had none).
+ * that did not keep it; `PlannedFiles.EmptyTable` when the table had none), and the table's
+ * identity (`sluice.connector.table.TableIdentity`: which table those positions are of; None for
+ * files, or a checkpoint of a Sluice that did not keep it).
  */
 final case class ParquetEnumeratorState(
     files: Seq[DiscoveredFile],
     listed: Boolean,
     indexed: Boolean = true,
-    tableVersion: Option[Long] = None)
+    tableVersion: Option[Long] = None,
+    tableId: Option[String] = None)
 
 /**
  * A table's data files as its own library plans them after the last version planned (None: the
@@ -65,17 +68,27 @@ final class ParquetEnumerator(
     /**
      * The files to read instead of a listing of `config.paths`: a table's data files, as its own
      * library plans them (`sluice.connector.table`), given the last version planned. Everything
-     * after the listing is the same, so files a plan returns again are known and add nothing.
+     * after the listing is the same, so files a plan returns again are known and add nothing: a
+     * table's file is known by its path and its entry (`DiscoveredFile.entry`), so a path the
+     * table holds again under another entry is read again.
      */
     planned: Option[(Configuration, Option[Long]) => PlannedFiles] = None)
     extends SplitEnumerator[RowGroupSplit, ParquetEnumeratorState]
     with SupportsEventTimeIndex[RowGroupSplit] {
 
-  private val known = mutable.LinkedHashMap[String, DiscoveredFile]()
-  restored.files.foreach(f => known(f.path) = f)
+  // by path and, for a table's file, the entry of the table it is (`DiscoveredFile.entry`): a
+  // plan made again (after a failure, before its version is recorded) finds its files known, and
+  // a path a table holds again under another entry is read again
+  private val known = mutable.LinkedHashMap[(String, Option[String]), DiscoveredFile]()
+  restored.files.foreach(f => known(f.key) = f)
+  // how many entries of each path are known: a split of a path held twice names its entry
+  private val entriesOf = mutable.Map[String, Int]().withDefaultValue(0)
+  restored.files.foreach(f => entriesOf(f.path) += 1)
   private var listed = restored.listed
   private var indexed = restored.indexed
   private var tableVersion = restored.tableVersion
+  // set by the table source, which checked it against the table it reads (TableIdentity)
+  private val tableId = restored.tableId
   private var lastListingMs = Long.MinValue
   private val notReady = new NotReadyFiles(
     ParquetConfig.Context,
@@ -99,8 +112,16 @@ final class ParquetEnumerator(
     listed = true
     notReady.retainFound(found)
     val fresh = found
-      .filterNot(f => known.contains(f.path) || notReady.unchangedSinceFailure(f))
-      .sortBy(_.path)
+      .filterNot(f => known.contains(f.key) || notReady.unchangedSinceFailure(f))
+      .sortBy(f => (f.path, f.entry))
+    // a path planned twice (two entries in this plan, or one known already) is read under each
+    // entry, its splits named by it; otherwise the split ids are the path's, as for listed files
+    val heldTwice = fresh
+      .groupBy(_.path)
+      .collect { case (path, fs) if fs.size + entriesOf(path) > 1 => path }
+      .toSet
+    def named(f: DiscoveredFile, splits: Seq[RowGroupSplit]): Seq[RowGroupSplit] =
+      if (heldTwice(f.path)) splits.map(_.copy(entry = f.entry)) else splits
     val partitions = new PartitionDirectories(config)
     // a file outside the partition layout fails here, named; one whose partition values no row
     // the query keeps can have is known at once, with no split: its footer is never read
@@ -113,7 +134,7 @@ final class ParquetEnumerator(
     // a table's data file whose metadata gives its rows and event-time range is one split,
     // placed by that range without opening the file; the others' footers are read
     val (fromMetadata, withFooters) = toRead.partition(plannedWhole)
-    val indexedFiles = fromMetadata.flatMap(RowGroups.wholeFile)
+    val indexedFiles = fromMetadata.flatMap(f => named(f, RowGroups.wholeFile(f).toSeq))
     fromMetadata.foreach(remember)
     val footers =
       ListedFileReads.inParallel(
@@ -132,7 +153,7 @@ final class ParquetEnumerator(
             "it is not a complete Parquet file",
             e)
       }
-      .collect { case (f, Right(splits)) => f -> splits }
+      .collect { case (f, Right(splits)) => f -> named(f, splits) }
     val splits = (indexedFiles ++ ready.flatMap(_._2)).sortBy(s => (s.path, s.rowGroup))
     // files are known once their splits are made: a failure or a file not ready is listed again next time
     ready.foreach { case (f, _) => remember(f); notReady.ready(f.path) }
@@ -158,8 +179,10 @@ final class ParquetEnumerator(
    * are not kept: its splits carry what they need of them, the state never held them, and the
    * driver should not hold every file's bitmap for the query's life.
    */
-  private def remember(f: DiscoveredFile): Unit =
-    known(f.path) = f.copy(deleted = None, statistics = None)
+  private def remember(f: DiscoveredFile): Unit = {
+    if (!known.contains(f.key)) entriesOf(f.path) += 1
+    known(f.key) = f.copy(deleted = None, statistics = None)
+  }
 
   /**
    * Whether a table's data file is planned from its metadata as one split of the whole file,
@@ -217,23 +240,29 @@ final class ParquetEnumerator(
     ranges.filterNot(_.isEmpty).flatMap(r => r.split.minEventTime.map(r.split.splitId -> _)).toMap
 
   override def snapshotState(): ParquetEnumeratorState =
-    ParquetEnumeratorState(known.values.toSeq, listed, indexed, tableVersion)
+    ParquetEnumeratorState(known.values.toSeq, listed, indexed, tableVersion, tableId)
 
   /** As for line files: the files read (a JSON array of paths) and their count, for a hybrid's next source. */
   override def endState(finished: Seq[SplitProgress]): EnumeratorEndState = {
+    // a path a table holds twice is one file, named once
+    val paths = known.keys.map(_._1).toSeq.distinct.sorted
     val files = ParquetEnumeratorStateSerializer.mapper.createArrayNode()
-    known.keys.toSeq.sorted.foreach(p => files.add(p))
+    paths.foreach(p => files.add(p))
     EnumeratorEndState(
       finished,
-      Map("files" -> files.toString, "fileCount" -> known.size.toString))
+      Map("files" -> files.toString, "fileCount" -> paths.size.toString))
   }
 }
 
 private[connector] object ParquetEnumeratorStateSerializer
     extends VersionedSerializer[ParquetEnumeratorState] {
 
-  /** 2 added `tableVersion`; a version 1 state has none (a bounded table read, or files). */
-  override val version: Int = 2
+  /**
+   * 2 added `tableVersion`; a version 1 state has none (a bounded table read, or files). 3 added
+   * each file's `entry` and the `tableId`; an earlier state has neither (its files are known by
+   * path, its table not at all).
+   */
+  override val version: Int = 3
   val mapper = new ObjectMapper()
 
   override def serialize(state: ParquetEnumeratorState): String = {
@@ -241,13 +270,15 @@ private[connector] object ParquetEnumeratorStateSerializer
     root.put("listed", state.listed)
     root.put("indexed", state.indexed)
     state.tableVersion.foreach(v => root.put("tableVersion", v))
+    state.tableId.foreach(id => root.put("tableId", id))
     val files = root.putArray("files")
     state.files.foreach { f =>
-      files
+      val file = files
         .addObject()
         .put("path", f.path)
         .put("length", f.length)
         .put("modificationTime", f.modificationTime)
+      f.entry.foreach(e => file.put("entry", e))
     }
     mapper.writeValueAsString(root)
   }
@@ -266,14 +297,16 @@ private[connector] object ParquetEnumeratorStateSerializer
         DiscoveredFile(
           n.get("path").asText,
           n.get("length").asLong,
-          n.get("modificationTime").asLong)
+          n.get("modificationTime").asLong,
+          entry = Option(n.get("entry")).map(_.asText))
       }
       .toSeq
     ParquetEnumeratorState(
       files,
       root.get("listed").asBoolean,
       root.get("indexed").asBoolean,
-      Option(root.get("tableVersion")).map(_.asLong))
+      Option(root.get("tableVersion")).map(_.asLong),
+      Option(root.get("tableId")).map(_.asText))
   }
 }
 

@@ -53,11 +53,20 @@ final case class RowGroupSplit(
     /** The midpoint is exact and no other row group of the file has it: the reader gives this one's rows alone. */
     aloneAtMidpoint: Boolean = false,
     /** Rows of this row group not to give (by row index in the file), if any. */
-    deleted: Option[DeletedRows] = None)
+    deleted: Option[DeletedRows] = None,
+    /**
+     * The table's entry of the file (`DiscoveredFile.entry`) when the enumerator holds another
+     * entry of the same path: two splits of one row group of one path, each read.
+     */
+    entry: Option[String] = None)
     extends SourceSplit {
 
-  /** The path for a file of one row group; otherwise the path and `#rowgroup=<index>`. */
-  override val splitId: String = if (rowGroups == 1) path else s"$path#rowgroup=$rowGroup"
+  /**
+   * The path for a file of one row group; otherwise the path and `#rowgroup=<index>`; then, for
+   * a table's path planned more than once, `#<entry>` (`#snapshot=<id>`, `#version=<v>`).
+   */
+  override val splitId: String =
+    (if (rowGroups == 1) path else s"$path#rowgroup=$rowGroup") + entry.fold("")("#" + _)
 
   override def startPosition: Long = firstRow
   override def stopPosition: Option[Long] = Some(firstRow + rowCount)
@@ -83,7 +92,8 @@ final case class RowGroupSplit(
 private[connector] object RowGroupSplitSerializer extends VersionedSerializer[RowGroupSplit] {
   // 2 added `aloneAtMidpoint`; a version-1 split reads as not alone (its rows are read as rows).
   // 3 added `deleted` (empty: none); earlier versions have none.
-  override val version: Int = 3
+  // 4 added `entry` (empty: none); earlier versions have none.
+  override val version: Int = 4
 
   private def opt(v: Option[Long]): String = v.map(_.toString).getOrElse("")
   private def opt(s: String): Option[Long] = if (s.isEmpty) None else Some(s.toLong)
@@ -104,15 +114,17 @@ private[connector] object RowGroupSplitSerializer extends VersionedSerializer[Ro
       s.noEventTimes,
       s.aloneAtMidpoint,
       s.deleted.fold("")(_.serialize),
+      s.entry.getOrElse(""),
       s.path).mkString(":")
 
   override def deserialize(version: Int, text: String): RowGroupSplit = {
     if (version > this.version)
       throw VersionedSerializer.unsupported("a Parquet row-group split", version, this.version)
     val fields = version match {
-      case 1 => text.split(":", 12).patch(11, Seq("false", ""), 0)
-      case 2 => text.split(":", 13).patch(12, Seq(""), 0)
-      case _ => text.split(":", 14)
+      case 1 => text.split(":", 12).patch(11, Seq("false", "", ""), 0)
+      case 2 => text.split(":", 13).patch(12, Seq("", ""), 0)
+      case 3 => text.split(":", 14).patch(13, Seq(""), 0)
+      case _ => text.split(":", 15)
     }
     val Array(
       rg,
@@ -128,6 +140,7 @@ private[connector] object RowGroupSplitSerializer extends VersionedSerializer[Ro
       noTimes,
       alone,
       deleted,
+      entry,
       path) = fields
     RowGroupSplit(
       path,
@@ -143,6 +156,7 @@ private[connector] object RowGroupSplitSerializer extends VersionedSerializer[Ro
       opt(max),
       noTimes.toBoolean,
       alone.toBoolean,
-      if (deleted.isEmpty) None else Some(DeletedRows.deserialize(deleted)))
+      if (deleted.isEmpty) None else Some(DeletedRows.deserialize(deleted)),
+      Option(entry).filter(_.nonEmpty))
   }
 }

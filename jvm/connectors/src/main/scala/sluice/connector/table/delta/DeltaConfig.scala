@@ -28,7 +28,12 @@ final case class DeltaConfig(
     skipChanges: Boolean,
     parquet: ParquetConfig,
     /** The options this config was read from, which rebuild it. */
-    options: Map[String, String])
+    options: Map[String, String],
+    /**
+     * The table's `metaData.id` at the version read (`TableIdentity`): a restart, and each later
+     * plan, must find the same table.
+     */
+    tableId: Option[String] = None)
 
 object DeltaConfig {
   val Context = "DeltaSource"
@@ -141,6 +146,7 @@ object DeltaConfig {
       partitions.map(_.name).toSeq,
       skipChanges,
       parquet,
-      pinned)
+      pinned,
+      DeltaTables.idOf(snapshot))
   }
 }

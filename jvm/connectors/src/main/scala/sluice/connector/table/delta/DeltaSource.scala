@@ -9,7 +9,7 @@ import sluice.api._
 import sluice.config.RecordLayout
 import sluice.connector.file.{DiscoveredFile, FileConfig}
 import sluice.connector.file.parquet._
-import sluice.connector.table.{TableChanges, TableDataFiles}
+import sluice.connector.table.{TableChanges, TableDataFiles, TableIdentity}
 
 /**
  * A version of a Delta table (`source` = `delta`), bounded, or with `monitorIntervalMs`
@@ -104,9 +104,18 @@ final class DeltaSource private (val config: DeltaConfig, rows: ParquetRows)
         config.table,
         "version",
         DeltaConfig.VersionAsOf.name)
+    // the checkpoint's versions and files must be this table's; from now on they are recorded
+    // as this table's (a checkpoint that did not record its table takes it on trust)
+    TableIdentity.check(
+      DeltaConfig.Context,
+      config.table,
+      "metaData.id",
+      "versions",
+      state.tableId,
+      config.tableId)
     new ParquetEnumerator(
       parquet,
-      state,
+      state.copy(tableId = config.tableId.orElse(state.tableId)),
       () => rows.hadoopConf,
       () => System.currentTimeMillis(),
       Some((conf, after) => plan(conf, after)))
@@ -135,7 +144,8 @@ final class DeltaSource private (val config: DeltaConfig, rows: ParquetRows)
             config.partitionColumns,
             config.skipChanges,
             // statistics as for the start version: not with pushed filters (footers then)
-            parquet.timestampColumn.filter(_ => parquet.filters.isEmpty))
+            parquet.timestampColumn.filter(_ => parquet.filters.isEmpty),
+            config.tableId)
           .fold(PlannedFiles(Nil, after)) { case (files, version) =>
             PlannedFiles(withTimes(files), Some(version))
           }

@@ -21,7 +21,7 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils
 
 import sluice.connector.file.DiscoveredFile
-import sluice.connector.table.{TableChanges, TableEventTimes}
+import sluice.connector.table.{TableChanges, TableEventTimes, TableIdentity}
 import sluice.errors.SluiceError
 
 /**
@@ -76,6 +76,9 @@ private[delta] object DeltaTables {
           e)
     }
   }
+
+  /** The table's `metaData.id` at the snapshot (`TableIdentity`): set when the table is created. */
+  def idOf(snapshot: Snapshot): Option[String] = Option(snapshot.getMetadata.getId)
 
   /**
    * Refuses a snapshot whose rows Sluice would read wrong, naming the table feature: column
@@ -161,7 +164,10 @@ private[delta] object DeltaTables {
    * added by removing the file's entry and adding it again with the vector) fails the query
    * naming it, unless `skipChanges` skips it whole (Delta's `skipChangeCommits`). The added files
    * are planned as `dataFiles` plans a version's: partition directories checked against the log,
-   * event-time ranges from their statistics. None when no version is new.
+   * event-time ranges from their statistics. Each is known by the version that added it
+   * (`DiscoveredFile.entry`): a path removed and added again later is read again, as Delta's
+   * own streaming source reads every `add` with a data change. None when no version is new.
+   * The table must still be the one `tableId` names (`TableIdentity`), if given.
    */
   def appendedSince(
       engine: Engine,
@@ -169,8 +175,11 @@ private[delta] object DeltaTables {
       after: Long,
       partitionColumns: Seq[String],
       skipChanges: Boolean,
-      eventTimeColumn: Option[String]): Option[(Seq[DiscoveredFile], Long)] = {
+      eventTimeColumn: Option[String],
+      tableId: Option[String] = None): Option[(Seq[DiscoveredFile], Long)] = {
     val latest = snapshot(engine, location, None, None)
+    // a table created again there since numbers its versions from 0 again: checked first
+    TableIdentity.check(Context, location, "metaData.id", "versions", tableId, idOf(latest))
     if (latest.getVersion <= after) None
     else {
       // a feature enabled since the start (column mapping, type widening) is refused as at the start
@@ -225,7 +234,8 @@ private[delta] object DeltaTables {
                   path,
                   add.getSize,
                   -1L,
-                  statistics = eventTimes.flatMap(_.of(path, add.getStatsJson.toScala)))
+                  statistics = eventTimes.flatMap(_.of(path, add.getStatsJson.toScala)),
+                  entry = Some(s"version=${commit.getVersion}"))
               }
           } finally commit.close()
         }
@@ -267,7 +277,8 @@ private[delta] object DeltaTables {
               status.getPath,
               status.getSize,
               -1L,
-              statistics = eventTimes.flatMap(_.of(row)))
+              statistics = eventTimes.flatMap(_.of(row)),
+              entry = Some(s"version=${snapshot.getVersion}"))
           }
         finally rows.close()
       }

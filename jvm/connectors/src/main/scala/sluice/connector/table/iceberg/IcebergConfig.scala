@@ -34,7 +34,12 @@ final case class IcebergConfig(
     skipChanges: Boolean,
     parquet: ParquetConfig,
     /** The options this config was read from, which rebuild it. */
-    options: Map[String, String]) {
+    options: Map[String, String],
+    /**
+     * The table's `table-uuid` when the source was built (`TableIdentity`): a restart, and each
+     * later plan, must find the same table. None for metadata without one.
+     */
+    tableUuid: Option[String] = None) {
 
   /** For messages and logs: the catalog's properties (declared secret) never appear. */
   override def toString: String =
@@ -204,7 +209,8 @@ object IcebergConfig {
       skipChanges,
       // the reader's config travels to executors and may be printed: no catalog property there
       parquet.copy(options = pinned -- catalogRaw.keys),
-      pinned)
+      pinned,
+      IcebergTables.uuidOf(table))
   }
 
   /** The catalog the `catalog.` options describe (None without any), its name required with them. */

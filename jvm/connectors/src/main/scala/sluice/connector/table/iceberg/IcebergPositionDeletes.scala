@@ -42,25 +42,26 @@ private[iceberg] object IcebergPositionDeletes {
       (d.format == FileFormat.PARQUET || d.format == FileFormat.PUFFIN)
 
   /**
-   * Each data file's deleted rows, from the delete files `deletes` says apply to it (by data file
-   * path: its record count and its delete files). Positions go straight into one bitmap per data
-   * file, only for the data files given (a delete file may name files the plan pruned, whose
-   * positions are skipped); positions at or past a data file's record count are ignored, as
-   * Iceberg ignores them.
+   * Each planned data file's deleted rows, from the delete files `deletes` says apply to it (by
+   * the data file's entry in the plan: its path, its record count and its delete files; two
+   * entries of one path may have different ones, as sequence numbers decide). Positions go into
+   * one bitmap per data file, only for the data files given (a delete file may name files the
+   * plan pruned, whose positions are skipped); positions at or past a data file's record count
+   * are ignored, as Iceberg ignores them.
    */
-  def of(deletes: Map[String, (Long, Seq[DeleteFile])], io: FileIO): Map[String, DeletedRows] = {
-    val withDeletes = deletes.filter(_._2._2.nonEmpty)
-    withDeletes.foreach { case (path, (records, _)) =>
+  def of[K](deletes: Map[K, (String, Long, Seq[DeleteFile])], io: FileIO): Map[K, DeletedRows] = {
+    val withDeletes = deletes.filter(_._2._3.nonEmpty)
+    withDeletes.values.foreach { case (path, records, _) =>
       if (records > Int.MaxValue.toLong + 1)
         throw SluiceError.config(
           s"$Context: data file '$path' has $records rows and delete files apply to it: Sluice counts a " +
             "data file's deleted rows in an int (2^31 rows). Rewrite the table's data files into smaller " +
             "ones (rewrite_data_files) to read it.")
     }
-    val records = withDeletes.view.mapValues(_._1).toMap
+    val records = withDeletes.values.map { case (path, n, _) => path -> n }.toMap
     val conf = confOf(io)
     // one read per delete file (a deletion vector is its own: blobs of a Puffin file are read apart)
-    val distinct = withDeletes.values.flatMap(_._2).map(d => key(d) -> d).toMap
+    val distinct = withDeletes.values.flatMap(_._3).map(d => key(d) -> d).toMap
     val read = ListedFileReads
       .inParallel(
         distinct.keys.toSeq.sorted.map(k => DiscoveredFile(k, 0L, -1L)),
@@ -81,10 +82,10 @@ private[iceberg] object IcebergPositionDeletes {
             e)
       }
       .toMap
-    withDeletes.flatMap { case (path, (_, ds)) =>
+    withDeletes.flatMap { case (entry, (path, _, ds)) =>
       val rows = new RoaringBitmap()
       ds.foreach(d => read(key(d)).get(path).foreach(rows.or))
-      if (rows.isEmpty) None else Some(path -> DeletedRows.owning(rows))
+      if (rows.isEmpty) None else Some(entry -> DeletedRows.owning(rows))
     }
   }
 

@@ -9,7 +9,7 @@ import sluice.api._
 import sluice.config.RecordLayout
 import sluice.connector.file.{DiscoveredFile, FileConfig}
 import sluice.connector.file.parquet._
-import sluice.connector.table.{TableChanges, TableDataFiles}
+import sluice.connector.table.{TableChanges, TableDataFiles, TableIdentity}
 
 /**
  * A snapshot of an Iceberg table (`source` = `iceberg`), bounded, or with `monitorIntervalMs`
@@ -120,9 +120,18 @@ final class IcebergSource private (val config: IcebergConfig, rows: ParquetRows)
         config.table,
         "snapshot",
         IcebergConfig.SnapshotId.name)
+    // the checkpoint's snapshots and files must be this table's; from now on they are recorded
+    // as this table's (a checkpoint that did not record its table takes it on trust)
+    TableIdentity.check(
+      IcebergConfig.Context,
+      config.table,
+      "table-uuid",
+      "snapshots",
+      state.tableId,
+      config.tableUuid)
     new ParquetEnumerator(
       parquet,
-      state,
+      state.copy(tableId = config.tableUuid.orElse(state.tableId)),
       () => rows.hadoopConf,
       () => System.currentTimeMillis(),
       Some((conf, after) => plan(conf, after)))
@@ -141,6 +150,15 @@ final class IcebergSource private (val config: IcebergConfig, rows: ParquetRows)
       case Some(last) =>
         val table = IcebergTables
           .loadLatest(config.table, config.catalog, config.catalogTimeoutMs, catalogConf(conf))
+        // a table created again there since would not have the snapshot planned last as an
+        // ancestor: told apart first, by its identity
+        TableIdentity.check(
+          IcebergConfig.Context,
+          config.table,
+          "table-uuid",
+          "snapshots",
+          config.tableUuid,
+          IcebergTables.uuidOf(table))
         val filter =
           IcebergFilters.toIceberg(parquet.filters, parquet.dataSchema.fieldNames.toSet)
         // files of a column dropped since have no bounds of it: their footers index them

@@ -118,6 +118,12 @@ private[iceberg] object IcebergTables {
       case (None, None) => Option(table.currentSnapshot)
     }
 
+  /** The table's `table-uuid` (`TableIdentity`), as its current metadata records it. */
+  def uuidOf(table: Table): Option[String] = table match {
+    case t: HasTableOperations => Option(t.operations.current.uuid)
+    case t => scala.util.Try(t.uuid.toString).toOption
+  }
+
   def formatVersion(table: Table): Int = table match {
     case t: HasTableOperations => t.operations.current.formatVersion
     case _ => 1
@@ -145,16 +151,22 @@ private[iceberg] object IcebergTables {
       .filter(filter)
       .caseSensitive(caseSensitive)
       .planFiles()
-    filesOf(table, s"snapshot ${snapshot.snapshotId}", tasks, eventTimes)
+    filesOf(
+      table,
+      s"snapshot ${snapshot.snapshotId}",
+      Seq(snapshot.snapshotId -> tasks),
+      eventTimes)
   }
 
   /**
    * The table's snapshots committed after `after` (`PlannedFiles.EmptyTable`: after none) up
    * to its current one, checked one by one in commit order: an `append` is read, a `replace`
    * (compaction: the same rows in other files) skipped, an `overwrite` or `delete` fails the
-   * query naming it unless `skipChanges` (`TableChanges`). The data files the appends added are
-   * planned as `dataFiles` plans a snapshot's, by iceberg-core's incremental append scan (it
-   * reads the appends' manifests only). None when nothing was committed since.
+   * query naming it unless `skipChanges` (`TableChanges`). The data files each append added are
+   * planned as `dataFiles` plans a snapshot's, by iceberg-core's incremental append scan of that
+   * snapshot alone (it reads the append's manifests only), each the entry of the append that
+   * added it: an append of a path an earlier snapshot appended too is read again, as Iceberg's
+   * scans read both entries. None when nothing was committed since.
    */
   def appendedSince(
       table: Table,
@@ -217,16 +229,19 @@ private[iceberg] object IcebergTables {
       val files =
         if (appends.isEmpty) Nil
         else {
-          val scan = from
-            .fold(table.newIncrementalAppendScan())((id: Long) =>
-              table.newIncrementalAppendScan().fromSnapshotExclusive(id))
-            .toSnapshot(current.snapshotId)
-          val tasks = eventTimes
-            .fold(scan)(e =>
-              scan.includeColumnStats(java.util.Collections.singletonList(e.column)))
-            .filter(filter)
-            .caseSensitive(caseSensitive)
-            .planFiles()
+          // one scan per append, so that each file is known by the snapshot that appended it
+          val tasks = appends.map { s =>
+            val scan = table
+              .newIncrementalAppendScan()
+              .fromSnapshotInclusive(s.snapshotId)
+              .toSnapshot(s.snapshotId)
+            s.snapshotId -> eventTimes
+              .fold(scan)(e =>
+                scan.includeColumnStats(java.util.Collections.singletonList(e.column)))
+              .filter(filter)
+              .caseSensitive(caseSensitive)
+              .planFiles()
+          }
           val label =
             s"snapshots ${appends.map(_.snapshotId).mkString(", ")}"
           filesOf(table, label, tasks, eventTimes)
@@ -234,16 +249,21 @@ private[iceberg] object IcebergTables {
       (files, current.snapshotId)
     }
 
-  /** The planned tasks' data files (`dataFiles`), `which` naming the snapshots they are of. */
+  /**
+   * The planned tasks' data files (`dataFiles`), `which` naming the snapshots they are of, each
+   * with its entry (`DiscoveredFile.entry`): `snapshot=<id>` of the snapshot whose plan `tasks`
+   * are (the one read, or the append that added it), and `snapshot=<id>.<n>` for the n-th entry
+   * of a path that plan holds more than once (Iceberg's scan gives a file appended twice twice).
+   */
   private def filesOf(
       table: Table,
       which: String,
-      tasks: CloseableIterable[FileScanTask],
+      tasks: Seq[(Long, CloseableIterable[FileScanTask])],
       eventTimes: Option[IcebergEventTimes]): Seq[DiscoveredFile] = {
     // files imported from outside Iceberg (add_files, migrate, snapshot of a Hive table) carry no
     // field ids and may lack identity partition columns, which Iceberg fills from the metadata
     Option(table.properties.get(TableProperties.DEFAULT_NAME_MAPPING)).foreach { _ =>
-      tasks.close()
+      tasks.foreach(_._2.close())
       throw SluiceError.config(
         s"$Context: table '${table.name}' has a name mapping (${TableProperties.DEFAULT_NAME_MAPPING}): " +
           "some of its data files were imported without Iceberg's field ids (add_files, migrate), and such " +
@@ -252,25 +272,40 @@ private[iceberg] object IcebergTables {
     }
     val planned =
       try
-        tasks.asScala.toSeq.map { task =>
-          val deletes = task.deletes.asScala.toSeq
-          refuseUnread(table, which, task.file, deletes)
-          (task.file, deletes, eventTimes.flatMap(_.of(task.file)))
+        tasks.flatMap { case (snapshot, of) =>
+          val entries = of.asScala.toSeq.map { task =>
+            val deletes = task.deletes.asScala.toSeq
+            refuseUnread(table, which, task.file, deletes)
+            (task.file, deletes, eventTimes.flatMap(_.of(task.file)))
+          }
+          // a path's entries in the order they were committed (the plan's order is its threads')
+          entries
+            .groupBy(_._1.location)
+            .values
+            .flatMap { same =>
+              same.sortBy(e => entryOrder(e._1)).zipWithIndex.map { case (e, n) =>
+                val entry = s"snapshot=$snapshot" + (if (n == 0) "" else s".${n + 1}")
+                (entry, e)
+              }
+            }
+            .toSeq
+            .sortBy(e => (e._2._1.location, e._1))
         }
-      finally tasks.close()
+      finally tasks.foreach(_._2.close())
     val deleted = IcebergPositionDeletes.of(
-      planned.map { case (file, deletes, _) =>
-        file.location -> (file.recordCount, deletes)
+      planned.map { case (entry, (file, deletes, _)) =>
+        (file.location, entry) -> (file.location, file.recordCount, deletes)
       }.toMap,
       table.io)
-    val files = planned.map { case (file, _, statistics) =>
+    val files = planned.map { case (entry, (file, _, statistics)) =>
       // the modification time is the file system's: the Parquet reader checks the file is unchanged
       DiscoveredFile(
         file.location,
         file.fileSizeInBytes,
         -1L,
-        deleted.get(file.location),
-        statistics)
+        deleted.get((file.location, entry)),
+        statistics,
+        Some(entry))
     }
     eventTimes.foreach { e =>
       TableEventTimes.warnWithoutStatistics(
@@ -283,6 +318,18 @@ private[iceberg] object IcebergTables {
     }
     files
   }
+
+  /**
+   * Orders the entries of one path in a plan as they were committed: by the sequence numbers of
+   * the commits that added them (format v2 on), then where the manifests hold them (v1 has no
+   * sequence numbers; a snapshot's manifests do not change), so the same plan names them alike.
+   */
+  private def entryOrder(f: org.apache.iceberg.DataFile): (Long, Long, String, Long) =
+    (
+      Option(f.dataSequenceNumber).fold(0L)(_.longValue),
+      Option(f.fileSequenceNumber).fold(0L)(_.longValue),
+      Option(f.manifestLocation).getOrElse(""),
+      Option(f.pos).fold(0L)(_.longValue))
 
   /**
    * Refuses a data file Sluice would read wrong, naming the table feature: one not in Parquet,

@@ -7,19 +7,25 @@ import sluice.errors.SluiceRuntimeException
 
 /**
  * The enumerator state in the offset log: version 2 keeps the last table snapshot or version
- * planned, and a version 1 state (every checkpoint written before, a bounded table read's too)
+ * planned (version 3 each file's table entry, `TableEntriesSuite`, and the table's identity),
+ * and a version 1 state (every checkpoint written before, a bounded table read's too)
  * still reads, with none.
  */
 class ParquetEnumeratorStateSuite extends AnyFunSuite {
   private val files = Seq(DiscoveredFile("s3a://b/t/data/0.parquet", 100L, 1700000000000L))
   private val serializer = ParquetEnumeratorStateSerializer
 
-  test("the last table version planned survives the offset log") {
-    assert(serializer.version == 2)
-    for (version <- Seq(Some(4113486218424958061L), Some(PlannedFiles.EmptyTable), None)) {
-      val state =
-        ParquetEnumeratorState(files, listed = true, indexed = false, tableVersion = version)
-      assert(serializer.deserialize(2, serializer.serialize(state)) == state)
+  test("the last table version planned and the table's identity survive the offset log") {
+    assert(serializer.version == 3)
+    for (version <- Seq(Some(4113486218424958061L), Some(PlannedFiles.EmptyTable), None);
+      id <- Seq(Some("3f6d1d6c-0c8b-4d0e-9a5e-0d3c2b1a0f00"), None)) {
+      val state = ParquetEnumeratorState(
+        files,
+        listed = true,
+        indexed = false,
+        tableVersion = version,
+        tableId = id)
+      assert(serializer.deserialize(3, serializer.serialize(state)) == state)
     }
   }
 
@@ -31,6 +37,6 @@ class ParquetEnumeratorStateSuite extends AnyFunSuite {
       serializer
         .deserialize(1, v1) == ParquetEnumeratorState(files, listed = true, tableVersion = None))
     // a newer one is refused (with advice), never read as something else
-    intercept[SluiceRuntimeException](serializer.deserialize(3, v1))
+    intercept[SluiceRuntimeException](serializer.deserialize(4, v1))
   }
 }

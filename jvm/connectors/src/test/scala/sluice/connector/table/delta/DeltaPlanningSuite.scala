@@ -315,4 +315,30 @@ class DeltaPlanningSuite extends AnyFunSuite {
       intercept[SluiceRuntimeException](appended(location, 2)).getMessage.contains("(MERGE)"))
     assert(appended(location, 2, skip = true).contains(Nil -> 3L))
   }
+
+  test(
+    "unbounded: a table created again at the same place is refused naming both identities, before its versions are compared") {
+    val location = table(Seq(add("city=a/1.parquet", "a")))
+    val id = "3f6d1d6c-0c8b-4d0e-9a5e-0d3c2b1a0f00" // the metaData.id `table` writes
+    def plan(after: Long, tableId: String) =
+      DeltaTables.appendedSince(
+        DeltaTables.engine(new Configuration()),
+        location,
+        after,
+        Seq("city"),
+        skipChanges = false,
+        eventTimeColumn = None,
+        tableId = Some(tableId))
+    assert(plan(0, id).isEmpty, "the same table: nothing new")
+    // a query that planned version 3 of another table: this one has no version past 0, which
+    // alone would read as nothing new, forever
+    val refused = intercept[SluiceRuntimeException](plan(3, "0a4b7c7e-old"))
+    assert(refused.errorClass.name == "SLUICE_TABLE_REPLACED")
+    assert(
+      refused.getMessage == s"DeltaSource: this query's checkpoint was written reading table '$location' " +
+        s"of metaData.id 0a4b7c7e-old, but the table there now has metaData.id $id: it was dropped and " +
+        "created again, or another table is named. The checkpoint's versions and files are the old " +
+        "table's, and reading the new one from them would skip or mix rows. Start the query on a new " +
+        "checkpoint to read this table, or name the old table again to go on reading it.")
+  }
 }

@@ -311,4 +311,49 @@ class IcebergCatalogSuite extends AnyFunSuite with SparkSuiteBase {
       assert(got == (0L until 20L))
     } finally restarted.stop()
   }
+
+  test(
+    "a table dropped and created again in its catalog fails an unbounded read's next plan and a restart, naming both identities") {
+    val props = properties("recreated.db")
+    val old = tableIn(props)
+    // the reading catalog must not check for its tables: that check leaves sqlite's read
+    // transaction open, and the writer's drop would then find the database locked
+    val reading = props + ("jdbc.init-catalog-tables" -> "false")
+    def source() =
+      IcebergSource
+        .builder()
+        .catalog("scala_cat", reading)
+        .table("db.t")
+        .monitorIntervalMs(1)
+        .build()
+    val enumerator = source().createEnumerator()
+    assert(enumerator.discoverSplits().size == 1, "the start snapshot's one data file")
+    val oldUuid = old.uuid.toString
+    assert(enumerator.snapshotState().tableId.contains(oldUuid))
+
+    val catalog = CatalogUtil.buildIcebergCatalog("scala_cat", props.asJava, new Configuration())
+    val id = TableIdentifier.of("db", "t")
+    assert(catalog.dropTable(id, true))
+    val again = catalog.createTable(id, schema, PartitionSpec.unpartitioned)
+    append(again, "b", 100L until 110L)
+    val newUuid = again.uuid.toString
+    assert(newUuid != oldUuid)
+    def named(e: SluiceRuntimeException): Unit = {
+      assert(e.errorClass.name == "SLUICE_TABLE_REPLACED")
+      assert(
+        e.getMessage.contains(
+          s"of table-uuid $oldUuid, but the table there now has table-uuid $newUuid"),
+        e.getMessage)
+    }
+    // the next plan (due once the monitor interval passed; polled, bounded)
+    val deadline = System.nanoTime + 10000000000L
+    var refused: Option[SluiceRuntimeException] = None
+    while (refused.isEmpty && System.nanoTime < deadline)
+      try assert(enumerator.discoverSplits().isEmpty, "a split of the new table was planned")
+      catch { case e: SluiceRuntimeException => refused = Some(e) }
+    named(refused.getOrElse(fail("no plan failed within 10 s")))
+    // a restart from the state the offset log holds, on the new table
+    named(
+      intercept[SluiceRuntimeException](source().restoreEnumerator(enumerator.snapshotState())))
+  }
 }

@@ -410,4 +410,26 @@ class IcebergDeletesSuite extends AnyFunSuite with SparkSuiteBase {
         m != null && m.contains("negative.parquet") && m.contains("position -1")),
       e)
   }
+
+  test(
+    "a data file appended twice is read under each entry, with the deletes each entry's sequence number takes") {
+    // file a appended, its rows 3-5 deleted by position, then a appended again by a later
+    // snapshot: the delete's sequence number is above the first entry's and below the second's,
+    // so Iceberg applies it to the first entry only (spec: position deletes apply to data files
+    // of a data sequence number at or below theirs)
+    val t = newTable(formatVersion = 2)
+    val a = dataFile(t, "a", 0L until 10L)
+    t.newFastAppend().appendFile(a).commit()
+    t.newRowDelta().addDeletes(deleteFile(t, "early", Map(a -> Seq(3L, 4L, 5L)))).commit()
+    t.newFastAppend().appendFile(a).commit()
+    val twice = icebergRows(t)
+    assert(twice.size == 7 + 10, "Iceberg's own read gives the file's rows twice, 3 deleted once")
+    val read = Sluice.read(spark, IcebergSource.builder().table(t.location).build())
+    assert(multiset(read.select("id", "city").collect().toSeq) == multiset(twice))
+    // each entry a split of its own, named by the snapshot read and its entry
+    val snapshot = t.currentSnapshot.snapshotId
+    assert(
+      read.select(Provenance.SplitColumn).distinct().collect().map(_.getString(0)).sorted.toSeq ==
+        Seq(s"${a.location}#snapshot=$snapshot", s"${a.location}#snapshot=$snapshot.2"))
+  }
 }
