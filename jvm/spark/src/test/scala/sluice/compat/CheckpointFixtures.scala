@@ -218,10 +218,12 @@ object CheckpointFixtures {
       for (s <- 0 until 2; i <- 0L until 40L) yield source.config.recordId(s, i).toString
   }
 
-  final class KafkaFixture(val name: String, override val keptFrom: Option[String] = None)
+  final class KafkaFixture(
+      val name: String,
+      override val keptFrom: Option[String] = None,
+      override val offsetVersion: Int = 2)
       extends CheckpointFixture {
     override val topics = Seq(topic(s"sluice-compat-$name", 40))
-    override def offsetVersion: Int = if (keptFrom.isEmpty) 2 else 1
     // a partition's position is the number of its records read (rows are partition:offset:value)
     override def continuesAt(committed: Seq[String]): Map[String, Long] =
       (0 until topics.head.partitions)
@@ -233,9 +235,11 @@ object CheckpointFixtures {
     def all: Seq[String] = kafkaRowsOf(topics.head)
   }
 
-  final class FilesFixture(val name: String, override val keptFrom: Option[String] = None)
+  final class FilesFixture(
+      val name: String,
+      override val keptFrom: Option[String] = None,
+      override val offsetVersion: Int = 2)
       extends CheckpointFixture {
-    override def offsetVersion: Int = if (keptFrom.isEmpty) 2 else 1
     override def writeInput(spark: SparkSession, input: Path): Unit =
       writeJsonLines(input, 4, 10)
     def stream(spark: SparkSession, input: Path, bootstrap: String): DataFrame =
@@ -281,9 +285,9 @@ object CheckpointFixtures {
   final class HybridFixture(
       val name: String,
       afterSwitch: Boolean,
-      override val keptFrom: Option[String] = None)
+      override val keptFrom: Option[String] = None,
+      override val offsetVersion: Int = 2)
       extends CheckpointFixture {
-    override def offsetVersion: Int = if (keptFrom.isEmpty) 2 else 1
     override val topics = Seq(
       FixtureTopic(
         s"sluice-compat-$name",
@@ -434,17 +438,30 @@ object CheckpointFixtures {
     KafkaRealTimeFixture,
     new ManySplitsGeneratorFixture("v3-generator", keptFrom = None),
     // written by the last commit writing offsets of version 1 (the fixtures' README says how)
-    new KafkaFixture("v1-kafka", keptFrom = Some(V1Commit)),
-    new FilesFixture("v1-files", keptFrom = Some(V1Commit)),
-    new HybridFixture("v1-hybrid-after-switch", afterSwitch = true, keptFrom = Some(V1Commit)),
+    new KafkaFixture("v1-kafka", keptFrom = Some(V1Commit), offsetVersion = 1),
+    new FilesFixture("v1-files", keptFrom = Some(V1Commit), offsetVersion = 1),
+    new HybridFixture(
+      "v1-hybrid-after-switch",
+      afterSwitch = true,
+      keptFrom = Some(V1Commit),
+      offsetVersion = 1),
     // and by that commit a checkpoint over 16 KiB, kept whole (offset version 2)
-    new ManySplitsGeneratorFixture("v2-whole-generator", keptFrom = Some(V1Commit)))
+    new ManySplitsGeneratorFixture("v2-whole-generator", keptFrom = Some(V1Commit)),
+    // by the last commit writing offsets that hold their checkpoint as version 3
+    new KafkaFixture("v3-inline-kafka", keptFrom = Some(V3InlineCommit), offsetVersion = 3),
+    new FilesFixture("v3-inline-files", keptFrom = Some(V3InlineCommit), offsetVersion = 3))
 
   /**
    * The last commit writing offsets of version 1 (the parent of 52979d5, which made them 2); its
    * offsets over 16 KiB were version 2 and named the checkpoint kept whole.
    */
   val V1Commit = "9bda799"
+
+  /**
+   * The last of the three commits (ceb19f5 to it) writing offsets that hold their checkpoint as
+   * version 3; b630da1 wrote them as version 2 again.
+   */
+  val V3InlineCommit = "8fd15d3"
 
   /** The offset versions of the Sluice offsets (one line per source) of a kept offset log. */
   def offsetVersions(checkpoint: Path): Set[Int] =
