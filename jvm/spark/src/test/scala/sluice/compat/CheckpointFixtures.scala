@@ -105,9 +105,18 @@ trait CheckpointFixture {
    */
   def continuesAt(committed: Seq[String]): Map[String, Long] = Map.empty
 
+  /**
+   * Stopped with the batch after the first committed one logged and not committed: the writer
+   * fails it before its tasks run, as a driver killed then leaves it, so that the restart replays
+   * a batch whose start and end offsets the kept build wrote.
+   */
+  def inFlight: Boolean = false
+
   /** Whether `run` is where the writer stops it. */
   def writtenEnough(run: FixtureRun): Boolean =
     if (realTime) writtenEnough(run.committed) && run.all.size >= all.size
+    else if (inFlight)
+      writtenEnough(run.committed) && run.query.exception.exists(FixtureRun.stoppedInFlight)
     else writtenEnough(run.committed)
 }
 
@@ -221,7 +230,8 @@ object CheckpointFixtures {
   final class KafkaFixture(
       val name: String,
       override val keptFrom: Option[String] = None,
-      override val offsetVersion: Int = 2)
+      override val offsetVersion: Int = 2,
+      override val inFlight: Boolean = false)
       extends CheckpointFixture {
     override val topics = Seq(topic(s"sluice-compat-$name", 40))
     // a partition's position is the number of its records read (rows are partition:offset:value)
@@ -348,7 +358,10 @@ object CheckpointFixtures {
    * placeholders the other fixtures' checkpoints hold (thousands of files or a topic of hundreds
    * of partitions make such checkpoints too, but ones a restore could not relocate).
    */
-  final class ManySplitsGeneratorFixture(val name: String, override val keptFrom: Option[String])
+  final class ManySplitsGeneratorFixture(
+      val name: String,
+      override val keptFrom: Option[String],
+      override val inFlight: Boolean = false)
       extends CheckpointFixture {
     private val splits = 400
     private val perSplit = 3L
@@ -437,9 +450,15 @@ object CheckpointFixtures {
     AlignmentGroupFixture,
     KafkaRealTimeFixture,
     new ManySplitsGeneratorFixture("v3-generator", keptFrom = None),
+    new ManySplitsGeneratorFixture("v3-generator-in-flight", keptFrom = None, inFlight = true),
     // written by the last commit writing offsets of version 1 (the fixtures' README says how)
     new KafkaFixture("v1-kafka", keptFrom = Some(V1Commit), offsetVersion = 1),
     new FilesFixture("v1-files", keptFrom = Some(V1Commit), offsetVersion = 1),
+    new KafkaFixture(
+      "v1-kafka-in-flight",
+      keptFrom = Some(V1Commit),
+      offsetVersion = 1,
+      inFlight = true),
     new HybridFixture(
       "v1-hybrid-after-switch",
       afterSwitch = true,
