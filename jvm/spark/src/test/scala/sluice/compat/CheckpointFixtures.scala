@@ -360,7 +360,9 @@ object CheckpointFixtures {
    */
   final class ManySplitsGeneratorFixture(
       val name: String,
-      override val keptFrom: Option[String],
+      override val keptFrom: Option[String] = None,
+      override val offsetVersion: Int = 3,
+      override val held: Held = Held.Chunks,
       override val inFlight: Boolean = false)
       extends CheckpointFixture {
     private val splits = 400
@@ -372,8 +374,6 @@ object CheckpointFixtures {
         .recordsPerSplit(perSplit)
         .eventTimeStartMs(0L)
         .build()
-    override def offsetVersion: Int = if (keptFrom.isEmpty) 3 else 2
-    override def held: Held = if (keptFrom.isEmpty) Held.Chunks else Held.WholeFile
     override def continuesAt(committed: Seq[String]): Map[String, Long] =
       generatorPositions(splits, committed)
     // a record of every split a batch
@@ -451,7 +451,7 @@ object CheckpointFixtures {
     KafkaRealTimeFixture,
     // in flight: its restart reads the committed offset and replays the next, both version 3 (a
     // fixture that stopped after a commit would read one of them only, and add ~1.5 s)
-    new ManySplitsGeneratorFixture("v3-generator-in-flight", keptFrom = None, inFlight = true),
+    new ManySplitsGeneratorFixture("v3-generator-in-flight", inFlight = true),
     // written by the last commit writing offsets of version 1 (the fixtures' README says how)
     new FilesFixture("v1-files", keptFrom = Some(V1Commit), offsetVersion = 1),
     new KafkaFixture(
@@ -465,7 +465,11 @@ object CheckpointFixtures {
       keptFrom = Some(V1Commit),
       offsetVersion = 1),
     // and by that commit a checkpoint over 16 KiB, kept whole (offset version 2)
-    new ManySplitsGeneratorFixture("v2-whole-generator", keptFrom = Some(V1Commit)),
+    new ManySplitsGeneratorFixture(
+      "v2-whole-generator",
+      keptFrom = Some(V1Commit),
+      offsetVersion = 2,
+      held = Held.WholeFile),
     // by the last commit writing offsets that hold their checkpoint as version 3
     new KafkaFixture("v3-inline-kafka", keptFrom = Some(V3InlineCommit), offsetVersion = 3),
     new FilesFixture("v3-inline-files", keptFrom = Some(V3InlineCommit), offsetVersion = 3))
