@@ -17,7 +17,7 @@ import sluice.spark.{SluiceOffset, SourceMetadata}
 object Checkpoints {
 
   /** The batch ids of a log folder (`offsets`, `commits`, a file sink's `_spark_metadata`). */
-  private def batchIds(dir: File): Seq[Long] =
+  def batchIds(dir: File): Seq[Long] =
     Option(dir.listFiles()).toSeq.flatten
       .map(_.getName.stripSuffix(".compact"))
       .filter(n => n.nonEmpty && n.forall(_.isDigit))

@@ -55,8 +55,9 @@ object SluiceOffset {
    * Version 1 holds its checkpoint; version 2 holds it too, with the splits that left it summed up
    * (`finished`), or names the file that holds it whole (`checkpoint`); version 3 names a file
    * that lists the checkpoint's chunks ([[KeptCheckpoints]]). Offsets that hold their checkpoint
-   * are still written as version 2 (nothing in them changed: a build that reads version 2 takes
-   * them, and one read back is written as it was); a build that reads an older version only
+   * are written as version 2 (nothing in them changed: a build that reads version 2 takes them,
+   * and one read back is written as it was), though three builds of 2026-11-26 (ceb19f5 to
+   * 8fd15d3) wrote them as version 3, which is read too; a build that reads an older version only
    * refuses a newer one rather than misread it.
    */
   val InlineVersion = 2

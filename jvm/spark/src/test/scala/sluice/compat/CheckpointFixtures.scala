@@ -32,6 +32,21 @@ final case class FixtureRecord(
 /** A topic a fixture reads: created with `partitions` in a fresh broker, then given `records`. */
 final case class FixtureTopic(name: String, partitions: Int, records: Seq[FixtureRecord])
 
+/** Where an offset holds its source's checkpoint, which depends on its size and its build. */
+sealed trait Held
+
+object Held {
+
+  /** In the offset itself: up to 16 KiB of JSON (versions 1 and 2). */
+  case object InOffset extends Held
+
+  /** In a file of the source's folder the offset names, kept whole (version 2, before ceb19f5). */
+  case object WholeFile extends Held
+
+  /** In chunks, listed by a file the offset names (version 3, since ceb19f5). */
+  case object Chunks extends Held
+}
+
 /**
  * A query whose checkpoint this build wrote and keeps as a test fixture: a later build restarts
  * it and must read on exactly where it stopped. The query is defined here once, for the writer
@@ -68,9 +83,40 @@ trait CheckpointFixture {
    */
   def realTime: Boolean = false
 
+  /**
+   * The commit whose build wrote the kept fixture, when not a build that writes its format: such
+   * a fixture was written by this writer ported to that commit (see the fixtures' README.md), and
+   * [[WriteCheckpointFixtures]] refuses to write it again with today's format.
+   */
+  def keptFrom: Option[String] = None
+
+  /**
+   * The version of every Sluice offset in the kept offset log: what the fixture proves is read.
+   * Offsets that hold their checkpoint have been version 2 since 52979d5.
+   */
+  def offsetVersion: Int = 2
+
+  /** Where the kept offsets hold their source's checkpoint. */
+  def held: Held = Held.InOffset
+
+  /**
+   * Where the kept checkpoint's last committed batch left some of its splits, by split id, as the
+   * committed rows say: the positions the restart must continue from (empty: not derived).
+   */
+  def continuesAt(committed: Seq[String]): Map[String, Long] = Map.empty
+
+  /**
+   * Stopped with the batch after the first committed one logged and not committed: the writer
+   * fails it before its tasks run, as a driver killed then leaves it, so that the restart replays
+   * a batch whose start and end offsets the kept build wrote.
+   */
+  def inFlight: Boolean = false
+
   /** Whether `run` is where the writer stops it. */
   def writtenEnough(run: FixtureRun): Boolean =
     if (realTime) writtenEnough(run.committed) && run.all.size >= all.size
+    else if (inFlight)
+      writtenEnough(run.committed) && run.query.exception.exists(FixtureRun.stoppedInFlight)
     else writtenEnough(run.committed)
 }
 
@@ -161,10 +207,18 @@ object CheckpointFixtures {
   private def jsonFiles(dir: Path): FileSource =
     FileSource.builder().path(dir.toString).format("json").schema("id BIGINT").build()
 
+  /** A split's position is the number of its records read; record `i` of split `s` has id `i * splits + s`. */
+  private def generatorPositions(splits: Int, committed: Seq[String]): Map[String, Long] =
+    (0 until splits)
+      .map(s => s.toString -> committed.count(_.toLong % splits == s).toLong)
+      .toMap
+
   object GeneratorFixture extends CheckpointFixture {
     val name = "generator"
     private val source =
       GeneratorSource.builder().splits(2).recordsPerSplit(40).eventTimeStartMs(0L).build()
+    override def continuesAt(committed: Seq[String]): Map[String, Long] =
+      generatorPositions(2, committed)
     def stream(spark: SparkSession, input: Path, bootstrap: String): DataFrame =
       Sluice
         .fromSource(spark, source, null, name, readOptions)
@@ -173,17 +227,29 @@ object CheckpointFixtures {
       for (s <- 0 until 2; i <- 0L until 40L) yield source.config.recordId(s, i).toString
   }
 
-  object KafkaFixture extends CheckpointFixture {
-    val name = "kafka"
-    override val topics = Seq(topic("sluice-compat-kafka", 40))
+  final class KafkaFixture(
+      val name: String,
+      override val keptFrom: Option[String] = None,
+      override val offsetVersion: Int = 2,
+      override val inFlight: Boolean = false)
+      extends CheckpointFixture {
+    override val topics = Seq(topic(s"sluice-compat-$name", 40))
+    // a partition's position is the number of its records read (rows are partition:offset:value)
+    override def continuesAt(committed: Seq[String]): Map[String, Long] =
+      (0 until topics.head.partitions)
+        .map(p => s"${topics.head.name}-$p" -> committed.count(_.startsWith(s"$p:")).toLong)
+        .toMap
     def stream(spark: SparkSession, input: Path, bootstrap: String): DataFrame =
       kafkaRows(
         Sluice.fromSource(spark, kafka(bootstrap, topics.head.name), null, name, readOptions))
     def all: Seq[String] = kafkaRowsOf(topics.head)
   }
 
-  object FilesFixture extends CheckpointFixture {
-    val name = "files"
+  final class FilesFixture(
+      val name: String,
+      override val keptFrom: Option[String] = None,
+      override val offsetVersion: Int = 2)
+      extends CheckpointFixture {
     override def writeInput(spark: SparkSession, input: Path): Unit =
       writeJsonLines(input, 4, 10)
     def stream(spark: SparkSession, input: Path, bootstrap: String): DataFrame =
@@ -226,7 +292,12 @@ object CheckpointFixtures {
   }
 
   /** Files, then Kafka: stopped while still in the files, or once Kafka was read. */
-  final class HybridFixture(val name: String, afterSwitch: Boolean) extends CheckpointFixture {
+  final class HybridFixture(
+      val name: String,
+      afterSwitch: Boolean,
+      override val keptFrom: Option[String] = None,
+      override val offsetVersion: Int = 2)
+      extends CheckpointFixture {
     override val topics = Seq(
       FixtureTopic(
         s"sluice-compat-$name",
@@ -261,11 +332,59 @@ object CheckpointFixtures {
     }
     def all: Seq[String] =
       ((1000 until 1020) ++ (2000 until 2020)).map(_.toString)
+    // after the switch, the Kafka partitions (the hybrid's second source: ids `1:`): record i of
+    // the topic, id 2000 + i, went to partition i % 2
+    override def continuesAt(committed: Seq[String]): Map[String, Long] =
+      if (!afterSwitch) Map.empty
+      else
+        (0 until 2)
+          .map(p =>
+            s"1:${topics.head.name}-$p" ->
+              committed.map(_.toInt).count(id => id >= 2000 && (id - 2000) % 2 == p).toLong)
+          .toMap
     override def writtenEnough(committed: Seq[String]): Boolean = {
       val fromKafka = committed.count(_.toInt >= 2000)
       committed.nonEmpty && committed.size < all.size &&
       (if (afterSwitch) fromKafka > 0 else fromKafka == 0 && committed.size < 20)
     }
+  }
+
+  /**
+   * The generator with so many splits that its checkpoint is over `SluiceOffset.InlineLimitChars`
+   * of JSON: each offset names a file kept in the source's folder, which since ceb19f5 lists the
+   * checkpoint's chunks (offset version 3) and before it held the checkpoint whole (version 2).
+   * The generator because its checkpoint names no input path and no topic id: such a file and a
+   * chunk are named by the hash of their content, which reading checks, so they cannot carry the
+   * placeholders the other fixtures' checkpoints hold (thousands of files or a topic of hundreds
+   * of partitions make such checkpoints too, but ones a restore could not relocate).
+   */
+  final class ManySplitsGeneratorFixture(
+      val name: String,
+      override val keptFrom: Option[String] = None,
+      override val offsetVersion: Int = 3,
+      override val held: Held = Held.Chunks,
+      override val inFlight: Boolean = false)
+      extends CheckpointFixture {
+    private val splits = 400
+    private val perSplit = 3L
+    private val source =
+      GeneratorSource
+        .builder()
+        .splits(splits)
+        .recordsPerSplit(perSplit)
+        .eventTimeStartMs(0L)
+        .build()
+    override def continuesAt(committed: Seq[String]): Map[String, Long] =
+      generatorPositions(splits, committed)
+    // a record of every split a batch
+    override def readOptions: Map[String, String] = Map("maxRecordsPerTrigger" -> s"$splits")
+    def stream(spark: SparkSession, input: Path, bootstrap: String): DataFrame =
+      Sluice
+        .fromSource(spark, source, null, name, readOptions)
+        .selectExpr("CAST(id AS STRING) AS row")
+    def all: Seq[String] =
+      for (s <- 0 until splits; i <- 0L until perSplit)
+        yield source.config.recordId(s, i).toString
   }
 
   /**
@@ -323,13 +442,59 @@ object CheckpointFixtures {
 
   val All: Seq[CheckpointFixture] = Seq(
     GeneratorFixture,
-    KafkaFixture,
-    FilesFixture,
+    new KafkaFixture("kafka"),
+    new FilesFixture("files"),
     ParquetFixture,
     new HybridFixture("hybrid-before-switch", afterSwitch = false),
     new HybridFixture("hybrid-after-switch", afterSwitch = true),
     AlignmentGroupFixture,
-    KafkaRealTimeFixture)
+    KafkaRealTimeFixture,
+    // in flight: its restart reads the committed offset and replays the next, both version 3 (a
+    // fixture that stopped after a commit would read one of them only, and add ~1.5 s)
+    new ManySplitsGeneratorFixture("v3-generator-in-flight", inFlight = true),
+    // written by the last commit writing offsets of version 1 (the fixtures' README says how)
+    new FilesFixture("v1-files", keptFrom = Some(V1Commit), offsetVersion = 1),
+    new KafkaFixture(
+      "v1-kafka-in-flight",
+      keptFrom = Some(V1Commit),
+      offsetVersion = 1,
+      inFlight = true),
+    new HybridFixture(
+      "v1-hybrid-after-switch",
+      afterSwitch = true,
+      keptFrom = Some(V1Commit),
+      offsetVersion = 1),
+    // and by that commit a checkpoint over 16 KiB, kept whole (offset version 2)
+    new ManySplitsGeneratorFixture(
+      "v2-whole-generator",
+      keptFrom = Some(V1Commit),
+      offsetVersion = 2,
+      held = Held.WholeFile),
+    // by the last commit writing offsets that hold their checkpoint as version 3
+    new KafkaFixture("v3-inline-kafka", keptFrom = Some(V3InlineCommit), offsetVersion = 3),
+    new FilesFixture("v3-inline-files", keptFrom = Some(V3InlineCommit), offsetVersion = 3))
+
+  /**
+   * The last commit writing offsets of version 1 (the parent of 52979d5, which made them 2); its
+   * offsets over 16 KiB were version 2 and named the checkpoint kept whole.
+   */
+  val V1Commit = "9bda799"
+
+  /**
+   * The last of the three commits (ceb19f5 to it) writing offsets that hold their checkpoint as
+   * version 3; b630da1 wrote them as version 2 again.
+   */
+  val V3InlineCommit = "8fd15d3"
+
+  /** The offset versions of the Sluice offsets (one line per source) of a kept offset log. */
+  def offsetVersions(checkpoint: Path): Set[Int] =
+    offsetLines(checkpoint).map(line => Mapper.readTree(line).get("version").asInt).toSet
+
+  /** The Sluice offsets of a kept offset log: each batch's file has `v1`, Spark's metadata, then one per source. */
+  def offsetLines(checkpoint: Path): Seq[String] =
+    regularFiles(checkpoint.resolve("offsets"))
+      .filter(_.getFileName.toString.forall(_.isDigit))
+      .flatMap(f => Files.readAllLines(f, UTF_8).asScala.drop(2))
 
   // --- the files of a kept fixture: checkpoint/, input/, topics.json, committed.txt
 

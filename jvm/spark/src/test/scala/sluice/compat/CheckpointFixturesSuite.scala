@@ -6,7 +6,7 @@ import java.nio.file.{Files, Path}
 import org.apache.spark.sql.streaming.Trigger
 import org.scalatest.funsuite.AnyFunSuite
 
-import sluice.SparkSuiteBase
+import sluice.{Checkpoints, SparkSuiteBase}
 import sluice.compat.CheckpointFixtures._
 import sluice.spark.SluiceOffset
 import sluice.testkit.{KafkaSuiteBase, ProducedRecord}
@@ -84,6 +84,26 @@ class CheckpointFixturesSuite extends AnyFunSuite with KafkaSuiteBase with Spark
       val work = restore(fixture.name)
       val committed = readCommitted(work)
       assert(committed.nonEmpty && committed.size < fixture.all.size, committed)
+      // what this fixture proves is read: an offset format rewritten by a later writer would not
+      assert(
+        offsetVersions(checkpointOf(work)) == Set(fixture.offsetVersion),
+        s"the kept offsets of ${fixture.name} are not all of version ${fixture.offsetVersion}")
+      assertHeld(fixture, checkpointOf(work))
+      val logged = Checkpoints.offsetBatches(checkpointOf(work).toString).max
+      val done = Checkpoints.batchIds(checkpointOf(work).resolve("commits").toFile).max
+      // a batch in flight is replayed from offsets the kept build wrote; none is otherwise
+      assert(
+        logged == (if (fixture.inFlight) done + 1 else done),
+        s"logged $logged, committed $done")
+      val positions = fixture.continuesAt(committed)
+      if (positions.nonEmpty) {
+        val read = Checkpoints.positions(checkpointOf(work).toString, done)
+        assert(
+          positions.map { case (id, _) => id -> read.get(id) } == positions.map { case (id, p) =>
+            id -> Some(p)
+          },
+          s"the last committed offset (batch $done) as this build reads it")
+      }
       val expected = counts(fixture.all)
         .map { case (r, n) =>
           r -> (n - committed.count(_ == r))
@@ -95,6 +115,27 @@ class CheckpointFixturesSuite extends AnyFunSuite with KafkaSuiteBase with Spark
       assert(counts(run.all) == expected)
     }
   }
+
+  /**
+   * The kept offsets hold their checkpoint where the fixture says, so that its restart reads it
+   * from there: in the offset, or in the files of the source's folder the offsets name (whole, or
+   * several chunks a list names).
+   */
+  private def assertHeld(fixture: CheckpointFixture, checkpoint: Path): Unit = {
+    val named = offsetLines(checkpoint).map(SluiceOffset.storedNameOf)
+    val kept = checkpoint.resolve("sources").resolve("0").resolve("sluice-checkpoints")
+    def chunksOf(name: String): Option[Int] =
+      Option(Mapper.readTree(kept.resolve(s"$name.json").toFile).get("chunks")).map(_.size)
+    fixture.held match {
+      case Held.InOffset => assert(named.forall(_.isEmpty), named)
+      case Held.WholeFile =>
+        assert(named.forall(_.exists(n => chunksOf(n).isEmpty)), named)
+      case Held.Chunks =>
+        assert(named.forall(_.exists(n => chunksOf(n).exists(_ > 1))), named)
+    }
+  }
+
+  private val Mapper = new com.fasterxml.jackson.databind.ObjectMapper()
 
   /** Rewrites every offset of the kept generator checkpoint with `edit`. */
   private def editedOffsets(edit: String => String): Path = {

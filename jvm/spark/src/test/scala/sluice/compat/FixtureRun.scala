@@ -16,7 +16,12 @@ import org.apache.spark.sql.streaming.{StreamingQuery, Trigger}
  * mode allows no such sink, so its rows come through a `ForeachWriter`, per batch and task (local
  * mode: the writer's tasks run in this JVM).
  */
-final class FixtureRun(df: DataFrame, checkpoint: Path, trigger: Trigger, realTime: Boolean) {
+final class FixtureRun(
+    df: DataFrame,
+    checkpoint: Path,
+    trigger: Trigger,
+    realTime: Boolean,
+    failAt: Option[Long] = None) {
   private val byBatch = new ConcurrentHashMap[Long, Seq[String]]()
   private val run = UUID.randomUUID().toString
 
@@ -26,6 +31,8 @@ final class FixtureRun(df: DataFrame, checkpoint: Path, trigger: Trigger, realTi
     else
       writer
         .foreachBatch { (batch: DataFrame, id: Long) =>
+          // before its tasks run: the checkpoint a driver killed once Spark logged the batch leaves
+          if (failAt.contains(id)) throw new IllegalStateException(s"${FixtureRun.InFlight} $id")
           byBatch.put(id, batch.collect().toSeq.map(_.getString(0)))
           ()
         }
@@ -60,7 +67,17 @@ final class FixtureRun(df: DataFrame, checkpoint: Path, trigger: Trigger, realTi
   def all: Seq[String] = rowsByBatch.values.toSeq.flatten
 }
 
-private object FixtureRun {
+object FixtureRun {
+
+  /** What the batch `failAt` fails with: the writer stops there, the batch logged and not committed. */
+  val InFlight = "fixture stopped in flight at batch"
+
+  /** Whether `e` is the failure `failAt` made. */
+  def stoppedInFlight(e: Throwable): Boolean =
+    Iterator
+      .iterate(e)(_.getCause)
+      .takeWhile(_ != null)
+      .exists(t => Option(t.getMessage).exists(_.contains(InFlight)))
 
   /** Rows per (run, batch, task): a task run again for its batch starts its rows afresh. */
   private val rows = new ConcurrentHashMap[(String, Long, Long), java.util.Vector[String]]()

@@ -16,6 +16,9 @@ import sluice.testkit.{ProducedRecord, SharedKafka}
  * are kept under `jvm/spark/src/test/resources/checkpoints/<name>/`, replacing what was there.
  *
  * `build/sbt 'spark/Test/runMain sluice.compat.WriteCheckpointFixtures [name ...]'`
+ *
+ * A fixture kept from an earlier commit (`keptFrom`: an offset format this build no longer
+ * writes) is left alone, and naming it is refused: this writer, ported to that commit, wrote it.
  */
 object WriteCheckpointFixtures {
   private val TimeoutMs = 120000L
@@ -25,10 +28,19 @@ object WriteCheckpointFixtures {
     require(
       unknown.isEmpty,
       s"no fixture named ${unknown.mkString(", ")}; fixtures: ${All.map(_.name).mkString(", ")}")
+    val old = All.filter(f => f.keptFrom.nonEmpty && args.contains(f.name))
+    require(
+      old.isEmpty,
+      old
+        .map(f =>
+          s"${f.name} was written by ${f.keptFrom.get}, in an offset format this build no " +
+            "longer writes: write it there (jvm/spark/src/test/resources/checkpoints/README.md)")
+        .mkString("; "))
+    val chosen = All.filter(f => f.keptFrom.isEmpty && (args.isEmpty || args.contains(f.name)))
     val spark = SharedSparkContext.session("local[2]")
     val kafka = SharedKafka.broker
     try
-      All.filter(f => args.isEmpty || args.contains(f.name)).foreach { fixture =>
+      chosen.foreach { fixture =>
         val work = Files.createTempDirectory("sluice-fixture-")
         val input = Files.createDirectories(work.resolve("input"))
         fixture.writeInput(spark, input)
@@ -51,7 +63,8 @@ object WriteCheckpointFixtures {
           fixture.stream(spark, input, kafka.bootstrapServers),
           checkpoint,
           if (fixture.realTime) Trigger.RealTime(RealTimeBatch) else Trigger.ProcessingTime(0),
-          fixture.realTime)
+          fixture.realTime,
+          failAt = if (fixture.inFlight) Some(1L) else None)
         val deadline = System.currentTimeMillis() + TimeoutMs
         var lateProduced = false
         try
@@ -60,7 +73,7 @@ object WriteCheckpointFixtures {
               produce(late = true)
               lateProduced = true
             }
-            run.query.exception.foreach(e => throw e)
+            run.query.exception.filterNot(FixtureRun.stoppedInFlight).foreach(e => throw e)
             require(
               System.currentTimeMillis() < deadline,
               s"${fixture.name}: not stopped part of the way in ${TimeoutMs / 1000} s: ${run.committed.size} rows committed")
@@ -71,6 +84,10 @@ object WriteCheckpointFixtures {
         require(
           fixture.writtenEnough(run),
           s"${fixture.name}: batches went on past where the fixture stops while the query stopped (${committed.size} rows); run it again")
+        val versions = offsetVersions(checkpoint)
+        require(
+          versions == Set(fixture.offsetVersion),
+          s"${fixture.name}: its offsets are of version ${versions.mkString(", ")}, but the fixture keeps version ${fixture.offsetVersion}")
         rewritePaths(checkpoint, input.toString, InputPlaceholder)
         fixture.topics.foreach(t =>
           rewritePaths(
