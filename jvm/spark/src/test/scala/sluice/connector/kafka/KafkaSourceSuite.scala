@@ -338,10 +338,12 @@ class KafkaSourceSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBa
     produce(topic, 0, 0, 10)
     assert(kafka.endOffsets(topic)(0) > 20000)
     // each poll skips one aborted batch and returns nothing, for far longer than the poll timeout
+    // (~4 s on a quiet machine); 300 ms failed once under make test's load (a gap between two
+    // polls' positions that long), so the timeout is 1 s, still a fraction of the skipping
     val q = source(
       topic,
       "kafka.isolation.level" -> "read_committed",
-      "kafkaConsumer.pollTimeoutMs" -> "300",
+      "kafkaConsumer.pollTimeoutMs" -> "1000",
       "kafka.max.partition.fetch.bytes" -> "1024",
       "kafka.fetch.max.bytes" -> "1024").writeStream
       .format("memory")
