@@ -52,9 +52,13 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
         jars.append(SPARK_KAFKA_JARS.read_text().strip())
     testfs = sorted(TESTFS_JARS.glob("sluice-testfs-*.jar"))
     if testfs:
-        jars.append(str(testfs[-1]))
-        builder = builder.config("spark.hadoop.fs.file.impl", "sluice.hadoop.ForklessLocalFileSystem").config(
-            "spark.hadoop.fs.AbstractFileSystem.file.impl", "sluice.hadoop.ForklessLocalFs"
+        # on the JVM's class path, not in spark.jars: spark-submit opens local files through the
+        # configured file system before it loads spark.jars (the class-data archive, made for
+        # pyspark's class path alone, is then left unused by this one JVM)
+        builder = (
+            builder.config("spark.driver.extraClassPath", str(testfs[-1]))
+            .config("spark.hadoop.fs.file.impl", "sluice.hadoop.ForklessLocalFileSystem")
+            .config("spark.hadoop.fs.AbstractFileSystem.file.impl", "sluice.hadoop.ForklessLocalFs")
         )
     if jars:
         builder = builder.config("spark.jars", ",".join(jars))
