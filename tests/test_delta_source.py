@@ -574,3 +574,46 @@ def test_a_restart_on_a_table_created_again_at_the_same_place_is_refused_naming_
     assert error is not None and error.getCondition() == "SLUICE_TABLE_REPLACED"
     assert error.getMessageParameters()["current"] == new_id
     assert sum(_got(spark.read.parquet(sink)).values()) == 50  # nothing of the new table read
+
+
+def test_a_restart_without_a_recorded_identity_on_a_younger_table_is_refused(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A checkpoint of a Sluice that kept no table identity cannot tell a table created again by its
+    metaData.id; but a table whose latest version is below the one planned last was created again (a
+    Delta table's versions only grow): the restart is refused, instead of waiting for the new table
+    to pass that version and skipping every version before it."""
+    path = tmp_path / "younger"
+    write_deltalake(path, _events(range(0, 10)))
+    for first in (10, 20, 30):  # versions 1 to 3
+        write_deltalake(path, _events(range(first, first + 10)), mode="append")
+    sink = str(tmp_path / "sink")
+    checkpoint = tmp_path / "checkpoint"
+
+    def run() -> Any:
+        source = DeltaSource.builder().table(str(path)).monitor_interval(1).build()
+        return (
+            sluice.from_source(spark, source, name="younger_delta")
+            .drop("_split", "_position", "_timestamp")
+            .writeStream.format("parquet")
+            .option("path", sink)
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .start()
+        )
+
+    query = run()
+    assert query.awaitTermination(120), "the query did not end within 120 s"
+    assert query.exception() is None
+    assert logged_table_versions(checkpoint)[-1] == 3
+    as_written_before_table_identity(checkpoint)  # as a Sluice that kept no identity wrote it
+    shutil.rmtree(path)
+    write_deltalake(path, _events(range(100, 110)))  # another table, at version 0
+    with pytest.raises(Exception) as refused:
+        run().awaitTermination(120)
+    message = str(refused.value)
+    assert f"{path}' is at version 0, below version 3 this query planned last" in message, message
+    assert "Start the query on a new checkpoint to read this table" in message, message
+    error = sluice.sluice_error(refused.value)
+    assert error is not None and error.getCondition() == "SLUICE_SOURCE_FAULT"
+    assert sum(_got(spark.read.parquet(sink)).values()) == 40  # nothing of the new table read

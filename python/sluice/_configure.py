@@ -24,7 +24,7 @@ def configure(builder: SparkSession.Builder) -> SparkSession.Builder:
     analysis rules (``spark.sql.extensions``: clear errors for columns a compact source leaves out,
     and streams that read only the columns and files a query uses: Kafka builds only those
     columns, files read or parse only those, Parquet skips the files and row groups its filters
-    exclude).
+    exclude; plans, as ``explain()`` prints them, show the values of secret options as ``***``).
 
     Keeps jars and extensions already configured on the builder.
 

@@ -243,10 +243,6 @@ object SharedSparkContext {
         .config("spark.ui.enabled", "false")
         .config("spark.sql.streaming.stopTimeout", "30s")
         .config("spark.sql.extensions", "sluice.spark.SluiceExtensions")
-        // local files through Hadoop's file systems without a process forked per chmod and
-        // readlink (sluice.hadoop.ForklessRawLocalFileSystem says why)
-        .config("spark.hadoop.fs.file.impl", "sluice.hadoop.ForklessLocalFileSystem")
-        .config("spark.hadoop.fs.AbstractFileSystem.file.impl", "sluice.hadoop.ForklessLocalFs")
         .getOrCreate()
       base.sparkContext.setLogLevel("WARN")
     }

@@ -89,7 +89,7 @@ object ErrorClasses {
     "SLUICE_SOURCE_FAULT",
     "58030",
     "<message>",
-    "What a source reads changed or broke under the query (a listed file changed, a Parquet row " +
+    "What a source reads changed, broke or stopped answering (a listed file changed, a Parquet row " +
       "group ended early, a broker refused a look-up); the message names it.")
 
   val all: Seq[ErrorClass] = Seq(

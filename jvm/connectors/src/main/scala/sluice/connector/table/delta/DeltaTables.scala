@@ -180,6 +180,14 @@ private[delta] object DeltaTables {
     val latest = snapshot(engine, location, None, None)
     // a table created again there since numbers its versions from 0 again: checked first
     TableIdentity.check(Context, location, "metaData.id", "versions", tableId, idOf(latest))
+    // a live table's versions only grow: one below the version planned last was created again,
+    // which a checkpoint that kept no identity (an earlier Sluice's) cannot tell by its id; read
+    // on, its versions up to that one would be skipped without a word
+    if (latest.getVersion < after)
+      throw SluiceError.sourceFault(
+        s"$Context: table '$location' is at version ${latest.getVersion}, below version $after " +
+          "this query planned last: a Delta table's versions only grow, so it was deleted and " +
+          "created again since. Start the query on a new checkpoint to read this table.")
     if (latest.getVersion <= after) None
     else {
       // a feature enabled since the start (column mapping, type widening) is refused as at the start

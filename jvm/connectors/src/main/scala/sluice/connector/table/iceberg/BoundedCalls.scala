@@ -47,7 +47,12 @@ private[iceberg] object BoundedCalls {
         } else Some(call.get()) // it returned as the wait ended
       case e: ExecutionException => throw e.getCause
       case e: InterruptedException =>
-        call.cancel(true)
+        // the caller stopped (a query stopped while it planned): what the call still returns is
+        // nobody's, so it goes to `late` as a result past the bound does
+        if (state.compareAndSet(Running, Abandoned)) call.cancel(true)
+        else
+          try late(call.get())
+          catch { case _: ExecutionException => () }
         throw e
     }
   }

@@ -111,6 +111,34 @@ class IcebergCatalogsSuite extends AnyFunSuite {
       assert(failed.getMessage.contains(part), failed.getMessage)
     }
 
+  test(
+    "a call its caller stops waiting for (a query stopped while planning) hands its result to late") {
+    val started = new java.util.concurrent.CountDownLatch(1)
+    val release = new java.util.concurrent.CountDownLatch(1)
+    val late = new java.util.concurrent.LinkedBlockingQueue[String]()
+    val caller = Executors.newSingleThreadExecutor()
+    try {
+      val waiting = caller.submit(new Callable[Option[String]] {
+        override def call(): Option[String] = BoundedCalls.within(60000) {
+          started.countDown()
+          // as a library blocked in a socket read: an interrupt does not end it
+          var done = false
+          while (!done)
+            try done = release.await(60, TimeUnit.SECONDS)
+            catch { case _: InterruptedException => () }
+          "built"
+        }(late.put)
+      })
+      assert(started.await(30, TimeUnit.SECONDS), "the call did not start")
+      caller.shutdownNow() // interrupts the caller in its wait
+      val stopped =
+        intercept[java.util.concurrent.ExecutionException](waiting.get(30, TimeUnit.SECONDS))
+      assert(stopped.getCause.isInstanceOf[InterruptedException], stopped.getCause)
+      release.countDown()
+      assert(late.poll(30, TimeUnit.SECONDS) == "built", "the result went to no one")
+    } finally caller.shutdownNow()
+  }
+
   test("building a catalog that never answers fails after catalogTimeoutMs, naming it") {
     val silent = new SilentServer
     try {
