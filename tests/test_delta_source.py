@@ -518,6 +518,21 @@ def test_a_path_removed_then_added_again_is_read_again_as_deltas_own_stream_read
     assert _got(bounded) == _expected(path, version=3)
 
 
+def _to_parquet_available_now(spark: SparkSession, path: Path, tmp_path: Path, name: str) -> Any:
+    """Starts an AvailableNow read of the Delta table at `path` into a Parquet sink, on a checkpoint:
+    `tmp_path / "sink"` and `tmp_path / "checkpoint"` (a sink and a checkpoint a restart goes on)."""
+    source = DeltaSource.builder().table(str(path)).monitor_interval(1).build()
+    return (
+        sluice.from_source(spark, source, name=name)
+        .drop("_split", "_position", "_timestamp")
+        .writeStream.format("parquet")
+        .option("path", str(tmp_path / "sink"))
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+
+
 def test_a_restart_on_a_table_created_again_at_the_same_place_is_refused_naming_both_identities(
     spark: SparkSession, tmp_path: Path
 ) -> None:
@@ -533,16 +548,7 @@ def test_a_restart_on_a_table_created_again_at_the_same_place_is_refused_naming_
     checkpoint = tmp_path / "checkpoint"
 
     def run() -> Any:
-        source = DeltaSource.builder().table(str(path)).monitor_interval(1).build()
-        return (
-            sluice.from_source(spark, source, name="recreated_delta")
-            .drop("_split", "_position", "_timestamp")
-            .writeStream.format("parquet")
-            .option("path", sink)
-            .option("checkpointLocation", str(checkpoint))
-            .trigger(availableNow=True)
-            .start()
-        )
+        return _to_parquet_available_now(spark, path, tmp_path, "recreated_delta")
 
     def ran() -> None:
         query = run()
@@ -591,16 +597,7 @@ def test_a_restart_without_a_recorded_identity_on_a_younger_table_is_refused(
     checkpoint = tmp_path / "checkpoint"
 
     def run() -> Any:
-        source = DeltaSource.builder().table(str(path)).monitor_interval(1).build()
-        return (
-            sluice.from_source(spark, source, name="younger_delta")
-            .drop("_split", "_position", "_timestamp")
-            .writeStream.format("parquet")
-            .option("path", sink)
-            .option("checkpointLocation", str(checkpoint))
-            .trigger(availableNow=True)
-            .start()
-        )
+        return _to_parquet_available_now(spark, path, tmp_path, "younger_delta")
 
     query = run()
     assert query.awaitTermination(120), "the query did not end within 120 s"
