@@ -1,4 +1,5 @@
-"""The build's own logic, on scratch trees: which edits make `make build` run sbt again."""
+"""The build's own logic, on scratch trees: which edits make `make build` run sbt again, and which
+testfs jar the test session takes."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from distribution import ROOT, VERSION
+from distribution import ROOT, VERSION, built_testfs_jar
 
 #: a file under each kind of input, with the JVM outputs a change to it must rebuild (True) or not
 INPUTS = {
@@ -58,3 +59,20 @@ def test_the_jvm_build_runs_again_after_a_change_to_what_its_jars_are_built_from
     # -W: as if `changed` had just been edited (no file's time is changed)
     rebuilt = "build/sbt 'all spark/assembly" in make(tree, "-n", "-W", changed, testfs)
     assert rebuilt == INPUTS[changed]
+
+
+def test_the_test_session_takes_the_testfs_jar_of_this_version_never_one_left_beside_it(
+    tmp_path: Path,
+) -> None:
+    """sbt leaves the jar of an earlier version in jvm/testfs/target: the session takes the one of the
+    checkout's version (a text sort would rank 0.9.0 after 0.10.0), and fails naming what it found
+    when there is none."""
+    for version in ("0.9.0", "0.10.0"):
+        (tmp_path / f"sluice-testfs-{version}.jar").write_bytes(b"PK")
+    assert built_testfs_jar(tmp_path, "0.10.0") == tmp_path / "sluice-testfs-0.10.0.jar"
+    with pytest.raises(pytest.fail.Exception) as missing:
+        built_testfs_jar(tmp_path, "0.11.0")
+    assert str(missing.value) == (
+        f"{tmp_path}/sluice-testfs-0.11.0.jar does not exist (only sluice-testfs-0.10.0.jar, "
+        "sluice-testfs-0.9.0.jar, of other versions): run `make build`"
+    )
