@@ -1,11 +1,12 @@
-"""The build's own logic, on scratch trees: which edits make `make build` run sbt again, and which
-testfs jar the test session takes."""
+"""The build's own logic, on scratch trees: which edits make `make build` run sbt again, which testfs
+jar the test session takes, and build/scala_log_summary.py's reading of what test JVMs wrote."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,39 @@ def test_the_jvm_build_runs_again_after_a_change_to_what_its_jars_are_built_from
     # -W: as if `changed` had just been edited (no file's time is changed)
     rebuilt = "build/sbt 'all spark/assembly" in make(tree, "-n", "-W", changed, testfs)
     assert rebuilt == INPUTS[changed]
+
+
+def test_the_scala_summary_leaves_out_a_cpu_record_a_killed_jvm_did_not_finish(tmp_path: Path) -> None:
+    """TestCpu appends a line a test; a JVM killed while writing one leaves it cut short. The summary
+    still sums the whole lines, and says which line it left out."""
+    records = tmp_path / "jvm" / "spark" / "target" / "test-cpu"
+    records.mkdir(parents=True)
+    (records / "101.tsv").write_text("3.50\t9.00\tsluice.ASuite\treads\n1.25\t2.00\tsluice.BSuite\tstops\n")
+    (records / "202.tsv").write_text("2.00\t4.00\tsluice.ASuite\twrites\n0.7")  # cut in its CPU field
+    (records / "303.tsv").write_text("9.00\t9.50\tsluice.BSuite\tsto")  # cut in the test's name
+    log = tmp_path / "test-scala.log"
+    log.write_text("[info] - reads (9 seconds, 2 milliseconds)\n")
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "build" / "scala_log_summary.py"), str(log), "10"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    note = "left out 2 unfinished CPU records (a test JVM killed while writing?): "
+    assert (
+        note + "jvm/spark/target/test-cpu/202.tsv:2, jvm/spark/target/test-cpu/303.tsv:1" in lines
+    ), done.stdout
+    suites = lines.index("costliest Scala suites (CPU of their JVM; 7 s over all that record it):")
+    assert lines[suites + 1 : suites + 3] == ["   5.50s sluice.ASuite", "   1.25s sluice.BSuite"]
+    assert lines[suites + 3 :] == [
+        "costliest Scala tests (CPU):",
+        "   3.50s sluice.ASuite: reads",
+        "   2.00s sluice.ASuite: writes",
+        "   1.25s sluice.BSuite: stops",
+    ]
 
 
 def test_the_test_session_takes_the_testfs_jar_of_this_version_never_one_left_beside_it(
