@@ -16,8 +16,7 @@ import sluice
 from checkpoints import (
     as_written_before_table_identity,
     as_written_by_the_bounded_build,
-    logged_table_ids,
-    logged_table_versions,
+    logged_enumerator_field,
 )
 from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import DataFrame, SparkSession
@@ -404,7 +403,7 @@ def test_unbounded_reads_each_appended_row_once_across_a_restart_and_refuses_or_
     query.stop()
 
     def planned() -> list[int]:  # each version the offset log records as planned last, once
-        return list(dict.fromkeys(logged_table_versions(tmp_path / "checkpoint")))
+        return list(dict.fromkeys(logged_enumerator_field(tmp_path / "checkpoint", "tableVersion")))
 
     # the sink keeps a file once whatever the checkpoint says: the versions are asserted apart
     assert planned() == [0, 1]
@@ -557,12 +556,12 @@ def test_a_restart_on_a_table_created_again_at_the_same_place_is_refused_naming_
 
     ran()
     old_id = DeltaTable(str(path)).metadata().id
-    assert logged_table_ids(checkpoint) == [old_id]
+    assert logged_enumerator_field(checkpoint, "tableId") == [old_id]
     as_written_before_table_identity(checkpoint)  # as a Sluice that kept no identity wrote it
     write_deltalake(path, _events(range(40, 50)), mode="append")  # version 2
     ran()
     assert _got(spark.read.parquet(sink)) == _expected(path)
-    assert logged_table_ids(checkpoint)[-1] == old_id  # taken on trust, then recorded
+    assert logged_enumerator_field(checkpoint, "tableId")[-1] == old_id  # taken on trust, then recorded
 
     shutil.rmtree(path)
     write_deltalake(path, _events(range(100, 110)))  # another table: versions 0 to 3
@@ -602,7 +601,7 @@ def test_a_restart_without_a_recorded_identity_on_a_younger_table_is_refused(
     query = run()
     assert query.awaitTermination(120), "the query did not end within 120 s"
     assert query.exception() is None
-    assert logged_table_versions(checkpoint)[-1] == 3
+    assert logged_enumerator_field(checkpoint, "tableVersion")[-1] == 3
     as_written_before_table_identity(checkpoint)  # as a Sluice that kept no identity wrote it
     shutil.rmtree(path)
     write_deltalake(path, _events(range(100, 110)))  # another table, at version 0

@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 import sluice
-from checkpoints import as_written_by_the_bounded_build, logged_table_ids, logged_table_versions
+from checkpoints import as_written_by_the_bounded_build, logged_enumerator_field
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
@@ -542,7 +542,7 @@ def test_unbounded_reads_each_appended_row_once_across_a_restart_and_refuses_or_
         return snapshot.snapshot_id
 
     def planned() -> list[int]:  # each snapshot the offset log records as planned last, once
-        return list(dict.fromkeys(logged_table_versions(tmp_path / "checkpoint")))
+        return list(dict.fromkeys(logged_enumerator_field(tmp_path / "checkpoint", "tableVersion")))
 
     appends = [current()]
     query = start()
@@ -677,7 +677,7 @@ def test_a_restart_on_a_table_created_again_under_the_same_name_is_refused_namin
     assert query.awaitTermination(120), "the query did not end within 120 s"
     assert query.exception() is None
     old_uuid = str(table.metadata.table_uuid)
-    assert logged_table_ids(checkpoint) == [old_uuid]
+    assert logged_enumerator_field(checkpoint, "tableId") == [old_uuid]
 
     catalog.drop_table("db.recreated")
     again = catalog.create_table("db.recreated", schema=SCHEMA)
