@@ -29,8 +29,10 @@ JVM_OUTPUTS := $(ASSEMBLY) $(BROKER_CP) $(MAVEN_POM) $(TESTKIT).jar $(TESTKIT).p
 JVM_BUILD := 'all spark/assembly spark/writeSparkKafkaClasspath benchkit/package testfs/package testkit/writeBrokerClasspath testkit/package testkit/makePom spark/publish'
 # the format check runs beside the suites (a slip still fails the run)
 SCALA_TESTS := 'all scalafmtCheckAll scalafmtSbtCheck core/test connectors/test spark/test'
-SCALA_SOURCES := $(shell find jvm -path '*/src/main/*' -name '*.scala' 2>/dev/null) build.sbt project/plugins.sbt \
-  $(wildcard project/*.scala) LICENSE NOTICE
+# What the jars above are built from: every file under a subproject's src/main (Scala, jvm/testfs's
+# Java, the resources a jar carries), but the Flink anchor's, which only $(FLINK_CP) builds
+JVM_SOURCES := $(shell find jvm -path '*/src/main/*' -type f -not -path 'jvm/flinkanchor/*' 2>/dev/null) \
+  build.sbt project/plugins.sbt $(wildcard project/*.scala) LICENSE NOTICE
 # Expanded when a recipe runs, from the venv's Python (or the one that will make it: sbt may start
 # before pip has written the jars, build/test).
 export SPARK_JARS_DIR = $(abspath $(VENV))/lib/python$(shell $(if $(wildcard $(PY)),$(PY),$(PYTHON)) -c 'import sys; print("%d.%d" % sys.version_info[:2])')/site-packages/pyspark/jars
@@ -139,7 +141,7 @@ $(VENV)/.ok: python/requirements-dev.txt
 
 # Everything sbt builds, in one launch: the self-contained jar, the jars of Spark's Kafka connector
 # (tests and benchmarks), the benchmarks' JVM helpers, the broker's classpath and the Maven release.
-$(JVM_OUTPUTS) &: $(VENV)/.ok $(SCALA_SOURCES)
+$(JVM_OUTPUTS) &: $(VENV)/.ok $(JVM_SOURCES)
 	$(SBT) $(JVM_BUILD)
 	touch $(JVM_OUTPUTS)
 

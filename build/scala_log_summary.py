@@ -46,14 +46,33 @@ def failures(lines: list[str]) -> list[list[str]]:
     return found
 
 
-def costliest(n: int) -> tuple[list[tuple[float, str]], list[tuple[float, str]]]:
+def cpu_records(
+    pattern: str = "jvm/*/target/test-cpu/*.tsv",
+) -> tuple[list[tuple[float, str, str]], list[str]]:
+    """Each test's CPU in seconds, suite and test, as TestCpu wrote them; and where a line is not
+    whole (`file:line`), as a JVM killed while writing it leaves it: such a line is left out."""
+    records, unfinished = [], []
+    for path in sorted(glob.glob(pattern)):
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for number, line in enumerate(f, 1):
+                # TestCpu writes a line at once, ending it with \n: one without was cut short
+                fields = line.rstrip("\n").split("\t", 3) if line.endswith("\n") else []
+                try:
+                    cpu, _wall, suite, test = fields
+                    records.append((float(cpu), suite, test))
+                except ValueError:
+                    unfinished.append(f"{path}:{number}")
+    return records, unfinished
+
+
+def costliest(
+    records: list[tuple[float, str, str]], n: int
+) -> tuple[list[tuple[float, str]], list[tuple[float, str]]]:
     """The n tests and the n suites that used the most CPU, in seconds."""
     tests, suites = [], collections.Counter()
-    for path in glob.glob("jvm/*/target/test-cpu/*.tsv"):
-        for line in open(path, encoding="utf-8"):
-            cpu, _wall, suite, test = line.rstrip("\n").split("\t", 3)
-            tests.append((float(cpu), f"{suite}: {test}"))
-            suites[suite] += float(cpu)
+    for cpu, suite, test in records:
+        tests.append((cpu, f"{suite}: {test}"))
+        suites[suite] += cpu
     return sorted(tests, reverse=True)[:n], [(s, name) for name, s in suites.most_common(n)]
 
 
@@ -68,9 +87,15 @@ if __name__ == "__main__":
     print(f"slowest {len(rows)} Scala tests:")
     for seconds, name in rows:
         print(f"{seconds:7.2f}s {name[:120]}")
-    tests, suites = costliest(int(sys.argv[2]) if len(sys.argv) > 2 else 10)
+    records, unfinished = cpu_records()
+    if unfinished:
+        print(
+            f"left out {len(unfinished)} unfinished CPU records (a test JVM killed while writing?): ", end=""
+        )
+        print(", ".join(unfinished))
+    tests, suites = costliest(records, int(sys.argv[2]) if len(sys.argv) > 2 else 10)
     if suites:
-        total = sum(s for s, _ in costliest(10**6)[1])
+        total = sum(cpu for cpu, _, _ in records)
         print(f"costliest Scala suites (CPU of their JVM; {total:.0f} s over all that record it):")
         for seconds, name in suites:
             print(f"{seconds:7.2f}s {name}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 
 def as_written_by_the_bounded_build(checkpoint: Path) -> None:
@@ -24,14 +25,15 @@ def as_written_by_the_bounded_build(checkpoint: Path) -> None:
         (f.parent / f".{f.name}.crc").unlink(missing_ok=True)  # Hadoop's checksum of the old text
 
 
-def logged_table_versions(checkpoint: Path) -> list[int]:
-    """The snapshot or version a table source's enumerator state records in each batch of the offset
-    log, in batch order: what a restart plans after. A test that only compares rows cannot see it,
-    since a file sink keeps each file once whatever the version planned says."""
+def logged_enumerator_field(checkpoint: Path, field: str) -> list[Any]:
+    """`field` of the table source's enumerator state each batch of the offset log records, in batch
+    order (None where a state has none): `tableVersion`, the snapshot or version a restart plans
+    after (a test that only compares rows cannot see it, since a file sink keeps each file once
+    whatever the version planned says), or `tableId`, the table's identity."""
     batches = sorted(
         (f for f in (checkpoint / "offsets").iterdir() if f.name.isdigit()), key=lambda f: int(f.name)
     )
-    versions = []
+    values = []
     for batch in batches:
         offsets = [
             json.loads(line) for line in batch.read_text().splitlines() if line.startswith('{"version"')
@@ -39,10 +41,8 @@ def logged_table_versions(checkpoint: Path) -> list[int]:
         offsets = [o for o in offsets if "enumerator" in o or "checkpoint" in o]
         assert len(offsets) == 1, f"not one inline Sluice offset in {batch}: {offsets}"
         assert "enumerator" in offsets[0], f"the offset in {batch} is stored in a file; read it there"
-        state = json.loads(offsets[0]["enumerator"]["state"])
-        assert "tableVersion" in state, f"no tableVersion in the enumerator state of {batch}: {state}"
-        versions.append(state["tableVersion"])
-    return versions
+        values.append(json.loads(offsets[0]["enumerator"]["state"]).get(field))
+    return values
 
 
 def as_written_before_table_identity(checkpoint: Path) -> None:
@@ -58,19 +58,3 @@ def as_written_before_table_identity(checkpoint: Path) -> None:
         assert old != text, f"no enumerator state version 3 in {f}"
         f.write_text(old)
         (f.parent / f".{f.name}.crc").unlink(missing_ok=True)  # Hadoop's checksum of the old text
-
-
-def logged_table_ids(checkpoint: Path) -> list[str | None]:
-    """The table identity a table source's enumerator state records in each batch of the offset log,
-    in batch order (None where it records none)."""
-    batches = sorted(
-        (f for f in (checkpoint / "offsets").iterdir() if f.name.isdigit()), key=lambda f: int(f.name)
-    )
-    ids = []
-    for batch in batches:
-        offsets = [
-            json.loads(line) for line in batch.read_text().splitlines() if line.startswith('{"version"')
-        ]
-        (offset,) = [o for o in offsets if "enumerator" in o]
-        ids.append(json.loads(offset["enumerator"]["state"]).get("tableId"))
-    return ids

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import sluice
+from distribution import built_testfs_jar
 from pyspark.sql import SparkSession
 from sluice.testing import EmbeddedKafka
 
@@ -18,9 +19,6 @@ SPARK_KAFKA_JARS = (
     Path(__file__).resolve().parent.parent / "jvm" / "spark" / "target" / "spark-kafka-jars.txt"
 )
 
-#: Hadoop's local file system without a process forked per chmod and readlink (jvm/testfs's
-#: ForklessRawLocalFileSystem says why), written by `make build`
-TESTFS_JARS = Path(__file__).resolve().parent.parent / "jvm" / "testfs" / "target"
 
 #: the JIT settings of the test session's JVM (never of a benchmark's): build.sbt `testJit`; under
 #: `make test` also the class-data archive build/class_archive.py wrote (it says why)
@@ -50,16 +48,15 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     jars = []
     if SPARK_KAFKA_JARS.exists():  # Spark's own Kafka source, which some tests compare with, and sqlite-jdbc
         jars.append(SPARK_KAFKA_JARS.read_text().strip())
-    testfs = sorted(TESTFS_JARS.glob("sluice-testfs-*.jar"))
-    if testfs:
-        # on the JVM's class path, not in spark.jars: spark-submit opens local files through the
-        # configured file system before it loads spark.jars (the class-data archive, made for
-        # pyspark's class path alone, is then left unused by this one JVM)
-        builder = (
-            builder.config("spark.driver.extraClassPath", str(testfs[-1]))
-            .config("spark.hadoop.fs.file.impl", "sluice.hadoop.ForklessLocalFileSystem")
-            .config("spark.hadoop.fs.AbstractFileSystem.file.impl", "sluice.hadoop.ForklessLocalFs")
-        )
+    # Hadoop's local file system without a process forked per chmod and readlink (jvm/testfs's
+    # ForklessRawLocalFileSystem says why), on the JVM's class path, not in spark.jars: spark-submit
+    # opens local files through the configured file system before it loads spark.jars (the
+    # class-data archive, made for pyspark's class path alone, is then left unused by this one JVM)
+    builder = (
+        builder.config("spark.driver.extraClassPath", str(built_testfs_jar()))
+        .config("spark.hadoop.fs.file.impl", "sluice.hadoop.ForklessLocalFileSystem")
+        .config("spark.hadoop.fs.AbstractFileSystem.file.impl", "sluice.hadoop.ForklessLocalFs")
+    )
     if jars:
         builder = builder.config("spark.jars", ",".join(jars))
     session = sluice.configure(builder).getOrCreate()

@@ -1,5 +1,6 @@
 """What `make dist` releases and where it leaves it, for the packaging tests: the version build.sbt
-declares (the one place it is written), the wheel, and the Maven repository folder."""
+declares (the one place it is written), the wheel, and the Maven repository folder; and the jar of
+the forkless file system `make build` writes for the test session (tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -33,3 +34,17 @@ def released(path: Path) -> Path:
     if not path.is_file():
         pytest.fail(f"{path.relative_to(ROOT)} does not exist: run `make dist` (`make test` does)")
     return path
+
+
+def built_testfs_jar(target: Path = ROOT / "jvm" / "testfs" / "target", version: str = VERSION) -> Path:
+    """The forkless file system's jar of this checkout's version (build.sbt `testfs`), or a test
+    failure saying how to make it: never a jar an earlier version left beside it."""
+    jar = target / f"sluice-testfs-{version}.jar"
+    if not jar.is_file():
+        others = sorted(p.name for p in target.glob("sluice-testfs-*.jar"))
+        pytest.fail(
+            f"{jar} does not exist"
+            + (f" (only {', '.join(others)}, of other versions)" if others else "")
+            + ": run `make build`"
+        )
+    return jar

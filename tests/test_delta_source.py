@@ -16,10 +16,10 @@ import sluice
 from checkpoints import (
     as_written_before_table_identity,
     as_written_by_the_bounded_build,
-    logged_table_ids,
-    logged_table_versions,
+    logged_enumerator_field,
 )
 from deltalake import DeltaTable, write_deltalake
+from parquet_sink import run_to_parquet_available_now, to_parquet, to_parquet_available_now
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from sluice import (
@@ -224,17 +224,8 @@ def test_a_restarted_query_reads_its_version_on_not_the_tables_newer_one(
     sink = str(tmp_path / "sink")
 
     def run() -> None:
-        query = (
-            sluice.from_source(spark, DeltaSource.builder().table(str(path)).build(), name="restarted")
-            .drop("_split", "_position", "_timestamp")
-            .writeStream.format("parquet")
-            .option("path", sink)
-            .option("checkpointLocation", str(tmp_path / "checkpoint"))
-            .trigger(availableNow=True)
-            .start()
-        )
-        assert query.awaitTermination(120), "the query did not end within 120 s"
-        assert query.exception() is None
+        source = DeltaSource.builder().table(str(path)).build()
+        run_to_parquet_available_now(spark, source, tmp_path, "restarted")
 
     run()
     write_deltalake(path, _events(range(20, 40)), mode="append")
@@ -243,17 +234,8 @@ def test_a_restarted_query_reads_its_version_on_not_the_tables_newer_one(
     run()
     assert _got(spark.read.parquet(sink)) == _expected(path, version=0)
     # read unbounded from such a checkpoint, which does not say which version it planned: refused
-    query = (
-        sluice.from_source(
-            spark, DeltaSource.builder().table(str(path)).monitor_interval(1).build(), name="restarted"
-        )
-        .drop("_split", "_position", "_timestamp")
-        .writeStream.format("parquet")
-        .option("path", sink)
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .trigger(availableNow=True)
-        .start()
-    )
+    unbounded = DeltaSource.builder().table(str(path)).monitor_interval(1).build()
+    query = to_parquet_available_now(spark, unbounded, tmp_path, "restarted")
     with pytest.raises(Exception) as refused:
         query.awaitTermination(120)
     failure = str(refused.value)
@@ -385,14 +367,8 @@ def test_unbounded_reads_each_appended_row_once_across_a_restart_and_refuses_or_
     sink = str(tmp_path / "sink")
 
     def start(skip: bool = False, available_now: bool = False) -> Any:
-        builder = DeltaSource.builder().table(str(path)).monitor_interval(1).skip_changes(skip)
-        writer = (
-            sluice.from_source(spark, builder.build(), name="unbounded_delta")
-            .drop("_split", "_position", "_timestamp")
-            .writeStream.format("parquet")
-            .option("path", sink)
-            .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        )
+        source = DeltaSource.builder().table(str(path)).monitor_interval(1).skip_changes(skip).build()
+        writer = to_parquet(spark, source, tmp_path, "unbounded_delta")
         if available_now:  # reads what was committed when it starts, then ends
             return writer.trigger(availableNow=True).start()
         return writer.trigger(processingTime="100 milliseconds").start()  # each trigger plans
@@ -404,7 +380,7 @@ def test_unbounded_reads_each_appended_row_once_across_a_restart_and_refuses_or_
     query.stop()
 
     def planned() -> list[int]:  # each version the offset log records as planned last, once
-        return list(dict.fromkeys(logged_table_versions(tmp_path / "checkpoint")))
+        return list(dict.fromkeys(logged_enumerator_field(tmp_path / "checkpoint", "tableVersion")))
 
     # the sink keeps a file once whatever the checkpoint says: the versions are asserted apart
     assert planned() == [0, 1]
@@ -450,15 +426,7 @@ def test_unbounded_fails_naming_the_versions_its_log_no_longer_keeps(
 
     def run() -> Any:
         source = DeltaSource.builder().table(str(path)).monitor_interval(1).build()
-        return (
-            sluice.from_source(spark, source, name="cleaned")
-            .drop("_split", "_position", "_timestamp")
-            .writeStream.format("parquet")
-            .option("path", str(tmp_path / "sink"))
-            .option("checkpointLocation", str(tmp_path / "checkpoint"))
-            .trigger(availableNow=True)
-            .start()
-        )
+        return to_parquet_available_now(spark, source, tmp_path, "cleaned")
 
     assert run().awaitTermination(120), "the query did not end within 120 s"
     write_deltalake(path, _events(range(10, 20)), mode="append")
@@ -490,17 +458,7 @@ def test_a_path_removed_then_added_again_is_read_again_as_deltas_own_stream_read
 
     def run() -> None:
         source = DeltaSource.builder().table(str(path)).monitor_interval(1).skip_changes(True).build()
-        query = (
-            sluice.from_source(spark, source, name="restored_delta")
-            .drop("_split", "_position", "_timestamp")
-            .writeStream.format("parquet")
-            .option("path", sink)
-            .option("checkpointLocation", str(tmp_path / "checkpoint"))
-            .trigger(availableNow=True)
-            .start()
-        )
-        assert query.awaitTermination(120), "the query did not end within 120 s"
-        assert query.exception() is None
+        run_to_parquet_available_now(spark, source, tmp_path, "restored_delta")
 
     run()
     assert _got(spark.read.parquet(sink)) == _expected(path, version=1)
@@ -518,21 +476,6 @@ def test_a_path_removed_then_added_again_is_read_again_as_deltas_own_stream_read
     assert _got(bounded) == _expected(path, version=3)
 
 
-def _to_parquet_available_now(spark: SparkSession, path: Path, tmp_path: Path, name: str) -> Any:
-    """Starts an AvailableNow read of the Delta table at `path` into a Parquet sink, on a checkpoint:
-    `tmp_path / "sink"` and `tmp_path / "checkpoint"` (a sink and a checkpoint a restart goes on)."""
-    source = DeltaSource.builder().table(str(path)).monitor_interval(1).build()
-    return (
-        sluice.from_source(spark, source, name=name)
-        .drop("_split", "_position", "_timestamp")
-        .writeStream.format("parquet")
-        .option("path", str(tmp_path / "sink"))
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .trigger(availableNow=True)
-        .start()
-    )
-
-
 def test_a_restart_on_a_table_created_again_at_the_same_place_is_refused_naming_both_identities(
     spark: SparkSession, tmp_path: Path
 ) -> None:
@@ -547,22 +490,20 @@ def test_a_restart_on_a_table_created_again_at_the_same_place_is_refused_naming_
     sink = str(tmp_path / "sink")
     checkpoint = tmp_path / "checkpoint"
 
-    def run() -> Any:
-        return _to_parquet_available_now(spark, path, tmp_path, "recreated_delta")
+    def source() -> Any:
+        return DeltaSource.builder().table(str(path)).monitor_interval(1).build()
 
     def ran() -> None:
-        query = run()
-        assert query.awaitTermination(120), "the query did not end within 120 s"
-        assert query.exception() is None
+        run_to_parquet_available_now(spark, source(), tmp_path, "recreated_delta")
 
     ran()
     old_id = DeltaTable(str(path)).metadata().id
-    assert logged_table_ids(checkpoint) == [old_id]
+    assert logged_enumerator_field(checkpoint, "tableId") == [old_id]
     as_written_before_table_identity(checkpoint)  # as a Sluice that kept no identity wrote it
     write_deltalake(path, _events(range(40, 50)), mode="append")  # version 2
     ran()
     assert _got(spark.read.parquet(sink)) == _expected(path)
-    assert logged_table_ids(checkpoint)[-1] == old_id  # taken on trust, then recorded
+    assert logged_enumerator_field(checkpoint, "tableId")[-1] == old_id  # taken on trust, then recorded
 
     shutil.rmtree(path)
     write_deltalake(path, _events(range(100, 110)))  # another table: versions 0 to 3
@@ -571,7 +512,7 @@ def test_a_restart_on_a_table_created_again_at_the_same_place_is_refused_naming_
     new_id = DeltaTable(str(path)).metadata().id
     assert new_id != old_id
     with pytest.raises(Exception) as refused:
-        run().awaitTermination(120)
+        to_parquet_available_now(spark, source(), tmp_path, "recreated_delta").awaitTermination(120)
     message = str(refused.value)
     assert f"{path}' of metaData.id {old_id}, " in message, message
     assert f"but the table there now has metaData.id {new_id}" in message, message
@@ -596,18 +537,16 @@ def test_a_restart_without_a_recorded_identity_on_a_younger_table_is_refused(
     sink = str(tmp_path / "sink")
     checkpoint = tmp_path / "checkpoint"
 
-    def run() -> Any:
-        return _to_parquet_available_now(spark, path, tmp_path, "younger_delta")
+    def source() -> Any:
+        return DeltaSource.builder().table(str(path)).monitor_interval(1).build()
 
-    query = run()
-    assert query.awaitTermination(120), "the query did not end within 120 s"
-    assert query.exception() is None
-    assert logged_table_versions(checkpoint)[-1] == 3
+    run_to_parquet_available_now(spark, source(), tmp_path, "younger_delta")
+    assert logged_enumerator_field(checkpoint, "tableVersion")[-1] == 3
     as_written_before_table_identity(checkpoint)  # as a Sluice that kept no identity wrote it
     shutil.rmtree(path)
     write_deltalake(path, _events(range(100, 110)))  # another table, at version 0
     with pytest.raises(Exception) as refused:
-        run().awaitTermination(120)
+        to_parquet_available_now(spark, source(), tmp_path, "younger_delta").awaitTermination(120)
     message = str(refused.value)
     assert f"{path}' is at version 0, below version 3 this query planned last" in message, message
     assert "Start the query on a new checkpoint to read this table" in message, message

@@ -12,7 +12,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 import sluice
-from checkpoints import as_written_by_the_bounded_build, logged_table_ids, logged_table_versions
+from checkpoints import as_written_by_the_bounded_build, logged_enumerator_field
+from parquet_sink import run_to_parquet_available_now, to_parquet, to_parquet_available_now
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
@@ -297,17 +298,7 @@ def test_a_restarted_query_reads_its_snapshot_on_not_the_tables_newer_one(
 
     def run() -> None:
         source = IcebergSource.builder().table(table.refresh().metadata_location).build()
-        query = (
-            sluice.from_source(spark, source, name="restarted")
-            .drop("_split", "_position", "_timestamp")
-            .writeStream.format("parquet")
-            .option("path", sink)
-            .option("checkpointLocation", str(tmp_path / "checkpoint"))
-            .trigger(availableNow=True)
-            .start()
-        )
-        assert query.awaitTermination(120), "the query did not end within 120 s"
-        assert query.exception() is None
+        run_to_parquet_available_now(spark, source, tmp_path, "restarted")
 
     run()
     first = table.current_snapshot()
@@ -319,15 +310,7 @@ def test_a_restarted_query_reads_its_snapshot_on_not_the_tables_newer_one(
     assert _got(spark.read.parquet(sink)) == _expected(table, snapshot_id=first.snapshot_id)
     # read unbounded from such a checkpoint, which does not say which snapshot it planned: refused
     unbounded = IcebergSource.builder().table(table.metadata_location).monitor_interval(1).build()
-    query = (
-        sluice.from_source(spark, unbounded, name="restarted")
-        .drop("_split", "_position", "_timestamp")
-        .writeStream.format("parquet")
-        .option("path", sink)
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .trigger(availableNow=True)
-        .start()
-    )
+    query = to_parquet_available_now(spark, unbounded, tmp_path, "restarted")
     with pytest.raises(Exception) as refused:
         query.awaitTermination(120)
     failure = str(refused.value)
@@ -522,13 +505,7 @@ def test_unbounded_reads_each_appended_row_once_across_a_restart_and_refuses_or_
 
     def start(skip: bool = False, available_now: bool = False) -> Any:
         builder = IcebergSource.builder().table(table.metadata_location).monitor_interval(1)
-        writer = (
-            sluice.from_source(spark, builder.skip_changes(skip).build(), name="unbounded")
-            .drop("_split", "_position", "_timestamp")
-            .writeStream.format("parquet")
-            .option("path", sink)
-            .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        )
+        writer = to_parquet(spark, builder.skip_changes(skip).build(), tmp_path, "unbounded")
         if available_now:  # reads what was committed when it starts, then ends
             return writer.trigger(availableNow=True).start()
         return writer.trigger(processingTime="100 milliseconds").start()  # each trigger plans
@@ -542,7 +519,7 @@ def test_unbounded_reads_each_appended_row_once_across_a_restart_and_refuses_or_
         return snapshot.snapshot_id
 
     def planned() -> list[int]:  # each snapshot the offset log records as planned last, once
-        return list(dict.fromkeys(logged_table_versions(tmp_path / "checkpoint")))
+        return list(dict.fromkeys(logged_enumerator_field(tmp_path / "checkpoint", "tableVersion")))
 
     appends = [current()]
     query = start()
@@ -612,15 +589,7 @@ def test_a_file_appended_twice_is_read_twice_as_pyiceberg_reads_it_bounded_and_u
 
     def start() -> Any:
         source = IcebergSource.builder().table(table.metadata_location).monitor_interval(1).build()
-        return (
-            sluice.from_source(spark, source, name="twice")
-            .drop("_split", "_position", "_timestamp")
-            .writeStream.format("parquet")
-            .option("path", sink)
-            .option("checkpointLocation", str(tmp_path / "checkpoint"))
-            .trigger(processingTime="100 milliseconds")
-            .start()
-        )
+        return to_parquet(spark, source, tmp_path, "twice").trigger(processingTime="100 milliseconds").start()
 
     def sink_rows() -> Counter[tuple[Any, ...]]:
         return _got(spark.read.parquet(sink))
@@ -663,21 +632,13 @@ def test_a_restart_on_a_table_created_again_under_the_same_name_is_refused_namin
 
     def run(metadata_location: str) -> Any:
         source = IcebergSource.builder().table(metadata_location).monitor_interval(1).build()
-        return (
-            sluice.from_source(spark, source, name="recreated_iceberg")
-            .drop("_split", "_position", "_timestamp")
-            .writeStream.format("parquet")
-            .option("path", sink)
-            .option("checkpointLocation", str(checkpoint))
-            .trigger(availableNow=True)
-            .start()
-        )
+        return to_parquet_available_now(spark, source, tmp_path, "recreated_iceberg")
 
     query = run(table.metadata_location)
     assert query.awaitTermination(120), "the query did not end within 120 s"
     assert query.exception() is None
     old_uuid = str(table.metadata.table_uuid)
-    assert logged_table_ids(checkpoint) == [old_uuid]
+    assert logged_enumerator_field(checkpoint, "tableId") == [old_uuid]
 
     catalog.drop_table("db.recreated")
     again = catalog.create_table("db.recreated", schema=SCHEMA)

@@ -31,11 +31,12 @@ final case class DiscoveredFile(
     /** The file's rows and event-time range from the table's metadata: its split needs no footer. */
     statistics: Option[FileStatistics] = None,
     /**
-     * Which of its table's entries of this path the file is (`snapshot=<id>`, `version=<v>`: the
-     * commit that added it), since a table may hold one path more than once (an Iceberg snapshot
-     * appending a file an earlier one appended, a Delta version adding a path removed before):
-     * each entry is read, and planned again it is known. None for a listed file, and for a
-     * table's file in a checkpoint of a Sluice that did not keep it.
+     * Which of its table's entries of this path the file is (`snapshot=<id>`, `version=<v>`: of
+     * a file of the first plan, the snapshot or version that plan read whole; of one planned
+     * later, the commit that added it), since a table may hold one path more than once (an Iceberg
+     * snapshot appending a file an earlier one appended, a Delta version adding a path removed
+     * before): each entry is read, and planned again it is known. None for a listed file, and for
+     * a table's file in a checkpoint of a Sluice that did not keep it.
      */
     entry: Option[String] = None) {
 

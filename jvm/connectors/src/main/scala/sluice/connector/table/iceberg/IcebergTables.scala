@@ -1,5 +1,6 @@
 package sluice.connector.table.iceberg
 
+import scala.collection.mutable
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
@@ -229,22 +230,34 @@ private[iceberg] object IcebergTables {
       val files =
         if (appends.isEmpty) Nil
         else {
-          // one scan per append, so that each file is known by the snapshot that appended it
-          val tasks = appends.map { s =>
-            val scan = table
-              .newIncrementalAppendScan()
-              .fromSnapshotInclusive(s.snapshotId)
-              .toSnapshot(s.snapshotId)
-            s.snapshotId -> eventTimes
-              .fold(scan)(e =>
-                scan.includeColumnStats(java.util.Collections.singletonList(e.column)))
-              .filter(filter)
-              .caseSensitive(caseSensitive)
-              .planFiles()
+          // one scan per append, so that each file is known by the snapshot that appended it;
+          // planning reads the append's manifest list, so a later one may fail: the plans made
+          // before it are closed (filesOf closes them all once they are made)
+          val tasks = mutable.ArrayBuffer[(Long, CloseableIterable[FileScanTask])]()
+          try
+            appends.foreach { s =>
+              val scan = table
+                .newIncrementalAppendScan()
+                .fromSnapshotInclusive(s.snapshotId)
+                .toSnapshot(s.snapshotId)
+              tasks += s.snapshotId -> eventTimes
+                .fold(scan)(e =>
+                  scan.includeColumnStats(java.util.Collections.singletonList(e.column)))
+                .filter(filter)
+                .caseSensitive(caseSensitive)
+                .planFiles()
+            }
+          catch {
+            case e: Throwable =>
+              tasks.foreach { case (_, planned) =>
+                try planned.close()
+                catch { case NonFatal(c) => e.addSuppressed(c) }
+              }
+              throw e
           }
           val label =
             s"snapshots ${appends.map(_.snapshotId).mkString(", ")}"
-          filesOf(table, label, tasks, eventTimes)
+          filesOf(table, label, tasks.toSeq, eventTimes)
         }
       (files, current.snapshotId)
     }

@@ -10,10 +10,10 @@ import sluice.connector.file.{DiscoveredFile, FileStatistics}
 
 /**
  * A table's data files as the Parquet enumerator knows them: by path and by the table's entry of
- * the path (the snapshot or version that added it). A path planned again under the same entry (a
- * plan made again after a failure, or after a restart from the checkpoint) makes no split; a path
- * the table holds again under another entry (appended twice, or removed and added again) makes
- * splits of its own, named by the entry, so both are read. The files carry their rows and
+ * the path (the snapshot or version read, or the commit that added it). A path planned again under
+ * the same entry (a plan made again after a failure, or after a restart from the checkpoint) makes
+ * no split; a path the table holds again under another entry (appended twice, or removed and added
+ * again) makes splits of its own, named by the entry, so both are read. The files carry their rows and
  * event-time range, as a table's metadata gives them, so their splits are made without opening
  * them (no file is needed on disk).
  */
