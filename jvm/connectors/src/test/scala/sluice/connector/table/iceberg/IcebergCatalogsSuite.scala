@@ -290,13 +290,13 @@ class IcebergCatalogsSuite extends AnyFunSuite {
     w.toString
   }
 
-  private def failedBuild(failure: String): SluiceConfigException = {
+  private def failedBuild(failure: String, more: (String, String)*): SluiceConfigException = {
     val spec = CatalogSpec(
       "failing",
       Map(
         "catalog-impl" -> classOf[FailingCatalog].getName,
         "token" -> token,
-        "test.failure" -> failure))
+        "test.failure" -> failure) ++ more)
     intercept[SluiceConfigException](
       IcebergCatalogs.catalog(spec, conf, 30000L, "db.t", later = false))
   }
@@ -322,5 +322,24 @@ class IcebergCatalogsSuite extends AnyFunSuite {
     assert(trace.contains("Suppressed: "), trace) // the suppressed exception is still shown
     assert(trace.contains("closing the session of *** failed"), trace)
     assertNoFormOfTheToken(trace)
+  }
+
+  test("a credential a library's error writes percent-encoded as a URI does is masked") {
+    val failed = failedBuild("uri")
+    // the URI's form leaves '@' and '/' as they are, which URL-encoding does not
+    assert(
+      failed.getMessage.contains("GET https://catalog.test/v1/tokens/***?token=*** failed"),
+      failed.getMessage)
+    assertNoFormOfTheToken(printed(failed))
+  }
+
+  test(
+    "the secret of a credential given as id:secret is masked where a library prints it alone") {
+    val secret = "cs-91b2 s3cr@t/never-shown"
+    val failed = failedBuild("credential", "credential" -> s"client-7f3e:$secret")
+    assert(
+      failed.getMessage.contains("client 'client-7f3e' rejected: secret *** is not valid"),
+      failed.getMessage)
+    assert(!printed(failed).contains("cs-91b2"), printed(failed))
   }
 }
