@@ -24,6 +24,15 @@ private[iceberg] object BoundedCalls {
     }
   })
 
+  /** `work` on a thread of the pool, not waited for (closing a catalog whose connections hang). */
+  def detached(work: => Unit): Unit = {
+    val loader = Thread.currentThread.getContextClassLoader
+    threads.execute { () =>
+      Thread.currentThread.setContextClassLoader(loader)
+      work
+    }
+  }
+
   /** `work`'s result, or None when it took longer than `timeoutMs`; its exception is rethrown. */
   def within[T](timeoutMs: Long)(work: => T)(late: T => Unit): Option[T] = {
     val state = new AtomicInteger(Running)

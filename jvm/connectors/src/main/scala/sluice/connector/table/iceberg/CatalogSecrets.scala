@@ -11,8 +11,10 @@ import sluice.connector.table.iceberg.IcebergCatalogs.CatalogSpec
 
 /**
  * A catalog library's error text with the values of the catalog's credential properties masked,
- * also where the library wrote them encoded: a URL or a form carries a value URL-encoded, a JSON
- * body (a REST catalog's request or error) JSON-escaped.
+ * also where the library wrote them encoded: a form carries a value URL-encoded, a URI's path or
+ * query percent-encoded (`@`, `/`, `:` left as they are), a JSON body (a REST catalog's request
+ * or error) JSON-escaped; and the secret of a `credential` given as
+ * `id:secret` (an OAuth2 client's), which a library may print alone.
  */
 private[iceberg] object CatalogSecrets {
 
@@ -25,29 +27,72 @@ private[iceberg] object CatalogSecrets {
 
   private val PercentEscape = Pattern.compile("%[0-9A-F]{2}")
 
+  /** What a URI's path or query keeps as it is (RFC 3986: unreserved, sub-delims, `:@/?`). */
+  private def uriKeeps(c: Char): Boolean =
+    (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+      "-._~!$&'()*+,;=:@/?".indexOf(c) >= 0
+
+  /** `value` as a URI writes it: each UTF-8 byte of another character as `%XX`. */
+  private def uriEncoded(value: String): String = {
+    val out = new StringBuilder
+    value.codePoints.forEach { cp =>
+      if (cp < 128 && uriKeeps(cp.toChar)) out += cp.toChar
+      else
+        new String(Character.toChars(cp))
+          .getBytes(StandardCharsets.UTF_8)
+          .foreach(b => out ++= f"%%${b & 0xff}%02X")
+    }
+    out.toString
+  }
+
+  /** Its `%XX` escapes in lower case, as some libraries write them. */
+  private def lowerHex(encoded: String): String = {
+    val m = PercentEscape.matcher(encoded)
+    val out = new StringBuilder
+    var at = 0
+    while (m.find()) {
+      out ++= encoded.substring(at, m.start) ++= m.group.toLowerCase
+      at = m.end
+    }
+    (out ++= encoded.substring(at)).toString
+  }
+
   /** `value` and the forms a library may write it in. */
   private def forms(value: String): Seq[String] = {
     val url = URLEncoder.encode(value, StandardCharsets.UTF_8)
+    val uri = uriEncoded(value)
     val json = new String(JsonStringEncoder.getInstance.quoteAsString(value))
-    val lowerHex = {
-      val m = PercentEscape.matcher(url)
-      val out = new StringBuilder
-      var at = 0
-      while (m.find()) {
-        out ++= url.substring(at, m.start) ++= m.group.toLowerCase
-        at = m.end
-      }
-      (out ++= url.substring(at)).toString
-    }
-    Seq(value, url, url.replace("+", "%20"), lowerHex, json, json.replace("/", "\\/")).distinct
+    Seq(
+      value,
+      url,
+      url.replace("+", "%20"),
+      lowerHex(url),
+      uri,
+      lowerHex(uri),
+      json,
+      json.replace("/", "\\/")).distinct
   }
+
+  /**
+   * The values of `spec`'s credential properties to mask: each, and of a `credential` given as
+   * `id:secret` (Iceberg's OAuth2 client credential) its secret too.
+   */
+  private def secrets(spec: CatalogSpec): Seq[String] =
+    spec.properties.toSeq.flatMap {
+      case (k, v) if Credential.matcher(k).find() && v.nonEmpty =>
+        val secretHalf =
+          if (k.toLowerCase(java.util.Locale.ROOT).split('.').last == "credential" && v.indexOf(
+              ':') >= 0)
+            Some(v.substring(v.indexOf(':') + 1)).filter(_.nonEmpty)
+          else None
+        v +: secretHalf.toSeq
+      case _ => Nil
+    }
 
   /** `text` with the values of `spec`'s credential properties masked, in every form of them. */
   def redact(text: String, spec: CatalogSpec): String =
-    spec.properties
-      .collect { case (k, v) if Credential.matcher(k).find() && v.nonEmpty => forms(v) }
-      .flatten
-      .toSeq
+    secrets(spec)
+      .flatMap(forms)
       .distinct
       .sortBy(-_.length) // a value inside another is masked after it
       .foldLeft(text)((t, v) => t.replace(v, ConfigOption.Mask))

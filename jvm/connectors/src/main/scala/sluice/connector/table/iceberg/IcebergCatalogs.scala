@@ -19,7 +19,10 @@ import sluice.errors.SluiceError
  * from one by its identifier. A catalog is built once per name, properties and Hadoop settings
  * in this JVM (the driver) and kept: an unbounded read loads its table again at every monitor
  * interval, and a JDBC catalog holds a connection pool that would otherwise be opened each time.
- * Building a catalog and loading a table are each bounded by the source's `catalogTimeoutMs`.
+ * Building a catalog and loading a table are each bounded by the source's `catalogTimeoutMs`. A
+ * catalog whose table load failed or ran out of that time is dropped (closed once no caller uses
+ * a table loaded from it), so the next load builds a fresh one: a pool whose connections hang
+ * in reads the service never answers would otherwise fail every later load in this JVM.
  */
 private[iceberg] object IcebergCatalogs {
   import IcebergConfig.Context
@@ -50,7 +53,30 @@ private[iceberg] object IcebergCatalogs {
     override def toString: String = s"$spec with Hadoop settings ${hadoop.take(12)}"
   }
 
-  private val built = new ConcurrentHashMap[CatalogKey, Catalog]()
+  /**
+   * A kept catalog and the callers using a table loaded from it now (a table reads its manifests
+   * through the catalog's FileIO, which closing the catalog may close). Once dropped from the
+   * cache it is closed when the last of them is done.
+   */
+  private final class Kept(val catalog: Catalog, spec: CatalogSpec) {
+    private var users = 0
+    private var dropped = false
+
+    /** False once dropped: the caller takes the cache's catalog again. */
+    def use(): Boolean = synchronized {
+      if (!dropped) users += 1
+      !dropped
+    }
+
+    def done(): Unit =
+      if (synchronized { users -= 1; dropped && users == 0 }) close(catalog, spec)
+
+    def drop(): Unit =
+      if (synchronized { val first = !dropped; dropped = true; first && users == 0 })
+        close(catalog, spec)
+  }
+
+  private val built = new ConcurrentHashMap[CatalogKey, Kept]()
 
   /**
    * A setting only Hadoop's defaults give (`core-default.xml`, `hdfs-default.xml`, ...): left out
@@ -85,17 +111,44 @@ private[iceberg] object IcebergCatalogs {
       conf: Configuration,
       timeoutMs: Long,
       identifier: String,
-      later: Boolean): Catalog = {
-    val key = keyOf(spec, conf)
+      later: Boolean): Catalog =
+    kept(keyOf(spec, conf), spec, conf, timeoutMs, identifier, later).catalog
+
+  private def kept(
+      key: CatalogKey,
+      spec: CatalogSpec,
+      conf: Configuration,
+      timeoutMs: Long,
+      identifier: String,
+      later: Boolean): Kept =
     Option(built.get(key)).getOrElse {
       val made = BoundedCalls
-        .within(timeoutMs)(build(spec, conf, identifier, later))(closeQuietly(_, spec))
+        .within(timeoutMs)(build(spec, conf, identifier, later))(close(_, spec))
         .getOrElse(throw timedOut("building it", spec, identifier, timeoutMs))
-      Option(built.putIfAbsent(key, made)).fold(made) { kept =>
-        closeQuietly(made, spec)
-        kept
+      val mine = new Kept(made, spec)
+      Option(built.putIfAbsent(key, mine)).fold(mine) { other =>
+        mine.drop()
+        other
       }
     }
+
+  /** The kept catalog, marked in use (see `Kept`); one dropped meanwhile is passed over. */
+  @annotation.tailrec
+  private def using(
+      key: CatalogKey,
+      spec: CatalogSpec,
+      conf: Configuration,
+      timeoutMs: Long,
+      identifier: String,
+      later: Boolean): Kept = {
+    val k = kept(key, spec, conf, timeoutMs, identifier, later)
+    if (k.use()) k else using(key, spec, conf, timeoutMs, identifier, later)
+  }
+
+  /** `k` out of the cache, if it is still there, and closed once no caller uses it. */
+  private def drop(key: CatalogKey, k: Kept): Unit = {
+    built.remove(key, k)
+    k.drop()
   }
 
   private def build(
@@ -109,55 +162,79 @@ private[iceberg] object IcebergCatalogs {
       CatalogUtil.buildIcebergCatalog(spec.name, spec.properties.asJava, new Configuration(conf))
     catch {
       case NonFatal(e) =>
-        val why = CatalogSecrets.redact(String.valueOf(e.getMessage), spec)
-        val cause = CatalogSecrets.maskedCause(e, spec)
-        if (later)
-          throw SluiceError.sourceFault(
-            s"$Context: cannot build Iceberg $spec for table '$identifier' at this plan, though the " +
-              s"source was built with it: $why. $Retry",
-            cause)
-        throw SluiceError.config(
-          s"$Context: cannot build Iceberg $spec: $why. " +
-            s"Give '${IcebergConfig.CatalogProperty.name}' options as an Iceberg catalog takes its " +
+        throw failure(
+          e,
+          spec,
+          later,
+          s"cannot build Iceberg $spec for table '$identifier' at this plan, though the source " +
+            "was built with it",
+          s"cannot build Iceberg $spec",
+          s"Give '${IcebergConfig.CatalogProperty.name}' options as an Iceberg catalog takes its " +
             "properties: catalog.type (hadoop, hive, rest, jdbc, ...) or catalog.catalog-impl, and " +
             "catalog.uri, catalog.warehouse; a catalog's own jars (a JDBC driver) go on the class " +
-            "path with --packages.",
-          cause)
+            "path with --packages.")
     }
 
   /**
-   * The table `identifier` (`db.name`) as the catalog has it now: loaded again on every call.
-   * `later`: it was loaded before, when the source was built (a later plan of a query).
+   * `use` of the table `identifier` (`db.name`) as the catalog has it now: loaded again on every
+   * call; the catalog is not closed while `use` runs. `later`: it was loaded before, when the
+   * source was built (a later plan of a query). A load that fails or runs out of `timeoutMs`
+   * drops the catalog, so the next call builds a fresh one.
    */
-  def load(
+  def withTable[T](
       spec: CatalogSpec,
       identifier: String,
       conf: Configuration,
       timeoutMs: Long,
-      later: Boolean): Table = {
-    val c = catalog(spec, conf, timeoutMs, identifier, later)
-    BoundedCalls
-      .within(timeoutMs)(loadFrom(c, spec, identifier, later))(_ => ())
-      .getOrElse(throw timedOut("loading the table", spec, identifier, timeoutMs))
+      later: Boolean)(use: Table => T): T = {
+    val key = keyOf(spec, conf)
+    val k = using(key, spec, conf, timeoutMs, identifier, later)
+    try {
+      val loaded =
+        try BoundedCalls.within(timeoutMs)(loadFrom(k.catalog, spec, identifier, later))(_ => ())
+        catch {
+          case NonFatal(e) =>
+            drop(key, k)
+            throw e
+        }
+      use(loaded.getOrElse {
+        drop(key, k)
+        throw timedOut("loading the table", spec, identifier, timeoutMs)
+      })
+    } finally k.done()
   }
 
   private def loadFrom(c: Catalog, spec: CatalogSpec, identifier: String, later: Boolean): Table =
     try c.loadTable(TableIdentifier.parse(identifier))
     catch {
       case NonFatal(e) =>
-        val why = CatalogSecrets.redact(String.valueOf(e.getMessage), spec)
-        val cause = CatalogSecrets.maskedCause(e, spec)
-        if (later)
-          throw SluiceError.sourceFault(
-            s"$Context: cannot load table '$identifier' from Iceberg $spec at this plan, though it " +
-              s"loaded when the source was built: $why. $Retry",
-            cause)
-        throw SluiceError.config(
-          s"$Context: cannot load table '$identifier' from Iceberg $spec: $why. Give option " +
-            s"'${IcebergConfig.Table.name}' the table's identifier in that catalog (namespace.name, " +
-            "e.g. db.events).",
-          cause)
+        throw failure(
+          e,
+          spec,
+          later,
+          s"cannot load table '$identifier' from Iceberg $spec at this plan, though it loaded " +
+            "when the source was built",
+          s"cannot load table '$identifier' from Iceberg $spec",
+          s"Give option '${IcebergConfig.Table.name}' the table's identifier in that catalog " +
+            "(namespace.name, e.g. db.events).")
     }
+
+  /**
+   * A catalog library's failure `e`, its message and causes masked: at a later plan a source
+   * fault (`atPlan`, then what to do), else a configuration error (`atBuild`, then `fix`).
+   */
+  private def failure(
+      e: Throwable,
+      spec: CatalogSpec,
+      later: Boolean,
+      atPlan: String,
+      atBuild: String,
+      fix: String): Throwable = {
+    val why = CatalogSecrets.redact(String.valueOf(e.getMessage), spec)
+    val cause = CatalogSecrets.maskedCause(e, spec)
+    if (later) SluiceError.sourceFault(s"$Context: $atPlan: $why. $Retry", cause)
+    else SluiceError.config(s"$Context: $atBuild: $why. $fix", cause)
+  }
 
   /** What to do about a catalog that failed at a later plan. */
   private val Retry =
@@ -173,17 +250,21 @@ private[iceberg] object IcebergCatalogs {
         "time. A running query fails; restarted from its checkpoint once the catalog answers, it " +
         "goes on where it stopped.")
 
-  /** A catalog nobody will use (a connection pool, an HTTP client): its resources released. */
-  private def closeQuietly(c: Catalog, spec: CatalogSpec): Unit = c match {
+  /**
+   * A catalog nobody will use (a connection pool, an HTTP client): its resources released, on a
+   * thread of its own, since closing a connection that hangs may hang too.
+   */
+  private def close(c: Catalog, spec: CatalogSpec): Unit = c match {
     case closeable: java.io.Closeable =>
-      try closeable.close()
-      catch {
-        case NonFatal(
-              e
-            ) => // its message only, masked: a stack trace's causes could name a credential
-          log.warn(
-            s"$Context: closing an unused Iceberg $spec failed: " +
-              CatalogSecrets.redact(String.valueOf(e.getMessage), spec))
+      BoundedCalls.detached {
+        try closeable.close()
+        catch {
+          // its message only, masked: a stack trace's causes could name a credential
+          case NonFatal(e) =>
+            log.warn(
+              s"$Context: closing an unused Iceberg $spec failed: " +
+                CatalogSecrets.redact(String.valueOf(e.getMessage), spec))
+        }
       }
     case _ =>
   }

@@ -123,12 +123,6 @@ object IcebergConfig {
         s"$Context: an Iceberg source is defined on the Spark driver, with a SparkSession: it reads the " +
           "table's metadata and the session's Parquet settings there."))
     val catalogTimeoutMs = o.get(CatalogTimeoutMs).get // declared with a default
-    val table = IcebergTables.load(
-      location,
-      catalog,
-      catalogTimeoutMs,
-      session.sessionState.newHadoopConf(),
-      later = false)
     val (monitorIntervalMs, skipChanges) = TableChanges.unboundedOptions(o, Context, "snapshots")
     val unresolved =
       IcebergConfig(
@@ -142,18 +136,32 @@ object IcebergConfig {
         skipChanges,
         null,
         raw)
-    val snapshot = IcebergTables.snapshotOf(table, unresolved)
-    // the snapshot's own schema (time travel's), also for the current snapshot: a source rebuilt
-    // from its options (a restart, a hybrid's history member) names the snapshot it read and must
-    // give the same columns, whatever was added to the table since
-    val schema = snapshot
-      .flatMap(s => Option(s.schemaId).map(id => table.schemas.get(id)))
-      .getOrElse(table.schema)
-    IcebergSchema.renameOf(schema, table.schemas.values.asScala).foreach { change =>
-      throw SluiceError.config(
-        s"$Context: in table '$location', $change. Iceberg matches a data file's columns by field id, " +
-          "Sluice's Parquet reader by name, so files written before the change would read wrong values: " +
-          "rewrite the table's data files (rewrite_data_files) or read it with the column's earlier name.")
+    // what the source keeps of the table, read while it is loaded (its catalog not closed)
+    val (snapshot, schema, formatVersion, tableUuid, tableLocation) = IcebergTables.withTable(
+      location,
+      catalog,
+      catalogTimeoutMs,
+      session.sessionState.newHadoopConf(),
+      later = false) { table =>
+      val snapshot = IcebergTables.snapshotOf(table, unresolved)
+      // the snapshot's own schema (time travel's), also for the current snapshot: a source rebuilt
+      // from its options (a restart, a hybrid's history member) names the snapshot it read and must
+      // give the same columns, whatever was added to the table since
+      val schema = snapshot
+        .flatMap(s => Option(s.schemaId).map(id => table.schemas.get(id)))
+        .getOrElse(table.schema)
+      IcebergSchema.renameOf(schema, table.schemas.values.asScala).foreach { change =>
+        throw SluiceError.config(
+          s"$Context: in table '$location', $change. Iceberg matches a data file's columns by field id, " +
+            "Sluice's Parquet reader by name, so files written before the change would read wrong values: " +
+            "rewrite the table's data files (rewrite_data_files) or read it with the column's earlier name.")
+      }
+      (
+        snapshot.map(_.snapshotId),
+        schema,
+        IcebergTables.formatVersion(table),
+        IcebergTables.uuidOf(table),
+        table.location)
     }
     val data = IcebergSchema.toSpark(schema)
     Provenance.appendTo(data, Context) // refuses a column named as a provenance column
@@ -178,7 +186,7 @@ object IcebergConfig {
       ParquetConfig.Int96RebaseMode.name -> "CORRECTED")
     val parquet = ParquetConfig(
       // a catalog's table by where it is (its identifier names no path)
-      paths = Seq(if (catalog.isEmpty) location else table.location),
+      paths = Seq(if (catalog.isEmpty) location else tableLocation),
       // unbounded: the snapshots committed after the start one are planned at this interval
       monitorIntervalMs = monitorIntervalMs,
       ignoreMissingFiles = o.get(FileConfig.IgnoreMissingFiles).getOrElse(false),
@@ -196,21 +204,15 @@ object IcebergConfig {
       datetimeRebaseMode = "CORRECTED")
     // the snapshot resolved now is the one every rebuild reads: a restart or a hybrid's history
     // member must not read the table's newer current snapshot (other files, another schema)
-    val pinned = snapshot.fold(raw)(s =>
-      raw - AsOfTimestamp.name + (SnapshotId.name -> s.snapshotId.toString))
-    IcebergConfig(
-      location,
-      catalog,
-      catalogTimeoutMs,
-      snapshotId,
-      asOf,
-      snapshot.map(_.snapshotId),
-      IcebergTables.formatVersion(table),
-      skipChanges,
+    val pinned =
+      snapshot.fold(raw)(id => raw - AsOfTimestamp.name + (SnapshotId.name -> id.toString))
+    unresolved.copy(
+      snapshot = snapshot,
+      formatVersion = formatVersion,
       // the reader's config travels to executors and may be printed: no catalog property there
-      parquet.copy(options = pinned -- catalogRaw.keys),
-      pinned,
-      IcebergTables.uuidOf(table))
+      parquet = parquet.copy(options = pinned -- catalogRaw.keys),
+      options = pinned,
+      tableUuid = tableUuid)
   }
 
   /** The catalog the `catalog.` options describe (None without any), its name required with them. */

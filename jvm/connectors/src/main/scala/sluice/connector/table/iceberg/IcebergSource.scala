@@ -58,21 +58,23 @@ final class IcebergSource private (val config: IcebergConfig, rows: ParquetRows)
   @transient private lazy val planned: Seq[DiscoveredFile] = config.snapshot match {
     case None => Nil
     case Some(id) =>
-      val table = IcebergTables.load(
+      IcebergTables.withTable(
         config.table,
         config.catalog,
         config.catalogTimeoutMs,
         catalogConf(rows.hadoopConf),
-        later = true)
-      val filter = IcebergFilters.toIceberg(parquet.filters, parquet.dataSchema.fieldNames.toSet)
-      val snapshot = table.snapshot(id)
-      // the event-time index from the manifests' bounds of the column, in the snapshot's schema;
-      // with pushed filters every file is planned by its footer's row groups: not asked for then
-      val eventTimes = parquet.timestampColumn.filter(_ => parquet.filters.isEmpty).map { c =>
-        val schema = Option(snapshot.schemaId).map(table.schemas.get(_)).getOrElse(table.schema)
-        new IcebergEventTimes(schema, c)
+        later = true) { table =>
+        val filter =
+          IcebergFilters.toIceberg(parquet.filters, parquet.dataSchema.fieldNames.toSet)
+        val snapshot = table.snapshot(id)
+        // the event-time index from the manifests' bounds of the column, in the snapshot's schema;
+        // with pushed filters every file is planned by its footer's row groups: not asked for then
+        val eventTimes = parquet.timestampColumn.filter(_ => parquet.filters.isEmpty).map { c =>
+          val schema = Option(snapshot.schemaId).map(table.schemas.get(_)).getOrElse(table.schema)
+          new IcebergEventTimes(schema, c)
+        }
+        IcebergTables.dataFiles(table, snapshot, filter, parquet.caseSensitive, eventTimes)
       }
-      IcebergTables.dataFiles(table, snapshot, filter, parquet.caseSensitive, eventTimes)
   }
 
   /**
@@ -148,32 +150,34 @@ final class IcebergSource private (val config: IcebergConfig, rows: ParquetRows)
       case None =>
         PlannedFiles(withTimes(planned), Some(config.snapshot.getOrElse(PlannedFiles.EmptyTable)))
       case Some(last) =>
-        val table = IcebergTables
-          .loadLatest(config.table, config.catalog, config.catalogTimeoutMs, catalogConf(conf))
-        // a table created again there since would not have the snapshot planned last as an
-        // ancestor: told apart first, by its identity
-        TableIdentity.check(
-          IcebergConfig.Context,
-          config.table,
-          "table-uuid",
-          "snapshots",
-          config.tableUuid,
-          IcebergTables.uuidOf(table))
-        val filter =
-          IcebergFilters.toIceberg(parquet.filters, parquet.dataSchema.fieldNames.toSet)
-        // files of a column dropped since have no bounds of it: their footers index them
-        val eventTimes = parquet.timestampColumn
-          .filter(c => parquet.filters.isEmpty && table.schema.findField(c) != null)
-          .map(new IcebergEventTimes(table.schema, _))
         IcebergTables
-          .appendedSince(
-            table,
-            config.table,
-            last,
-            filter,
-            parquet.caseSensitive,
-            config.skipChanges,
-            eventTimes)
+          .withLatest(config.table, config.catalog, config.catalogTimeoutMs, catalogConf(conf)) {
+            table =>
+              // a table created again there since would not have the snapshot planned last as an
+              // ancestor: told apart first, by its identity
+              TableIdentity.check(
+                IcebergConfig.Context,
+                config.table,
+                "table-uuid",
+                "snapshots",
+                config.tableUuid,
+                IcebergTables.uuidOf(table))
+              val filter =
+                IcebergFilters.toIceberg(parquet.filters, parquet.dataSchema.fieldNames.toSet)
+              // files of a column dropped since have no bounds of it: their footers index them
+              val eventTimes = parquet.timestampColumn
+                .filter(c => parquet.filters.isEmpty && table.schema.findField(c) != null)
+                .map(new IcebergEventTimes(table.schema, _))
+              IcebergTables
+                .appendedSince(
+                  table,
+                  config.table,
+                  last,
+                  filter,
+                  parquet.caseSensitive,
+                  config.skipChanges,
+                  eventTimes)
+          }
           .fold(PlannedFiles(Nil, after)) { case (files, id) =>
             PlannedFiles(withTimes(files), Some(id))
           }

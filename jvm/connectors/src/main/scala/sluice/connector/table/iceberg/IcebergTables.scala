@@ -32,26 +32,27 @@ private[iceberg] object IcebergTables {
   private val log = org.slf4j.LoggerFactory.getLogger(getClass)
 
   /**
-   * The table a config names: by its identifier in a catalog given by properties (bounded by
-   * `catalogTimeoutMs`; `later`: it loaded before, when the source was built), else by
-   * `load(location)`.
+   * `use` of the table a config names: by its identifier in a catalog given by properties
+   * (bounded by `catalogTimeoutMs`; `later`: it loaded before, when the source was built; the
+   * catalog stays open while `use` runs), else by `load(location)`.
    */
-  def load(
+  def withTable[T](
       table: String,
       catalog: Option[IcebergCatalogs.CatalogSpec],
       catalogTimeoutMs: Long,
       conf: Configuration,
-      later: Boolean): Table =
-    catalog.fold(load(table, conf))(IcebergCatalogs.load(_, table, conf, catalogTimeoutMs, later))
+      later: Boolean)(use: Table => T): T =
+    catalog.fold(use(load(table, conf)))(
+      IcebergCatalogs.withTable(_, table, conf, catalogTimeoutMs, later)(use))
 
-  /** The table as last committed (`loadLatest`); a catalog is asked for its current metadata again. */
-  def loadLatest(
+  /** `use` of the table as last committed (`loadLatest`); a catalog is asked for its current metadata again. */
+  def withLatest[T](
       table: String,
       catalog: Option[IcebergCatalogs.CatalogSpec],
       catalogTimeoutMs: Long,
-      conf: Configuration): Table =
-    catalog.fold(loadLatest(table, conf))(
-      IcebergCatalogs.load(_, table, conf, catalogTimeoutMs, later = true))
+      conf: Configuration)(use: Table => T): T =
+    catalog.fold(use(loadLatest(table, conf)))(
+      IcebergCatalogs.withTable(_, table, conf, catalogTimeoutMs, later = true)(use))
 
   def load(location: String, conf: Configuration): Table =
     try {

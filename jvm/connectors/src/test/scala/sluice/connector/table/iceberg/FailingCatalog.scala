@@ -9,8 +9,9 @@ import org.apache.iceberg.inmemory.InMemoryCatalog
  * A catalog (`catalog-impl`) whose initialization fails the ways a library's error may carry a
  * credential property's value (`token`) where a message does not show it as given: property
  * `test.failure` `encoded` puts it in the message URL-encoded (a request URL) and JSON-escaped
- * (a request body), `suppressed` only in an exception the failure suppressed (a close that
- * failed on the way out).
+ * (a request body), `uri` percent-encoded as `java.net.URI` writes a path and a query, `suppressed`
+ * only in an exception the failure suppressed (a close that failed on the way out); `credential`
+ * names the secret of property `credential` (`id:secret`) alone, as an OAuth2 client's error may.
  */
 final class FailingCatalog extends InMemoryCatalog {
   override def initialize(name: String, properties: java.util.Map[String, String]): Unit = {
@@ -21,6 +22,20 @@ final class FailingCatalog extends InMemoryCatalog {
         val json = token.replace("\\", "\\\\").replace("\"", "\\\"")
         throw new IllegalStateException(
           s"""GET https://catalog.test/v1/config?token=$url failed; body {"token": "$json"}""")
+      case "uri" =>
+        val uri =
+          new java.net.URI(
+            "https",
+            null,
+            "catalog.test",
+            -1,
+            s"/v1/tokens/$token",
+            s"token=$token",
+            null)
+        throw new IllegalStateException(s"GET ${uri.toASCIIString} failed")
+      case "credential" =>
+        val Array(id, secret) = properties.get("credential").split(":", 2)
+        throw new IllegalStateException(s"client '$id' rejected: secret $secret is not valid")
       case "suppressed" =>
         val failure = new IllegalStateException("cannot reach the catalog")
         failure.addSuppressed(new IllegalStateException(s"closing the session of $token failed"))

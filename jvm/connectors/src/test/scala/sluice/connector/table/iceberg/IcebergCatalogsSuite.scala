@@ -4,7 +4,10 @@ import java.nio.file.Files
 import java.util.concurrent.{Callable, Executors, ThreadFactory, TimeUnit}
 
 import org.apache.hadoop.conf.Configuration
+import org.apache.iceberg.{PartitionSpec, Schema, Table}
+import org.apache.iceberg.catalog.{Namespace, TableIdentifier}
 import org.apache.iceberg.hadoop.HadoopCatalog
+import org.apache.iceberg.types.Types
 import org.scalatest.funsuite.AnyFunSuite
 
 import sluice.connector.table.iceberg.IcebergCatalogs.CatalogSpec
@@ -100,16 +103,23 @@ class IcebergCatalogsSuite extends AnyFunSuite {
     (TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start), failed)
   }
 
-  private def assertNamesTheBound(
-      failed: SluiceRuntimeException,
-      catalog: String,
-      doing: String) =
+  /**
+   * `call` to a catalog that does not answer fails after catalogTimeoutMs (1500 ms) as a runtime
+   * fault naming the catalog, what it was doing and the option, once `reached` says the call
+   * reached the catalog's server.
+   */
+  private def assertTimesOut(catalog: String, doing: String, reached: => Boolean)(
+      call: => Any): Unit = {
+    val (ms, failed) = timedFailure(call)
+    assert(reached, s"$doing never reached the catalog's server")
+    assert(ms >= 1500L && ms < 20000L, s"failed after $ms ms")
     Seq(
       s"Iceberg catalog '$catalog'",
       "did not answer within 1500 ms (option 'catalogTimeoutMs')",
       s"while $doing for table 'db.t'").foreach { part =>
       assert(failed.getMessage.contains(part), failed.getMessage)
     }
+  }
 
   test(
     "a call its caller stops waiting for (a query stopped while planning) hands its result to late") {
@@ -144,25 +154,103 @@ class IcebergCatalogsSuite extends AnyFunSuite {
     try {
       val spec =
         CatalogSpec("silent", Map("type" -> "rest", "uri" -> s"http://127.0.0.1:${silent.port}"))
-      val (ms, failed) =
-        timedFailure(IcebergCatalogs.catalog(spec, conf, 1500L, "db.t", later = false))
-      assert(silent.connections > 0, "the catalog never connected")
-      assert(ms >= 1500L && ms < 20000L, s"failed after $ms ms")
-      assertNamesTheBound(failed, "silent", "building it")
+      assertTimesOut("silent", "building it", silent.connections > 0) {
+        IcebergCatalogs.catalog(spec, conf, 1500L, "db.t", later = false)
+      }
     } finally silent.close()
   }
+
+  /** The table `db.t` of `catalog`, loaded through the cache of catalogs, bounded by 1500 ms. */
+  private def loaded[T](spec: CatalogSpec, later: Boolean)(use: Table => T): T =
+    IcebergCatalogs.withTable(spec, "db.t", conf, 1500L, later)(use)
 
   test(
     "loading a table from a catalog that stops answering fails after catalogTimeoutMs, naming it") {
     val server = new StallingRestServer
     try {
       val spec = CatalogSpec("stalling", Map("type" -> "rest", "uri" -> server.uri))
-      val (ms, failed) =
-        timedFailure(IcebergCatalogs.load(spec, "db.t", conf, 1500L, later = false))
-      assert(server.stalled > 0, "the table's load never reached the server")
-      assert(ms >= 1500L && ms < 20000L, s"failed after $ms ms")
-      assertNamesTheBound(failed, "stalling", "loading the table")
+      assertTimesOut("stalling", "loading the table", server.stalled > 0) {
+        loaded(spec, later = false)(identity)
+      }
     } finally server.close()
+  }
+
+  test(
+    "a catalog whose table load timed out is dropped: once its service answers again, a fresh one loads the table") {
+    // a Hadoop catalog holds the table the REST server serves
+    val served = new HadoopCatalog(conf, warehouse)
+    val id = TableIdentifier.of("db", "recovering")
+    if (!served.namespaceExists(Namespace.of("db"))) served.createNamespace(Namespace.of("db"))
+    val uuid = served
+      .createTable(
+        id,
+        new Schema(Types.NestedField.optional(1, "id", Types.LongType.get)),
+        PartitionSpec.unpartitioned)
+      .uuid
+    val server = new StallingRestServer(Some(served))
+    try {
+      // a pool of one connection, as a small JDBC pool: the load that hangs holds it
+      val spec = CatalogSpec(
+        "recovering",
+        Map("type" -> "rest", "uri" -> server.uri, "rest.client.connections-per-route" -> "1"))
+      def load() =
+        IcebergCatalogs.withTable(spec, "db.recovering", conf, 1500L, later = true)(_.uuid)
+      assert(load() == uuid)
+      val first = IcebergCatalogs.catalog(spec, conf, 1500L, "db.recovering", later = true)
+      server.stall()
+      val (_, failed) = timedFailure(load())
+      assert(server.stalled == 1)
+      assert(failed.getMessage.contains("did not answer within 1500 ms"), failed.getMessage)
+      // the request it stalled stays unanswered: the kept catalog's one connection would wait
+      // for it, and every later load time out, before the fix
+      server.recover()
+      assert(load() == uuid)
+      assert(IcebergCatalogs.catalog(spec, conf, 1500L, "db.recovering", later = true) ne first)
+    } finally server.close()
+  }
+
+  private def gated(name: String) =
+    CatalogSpec(name, Map("catalog-impl" -> classOf[GatedCatalog].getName, "test.gate" -> name))
+
+  test("a catalog whose table load fails at a later plan is dropped and closed") {
+    val spec = gated("failing-later")
+    val gate = GatedCatalog.gate("failing-later")
+    val first = IcebergCatalogs.catalog(spec, conf, 30000L, "db.t", later = false)
+    gate.failing = true
+    val failed = intercept[SluiceRuntimeException](loaded(spec, later = true)(identity))
+    assert(failed.getMessage.contains("the catalog's service failed"), failed.getMessage)
+    await(30, "the dropped catalog was not closed")(gate.closes.get >= 1)
+    gate.failing = false
+    assert(loaded(spec, later = true)(_.name) == "failing-later.db.t")
+    assert(IcebergCatalogs.catalog(spec, conf, 30000L, "db.t", later = true) ne first)
+  }
+
+  test(
+    "a catalog dropped while another caller uses a table loaded from it is closed once that caller is done") {
+    val spec = gated("shared")
+    val gate = GatedCatalog.gate("shared")
+    val inside = new java.util.concurrent.CountDownLatch(1)
+    val proceed = new java.util.concurrent.CountDownLatch(1)
+    // a query planning from the table (its manifests read through the catalog's FileIO)
+    val planning =
+      async(IcebergCatalogs.withTable(spec, "db.t", conf, 60000L, later = true) { t =>
+        gate.inUse = true
+        inside.countDown()
+        proceed.await(30, TimeUnit.SECONDS)
+        gate.inUse = false
+        t.name
+      })
+    assert(inside.await(30, TimeUnit.SECONDS), "the first load did not return")
+    gate.holding = true
+    // another query's load of the same catalog hangs and runs out of its time: the catalog is dropped
+    val (_, failed) = timedFailure(loaded(spec, later = true)(identity))
+    assert(failed.getMessage.contains("did not answer within 1500 ms"), failed.getMessage)
+    assert(gate.held.get == 1)
+    gate.holding = false
+    proceed.countDown()
+    assert(planning.get(30, TimeUnit.SECONDS) == "shared.db.t")
+    await(30, "the dropped catalog was not closed")(gate.closes.get >= 1)
+    assert(!gate.closedInUse, "the catalog was closed while a table loaded from it was in use")
   }
 
   test(
@@ -202,13 +290,13 @@ class IcebergCatalogsSuite extends AnyFunSuite {
     w.toString
   }
 
-  private def failedBuild(failure: String): SluiceConfigException = {
+  private def failedBuild(failure: String, more: (String, String)*): SluiceConfigException = {
     val spec = CatalogSpec(
       "failing",
       Map(
         "catalog-impl" -> classOf[FailingCatalog].getName,
         "token" -> token,
-        "test.failure" -> failure))
+        "test.failure" -> failure) ++ more)
     intercept[SluiceConfigException](
       IcebergCatalogs.catalog(spec, conf, 30000L, "db.t", later = false))
   }
@@ -234,5 +322,24 @@ class IcebergCatalogsSuite extends AnyFunSuite {
     assert(trace.contains("Suppressed: "), trace) // the suppressed exception is still shown
     assert(trace.contains("closing the session of *** failed"), trace)
     assertNoFormOfTheToken(trace)
+  }
+
+  test("a credential a library's error writes percent-encoded as a URI does is masked") {
+    val failed = failedBuild("uri")
+    // the URI's form leaves '@' and '/' as they are, which URL-encoding does not
+    assert(
+      failed.getMessage.contains("GET https://catalog.test/v1/tokens/***?token=*** failed"),
+      failed.getMessage)
+    assertNoFormOfTheToken(printed(failed))
+  }
+
+  test(
+    "the secret of a credential given as id:secret is masked where a library prints it alone") {
+    val secret = "cs-91b2 s3cr@t/never-shown"
+    val failed = failedBuild("credential", "credential" -> s"client-7f3e:$secret")
+    assert(
+      failed.getMessage.contains("client 'client-7f3e' rejected: secret *** is not valid"),
+      failed.getMessage)
+    assert(!printed(failed).contains("cs-91b2"), printed(failed))
   }
 }

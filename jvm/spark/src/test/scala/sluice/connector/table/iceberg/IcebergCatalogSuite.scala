@@ -258,40 +258,61 @@ class IcebergCatalogSuite extends AnyFunSuite with SparkSuiteBase {
     } finally silent.close()
   }
 
+  /**
+   * Table db.t of the catalog `properties` describe, read unbounded (`builder` sets the rest) into
+   * a Parquet sink at `out`: a sink a query restarts on (the memory sink does not).
+   */
+  private def startUnbounded(
+      properties: Map[String, String],
+      ckpt: java.nio.file.Path,
+      out: java.nio.file.Path)(builder: IcebergSource.Builder => IcebergSource.Builder) =
+    Sluice
+      .fromSource(
+        spark,
+        builder(IcebergSource.builder().catalog("scala_cat", properties).table("db.t"))
+          .monitorIntervalMs(100)
+          .build())
+      .select("id")
+      .writeStream
+      .format("parquet")
+      .option("path", out.toString)
+      .option("checkpointLocation", ckpt.toString)
+      .start()
+
+  /** The ids in the Parquet sink at `out`, sorted, once it holds `n` rows or 60 s passed (polled). */
+  private def idsIn(out: java.nio.file.Path, n: Int): Seq[Long] = {
+    def got = spark.read.parquet(out.toString).collect().map(_.getLong(0)).toSeq.sorted
+    val deadline = System.nanoTime() + 60L * 1000 * 1000 * 1000
+    while (got.size < n && System.nanoTime() < deadline) Thread.sleep(100)
+    got
+  }
+
+  /** The source fault (`SLUICE_SOURCE_FAULT`) a query failed with: its message. */
+  private def sourceFault(query: org.apache.spark.sql.streaming.StreamingQuery): String = {
+    val e = intercept[org.apache.spark.sql.streaming.StreamingQueryException](awaitEnd(query))
+    val causes = Iterator.iterate(e: Throwable)(_.getCause).takeWhile(_ != null).toSeq
+    causes
+      .collectFirst {
+        case t: org.apache.spark.SparkThrowable if t.getCondition == "SLUICE_SOURCE_FAULT" =>
+          t.asInstanceOf[Throwable].getMessage
+      }
+      .getOrElse(fail(causes.map(c => s"${c.getClass.getName}: ${c.getMessage}").mkString("; ")))
+  }
+
   test("a table its catalog no longer loads at a later plan fails the query as a source fault") {
     val warehouse = dir.resolve("later-warehouse")
     val props = Map("type" -> "hadoop", "warehouse" -> warehouse.toUri.toString)
     val t = tableIn(props)
     val ckpt = tempDir("iceberg-catalog-later-ckpt")
     val out = tempDir("iceberg-catalog-later-out")
-    def start() = Sluice
-      .fromSource(
-        spark,
-        IcebergSource
-          .builder()
-          .catalog("scala_cat", props)
-          .table("db.t")
-          .monitorIntervalMs(100)
-          .build())
-      .select("id")
-      .writeStream
-      .format("parquet") // a sink a query restarts on (the memory sink does not)
-      .option("path", out.toString)
-      .option("checkpointLocation", ckpt.toString)
-      .start()
+    def start() = startUnbounded(props, ckpt, out)(identity)
     val folder = warehouse.resolve("db").resolve("t")
     val away = warehouse.resolve("db").resolve("t-away")
     val query = start()
     try {
       processAllAvailable(query)
       java.nio.file.Files.move(folder, away) // the catalog has no table db.t now
-      val e = intercept[org.apache.spark.sql.streaming.StreamingQueryException](awaitEnd(query))
-      val causes = Iterator.iterate(e: Throwable)(_.getCause).takeWhile(_ != null).toSeq
-      val fault = causes.collectFirst {
-        case t: org.apache.spark.SparkThrowable if t.getCondition == "SLUICE_SOURCE_FAULT" => t
-      }
-      assert(fault.isDefined, causes.map(c => s"${c.getClass.getName}: ${c.getMessage}"))
-      val message = fault.get.asInstanceOf[Throwable].getMessage
+      val message = sourceFault(query)
       assert(
         message.contains(
           "cannot load table 'db.t' from Iceberg catalog 'scala_cat' (properties type, warehouse) " +
@@ -303,13 +324,45 @@ class IcebergCatalogSuite extends AnyFunSuite with SparkSuiteBase {
     java.nio.file.Files.move(away, folder)
     append(t, "b", 12L until 20L)
     val restarted = start()
+    // every row once: the first run's, then the append, none of the first run's again
+    try assert(idsIn(out, 20) == (0L until 20L))
+    finally restarted.stop()
+  }
+
+  test(
+    "a query whose catalog stopped answering, restarted in the same driver once it answers again, reads every row") {
+    val props =
+      Map("type" -> "hadoop", "warehouse" -> dir.resolve("recovering-warehouse").toUri.toString)
+    val t = tableIn(props)
+    // a REST catalog service over the Hadoop catalog's tables, which stalls and recovers
+    val server = new StallingRestServer(
+      Some(CatalogUtil.buildIcebergCatalog("served", props.asJava, new Configuration())))
+    // a pool of one connection, as a small JDBC pool: the load that hangs holds it
+    val rest =
+      Map("type" -> "rest", "uri" -> server.uri, "rest.client.connections-per-route" -> "1")
+    val ckpt = tempDir("iceberg-catalog-recovering-ckpt")
+    val out = tempDir("iceberg-catalog-recovering-out")
+    def start() = startUnbounded(rest, ckpt, out)(_.catalogTimeoutMs(1500))
     try {
-      // every row once: the first run's, then the append, none of the first run's again
-      def got = spark.read.parquet(out.toString).collect().map(_.getLong(0)).toSeq.sorted
-      val deadline = System.nanoTime() + 60L * 1000 * 1000 * 1000
-      while (got.size < 20 && System.nanoTime() < deadline) Thread.sleep(100)
-      assert(got == (0L until 20L))
-    } finally restarted.stop()
+      val query = start()
+      try {
+        processAllAvailable(query)
+        assert(idsIn(out, 12) == (0L until 12L))
+        server.stall() // the next plan's load hangs, and the query fails past catalogTimeoutMs
+        val message = sourceFault(query)
+        assert(message.contains("did not answer within 1500 ms"), message)
+      } finally query.stop()
+      // the service answers again, but not the request it stalled (as a pooled connection
+      // whose reads a database that came back never answers)
+      server.recover()
+      append(t, "b", 12L until 20L)
+      // before the fix the restart's build timed out too: the kept catalog's one connection
+      // still waited for the stalled answer
+      val restarted = start()
+      // every row once: none of the first run's again
+      try assert(idsIn(out, 20) == (0L until 20L))
+      finally restarted.stop()
+    } finally server.close()
   }
 
   test(
