@@ -22,14 +22,10 @@ from pyiceberg.types import LongType, NestedField, StringType, TimestamptzType
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from sluice import (
-    HybridSource,
     IcebergSource,
-    KafkaSource,
-    OffsetsInitializer,
     SluiceConfigError,
     WatermarkStrategy,
 )
-from sluice.testing import EmbeddedKafka
 from window_counts import final_counts, late_dropped, window_counts
 
 
@@ -187,69 +183,6 @@ def test_snapshots_by_id_and_time_and_what_is_refused(spark: SparkSession, tmp_p
         SluiceConfigError, match="column 'city' is named 'town' in another of the table's schemas"
     ):
         IcebergSource.builder().table(table.refresh().metadata_location).build()
-
-
-def test_a_table_then_kafka_from_the_tables_largest_event_time_minus_a_margin(
-    spark: SparkSession, kafka: EmbeddedKafka, tmp_path: Path
-) -> None:
-    """A hybrid member: Kafka starts at the table's largest event time (files committed out of
-    event-time order, placed by their statistics) minus 5 s, at the offsets of that time in each
-    partition."""
-    schema = Schema(
-        NestedField(1, "id", LongType(), required=False),
-        NestedField(2, "ts", TimestamptzType(), required=False),
-    )
-    table = _catalog(tmp_path).create_table("db.history", schema=schema)
-    arrow = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("us", tz="UTC"))])
-    for ids in (range(50, 100), range(0, 50)):  # the newest events were committed first
-        table.append(
-            pa.table({"id": list(ids), "ts": [START + timedelta(seconds=i) for i in ids]}, schema=arrow)
-        )
-    kafka.create_topic("py-iceberg-live", partitions=2)
-    kafka.produce(
-        "py-iceberg-live",
-        [
-            {
-                "value": f'{{"id": {i}, "ts": "{(START + timedelta(seconds=i)).isoformat()}"}}',
-                "partition": i % 2,
-                "timestamp": int((START + timedelta(seconds=i)).timestamp() * 1000),
-            }
-            for i in range(80, 150)
-        ],
-    )
-    history = IcebergSource.builder().table(table.metadata_location).timestamp_column("ts").build()
-    live = (
-        KafkaSource.builder()
-        .bootstrap_servers(kafka.bootstrap_servers)
-        .topics("py-iceberg-live")
-        .starting_offsets(OffsetsInitializer.earliest())
-        .stopping_offsets(OffsetsInitializer.latest())
-        .option("format", "json")
-        .option("schema", "id BIGINT, ts TIMESTAMP")
-        .build()
-    )
-    hybrid = HybridSource.builder(history).add_source(live, start_at_previous_end_minus=5_000).build()
-
-    query = (
-        sluice.from_source(spark, hybrid, options={"maxRecordsPerTrigger": 40})
-        .writeStream.format("memory")
-        .queryName("py_iceberg_hybrid")
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    assert query.awaitTermination(180), "the query did not end within 180 s"
-    assert query.exception() is None
-    ids = Counter(r.id for r in spark.table("py_iceberg_hybrid").collect())
-    # the table: 0..99; Kafka from the table's last event time (id 99) minus 5 s: ids 94..149
-    assert ids == Counter(list(range(100)) + list(range(94, 150)))
-    # Kafka's start in each partition (ids 80, 82, ... and 81, 83, ...): the offset of id 94, of id 95
-    live_rows = spark.table("py_iceberg_hybrid").where(F.col("_split").contains("py-iceberg-live"))
-    starts = {
-        r["_split"]: r["start"]
-        for r in live_rows.groupBy("_split").agg(F.min("_position").alias("start")).collect()
-    }
-    assert sorted(starts.values()) == [7, 7] and len(starts) == 2
 
 
 def test_files_out_of_event_time_order_drop_nothing_as_late_where_sparks_parquet_stream_does(
