@@ -100,10 +100,20 @@ trait CheckpointFixture {
   def held: Held = Held.InOffset
 
   /**
-   * Where the kept checkpoint's last committed batch left some of its splits, by split id, as the
-   * committed rows say: the positions the restart must continue from (empty: not derived).
+   * Where the kept checkpoint's last committed batch left some of its splits, by source (its place
+   * in the offset log) and split id, as the committed rows say: the positions the restart must
+   * continue from (empty: not derived). `input` is where the restart reads the kept input files
+   * (a files source's split ids hold their path).
    */
-  def continuesAt(committed: Seq[String]): Map[String, Long] = Map.empty
+  def continuesAt(committed: Seq[String], input: Path): Map[Int, Map[String, Long]] = Map.empty
+
+  /**
+   * The event time of record `index` (from 0) of a split, by source and split id, where the
+   * fixture knows it (None: not derived). A split's largest event time read, which the kept
+   * offsets and progress hold and its watermark starts from after the restart, is that of the
+   * last record it read.
+   */
+  def eventTimeOf(source: Int, split: String, index: Long): Option[Long] = None
 
   /**
    * Stopped with the batch after the first committed one logged and not committed: the writer
@@ -213,12 +223,17 @@ object CheckpointFixtures {
       .map(s => s.toString -> committed.count(_.toLong % splits == s).toLong)
       .toMap
 
-  object GeneratorFixture extends CheckpointFixture {
-    val name = "generator"
+  final class GeneratorFixture(
+      val name: String,
+      override val keptFrom: Option[String] = None,
+      override val offsetVersion: Int = 2)
+      extends CheckpointFixture {
     private val source =
       GeneratorSource.builder().splits(2).recordsPerSplit(40).eventTimeStartMs(0L).build()
-    override def continuesAt(committed: Seq[String]): Map[String, Long] =
-      generatorPositions(2, committed)
+    override def continuesAt(committed: Seq[String], input: Path): Map[Int, Map[String, Long]] =
+      Map(0 -> generatorPositions(2, committed))
+    override def eventTimeOf(source: Int, split: String, index: Long): Option[Long] =
+      Some(this.source.config.eventTimeMs(split.toInt, index))
     def stream(spark: SparkSession, input: Path, bootstrap: String): DataFrame =
       Sluice
         .fromSource(spark, source, null, name, readOptions)
@@ -235,10 +250,16 @@ object CheckpointFixtures {
       extends CheckpointFixture {
     override val topics = Seq(topic(s"sluice-compat-$name", 40))
     // a partition's position is the number of its records read (rows are partition:offset:value)
-    override def continuesAt(committed: Seq[String]): Map[String, Long] =
-      (0 until topics.head.partitions)
-        .map(p => s"${topics.head.name}-$p" -> committed.count(_.startsWith(s"$p:")).toLong)
-        .toMap
+    override def continuesAt(committed: Seq[String], input: Path): Map[Int, Map[String, Long]] =
+      Map(
+        0 -> (0 until topics.head.partitions)
+          .map(p => s"${topics.head.name}-$p" -> committed.count(_.startsWith(s"$p:")).toLong)
+          .toMap)
+    // a record's event time is its timestamp
+    override def eventTimeOf(source: Int, split: String, index: Long): Option[Long] = {
+      val partition = split.stripPrefix(s"${topics.head.name}-").toInt
+      topics.head.records.filter(_.partition == partition).lift(index.toInt).map(_.timestamp)
+    }
     def stream(spark: SparkSession, input: Path, bootstrap: String): DataFrame =
       kafkaRows(
         Sluice.fromSource(spark, kafka(bootstrap, topics.head.name), null, name, readOptions))
@@ -259,8 +280,11 @@ object CheckpointFixtures {
     def all: Seq[String] = (0 until 40).map(_.toString)
   }
 
-  object ParquetFixture extends CheckpointFixture {
-    val name = "parquet"
+  final class ParquetFixture(
+      val name: String,
+      override val keptFrom: Option[String] = None,
+      override val offsetVersion: Int = 2)
+      extends CheckpointFixture {
     override def writeInput(spark: SparkSession, input: Path): Unit =
       (0 until 4).foreach { f =>
         val staged = input.resolve(s"staged-$f")
@@ -289,6 +313,15 @@ object CheckpointFixtures {
           readOptions)
         .selectExpr("CONCAT(id, ':', v) AS row")
     def all: Seq[String] = (0 until 40).map(i => s"$i:p$i")
+    // a file of one row group is one split, named by its path; its position is the index of the
+    // next row to read, and file f holds ids 10 f to 10 f + 9
+    override def continuesAt(committed: Seq[String], input: Path): Map[Int, Map[String, Long]] =
+      Map(
+        0 -> (0 until 4)
+          .map(f =>
+            s"file:${input.resolve(f"part-$f%02d.parquet")}" ->
+              committed.count(_.takeWhile(_ != ':').toInt / 10 == f).toLong)
+          .toMap)
   }
 
   /** Files, then Kafka: stopped while still in the files, or once Kafka was read. */
@@ -334,14 +367,15 @@ object CheckpointFixtures {
       ((1000 until 1020) ++ (2000 until 2020)).map(_.toString)
     // after the switch, the Kafka partitions (the hybrid's second source: ids `1:`): record i of
     // the topic, id 2000 + i, went to partition i % 2
-    override def continuesAt(committed: Seq[String]): Map[String, Long] =
+    override def continuesAt(committed: Seq[String], input: Path): Map[Int, Map[String, Long]] =
       if (!afterSwitch) Map.empty
       else
-        (0 until 2)
-          .map(p =>
-            s"1:${topics.head.name}-$p" ->
-              committed.map(_.toInt).count(id => id >= 2000 && (id - 2000) % 2 == p).toLong)
-          .toMap
+        Map(
+          0 -> (0 until 2)
+            .map(p =>
+              s"1:${topics.head.name}-$p" ->
+                committed.map(_.toInt).count(id => id >= 2000 && (id - 2000) % 2 == p).toLong)
+            .toMap)
     override def writtenEnough(committed: Seq[String]): Boolean = {
       val fromKafka = committed.count(_.toInt >= 2000)
       committed.nonEmpty && committed.size < all.size &&
@@ -374,8 +408,10 @@ object CheckpointFixtures {
         .recordsPerSplit(perSplit)
         .eventTimeStartMs(0L)
         .build()
-    override def continuesAt(committed: Seq[String]): Map[String, Long] =
-      generatorPositions(splits, committed)
+    override def continuesAt(committed: Seq[String], input: Path): Map[Int, Map[String, Long]] =
+      Map(0 -> generatorPositions(splits, committed))
+    override def eventTimeOf(source: Int, split: String, index: Long): Option[Long] =
+      Some(this.source.config.eventTimeMs(split.toInt, index))
     // a record of every split a batch
     override def readOptions: Map[String, String] = Map("maxRecordsPerTrigger" -> s"$splits")
     def stream(spark: SparkSession, input: Path, bootstrap: String): DataFrame =
@@ -412,8 +448,16 @@ object CheckpointFixtures {
   val RealTimeBatch = "20 seconds"
 
   /** Two generators in one alignment group, read by one query. */
-  object AlignmentGroupFixture extends CheckpointFixture {
-    val name = "alignment-group"
+  final class AlignmentGroupFixture(
+      val name: String,
+      override val keptFrom: Option[String] = None,
+      override val offsetVersion: Int = 2,
+      batches: Int = 1)
+      extends CheckpointFixture {
+    // each batch reads 5 records of every split (10 a source); after two, the last committed
+    // offset holds what the first read: each split's reported position and largest event time
+    override def writtenEnough(committed: Seq[String]): Boolean =
+      committed.size >= 20 * batches && committed.size < all.size
     private def gen(start: Long) =
       GeneratorSource
         .builder()
@@ -438,16 +482,29 @@ object CheckpointFixtures {
     def all: Seq[String] =
       for ((n, s) <- sources; split <- 0 until 2; i <- 0L until 30L)
         yield s"$n:${s.config.recordId(split, i)}"
+    // each source's committed records of split s, rows `n:id`, record i having id 2 i + s
+    private def readOf(committed: Seq[String], n: String, split: Int): Seq[Long] =
+      committed
+        .filter(_.startsWith(s"$n:"))
+        .map(_.drop(n.length + 1).toLong)
+        .filter(_ % 2 == split)
+        .map(_ / 2)
+    override def continuesAt(committed: Seq[String], input: Path): Map[Int, Map[String, Long]] =
+      sources.zipWithIndex.map { case ((n, _), i) =>
+        i -> (0 until 2).map(s => s.toString -> readOf(committed, n, s).size.toLong).toMap
+      }.toMap
+    override def eventTimeOf(source: Int, split: String, index: Long): Option[Long] =
+      Some(sources(source)._2.config.eventTimeMs(split.toInt, index))
   }
 
   val All: Seq[CheckpointFixture] = Seq(
-    GeneratorFixture,
+    new GeneratorFixture("generator"),
     new KafkaFixture("kafka"),
     new FilesFixture("files"),
-    ParquetFixture,
+    new ParquetFixture("parquet"),
     new HybridFixture("hybrid-before-switch", afterSwitch = false),
     new HybridFixture("hybrid-after-switch", afterSwitch = true),
-    AlignmentGroupFixture,
+    new AlignmentGroupFixture("alignment-group"),
     KafkaRealTimeFixture,
     // in flight: its restart reads the committed offset and replays the next, both version 3 (a
     // fixture that stopped after a commit would read one of them only, and add ~1.5 s)
@@ -464,6 +521,13 @@ object CheckpointFixtures {
       afterSwitch = true,
       keptFrom = Some(V1Commit),
       offsetVersion = 1),
+    new ParquetFixture("v1-parquet", keptFrom = Some(V1Commit), offsetVersion = 1),
+    new GeneratorFixture("v1-generator", keptFrom = Some(V1Commit), offsetVersion = 1),
+    new AlignmentGroupFixture(
+      "v1-alignment-group",
+      keptFrom = Some(V1Commit),
+      offsetVersion = 1,
+      batches = 2),
     // and by that commit a checkpoint over 16 KiB, kept whole (offset version 2)
     new ManySplitsGeneratorFixture(
       "v2-whole-generator",
