@@ -15,6 +15,8 @@ import sluice.connector.file.parquet.ParquetSource
 import sluice.connector.generator.GeneratorSource
 import sluice.connector.kafka.{KafkaSource, OffsetsInitializer}
 import sluice.eventtime.WatermarkStrategy
+import sluice.connector.table.delta.DeltaSource
+import sluice.connector.table.iceberg.IcebergSource
 import sluice.hybrid.HybridSource
 
 /**
@@ -59,6 +61,12 @@ trait CheckpointFixture {
 
   /** Writes the input files into `input`, once, when the fixture is written. */
   def writeInput(spark: SparkSession, input: Path): Unit = ()
+
+  /**
+   * Moves what the input files name by absolute path from `from` to `to` (the input placeholder
+   * when kept, the restored folder when restarted): a table's metadata names its files so.
+   */
+  def relocateInput(input: Path, from: String, to: String): Unit = ()
 
   /** The topics, named as the checkpoint names them. */
   def topics: Seq[FixtureTopic] = Nil
@@ -114,6 +122,12 @@ trait CheckpointFixture {
    * last record it read.
    */
   def eventTimeOf(source: Int, split: String, index: Long): Option[Long] = None
+
+  /**
+   * The splits read to their end before the last batch logged, which its offset counts apart
+   * from the others: how many, their records and their largest event time (None: not derived).
+   */
+  def finishedBeforeLast: Option[(Long, Long, Option[Long])] = None
 
   /**
    * Stopped with the batch after the first committed one logged and not committed: the writer
@@ -324,6 +338,88 @@ object CheckpointFixtures {
           .toMap)
   }
 
+  /** 2026-01-01T00:00Z, the first event time of `tests/fixture_tables.py`'s tables. */
+  private val TableStartMs = 1767225600000L
+
+  /**
+   * An Iceberg or a Delta table (`format`) written by the format's own Python writer
+   * (`tests/fixture_tables.py`, run by the `.venv`'s Python or `SLUICE_FIXTURE_PYTHON`): three
+   * appends of 4, 4 and 34 rows, a data file each, an hour apart in event time (`ts`), read under
+   * watermark alignment (a minute's drift) by the files' statistics, so one file after the other.
+   * Stopped in flight: the first batch read the first file to its end, and the restart replays
+   * the second batch, whose offset the kept build wrote once that file was read (the file counted
+   * among the finished splits). The table is kept in the input folder (the writer's run read it
+   * there), its paths moved with it.
+   */
+  final class TableFixture(
+      val name: String,
+      format: String,
+      override val keptFrom: Option[String] = None,
+      override val offsetVersion: Int = 2)
+      extends CheckpointFixture {
+    require(format == "iceberg" || format == "delta", format)
+    override def inFlight: Boolean = true
+    override def writeInput(spark: SparkSession, input: Path): Unit = {
+      val python =
+        sys.env.getOrElse(
+          "SLUICE_FIXTURE_PYTHON",
+          CheckoutFiles(".venv", "bin", "python").toString)
+      val script = CheckoutFiles("tests", "fixture_tables.py").toString
+      val done =
+        new ProcessBuilder(python, script, format, input.toString).inheritIO().start().waitFor()
+      require(done == 0, s"$script $format exited with $done")
+    }
+    override def relocateInput(input: Path, from: String, to: String): Unit =
+      FixtureTables.rewritePaths(input, from, to)
+    private def table(input: Path): Path = input.resolve(format)
+    def stream(spark: SparkSession, input: Path, bootstrap: String): DataFrame = {
+      val source = format match {
+        // by its last metadata file (pyiceberg's catalog writes no version hint)
+        case "iceberg" =>
+          val metadata = Files
+            .list(table(input).resolve("metadata"))
+            .iterator()
+            .asScala
+            .filter(_.getFileName.toString.endsWith(".metadata.json"))
+            .maxBy(_.getFileName.toString)
+          IcebergSource.builder().table(metadata.toString).timestampColumn("ts").build()
+        case _ => DeltaSource.builder().table(table(input).toString).timestampColumn("ts").build()
+      }
+      val strategy = WatermarkStrategy
+        .forMonotonousTimestamps()
+        .withWatermarkAlignment(name, Duration.ofMinutes(1), Duration.ofMillis(100))
+      Sluice
+        .fromSource(spark, source, strategy, name, readOptions)
+        .selectExpr("CONCAT(id, ':', v) AS row")
+    }
+    def all: Seq[String] = (0 until 42).map(i => s"$i:p$i")
+    // the data files, as each library names them (Iceberg's metadata by URI, Delta Kernel by
+    // Hadoop's path), with their rows and smallest id
+    private def files(input: Path): Seq[(String, Long, Long)] =
+      FixtureTables.dataFiles(table(input), "id").map { case (file, rows, min) =>
+        (if (format == "iceberg") file.toUri.toString else s"file:$file", rows, min)
+      }
+    // a data file of one row group is one split, named by its path; its position is the index of
+    // the next row to read
+    override def continuesAt(committed: Seq[String], input: Path): Map[Int, Map[String, Long]] = {
+      val ids = committed.map(_.takeWhile(_ != ':').toLong)
+      Map(0 -> files(input).map { case (id, rows, min) =>
+        id -> ids.count(i => i >= min && i < min + rows).toLong
+      }.toMap)
+    }
+    // the first file, ids 0-3, read whole by the first batch, never read again
+    override def finishedBeforeLast: Option[(Long, Long, Option[Long])] =
+      Some((1L, 4L, Some(TableStartMs + 3 * 60000L)))
+    // ids 0-3 from minute 0, 4-7 from minute 60, 8-41 from minute 120 of 2026-01-01 (UTC)
+    override def eventTimeOf(source: Int, split: String, index: Long): Option[Long] = {
+      val file =
+        java.nio.file.Paths.get(new java.net.URI(split.replaceFirst("^file:/+", "file:///")))
+      val id = FixtureTables.dataFiles(file, "id").head._3 + index
+      val minute = if (id < 4) id else if (id < 8) 60 + id - 4 else 120 + id - 8
+      Some(TableStartMs + minute * 60000L)
+    }
+  }
+
   /** Files, then Kafka: stopped while still in the files, or once Kafka was read. */
   final class HybridFixture(
       val name: String,
@@ -497,6 +593,24 @@ object CheckpointFixtures {
       Some(sources(source)._2.config.eventTimeMs(split.toInt, index))
   }
 
+  /**
+   * The last commit writing offsets of version 1 (the parent of 52979d5, which made them 2); its
+   * offsets over 16 KiB were version 2 and named the checkpoint kept whole.
+   */
+  val V1Commit = "9bda799"
+
+  /**
+   * The last of the three commits (ceb19f5 to it) writing offsets that hold their checkpoint as
+   * version 3; b630da1 wrote them as version 2 again.
+   */
+  val V3InlineCommit = "8fd15d3"
+
+  /**
+   * The oldest commit with both table sources (the merge of the Delta source; the Iceberg source
+   * came shortly before): bounded reads only, Parquet enumerator state version 1.
+   */
+  val TablesV1Commit = "55c12a4"
+
   val All: Seq[CheckpointFixture] = Seq(
     new GeneratorFixture("generator"),
     new KafkaFixture("kafka"),
@@ -534,21 +648,13 @@ object CheckpointFixtures {
       keptFrom = Some(V1Commit),
       offsetVersion = 2,
       held = Held.WholeFile),
+    // by the oldest commit with table sources: its Parquet enumerator state (version 1) knew a
+    // table's files by path alone, its row-group splits (version 2) had no table entry
+    new TableFixture("iceberg-state-v1", "iceberg", keptFrom = Some(TablesV1Commit)),
+    new TableFixture("delta-state-v1", "delta", keptFrom = Some(TablesV1Commit)),
     // by the last commit writing offsets that hold their checkpoint as version 3
     new KafkaFixture("v3-inline-kafka", keptFrom = Some(V3InlineCommit), offsetVersion = 3),
     new FilesFixture("v3-inline-files", keptFrom = Some(V3InlineCommit), offsetVersion = 3))
-
-  /**
-   * The last commit writing offsets of version 1 (the parent of 52979d5, which made them 2); its
-   * offsets over 16 KiB were version 2 and named the checkpoint kept whole.
-   */
-  val V1Commit = "9bda799"
-
-  /**
-   * The last of the three commits (ceb19f5 to it) writing offsets that hold their checkpoint as
-   * version 3; b630da1 wrote them as version 2 again.
-   */
-  val V3InlineCommit = "8fd15d3"
 
   /** The offset versions of the Sluice offsets (one line per source) of a kept offset log. */
   def offsetVersions(checkpoint: Path): Set[Int] =

@@ -27,7 +27,8 @@ class CheckpointFixturesSuite extends AnyFunSuite with KafkaSuiteBase with Spark
    * A copy of the kept fixture `name`, its paths those of the copy, its topics in the broker
    * (their ids put in its checkpoint).
    */
-  private def restore(name: String): Path = {
+  private def restore(fixture: CheckpointFixture): Path = {
+    val name = fixture.name
     val kept = root.resolve(name)
     assert(
       Files.isDirectory(checkpointOf(kept)),
@@ -35,6 +36,7 @@ class CheckpointFixturesSuite extends AnyFunSuite with KafkaSuiteBase with Spark
     val work = tempDir(s"fixture-$name")
     copyTree(kept, work)
     val input = Files.createDirectories(inputOf(work))
+    fixture.relocateInput(input, InputPlaceholder, input.toString)
     setInputTimes(input)
     rewritePaths(checkpointOf(work), InputPlaceholder, input.toString)
     readTopics(kept).foreach { t =>
@@ -82,7 +84,7 @@ class CheckpointFixturesSuite extends AnyFunSuite with KafkaSuiteBase with Spark
 
   All.foreach { fixture =>
     test(s"a '${fixture.name}' checkpoint kept by an earlier build reads on where it stopped") {
-      val work = restore(fixture.name)
+      val work = restore(fixture)
       val committed = readCommitted(work)
       assert(committed.nonEmpty && committed.size < fixture.all.size, committed)
       // what this fixture proves is read: an offset format rewritten by a later writer would not
@@ -96,6 +98,12 @@ class CheckpointFixturesSuite extends AnyFunSuite with KafkaSuiteBase with Spark
       assert(
         logged == (if (fixture.inFlight) done + 1 else done),
         s"logged $logged, committed $done")
+      fixture.finishedBeforeLast.foreach { expected =>
+        val finished = Checkpoints.offset(checkpointOf(work).toString, logged).checkpoint.finished
+        assert(
+          (finished.count, finished.records, finished.maxEventTime) == expected,
+          s"the splits finished before batch $logged, as this build reads its kept offset")
+      }
       fixture.continuesAt(committed, inputOf(work)).foreach { case (source, positions) =>
         val offset = Checkpoints.offset(checkpointOf(work).toString, done, source)
         val read = offset.splits.map(e => e.splitId -> e.position).toMap
@@ -109,7 +117,9 @@ class CheckpointFixturesSuite extends AnyFunSuite with KafkaSuiteBase with Spark
         // the last reported); both are that of the last record they count
         def lastEventTime(id: String, count: Long) =
           if (count == 0) None else fixture.eventTimeOf(source, id, count - 1)
-        val derived = positions.keySet.filter(id => fixture.eventTimeOf(source, id, 0).nonEmpty)
+        // (a split that read nothing may have no progress yet)
+        val derived = positions.keySet.filter(id =>
+          positions(id) > 0 && fixture.eventTimeOf(source, id, 0).nonEmpty)
         if (derived.nonEmpty) {
           val progress = new SourceMetadata(
             checkpointOf(work).resolve("sources").resolve(source.toString).toString,
@@ -162,7 +172,7 @@ class CheckpointFixturesSuite extends AnyFunSuite with KafkaSuiteBase with Spark
 
   /** Rewrites every offset of the kept generator checkpoint with `edit`. */
   private def editedOffsets(edit: String => String): Path = {
-    val work = restore(Generator.name)
+    val work = restore(Generator)
     val offsets = checkpointOf(work).resolve("offsets")
     Files.list(offsets).forEach { f =>
       Files.write(f, edit(new String(Files.readAllBytes(f), UTF_8)).getBytes(UTF_8))
