@@ -68,6 +68,12 @@ trait CheckpointFixture {
    */
   def relocateInput(input: Path, from: String, to: String): Unit = ()
 
+  /**
+   * Adds to the input once the written run stopped, before it is kept: what the restart finds
+   * and the kept run did not (an append to a table read unbounded).
+   */
+  def afterStop(input: Path): Unit = ()
+
   /** The topics, named as the checkpoint names them. */
   def topics: Seq[FixtureTopic] = Nil
 
@@ -348,27 +354,34 @@ object CheckpointFixtures {
    * watermark alignment (a minute's drift) by the files' statistics, so one file after the other.
    * Stopped in flight: the first batch read the first file to its end, and the restart replays
    * the second batch, whose offset the kept build wrote once that file was read (the file counted
-   * among the finished splits). The table is kept in the input folder (the writer's run read it
-   * there), its paths moved with it.
+   * among the finished splits). Read `unbounded` (`monitorIntervalMs`), the table gains a fourth
+   * append of 10 rows once the run stopped, which the restart plans from the version the kept
+   * state planned last. The table is kept in the input folder (the writer's run read it there),
+   * its paths moved with it.
    */
   final class TableFixture(
       val name: String,
       format: String,
+      unbounded: Boolean = false,
       override val keptFrom: Option[String] = None,
       override val offsetVersion: Int = 2)
       extends CheckpointFixture {
     require(format == "iceberg" || format == "delta", format)
     override def inFlight: Boolean = true
-    override def writeInput(spark: SparkSession, input: Path): Unit = {
+    private def writeTable(input: Path, more: Boolean): Unit = {
       val python =
         sys.env.getOrElse(
           "SLUICE_FIXTURE_PYTHON",
           CheckoutFiles(".venv", "bin", "python").toString)
       val script = CheckoutFiles("tests", "fixture_tables.py").toString
-      val done =
-        new ProcessBuilder(python, script, format, input.toString).inheritIO().start().waitFor()
-      require(done == 0, s"$script $format exited with $done")
+      val command =
+        Seq(python, script, format, input.toString) ++ (if (more) Seq("more") else Nil)
+      val done = new ProcessBuilder(command: _*).inheritIO().start().waitFor()
+      require(done == 0, s"${command.mkString(" ")} exited with $done")
     }
+    override def writeInput(spark: SparkSession, input: Path): Unit =
+      writeTable(input, more = false)
+    override def afterStop(input: Path): Unit = if (unbounded) writeTable(input, more = true)
     override def relocateInput(input: Path, from: String, to: String): Unit =
       FixtureTables.rewritePaths(input, from, to)
     private def table(input: Path): Path = input.resolve(format)
@@ -382,8 +395,11 @@ object CheckpointFixtures {
             .asScala
             .filter(_.getFileName.toString.endsWith(".metadata.json"))
             .maxBy(_.getFileName.toString)
-          IcebergSource.builder().table(metadata.toString).timestampColumn("ts").build()
-        case _ => DeltaSource.builder().table(table(input).toString).timestampColumn("ts").build()
+          val b = IcebergSource.builder().table(metadata.toString).timestampColumn("ts")
+          (if (unbounded) b.monitorIntervalMs(200L) else b).build()
+        case _ =>
+          val b = DeltaSource.builder().table(table(input).toString).timestampColumn("ts")
+          (if (unbounded) b.monitorIntervalMs(200L) else b).build()
       }
       val strategy = WatermarkStrategy
         .forMonotonousTimestamps()
@@ -392,12 +408,14 @@ object CheckpointFixtures {
         .fromSource(spark, source, strategy, name, readOptions)
         .selectExpr("CONCAT(id, ':', v) AS row")
     }
-    def all: Seq[String] = (0 until 42).map(i => s"$i:p$i")
-    // the data files, as each library names them (Iceberg's metadata by URI, Delta Kernel by
-    // Hadoop's path), with their rows and smallest id
+    def all: Seq[String] = (0 until (if (unbounded) 52 else 42)).map(i => s"$i:p$i")
+    // the data files the kept run planned (not the one appended after it stopped), as each
+    // library names them (Iceberg's metadata by URI, Delta Kernel by Hadoop's path), with their
+    // rows and smallest id
     private def files(input: Path): Seq[(String, Long, Long)] =
-      FixtureTables.dataFiles(table(input), "id").map { case (file, rows, min) =>
-        (if (format == "iceberg") file.toUri.toString else s"file:$file", rows, min)
+      FixtureTables.dataFiles(table(input), "id").collect {
+        case (file, rows, min) if min < 42 =>
+          (if (format == "iceberg") file.toUri.toString else s"file:$file", rows, min)
       }
     // a data file of one row group is one split, named by its path; its position is the index of
     // the next row to read
@@ -410,12 +428,17 @@ object CheckpointFixtures {
     // the first file, ids 0-3, read whole by the first batch, never read again
     override def finishedBeforeLast: Option[(Long, Long, Option[Long])] =
       Some((1L, 4L, Some(TableStartMs + 3 * 60000L)))
-    // ids 0-3 from minute 0, 4-7 from minute 60, 8-41 from minute 120 of 2026-01-01 (UTC)
+    // ids 0-3 from minute 0, 4-7 from minute 60, 8-41 from minute 120, 42-51 from minute 200 of
+    // 2026-01-01 (UTC)
     override def eventTimeOf(source: Int, split: String, index: Long): Option[Long] = {
       val file =
         java.nio.file.Paths.get(new java.net.URI(split.replaceFirst("^file:/+", "file:///")))
       val id = FixtureTables.dataFiles(file, "id").head._3 + index
-      val minute = if (id < 4) id else if (id < 8) 60 + id - 4 else 120 + id - 8
+      val minute =
+        if (id < 4) id
+        else if (id < 8) 60 + id - 4
+        else if (id < 42) 120 + id - 8
+        else 200 + id - 42
       Some(TableStartMs + minute * 60000L)
     }
   }
@@ -611,6 +634,12 @@ object CheckpointFixtures {
    */
   val TablesV1Commit = "55c12a4"
 
+  /**
+   * The oldest commit reading both table sources unbounded (the merge of the unbounded reads):
+   * Parquet enumerator state version 2, which added the version planned last.
+   */
+  val TablesV2Commit = "c12a8a3"
+
   val All: Seq[CheckpointFixture] = Seq(
     new GeneratorFixture("generator"),
     new KafkaFixture("kafka"),
@@ -652,6 +681,18 @@ object CheckpointFixtures {
     // table's files by path alone, its row-group splits (version 2) had no table entry
     new TableFixture("iceberg-state-v1", "iceberg", keptFrom = Some(TablesV1Commit)),
     new TableFixture("delta-state-v1", "delta", keptFrom = Some(TablesV1Commit)),
+    // and by the oldest commit reading them unbounded: its state (version 2) knew the version
+    // planned last, but still each file by path alone
+    new TableFixture(
+      "iceberg-state-v2",
+      "iceberg",
+      unbounded = true,
+      keptFrom = Some(TablesV2Commit)),
+    new TableFixture(
+      "delta-state-v2",
+      "delta",
+      unbounded = true,
+      keptFrom = Some(TablesV2Commit)),
     // by the last commit writing offsets that hold their checkpoint as version 3
     new KafkaFixture("v3-inline-kafka", keptFrom = Some(V3InlineCommit), offsetVersion = 3),
     new FilesFixture("v3-inline-files", keptFrom = Some(V3InlineCommit), offsetVersion = 3))

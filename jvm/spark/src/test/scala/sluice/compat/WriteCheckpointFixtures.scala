@@ -80,6 +80,7 @@ object WriteCheckpointFixtures {
             Thread.sleep(50) // polls the commit log; no event says "a batch committed"
           }
         finally run.query.stop()
+        fixture.afterStop(input)
         val committed = run.committed
         require(
           fixture.writtenEnough(run),
