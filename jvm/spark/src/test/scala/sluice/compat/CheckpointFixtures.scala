@@ -15,6 +15,8 @@ import sluice.connector.file.parquet.ParquetSource
 import sluice.connector.generator.GeneratorSource
 import sluice.connector.kafka.{KafkaSource, OffsetsInitializer}
 import sluice.eventtime.WatermarkStrategy
+import sluice.connector.table.delta.DeltaSource
+import sluice.connector.table.iceberg.IcebergSource
 import sluice.hybrid.HybridSource
 
 /**
@@ -60,6 +62,18 @@ trait CheckpointFixture {
   /** Writes the input files into `input`, once, when the fixture is written. */
   def writeInput(spark: SparkSession, input: Path): Unit = ()
 
+  /**
+   * Moves what the input files name by absolute path from `from` to `to` (the input placeholder
+   * when kept, the restored folder when restarted): a table's metadata names its files so.
+   */
+  def relocateInput(input: Path, from: String, to: String): Unit = ()
+
+  /**
+   * Adds to the input once the written run stopped, before it is kept: what the restart finds
+   * and the kept run did not (an append to a table read unbounded).
+   */
+  def afterStop(input: Path): Unit = ()
+
   /** The topics, named as the checkpoint names them. */
   def topics: Seq[FixtureTopic] = Nil
 
@@ -100,10 +114,26 @@ trait CheckpointFixture {
   def held: Held = Held.InOffset
 
   /**
-   * Where the kept checkpoint's last committed batch left some of its splits, by split id, as the
-   * committed rows say: the positions the restart must continue from (empty: not derived).
+   * Where the kept checkpoint's last committed batch left some of its splits, by source (its place
+   * in the offset log) and split id, as the committed rows say: the positions the restart must
+   * continue from (empty: not derived). `input` is where the restart reads the kept input files
+   * (a files source's split ids hold their path).
    */
-  def continuesAt(committed: Seq[String]): Map[String, Long] = Map.empty
+  def continuesAt(committed: Seq[String], input: Path): Map[Int, Map[String, Long]] = Map.empty
+
+  /**
+   * The event time of record `index` (from 0) of a split, by source and split id, where the
+   * fixture knows it (None: not derived). A split's largest event time read, which the kept
+   * offsets and progress hold and its watermark starts from after the restart, is that of the
+   * last record it read.
+   */
+  def eventTimeOf(source: Int, split: String, index: Long): Option[Long] = None
+
+  /**
+   * The splits read to their end before the last batch logged, which its offset counts apart
+   * from the others: how many, their records and their largest event time (None: not derived).
+   */
+  def finishedBeforeLast: Option[(Long, Long, Option[Long])] = None
 
   /**
    * Stopped with the batch after the first committed one logged and not committed: the writer
@@ -213,12 +243,17 @@ object CheckpointFixtures {
       .map(s => s.toString -> committed.count(_.toLong % splits == s).toLong)
       .toMap
 
-  object GeneratorFixture extends CheckpointFixture {
-    val name = "generator"
+  final class GeneratorFixture(
+      val name: String,
+      override val keptFrom: Option[String] = None,
+      override val offsetVersion: Int = 2)
+      extends CheckpointFixture {
     private val source =
       GeneratorSource.builder().splits(2).recordsPerSplit(40).eventTimeStartMs(0L).build()
-    override def continuesAt(committed: Seq[String]): Map[String, Long] =
-      generatorPositions(2, committed)
+    override def continuesAt(committed: Seq[String], input: Path): Map[Int, Map[String, Long]] =
+      Map(0 -> generatorPositions(2, committed))
+    override def eventTimeOf(source: Int, split: String, index: Long): Option[Long] =
+      Some(this.source.config.eventTimeMs(split.toInt, index))
     def stream(spark: SparkSession, input: Path, bootstrap: String): DataFrame =
       Sluice
         .fromSource(spark, source, null, name, readOptions)
@@ -235,10 +270,16 @@ object CheckpointFixtures {
       extends CheckpointFixture {
     override val topics = Seq(topic(s"sluice-compat-$name", 40))
     // a partition's position is the number of its records read (rows are partition:offset:value)
-    override def continuesAt(committed: Seq[String]): Map[String, Long] =
-      (0 until topics.head.partitions)
-        .map(p => s"${topics.head.name}-$p" -> committed.count(_.startsWith(s"$p:")).toLong)
-        .toMap
+    override def continuesAt(committed: Seq[String], input: Path): Map[Int, Map[String, Long]] =
+      Map(
+        0 -> (0 until topics.head.partitions)
+          .map(p => s"${topics.head.name}-$p" -> committed.count(_.startsWith(s"$p:")).toLong)
+          .toMap)
+    // a record's event time is its timestamp
+    override def eventTimeOf(source: Int, split: String, index: Long): Option[Long] = {
+      val partition = split.stripPrefix(s"${topics.head.name}-").toInt
+      topics.head.records.filter(_.partition == partition).lift(index.toInt).map(_.timestamp)
+    }
     def stream(spark: SparkSession, input: Path, bootstrap: String): DataFrame =
       kafkaRows(
         Sluice.fromSource(spark, kafka(bootstrap, topics.head.name), null, name, readOptions))
@@ -259,8 +300,11 @@ object CheckpointFixtures {
     def all: Seq[String] = (0 until 40).map(_.toString)
   }
 
-  object ParquetFixture extends CheckpointFixture {
-    val name = "parquet"
+  final class ParquetFixture(
+      val name: String,
+      override val keptFrom: Option[String] = None,
+      override val offsetVersion: Int = 2)
+      extends CheckpointFixture {
     override def writeInput(spark: SparkSession, input: Path): Unit =
       (0 until 4).foreach { f =>
         val staged = input.resolve(s"staged-$f")
@@ -289,6 +333,114 @@ object CheckpointFixtures {
           readOptions)
         .selectExpr("CONCAT(id, ':', v) AS row")
     def all: Seq[String] = (0 until 40).map(i => s"$i:p$i")
+    // a file of one row group is one split, named by its path; its position is the index of the
+    // next row to read, and file f holds ids 10 f to 10 f + 9
+    override def continuesAt(committed: Seq[String], input: Path): Map[Int, Map[String, Long]] =
+      Map(
+        0 -> (0 until 4)
+          .map(f =>
+            s"file:${input.resolve(f"part-$f%02d.parquet")}" ->
+              committed.count(_.takeWhile(_ != ':').toInt / 10 == f).toLong)
+          .toMap)
+  }
+
+  /** 2026-01-01T00:00Z, the first event time of `tests/fixture_tables.py`'s tables. */
+  private val TableStartMs = 1767225600000L
+
+  /**
+   * An Iceberg or a Delta table (`format`) written by the format's own Python writer
+   * (`tests/fixture_tables.py`, run by the `.venv`'s Python or `SLUICE_FIXTURE_PYTHON`): three
+   * appends of 4, 4 and 34 rows, a data file each, an hour apart in event time (`ts`), read under
+   * watermark alignment (a minute's drift) by the files' statistics, so one file after the other.
+   * Stopped in flight: the first batch read the first file to its end, and the restart replays
+   * the second batch, whose offset the kept build wrote once that file was read (the file counted
+   * among the finished splits). Read `unbounded` (`monitorIntervalMs`), the table gains a fourth
+   * append of 10 rows once the run stopped, which the restart plans from the version the kept
+   * state planned last. The table is kept in the input folder (the writer's run read it there),
+   * its paths moved with it.
+   */
+  final class TableFixture(
+      val name: String,
+      format: String,
+      unbounded: Boolean = false,
+      override val keptFrom: Option[String] = None,
+      override val offsetVersion: Int = 2)
+      extends CheckpointFixture {
+    require(format == "iceberg" || format == "delta", format)
+    override def inFlight: Boolean = true
+    private def writeTable(input: Path, more: Boolean): Unit = {
+      val python =
+        sys.env.getOrElse(
+          "SLUICE_FIXTURE_PYTHON",
+          CheckoutFiles(".venv", "bin", "python").toString)
+      val script = CheckoutFiles("tests", "fixture_tables.py").toString
+      val command =
+        Seq(python, script, format, input.toString) ++ (if (more) Seq("more") else Nil)
+      val done = new ProcessBuilder(command: _*).inheritIO().start().waitFor()
+      require(done == 0, s"${command.mkString(" ")} exited with $done")
+    }
+    override def writeInput(spark: SparkSession, input: Path): Unit =
+      writeTable(input, more = false)
+    override def afterStop(input: Path): Unit = if (unbounded) writeTable(input, more = true)
+    override def relocateInput(input: Path, from: String, to: String): Unit =
+      FixtureTables.rewritePaths(input, from, to)
+    private def table(input: Path): Path = input.resolve(format)
+    def stream(spark: SparkSession, input: Path, bootstrap: String): DataFrame = {
+      val source = format match {
+        // by its last metadata file (pyiceberg's catalog writes no version hint)
+        case "iceberg" =>
+          val metadata = Files
+            .list(table(input).resolve("metadata"))
+            .iterator()
+            .asScala
+            .filter(_.getFileName.toString.endsWith(".metadata.json"))
+            .maxBy(_.getFileName.toString)
+          val b = IcebergSource.builder().table(metadata.toString).timestampColumn("ts")
+          (if (unbounded) b.monitorIntervalMs(200L) else b).build()
+        case _ =>
+          val b = DeltaSource.builder().table(table(input).toString).timestampColumn("ts")
+          (if (unbounded) b.monitorIntervalMs(200L) else b).build()
+      }
+      val strategy = WatermarkStrategy
+        .forMonotonousTimestamps()
+        .withWatermarkAlignment(name, Duration.ofMinutes(1), Duration.ofMillis(100))
+      Sluice
+        .fromSource(spark, source, strategy, name, readOptions)
+        .selectExpr("CONCAT(id, ':', v) AS row")
+    }
+    def all: Seq[String] = (0 until (if (unbounded) 52 else 42)).map(i => s"$i:p$i")
+    // the data files the kept run planned (not the one appended after it stopped), as each
+    // library names them (Iceberg's metadata by URI, Delta Kernel by Hadoop's path), with their
+    // rows and smallest id
+    private def files(input: Path): Seq[(String, Long, Long)] =
+      FixtureTables.dataFiles(table(input), "id").collect {
+        case (file, rows, min) if min < 42 =>
+          (if (format == "iceberg") file.toUri.toString else s"file:$file", rows, min)
+      }
+    // a data file of one row group is one split, named by its path; its position is the index of
+    // the next row to read
+    override def continuesAt(committed: Seq[String], input: Path): Map[Int, Map[String, Long]] = {
+      val ids = committed.map(_.takeWhile(_ != ':').toLong)
+      Map(0 -> files(input).map { case (id, rows, min) =>
+        id -> ids.count(i => i >= min && i < min + rows).toLong
+      }.toMap)
+    }
+    // the first file, ids 0-3, read whole by the first batch, never read again
+    override def finishedBeforeLast: Option[(Long, Long, Option[Long])] =
+      Some((1L, 4L, Some(TableStartMs + 3 * 60000L)))
+    // ids 0-3 from minute 0, 4-7 from minute 60, 8-41 from minute 120, 42-51 from minute 200 of
+    // 2026-01-01 (UTC)
+    override def eventTimeOf(source: Int, split: String, index: Long): Option[Long] = {
+      val file =
+        java.nio.file.Paths.get(new java.net.URI(split.replaceFirst("^file:/+", "file:///")))
+      val id = FixtureTables.dataFiles(file, "id").head._3 + index
+      val minute =
+        if (id < 4) id
+        else if (id < 8) 60 + id - 4
+        else if (id < 42) 120 + id - 8
+        else 200 + id - 42
+      Some(TableStartMs + minute * 60000L)
+    }
   }
 
   /** Files, then Kafka: stopped while still in the files, or once Kafka was read. */
@@ -334,14 +486,15 @@ object CheckpointFixtures {
       ((1000 until 1020) ++ (2000 until 2020)).map(_.toString)
     // after the switch, the Kafka partitions (the hybrid's second source: ids `1:`): record i of
     // the topic, id 2000 + i, went to partition i % 2
-    override def continuesAt(committed: Seq[String]): Map[String, Long] =
+    override def continuesAt(committed: Seq[String], input: Path): Map[Int, Map[String, Long]] =
       if (!afterSwitch) Map.empty
       else
-        (0 until 2)
-          .map(p =>
-            s"1:${topics.head.name}-$p" ->
-              committed.map(_.toInt).count(id => id >= 2000 && (id - 2000) % 2 == p).toLong)
-          .toMap
+        Map(
+          0 -> (0 until 2)
+            .map(p =>
+              s"1:${topics.head.name}-$p" ->
+                committed.map(_.toInt).count(id => id >= 2000 && (id - 2000) % 2 == p).toLong)
+            .toMap)
     override def writtenEnough(committed: Seq[String]): Boolean = {
       val fromKafka = committed.count(_.toInt >= 2000)
       committed.nonEmpty && committed.size < all.size &&
@@ -374,8 +527,10 @@ object CheckpointFixtures {
         .recordsPerSplit(perSplit)
         .eventTimeStartMs(0L)
         .build()
-    override def continuesAt(committed: Seq[String]): Map[String, Long] =
-      generatorPositions(splits, committed)
+    override def continuesAt(committed: Seq[String], input: Path): Map[Int, Map[String, Long]] =
+      Map(0 -> generatorPositions(splits, committed))
+    override def eventTimeOf(source: Int, split: String, index: Long): Option[Long] =
+      Some(this.source.config.eventTimeMs(split.toInt, index))
     // a record of every split a batch
     override def readOptions: Map[String, String] = Map("maxRecordsPerTrigger" -> s"$splits")
     def stream(spark: SparkSession, input: Path, bootstrap: String): DataFrame =
@@ -412,8 +567,16 @@ object CheckpointFixtures {
   val RealTimeBatch = "20 seconds"
 
   /** Two generators in one alignment group, read by one query. */
-  object AlignmentGroupFixture extends CheckpointFixture {
-    val name = "alignment-group"
+  final class AlignmentGroupFixture(
+      val name: String,
+      override val keptFrom: Option[String] = None,
+      override val offsetVersion: Int = 2,
+      batches: Int = 1)
+      extends CheckpointFixture {
+    // each batch reads 5 records of every split (10 a source); after two, the last committed
+    // offset holds what the first read: each split's reported position and largest event time
+    override def writtenEnough(committed: Seq[String]): Boolean =
+      committed.size >= 20 * batches && committed.size < all.size
     private def gen(start: Long) =
       GeneratorSource
         .builder()
@@ -438,16 +601,53 @@ object CheckpointFixtures {
     def all: Seq[String] =
       for ((n, s) <- sources; split <- 0 until 2; i <- 0L until 30L)
         yield s"$n:${s.config.recordId(split, i)}"
+    // each source's committed records of split s, rows `n:id`, record i having id 2 i + s
+    private def readOf(committed: Seq[String], n: String, split: Int): Seq[Long] =
+      committed
+        .filter(_.startsWith(s"$n:"))
+        .map(_.drop(n.length + 1).toLong)
+        .filter(_ % 2 == split)
+        .map(_ / 2)
+    override def continuesAt(committed: Seq[String], input: Path): Map[Int, Map[String, Long]] =
+      sources.zipWithIndex.map { case ((n, _), i) =>
+        i -> (0 until 2).map(s => s.toString -> readOf(committed, n, s).size.toLong).toMap
+      }.toMap
+    override def eventTimeOf(source: Int, split: String, index: Long): Option[Long] =
+      Some(sources(source)._2.config.eventTimeMs(split.toInt, index))
   }
 
+  /**
+   * The last commit writing offsets of version 1 (the parent of 52979d5, which made them 2); its
+   * offsets over 16 KiB were version 2 and named the checkpoint kept whole.
+   */
+  val V1Commit = "9bda799"
+
+  /**
+   * The last of the three commits (ceb19f5 to it) writing offsets that hold their checkpoint as
+   * version 3; b630da1 wrote them as version 2 again.
+   */
+  val V3InlineCommit = "8fd15d3"
+
+  /**
+   * The oldest commit with both table sources (the merge of the Delta source; the Iceberg source
+   * came shortly before): bounded reads only, Parquet enumerator state version 1.
+   */
+  val TablesV1Commit = "55c12a4"
+
+  /**
+   * The oldest commit reading both table sources unbounded (the merge of the unbounded reads):
+   * Parquet enumerator state version 2, which added the version planned last.
+   */
+  val TablesV2Commit = "c12a8a3"
+
   val All: Seq[CheckpointFixture] = Seq(
-    GeneratorFixture,
+    new GeneratorFixture("generator"),
     new KafkaFixture("kafka"),
     new FilesFixture("files"),
-    ParquetFixture,
+    new ParquetFixture("parquet"),
     new HybridFixture("hybrid-before-switch", afterSwitch = false),
     new HybridFixture("hybrid-after-switch", afterSwitch = true),
-    AlignmentGroupFixture,
+    new AlignmentGroupFixture("alignment-group"),
     KafkaRealTimeFixture,
     // in flight: its restart reads the committed offset and replays the next, both version 3 (a
     // fixture that stopped after a commit would read one of them only, and add ~1.5 s)
@@ -464,27 +664,38 @@ object CheckpointFixtures {
       afterSwitch = true,
       keptFrom = Some(V1Commit),
       offsetVersion = 1),
+    new ParquetFixture("v1-parquet", keptFrom = Some(V1Commit), offsetVersion = 1),
+    new GeneratorFixture("v1-generator", keptFrom = Some(V1Commit), offsetVersion = 1),
+    new AlignmentGroupFixture(
+      "v1-alignment-group",
+      keptFrom = Some(V1Commit),
+      offsetVersion = 1,
+      batches = 2),
     // and by that commit a checkpoint over 16 KiB, kept whole (offset version 2)
     new ManySplitsGeneratorFixture(
       "v2-whole-generator",
       keptFrom = Some(V1Commit),
       offsetVersion = 2,
       held = Held.WholeFile),
+    // by the oldest commit with table sources: its Parquet enumerator state (version 1) knew a
+    // table's files by path alone, its row-group splits (version 2) had no table entry
+    new TableFixture("iceberg-state-v1", "iceberg", keptFrom = Some(TablesV1Commit)),
+    new TableFixture("delta-state-v1", "delta", keptFrom = Some(TablesV1Commit)),
+    // and by the oldest commit reading them unbounded: its state (version 2) knew the version
+    // planned last, but still each file by path alone
+    new TableFixture(
+      "iceberg-state-v2",
+      "iceberg",
+      unbounded = true,
+      keptFrom = Some(TablesV2Commit)),
+    new TableFixture(
+      "delta-state-v2",
+      "delta",
+      unbounded = true,
+      keptFrom = Some(TablesV2Commit)),
     // by the last commit writing offsets that hold their checkpoint as version 3
     new KafkaFixture("v3-inline-kafka", keptFrom = Some(V3InlineCommit), offsetVersion = 3),
     new FilesFixture("v3-inline-files", keptFrom = Some(V3InlineCommit), offsetVersion = 3))
-
-  /**
-   * The last commit writing offsets of version 1 (the parent of 52979d5, which made them 2); its
-   * offsets over 16 KiB were version 2 and named the checkpoint kept whole.
-   */
-  val V1Commit = "9bda799"
-
-  /**
-   * The last of the three commits (ceb19f5 to it) writing offsets that hold their checkpoint as
-   * version 3; b630da1 wrote them as version 2 again.
-   */
-  val V3InlineCommit = "8fd15d3"
 
   /** The offset versions of the Sluice offsets (one line per source) of a kept offset log. */
   def offsetVersions(checkpoint: Path): Set[Int] =

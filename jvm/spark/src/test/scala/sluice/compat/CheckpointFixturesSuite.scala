@@ -3,12 +3,13 @@ package sluice.compat
 import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.{Files, Path}
 
+import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.streaming.Trigger
 import org.scalatest.funsuite.AnyFunSuite
 
 import sluice.{Checkpoints, SparkSuiteBase}
 import sluice.compat.CheckpointFixtures._
-import sluice.spark.SluiceOffset
+import sluice.spark.{SluiceOffset, SourceMetadata}
 import sluice.testkit.{KafkaSuiteBase, ProducedRecord}
 
 /**
@@ -26,7 +27,8 @@ class CheckpointFixturesSuite extends AnyFunSuite with KafkaSuiteBase with Spark
    * A copy of the kept fixture `name`, its paths those of the copy, its topics in the broker
    * (their ids put in its checkpoint).
    */
-  private def restore(name: String): Path = {
+  private def restore(fixture: CheckpointFixture): Path = {
+    val name = fixture.name
     val kept = root.resolve(name)
     assert(
       Files.isDirectory(checkpointOf(kept)),
@@ -34,6 +36,7 @@ class CheckpointFixturesSuite extends AnyFunSuite with KafkaSuiteBase with Spark
     val work = tempDir(s"fixture-$name")
     copyTree(kept, work)
     val input = Files.createDirectories(inputOf(work))
+    fixture.relocateInput(input, InputPlaceholder, input.toString)
     setInputTimes(input)
     rewritePaths(checkpointOf(work), InputPlaceholder, input.toString)
     readTopics(kept).foreach { t =>
@@ -81,7 +84,7 @@ class CheckpointFixturesSuite extends AnyFunSuite with KafkaSuiteBase with Spark
 
   All.foreach { fixture =>
     test(s"a '${fixture.name}' checkpoint kept by an earlier build reads on where it stopped") {
-      val work = restore(fixture.name)
+      val work = restore(fixture)
       val committed = readCommitted(work)
       assert(committed.nonEmpty && committed.size < fixture.all.size, committed)
       // what this fixture proves is read: an offset format rewritten by a later writer would not
@@ -95,14 +98,42 @@ class CheckpointFixturesSuite extends AnyFunSuite with KafkaSuiteBase with Spark
       assert(
         logged == (if (fixture.inFlight) done + 1 else done),
         s"logged $logged, committed $done")
-      val positions = fixture.continuesAt(committed)
-      if (positions.nonEmpty) {
-        val read = Checkpoints.positions(checkpointOf(work).toString, done)
+      fixture.finishedBeforeLast.foreach { expected =>
+        val finished = Checkpoints.offset(checkpointOf(work).toString, logged).checkpoint.finished
+        assert(
+          (finished.count, finished.records, finished.maxEventTime) == expected,
+          s"the splits finished before batch $logged, as this build reads its kept offset")
+      }
+      fixture.continuesAt(committed, inputOf(work)).foreach { case (source, positions) =>
+        val offset = Checkpoints.offset(checkpointOf(work).toString, done, source)
+        val read = offset.splits.map(e => e.splitId -> e.position).toMap
         assert(
           positions.map { case (id, _) => id -> read.get(id) } == positions.map { case (id, p) =>
             id -> Some(p)
           },
-          s"the last committed offset (batch $done) as this build reads it")
+          s"source $source's positions in the last committed offset (batch $done) as this build reads it")
+        // each split's largest event time read, where the restarted split's watermark starts: the
+        // kept progress's (every committed record), else the offset's (what the batches before
+        // the last reported); both are that of the last record they count
+        def lastEventTime(id: String, count: Long) =
+          if (count == 0) None else fixture.eventTimeOf(source, id, count - 1)
+        // (a split that read nothing may have no progress yet)
+        val derived = positions.keySet.filter(id =>
+          positions(id) > 0 && fixture.eventTimeOf(source, id, 0).nonEmpty)
+        if (derived.nonEmpty) {
+          val progress = new SourceMetadata(
+            checkpointOf(work).resolve("sources").resolve(source.toString).toString,
+            new Configuration()).read().map(p => p.splitId -> p).toMap
+          assert(
+            derived.map(id => id -> progress.get(id).map(p => p.position -> p.maxEventTime)) ==
+              derived.map(id => id -> Some(positions(id) -> lastEventTime(id, positions(id)))),
+            s"source $source's kept progress as this build reads it")
+          val entries = offset.splits.filter(e => derived(e.splitId))
+          assert(
+            entries.map(e => e.splitId -> e.maxEventTime) ==
+              entries.map(e => e.splitId -> lastEventTime(e.splitId, e.reportedPosition)),
+            s"source $source's event times in the last committed offset (batch $done)")
+        }
       }
       val expected = counts(fixture.all)
         .map { case (r, n) =>
@@ -137,9 +168,11 @@ class CheckpointFixturesSuite extends AnyFunSuite with KafkaSuiteBase with Spark
 
   private val Mapper = new com.fasterxml.jackson.databind.ObjectMapper()
 
+  private val Generator = All.find(_.name == "generator").get
+
   /** Rewrites every offset of the kept generator checkpoint with `edit`. */
   private def editedOffsets(edit: String => String): Path = {
-    val work = restore(GeneratorFixture.name)
+    val work = restore(Generator)
     val offsets = checkpointOf(work).resolve("offsets")
     Files.list(offsets).forEach { f =>
       Files.write(f, edit(new String(Files.readAllBytes(f), UTF_8)).getBytes(UTF_8))
@@ -148,7 +181,7 @@ class CheckpointFixturesSuite extends AnyFunSuite with KafkaSuiteBase with Spark
   }
 
   private def failure(work: Path): String = {
-    val run = restart(GeneratorFixture, work)
+    val run = restart(Generator, work)
     val e = intercept[org.apache.spark.sql.streaming.StreamingQueryException](awaitEnd(run.query))
     assert(run.all.isEmpty, "rows were read from a checkpoint of a newer format")
     e.getMessage

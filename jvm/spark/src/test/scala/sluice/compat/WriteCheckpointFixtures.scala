@@ -4,7 +4,7 @@ import java.nio.file.Files
 
 import org.apache.spark.sql.streaming.Trigger
 
-import sluice.SharedSparkContext
+import sluice.{Checkpoints, SharedSparkContext}
 import sluice.compat.CheckpointFixtures._
 import sluice.testkit.{ProducedRecord, SharedKafka}
 
@@ -17,7 +17,7 @@ import sluice.testkit.{ProducedRecord, SharedKafka}
  *
  * `build/sbt 'spark/Test/runMain sluice.compat.WriteCheckpointFixtures [name ...]'`
  *
- * A fixture kept from an earlier commit (`keptFrom`: an offset format this build no longer
+ * A fixture kept from an earlier commit (`keptFrom`: a format this build no longer
  * writes) is left alone, and naming it is refused: this writer, ported to that commit, wrote it.
  */
 object WriteCheckpointFixtures {
@@ -33,7 +33,7 @@ object WriteCheckpointFixtures {
       old.isEmpty,
       old
         .map(f =>
-          s"${f.name} was written by ${f.keptFrom.get}, in an offset format this build no " +
+          s"${f.name} was written by ${f.keptFrom.get}, in a format (of offsets, or of a split or enumerator state) this build no " +
             "longer writes: write it there (jvm/spark/src/test/resources/checkpoints/README.md)")
         .mkString("; "))
     val chosen = All.filter(f => f.keptFrom.isEmpty && (args.isEmpty || args.contains(f.name)))
@@ -80,10 +80,18 @@ object WriteCheckpointFixtures {
             Thread.sleep(50) // polls the commit log; no event says "a batch committed"
           }
         finally run.query.stop()
+        fixture.afterStop(input)
         val committed = run.committed
         require(
           fixture.writtenEnough(run),
           s"${fixture.name}: batches went on past where the fixture stops while the query stopped (${committed.size} rows); run it again")
+        // a batch logged after the last commit is replayed by the restart: only where the
+        // fixture says so (the stop may come after Spark logged the next batch: run it again)
+        val logged = Checkpoints.batchIds(checkpoint.resolve("offsets").toFile).maxOption
+        val done = Checkpoints.batchIds(checkpoint.resolve("commits").toFile).maxOption
+        require(
+          logged == (if (fixture.inFlight) done.map(_ + 1) else done),
+          s"${fixture.name}: batches logged up to ${logged.getOrElse("none")}, committed up to ${done.getOrElse("none")}; run it again")
         val versions = offsetVersions(checkpoint)
         require(
           versions == Set(fixture.offsetVersion),
@@ -98,6 +106,7 @@ object WriteCheckpointFixtures {
         deleteTree(kept)
         copyTree(checkpoint, checkpointOf(kept))
         copyTree(input, inputOf(kept))
+        fixture.relocateInput(inputOf(kept), input.toString, InputPlaceholder)
         writeTopics(kept, fixture.topics)
         writeCommitted(kept, committed)
         deleteTree(work)
