@@ -183,6 +183,12 @@ lazy val SparkTestGroups = Seq(
   "kafka-alignment" -> Seq("sluice.connector.kafka.", "sluice.alignment."),
   "modes-security-docs" -> Seq.empty[String])
 
+// Suites that start the test JVM's three-broker cluster (SharedKafkaCluster: it lives until the
+// JVM exits) run last in their group: sorted by name they came before sluice.spark's suites, and
+// the cluster's three broker JVMs then idled for ~5 minutes beside them (~45 CPU-s per run on
+// busy cores; process accounting of a fresh-clone run).
+lazy val ClusterSuitePackages = Seq("sluice.security.")
+
 // sbt's defaults allow one forked test group at a time and one task per processor, and
 // restrictions add up (all must hold): the set is replaced, keeping the other defaults. A forked
 // test group is a task that waits on its JVM: two at once, four tasks in all, compiles still at
@@ -322,7 +328,9 @@ lazy val spark = (project in file("jvm/spark"))
       def groupOf(suite: String): String = SparkTestGroups
         .collectFirst { case (name, packages) if packages.exists(suite.startsWith) => name }
         .getOrElse(SparkTestGroups.last._1)
-      val bySuite = (Test / definedTests).value.sortBy(_.name).groupBy(t => groupOf(t.name))
+      val bySuite = (Test / definedTests).value
+        .sortBy(t => (ClusterSuitePackages.exists(t.name.startsWith), t.name))
+        .groupBy(t => groupOf(t.name))
       SparkTestGroups.map { case (name, _) =>
         Tests.Group(name, bySuite.getOrElse(name, Nil), Tests.SubProcess(jvm))
       }

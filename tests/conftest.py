@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,20 @@ SPARK_KAFKA_JARS = (
 TEST_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m " + os.environ.get(
     "SLUICE_TEST_JVM_OPTIONS", ""
 )
+
+
+@contextmanager
+def _appended_class_path(jar: Path) -> Iterator[None]:
+    """`jar` at the end of the class path of a Spark JVM launched inside the block."""
+    before = os.environ.get("SPARK_DIST_CLASSPATH")
+    os.environ["SPARK_DIST_CLASSPATH"] = os.pathsep.join(p for p in (before, str(jar)) if p)
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["SPARK_DIST_CLASSPATH"]
+        else:
+            os.environ["SPARK_DIST_CLASSPATH"] = before
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -49,17 +64,18 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     if SPARK_KAFKA_JARS.exists():  # Spark's own Kafka source, which some tests compare with, and sqlite-jdbc
         jars.append(SPARK_KAFKA_JARS.read_text().strip())
     # Hadoop's local file system without a process forked per chmod and readlink (jvm/testfs's
-    # ForklessRawLocalFileSystem says why), on the JVM's class path, not in spark.jars: spark-submit
-    # opens local files through the configured file system before it loads spark.jars (the
-    # class-data archive, made for pyspark's class path alone, is then left unused by this one JVM)
-    builder = (
-        builder.config("spark.driver.extraClassPath", str(built_testfs_jar()))
-        .config("spark.hadoop.fs.file.impl", "sluice.hadoop.ForklessLocalFileSystem")
-        .config("spark.hadoop.fs.AbstractFileSystem.file.impl", "sluice.hadoop.ForklessLocalFs")
+    # ForklessRawLocalFileSystem says why), appended to the JVM's class path. Not in spark.jars:
+    # spark-submit opens local files through the configured file system before it loads spark.jars.
+    # Not spark.driver.extraClassPath either: that goes first, and a class path that does not start
+    # with the one archived leaves the class-data archive unused (checked with -Xshare:on).
+    # SPARK_DIST_CLASSPATH is what spark-submit's launcher adds last; set for this launch only.
+    builder = builder.config("spark.hadoop.fs.file.impl", "sluice.hadoop.ForklessLocalFileSystem").config(
+        "spark.hadoop.fs.AbstractFileSystem.file.impl", "sluice.hadoop.ForklessLocalFs"
     )
     if jars:
         builder = builder.config("spark.jars", ",".join(jars))
-    session = sluice.configure(builder).getOrCreate()
+    with _appended_class_path(built_testfs_jar()):
+        session = sluice.configure(builder).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
