@@ -124,7 +124,7 @@ def test_a_partitioned_column_mapped_table_reads_as_delta_rs_and_skips_files_by_
     spark: SparkSession, tmp_path: Path, mode: str
 ) -> None:
     """Partitioned by city and day (values in the log only, under physical names; the directories are
-    random), three appends: a batch read and a micro-batch read (batches ending inside files) give
+    random), three appends and a row whose city is null: a batch read and a micro-batch read (batches ending inside files) give
     delta-rs' rows, the struct column's fields too. A filter on a mapped partition column, and one on
     a mapped data column (the log's statistics under physical names), are pruned by Kernel before a
     file is opened: the files they skip are deleted from disk and the filtered reads still succeed,
@@ -135,6 +135,10 @@ def test_a_partitioned_column_mapped_table_reads_as_delta_rs_and_skips_files_by_
         write_deltalake(
             path, _events(ids), partition_by=["city", "day"], mode="append", configuration=configuration
         )
+    # a null partition value, which the log records as null under the physical name
+    write_deltalake(
+        path, _events(range(60, 61)).set_column(1, "city", pa.array([None], pa.string())), mode="append"
+    )
     physical = _physical(path)
     assert physical["city"].startswith("col-") and physical["nest"].startswith("col-")
     assert not any("city=" in str(p) for p in path.rglob("*.parquet"))  # no name=value directories
@@ -143,7 +147,8 @@ def test_a_partitioned_column_mapped_table_reads_as_delta_rs_and_skips_files_by_
     got = sluice.read(spark, DeltaSource.builder().table(str(path)).build())
     assert got.columns[:6] == ["id", "ts", "nest", "tags", "city", "day"]  # partition columns last
     assert _got(got) == expected
-    assert sum(_got(got).values()) == 60
+    assert sum(_got(got).values()) == 61
+    assert [r.city for r in got.where(F.col("id") == 60).collect()] == [None]
 
     query = (
         sluice.from_source(spark, DeltaSource.builder().table(str(path)).build(), name=f"mapped_{mode}")
