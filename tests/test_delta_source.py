@@ -136,21 +136,12 @@ def test_a_partitioned_table_with_deletes_reads_as_delta_rs_and_prunes_by_partit
     assert _got(sluice.read(spark, by_time)) == _expected(path, version=1)
 
 
-def test_column_mapping_and_unknown_versions_are_refused_when_the_source_is_built(
-    spark: SparkSession, tmp_path: Path
-) -> None:
-    """A table with column mapping names columns in its files by physical names, which Sluice does
-    not map: refused, naming the feature, as is a version the table does not have."""
+def test_an_unknown_version_is_refused_when_the_source_is_built(spark: SparkSession, tmp_path: Path) -> None:
+    """A version the table does not have is refused, naming the option (column-mapped tables are
+    read: test_delta_column_mapping.py)."""
     write_deltalake(tmp_path / "plain", _events(range(0, 3)))
     with pytest.raises(SluiceConfigError, match="versionAsOf"):
         DeltaSource.builder().table(str(tmp_path / "plain")).version_as_of(7).build()
-    write_deltalake(
-        tmp_path / "mapped",
-        _events(range(0, 3)),
-        configuration={"delta.columnMapping.mode": "name"},
-    )
-    with pytest.raises(SluiceConfigError, match="column mapping"):
-        DeltaSource.builder().table(str(tmp_path / "mapped")).build()
 
 
 def test_a_restarted_query_reads_its_version_on_not_the_tables_newer_one(

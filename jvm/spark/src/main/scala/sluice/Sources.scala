@@ -120,8 +120,9 @@ object Sources extends SourceResolver {
           "Parquet data files read as the Parquet " +
           "source reads files (row-group splits, exact row positions; files skipped by partition values and the " +
           "log's statistics). Rows are " +
-          "the table's data columns, its partition columns, then `_split`, `_position` and `_timestamp`. Deletion " +
-          "vectors, column mapping, type widening and timestamp partition columns are refused. See docs/connectors.md.",
+          "the table's data columns, its partition columns, then `_split`, `_position` and `_timestamp`. Column " +
+          "mapping (modes `name` and `id`) is read: files by physical names or field ids, partition values from " +
+          "the log. Deletion vectors, type widening and timestamp partition columns are refused. See docs/connectors.md.",
         DeltaConfig.all)))
 
   def main(args: Array[String]): Unit = print(optionsReference)

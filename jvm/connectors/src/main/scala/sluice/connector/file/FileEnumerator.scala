@@ -38,7 +38,14 @@ final case class DiscoveredFile(
      * before): each entry is read, and planned again it is known. None for a listed file, and for
      * a table's file in a checkpoint of a Sluice that did not keep it.
      */
-    entry: Option[String] = None) {
+    entry: Option[String] = None,
+    /**
+     * The file's partition values as its table's metadata records them, by partition column
+     * (None: null), in the format's text (a Delta log's `partitionValues`), read instead of the
+     * file's `name=value` directories: where a table lays its files out in other directories
+     * (Delta's column mapping). None: from the directories.
+     */
+    partitionValues: Option[Map[String, Option[String]]] = None) {
 
   /** What the enumerator knows the file by: its path, and the table's entry of it if any. */
   def key: (String, Option[String]) = (path, entry)

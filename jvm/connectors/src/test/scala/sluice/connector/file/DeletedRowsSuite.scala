@@ -50,8 +50,11 @@ class DeletedRowsSuite extends AnyFunSuite {
       deleted = rows.within(20, 30))
     val text = RowGroupSplitSerializer.serialize(split)
     assert(RowGroupSplitSerializer.deserialize(RowGroupSplitSerializer.version, text) == split)
-    // version 3 has no entry (the field before the path), version 2 no deleted rows either
-    val v3 = text.stripSuffix("::" + split.path) + ":" + split.path
+    // version 4 has no partition values (the field before the path), version 3 no entry (the
+    // field before those), version 2 no deleted rows either
+    val v4 = text.stripSuffix("::" + split.path) + ":" + split.path
+    assert(RowGroupSplitSerializer.deserialize(4, v4) == split)
+    val v3 = v4.stripSuffix("::" + split.path) + ":" + split.path
     assert(RowGroupSplitSerializer.deserialize(3, v3) == split)
     val v2 = v3.replace(":" + split.deleted.get.serialize + ":", ":")
     assert(RowGroupSplitSerializer.deserialize(2, v2) == split.copy(deleted = None))

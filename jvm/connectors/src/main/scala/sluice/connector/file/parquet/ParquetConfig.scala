@@ -4,6 +4,7 @@ import scala.util.Try
 import scala.util.control.NonFatal
 
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.util.QuotingUtils
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.sources.Filter
@@ -58,7 +59,22 @@ final case class ParquetConfig(
     /** How dates and timestamps of legacy files are read (option, else the session's): filters are rebased alike. */
     datetimeRebaseMode: String = "EXCEPTION",
     /** Which listed files are read (Spark's `pathGlobFilter`, `modifiedBefore`, `modifiedAfter`). */
-    listing: FileListingFilter = FileListingFilter(Map.empty)) {
+    listing: FileListingFilter = FileListingFilter(Map.empty),
+    /**
+     * The data columns as the files name them, when they are not `dataSchema`'s names (a Delta
+     * table's column mapping: physical names): `dataSchema`'s columns in its order, each with
+     * the files' name at every level of nesting and, with `matchFieldIds`, its Parquet field id
+     * (`parquet.field.id` in its metadata). Spark's reader reads them under these names (or ids);
+     * rows are positional, so the rows keep `dataSchema`'s names.
+     */
+    fileSchema: Option[StructType] = None,
+    /** Columns are found in a file by their Parquet field ids (`fileSchema`'s), not by name. */
+    matchFieldIds: Boolean = false) {
+  fileSchema.foreach { f =>
+    require(
+      f.length == dataSchema.length,
+      s"the files' schema has ${f.length} columns, the data schema ${dataSchema.length}")
+  }
 
   /** The data columns read, in the files' order: Parquet's requested schema. */
   val requiredSchema: StructType = readColumns.fold(dataSchema)(keep =>
@@ -69,6 +85,35 @@ final case class ParquetConfig(
    * returns them.
    */
   val outputSchema: StructType = StructType(requiredSchema.fields ++ partitionSchema.fields)
+
+  /** `dataSchema` as the files name its columns (`fileSchema`), which Spark's reader is given. */
+  def fileDataSchema: StructType = fileSchema.getOrElse(dataSchema)
+
+  /** `requiredSchema` as the files name its columns, in its order. */
+  def fileRequiredSchema: StructType = fileSchema.fold(requiredSchema) { files =>
+    StructType(requiredSchema.fields.map(f => files(dataSchema.fieldIndex(f.name))))
+  }
+
+  /** The files' name of data column `column` (a top-level column of `dataSchema`). */
+  def fileColumnName(column: String): String = fileSchema.fold(column) { files =>
+    Some(dataSchema.fieldNames.indexOf(column))
+      .filter(_ >= 0)
+      .map(files(_).name)
+      .getOrElse(column)
+  }
+
+  /**
+   * `filters` on the files' names of their data columns, for the files' row-group statistics
+   * (`ParquetPruning.rowGroupPredicates`): a filter on a partition column, or one this cannot
+   * rename, is left out (it prunes no row group).
+   */
+  def fileFilters: Seq[Filter] =
+    if (fileSchema.isEmpty) filters
+    else {
+      val names =
+        dataSchema.fieldNames.map(n => n -> QuotingUtils.quoteIfNeeded(fileColumnName(n)))
+      filters.flatMap(ParquetPruning.renamed(_, names.toMap))
+    }
 
   def timestampIndex: Int = timestampColumn.map(outputSchema.fieldIndex).getOrElse(-1)
   def timestampIsMillis: Boolean =

@@ -129,7 +129,7 @@ final class ParquetEnumerator(
       ParquetPruning.partitionMayMatch(
         config.filters,
         config.partitionSchema,
-        partitions.valuesOf(f.path)))
+        partitions.valuesOf(f.path, f.partitionValues)))
     pruned.foreach(remember)
     // a table's data file whose metadata gives its rows and event-time range is one split,
     // placed by that range without opening the file; the others' footers are read
@@ -175,13 +175,13 @@ final class ParquetEnumerator(
   }
 
   /**
-   * A file is known once its splits are made (or it makes none). Its deleted rows and statistics
-   * are not kept: its splits carry what they need of them, the state never held them, and the
-   * driver should not hold every file's bitmap for the query's life.
+   * A file is known once its splits are made (or it makes none). Its deleted rows, statistics
+   * and partition values are not kept: its splits carry what they need of them, the state never
+   * held them, and the driver should not hold every file's bitmap for the query's life.
    */
   private def remember(f: DiscoveredFile): Unit = {
     if (!known.contains(f.key)) entriesOf(f.path) += 1
-    known(f.key) = f.copy(deleted = None, statistics = None)
+    known(f.key) = f.copy(deleted = None, statistics = None, partitionValues = None)
   }
 
   /**

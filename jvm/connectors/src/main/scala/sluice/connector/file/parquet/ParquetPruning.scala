@@ -54,6 +54,44 @@ private[parquet] object ParquetPruning {
       filters.flatMap(f => Try(convert.createFilter(f)).toOption.flatten)
     }
 
+  /**
+   * `filter` on other names of its columns (`names`: a column's name to its name in the files,
+   * quoted as Spark quotes a pushed filter's column), for the files' row-group statistics; None
+   * when it names a column `names` does not hold, or is of a kind this does not know. An `And` keeps
+   * the side it can rename, but not under a `Not`, where it must keep exactly the filter's rows.
+   */
+  def renamed(filter: Filter, names: Map[String, String]): Option[Filter] =
+    renamed(filter, names, exact = false)
+
+  private def renamed(f: Filter, names: Map[String, String], exact: Boolean): Option[Filter] = {
+    def to(c: String) = names.get(c)
+    def both(l: Filter, r: Filter)(make: (Filter, Filter) => Filter) =
+      for (a <- renamed(l, names, exact); b <- renamed(r, names, exact)) yield make(a, b)
+    f match {
+      case EqualTo(c, v) => to(c).map(EqualTo(_, v))
+      case EqualNullSafe(c, v) => to(c).map(EqualNullSafe(_, v))
+      case GreaterThan(c, v) => to(c).map(GreaterThan(_, v))
+      case GreaterThanOrEqual(c, v) => to(c).map(GreaterThanOrEqual(_, v))
+      case LessThan(c, v) => to(c).map(LessThan(_, v))
+      case LessThanOrEqual(c, v) => to(c).map(LessThanOrEqual(_, v))
+      case In(c, vs) => to(c).map(In(_, vs))
+      case IsNull(c) => to(c).map(IsNull(_))
+      case IsNotNull(c) => to(c).map(IsNotNull(_))
+      case StringStartsWith(c, p) => to(c).map(StringStartsWith(_, p))
+      case StringEndsWith(c, p) => to(c).map(StringEndsWith(_, p))
+      case StringContains(c, p) => to(c).map(StringContains(_, p))
+      case And(l, r) if exact => both(l, r)(And(_, _))
+      case And(l, r) =>
+        (renamed(l, names, exact), renamed(r, names, exact)) match {
+          case (Some(a), Some(b)) => Some(And(a, b))
+          case (one, other) => one.orElse(other)
+        }
+      case Or(l, r) => both(l, r)(Or(_, _))
+      case Not(c) => renamed(c, names, exact = true).map(Not(_))
+      case _ => None
+    }
+  }
+
   /** Whether the row group's statistics leave room for a row passing every predicate. */
   def rowGroupMayMatch(predicates: Seq[FilterPredicate], block: BlockMetaData): Boolean =
     !predicates.exists(p => Try(StatisticsFilter.canDrop(p, block.getColumns)).getOrElse(false))

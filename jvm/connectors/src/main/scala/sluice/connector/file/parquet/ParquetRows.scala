@@ -12,6 +12,7 @@ import org.apache.spark.sql.vectorized.ColumnarBatch
 import org.apache.spark.util.SerializableConfiguration
 import org.apache.spark.sql.execution.datasources.{FileFormat, PartitionedFile}
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
+import org.apache.spark.sql.internal.SQLConf
 
 import sluice.errors.SluiceError
 
@@ -45,7 +46,9 @@ final class ParquetRows private (
     /** The data columns read (the requested schema), which the reader's rows start with. */
     dataSchema: StructType,
     partitionSchema: StructType,
-    conf: Broadcast[SerializableConfiguration])
+    conf: Broadcast[SerializableConfiguration],
+    /** Columns are found in files by Parquet field id (`ParquetConfig.matchFieldIds`). */
+    fieldIds: Boolean)
     extends Serializable {
 
   /** The Hadoop configuration the reader reads files with (the session's, with the source's options). */
@@ -55,7 +58,7 @@ final class ParquetRows private (
     // the reader's rows are the data columns, the row index, then the partition columns
     val types = (dataSchema.fields ++ partitionSchema.fields).map(_.dataType)
     new ParquetRows.IndexedRows(
-      reader(file),
+      opened(reader(file)),
       dataSchema.length,
       new RowWithoutColumn(dataSchema.length, types))
   }
@@ -67,15 +70,39 @@ final class ParquetRows private (
   def readBatches(file: PartitionedFile): ParquetRows.Batches = {
     val read = batchReader.getOrElse(
       throw new IllegalStateException("Spark reads these Parquet columns as rows"))
-    new ParquetRows.Batches(read(file))
+    new ParquetRows.Batches(opened(read(file)))
   }
+
+  /**
+   * Opens a file's reader. Matching columns by field id takes two settings in Spark: the
+   * requested schema is clipped to the file's by id where the reader's Hadoop configuration says
+   * so (set in `apply`), but Spark's row converter (parquet-mr's path) pairs the file's columns
+   * with the requested ones by id only where the task's SQL configuration says so, and by name
+   * otherwise (reading nulls). So the reader is opened (which builds every converter) under the
+   * task's SQL configuration with `spark.sql.parquet.fieldId.read.enabled` set, as Delta's own
+   * Spark connector sets it for the whole session.
+   */
+  private def opened[T](open: => T): T =
+    if (!fieldIds) open
+    else {
+      val withIds = new SQLConf()
+      SQLConf.get.getAllConfs.foreach { case (k, v) => withIds.setConfString(k, v) }
+      withIds.setConf(SQLConf.PARQUET_FIELD_ID_READ_ENABLED, true)
+      SQLConf.withExistingConf(withIds)(open)
+    }
 }
 
 object ParquetRows {
   def apply(session: SparkSession, config: ParquetConfig): ParquetRows = {
     val hadoopConf = session.sessionState.newHadoopConfWithOptions(config.sparkOptions)
     refuseRowFilters(hadoopConf)
-    val required = config.requiredSchema.add(
+    // columns named as the files name them (a Delta table's physical names) are found by name,
+    // or by Parquet field id where the source says so (Spark then fails a file without any field
+    // id, unless the session sets spark.sql.parquet.fieldId.read.ignoreMissing, and gives nulls
+    // for an id a file does not hold); otherwise as the session says
+    if (config.fileSchema.isDefined)
+      hadoopConf.setBoolean(SQLConf.PARQUET_FIELD_ID_READ_ENABLED.key, config.matchFieldIds)
+    val required = config.fileRequiredSchema.add(
       ParquetFileFormat.ROW_INDEX_TEMPORARY_COLUMN_NAME,
       LongType,
       nullable = true
@@ -87,7 +114,7 @@ object ParquetRows {
     // (shared as is by tasks in the driver's JVM): the two builds must not share one
     def build(columns: StructType, batches: Boolean) = format.buildReaderWithPartitionValues(
       session,
-      config.dataSchema,
+      config.fileDataSchema,
       config.partitionSchema,
       columns,
       Nil,
@@ -98,10 +125,11 @@ object ParquetRows {
       StructType(config.requiredSchema.fields ++ config.partitionSchema.fields))
     new ParquetRows(
       build(required, batches = false),
-      Option.when(batches)(build(config.requiredSchema, batches = true)),
+      Option.when(batches)(build(config.fileRequiredSchema, batches = true)),
       config.requiredSchema,
       config.partitionSchema,
-      session.sparkContext.broadcast(new SerializableConfiguration(hadoopConf)))
+      session.sparkContext.broadcast(new SerializableConfiguration(hadoopConf)),
+      config.fileSchema.isDefined && config.matchFieldIds)
   }
 
   /**

@@ -10,6 +10,8 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
 import org.apache.spark.sql.execution.datasources.PartitioningUtils
+import org.apache.spark.sql.types.StringType
+import org.apache.spark.unsafe.types.UTF8String
 
 import sluice.errors.SluiceError
 
@@ -17,13 +19,47 @@ import sluice.errors.SluiceError
  * The partition values of a file from its Hive-style directories (`.../date=2026-11-01/hour=7/`),
  * read as Spark reads them once it knows the partition columns' types: the directories between
  * the file and its root, each value converted by Spark's own `castPartValueToDesiredType`
- * (`__HIVE_DEFAULT_PARTITION__` is null).
+ * (`__HIVE_DEFAULT_PARTITION__` is null). A table's file whose metadata gives its partition
+ * values (`DiscoveredFile.partitionValues`: a Delta table under column mapping, whose files lie
+ * in directories that do not name them) has those instead, each converted as a directory's
+ * value is, a string as it is (a directory's is unescaped first), an empty one null (Delta's
+ * protocol); its directories are not looked at.
  */
 private[parquet] final class PartitionDirectories(config: ParquetConfig) {
   private val schema = config.partitionSchema
   private val roots = config.partitionRoots.map(new Path(_)).toSet
   private val zone = ZoneId.of(config.timeZoneId, ZoneId.SHORT_IDS)
   private def key(name: String) = if (config.caseSensitive) name else name.toLowerCase
+
+  def valuesOf(file: String, logged: Option[Map[String, Option[String]]]): InternalRow =
+    logged.fold(valuesOf(file))(fromMetadata(file, _))
+
+  private def fromMetadata(file: String, logged: Map[String, Option[String]]): InternalRow = {
+    if (schema.isEmpty) return InternalRow.empty
+    val byKey = logged.map { case (k, v) => key(k) -> v }
+    new GenericInternalRow(schema.fields.map { f =>
+      val value = byKey.getOrElse(
+        key(f.name),
+        throw SluiceError.sourceFault(
+          s"${ParquetConfig.Context}: the table's metadata gives file '$file' no value of " +
+            s"partition column '${f.name}' (it gives ${logged.keys.mkString(", ")}): the table's " +
+            "partition columns changed since the file was planned. Read the table on a new checkpoint."))
+      value.filter(_.nonEmpty) match {
+        case None => null
+        case Some(v) if f.dataType == StringType => UTF8String.fromString(v)
+        case Some(v) =>
+          try PartitioningUtils.castPartValueToDesiredType(f.dataType, v, zone)
+          catch {
+            case NonFatal(e) =>
+              throw SluiceError.sourceFault(
+                s"${ParquetConfig.Context}: the table's metadata gives file '$file' partition " +
+                  s"value '$v' of column '${f.name}', which is not a ${f.dataType.sql}, the " +
+                  s"column's type in the table's schema. (${e.getMessage})",
+                e)
+          }
+      }
+    })
+  }
 
   def valuesOf(file: String): InternalRow = {
     if (schema.isEmpty) return InternalRow.empty

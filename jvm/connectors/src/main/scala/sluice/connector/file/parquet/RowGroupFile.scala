@@ -51,7 +51,7 @@ private[parquet] object RowGroupFile {
         val start = startOf(split, from, hadoopConf())
         read(
           PartitionedFile(
-            partitions.valuesOf(split.path),
+            partitions.valuesOf(split.path, split.partitionValues),
             SparkPath.fromPath(new Path(split.path)),
             start.offset,
             start.length,

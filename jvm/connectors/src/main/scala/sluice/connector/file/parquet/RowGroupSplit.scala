@@ -1,5 +1,8 @@
 package sluice.connector.file.parquet
 
+import java.net.{URLDecoder, URLEncoder}
+import java.nio.charset.StandardCharsets
+
 import sluice.api.{SourceSplit, VersionedSerializer}
 import sluice.connector.file.DeletedRows
 
@@ -58,7 +61,12 @@ final case class RowGroupSplit(
      * The table's entry of the file (`DiscoveredFile.entry`) when the enumerator holds another
      * entry of the same path: two splits of one row group of one path, each read.
      */
-    entry: Option[String] = None)
+    entry: Option[String] = None,
+    /**
+     * The file's partition values from its table's metadata (`DiscoveredFile.partitionValues`),
+     * read instead of its directories; None: from its directories.
+     */
+    partitionValues: Option[Map[String, Option[String]]] = None)
     extends SourceSplit {
 
   /**
@@ -93,7 +101,8 @@ private[connector] object RowGroupSplitSerializer extends VersionedSerializer[Ro
   // 2 added `aloneAtMidpoint`; a version-1 split reads as not alone (its rows are read as rows).
   // 3 added `deleted` (empty: none); earlier versions have none.
   // 4 added `entry` (empty: none); earlier versions have none.
-  override val version: Int = 4
+  // 5 added `partitionValues` (empty: from the directories); earlier versions read them there.
+  override val version: Int = 5
 
   private def opt(v: Option[Long]): String = v.map(_.toString).getOrElse("")
   private def opt(s: String): Option[Long] = if (s.isEmpty) None else Some(s.toLong)
@@ -115,16 +124,45 @@ private[connector] object RowGroupSplitSerializer extends VersionedSerializer[Ro
       s.aloneAtMidpoint,
       s.deleted.fold("")(_.serialize),
       s.entry.getOrElse(""),
+      s.partitionValues.fold("")(serializeValues),
       s.path).mkString(":")
+
+  /**
+   * Partition values as `name=value` pairs joined by `&`, each name and value URL-encoded (so
+   * neither holds `:`, `&` nor `=`), a null value as the name alone; `&` alone for no column.
+   */
+  private def serializeValues(values: Map[String, Option[String]]): String =
+    if (values.isEmpty) "&"
+    else
+      values.toSeq
+        .sortBy(_._1)
+        .map { case (k, v) => encode(k) + v.fold("")("=" + encode(_)) }
+        .mkString("&")
+
+  private def deserializeValues(text: String): Map[String, Option[String]] =
+    text
+      .split("&")
+      .filter(_.nonEmpty)
+      .map { pair =>
+        pair.indexOf('=') match {
+          case -1 => decode(pair) -> None
+          case eq => decode(pair.substring(0, eq)) -> Some(decode(pair.substring(eq + 1)))
+        }
+      }
+      .toMap
+
+  private def encode(s: String) = URLEncoder.encode(s, StandardCharsets.UTF_8)
+  private def decode(s: String) = URLDecoder.decode(s, StandardCharsets.UTF_8)
 
   override def deserialize(version: Int, text: String): RowGroupSplit = {
     if (version > this.version)
       throw VersionedSerializer.unsupported("a Parquet row-group split", version, this.version)
     val fields = version match {
-      case 1 => text.split(":", 12).patch(11, Seq("false", "", ""), 0)
-      case 2 => text.split(":", 13).patch(12, Seq("", ""), 0)
-      case 3 => text.split(":", 14).patch(13, Seq(""), 0)
-      case _ => text.split(":", 15)
+      case 1 => text.split(":", 12).patch(11, Seq("false", "", "", ""), 0)
+      case 2 => text.split(":", 13).patch(12, Seq("", "", ""), 0)
+      case 3 => text.split(":", 14).patch(13, Seq("", ""), 0)
+      case 4 => text.split(":", 15).patch(14, Seq(""), 0)
+      case _ => text.split(":", 16)
     }
     val Array(
       rg,
@@ -141,6 +179,7 @@ private[connector] object RowGroupSplitSerializer extends VersionedSerializer[Ro
       alone,
       deleted,
       entry,
+      values,
       path) = fields
     RowGroupSplit(
       path,
@@ -157,6 +196,7 @@ private[connector] object RowGroupSplitSerializer extends VersionedSerializer[Ro
       noTimes.toBoolean,
       alone.toBoolean,
       if (deleted.isEmpty) None else Some(DeletedRows.deserialize(deleted)),
-      Option(entry).filter(_.nonEmpty))
+      Option(entry).filter(_.nonEmpty),
+      Option(values).filter(_.nonEmpty).map(deserializeValues))
   }
 }

@@ -54,7 +54,7 @@ private[parquet] object RowGroups {
     // row groups no row passing the query's filters can be in make no split: positions are row
     // indexes in the file, so the other row groups' are unchanged
     val predicates =
-      ParquetPruning.rowGroupPredicates(config.filters, metadata.getFileMetaData, config)
+      ParquetPruning.rowGroupPredicates(config.fileFilters, metadata.getFileMetaData, config)
     // a row group whose every row its table deleted makes no split either
     blocks.indices
       .filter { i =>
@@ -78,7 +78,8 @@ private[parquet] object RowGroups {
           times.flatMap(_._2),
           times.exists(_._1.isEmpty),
           aloneAtMidpoint = exactMidpoints && atMidpoint(mids(i)) == 1,
-          deleted = file.deleted.flatMap(_.within(firstRows(i), firstRows(i + 1))))
+          deleted = file.deleted.flatMap(_.within(firstRows(i), firstRows(i + 1))),
+          partitionValues = file.partitionValues)
       }
   }
 
@@ -109,7 +110,8 @@ private[parquet] object RowGroups {
           stats.eventTimes.map(_._2),
           noEventTimes = stats.eventTimes.isEmpty,
           aloneAtMidpoint = true,
-          deleted = file.deleted.flatMap(_.within(0L, stats.rows)))
+          deleted = file.deleted.flatMap(_.within(0L, stats.rows)),
+          partitionValues = file.partitionValues)
       }
 
   /** The file's footer as stored (Thrift), or None for an encrypted footer ("PARE"). */
@@ -185,10 +187,12 @@ private[parquet] object RowGroups {
       b: BlockMetaData,
       column: String,
       config: ParquetConfig): Option[(Option[Long], Option[Long])] = {
+    // the column as the files name it (a Delta table's physical name under column mapping)
+    val inFile = config.fileColumnName(column)
     val chunk = b.getColumns.asScala.find { c =>
       val p = c.getPath.toArray
-      p.length == 1 && (if (config.caseSensitive) p(0) == column
-                        else p(0).equalsIgnoreCase(column))
+      p.length == 1 && (if (config.caseSensitive) p(0) == inFile
+                        else p(0).equalsIgnoreCase(inFile))
     }
     chunk.foreach { c =>
       c.getPrimitiveType.getLogicalTypeAnnotation match {

@@ -5,7 +5,7 @@ import scala.jdk.CollectionConverters._
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.types.{BinaryType, LongType, StructType, TimestampNTZType, TimestampType}
+import org.apache.spark.sql.types.{BinaryType, LongType, StructField, StructType, TimestampNTZType, TimestampType}
 
 import sluice.config.{ConfigOption, Options}
 import sluice.connector.file.FileConfig
@@ -33,7 +33,13 @@ final case class DeltaConfig(
      * The table's `metaData.id` at the version read (`TableIdentity`): a restart, and each later
      * plan, must find the same table.
      */
-    tableId: Option[String] = None)
+    tableId: Option[String] = None,
+    /**
+     * The table's column mapping at the version read: the physical names its data files, their
+     * partition values and statistics in the log name columns by (`parquet.fileSchema` reads
+     * them); `DeltaColumnMapping.Off` without.
+     */
+    columnMapping: DeltaColumnMapping = DeltaColumnMapping.Off)
 
 object DeltaConfig {
   val Context = "DeltaSource"
@@ -85,8 +91,14 @@ object DeltaConfig {
     DeltaTables.refuseUnsupported(snapshot, location)
     val schema = DeltaSchema.toSpark(snapshot.getSchema)
     val partitionNames = snapshot.getPartitionColumnNames.asScala.toSeq
-    val (partitions, data) =
-      schema.fields.partition(f => partitionNames.exists(_.equalsIgnoreCase(f.name)))
+    def isPartition(f: StructField) = partitionNames.exists(_.equalsIgnoreCase(f.name))
+    val (partitions, data) = schema.fields.partition(isPartition)
+    val mapping = DeltaColumnMapping.of(snapshot)
+    // under column mapping the data columns as the files name them, in the same order
+    val fileSchema = Option.when(mapping.enabled) {
+      val physical = DeltaSchema.physical(snapshot.getSchema, byId = mapping.byId)
+      StructType(schema.fields.indices.filterNot(i => isPartition(schema(i))).map(physical(_)))
+    }
     partitions.find(f => f.dataType == TimestampType || f.dataType == TimestampNTZType).foreach {
       f =>
         throw SluiceError.config(
@@ -131,7 +143,8 @@ object DeltaConfig {
       notReadyTimeoutMs = 0L,
       timestampColumn = ts,
       dataSchema = StructType(data),
-      // partition values come from the files' directories, checked against the log when planned
+      // partition values come from the files' directories, checked against the log when
+      // planned; under column mapping from the log (`DiscoveredFile.partitionValues`)
       partitionSchema = StructType(partitions),
       partitionRoots = Seq(location),
       timeZoneId = conf.sessionLocalTimeZone,
@@ -139,7 +152,9 @@ object DeltaConfig {
       sparkOptions = sparkOptions,
       options = pinned,
       rowGroupFilters = conf.parquetFilterPushDown,
-      datetimeRebaseMode = "CORRECTED")
+      datetimeRebaseMode = "CORRECTED",
+      fileSchema = fileSchema,
+      matchFieldIds = mapping.byId)
     DeltaConfig(
       location,
       snapshot.getVersion,
@@ -147,6 +162,7 @@ object DeltaConfig {
       skipChanges,
       parquet,
       pinned,
-      DeltaTables.idOf(snapshot))
+      DeltaTables.idOf(snapshot),
+      mapping)
   }
 }

@@ -24,8 +24,15 @@ import sluice.connector.file.FileStatistics
  * statistics to milliseconds, so a recorded maximum can lie up to 999 µs below the file's true
  * one, but never in another millisecond: rounded down, it is the largest row's event time all
  * the same, and no widening is needed. A long column holds epoch milliseconds, recorded exactly.
+ * Under column mapping the statistics are keyed by the column's physical name (`statsKey`).
  */
-private[delta] final class DeltaEventTimes(tableSchema: StructType, val column: String) {
+private[delta] final class DeltaEventTimes(
+    tableSchema: StructType,
+    val column: String,
+    /** The column's key in the statistics: its physical name under column mapping. */
+    statsKey: String) {
+  def this(tableSchema: StructType, column: String) = this(tableSchema, column, column)
+
   private val isTimestamp = tableSchema.get(column).getDataType.isInstanceOf[TimestampType]
 
   /** Files whose statistics of the column are there but unreadable, with the value (for the warning). */
@@ -60,7 +67,7 @@ private[delta] final class DeltaEventTimes(tableSchema: StructType, val column: 
       val rows = Option(stats.get("numRecords")).filter(_.canConvertToLong).map(_.asLong)
       if (!rows.exists(_ > 0)) uncounted.add(path)
       def node(kind: String) =
-        Option(stats.get(kind)).flatMap(m => Option(m.get(column))).filterNot(_.isNull)
+        Option(stats.get(kind)).flatMap(m => Option(m.get(statsKey))).filterNot(_.isNull)
       def value(kind: String): Option[Either[String, Long]] =
         node(kind).map(n => toMicrosOrMillis(n).toRight(n.toString))
       (rows, value("minValues"), value("maxValues")) match {

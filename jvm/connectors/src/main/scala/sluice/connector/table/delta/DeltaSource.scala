@@ -24,9 +24,12 @@ import sluice.connector.table.{TableChanges, TableDataFiles, TableIdentity}
  * statistics, with a warning). Rows are the table's data columns, its partition
  * columns, then `_split`, `_position` and `_timestamp` (the data file's modification time).
  *
+ * Column mapping (`DeltaColumnMapping`) is read: data files by their physical names (mode
+ * `name`) or Parquet field ids (mode `id`), partition values from the log.
+ *
  * Refused when the source is built, naming the table feature: deletion vectors on a data file of
- * the version, column mapping and type widening (`DeltaTables`), timestamp partition columns
- * (`DeltaConfig`): each would read rows other than the table's.
+ * the version, type widening (`DeltaTables`), timestamp partition columns (`DeltaConfig`): each
+ * would read rows other than the table's.
  */
 final class DeltaSource private (val config: DeltaConfig, rows: ParquetRows)
     extends Source[RowGroupSplit, ParquetEnumeratorState]
@@ -61,14 +64,15 @@ final class DeltaSource private (val config: DeltaConfig, rows: ParquetRows)
     // file is planned by its footer's row groups, so they are neither read nor warned about
     val eventTimes = parquet.timestampColumn
       .filter(_ => parquet.filters.isEmpty)
-      .map(new DeltaEventTimes(snapshot.getSchema, _))
+      .map(c => new DeltaEventTimes(snapshot.getSchema, c, config.columnMapping.physical(c)))
     DeltaTables.dataFiles(
       engine,
       snapshot,
       config.table,
       config.partitionColumns,
       filter,
-      eventTimes)
+      eventTimes,
+      config.columnMapping)
   }
 
   override def withColumns(required: Set[String]): DeltaSource = {
@@ -145,7 +149,8 @@ final class DeltaSource private (val config: DeltaConfig, rows: ParquetRows)
             config.skipChanges,
             // statistics as for the start version: not with pushed filters (footers then)
             parquet.timestampColumn.filter(_ => parquet.filters.isEmpty),
-            config.tableId)
+            config.tableId,
+            config.columnMapping)
           .fold(PlannedFiles(Nil, after)) { case (files, version) =>
             PlannedFiles(withTimes(files), Some(version))
           }

@@ -15,7 +15,7 @@ import io.delta.kernel.expressions.Predicate
 import io.delta.kernel.internal.DeltaLogActionUtils.DeltaAction
 import io.delta.kernel.internal.InternalScanFileUtils
 import io.delta.kernel.internal.fs.{Path => KernelPath}
-import io.delta.kernel.internal.util.{ColumnMapping, VectorUtils}
+import io.delta.kernel.internal.util.VectorUtils
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils
@@ -81,19 +81,12 @@ private[delta] object DeltaTables {
   def idOf(snapshot: Snapshot): Option[String] = Option(snapshot.getMetadata.getId)
 
   /**
-   * Refuses a snapshot whose rows Sluice would read wrong, naming the table feature: column
-   * mapping (data files name columns by physical names, not the table's) and type widening.
-   * Deletion vectors are checked per data file (`dataFiles`): a table that allows them but has
-   * none in the snapshot reads right.
+   * Refuses a snapshot whose rows Sluice would read wrong, naming the table feature: type
+   * widening. Deletion vectors are checked per data file (`dataFiles`): a table that allows
+   * them but has none in the snapshot reads right. Column mapping is read
+   * (`DeltaColumnMapping`).
    */
   def refuseUnsupported(snapshot: Snapshot, location: String): Unit = {
-    val mode = ColumnMapping.getColumnMappingMode(snapshot.getMetadata.getConfiguration)
-    if (mode != ColumnMapping.ColumnMappingMode.NONE)
-      throw SluiceError.config(
-        s"$Context: Delta table '$location' uses column mapping (delta.columnMapping.mode = " +
-          s"${mode.toString.toLowerCase}, table feature 'columnMapping'): its data files name columns " +
-          "by physical names, which Sluice does not map yet. Read a table without column mapping " +
-          "(one written before it was enabled, or a copy of it).")
     val features = snapshot.getProtocol.getReaderAndWriterFeatures.asScala
     features.flatMap(f => refusedFeatures.get(f).map(f -> _)).headOption.foreach {
       case (f, what) =>
@@ -106,11 +99,9 @@ private[delta] object DeltaTables {
 
   /**
    * The snapshot's data files that rows passing `filter` may be in (Kernel prunes by partition
-   * values and the log's column statistics), by absolute path. A data file with a deletion vector is refused
-   * (Sluice does not apply deletion vectors yet, and never reads deleted rows). Partition values
-   * are read from the files' `name=value` directories by the Parquet path, as written by every
-   * Delta writer without column mapping; each is checked against the value the log records,
-   * and a file whose directories do not say the same is refused, named.
+   * values and the log's column statistics, resolving a column mapping's physical names
+   * itself), by absolute path. A data file with a deletion vector is refused (Sluice does not
+   * apply deletion vectors yet, and never reads deleted rows). Partition values: `partitionValues`.
    */
   def dataFiles(
       engine: Engine,
@@ -118,18 +109,21 @@ private[delta] object DeltaTables {
       location: String,
       partitionColumns: Seq[String],
       filter: Option[Predicate],
-      eventTimes: Option[DeltaEventTimes] = None): Seq[DiscoveredFile] = {
+      eventTimes: Option[DeltaEventTimes] = None,
+      mapping: DeltaColumnMapping = DeltaColumnMapping.Off): Seq[DiscoveredFile] = {
+    def planned(p: Option[Predicate]) =
+      scan(engine, snapshot, location, partitionColumns, p, eventTimes, mapping)
     val files = filter match {
-      case None => scan(engine, snapshot, location, partitionColumns, None, eventTimes)
+      case None => planned(None)
       case Some(p) =>
         // pruning is an optimisation: a predicate Kernel cannot evaluate reads every file instead
-        try scan(engine, snapshot, location, partitionColumns, Some(p), eventTimes)
+        try planned(Some(p))
         catch {
           case NonFatal(e) if !e.isInstanceOf[SluiceError] =>
             log.warn(
               s"$Context: Delta Kernel cannot prune the files of '$location' by $p " +
                 s"(${e.getMessage}); every data file is planned, and the filter applied to rows.")
-            scan(engine, snapshot, location, partitionColumns, None, eventTimes)
+            planned(None)
         }
     }
     eventTimes.foreach(warnUnindexed(location, s"version ${snapshot.getVersion}", files, _))
@@ -176,7 +170,9 @@ private[delta] object DeltaTables {
       partitionColumns: Seq[String],
       skipChanges: Boolean,
       eventTimeColumn: Option[String],
-      tableId: Option[String] = None): Option[(Seq[DiscoveredFile], Long)] = {
+      tableId: Option[String] = None,
+      mapping: DeltaColumnMapping = DeltaColumnMapping.Off)
+      : Option[(Seq[DiscoveredFile], Long)] = {
     val latest = snapshot(engine, location, None, None)
     // a table created again there since numbers its versions from 0 again: checked first
     TableIdentity.check(Context, location, "metaData.id", "versions", tableId, idOf(latest))
@@ -190,12 +186,14 @@ private[delta] object DeltaTables {
           "created again since. Start the query on a new checkpoint to read this table.")
     if (latest.getVersion <= after) None
     else {
-      // a feature enabled since the start (column mapping, type widening) is refused as at the start
+      // a feature enabled since the start (type widening) is refused as at the start, and so
+      // is a change of column mapping, or of a mapped column, that new files would be misread by
       refuseUnsupported(latest, location)
+      DeltaColumnMapping.checkUnchanged(mapping, latest, location)
       // a column dropped since has no statistics in new files: their footers index them
       val eventTimes = eventTimeColumn
         .filter(latest.getSchema.indexOf(_) >= 0)
-        .map(new DeltaEventTimes(latest.getSchema, _))
+        .map(c => new DeltaEventTimes(latest.getSchema, c, mapping.physical(c)))
       val range =
         try
           TableManager
@@ -237,13 +235,14 @@ private[delta] object DeltaTables {
                     new KernelPath(URI.create(add.getPath))).toString
                 val logged =
                   VectorUtils.toJavaMap[String, String](add.getPartitionValues).asScala.toMap
-                checkDirectories(path, partitionColumns, logged, location)
                 DiscoveredFile(
                   path,
                   add.getSize,
                   -1L,
                   statistics = eventTimes.flatMap(_.of(path, add.getStatsJson.toScala)),
-                  entry = Some(s"version=${commit.getVersion}"))
+                  entry = Some(s"version=${commit.getVersion}"),
+                  partitionValues =
+                    partitionValues(path, partitionColumns, logged, location, mapping))
               }
           } finally commit.close()
         }
@@ -260,7 +259,8 @@ private[delta] object DeltaTables {
       location: String,
       partitionColumns: Seq[String],
       filter: Option[Predicate],
-      eventTimes: Option[DeltaEventTimes]): Seq[DiscoveredFile] = {
+      eventTimes: Option[DeltaEventTimes],
+      mapping: DeltaColumnMapping): Seq[DiscoveredFile] = {
     val files = mutable.ArrayBuffer[DiscoveredFile]()
     val builder = filter.foldLeft(snapshot.getScanBuilder)(_.withFilter(_))
     // the log's statistics come with the scan files only when asked for
@@ -280,19 +280,46 @@ private[delta] object DeltaTables {
                   s"or read a version from before the deletes (option '${DeltaConfig.VersionAsOf.name}').")
             }
             val logged = InternalScanFileUtils.getPartitionValues(row).asScala.toMap
-            checkDirectories(status.getPath, partitionColumns, logged, location)
             files += DiscoveredFile(
               status.getPath,
               status.getSize,
               -1L,
               statistics = eventTimes.flatMap(_.of(row)),
-              entry = Some(s"version=${snapshot.getVersion}"))
+              entry = Some(s"version=${snapshot.getVersion}"),
+              partitionValues =
+                partitionValues(status.getPath, partitionColumns, logged, location, mapping))
           }
         finally rows.close()
       }
     finally batches.close()
     files.toSeq
   }
+
+  /**
+   * A data file's partition values. Without column mapping they are read from the file's
+   * `name=value` directories by the Parquet path, as every Delta writer lays files out then; each
+   * is checked here against the value the log records (`logged`), and a file whose directories
+   * do not say the same is refused, named (None: from the directories). Under column mapping
+   * writers put files in directories that do not name them (delta-rs and Delta Spark: random
+   * two-character prefixes), and Delta's protocol says a file's values are the log's, keyed by
+   * physical names: those, by the source's column names (a column the log gives no value of is
+   * null, as an empty value is).
+   */
+  private def partitionValues(
+      file: String,
+      columns: Seq[String],
+      logged: Map[String, String],
+      location: String,
+      mapping: DeltaColumnMapping): Option[Map[String, Option[String]]] =
+    if (columns.isEmpty) None
+    else if (!mapping.enabled) {
+      checkDirectories(file, columns, logged, location)
+      None
+    } else
+      Some(columns.map { c =>
+        val physical = mapping.physical(c)
+        c -> logged.find(_._1.equalsIgnoreCase(physical)).flatMap(e => Option(e._2))
+      }.toMap)
 
   /** The partition values the file's directories give (Hive-style) must be those the log records. */
   private def checkDirectories(

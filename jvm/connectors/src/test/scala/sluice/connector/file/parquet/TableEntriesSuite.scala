@@ -106,7 +106,29 @@ class TableEntriesSuite extends AnyFunSuite {
       .copy(rowGroup = 1, rowGroups = 2, entry = Some("snapshot=7.2"))
     assert(split.splitId == "/t/data/a.parquet#rowgroup=1#snapshot=7.2")
     val s = RowGroupSplitSerializer
-    assert(s.version == 4)
-    assert(s.deserialize(4, s.serialize(split)) == split)
+    assert(s.version == 5)
+    assert(s.deserialize(5, s.serialize(split)) == split)
+  }
+
+  test("a split keeps its table's partition values in the offset log, any text, null or empty") {
+    val values = Map(
+      "city" -> Some("New York: 5 & 6 = 11%"),
+      "day" -> Some("2026-11-01"),
+      "none" -> None,
+      "empty" -> Some(""),
+      "a=b&c:d" -> Some("x"))
+    val split = RowGroups
+      .wholeFile(file("a", None).copy(partitionValues = Some(values)))
+      .get
+    assert(split.partitionValues.contains(values))
+    val s = RowGroupSplitSerializer
+    val text = s.serialize(split)
+    assert(text.endsWith(":" + split.path) && text.count(_ == ':') == 15, text)
+    assert(s.deserialize(5, text) == split)
+    // a table without partition columns (under column mapping) keeps its empty map
+    val none = split.copy(partitionValues = Some(Map.empty))
+    assert(s.deserialize(5, s.serialize(none)) == none)
+    assert(
+      s.deserialize(5, s.serialize(split.copy(partitionValues = None))).partitionValues.isEmpty)
   }
 }

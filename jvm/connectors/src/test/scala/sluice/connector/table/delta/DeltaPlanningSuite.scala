@@ -5,7 +5,7 @@ import java.nio.file.{Files, Path}
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.sources
-import org.apache.spark.sql.types.{LongType, StringType, StructField, StructType}
+import org.apache.spark.sql.types.{LongType, Metadata, StringType, StructField, StructType}
 import org.scalatest.funsuite.AnyFunSuite
 
 import sluice.connector.file.FileStatistics
@@ -109,13 +109,87 @@ class DeltaPlanningSuite extends AnyFunSuite {
     assert(e.getMessage.contains("city=a/1.parquet") && e.getMessage.contains("2 rows deleted"))
   }
 
-  test("column mapping is refused when the version is opened") {
+  /** A schema of `id`, `city` and `ts` under column mapping: physical names `col-<name>`, ids 1 to 3. */
+  private def mappedSchema(names: (String, String)*): String = {
+    val fields = names.zipWithIndex.map { case ((name, kind), i) =>
+      s"""{\\"name\\":\\"$name\\",\\"type\\":\\"$kind\\",\\"nullable\\":true,""" +
+        s"""\\"metadata\\":{\\"delta.columnMapping.id\\":${i + 1},""" +
+        s"""\\"delta.columnMapping.physicalName\\":\\"col-${Seq("id", "city", "ts")(i)}\\"}}"""
+    }
+    s"""{\\"type\\":\\"struct\\",\\"fields\\":[${fields.mkString(",")}]}"""
+  }
+  private val mapped = mappedSchema("id" -> "long", "city" -> "string", "ts" -> "timestamp")
+
+  /** An add action of a column-mapped table: keys by physical names, in a random directory. */
+  private def mappedAdd(path: String, city: String, minId: Int, maxId: Int): String = {
+    val stats =
+      s"""{"numRecords":2,"minValues":{"col-id":$minId,"col-ts":"2026-11-01T01:00:00Z"},""" +
+        s""""maxValues":{"col-id":$maxId,"col-ts":"2026-11-01T02:00:00Z"},"nullCount":{"col-id":0}}"""
+    s"""{"add":{"path":"$path","partitionValues":{"col-city":"$city"},"size":100,""" +
+      s""""modificationTime":1,"dataChange":true,"stats":"${stats.replace("\"", "\\\"")}"}}"""
+  }
+
+  /** A version's files under column mapping: name, partition values, event-time statistics. */
+  private def planMapped(location: String, filters: Seq[sources.Filter] = Nil) = {
+    val engine = DeltaTables.engine(new Configuration())
+    val snapshot = DeltaTables.snapshot(engine, location, None, None)
+    DeltaTables.refuseUnsupported(snapshot, location)
+    val mapping = DeltaColumnMapping.of(snapshot)
+    DeltaTables
+      .dataFiles(
+        engine,
+        snapshot,
+        location,
+        Seq("city"),
+        DeltaFilters.toKernel(filters, columns),
+        Some(new DeltaEventTimes(snapshot.getSchema, "ts", mapping.physical("ts"))),
+        mapping)
+      .map(f => (f.path.split("/").takeRight(2).mkString("/"), f.partitionValues, f.statistics))
+      .sortBy(_._1)
+  }
+
+  for (mode <- Seq("name", "id"))
+    test(
+      s"column mapping ($mode): partition values and statistics by physical names, pruned by Kernel") {
+      val location = table(
+        Seq(mappedAdd("x1/1.parquet", "a", 1, 5), mappedAdd("y2/2.parquet", "b", 6, 9)),
+        reader = """2, "minWriterVersion": 5""",
+        conf = s""""delta.columnMapping.mode":"$mode","delta.columnMapping.maxColumnId":"3"""",
+        schema = mapped)
+      val hour = java.time.Instant.parse("2026-11-01T01:00:00Z").toEpochMilli
+      val times = Some(FileStatistics(2, Some((hour, hour + 3600000L))))
+      // the directories name nothing: the values are the log's, keyed by the logical name
+      assert(
+        planMapped(location) == Seq(
+          ("x1/1.parquet", Some(Map("city" -> Some("a"))), times),
+          ("y2/2.parquet", Some(Map("city" -> Some("b"))), times)))
+      // Kernel resolves the logical names of a pushed filter to the log's physical keys
+      assert(
+        planMapped(location, Seq(sources.EqualTo("city", "b"))).map(_._1) == Seq("y2/2.parquet"))
+      assert(
+        planMapped(location, Seq(sources.GreaterThan("id", 5L))).map(_._1) == Seq("y2/2.parquet"))
+      val mapping = DeltaColumnMapping.of(
+        DeltaTables.snapshot(DeltaTables.engine(new Configuration()), location, None, None))
+      assert(
+        mapping == DeltaColumnMapping(
+          mode,
+          Map("id" -> "col-id", "city" -> "col-city", "ts" -> "col-ts")))
+    }
+
+  test("column mapping: the files' schema names columns physically, with field ids in mode id") {
     val location = table(
-      Seq(add("city=a/1.parquet", "a")),
+      Nil,
       reader = """2, "minWriterVersion": 5""",
-      conf = """"delta.columnMapping.mode":"name"""")
-    val e = intercept[SluiceConfigException](plan(location))
-    assert(e.getMessage.contains("column mapping (delta.columnMapping.mode = name"))
+      conf = """"delta.columnMapping.mode":"id","delta.columnMapping.maxColumnId":"3"""",
+      schema = mapped)
+    val snapshot =
+      DeltaTables.snapshot(DeltaTables.engine(new Configuration()), location, None, None)
+    val byId = DeltaSchema.physical(snapshot.getSchema, byId = true)
+    assert(byId.fieldNames.toSeq == Seq("col-id", "col-city", "col-ts"))
+    assert(byId.map(_.metadata.getLong("parquet.field.id")) == Seq(1L, 2L, 3L))
+    assert(
+      DeltaSchema.physical(snapshot.getSchema, byId = false).forall(_.metadata == Metadata.empty))
+    assert(DeltaSchema.toSpark(snapshot.getSchema).fieldNames.toSeq == Seq("id", "city", "ts"))
   }
 
   test("with a timestampColumn each file's event-time range comes from the log's statistics") {
@@ -340,5 +414,45 @@ class DeltaPlanningSuite extends AnyFunSuite {
         "created again, or another table is named. The checkpoint's versions and files are the old " +
         "table's, and reading the new one from them would skip or mix rows. Start the query on a new " +
         "checkpoint to read this table, or name the old table again to go on reading it.")
+  }
+
+  test(
+    "unbounded under column mapping: appended files' partition values from the log; a rename or a mode change since the start refused") {
+    val conf = """"delta.columnMapping.mode":"name","delta.columnMapping.maxColumnId":"3""""
+    val location = table(
+      Seq(mappedAdd("x1/1.parquet", "a", 1, 5)),
+      reader = """2, "minWriterVersion": 5""",
+      conf = conf,
+      schema = mapped)
+    val engine = DeltaTables.engine(new Configuration())
+    val start = DeltaColumnMapping.of(DeltaTables.snapshot(engine, location, None, None))
+    def appended(after: Long, mapping: DeltaColumnMapping = start) =
+      DeltaTables
+        .appendedSince(engine, location, after, Seq("city"), false, Some("ts"), None, mapping)
+        .map { case (files, v) =>
+          files.map(f =>
+            (f.path.split("/").last, f.partitionValues, f.statistics.map(_.rows))) -> v
+        }
+    commit(location, 1, info("WRITE"), mappedAdd("z3/3.parquet", "c", 1, 2))
+    assert(
+      appended(0).contains(Seq(("3.parquet", Some(Map("city" -> Some("c"))), Some(2L))) -> 1L))
+    // a stream that started before column mapping was turned on reads files by other names
+    val before = intercept[SluiceRuntimeException](appended(0, DeltaColumnMapping.Off))
+    assert(before.getMessage.contains("(delta.columnMapping.mode) is name, where it was none"))
+    // version 2 renames id to key: its physical name stays col-id
+    val renamed = mappedSchema("key" -> "long", "city" -> "string", "ts" -> "timestamp")
+    commit(
+      location,
+      2,
+      info("RENAME COLUMN"),
+      s"""{"metaData":{"id":"3f6d1d6c-0c8b-4d0e-9a5e-0d3c2b1a0f00","format":{"provider":"parquet",""" +
+        s""""options":{}},"schemaString":"$renamed","partitionColumns":["city"],""" +
+        s""""configuration":{$conf},"createdTime":1}}""")
+    val e = intercept[SluiceRuntimeException](appended(1))
+    assert(
+      e.getMessage.contains(
+        "version 2 of Delta table '" + location + "': column 'id' (physical name col-id) was renamed to 'key'"),
+      e.getMessage)
+    assert(e.getMessage.contains("Start the query on a new checkpoint"))
   }
 }
