@@ -4,14 +4,21 @@ PySpark here; Spark Connect's exception type converted directly, and test_connec
 
 from __future__ import annotations
 
+import shutil
 from importlib import resources
+from pathlib import Path
 
+import pyarrow as pa
 import pytest
 import sluice
+from deltalake import DeltaTable, write_deltalake
 from pyspark.errors import PySparkException
+from pyspark.errors.exceptions import captured as captured_errors
 from pyspark.errors.exceptions import connect as connect_errors
 from pyspark.sql import SparkSession
+from pyspark.sql.streaming import StreamingQuery
 from sluice import (
+    DeltaSource,
     GeneratorSource,
     KafkaSource,
     OffsetsInitializer,
@@ -104,6 +111,69 @@ def test_a_fault_that_stops_a_running_query_is_found_among_the_causes(
     assert error.getCondition() == "SLUICE_SOURCE_FAULT"
     assert "has a timestamp at or after 1000000" in str(error)
     assert error.getSqlState() == "58030"
+
+
+def _same_error(found: SluiceException | None, expected: SluiceException) -> None:
+    assert found is not None
+    assert type(found) is type(expected)
+    assert found.getCondition() == expected.getCondition()
+    assert found.getMessageParameters() == expected.getMessageParameters()
+    assert str(found) == str(expected)
+
+
+def test_a_failed_querys_exception_gives_the_error_await_termination_raised(
+    spark: SparkSession, tmp_path: Path, checkpoint: str
+) -> None:
+    """`query.exception()` and what `query.awaitTermination()` raised give the same Sluice error.
+    PySpark builds the former from the JVM's message and cause without the JVM object, and makes a
+    Sluice runtime fault (an IllegalStateException, a type it has none for) an exception of its
+    text alone: the class and parameters must survive that."""
+    table = tmp_path / "table"
+    write_deltalake(table, pa.table({"id": list(range(10))}))
+
+    def started() -> StreamingQuery:
+        source = DeltaSource.builder().table(str(table)).build()
+        return (
+            sluice.from_source(spark, source)
+            .writeStream.format("noop")
+            .option("checkpointLocation", checkpoint)
+            .trigger(availableNow=True)
+            .start()
+        )
+
+    first = started()
+    assert first.awaitTermination(120) and first.exception() is None
+    old_id = DeltaTable(str(table)).metadata().id
+    shutil.rmtree(table)
+    write_deltalake(table, pa.table({"id": list(range(100, 110))}))  # another table at the same place
+    new_id = DeltaTable(str(table)).metadata().id
+    query = started()
+    with pytest.raises(PySparkException) as raised:
+        query.awaitTermination(120)
+    awaited = sluice_error(raised.value)
+    assert isinstance(awaited, SluiceRuntimeError), repr(raised.value)
+    assert awaited.getCondition() == "SLUICE_TABLE_REPLACED"
+    parameters = awaited.getMessageParameters()
+    assert (parameters["checkpointed"], parameters["current"]) == (old_id, new_id)
+    _same_error(sluice_error(query.exception()), awaited)
+
+
+def test_a_fault_inside_a_job_failure_is_found_in_a_querys_exception(spark: SparkSession) -> None:
+    """A task's fault reaches the query inside Spark's job failure (a SparkException, which PySpark
+    also converts without its JVM object): `StreamingQuery.exception()`'s construction from that
+    cause finds it as `awaitTermination()`'s JVM chain does."""
+    jvm = spark._jvm  # noqa: SLF001
+    fault = jvm.sluice.spark.SparkErrors.toSpark(
+        jvm.sluice.errors.SluiceError.sourceFault("KafkaSource: the broker refused a look-up.", None)
+    )
+    job_failed = jvm.org.apache.spark.SparkException("Job aborted due to stage failure", fault)
+    # what StreamingQuery.exception() builds from the JVM's StreamingQueryException
+    built = captured_errors.StreamingQueryException("Query failed", "at ...", job_failed)
+    found = sluice_error(built)
+    assert isinstance(found, SluiceRuntimeError)
+    assert found.getCondition() == "SLUICE_SOURCE_FAULT"
+    assert found.getMessageParameters() == {"message": "KafkaSource: the broker refused a look-up."}
+    assert str(found) == "KafkaSource: the broker refused a look-up."
 
 
 def test_spark_connects_exception_converts_by_its_class() -> None:

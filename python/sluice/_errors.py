@@ -134,6 +134,59 @@ class SluiceRuntimeError(SluiceException, RuntimeError):
     """
 
 
+#: The attribute on a PySpark captured exception that holds the JVM object of a Sluice error which
+#: PySpark would otherwise drop (:func:`_keep_sluice_errors_of_java`).
+_JAVA_ERROR = "_sluice_java_error"
+
+
+def _is_sluice_error_of_java(java_error: Any) -> bool:
+    from py4j.java_gateway import is_instance_of
+    from pyspark import SparkContext
+
+    try:
+        gateway = SparkContext._gateway  # noqa: SLF001 - py4j is the route to the JVM object
+        if gateway is None or not is_instance_of(gateway, java_error, "org.apache.spark.SparkThrowable"):
+            return False
+        condition = java_error.getCondition()
+        return condition is not None and str(condition).startswith(PREFIX)
+    except Exception:  # noqa: BLE001 - a conversion must never fail for Sluice's sake
+        return False
+
+
+def _keep_sluice_errors_of_java() -> None:
+    """Makes classic PySpark keep the JVM object of a Sluice error it converts into an exception
+    without one, so that :func:`sluice_error` can still read its class and parameters.
+
+    PySpark keeps the JVM object (``_origin``) only of the types it knows (an
+    ``IllegalArgumentException``, a ``SparkRuntimeException``, ...). A Sluice runtime fault is an
+    ``IllegalStateException``: PySpark makes it an ``UnknownException`` of its text alone, and the
+    text lacks the class (the message is the template filled, several classes share ``<message>``).
+    That happens whenever PySpark converts a cause by itself, as ``StreamingQuery.exception()`` does:
+    it builds its ``StreamingQueryException`` from the JVM's message and cause, without the JVM
+    object whose cause chain ``sluice_error`` reads for what ``awaitTermination()`` raised. So
+    PySpark's conversion is wrapped: it converts as before, and where it kept no JVM object of a
+    Sluice error, the object is kept beside (nothing PySpark reads changes)."""
+    try:
+        from pyspark.errors.exceptions import captured
+    except ImportError:  # a PySpark without the classic (py4j) side
+        return
+    convert = getattr(captured, "_convert_exception", None)
+    if convert is None or getattr(convert, "_sluice_wrapped", False):
+        return
+
+    def converted(e: Any) -> captured.CapturedException:  # PySpark's signature, its names too
+        error = convert(e)
+        if getattr(error, "_origin", None) is None and _is_sluice_error_of_java(e):
+            setattr(error, _JAVA_ERROR, e)
+        return error
+
+    converted._sluice_wrapped = True  # type: ignore[attr-defined] # once, also if loaded again
+    captured._convert_exception = converted  # noqa: SLF001 - what convert_exception calls
+
+
+_keep_sluice_errors_of_java()
+
+
 def _condition(error: BaseException) -> str | None:
     if not isinstance(error, PySparkException):
         return None
@@ -155,14 +208,15 @@ def _message(error: BaseException) -> str:
 def sluice_error(error: BaseException) -> SluiceException | None:
     """The Sluice error ``error`` is or was caused by, as a :class:`SluiceException` (a
     :class:`SluiceConfigError` or :class:`SluiceRuntimeError` by its declared kind); None when it
-    is not one. Works on classic PySpark's captured exceptions (a failed query's too: the JVM's
+    is not one. Works on classic PySpark's captured exceptions (a failed query's too, the same
+    error from what ``query.awaitTermination()`` raised and from ``query.exception()``: the JVM's
     cause chain is read) and on Spark Connect's for what the server refused; for a query that
     failed while running, Connect sends only ``STREAM_FAILED`` and the text (docs/errors.md).
 
     Parameters
     ----------
     error : BaseException
-        Any exception, e.g. what ``query.awaitTermination()`` raised.
+        Any exception, e.g. what ``query.awaitTermination()`` raised or ``query.exception()``.
 
     Returns
     -------
@@ -188,8 +242,10 @@ def sluice_error(error: BaseException) -> SluiceException | None:
             cls = SluiceConfigError if kind == "configuration" else SluiceRuntimeError
             return cls(_message(seen), condition, parameters)
         # classic: PySpark converts causes it has no type for without their JVM object, so the
-        # JVM's own cause chain is where a class on a cause is found
-        origin = getattr(seen, "_origin", None)
+        # JVM's own cause chain is where a class on a cause is found; where PySpark built the
+        # exception without one (StreamingQuery.exception()), the Sluice error's own JVM object
+        # was kept beside (_keep_sluice_errors_of_java)
+        origin = getattr(seen, "_origin", None) or getattr(seen, _JAVA_ERROR, None)
         if origin is not None:
             found = sluice_error_of_java(origin)
             if found is not None:
