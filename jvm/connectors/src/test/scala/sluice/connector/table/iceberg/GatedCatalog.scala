@@ -11,8 +11,9 @@ import org.apache.iceberg.types.Types
 /**
  * A catalog (`catalog-impl`) holding table `db.t`, whose loads the gate its property `test.gate`
  * names can hold (as a pooled connection whose reads the service never answers) or fail, and
- * which counts its closes on that gate. Closing it ends the loads it holds, with an error, as
- * closing a pool ends its connections' reads.
+ * which counts its closes on that gate. Closing it ends the loads it holds, with an error, so a
+ * test ends; Iceberg's own JDBC and Hive pools do not (their close waits for every lent
+ * connection: docs/connectors.md, Still so).
  */
 final class GatedCatalog extends InMemoryCatalog {
   private var gate: GatedCatalog.Gate = _
