@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 import sluice
-from checkpoints import logged_table_versions
+from checkpoints import logged_enumerator_field
 from deltalake import DeltaTable, QueryBuilder, WriterProperties, write_deltalake
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -254,7 +254,7 @@ def test_unbounded_reads_appends_to_a_column_mapped_table_once_and_fails_on_a_re
     query.processAllAvailable()
     assert _got(spark.read.parquet(sink)) == _expected(path)
     assert sum(_got(spark.read.parquet(sink)).values()) == 60
-    assert list(dict.fromkeys(logged_table_versions(tmp_path / "checkpoint"))) == [0, 1, 2]
+    assert list(dict.fromkeys(logged_enumerator_field(tmp_path / "checkpoint", "tableVersion"))) == [0, 1, 2]
 
     renamed = _update_schema(spark, path, {"id": "key"}, [])
     with pytest.raises(Exception) as failed:
