@@ -10,6 +10,7 @@ import scala.util.control.NonFatal
 import org.apache.hadoop.conf.Configuration
 import org.apache.iceberg.{CatalogUtil, Table}
 import org.apache.iceberg.catalog.{Catalog, TableIdentifier}
+import org.apache.iceberg.exceptions.{ForbiddenException, NoSuchNamespaceException, NoSuchTableException, NotAuthorizedException}
 
 import sluice.errors.SluiceError
 
@@ -20,9 +21,12 @@ import sluice.errors.SluiceError
  * in this JVM (the driver) and kept: an unbounded read loads its table again at every monitor
  * interval, and a JDBC catalog holds a connection pool that would otherwise be opened each time.
  * Building a catalog and loading a table are each bounded by the source's `catalogTimeoutMs`. A
- * catalog whose table load failed or ran out of that time is dropped (closed once no caller uses
- * a table loaded from it), so the next load builds a fresh one: a pool whose connections hang
- * in reads the service never answers would otherwise fail every later load in this JVM.
+ * catalog whose table load ran out of that time, failed in its service or connection, or was
+ * left by a caller that stopped while it waited is dropped (closed once no caller uses a table
+ * loaded from it), so the next load builds a fresh one: a pool whose connections hang in reads
+ * the service never answers would otherwise fail every later load in this JVM. A load the
+ * catalog refused (no such table or namespace, not allowed) keeps it: the catalog answered, and
+ * other queries may share it.
  */
 private[iceberg] object IcebergCatalogs {
   import IcebergConfig.Context
@@ -178,8 +182,9 @@ private[iceberg] object IcebergCatalogs {
   /**
    * `use` of the table `identifier` (`db.name`) as the catalog has it now: loaded again on every
    * call; the catalog is not closed while `use` runs. `later`: it was loaded before, when the
-   * source was built (a later plan of a query). A load that fails or runs out of `timeoutMs`
-   * drops the catalog, so the next call builds a fresh one.
+   * source was built (a later plan of a query). A load that runs out of `timeoutMs`, fails other
+   * than by the catalog's refusal (`refused`), or is interrupted (the caller's query stopped while
+   * it waited; the interrupt is rethrown) drops the catalog, so the next call builds a fresh one.
    */
   def withTable[T](
       spec: CatalogSpec,
@@ -193,22 +198,42 @@ private[iceberg] object IcebergCatalogs {
       val loaded =
         try BoundedCalls.within(timeoutMs)(loadFrom(k.catalog, spec, identifier, later))(_ => ())
         catch {
-          case NonFatal(e) =>
+          // an interrupt is no NonFatal: the abandoned load may still hold a pooled connection
+          case e @ (NonFatal(_) | _: InterruptedException) =>
             drop(key, k)
             throw e
         }
-      use(loaded.getOrElse {
-        drop(key, k)
-        throw timedOut("loading the table", spec, identifier, timeoutMs)
-      })
+      loaded match {
+        case Some(Right(table)) => use(table)
+        case Some(Left(refusal)) => throw refusal // the catalog answered: kept
+        case None =>
+          drop(key, k)
+          throw timedOut("loading the table", spec, identifier, timeoutMs)
+      }
     } finally k.done()
   }
 
-  private def loadFrom(c: Catalog, spec: CatalogSpec, identifier: String, later: Boolean): Table =
-    try c.loadTable(TableIdentifier.parse(identifier))
+  /**
+   * A catalog's answer that the table is not there or not for this caller: the catalog works (a
+   * typo in one query's `table` must not rebuild a catalog other queries share).
+   */
+  private def refused(e: Throwable): Boolean = e match {
+    case _: NoSuchTableException | _: NoSuchNamespaceException | _: ForbiddenException |
+        _: NotAuthorizedException =>
+      true
+    case _ => false
+  }
+
+  /** The table, or the catalog's refusal (`refused`) as Sluice's error; another failure thrown. */
+  private def loadFrom(
+      c: Catalog,
+      spec: CatalogSpec,
+      identifier: String,
+      later: Boolean): Either[Throwable, Table] =
+    try Right(c.loadTable(TableIdentifier.parse(identifier)))
     catch {
       case NonFatal(e) =>
-        throw failure(
+        val error = failure(
           e,
           spec,
           later,
@@ -217,6 +242,7 @@ private[iceberg] object IcebergCatalogs {
           s"cannot load table '$identifier' from Iceberg $spec",
           s"Give option '${IcebergConfig.Table.name}' the table's identifier in that catalog " +
             "(namespace.name, e.g. db.events).")
+        if (refused(e)) Left(error) else throw error
     }
 
   /**

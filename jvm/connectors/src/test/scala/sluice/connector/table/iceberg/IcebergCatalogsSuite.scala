@@ -226,6 +226,49 @@ class IcebergCatalogsSuite extends AnyFunSuite {
   }
 
   test(
+    "a catalog whose load is interrupted (its query stopped while the load waited) is dropped") {
+    val spec = gated("interrupted")
+    val gate = GatedCatalog.gate("interrupted")
+    val first = IcebergCatalogs.catalog(spec, conf, 30000L, "db.t", later = false)
+    gate.holding = true
+    val thrown = new java.util.concurrent.atomic.AtomicReference[Throwable]()
+    val finished = new java.util.concurrent.CountDownLatch(1)
+    // a query's planning thread, stopped (interrupted) while the catalog holds its load
+    val planning = new Thread(() =>
+      try IcebergCatalogs.withTable(spec, "db.t", conf, 60000L, later = true)(_.name)
+      catch { case e: Throwable => thrown.set(e) }
+      finally finished.countDown())
+    planning.setDaemon(true)
+    planning.start()
+    await(30, "the load was not held")(gate.held.get == 1)
+    planning.interrupt()
+    assert(finished.await(30, TimeUnit.SECONDS), "the interrupted load did not return")
+    assert(thrown.get.isInstanceOf[InterruptedException], String.valueOf(thrown.get))
+    gate.holding = false
+    // the abandoned load may hold the catalog's pooled connection: the next load builds afresh
+    assert(loaded(spec, later = true)(_.name) == "interrupted.db.t")
+    assert(IcebergCatalogs.catalog(spec, conf, 30000L, "db.t", later = true) ne first)
+    await(30, "the dropped catalog was not closed")(gate.closes.get >= 1)
+  }
+
+  test("a catalog that answers that a table is missing is kept for the loads of other tables") {
+    val spec = gated("missing")
+    val gate = GatedCatalog.gate("missing")
+    val first = IcebergCatalogs.catalog(spec, conf, 30000L, "db.t", later = false)
+    // another query's `table` with a typo, at its build and at a later plan
+    for (later <- Seq(false, true)) {
+      // a configuration error at the build, a source fault at a later plan
+      val failed = intercept[RuntimeException](
+        IcebergCatalogs.withTable(spec, "db.typo", conf, 30000L, later)(identity))
+      assert(failed.getMessage.contains("cannot load table 'db.typo'"), failed.getMessage)
+      assert(failed.getMessage.contains("Table does not exist: db.typo"), failed.getMessage)
+    }
+    assert(loaded(spec, later = true)(_.name) == "missing.db.t")
+    assert(IcebergCatalogs.catalog(spec, conf, 30000L, "db.t", later = true) eq first)
+    assert(gate.closes.get == 0, "the catalog that answered was closed")
+  }
+
+  test(
     "a catalog dropped while another caller uses a table loaded from it is closed once that caller is done") {
     val spec = gated("shared")
     val gate = GatedCatalog.gate("shared")
