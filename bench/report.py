@@ -497,6 +497,9 @@ def kafka_profile_section() -> list[str]:
     if r is None:
         return ["No result yet: run `make bench BENCH=kafka_profile`."]
     sampled = f", a sample every {r['sample_period_ms']} ms" if "sample_period_ms" in r else ""
+    load = r.get("machine", {}).get("load_average_1m")
+    if load:
+        sampled += f", load average {load[0]:.1f} before, {load[1]:.1f} after"
     counted = "counts" in r["sluice"] and "counts" in r["spark"]
     per_million = (r["records"] * r["profiled_runs"]) / 1e6
     header = (
