@@ -4,10 +4,19 @@
 (SLUICE_BENCH_KAFKA_RECORDS, default 5,000,000 records of 100 bytes in 8 partitions) is read with
 Trigger.AvailableNow into the no-op sink by Sluice and by Spark's `kafka` source, in one session,
 each side once untimed and then SLUICE_BENCH_PROFILE_RUNS (default 2) times under Java Flight
-Recorder (the JDK's `profile` settings, started through the JFR API in the driver's JVM, which
-runs the tasks in `local[2]`). Each sample of a task's thread is put in the first category whose
-frames it holds (CATEGORIES, in order), and the result file holds each category's share of each
-side's samples.
+Recorder (the JDK's `profile` settings with a task's thread sampled every SAMPLE_PERIOD_MS,
+started through the JFR API in the driver's JVM, which runs the tasks in `local[2]`). Each sample
+of a task's thread is put in the first category whose frames it holds (CATEGORIES, in order), and
+the result file holds each category's share of each side's samples. The recordings are kept in
+bench/scratch/kafka_profile/ (`jfr print --events jdk.ExecutionSample`, `jfr view`).
+
+The driver's JVM runs with `-XX:+DebugNonSafepoints`. Without it the JIT keeps the frames of
+compiled code only at calls and safepoint polls, and JFR puts a sample taken anywhere else in the
+frames of the nearest such point: in the read's hot loop, where Spark's `PartitionIterator.next`,
+`TaskState.updateMetrics` and the reader are compiled into one method, samples of the reader's work
+landed on trivial lines of Spark's metric bookkeeping (a comparison every row, a one-element
+`filterInPlace` every 100 rows), in shares that changed from one run of the same code to the
+next with the JIT's code layout.
 """
 
 from __future__ import annotations
@@ -16,7 +25,6 @@ import json
 import os
 import re
 import subprocess
-import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -25,10 +33,20 @@ from pyspark.sql import SparkSession
 from bench.common import broker, machine, rows_read, run_available_now, session
 
 RESULT = Path(__file__).resolve().parent / "results" / "kafka_profile.json"
+#: the last run's recordings, kept to be read again
+SCRATCH = Path(__file__).resolve().parent / "scratch" / "kafka_profile"
+#: how often JFR samples a running thread (the `profile` settings' 10 ms gave a few hundred samples a side)
+SAMPLE_PERIOD_MS = 2
+#: frames at any instruction, not only at calls and safepoint polls (see the module's comment)
+JVM_OPTIONS = "-XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints"
 TOPIC = "bench"
 
 #: (category, frames any of which put a sample in it), first match wins: the Kafka client's work
-#: first, so that what a reader does around it is counted only outside it.
+#: first, so that what a reader does around it is counted only outside it; the reader's answer to
+#: Spark's ask for its metrics before Spark's bookkeeping that asks. Spark's `TaskState` (its
+#: `DataSourceRDD`) counts the task's input metrics at every row (records read; the Hadoop file
+#: systems' bytes read every 1,000 rows, whatever the source) and every 100 rows asks each reader
+#: for its custom metrics and merges the answers by name into the scan's SQL metrics.
 CATEGORIES: list[tuple[str, tuple[str, ...]]] = [
     ("Kafka client: poll and record parsing", ("KafkaConsumer.poll",)),
     (
@@ -40,7 +58,15 @@ CATEGORIES: list[tuple[str, tuple[str, ...]]] = [
         ("KafkaRowConverter.convert", "KafkaRecordToRowConverter", "SpecificUnsafeProjection.apply"),
     ),
     ("the source's reader loop around it", ("SluicePartitionReader.next", "KafkaBatchPartitionReader.next")),
-    ("Spark's custom-metric updates", ("TaskState.updateMetrics",)),
+    (
+        "the source's answers to Spark's asks for its metrics",
+        ("SluicePartitionReader.currentMetricsValues", "KafkaBatchPartitionReader.currentMetricsValues"),
+    ),
+    ("Spark's merge of the sources' metrics every 100 rows", ("TaskState.mergeAndUpdateCustomMetrics",)),
+    (
+        "Spark's input metrics (records read per row, file systems' bytes read per 1,000)",
+        ("TaskState.updateMetrics",),
+    ),
     ("Spark's Project above the scan (rows copied into unsafe rows)", ("BufferedRowIterator.hasNext",)),
 ]
 OTHER = "other"
@@ -55,6 +81,7 @@ def _side(spark: SparkSession, fmt: str, options: dict[str, str], records: int, 
     once()  # class loading and JIT outside the recording
     jvm = spark._jvm  # type: ignore[attr-defined]
     recording = jvm.jdk.jfr.Recording(jvm.jdk.jfr.Configuration.getConfiguration("profile"))
+    recording.enable("jdk.ExecutionSample").withPeriod(jvm.java.time.Duration.ofMillis(SAMPLE_PERIOD_MS))
     recording.start()
     try:
         for _ in range(runs):
@@ -67,7 +94,8 @@ def _side(spark: SparkSession, fmt: str, options: dict[str, str], records: int, 
 
 
 def _shares(jfr: Path) -> dict:
-    """Each category's share of the executor threads' samples in the recording `jfr`."""
+    """Each category's share of the executor threads' samples in the recording `jfr`, and its count
+    (both sides read the same records with the same sampling period: counts compare across sides)."""
     text = subprocess.run(
         ["jfr", "print", "--stack-depth", "96", "--events", "jdk.ExecutionSample", str(jfr)],
         check=True,
@@ -86,16 +114,20 @@ def _shares(jfr: Path) -> dict:
         )
         counts[category] += 1
     samples = sum(counts.values())
+    names = [name for name, _ in [*CATEGORIES, (OTHER, ())]]
     return {
         "samples": samples,
-        "shares": {name: counts[name] / samples for name, _ in [*CATEGORIES, (OTHER, ())] if samples},
+        "shares": {name: counts[name] / samples for name in names if samples},
+        "counts": {name: counts[name] for name in names},
     }
 
 
 def run() -> dict:
     records = int(os.environ.get("SLUICE_BENCH_KAFKA_RECORDS", "5000000"))
     runs = int(os.environ.get("SLUICE_BENCH_PROFILE_RUNS", "2"))
-    with broker() as kafka, tempfile.TemporaryDirectory(prefix="kafka-profile-") as scratch:
+    SCRATCH.mkdir(parents=True, exist_ok=True)
+    load_before = os.getloadavg()[0]
+    with broker() as kafka:
         kafka.create_topic(TOPIC, partitions=8)
         kafka.produce_generated(TOPIC, records, 100)
         common = {
@@ -108,7 +140,7 @@ def run() -> dict:
         spark = session(
             "bench-kafka-profile",
             spark_kafka=True,
-            conf={"spark.driver.extraJavaOptions": "-XX:FlightRecorderOptions:stackdepth=256"},
+            conf={"spark.driver.extraJavaOptions": f"-XX:FlightRecorderOptions:stackdepth=256 {JVM_OPTIONS}"},
         )
         try:
             sides = {
@@ -118,9 +150,9 @@ def run() -> dict:
                     {"source": "kafka", **common},
                     records,
                     runs,
-                    Path(scratch) / "sluice.jfr",
+                    SCRATCH / "sluice.jfr",
                 ),
-                "spark": _side(spark, "kafka", common, records, runs, Path(scratch) / "spark.jfr"),
+                "spark": _side(spark, "kafka", common, records, runs, SCRATCH / "spark.jfr"),
             }
         finally:
             spark.stop()
@@ -128,9 +160,12 @@ def run() -> dict:
         "benchmark": "kafka_profile",
         "records": records,
         "profiled_runs": runs,
+        "sample_period_ms": SAMPLE_PERIOD_MS,
+        "jvm_options": JVM_OPTIONS,
         "categories": [name for name, _ in CATEGORIES] + [OTHER],
         **sides,
-        "machine": machine("local[2]"),
+        # shares, not rates, are read from a profile; the load says how busy the machine was
+        "machine": machine("local[2]", load_average_1m=[load_before, os.getloadavg()[0]]),
     }
     RESULT.parent.mkdir(parents=True, exist_ok=True)
     RESULT.write_text(json.dumps(result, indent=2) + "\n")

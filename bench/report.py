@@ -491,20 +491,41 @@ def _goal_text(name: str, key: str) -> str:
 
 
 def kafka_profile_section() -> list[str]:
-    """Where each side's Kafka read spends its time: shares of its tasks' profile samples."""
+    """Where each side's Kafka read spends its time: shares of its tasks' profile samples, and (in
+    results that hold the counts) samples per million records read, which compare across sides."""
     r = _load("kafka_profile")
     if r is None:
         return ["No result yet: run `make bench BENCH=kafka_profile`."]
-    lines = [
+    sampled = f", a sample every {r['sample_period_ms']} ms" if "sample_period_ms" in r else ""
+    load = r.get("machine", {}).get("load_average_1m")
+    if load:
+        sampled += f", load average {load[0]:.1f} before, {load[1]:.1f} after"
+    counted = "counts" in r["sluice"] and "counts" in r["spark"]
+    per_million = (r["records"] * r["profiled_runs"]) / 1e6
+    header = (
         f"| share of the tasks' samples ({_millions(r['records'])} M records, {r['profiled_runs']} "
-        "profiled runs a side) | Sluice | Spark `kafka` |",
-        "|---|---|---|",
+        f"profiled runs a side{sampled}) | Sluice | Spark `kafka` |"
+    )
+    lines = [
+        header + (" Sluice, samples per M records | Spark, samples per M records |" if counted else ""),
+        "|---|---|---|" + ("---|---|" if counted else ""),
     ]
     for name in r["categories"]:
-        lines.append(
+        row = (
             f"| {name} | {r['sluice']['shares'].get(name, 0):.0%} | {r['spark']['shares'].get(name, 0):.0%} |"
         )
-    lines.append(f"| samples | {_n(r['sluice']['samples'])} | {_n(r['spark']['samples'])} |")
+        if counted:
+            row += (
+                f" {r['sluice']['counts'].get(name, 0) / per_million:.1f} |"
+                f" {r['spark']['counts'].get(name, 0) / per_million:.1f} |"
+            )
+        lines.append(row)
+    samples = f"| samples | {_n(r['sluice']['samples'])} | {_n(r['spark']['samples'])} |"
+    if counted:
+        samples += (
+            f" {r['sluice']['samples'] / per_million:.1f} | {r['spark']['samples'] / per_million:.1f} |"
+        )
+    lines.append(samples)
     return lines
 
 

@@ -37,6 +37,7 @@ object ReaderContext {
 
   final class Local(override val recordLayout: RecordLayout) extends ReaderContext {
     private val counters = mutable.Map[String, mutable.Map[String, Long]]()
+    private var updates = 0L
     private var bytes = 0L
 
     override def currentTimeMillis(): Long = System.currentTimeMillis()
@@ -44,7 +45,14 @@ object ReaderContext {
     override def count(splitId: String, name: String, delta: Long): Unit = synchronized {
       val split = counters.getOrElseUpdate(splitId, mutable.Map.empty)
       split(name) = split.getOrElse(name, 0L) + delta
+      updates += 1
     }
+
+    /**
+     * How many times `count` was called so far: while it stays the same, so does every counter
+     * (the scan's metrics sum the counters again only when it moved).
+     */
+    def counterUpdates: Long = synchronized(updates)
 
     override def addBytesRead(n: Long): Unit = bytes += n
 

@@ -2,7 +2,7 @@ package sluice.spark
 
 import org.apache.spark.sql.connector.metric.{CustomMetric, CustomSumMetric, CustomTaskMetric}
 
-import sluice.api.{ReaderContext, ReaderCounters}
+import sluice.api.ReaderCounters
 
 /**
  * The readers' figures as SQL metrics of the scan: shown in the Spark UI's SQL tab for streams,
@@ -39,25 +39,66 @@ object ReaderMetrics {
     new CompressedFileOpensMetric,
     new RowsDecodedBeforeStartMetric)
 
-  /** A task's figures so far, over the splits it reads. */
-  def current(
-      context: ReaderContext.Local,
-      splitIds: Iterable[String],
-      records: Long,
-      bytes: Long,
-      pausedMs: Long): Array[CustomTaskMetric] = {
-    val counters = ReaderCounters.all.map { counter =>
-      counter -> splitIds.iterator.map(id => context.countersOf(id).getOrElse(counter, 0L)).sum
+  /** The figures the readers count per split (`ReaderContext.count`), summed over a task's splits. */
+  val Counted: Array[String] = (AlignmentPausedMs +: ReaderCounters.all).toArray
+
+  /** A task's figures, in this order: each is the name of one of the metrics `supported` declares. */
+  val Figures: Array[String] = Array(RecordsRead, BytesRead) ++ Counted
+
+  /**
+   * One task's figures as the scan's SQL metrics: one metric object per figure, made once and set
+   * in place at each refresh, so a refresh allocates nothing unless the figures that are not 0
+   * change. Spark is answered with those only: it sets the scan's metric of each figure it is
+   * given to the value given, and a metric it is never given keeps its initial value, 0, which
+   * is what the figure says (a task reading several readers merges their answers by name, where
+   * a figure left out adds 0). A Kafka read that skips nothing answers with its records and bytes
+   * read alone, the fewer for Spark to merge by name at each refresh.
+   */
+  final class TaskFigures {
+    private val figures: Array[Figure] = Figures.map(new Figure(_))
+
+    /** Which figures the last answer holds (bit i: figure i), and that answer. */
+    private var answered = 0
+    private var answer: Array[CustomTaskMetric] = Array.empty
+
+    /** Sets the counted figures (`Counted`) to their sums over `perSplit`, a split's counters each. */
+    def setCounted(perSplit: Array[Map[String, Long]]): Unit = {
+      var c = 0
+      while (c < Counted.length) {
+        var total = 0L
+        var s = 0
+        while (s < perSplit.length) {
+          total += perSplit(s).getOrElse(Counted(c), 0L)
+          s += 1
+        }
+        figures(2 + c).current = total
+        c += 1
+      }
     }
-    (Seq(
-      RecordsRead -> records,
-      BytesRead -> bytes,
-      AlignmentPausedMs -> pausedMs) ++ counters).map { case (metric, total) =>
-      new CustomTaskMetric {
-        override def name(): String = metric
-        override def value(): Long = total
-      }: CustomTaskMetric
-    }.toArray
+
+    /** The figures with these records and bytes read, as Spark is answered: those not 0. */
+    def answer(records: Long, bytes: Long): Array[CustomTaskMetric] = {
+      figures(0).current = records
+      figures(1).current = bytes
+      var nonZero = 0
+      var i = 0
+      while (i < figures.length) {
+        if (figures(i).current != 0L) nonZero |= 1 << i
+        i += 1
+      }
+      if (nonZero != answered) {
+        answered = nonZero
+        answer = figures.filter(_.current != 0L).toArray[CustomTaskMetric]
+      }
+      answer
+    }
+  }
+
+  /** One figure of a task, set in place. */
+  final class Figure(metric: String) extends CustomTaskMetric {
+    var current = 0L
+    override def name(): String = metric
+    override def value(): Long = current
   }
 }
 

@@ -211,10 +211,9 @@ final class SluicePartitionReader(
   private var lastMetrics: Array[CustomTaskMetric] = SluicePartitionReader.NoNewMetrics
 
   /**
-   * Spark asks every 100 rows; working the figures out takes a lock and copies counters, and
-   * Spark merges whatever array it gets into maps by name before it sets its SQL metrics to the
-   * values given (a tenth of a Kafka read's time when every answer held every metric). So the
-   * figures are worked out every 5,000 rows, and at the ends Spark asks at: once the reader ended,
+   * Spark asks every 100 rows, and merges whatever array it gets into maps by name before it
+   * sets its SQL metrics to the values given. So the figures are refreshed (in place:
+   * `TaskRanges.metrics`) every 5,000 rows, and at the ends Spark asks at: once the reader ended,
    * and in real-time mode once the batch's end took its offsets (`getOffset`), the task's last.
    * In between, a bounded batch's reader answers with nothing, which Spark merges for nothing and
    * which leaves its metrics as last set. The cost of that: a task reading several readers (a

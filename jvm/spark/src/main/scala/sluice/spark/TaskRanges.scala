@@ -86,21 +86,38 @@ private[spark] final class TaskRanges(
   def sendReports(progress: Option[SplitProgressAccumulator]): Unit =
     progress.foreach(channel => reports(latencyMarkers = true).foreach(channel.add))
 
-  /** The task's figures so far, as the scan's SQL metrics. */
+  /** The splits' figures in arrays, summed at each refresh of the metrics without an iterator. */
+  private val statsInOrder: Array[Stats] = stats.values.toArray
+  private val splitIds: Array[String] = statsInOrder.map(_.range.split.splitId)
+  // byte positions (files) are the bytes read; other readers count their own (Kafka: key and value sizes)
+  private val positionsAreBytes: Array[Boolean] =
+    statsInOrder.map(!_.range.split.positionsCountRecords)
+
+  private val figures = new ReaderMetrics.TaskFigures
+
+  /** `context.counterUpdates` when the counters were last summed into the figures (-1: never). */
+  private var countersSummedAt = -1L
+
+  /**
+   * The task's figures so far, as the scan's SQL metrics: the same objects at every call, set
+   * anew (`ReaderMetrics.TaskFigures`). Records and bytes are summed at each call; the counters,
+   * which rarely move, only when one was counted since the last call.
+   */
   def metrics(): Array[CustomTaskMetric] = {
-    val paused = stats.keys.iterator
-      .map(id => context.countersOf(id).getOrElse(ReaderMetrics.AlignmentPausedMs, 0L))
-      .sum
-    // byte positions (files) are the bytes read; other readers count their own (Kafka: key and value sizes)
-    val bytes = context.bytesRead + stats.values.iterator
-      .filterNot(_.range.split.positionsCountRecords)
-      .map(s => s.position - s.range.from)
-      .sum
-    ReaderMetrics.current(
-      context,
-      stats.keys,
-      stats.values.iterator.map(_.records).sum,
-      bytes,
-      paused)
+    var records = 0L
+    var bytes = context.bytesRead
+    var i = 0
+    while (i < statsInOrder.length) {
+      val s = statsInOrder(i)
+      records += s.records
+      if (positionsAreBytes(i)) bytes += s.position - s.range.from
+      i += 1
+    }
+    val updates = context.counterUpdates
+    if (updates != countersSummedAt) {
+      countersSummedAt = updates
+      figures.setCounted(splitIds.map(context.countersOf))
+    }
+    figures.answer(records, bytes)
   }
 }

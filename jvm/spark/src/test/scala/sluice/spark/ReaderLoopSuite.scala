@@ -7,7 +7,7 @@ import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarBatch}
 import org.scalatest.LoneElement
 import org.scalatest.funsuite.AnyFunSuite
 
-import sluice.api.{ColumnarFetch, ColumnarSplitReader, ReaderContext, RecordsWithSplitIds, SourceSplit, SplitRange, SplitReader}
+import sluice.api.{ColumnarFetch, ColumnarSplitReader, ReaderContext, ReaderCounters, RecordsWithSplitIds, SourceSplit, SplitRange, SplitReader}
 import sluice.runtime.LatencyMarkers
 
 /**
@@ -191,6 +191,65 @@ class ReaderLoopSuite extends AnyFunSuite with LoneElement {
     val e = intercept[IllegalStateException](
       loopOf(TaskMode.MicroBatch, Seq(range("a", 0, 5)), clock).nextBatch(past))
     assert(e.getMessage.contains("starts at position 6, past the range [0, 5)"))
+  }
+
+  test("metrics: the task's figures, exact at every call, set in place; figures at 0 left out") {
+    val clock = new FakeClock(0L)
+    val context = ReaderContext()
+    val reader = new FakeReader(
+      clock,
+      Fetch(Seq(Rec("a", 0), Rec("a", 1), Rec("f", 39), Rec("f", 89))),
+      Fetch(Seq(Rec("a", 2)), finished = Set("a", "f")))
+    val loop = new ReaderLoop(
+      SluiceInputPartition(
+        Seq(range("a", 0, 3), range("f", 0, 100, countsRecords = false)),
+        TaskMode.MicroBatch),
+      "test",
+      context,
+      eventTime = None,
+      clock = clock)
+    def figures(): Map[String, Long] = loop.metrics().map(m => m.name() -> m.value()).toMap
+    assert(
+      ReaderMetrics.Figures.toSet == ReaderMetrics.supported.map(_.name()).toSet,
+      "every figure is a declared metric of the scan, and every declared metric a figure")
+
+    assert(
+      figures().isEmpty,
+      "nothing read: every figure is 0, the scan's metrics' initial value")
+    (1 to 4).foreach(_ => assert(loop.nextRow(reader, Long.MaxValue) == Advanced.Record))
+    context.addBytesRead(7L)
+    val answer = loop.metrics()
+    assert(
+      figures() == Map(ReaderMetrics.RecordsRead -> 4L, ReaderMetrics.BytesRead -> (90L + 7L)),
+      "records, and the bytes the reader counted plus the bytes of byte positions read")
+    assert(loop.metrics() eq answer, "the same answer while the figures at 0 stay at 0")
+
+    context.count("a", ReaderCounters.MalformedRecordsDropped, 2L)
+    context.count("f", ReaderCounters.MalformedRecordsDropped, 1L)
+    context.count("f", ReaderMetrics.AlignmentPausedMs, 5L)
+    context.count("elsewhere", ReaderCounters.DataLossOffsets, 9L) // not a split of this task
+    assert(
+      figures() == Map(
+        ReaderMetrics.RecordsRead -> 4L,
+        ReaderMetrics.BytesRead -> 97L,
+        ReaderMetrics.AlignmentPausedMs -> 5L,
+        ReaderCounters.MalformedRecordsDropped -> 3L),
+      "counters summed over the task's splits")
+    val recordsRead = loop.metrics().find(_.name() == ReaderMetrics.RecordsRead).get
+    assert(answer.exists(_ eq recordsRead), "one object per figure, set in place")
+
+    assert(loop.nextRow(reader, Long.MaxValue) == Advanced.Record)
+    context.count("a", ReaderCounters.MalformedRecordsDropped, 1L)
+    assert(
+      figures() == Map(
+        ReaderMetrics.RecordsRead -> 5L,
+        ReaderMetrics.BytesRead -> 97L,
+        ReaderMetrics.AlignmentPausedMs -> 5L,
+        ReaderCounters.MalformedRecordsDropped -> 4L),
+      "a counter counted since the last call is summed again")
+    assert(recordsRead.value() == 5L)
+    assert(loop.nextRow(reader, Long.MaxValue) == Advanced.Finished)
+    assert(figures()(ReaderMetrics.BytesRead) == 97L, "the bytes of the records read")
   }
 
   test("latency markers: at most one per interval, taken from the record's arrival, sent once") {
