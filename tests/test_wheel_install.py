@@ -12,7 +12,9 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
+from collections.abc import Iterator
 from importlib.metadata import version
 from pathlib import Path
 
@@ -93,10 +95,21 @@ def clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in drop}
 
 
+@pytest.fixture
+def outside() -> Iterator[Path]:
+    """A folder outside the checkout, whatever pytest's base temporary folder is (make test's chaos
+    lane keeps its own under target/): from inside it, the checkout's broker classpath would be
+    found by walking up from the working directory or the installed package."""
+    with tempfile.TemporaryDirectory(prefix="sluice-wheel-") as folder:
+        path = Path(folder).resolve()
+        assert not path.is_relative_to(ROOT.resolve()), path
+        yield path
+
+
 @pytest.mark.slow
-def test_the_notebook_runs_from_the_installed_wheel_alone(tmp_path: Path) -> None:
+def test_the_notebook_runs_from_the_installed_wheel_alone(outside: Path) -> None:
     wheel = released(WHEEL)
-    venv = tmp_path / "venv"
+    venv = outside / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
     # --no-compile: modules compile when imported; compiling all of pyspark's ahead costs a minute
@@ -110,7 +123,7 @@ def test_the_notebook_runs_from_the_installed_wheel_alone(tmp_path: Path) -> Non
         env=clean_env(),
     )
     assert install.returncode == 0, install.stderr[-3000:]
-    work = tmp_path / "work"  # outside the checkout: nothing of it is importable or found from here
+    work = outside / "work"  # outside the checkout: nothing of it is importable or found from here
     work.mkdir()
     shutil.copy(NOTEBOOK, work / NOTEBOOK.name)
     (work / "run_notebook.py").write_text(RUNNER, encoding="utf-8")

@@ -1,4 +1,4 @@
-package sluice.testkit
+package sluice.security
 
 import java.nio.charset.StandardCharsets
 import java.time.Duration
@@ -16,10 +16,14 @@ import org.apache.kafka.common.errors.{SaslAuthenticationException, SslAuthentic
 import org.apache.kafka.common.serialization.ByteArrayDeserializer
 import org.scalatest.funsuite.AnyFunSuite
 
+import sluice.testkit.{ProducedRecord, SharedKafkaCluster}
+
 /**
  * The test cluster is what the security and failover suites take it for: three brokers holding
  * every partition three times, each listener reachable with its own credentials, and ACLs that
- * refuse what they do not grant. Plain Kafka clients, no Spark.
+ * refuse what they do not grant. Plain Kafka clients, no Spark: here rather than in the
+ * connectors' tests (where the cluster's client lives) so that it shares the cluster of the
+ * suites that use it, one start in a run (a start is ~25 CPU-s of four JVMs).
  */
 class KafkaClusterSuite extends AnyFunSuite {
   private lazy val cluster = SharedKafkaCluster.cluster
