@@ -1,8 +1,7 @@
 package sluice.connector.table.iceberg
 
-import java.net.URLEncoder
 import java.nio.charset.StandardCharsets
-import java.util.regex.Pattern
+import java.util.regex.{Matcher, Pattern}
 
 import com.fasterxml.jackson.core.io.JsonStringEncoder
 
@@ -11,9 +10,10 @@ import sluice.connector.table.iceberg.IcebergCatalogs.CatalogSpec
 
 /**
  * A catalog library's error text with the values of the catalog's credential properties masked,
- * also where the library wrote them encoded: a form carries a value URL-encoded, a URI's path or
- * query percent-encoded (`@`, `/`, `:` left as they are), a JSON body (a REST catalog's request
- * or error) JSON-escaped; and the secret of a `credential` given as
+ * also where the library wrote them encoded, in whatever mix: each character as it is or
+ * percent-encoded (a form's URL-encoding, a URI's path or query, an HTTP client's user
+ * information: each library leaves another set of characters as they are), a space also as `+`,
+ * or JSON-escaped (a REST catalog's request or error); and the secret of a `credential` given as
  * `id:secret` (an OAuth2 client's), which a library may print alone.
  */
 private[iceberg] object CatalogSecrets {
@@ -25,52 +25,27 @@ private[iceberg] object CatalogSecrets {
   private val Credential =
     Pattern.compile("(?i)password|secret|token|credential|key|auth|uri|user|header")
 
-  private val PercentEscape = Pattern.compile("%[0-9A-F]{2}")
+  private val Json = JsonStringEncoder.getInstance
 
-  /** What a URI's path or query keeps as it is (RFC 3986: unreserved, sub-delims, `:@/?`). */
-  private def uriKeeps(c: Char): Boolean =
-    (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-      "-._~!$&'()*+,;=:@/?".indexOf(c) >= 0
-
-  /** `value` as a URI writes it: each UTF-8 byte of another character as `%XX`. */
-  private def uriEncoded(value: String): String = {
+  /**
+   * A pattern of `value` written any of those ways: per character, the character, its UTF-8
+   * bytes as `%XX` (hex digits in either case), for a space `+`, and its JSON escapes (`\"`,
+   * `\\`, `\/`, `\uXXXX`). Per character rather than per encoder: an encoder that leaves `@`
+   * as it is but not `[`, or `+` but not `@`, writes a mix no list of encoders foresees.
+   */
+  private def anyForm(value: String): Pattern = {
     val out = new StringBuilder
     value.codePoints.forEach { cp =>
-      if (cp < 128 && uriKeeps(cp.toChar)) out += cp.toChar
-      else
-        new String(Character.toChars(cp))
-          .getBytes(StandardCharsets.UTF_8)
-          .foreach(b => out ++= f"%%${b & 0xff}%02X")
+      val c = new String(Character.toChars(cp))
+      val percent = c.getBytes(StandardCharsets.UTF_8).map(b => f"%%${b & 0xff}%02X").mkString
+      val forms = Seq(Pattern.quote(c), s"(?i:$percent)") ++
+        Option(new String(Json.quoteAsString(c))).filter(_ != c).map(Pattern.quote) ++
+        (if (cp == ' ') Seq("\\+") else Nil) ++
+        (if (cp == '/') Seq(Pattern.quote("\\/")) else Nil) ++
+        (if (cp < 0x10000) Seq(f"(?i:\\\\u$cp%04X)") else Nil)
+      out ++= forms.distinct.mkString("(?:", "|", ")")
     }
-    out.toString
-  }
-
-  /** Its `%XX` escapes in lower case, as some libraries write them. */
-  private def lowerHex(encoded: String): String = {
-    val m = PercentEscape.matcher(encoded)
-    val out = new StringBuilder
-    var at = 0
-    while (m.find()) {
-      out ++= encoded.substring(at, m.start) ++= m.group.toLowerCase
-      at = m.end
-    }
-    (out ++= encoded.substring(at)).toString
-  }
-
-  /** `value` and the forms a library may write it in. */
-  private def forms(value: String): Seq[String] = {
-    val url = URLEncoder.encode(value, StandardCharsets.UTF_8)
-    val uri = uriEncoded(value)
-    val json = new String(JsonStringEncoder.getInstance.quoteAsString(value))
-    Seq(
-      value,
-      url,
-      url.replace("+", "%20"),
-      lowerHex(url),
-      uri,
-      lowerHex(uri),
-      json,
-      json.replace("/", "\\/")).distinct
+    Pattern.compile(out.toString)
   }
 
   /**
@@ -91,11 +66,10 @@ private[iceberg] object CatalogSecrets {
 
   /** `text` with the values of `spec`'s credential properties masked, in every form of them. */
   def redact(text: String, spec: CatalogSpec): String =
-    secrets(spec)
-      .flatMap(forms)
-      .distinct
+    secrets(spec).distinct
       .sortBy(-_.length) // a value inside another is masked after it
-      .foldLeft(text)((t, v) => t.replace(v, ConfigOption.Mask))
+      .foldLeft(text)((t, v) =>
+        anyForm(v).matcher(t).replaceAll(Matcher.quoteReplacement(ConfigOption.Mask)))
 
   /**
    * A library's exception to keep as a cause: itself when no message of it, its causes or the

@@ -10,7 +10,9 @@ import org.apache.iceberg.inmemory.InMemoryCatalog
  * credential property's value (`token`) where a message does not show it as given: property
  * `test.failure` `encoded` puts it in the message URL-encoded (a request URL) and JSON-escaped
  * (a request body), `uri` percent-encoded as `java.net.URI` writes a path and a query, `suppressed`
- * only in an exception the failure suppressed (a close that failed on the way out); `credential`
+ * only in an exception the failure suppressed (a close that failed on the way out), `userinfo` as
+ * an HTTP client writes a URL's password (`@`, `/`, `:`, `[`, `]` and a space percent-encoded in
+ * lower case, `+` and `&` left as they are: a mix neither URL- nor URI-encoding writes); `credential`
  * names the secret of property `credential` (`id:secret`) alone, as an OAuth2 client's error may.
  */
 final class FailingCatalog extends InMemoryCatalog {
@@ -33,6 +35,12 @@ final class FailingCatalog extends InMemoryCatalog {
             s"token=$token",
             null)
         throw new IllegalStateException(s"GET ${uri.toASCIIString} failed")
+      case "userinfo" =>
+        val encoded = token.flatMap { c =>
+          if (" \"':;<=>@[]^`{}|/\\?#%".indexOf(c) >= 0) f"%%${c.toInt}%02x" else c.toString
+        }
+        throw new IllegalStateException(
+          s"GET https://reader:$encoded@catalog.test/v1/config failed")
       case "credential" =>
         val Array(id, secret) = properties.get("credential").split(":", 2)
         throw new IllegalStateException(s"client '$id' rejected: secret $secret is not valid")

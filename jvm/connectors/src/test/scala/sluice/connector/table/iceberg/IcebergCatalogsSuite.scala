@@ -377,6 +377,18 @@ class IcebergCatalogsSuite extends AnyFunSuite {
   }
 
   test(
+    "a credential an HTTP client writes in a URL's user information, mixing forms, is masked") {
+    // '+' and '&' as they are, '@', '/', '[', ']' and the space encoded: neither the URL- nor
+    // the URI-encoded form of the token, and a form no other test writes
+    val mixed = "tk-5c1d p+ss[@]/w0rd&never-shown"
+    val failed = failedBuild("userinfo", "token" -> mixed)
+    assert(
+      failed.getMessage.contains("GET https://reader:***@catalog.test/v1/config failed"),
+      failed.getMessage)
+    Seq("tk-5c1d", "p+ss", "w0rd").foreach(part => assert(!printed(failed).contains(part)))
+  }
+
+  test(
     "the secret of a credential given as id:secret is masked where a library prints it alone") {
     val secret = "cs-91b2 s3cr@t/never-shown"
     val failed = failedBuild("credential", "credential" -> s"client-7f3e:$secret")
