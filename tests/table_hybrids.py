@@ -26,7 +26,7 @@ from deltalake import DeltaTable, write_deltalake
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, TimestamptzType
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from sluice import DeltaSource, HybridSource, IcebergSource, KafkaSource, OffsetsInitializer
 from sluice.testing import EmbeddedKafka
@@ -167,14 +167,20 @@ def table_then_kafka(history: HistoryTable, kafka: EmbeddedKafka, topic: str) ->
     )
 
 
+def rows_of(spark: SparkSession, source: Any) -> DataFrame:
+    """`source`'s stream, `ROWS_PER_BATCH` rows a batch: the table (or hybrid) resolved now."""
+    return sluice.from_source(spark, source, options={"maxRecordsPerTrigger": ROWS_PER_BATCH})
+
+
 def run(spark: SparkSession, source: Any, tmp_path: Path, fail_where: str | None = None) -> Any:
-    """Reads `source` under Trigger.AvailableNow, `ROWS_PER_BATCH` rows a batch, into the Parquet sink
+    """Reads `source` (or a stream `rows_of` made of one earlier: a DataFrame a driver keeps and
+    starts again) under Trigger.AvailableNow, `ROWS_PER_BATCH` rows a batch, into the Parquet sink
     `tmp_path / "sink"` (id, `_split`, `_position`) on the checkpoint `tmp_path / "checkpoint"`.
     With `fail_where` (SQL over those columns), the batch that reads a row it holds fails before the
     sink commits it, as a driver stopped then: Spark logged the batch's offset and never commits
     it, and the next run replays it from there. Returns what the query failed with, as
     `awaitTermination` raises it (None: the query ended)."""
-    rows = sluice.from_source(spark, source, options={"maxRecordsPerTrigger": ROWS_PER_BATCH})
+    rows = source if isinstance(source, DataFrame) else rows_of(spark, source)
     rows = rows.select("id", "_split", "_position")
     if fail_where is not None:
         stop = F.raise_error(F.lit(f"stopped at a row where {fail_where}"))

@@ -21,11 +21,13 @@ from table_hybrids import (
     KAFKA_STARTS,
     TABLE_IDS,
     TOPIC_IDS,
+    DeltaHistory,
     HistoryTable,
     expected_rows,
     kafka_starts,
     produce_events,
     read_rows,
+    rows_of,
     run,
     table_then_kafka,
 )
@@ -180,3 +182,27 @@ def test_a_restart_before_the_end_of_a_table_created_again_is_refused_naming_bot
     ), message
     assert "Start the query on a new checkpoint to read this table" in message, message
     assert read_rows(spark, tmp_path, topic) == before  # nothing more read
+
+
+def test_a_dataframe_started_again_after_its_table_was_created_again_reads_the_old_table_or_nothing(
+    spark: SparkSession, history: HistoryTable, tmp_path: Path
+) -> None:
+    """The DataFrame of a bounded read kept by the driver and started again after the table was
+    created again: its definition names what it resolved, the table's version or snapshot then.
+    A Delta table's directory is now another table, without that version: refused before a row is
+    read, saying it was created again. An Iceberg table given by its metadata file is still the old
+    table there (dropping it from the catalog removes no file): read on to its end, each row once."""
+    kept = rows_of(spark, history.source())
+    _stopped(run(spark, kept, tmp_path, fail_where=INSIDE_THE_TABLE), INSIDE_THE_TABLE)
+    before = read_rows(spark, tmp_path, "none")
+    assert sum(before.values()) == 20 and {kind for kind, _ in before} == {"table"}
+    history.create_again(range(100, 120))
+    again = run(spark, kept, tmp_path)
+    if isinstance(history, DeltaHistory):
+        assert again is not None
+        message = str(again)
+        assert "below version" in message and "deleted and created again" in message, message
+        assert read_rows(spark, tmp_path, "none") == before  # nothing more read
+    else:
+        assert again is None, again
+        assert read_rows(spark, tmp_path, "none") == expected_rows(TABLE_IDS, range(0))

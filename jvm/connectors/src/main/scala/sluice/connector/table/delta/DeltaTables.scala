@@ -5,6 +5,7 @@ import java.net.URI
 import scala.collection.mutable
 import scala.jdk.CollectionConverters._
 import scala.jdk.OptionConverters._
+import scala.util.Try
 import scala.util.control.NonFatal
 
 import io.delta.kernel.{Snapshot, Table, TableManager}
@@ -65,6 +66,19 @@ private[delta] object DeltaTables {
       }
     catch {
       case NonFatal(e) =>
+        // a version above the latest was never written, or was the version of a table deleted
+        // and created again there since a definition resolved it (a DataFrame started again
+        // keeps the version it resolved; its checkpoint, if any, is the old table's)
+        for (v <- version; latest <- Try(table.getLatestSnapshot(engine).getVersion).toOption
+          if latest < v)
+          throw SluiceError.config(
+            s"$Context: Delta table '$location' is at version $latest, below version $v of option " +
+              s"'${DeltaConfig.VersionAsOf.name}': a Delta table's versions only grow, so the table " +
+              "there was deleted and created again since the version was resolved (a DataFrame " +
+              "started again keeps the version it resolved), or that version was never written. " +
+              "Define the read again to read this table (a query's checkpoint of the old table " +
+              "cannot go on: start it on a new checkpoint), or name a version this table has.",
+            e)
         val which = version
           .map(v => s"version $v (option '${DeltaConfig.VersionAsOf.name}')")
           .orElse(asOfMs.map(ms =>
