@@ -22,17 +22,14 @@ import sluice.errors.SluiceError
  * (`ParquetReader`, which real-time mode and continuous processing always use). A query that uses
  * some of the files' columns reads only those (`withColumns`: Parquet's requested schema).
  */
-final class ParquetSource private[parquet] (val config: ParquetConfig, rows: ParquetRows)
-    extends Source[RowGroupSplit, ParquetEnumeratorState]
-    with SupportsSplitPausing[RowGroupSplit]
-    with SupportsColumnarReads[RowGroupSplit]
-    with SupportsColumnPruning[RowGroupSplit, ParquetEnumeratorState]
-    with SupportsFilterPushdown[RowGroupSplit, ParquetEnumeratorState] {
+final class ParquetSource private[parquet] (
+    val config: ParquetConfig,
+    protected val rows: ParquetRows)
+    extends RowGroupSource {
+
+  override protected def parquet: ParquetConfig = config
 
   override def sourceType: String = FileSource.Type
-
-  override def boundedness: Boundedness =
-    if (config.monitorIntervalMs.isEmpty) Boundedness.Bounded else Boundedness.ContinuousUnbounded
 
   override val schema: StructType = ParquetSource.schemaOf(config, RecordLayout.Full)
 
@@ -72,26 +69,6 @@ final class ParquetSource private[parquet] (val config: ParquetConfig, rows: Par
 
   override def restoreEnumerator(state: ParquetEnumeratorState): ParquetEnumerator =
     new ParquetEnumerator(config, state, () => rows.hadoopConf, () => System.currentTimeMillis())
-
-  override def createReader(context: ReaderContext): ParquetReader =
-    new ParquetReader(config, rows, context, () => rows.hadoopConf)
-
-  /**
-   * Column batches wherever Spark would read these columns as batches, for ranges of row groups
-   * alone at their midpoint (`RowGroupSplit.aloneAtMidpoint`: not those of old footers that share
-   * one, of encrypted footers, or of splits an earlier version planned).
-   */
-  override def readsColumnar(
-      ranges: Seq[SplitRange[RowGroupSplit]],
-      layout: RecordLayout): Boolean =
-    rows.readsBatches && ranges.forall(_.split.aloneAtMidpoint)
-
-  override def createColumnarReader(context: ReaderContext): ParquetBatchReader =
-    new ParquetBatchReader(config, rows, context, () => rows.hadoopConf)
-
-  override def splitSerializer: VersionedSerializer[RowGroupSplit] = RowGroupSplitSerializer
-  override def enumeratorStateSerializer: VersionedSerializer[ParquetEnumeratorState] =
-    ParquetEnumeratorStateSerializer
 
   override def toString: String =
     s"FileSource(${config.options.toSeq.sorted.mkString(", ")}" +

@@ -31,19 +31,12 @@ import sluice.connector.table.{TableChanges, TableDataFiles, TableIdentity}
  * the version, type widening (`DeltaTables`), timestamp partition columns (`DeltaConfig`): each
  * would read rows other than the table's.
  */
-final class DeltaSource private (val config: DeltaConfig, rows: ParquetRows)
-    extends Source[RowGroupSplit, ParquetEnumeratorState]
-    with SupportsSplitPausing[RowGroupSplit]
-    with SupportsColumnarReads[RowGroupSplit]
-    with SupportsColumnPruning[RowGroupSplit, ParquetEnumeratorState]
-    with SupportsFilterPushdown[RowGroupSplit, ParquetEnumeratorState] {
+final class DeltaSource private (val config: DeltaConfig, protected val rows: ParquetRows)
+    extends RowGroupSource {
 
-  private def parquet = config.parquet
+  override protected def parquet: ParquetConfig = config.parquet
 
   override def sourceType: String = DeltaConfig.Type
-  override def boundedness: Boundedness =
-    if (parquet.monitorIntervalMs.isEmpty) Boundedness.Bounded
-    else Boundedness.ContinuousUnbounded
 
   override val schema: StructType = schema(RecordLayout.Full)
   override def schema(layout: RecordLayout): StructType =
@@ -156,21 +149,6 @@ final class DeltaSource private (val config: DeltaConfig, rows: ParquetRows)
           }
     }
   }
-
-  override def createReader(context: ReaderContext): ParquetReader =
-    new ParquetReader(parquet, rows, context, () => rows.hadoopConf)
-
-  override def readsColumnar(
-      ranges: Seq[SplitRange[RowGroupSplit]],
-      layout: RecordLayout): Boolean =
-    rows.readsBatches && ranges.forall(_.split.aloneAtMidpoint)
-
-  override def createColumnarReader(context: ReaderContext): ParquetBatchReader =
-    new ParquetBatchReader(parquet, rows, context, () => rows.hadoopConf)
-
-  override def splitSerializer: VersionedSerializer[RowGroupSplit] = RowGroupSplitSerializer
-  override def enumeratorStateSerializer: VersionedSerializer[ParquetEnumeratorState] =
-    ParquetEnumeratorStateSerializer
 
   override def toString: String =
     s"DeltaSource(${config.table}, version ${config.version}" +

@@ -31,19 +31,12 @@ import sluice.connector.table.{TableChanges, TableDataFiles, TableIdentity}
  * (`IcebergTables.dataFiles`), as are column renames (`IcebergSchema.renameOf`): both would read
  * rows Iceberg says are not the table's.
  */
-final class IcebergSource private (val config: IcebergConfig, rows: ParquetRows)
-    extends Source[RowGroupSplit, ParquetEnumeratorState]
-    with SupportsSplitPausing[RowGroupSplit]
-    with SupportsColumnarReads[RowGroupSplit]
-    with SupportsColumnPruning[RowGroupSplit, ParquetEnumeratorState]
-    with SupportsFilterPushdown[RowGroupSplit, ParquetEnumeratorState] {
+final class IcebergSource private (val config: IcebergConfig, protected val rows: ParquetRows)
+    extends RowGroupSource {
 
-  private def parquet = config.parquet
+  override protected def parquet: ParquetConfig = config.parquet
 
   override def sourceType: String = IcebergConfig.Type
-  override def boundedness: Boundedness =
-    if (parquet.monitorIntervalMs.isEmpty) Boundedness.Bounded
-    else Boundedness.ContinuousUnbounded
 
   override val schema: StructType = IcebergSource.schemaOf(parquet, RecordLayout.Full)
   override def schema(layout: RecordLayout): StructType = IcebergSource.schemaOf(parquet, layout)
@@ -183,21 +176,6 @@ final class IcebergSource private (val config: IcebergConfig, rows: ParquetRows)
           }
     }
   }
-
-  override def createReader(context: ReaderContext): ParquetReader =
-    new ParquetReader(parquet, rows, context, () => rows.hadoopConf)
-
-  override def readsColumnar(
-      ranges: Seq[SplitRange[RowGroupSplit]],
-      layout: RecordLayout): Boolean =
-    rows.readsBatches && ranges.forall(_.split.aloneAtMidpoint)
-
-  override def createColumnarReader(context: ReaderContext): ParquetBatchReader =
-    new ParquetBatchReader(parquet, rows, context, () => rows.hadoopConf)
-
-  override def splitSerializer: VersionedSerializer[RowGroupSplit] = RowGroupSplitSerializer
-  override def enumeratorStateSerializer: VersionedSerializer[ParquetEnumeratorState] =
-    ParquetEnumeratorStateSerializer
 
   override def toString: String =
     s"IcebergSource(${config.table}${config.catalog.fold("")(c => s" in ${c.name}")}, snapshot ${config.snapshot.getOrElse("none")}" +
