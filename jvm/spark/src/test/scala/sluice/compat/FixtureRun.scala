@@ -95,7 +95,12 @@ object FixtureRun {
 
   def rowsOf(run: String): Map[Long, Seq[String]] =
     rows.asScala.toSeq
-      .collect { case ((r, batch, _), values) if r == run => batch -> values.asScala.toSeq }
+      // a copy (Vector's toArray holds its lock): a task may still be adding rows while a test
+      // reads them, which iterating the Vector would fail on
+      .collect {
+        case ((r, batch, _), values) if r == run =>
+          batch -> values.toArray(Array.empty[String]).toSeq
+      }
       .groupBy(_._1)
       .map { case (batch, parts) => batch -> parts.flatMap(_._2) }
 }
