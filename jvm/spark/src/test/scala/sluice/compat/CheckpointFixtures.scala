@@ -262,13 +262,25 @@ object CheckpointFixtures {
       for (s <- 0 until 2; i <- 0L until 40L) yield source.config.recordId(s, i).toString
   }
 
+  /**
+   * Kafka, 40 records over two partitions. In real-time mode the first half is read and committed
+   * in one open batch, the second half, produced late, by the next, which the stop cuts short.
+   */
   final class KafkaFixture(
       val name: String,
       override val keptFrom: Option[String] = None,
       override val offsetVersion: Int = 2,
-      override val inFlight: Boolean = false)
+      override val inFlight: Boolean = false,
+      override val realTime: Boolean = false)
       extends CheckpointFixture {
-    override val topics = Seq(topic(s"sluice-compat-$name", 40))
+    override val topics = {
+      val t = topic(s"sluice-compat-$name", 40)
+      Seq(t.copy(records = t.records.zipWithIndex.map { case (r, i) =>
+        r.copy(late = realTime && i >= 20)
+      }))
+    }
+    override def readOptions: Map[String, String] =
+      if (realTime) Map.empty else super.readOptions
     // a partition's position is the number of its records read (rows are partition:offset:value)
     override def continuesAt(committed: Seq[String], input: Path): Map[Int, Map[String, Long]] =
       Map(
@@ -495,6 +507,13 @@ object CheckpointFixtures {
               s"1:${topics.head.name}-$p" ->
                 committed.map(_.toInt).count(id => id >= 2000 && (id - 2000) % 2 == p).toLong)
             .toMap)
+    // after the switch, the Kafka partition p's record i is the topic's record 2 i + p
+    override def eventTimeOf(source: Int, split: String, index: Long): Option[Long] =
+      if (!afterSwitch) None
+      else {
+        val partition = split.stripPrefix(s"1:${topics.head.name}-").toInt
+        topics.head.records.filter(_.partition == partition).lift(index.toInt).map(_.timestamp)
+      }
     override def writtenEnough(committed: Seq[String]): Boolean = {
       val fromKafka = committed.count(_.toInt >= 2000)
       committed.nonEmpty && committed.size < all.size &&
@@ -540,24 +559,6 @@ object CheckpointFixtures {
     def all: Seq[String] =
       for (s <- 0 until splits; i <- 0L until perSplit)
         yield source.config.recordId(s, i).toString
-  }
-
-  /**
-   * Kafka in real-time mode: the first half of the records read and committed in one open
-   * batch, the second half read by the next, which the stop cuts short.
-   */
-  object KafkaRealTimeFixture extends CheckpointFixture {
-    val name = "kafka-realtime"
-    override val topics = {
-      val t = topic("sluice-compat-kafka-realtime", 40)
-      Seq(t.copy(records = t.records.zipWithIndex.map { case (r, i) => r.copy(late = i >= 20) }))
-    }
-    override def realTime: Boolean = true
-    override def readOptions: Map[String, String] = Map.empty
-    def stream(spark: SparkSession, input: Path, bootstrap: String): DataFrame =
-      kafkaRows(
-        Sluice.fromSource(spark, kafka(bootstrap, topics.head.name), null, name, readOptions))
-    def all: Seq[String] = kafkaRowsOf(topics.head)
   }
 
   /**
@@ -648,7 +649,7 @@ object CheckpointFixtures {
     new HybridFixture("hybrid-before-switch", afterSwitch = false),
     new HybridFixture("hybrid-after-switch", afterSwitch = true),
     new AlignmentGroupFixture("alignment-group"),
-    KafkaRealTimeFixture,
+    new KafkaFixture("kafka-realtime", realTime = true),
     // in flight: its restart reads the committed offset and replays the next, both version 3 (a
     // fixture that stopped after a commit would read one of them only, and add ~1.5 s)
     new ManySplitsGeneratorFixture("v3-generator-in-flight", inFlight = true),
