@@ -43,7 +43,7 @@ final class FixtureRun(
     if (realTime) FixtureRun.rowsOf(run) else byBatch.asScala.toMap
 
   /** The batches Spark's commit log holds: done, and not run again on restart. */
-  private def committedBatches: Seq[Long] = {
+  def committedBatches: Seq[Long] = {
     val dir = checkpoint.resolve("commits")
     if (!Files.isDirectory(dir)) Nil
     else
