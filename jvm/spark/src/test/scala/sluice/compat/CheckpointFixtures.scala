@@ -21,9 +21,9 @@ import sluice.hybrid.HybridSource
 
 /**
  * A Kafka record of a fixture: produced in order, so its offset is its place in its partition. A
- * `late` record is produced by the writer only once the query committed a batch (a real-time
- * batch reads what is there; the late records make the batch the writer stops in); a restore
- * produces every record.
+ * `late` record is produced by the writer only once the query committed what comes before it
+ * (`lateDue`: by default a batch; a real-time batch reads what is there, and the late records
+ * make the batch the writer stops in); a restore produces every record.
  */
 final case class FixtureRecord(
     partition: Int,
@@ -61,6 +61,20 @@ trait CheckpointFixture {
 
   /** Writes the input files into `input`, once, when the fixture is written. */
   def writeInput(spark: SparkSession, input: Path): Unit = ()
+
+  /**
+   * Writes input files into `late`, once, before the written run starts; the writer moves them
+   * into the input folder when [[lateDue]] (with the topics' `late` records): files a monitored
+   * source finds in a later batch. Written up front because a real-time batch holds every task
+   * slot while it runs.
+   */
+  def writeLateInput(spark: SparkSession, late: Path): Unit = ()
+
+  /**
+   * Whether the written run has committed what comes before the late records and files: then
+   * the writer produces and moves them.
+   */
+  def lateDue(run: FixtureRun): Boolean = run.committed.nonEmpty
 
   /**
    * Moves what the input files name by absolute path from `from` to `to` (the input placeholder
@@ -223,16 +237,31 @@ object CheckpointFixtures {
    */
   private val Padding = "x" * 90
 
-  private def writeJsonLines(dir: Path, files: Int, perFile: Int, first: Int = 0): Unit =
+  private def writeJsonLines(
+      dir: Path,
+      files: Int,
+      perFile: Int,
+      first: Int = 0,
+      firstFile: Int = 0): Unit =
     (0 until files).foreach { f =>
       val ids = (0 until perFile).map(i => first + f * perFile + i)
       Files.write(
-        dir.resolve(f"part-$f%02d.json"),
+        dir.resolve(f"part-${firstFile + f}%02d.json"),
         ids
           .map(id => s"""{"id":$id,"pad":"$Padding"}""")
           .mkString("", "\n", "\n")
           .getBytes(UTF_8))
     }
+
+  /** Input files read whole, as a file source's splits name them (by path) and place them. */
+  private def wholeFiles(
+      input: Path,
+      names: Seq[String],
+      prefix: String = ""): Map[String, Long] =
+    names.map { n =>
+      val file = input.resolve(n)
+      s"${prefix}file:$file" -> Files.size(file)
+    }.toMap
 
   private def jsonFiles(dir: Path): FileSource =
     FileSource.builder().path(dir.toString).format("json").schema("id BIGINT").build()
@@ -243,13 +272,25 @@ object CheckpointFixtures {
       .map(s => s.toString -> committed.count(_.toLong % splits == s).toLong)
       .toMap
 
+  /**
+   * The generator, 2 splits of 40 records. In real-time mode 30 records a split at a record a
+   * second since the query started: the first open batch reads about 20 of each, the next the
+   * rest in about 10 s and is stopped before it ends; the restart finds them all made (the rate
+   * counts from the start its enumerator state keeps).
+   */
   final class GeneratorFixture(
       val name: String,
       override val keptFrom: Option[String] = None,
-      override val offsetVersion: Int = 2)
+      override val offsetVersion: Int = 2,
+      override val realTime: Boolean = false)
       extends CheckpointFixture {
-    private val source =
-      GeneratorSource.builder().splits(2).recordsPerSplit(40).eventTimeStartMs(0L).build()
+    private val perSplit = if (realTime) 30L else 40L
+    private val source = {
+      val b = GeneratorSource.builder().splits(2).recordsPerSplit(perSplit).eventTimeStartMs(0L)
+      (if (realTime) b.rowsPerSecond(1) else b).build()
+    }
+    override def readOptions: Map[String, String] =
+      if (realTime) Map.empty else super.readOptions
     override def continuesAt(committed: Seq[String], input: Path): Map[Int, Map[String, Long]] =
       Map(0 -> generatorPositions(2, committed))
     override def eventTimeOf(source: Int, split: String, index: Long): Option[Long] =
@@ -259,16 +300,28 @@ object CheckpointFixtures {
         .fromSource(spark, source, null, name, readOptions)
         .selectExpr("CAST(id AS STRING) AS row")
     def all: Seq[String] =
-      for (s <- 0 until 2; i <- 0L until 40L) yield source.config.recordId(s, i).toString
+      for (s <- 0 until 2; i <- 0L until perSplit) yield source.config.recordId(s, i).toString
   }
 
+  /**
+   * Kafka, 40 records over two partitions. In real-time mode the first half is read and committed
+   * in one open batch, the second half, produced late, by the next, which the stop cuts short.
+   */
   final class KafkaFixture(
       val name: String,
       override val keptFrom: Option[String] = None,
       override val offsetVersion: Int = 2,
-      override val inFlight: Boolean = false)
+      override val inFlight: Boolean = false,
+      override val realTime: Boolean = false)
       extends CheckpointFixture {
-    override val topics = Seq(topic(s"sluice-compat-$name", 40))
+    override val topics = {
+      val t = topic(s"sluice-compat-$name", 40)
+      Seq(t.copy(records = t.records.zipWithIndex.map { case (r, i) =>
+        r.copy(late = realTime && i >= 20)
+      }))
+    }
+    override def readOptions: Map[String, String] =
+      if (realTime) Map.empty else super.readOptions
     // a partition's position is the number of its records read (rows are partition:offset:value)
     override def continuesAt(committed: Seq[String], input: Path): Map[Int, Map[String, Long]] =
       Map(
@@ -286,28 +339,61 @@ object CheckpointFixtures {
     def all: Seq[String] = kafkaRowsOf(topics.head)
   }
 
+  /**
+   * Four JSON files of 10 lines, ids 0 to 39 (file f holds 10 f to 10 f + 9). In real-time mode
+   * the source is monitored and the last two files come late: the first open batch reads the
+   * first two, a later one finds and reads the others and is stopped before it ends.
+   */
   final class FilesFixture(
       val name: String,
       override val keptFrom: Option[String] = None,
-      override val offsetVersion: Int = 2)
+      override val offsetVersion: Int = 2,
+      override val realTime: Boolean = false)
       extends CheckpointFixture {
     override def writeInput(spark: SparkSession, input: Path): Unit =
-      writeJsonLines(input, 4, 10)
-    def stream(spark: SparkSession, input: Path, bootstrap: String): DataFrame =
+      writeJsonLines(input, if (realTime) 2 else 4, 10)
+    override def writeLateInput(spark: SparkSession, late: Path): Unit =
+      if (realTime) writeJsonLines(late, 2, 10, first = 20, firstFile = 2)
+    override def lateDue(run: FixtureRun): Boolean = lateFilesDue(run)
+    override def readOptions: Map[String, String] =
+      if (realTime) Map.empty else super.readOptions
+    def stream(spark: SparkSession, input: Path, bootstrap: String): DataFrame = {
+      val source =
+        if (!realTime) jsonFiles(input)
+        else
+          FileSource
+            .builder()
+            .path(input.toString)
+            .format("json")
+            .schema("id BIGINT")
+            .monitorIntervalMs(MonitorMs)
+            .build()
       Sluice
-        .fromSource(spark, jsonFiles(input), null, name, readOptions)
+        .fromSource(spark, source, null, name, readOptions)
         .selectExpr("CAST(id AS STRING) AS row")
+    }
     def all: Seq[String] = (0 until 40).map(_.toString)
+    // in real-time mode the first open batch read the first two files whole: a file is a split
+    // named by its path, its position the bytes read
+    override def continuesAt(committed: Seq[String], input: Path): Map[Int, Map[String, Long]] =
+      if (!realTime) Map.empty
+      else Map(0 -> wholeFiles(input, Seq("part-00.json", "part-01.json")))
   }
 
+  /**
+   * Four Parquet files of a row group of 10 rows, ids 0 to 39 (file f holds 10 f to 10 f + 9).
+   * In real-time mode the source is monitored and the last two files come late, as in
+   * [[FilesFixture]].
+   */
   final class ParquetFixture(
       val name: String,
       override val keptFrom: Option[String] = None,
-      override val offsetVersion: Int = 2)
+      override val offsetVersion: Int = 2,
+      override val realTime: Boolean = false)
       extends CheckpointFixture {
-    override def writeInput(spark: SparkSession, input: Path): Unit =
-      (0 until 4).foreach { f =>
-        val staged = input.resolve(s"staged-$f")
+    private def writeFiles(spark: SparkSession, dir: Path, files: Range): Unit =
+      files.foreach { f =>
+        val staged = dir.resolve(s"staged-$f")
         spark
           .range(f * 10L, f * 10L + 10L)
           .selectExpr("id", "CONCAT('p', id) AS v")
@@ -320,24 +406,34 @@ object CheckpointFixtures {
           .asScala
           .find(_.getFileName.toString.endsWith(".parquet"))
           .get
-        Files.move(part, input.resolve(f"part-$f%02d.parquet"))
+        Files.move(part, dir.resolve(f"part-$f%02d.parquet"))
         deleteTree(staged)
       }
-    def stream(spark: SparkSession, input: Path, bootstrap: String): DataFrame =
+    override def writeInput(spark: SparkSession, input: Path): Unit =
+      writeFiles(spark, input, if (realTime) 0 until 2 else 0 until 4)
+    override def writeLateInput(spark: SparkSession, late: Path): Unit =
+      if (realTime) writeFiles(spark, late, 2 until 4)
+    override def lateDue(run: FixtureRun): Boolean = lateFilesDue(run)
+    override def readOptions: Map[String, String] =
+      if (realTime) Map.empty else super.readOptions
+    def stream(spark: SparkSession, input: Path, bootstrap: String): DataFrame = {
+      val b = ParquetSource.builder().path(input.toString)
       Sluice
         .fromSource(
           spark,
-          ParquetSource.builder().path(input.toString).build(),
+          (if (realTime) b.monitorIntervalMs(MonitorMs) else b).build(),
           null,
           name,
           readOptions)
         .selectExpr("CONCAT(id, ':', v) AS row")
+    }
     def all: Seq[String] = (0 until 40).map(i => s"$i:p$i")
     // a file of one row group is one split, named by its path; its position is the index of the
-    // next row to read, and file f holds ids 10 f to 10 f + 9
+    // next row to read, and file f holds ids 10 f to 10 f + 9 (in real-time mode only the first
+    // two, read whole, are in the last committed offset, among its finished splits)
     override def continuesAt(committed: Seq[String], input: Path): Map[Int, Map[String, Long]] =
       Map(
-        0 -> (0 until 4)
+        0 -> (0 until (if (realTime) 2 else 4))
           .map(f =>
             s"file:${input.resolve(f"part-$f%02d.parquet")}" ->
               committed.count(_.takeWhile(_ != ':').toInt / 10 == f).toLong)
@@ -443,22 +539,37 @@ object CheckpointFixtures {
     }
   }
 
-  /** Files, then Kafka: stopped while still in the files, or once Kafka was read. */
+  /**
+   * Files, then Kafka: stopped while still in the files, or once Kafka was read. In real-time
+   * mode the first open batch reads the files and the switch comes at its end: stopped before
+   * the switch, the first batch is the committed one and the next, the switch's, read Kafka;
+   * after it, the switch's batch read the first 10 records and is committed, and the next read
+   * the other 10, produced late.
+   */
   final class HybridFixture(
       val name: String,
       afterSwitch: Boolean,
       override val keptFrom: Option[String] = None,
-      override val offsetVersion: Int = 2)
+      override val offsetVersion: Int = 2,
+      override val realTime: Boolean = false)
       extends CheckpointFixture {
     override val topics = Seq(
       FixtureTopic(
         s"sluice-compat-$name",
         2,
         (0 until 20).map(i =>
-          FixtureRecord(i % 2, s"""{"id":${2000 + i}}""", 1700000000000L + i * 1000L))))
+          FixtureRecord(
+            i % 2,
+            s"""{"id":${2000 + i}}""",
+            1700000000000L + i * 1000L,
+            late = realTime && afterSwitch && i >= 10))))
     override def writeInput(spark: SparkSession, input: Path): Unit =
       writeJsonLines(input, 2, 10, first = 1000)
-    override def readOptions: Map[String, String] = Map("maxRecordsPerTrigger" -> "5")
+    override def readOptions: Map[String, String] =
+      if (realTime) Map.empty else Map("maxRecordsPerTrigger" -> "5")
+    // after the switch in real-time mode: once a committed batch read Kafka
+    override def lateDue(run: FixtureRun): Boolean =
+      run.committed.exists(_.toInt >= 2000)
     def stream(spark: SparkSession, input: Path, bootstrap: String): DataFrame = {
       val files = FileSource
         .builder()
@@ -484,10 +595,13 @@ object CheckpointFixtures {
     }
     def all: Seq[String] =
       ((1000 until 1020) ++ (2000 until 2020)).map(_.toString)
-    // after the switch, the Kafka partitions (the hybrid's second source: ids `1:`): record i of
-    // the topic, id 2000 + i, went to partition i % 2
+    // before the switch in real-time mode, the hybrid's files (its first source: ids `0:`), read
+    // whole by the first open batch; after the switch, the Kafka partitions (the hybrid's second
+    // source: ids `1:`): record i of the topic, id 2000 + i, went to partition i % 2
     override def continuesAt(committed: Seq[String], input: Path): Map[Int, Map[String, Long]] =
-      if (!afterSwitch) Map.empty
+      if (!afterSwitch)
+        if (!realTime) Map.empty
+        else Map(0 -> wholeFiles(input, Seq("part-00.json", "part-01.json"), prefix = "0:"))
       else
         Map(
           0 -> (0 until 2)
@@ -495,10 +609,19 @@ object CheckpointFixtures {
               s"1:${topics.head.name}-$p" ->
                 committed.map(_.toInt).count(id => id >= 2000 && (id - 2000) % 2 == p).toLong)
             .toMap)
+    // after the switch, the Kafka partition p's record i is the topic's record 2 i + p
+    override def eventTimeOf(source: Int, split: String, index: Long): Option[Long] =
+      if (!afterSwitch) None
+      else {
+        val partition = split.stripPrefix(s"1:${topics.head.name}-").toInt
+        topics.head.records.filter(_.partition == partition).lift(index.toInt).map(_.timestamp)
+      }
     override def writtenEnough(committed: Seq[String]): Boolean = {
       val fromKafka = committed.count(_.toInt >= 2000)
       committed.nonEmpty && committed.size < all.size &&
-      (if (afterSwitch) fromKafka > 0 else fromKafka == 0 && committed.size < 20)
+      (if (afterSwitch) fromKafka > 0
+       // a real-time batch reads the files whole
+       else fromKafka == 0 && (realTime || committed.size < 20))
     }
   }
 
@@ -543,53 +666,63 @@ object CheckpointFixtures {
   }
 
   /**
-   * Kafka in real-time mode: the first half of the records read and committed in one open
-   * batch, the second half read by the next, which the stop cuts short.
-   */
-  object KafkaRealTimeFixture extends CheckpointFixture {
-    val name = "kafka-realtime"
-    override val topics = {
-      val t = topic("sluice-compat-kafka-realtime", 40)
-      Seq(t.copy(records = t.records.zipWithIndex.map { case (r, i) => r.copy(late = i >= 20) }))
-    }
-    override def realTime: Boolean = true
-    override def readOptions: Map[String, String] = Map.empty
-    def stream(spark: SparkSession, input: Path, bootstrap: String): DataFrame =
-      kafkaRows(
-        Sluice.fromSource(spark, kafka(bootstrap, topics.head.name), null, name, readOptions))
-    def all: Seq[String] = kafkaRowsOf(topics.head)
-  }
-
-  /**
    * The duration of a real-time fixture's batches: long enough that the writer sees a batch's
    * rows and stops before that batch ends and commits.
    */
   val RealTimeBatch = "20 seconds"
 
-  /** Two generators in one alignment group, read by one query. */
+  /** How often a monitored real-time fixture lists its input folder. */
+  val MonitorMs = 500L
+
+  /**
+   * When a monitored real-time fixture's late files are moved in: once a second open batch
+   * committed. The first read the first files whole; planning the second took them out of the
+   * offset's splits (counted as finished), so that only the files the enumerator state knows
+   * keep the restart from reading them again. (Moved in once the first batch committed, they
+   * could come before the second is planned: it would read them, and the first files would stay
+   * among the splits of the last committed offset, which would then keep them from being read
+   * again whatever the state says.)
+   */
+  def lateFilesDue(run: FixtureRun): Boolean = run.committedBatches.size >= 2
+
+  /**
+   * Two generators in one alignment group, read by one query. In real-time mode (alignment
+   * live) each has one split, so that the query's two tasks have a slot each (`local[2]`): `a`
+   * of 30 records at a record a second, `b` of 60 at two a second (half a second apart in event
+   * time), so that the first open batch reads about 20 of `a` and 40 of `b` (a restart that gave
+   * one member the other's offset would show in the rows) and the next the rest, stopped before
+   * it ends; a drift of 30 s, which the two never come near.
+   */
   final class AlignmentGroupFixture(
       val name: String,
       override val keptFrom: Option[String] = None,
       override val offsetVersion: Int = 2,
-      batches: Int = 1)
+      batches: Int = 1,
+      override val realTime: Boolean = false)
       extends CheckpointFixture {
+    private val splits = if (realTime) 1 else 2
     // each batch reads 5 records of every split (10 a source); after two, the last committed
     // offset holds what the first read: each split's reported position and largest event time
     override def writtenEnough(committed: Seq[String]): Boolean =
-      committed.size >= 20 * batches && committed.size < all.size
-    private def gen(start: Long) =
-      GeneratorSource
+      if (realTime) committed.nonEmpty && committed.size < all.size
+      else committed.size >= 20 * batches && committed.size < all.size
+    override def readOptions: Map[String, String] =
+      if (realTime) Map.empty else super.readOptions
+    private def gen(start: Long, rate: Int) = {
+      val b = GeneratorSource
         .builder()
-        .splits(2)
-        .recordsPerSplit(30)
+        .splits(splits)
+        .recordsPerSplit(30L * rate)
         .eventTimeStartMs(start)
-        .eventTimeStepMs(1000L)
-        .build()
-    private val sources = Seq("a" -> gen(1700000000000L), "b" -> gen(1700000010000L))
+        .eventTimeStepMs(1000L / rate)
+      (if (realTime) b.rowsPerSecond(rate) else b).build()
+    }
+    private val sources =
+      Seq("a" -> gen(1700000000000L, 1), "b" -> gen(1700000010000L, if (realTime) 2 else 1))
     def stream(spark: SparkSession, input: Path, bootstrap: String): DataFrame = {
       val strategy = WatermarkStrategy
         .forMonotonousTimestamps()
-        .withWatermarkAlignment("compat", Duration.ofSeconds(20))
+        .withWatermarkAlignment("compat", Duration.ofSeconds(if (realTime) 30 else 20))
       sources
         .map { case (n, s) =>
           Sluice
@@ -599,18 +732,19 @@ object CheckpointFixtures {
         .reduce(_ union _)
     }
     def all: Seq[String] =
-      for ((n, s) <- sources; split <- 0 until 2; i <- 0L until 30L)
+      for ((n, s) <- sources; split <- 0 until splits; i <- 0L until s.config.recordsPerSplit.get)
         yield s"$n:${s.config.recordId(split, i)}"
-    // each source's committed records of split s, rows `n:id`, record i having id 2 i + s
+    // each source's committed records of split s, rows `n:id`, record i having id
+    // `splits` i + s
     private def readOf(committed: Seq[String], n: String, split: Int): Seq[Long] =
       committed
         .filter(_.startsWith(s"$n:"))
         .map(_.drop(n.length + 1).toLong)
-        .filter(_ % 2 == split)
-        .map(_ / 2)
+        .filter(_ % splits == split)
+        .map(_ / splits)
     override def continuesAt(committed: Seq[String], input: Path): Map[Int, Map[String, Long]] =
       sources.zipWithIndex.map { case ((n, _), i) =>
-        i -> (0 until 2).map(s => s.toString -> readOf(committed, n, s).size.toLong).toMap
+        i -> (0 until splits).map(s => s.toString -> readOf(committed, n, s).size.toLong).toMap
       }.toMap
     override def eventTimeOf(source: Int, split: String, index: Long): Option[Long] =
       Some(sources(source)._2.config.eventTimeMs(split.toInt, index))
@@ -648,7 +782,14 @@ object CheckpointFixtures {
     new HybridFixture("hybrid-before-switch", afterSwitch = false),
     new HybridFixture("hybrid-after-switch", afterSwitch = true),
     new AlignmentGroupFixture("alignment-group"),
-    KafkaRealTimeFixture,
+    new KafkaFixture("kafka-realtime", realTime = true),
+    // in real-time mode, each stopped in the open batch after a committed one
+    new GeneratorFixture("generator-realtime", realTime = true),
+    new FilesFixture("files-realtime", realTime = true),
+    new ParquetFixture("parquet-realtime", realTime = true),
+    new HybridFixture("hybrid-before-switch-realtime", afterSwitch = false, realTime = true),
+    new HybridFixture("hybrid-after-switch-realtime", afterSwitch = true, realTime = true),
+    new AlignmentGroupFixture("alignment-group-realtime", realTime = true),
     // in flight: its restart reads the committed offset and replays the next, both version 3 (a
     // fixture that stopped after a commit would read one of them only, and add ~1.5 s)
     new ManySplitsGeneratorFixture("v3-generator-in-flight", inFlight = true),

@@ -43,7 +43,7 @@ final class FixtureRun(
     if (realTime) FixtureRun.rowsOf(run) else byBatch.asScala.toMap
 
   /** The batches Spark's commit log holds: done, and not run again on restart. */
-  private def committedBatches: Seq[Long] = {
+  def committedBatches: Seq[Long] = {
     val dir = checkpoint.resolve("commits")
     if (!Files.isDirectory(dir)) Nil
     else
@@ -95,7 +95,12 @@ object FixtureRun {
 
   def rowsOf(run: String): Map[Long, Seq[String]] =
     rows.asScala.toSeq
-      .collect { case ((r, batch, _), values) if r == run => batch -> values.asScala.toSeq }
+      // a copy (Vector's toArray holds its lock): a task may still be adding rows while a test
+      // reads them, which iterating the Vector would fail on
+      .collect {
+        case ((r, batch, _), values) if r == run =>
+          batch -> values.toArray(Array.empty[String]).toSeq
+      }
       .groupBy(_._1)
       .map { case (batch, parts) => batch -> parts.flatMap(_._2) }
 }

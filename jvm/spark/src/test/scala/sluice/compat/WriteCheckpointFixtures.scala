@@ -2,6 +2,8 @@ package sluice.compat
 
 import java.nio.file.Files
 
+import scala.jdk.CollectionConverters._
+
 import org.apache.spark.sql.streaming.Trigger
 
 import sluice.{Checkpoints, SharedSparkContext}
@@ -45,6 +47,9 @@ object WriteCheckpointFixtures {
         val input = Files.createDirectories(work.resolve("input"))
         fixture.writeInput(spark, input)
         setInputTimes(input)
+        val lateFiles = Files.createDirectories(work.resolve("late"))
+        fixture.writeLateInput(spark, lateFiles)
+        setInputTimes(lateFiles)
         def produce(late: Boolean): Unit = fixture.topics.foreach { t =>
           kafka.produce(
             t.name,
@@ -69,8 +74,15 @@ object WriteCheckpointFixtures {
         var lateProduced = false
         try
           while (!fixture.writtenEnough(run)) {
-            if (!lateProduced && run.committed.nonEmpty) {
+            if (!lateProduced && fixture.lateDue(run)) {
               produce(late = true)
+              // each file whole and with its time set: a monitored source lists it at once
+              Files
+                .list(lateFiles)
+                .iterator()
+                .asScala
+                .toList
+                .foreach(f => Files.move(f, input.resolve(f.getFileName.toString)))
               lateProduced = true
             }
             run.query.exception.filterNot(FixtureRun.stoppedInFlight).foreach(e => throw e)
