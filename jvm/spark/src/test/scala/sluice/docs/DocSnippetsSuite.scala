@@ -32,8 +32,9 @@ class DocSnippetsSuite extends AnyFunSuite with SparkSuiteBase with KafkaSuiteBa
 
   /** Snippets not run, with the reason their marker gives. */
   private val Skipped = Seq(
-    // KafkaSecuritySuite reads over mutual TLS from its own secured cluster, in the kafka JVM
-    "docs/connectors.md" -> "needs a TLS listener, its key stores and their passwords")
+    // KafkaSecuritySuite reads over mutual TLS and SASL_SSL from its own secured cluster
+    "docs/connectors.md" -> "needs a TLS listener, its key stores and their passwords",
+    "docs/connectors.md" -> "needs a SASL_SSL listener, a SCRAM user and a trust store")
 
   /** Snippets whose queries may read nothing (`idle`), with the reason their marker gives: none yet. */
   private val Idle = Seq.empty[(String, String)]

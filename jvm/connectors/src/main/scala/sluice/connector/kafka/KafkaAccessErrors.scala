@@ -79,8 +79,60 @@ private[kafka] object KafkaAccessErrors {
           s"'${g.groupId}' (from kafka.group.id or groupIdPrefix): grant READ on that group, " +
           "or remove kafka.group.id (Sluice needs no group: it commits no offsets to Kafka).",
         g)
-    case other => other
+    case other =>
+      unreadableStore(other, config).getOrElse(other)
   }
+
+  /**
+   * The client could not even be built: Kafka could not open the key or trust store file
+   * (`Failed to load SSL keystore <path> of type <type>`, said of either store, raised when a
+   * client is created). Which store it was is told by its path; a wrong password is told by the
+   * JDK's answer (PKCS12: "keystore password was incorrect"; JKS: "... password was incorrect").
+   */
+  private def unreadableStore(e: Throwable, config: KafkaConfig): Option[Throwable] =
+    causes(e)
+      .collectFirst {
+        case k: org.apache.kafka.common.KafkaException
+            if Option(k.getMessage).exists(_.startsWith(StoreLoadPrefix)) =>
+          k
+      }
+      .flatMap { failed =>
+        val said = failed.getMessage
+        val store = Seq("keystore" -> "key store", "truststore" -> "trust store").collectFirst {
+          case (name, words)
+              if property(config, s"ssl.$name.location")
+                .exists(path => said.startsWith(s"$StoreLoadPrefix$path of type ")) =>
+            (name, words)
+        }
+        store.map { case (name, words) =>
+          // the JDK's reason (the root cause is the cipher's, e.g. BadPaddingException)
+          val why = Option(failed.getCause)
+            .flatMap(c => Option(c.getMessage))
+            .filter(_.nonEmpty)
+            .getOrElse(rootMessage(failed))
+          val wrongPassword = causes(failed)
+            .flatMap(c => Option(c.getMessage))
+            .exists(_.toLowerCase.contains("password was incorrect"))
+          val missing = causes(failed).exists(_.isInstanceOf[java.nio.file.NoSuchFileException])
+          val hint =
+            if (wrongPassword)
+              s"The password in kafka.ssl.$name.password does not open it: give that file's " +
+                "password."
+            else if (missing)
+              s"There is no such file: kafka.ssl.$name.location must name a file present on " +
+                "the driver and on every executor."
+            else
+              s"Check kafka.ssl.$name.location, kafka.ssl.$name.type (the file's format: " +
+                s"PKCS12 or JKS) and kafka.ssl.$name.password."
+          SluiceError.sourceFault(
+            s"KafkaSource: could not open the $words of kafka.ssl.$name.location " +
+              s"(${property(config, s"ssl.$name.location").getOrElse("")}): $why. $hint",
+            e)
+        }
+      }
+
+  /** How Kafka's clients begin the message of a key or trust store they could not load. */
+  private val StoreLoadPrefix = "Failed to load SSL keystore "
 
   /** Why a TLS handshake failed, read from the exceptions' messages, and what fixes it. */
   private[kafka] def tlsHint(e: Throwable, config: KafkaConfig): String = {

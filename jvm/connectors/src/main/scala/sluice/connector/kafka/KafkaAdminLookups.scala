@@ -248,6 +248,10 @@ private[kafka] final class KafkaAdminLookups(config: KafkaConfig) extends AutoCl
               s"KafkaSource: could not $what: ${e.getCause.getMessage}",
               e.getCause)
         }
+      case e: org.apache.kafka.common.KafkaException =>
+        // raised at once, not through a future: the Admin client could not be created (a key
+        // or trust store it could not open), or a refusal
+        throw KafkaAccessErrors.explain(e, config, access)
       case e: java.util.concurrent.TimeoutException =>
         throw SluiceError.sourceFault(
           s"KafkaSource: could not $what: no answer after ${elapsedSeconds(started)} s; " +

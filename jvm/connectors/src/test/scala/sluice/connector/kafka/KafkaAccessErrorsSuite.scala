@@ -118,4 +118,43 @@ class KafkaAccessErrorsSuite extends AnyFunSuite {
       "Grant DESCRIBE_CONFIGS",
       "--operation DescribeConfigs --topic events")("READ and DESCRIBE")
   }
+
+  /** What Kafka 3.9's clients raise when a store will not open: built inside the client's constructor. */
+  private def unopened(path: String, why: Throwable): Throwable =
+    new org.apache.kafka.common.KafkaException(
+      "Failed to create new KafkaAdminClient",
+      new org.apache.kafka.common.KafkaException(
+        "Failed to create new NetworkClient",
+        new org.apache.kafka.common.KafkaException(
+          s"Failed to load SSL keystore $path of type PKCS12",
+          why)))
+
+  private def wrongPassword: Throwable = new java.io.IOException(
+    "keystore password was incorrect",
+    new java.security.UnrecoverableKeyException(
+      "failed to decrypt safe contents entry: javax.crypto.BadPaddingException: Given final " +
+        "block not properly padded."))
+
+  test("a key or trust store that will not open names that store's options, told apart by path") {
+    assertSays(
+      explained(unopened("reader.p12", wrongPassword), mutualTls),
+      "could not open the key store of kafka.ssl.keystore.location (reader.p12)",
+      "keystore password was incorrect",
+      "The password in kafka.ssl.keystore.password does not open it")(
+      "kafka.ssl.truststore",
+      "BadPadding")
+    assertSays(
+      explained(unopened("truststore.p12", wrongPassword), mutualTls),
+      "could not open the trust store of kafka.ssl.truststore.location (truststore.p12)",
+      "The password in kafka.ssl.truststore.password does not open it")("kafka.ssl.keystore")
+    assertSays(
+      explained(
+        unopened("truststore.p12", new java.nio.file.NoSuchFileException("truststore.p12")),
+        oneWayTls),
+      "could not open the trust store",
+      "There is no such file: kafka.ssl.truststore.location")("password")
+    // another client's failure, or a store the options do not name, is left as Kafka said it
+    val other = unopened("elsewhere.p12", wrongPassword)
+    assert(KafkaAccessErrors.explain(other, mutualTls, KafkaAccessErrors.Describe) eq other)
+  }
 }
