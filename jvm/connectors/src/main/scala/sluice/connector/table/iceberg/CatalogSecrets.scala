@@ -64,12 +64,46 @@ private[iceberg] object CatalogSecrets {
       case _ => Nil
     }
 
-  /** `text` with the values of `spec`'s credential properties masked, in every form of them. */
+  /**
+   * `text` with the values of `spec`'s credential properties masked, in every form of them; all
+   * of it withheld if masking one would take too long (`Withheld`).
+   */
   def redact(text: String, spec: CatalogSpec): String =
-    secrets(spec).distinct
-      .sortBy(-_.length) // a value inside another is masked after it
-      .foldLeft(text)((t, v) =>
-        anyForm(v).matcher(t).replaceAll(Matcher.quoteReplacement(ConfigOption.Mask)))
+    try
+      secrets(spec).distinct
+        .sortBy(-_.length) // a value inside another is masked after it
+        .foldLeft(text)((t, v) =>
+          anyForm(v)
+            .matcher(new Bounded(t, new Array[Long](1)))
+            .replaceAll(Matcher.quoteReplacement(ConfigOption.Mask)))
+    catch { case _: TooLong => Withheld }
+
+  /**
+   * What a message says when masking it was stopped: a secret whose characters each have forms of
+   * different lengths (a run of `\` is `\` or JSON's `\\`, a run of `%` is `%` or `%25`) lets a
+   * pattern backtrack exponentially over a text that nearly holds it, and a hung mask would hang
+   * the query's error path.
+   */
+  val Withheld =
+    "(the catalog library's message is withheld: masking the credentials in it took too long)"
+
+  /** Characters a mask may read of one text, in all its attempts: 200 times a message of 50,000. */
+  private val MaxReads = 10000000L
+
+  private final class TooLong extends RuntimeException(null, null, false, false)
+
+  /** `text` read by a pattern, counting every character read (`reads`, shared by subsequences). */
+  private final class Bounded(text: CharSequence, reads: Array[Long]) extends CharSequence {
+    override def charAt(i: Int): Char = {
+      reads(0) += 1
+      if (reads(0) > MaxReads) throw new TooLong
+      text.charAt(i)
+    }
+    override def length: Int = text.length
+    override def subSequence(start: Int, end: Int): CharSequence =
+      new Bounded(text.subSequence(start, end), reads)
+    override def toString: String = text.toString
+  }
 
   /**
    * A library's exception to keep as a cause: itself when no message of it, its causes or the

@@ -11,6 +11,7 @@ import org.apache.iceberg.types.Types
 import org.scalatest.funsuite.AnyFunSuite
 
 import sluice.connector.table.iceberg.IcebergCatalogs.CatalogSpec
+import sluice.config.ConfigOption
 import sluice.errors.{SluiceConfigException, SluiceRuntimeException}
 
 /**
@@ -386,6 +387,18 @@ class IcebergCatalogsSuite extends AnyFunSuite {
       failed.getMessage.contains("GET https://reader:***@catalog.test/v1/config failed"),
       failed.getMessage)
     Seq("tk-5c1d", "p+ss", "w0rd").foreach(part => assert(!printed(failed).contains(part)))
+  }
+
+  test("a secret whose forms would make the mask backtrack without end withholds the message") {
+    // each backslash of the secret is one backslash or JSON's two: a text of backslashes that
+    // never ends the secret gives the pattern ~2^40 ways to try
+    val secret = "\\" * 40 + "x"
+    val spec = CatalogSpec("slow", Map("token" -> secret))
+    val text = "GET failed: " + "\\" * 80 + "y"
+    val began = System.nanoTime()
+    assert(CatalogSecrets.redact(text, spec) == CatalogSecrets.Withheld)
+    assert(System.nanoTime() - began < 30000000000L, "the mask took more than 30 s")
+    assert(CatalogSecrets.redact(s"token=$secret", spec) == s"token=${ConfigOption.Mask}")
   }
 
   test(
