@@ -3,8 +3,9 @@ killed once at random and once, deterministically, between its switch being logg
 (the driver's fault injection halts it there), an aligned group, a continuous and a real-time query killed once each, an executor
 JVM killed under a local-cluster query, the broker restarted under a reading query, records
 deleted below the read position under failOnDataLoss=true (which must do nothing), and on the
-3-broker cluster a partition leader killed under a micro-batch query (rolling restarts, reassignments
-and the whole cluster down are `make chaos`'s); every
+3-broker cluster a partition leader killed under a micro-batch query, then the whole cluster down
+(the query must fail in time naming the cause and the option, and its restart read on once the
+cluster is back; rolling restarts and reassignments are `make chaos`'s); every
 sink must hold every record exactly once. The queries that live through a fault drain themselves
 here; `make chaos` restarts them.
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import pytest
 
+from chaos.broker_faults import DOWN_FAILURE_S, clear_failure
 from chaos.run import ClusterFaults, run
 
 pytestmark = pytest.mark.slow
@@ -32,10 +34,11 @@ def _check(result: dict, scenarios: set[str]) -> None:
     assert all(r["records"] > 0 for r in result["details"].values()), details
 
 
-#: the reduced broker faults: one leader kill under a micro-batch query, beside the other scenarios
-#: (they mostly wait on broker JVMs); a rolling restart restarts three JVMs, which make test's 15
-#: minutes cannot pay for: make chaos runs two per mode
-REDUCED_CLUSTER = ClusterFaults(("micro",), kills=1, rolling=0, move=False, down=False, beside=True)
+#: the reduced broker faults: one leader kill under a micro-batch query, then the whole cluster
+#: down (the query fails, and a restart from its checkpoint reads on once the cluster is back),
+#: beside the other scenarios (they mostly wait on broker JVMs); a rolling restart restarts three
+#: JVMs, which make test's 15 minutes cannot pay for: make chaos runs two per mode
+REDUCED_CLUSTER = ClusterFaults(("micro",), kills=1, rolling=0, move=False, down=True, beside=True)
 
 
 def test_kills_broker_faults_and_deletions_lose_and_duplicate_nothing() -> None:
@@ -77,6 +80,12 @@ def test_kills_broker_faults_and_deletions_lose_and_duplicate_nothing() -> None:
     cluster = result["details"]["cluster-micro"]
     # the node killed led a partition the query read
     assert (cluster["broker_kills"], cluster["rolling_restarts"]) == (1, 0), cluster
+    # the whole cluster down: the query failed in time, saying why and what to check (the
+    # harness records a failure that does not as the scenario's, which _check refuses too), and
+    # was restarted from its checkpoint once the cluster was back (_check: every record once)
+    assert clear_failure(cluster["cluster_down"]) is None, cluster
+    assert cluster["failed_after_s"] <= DOWN_FAILURE_S, cluster
+    assert cluster["restarts"] == 1, cluster
     executors = result["details"]["executors"]
     # the kill cut a running task (the scenario kills again until one does, or fails)
     assert executors["kills_inside_tasks"] == 1, executors

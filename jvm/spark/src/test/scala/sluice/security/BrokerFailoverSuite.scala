@@ -1,5 +1,15 @@
 package sluice.security
 
+import java.util.Properties
+import java.util.concurrent.{ExecutionException, TimeUnit}
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.kafka.clients.admin.{Admin, AlterConfigOp, ConfigEntry}
+import org.apache.kafka.clients.producer.{KafkaProducer, ProducerRecord}
+import org.apache.kafka.common.config.ConfigResource
+import org.apache.kafka.common.errors.{NotEnoughReplicasAfterAppendException, NotEnoughReplicasException}
+import org.apache.kafka.common.serialization.StringSerializer
 import org.apache.spark.sql.streaming.Trigger
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -10,7 +20,9 @@ import sluice.testkit.{KafkaCluster, ProducedRecord, SharedKafkaCluster}
  * A partition's leader dies under a reading query (SIGKILL: no leadership handed over), on the
  * 3-broker test cluster (replication factor 3, `min.insync.replicas=2`): another replica takes
  * over, and the query reads every record exactly once, those written while the node is down and
- * after it came back included. Shares the test JVM's cluster with the security suite.
+ * after it came back included. And writes refused upstream (`min.insync.replicas` above the
+ * replicas in sync) under a reading query: it neither fails nor skips. Shares the test JVM's
+ * cluster with the security suite.
  */
 class BrokerFailoverSuite extends AnyFunSuite with SparkSuiteBase {
   private lazy val cluster: KafkaCluster = SharedKafkaCluster.cluster
@@ -77,6 +89,124 @@ class BrokerFailoverSuite extends AnyFunSuite with SparkSuiteBase {
     } finally {
       q.stop()
       if (down) cluster.startNode(victim)
+    }
+  }
+
+  test(
+    "micro-batch: writes refused by min.insync.replicas (NotEnoughReplicas) for longer than the reader's patience; no failure, no skip, every record once after",
+    Slow) {
+    val topic = "insync-refused"
+    cluster.kafka.createTopic(topic, partitions = 1)
+    // The cluster's controllers are its three nodes (a combined quorum): two of them down leave
+    // no quorum, so the partition's in-sync replicas could not shrink, and acks=all producers
+    // time out instead of being refused. The same refusal with the quorum alive: the topic asks
+    // for all three replicas in sync, and one node stops.
+    val admin =
+      Admin.create(Map[String, AnyRef]("bootstrap.servers" -> cluster.plaintextBootstrap).asJava)
+    try
+      admin
+        .incrementalAlterConfigs(
+          Map(
+            new ConfigResource(ConfigResource.Type.TOPIC, topic) -> Seq(new AlterConfigOp(
+              new ConfigEntry("min.insync.replicas", "3"),
+              AlterConfigOp.OpType.SET)).asJavaCollection).asJava)
+        .all()
+        .get(30, TimeUnit.SECONDS)
+    finally admin.close()
+    val props = new Properties()
+    props.put("bootstrap.servers", cluster.plaintextBootstrap)
+    props.put("acks", "all")
+    // each refusal reaches the test at once, not after retries until delivery.timeout.ms
+    props.put("enable.idempotence", "false")
+    props.put("retries", "0")
+    props.put("max.block.ms", "10000")
+    props.put("request.timeout.ms", "5000")
+    props.put("delivery.timeout.ms", "10000")
+    val producer =
+      new KafkaProducer[String, String](props, new StringSerializer, new StringSerializer)
+    val acked = scala.collection.mutable.ArrayBuffer.empty[String]
+    var refusals = 0
+    def send(value: String): Boolean =
+      try {
+        producer.send(new ProducerRecord[String, String](topic, 0, null, value)).get()
+        acked += value
+        true
+      } catch {
+        case e: ExecutionException
+            if e.getCause.isInstanceOf[NotEnoughReplicasException] ||
+              e.getCause.isInstanceOf[NotEnoughReplicasAfterAppendException] =>
+          refusals += 1
+          false
+      }
+    val pollTimeoutMs = 3000L
+    var stopped: Option[Int] = None
+    try {
+      (0 until 50).foreach(i => assert(send(s"v$i"), s"v$i refused with every node up"))
+      val q = spark.readStream
+        .format("sluice")
+        .option("source", "kafka")
+        .option("kafka.bootstrap.servers", cluster.plaintextBootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", "20")
+        // the writes stay refused for longer than this: no records is no stall
+        .option("kafkaConsumer.pollTimeoutMs", pollTimeoutMs.toString)
+        .load()
+        .selectExpr("CAST(value AS STRING) AS v")
+        .writeStream
+        .format("memory")
+        .queryName("insync_rows")
+        .trigger(Trigger.ProcessingTime("100 milliseconds"))
+        .option("checkpointLocation", tempDir("ckpt").toString)
+        .start()
+      try {
+        eventually("the first 50 records", q)(spark.table("insync_rows").count() >= 50)
+        val leader = cluster.leader(topic, 0).getOrElse(fail("partition 0 has no leader"))
+        val follower = Seq(1, 2, 3).find(_ != leader).get
+        cluster.stopNode(follower)
+        stopped = Some(follower)
+        // the leader drops the stopped node from the in-sync replicas, then refuses acks=all
+        // writes; a write accepted before that is in the topic (and must be read)
+        var i = 50
+        eventually("the producer refused with NotEnoughReplicas", q) {
+          i += 1
+          !send(s"v$i")
+        }
+        val refusedSince = System.nanoTime()
+        // refused for longer than the reader's patience, while the query keeps planning batches
+        eventually("the writes refused for longer than kafkaConsumer.pollTimeoutMs", q) {
+          i += 1
+          assert(!send(s"v$i"), s"v$i accepted with a node stopped")
+          TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - refusedSince) > 2 * pollTimeoutMs
+        }
+        assert(q.isActive && q.exception.isEmpty, q.exception)
+        cluster.startNode(follower)
+        stopped = None
+        // the producer resumes once the node is in sync again
+        eventually("the producer accepted again", q) {
+          i += 1
+          send(s"v$i")
+        }
+        (i + 1 until i + 51).foreach(j => assert(send(s"v$j"), s"v$j refused after the restart"))
+        // the topic as it is: records refused after their append (NotEnoughReplicasAfterAppend)
+        // may be in it too, and are read like any other
+        val held = cluster.kafka.consume(topic).flatMap(_.valueString)
+        eventually("every record the topic holds", q)(
+          spark.table("insync_rows").count() >= held.size)
+        processAllAvailable(q)
+        val got = spark.table("insync_rows").collect().map(_.getString(0)).toSeq
+        assert(got.sorted == held.sorted, s"${got.size - got.distinct.size} read twice")
+        assert(acked.toSet.subsetOf(got.toSet))
+        assert(refusals > 1 && q.exception.isEmpty)
+        info(
+          s"node $follower stopped: $refusals writes refused over more than " +
+            s"${2 * pollTimeoutMs} ms, " +
+            s"${acked.size} acknowledged, ${held.size} in the topic, all read once")
+      } finally q.stop()
+    } finally {
+      producer.close()
+      stopped.foreach(cluster.startNode)
+      cluster.kafka.command("await-in-sync")
     }
   }
 }

@@ -192,9 +192,18 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
           stalled
             .map(a =>
               s"${a.split.splitId} at offset ${consumer.position(a.tp)} (to read up to ${a.until})")
-            .mkString(", ") + ". Check that the brokers are reachable.")
+            .mkString(", ") + s". $checkBrokers")
     }
   }
+
+  /**
+   * What a user should check when the brokers stopped answering: the servers asked (by the
+   * option's name and value: no secret), and the patience that ran out.
+   */
+  private def checkBrokers: String =
+    "Check that the brokers are reachable at kafka.bootstrap.servers=" +
+      s"${config.consumerProperties.getOrElse("bootstrap.servers", "")} (up, on those hosts and " +
+      "ports), or raise kafkaConsumer.pollTimeoutMs to wait longer for them."
 
   /**
    * An open range (real-time mode, continuous processing) waits for records as long as the task
@@ -220,8 +229,7 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
         if (silentMs > config.pollTimeoutMs && lookupsUnanswered >= 2)
           throw SluiceError.sourceFault(s"KafkaSource: the brokers gave no answer within kafkaConsumer.pollTimeoutMs=" +
             s"${config.pollTimeoutMs} ms while reading ${open.map(_.split.splitId).mkString(", ")}" +
-            " (open ranges: real-time mode or continuous processing). Check that the brokers " +
-            "are reachable, or raise kafkaConsumer.pollTimeoutMs to wait longer for them.")
+            s" (open ranges: real-time mode or continuous processing). $checkBrokers")
     }
   }
 

@@ -67,6 +67,7 @@ class KafkaSplitReaderSuite extends AnyFunSuite with KafkaSuiteBase {
     "brokers that stop answering are waited for until pollTimeoutMs, then named as the cause") {
     // a broker of its own: this one stops
     val own = new EmbeddedKafka().start()
+    val servers = own.bootstrapServers
     val topic = "reader-broker-gone"
     val pollTimeoutMs = 2000L
     val split = KafkaPartitionSplit(topic, 0, 0L, None)
@@ -103,7 +104,9 @@ class KafkaSplitReaderSuite extends AnyFunSuite with KafkaSuiteBase {
       assert(
         e.getMessage.contains(
           s"no records arrived within kafkaConsumer.pollTimeoutMs=$pollTimeoutMs ms for ${split.splitId}") &&
-          e.getMessage.contains("Check that the brokers are reachable."),
+          e.getMessage.contains(
+            s"Check that the brokers are reachable at kafka.bootstrap.servers=$servers (up, on " +
+              "those hosts and ports), or raise kafkaConsumer.pollTimeoutMs"),
         e.getMessage)
       assert(waitedMs >= pollTimeoutMs, s"failed after $waitedMs ms")
       assert(emptyFetches >= 1, "the first look-up that timed out failed the task")
@@ -114,6 +117,7 @@ class KafkaSplitReaderSuite extends AnyFunSuite with KafkaSuiteBase {
     "an open range (real-time, continuous) fails once the brokers gave no answer for pollTimeoutMs, counted from a resume") {
     // found by the chaos run: with the whole cluster down a continuous query waited for ever
     val own = new EmbeddedKafka().start()
+    val servers = own.bootstrapServers
     val topic = "reader-open-broker-gone"
     val pollTimeoutMs = 2000L
     val split = KafkaPartitionSplit(topic, 0, 0L, None)
@@ -160,7 +164,9 @@ class KafkaSplitReaderSuite extends AnyFunSuite with KafkaSuiteBase {
         e.getMessage.contains(
           s"the brokers gave no answer within kafkaConsumer.pollTimeoutMs=$pollTimeoutMs ms " +
             s"while reading ${split.splitId}") &&
-          e.getMessage.contains("Check that the brokers are reachable"),
+          e.getMessage.contains(
+            s"Check that the brokers are reachable at kafka.bootstrap.servers=$servers (up, on " +
+              "those hosts and ports), or raise kafkaConsumer.pollTimeoutMs"),
         e.getMessage)
       // not before two look-ups went unanswered, each taking half of the patience
       assert(waitedMs >= pollTimeoutMs, s"failed after $waitedMs ms, less than the patience")

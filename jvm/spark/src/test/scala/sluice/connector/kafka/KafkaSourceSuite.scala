@@ -363,7 +363,7 @@ class KafkaSourceSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBa
   }
 
   test(
-    "under read_committed: committed transactions are read, aborted ones not, and an AvailableNow run ends before an open one") {
+    "under read_committed: committed transactions are read, aborted ones not; an AvailableNow run, a batch read (as Spark's) and a hybrid's switch end before an open one") {
     val topic = "transactions"
     kafka.createTopic(topic, 1)
     val ckpt = tempDir("ckpt").toString
@@ -394,8 +394,64 @@ class KafkaSourceSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBa
       producer.write(topic, 0, (5 until 10).map(i => s"c$i"))
       producer.commit()
       producer.write(topic, 0, (10 until 15).map(i => s"c$i")) // left open
-      assert(readAll().sorted == (0 until 10).map(i => s"c$i").sorted)
-      producer.commit()
+      val committed = (0 until 10).map(i => s"c$i").sorted
+      assert(readAll().sorted == committed)
+      // a batch read to 'latest' ends where a read_committed consumer may read (the last stable
+      // offset), as Spark's Kafka source's does: not a hang on records no reader may see yet
+      def batch(format: String): Seq[String] = {
+        val reader = spark.read.format(format)
+        val df = (if (format == "sluice") reader.option("source", "kafka") else reader)
+          .option("kafka.bootstrap.servers", kafka.bootstrapServers)
+          .option("kafka.isolation.level", "read_committed")
+          .option("subscribe", topic)
+          .option("startingOffsets", "earliest")
+          .option("endingOffsets", "latest")
+          .load()
+        val read = scala.concurrent.Future(
+          df.selectExpr("CAST(value AS STRING)").collect().map(_.getString(0)).toSeq)(
+          scala.concurrent.ExecutionContext.global)
+        scala.concurrent.Await.result(read, scala.concurrent.duration.Duration(120, "s"))
+      }
+      assert(batch("kafka").sorted == committed, "Spark's Kafka source")
+      assert(batch("sluice").sorted == committed)
+      // a hybrid switching from files to the topic while the transaction is open: the committed
+      // records now, the open transaction's once it commits, aborted ones never
+      val files = tempDir("history")
+      java.nio.file.Files.write(files.resolve("h.txt"), "h0\nh1\nh2\n".getBytes("UTF-8"))
+      val hybrid = sluice.hybrid.HybridSource
+        .builder(
+          sluice.connector.file.FileSource.builder().path(files.toString).format("text").build())
+        .addSource(
+          KafkaSource
+            .builder()
+            .bootstrapServers(kafka.bootstrapServers)
+            .topics(topic)
+            .startingOffsets(OffsetsInitializer.earliest())
+            .property("isolation.level", "read_committed")
+            .option("format", "text")
+            .build())
+        .build()
+      val live = Sluice
+        .fromSource(spark, hybrid, null, "history+transactions")
+        .writeStream
+        .format("memory")
+        .queryName("transactions_hybrid")
+        .option("checkpointLocation", tempDir("hybrid-ckpt").toString)
+        .trigger(Trigger.ProcessingTime("100 milliseconds"))
+        .start()
+      def hybridRows() = spark.table("transactions_hybrid").collect().map(_.getString(0)).toSeq
+      val history = Seq("h0", "h1", "h2")
+      try {
+        eventually("the switch and the committed records", live)(hybridRows().size >= 13)
+        processAllAvailable(live)
+        assert(hybridRows().sorted == (history ++ committed).sorted)
+        producer.commit()
+        producer.write(topic, 0, (5 until 10).map(i => s"a$i"))
+        producer.abort()
+        eventually("the transaction committed after the switch", live)(hybridRows().size >= 18)
+        processAllAvailable(live)
+        assert(hybridRows().sorted == (history ++ (0 until 15).map(i => s"c$i")).sorted)
+      } finally live.stop()
       // restarted from its checkpoint: the transaction committed since is added, once
       assert(readAll().sorted == (0 until 15).map(i => s"c$i").sorted)
     } finally producer.close()
