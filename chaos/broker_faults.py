@@ -17,8 +17,13 @@ Beside them (`sasl_ssl_scenario`) a micro-batch query reads as a user with READ 
 its topic only, over the SASL_SSL listener (SCRAM-SHA-512, the brokers' certificates and host
 names verified), under every fault: a secured connection must come back as a plaintext one does.
 
+The reduced run in `make test` has no such fourth driver: its micro-batch query itself reads as
+that user, one topic over SASL_SSL and one over mutual TLS (`secured_micro_scenario`).
+
 Every record must reach the sink once: micro-batch into the file sink (exactly once), real-time
-and continuous into the epoch sink (committed epochs only, a replay replaces its epoch).
+and continuous into the epoch sink (committed epochs only, a replay replaces its epoch). A
+secured query's driver logs Kafka's client configuration (passwords as `[hidden]`), and its logs
+must hold none of the cluster's passwords (`secrets_in_logs`).
 """
 
 from __future__ import annotations
@@ -45,9 +50,13 @@ BATCH_RECORDS = 50  # per micro-batch: a few batches per feed, so a kill lands m
 SINK_WAIT_S = 120
 
 
-def scenarios(modes: list[str]) -> list[Scenario]:
+def scenarios(modes: list[str], cluster: KafkaCluster, secured: bool = False) -> list[Scenario]:
+    """One query per mode, over PLAINTEXT as a super user; with `secured`, the micro-batch one
+    reads over the secured listeners instead (`secured_micro_scenario`)."""
     return [
-        Scenario(
+        secured_micro_scenario(cluster)
+        if secured and mode == "micro"
+        else Scenario(
             f"cluster-{mode}",
             mode,
             [f"cluster-{mode}"],
@@ -57,6 +66,49 @@ def scenarios(modes: list[str]) -> list[Scenario]:
         )
         for mode in modes
     ]
+
+
+def secured_micro_scenario(cluster: KafkaCluster) -> Scenario:
+    """The micro-batch query reading as `reader` (READ and DESCRIBE on its topics only), through
+    the Python builder's `property`: its first topic over SASL_SSL (SCRAM-SHA-512), its second over
+    mutual TLS (the user's client certificate); the brokers' certificates verified. The reduced
+    run's one secured read: the same driver as a plaintext query, so it costs no more JVMs."""
+    sasl, mtls = "cluster-micro", "cluster-micro-mtls"
+    for topic in (sasl, mtls):
+        cluster.grant("reader", topic, ["READ", "DESCRIBE"])
+    return Scenario(
+        "cluster-micro",
+        "micro",
+        [sasl, mtls],
+        per_feed=FEED,
+        partitions=PARTITIONS,
+        settings={
+            "poll_timeout_ms": READER_PATIENCE_MS,
+            "batch_records": BATCH_RECORDS,
+            "bootstrap_by_topic": {sasl: cluster.sasl_ssl_bootstrap(), mtls: cluster.ssl_bootstrap()},
+            "kafka_properties_by_topic": {
+                sasl: cluster.scram_properties("reader"),
+                mtls: cluster.mtls_properties("reader"),
+            },
+            "log_kafka_config": True,
+        },
+    )
+
+
+#: what Kafka's clients log of a secured consumer's configuration: the scan saw it (see below)
+CONFIG_LOGGED = ("sasl.jaas.config = [hidden]", "ssl.keystore.password = [hidden]")
+
+
+def secrets_in_logs(work: Path, secrets: list[str]) -> dict:
+    """The scenario's driver logs (every start's) scanned for the cluster's passwords: which hold
+    one (none may), and whether they hold what Kafka logs of a secured consumer's configuration,
+    which says the scan saw the secured clients' start."""
+    logs = {f.name: f.read_text(encoding="utf-8", errors="replace") for f in sorted(work.glob("*.log"))}
+    return {
+        "logs_scanned": len(logs),
+        "config_logged": [c for c in CONFIG_LOGGED if any(c in text for text in logs.values())],
+        "secrets_in_logs": sorted(name for name, text in logs.items() if any(x in text for x in secrets)),
+    }
 
 
 def sasl_ssl_scenario(cluster: KafkaCluster) -> Scenario:
@@ -76,6 +128,7 @@ def sasl_ssl_scenario(cluster: KafkaCluster) -> Scenario:
             "batch_records": BATCH_RECORDS,
             "bootstrap": cluster.sasl_ssl_bootstrap(),
             "kafka_properties": cluster.scram_properties("reader"),
+            "log_kafka_config": True,
         },
     )
 
@@ -326,13 +379,14 @@ def run_cluster(
     end: Callable,
     drain: Callable,
     extra: list[Scenario] = (),
+    secured: bool = False,
 ) -> dict[str, dict]:
     """The faults above against one query per mode; `end(scenario, driver, config)` drains a
     query still running and checks its sink, `drain(scenario, work)` restarts one from its
-    checkpoint to drain; `extra` scenarios run beside one per mode. Returns each scenario's
-    result."""
+    checkpoint to drain; `extra` scenarios run beside one per mode; `secured`: the micro-batch
+    query reads over SASL_SSL and mutual TLS. Returns each scenario's result."""
     began = time.monotonic()
-    fleet = Fleet(scenarios(modes) + list(extra), cluster, root, driver)
+    fleet = Fleet(scenarios(modes, cluster, secured) + list(extra), cluster, root, driver)
     counts = {s.name: {"broker_kills": 0, "rolling_restarts": 0, "reassignments": 0} for s in fleet.scenarios}
     fleet.start()
     steps: list[Callable[[], None]] = [lambda: leader_kills(fleet, kills, counts)]
@@ -365,6 +419,13 @@ def run_cluster(
         else:
             result = end(s, fleet.drivers[s.name], config)
         result.update(against_topic(s, fleet.configs[s.name], cluster))
+        if s.settings.get("log_kafka_config"):
+            scan = secrets_in_logs(work, cluster.secrets())
+            result.update(scan)
+            if scan["secrets_in_logs"]:
+                fleet.problems.setdefault(s.name, f"a password of the cluster in {scan['secrets_in_logs']}")
+            elif not scan["config_logged"]:
+                fleet.problems.setdefault(s.name, "no Kafka client configuration in the driver's log")
         if s.name in fleet.problems:
             result["failed"] = "; ".join(filter(None, [result.get("failed"), fleet.problems[s.name]]))
         results[s.name] = {**result, **counts[s.name], "seconds": round(time.monotonic() - began, 1)}

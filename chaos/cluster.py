@@ -95,6 +95,38 @@ class KafkaCluster(EmbeddedKafka):
     def sasl_ssl_bootstrap(self) -> str:
         return self.security()["saslSsl"]
 
+    def ssl_bootstrap(self) -> str:
+        """The listeners that require a client certificate (mutual TLS)."""
+        return self.security()["ssl"]
+
+    def mtls_properties(self, user: str) -> dict[str, str]:
+        """Consumer properties reading as `user` over the SSL listener with the user's client
+        certificate (`CN=<user>`, mapped to the principal `user`), the server's certificate and host
+        name verified against the cluster's trust store."""
+        found = self.security()
+        keystore = found["users"][user]
+        return {
+            "security.protocol": "SSL",
+            "ssl.keystore.location": keystore["keystore"],
+            "ssl.keystore.password": keystore["keystorePassword"],
+            "ssl.key.password": keystore["keystorePassword"],
+            "ssl.keystore.type": "PKCS12",
+            "ssl.truststore.location": found["truststore"]["path"],
+            "ssl.truststore.password": found["truststore"]["password"],
+            "ssl.truststore.type": "PKCS12",
+        }
+
+    def secrets(self) -> list[str]:
+        """Every password the cluster made: its users' SCRAM and key store ones and the trust
+        store's (a driver's log must show none)."""
+        found = self.security()
+        users = found["users"].values()
+        return sorted(
+            {u["scramPassword"] for u in users}
+            | {u["keystorePassword"] for u in users}
+            | {found["truststore"]["password"], found["untrustedTruststore"]["password"]}
+        )
+
     def scram_properties(self, user: str) -> dict[str, str]:
         """Consumer properties reading as `user` over the SASL_SSL listener (SCRAM-SHA-512, the
         server's certificate and host name verified against the cluster's trust store)."""

@@ -556,7 +556,8 @@ class ClusterFaults:
     every query restarts from its checkpoint); `beside`: they run beside the other scenarios rather
     than after them (the reduced run, whose wall time `make test` pays; its faults mostly wait on
     broker JVMs); `sasl`: a micro-batch query reading over SASL_SSL (SCRAM-SHA-512) beside them
-    (`chaos.broker_faults.sasl_ssl_scenario`), under every fault."""
+    (`chaos.broker_faults.sasl_ssl_scenario`), under every fault; `secured`: the micro-batch
+    query itself reads over SASL_SSL and mutual TLS (`secured_micro_scenario`: no more drivers)."""
 
     def __init__(
         self,
@@ -567,9 +568,10 @@ class ClusterFaults:
         down: bool,
         beside: bool = False,
         sasl: bool = False,
+        secured: bool = False,
     ) -> None:
         self.modes, self.kills, self.rolling, self.move, self.down = list(modes), kills, rolling, move, down
-        self.beside, self.sasl = beside, sasl
+        self.beside, self.sasl, self.secured = beside, sasl, secured
 
 
 FULL_CLUSTER_FAULTS = ClusterFaults(CLUSTER_MODES, kills=10, rolling=2, move=True, down=True, sasl=True)
@@ -607,7 +609,8 @@ def cluster_scenarios(
         f"chaos: broker faults on the 3-broker cluster under {', '.join(faults.modes) or 'no mode query'}: "
         f"{faults.kills} leader kills, {faults.rolling} rolling restarts, "
         f"reassignments {'yes' if faults.move else 'no'}, whole cluster down {'yes' if faults.down else 'no'}"
-        f"{', a reader over SASL_SSL beside them' if faults.sasl else ''}",
+        f"{', a reader over SASL_SSL beside them' if faults.sasl else ''}"
+        f"{', the micro-batch query over SASL_SSL and mutual TLS' if faults.secured else ''}",
         flush=True,
     )
     return run_cluster(
@@ -622,6 +625,7 @@ def cluster_scenarios(
         end=lambda s, driver, config: end_fault_run(s, driver, config, cluster, root / s.name, restart),
         drain=lambda s, work: drain(s, cluster, work),
         extra=[sasl_ssl_scenario(cluster)] if faults.sasl else [],
+        secured=faults.secured,
     )
 
 

@@ -19,11 +19,12 @@ def committed_epochs(checkpoint: str) -> set[int]:
 
 def committed_positions(checkpoint: str) -> dict[str, int]:
     """Where the last committed batch left each split (its Sluice offset in the offset log): the
-    next offset it reads. Empty before the first commit."""
+    next offset it reads; of every source of the query (a line each, after the log's version and
+    metadata; `-` for one without an offset yet). Empty before the first commit."""
     if not (committed := committed_epochs(checkpoint)):
         return {}
     lines = (Path(checkpoint) / "offsets" / str(max(committed))).read_text().splitlines()
-    return {s["id"]: s["position"] for s in json.loads(lines[-1])["splits"]}
+    return {s["id"]: s["position"] for line in lines[2:] if line != "-" for s in json.loads(line)["splits"]}
 
 
 def topic_partition(split_id: str) -> tuple[str, int]:

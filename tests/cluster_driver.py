@@ -11,7 +11,9 @@ asserts:
   over Spark's RPC. The test writes the records (its broker's client is in its process): the first
   ones before it starts this, partition 0's catch-up when this prints `PAUSED`. Partition 1 starts
   two hours of event time after partition 0, far past the 1-minute drift: its reader must be paused,
-  and resumed once partition 0 catches up."""
+  and resumed once partition 0 catches up. Its source's options hold a password (the test's
+  argument) that the test looks for in the executors' logs.
+- `APP`: the application's id, which names the folder of the executors' logs."""
 
 from __future__ import annotations
 
@@ -117,13 +119,21 @@ def paused_ms(query) -> int:
     )
 
 
-def alignment(spark: SparkSession, root: Path, bootstrap: str) -> dict:
+def alignment(spark: SparkSession, root: Path, bootstrap: str, password: str) -> dict:
     source = (
         KafkaSource.builder()
         .bootstrap_servers(bootstrap)
         .topics(TOPIC)
         .starting_offsets(OffsetsInitializer.earliest())
         .option("kafka.max.poll.records", "10")
+        # a password where a SASL user's would be (the broker's PLAINTEXT listener ignores both):
+        # every executor's consumer gets it, and the test looks for it in their logs
+        .property(
+            "sasl.jaas.config",
+            "org.apache.kafka.common.security.scram.ScramLoginModule required "
+            f'username="reader" password="{password}";',
+        )
+        .property("ssl.truststore.password", password)
         .build()
     )
     strategy = WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(
@@ -168,7 +178,7 @@ def alignment(spark: SparkSession, root: Path, bootstrap: str) -> dict:
     }
 
 
-def main(root: Path, bootstrap: str) -> None:
+def main(root: Path, bootstrap: str, password: str) -> None:
     builder = (
         SparkSession.builder.master("local-cluster[2,1,768]")
         .appName("sluice-secured-cluster")
@@ -186,10 +196,12 @@ def main(root: Path, bootstrap: str) -> None:
     spark.sparkContext.setLogLevel("ERROR")
     jvm = spark._jvm  # noqa: SLF001
     wait_for("two executors", lambda: jvm.org.apache.spark.sluice.ExecutorLocations.sorted().size() >= 2)
+    # where the executors' logs are: <the worker's directory>/<application id>/<executor id>/
+    report("APP", {"id": spark.sparkContext.applicationId})
     # a check that fails reports its error and lets the next one run on the same cluster
     for check, run in (
         ("LOCALITY", lambda: locality(spark, root)),
-        ("ALIGNMENT", lambda: alignment(spark, root, bootstrap)),
+        ("ALIGNMENT", lambda: alignment(spark, root, bootstrap, password)),
     ):
         try:
             report(check, run())
@@ -199,4 +211,4 @@ def main(root: Path, bootstrap: str) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), sys.argv[2])
+    main(Path(sys.argv[1]), sys.argv[2], sys.argv[3])

@@ -107,6 +107,14 @@ def kafka(args: dict[str, Any]) -> dict[str, Any]:
         .topics(args["topic"])
         .starting_offsets(OffsetsInitializer.earliest())
         .stopping_offsets(OffsetsInitializer.latest())
+        # a password in the request's plan, as a SASL user's would be (the broker's PLAINTEXT
+        # listener ignores both): test_connect.py looks for it where the server writes
+        .property(
+            "sasl.jaas.config",
+            "org.apache.kafka.common.security.scram.ScramLoginModule required "
+            f'username="reader" password="{args["password"]}";',
+        )
+        .property("ssl.truststore.password", args["password"])
         .build()
     )
     rows = run_to_end(spark, source, "connect_kafka")

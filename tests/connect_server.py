@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyspark
@@ -42,8 +43,9 @@ def readme_command(script: str) -> str:
     return " ".join(line.rstrip("\\").strip() for line in found.group(0).splitlines())
 
 
-def local_settings(port: int) -> list[str]:
-    """What the test adds to the README's command: where to listen, and a size for a shared machine."""
+def local_settings(port: int, ui_port: int, events: Path) -> list[str]:
+    """What the test adds to the README's command: where to listen, a size for a shared machine, and
+    the event log and UI on a free port, where the test looks for secrets (test_connect.py)."""
     return [
         "--master",
         "local[2]",
@@ -56,7 +58,15 @@ def local_settings(port: int) -> list[str]:
         "--conf",
         "spark.sql.shuffle.partitions=2",
         "--conf",
-        "spark.ui.enabled=false",
+        f"spark.ui.port={ui_port}",
+        "--conf",
+        "spark.ui.showConsoleProgress=false",
+        "--conf",
+        "spark.eventLog.enabled=true",
+        "--conf",
+        "spark.eventLog.compress=false",  # text, read as the test reads it
+        "--conf",
+        f"spark.eventLog.dir={events.as_uri()}",
     ]
 
 
@@ -93,12 +103,29 @@ def _tail(workdir: Path, lines: int = 60) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
+@dataclass(frozen=True)
+class ConnectServer:
+    """A running server: its address, its UI's and where it writes its log and event log."""
+
+    url: str
+    ui: str
+    workdir: Path
+    events: Path
+
+    def log_text(self) -> str:
+        """The server's log (spark-daemon.sh's ``*.out``) and its event log, as they are now."""
+        files = [*self.workdir.glob("*.out"), *self.events.rglob("*")]
+        return "".join(f.read_text(encoding="utf-8", errors="replace") for f in files if f.is_file())
+
+
 @contextlib.contextmanager
-def connect_server(workdir: Path) -> Iterator[str]:
-    """Runs a Connect server until the block ends; yields its ``sc://127.0.0.1:<port>`` address."""
-    port = free_port()
+def connect_server(workdir: Path) -> Iterator[ConnectServer]:
+    """Runs a Connect server until the block ends; yields where it listens and writes."""
+    port, ui_port = free_port(), free_port()
     env = _environment(workdir, port)
-    start = f"{readme_command(START)} {shlex.join(local_settings(port))}"
+    events = workdir / "events"
+    events.mkdir()
+    start = f"{readme_command(START)} {shlex.join(local_settings(port, ui_port, events))}"
 
     def stop() -> None:
         subprocess.run(
@@ -131,7 +158,7 @@ def connect_server(workdir: Path) -> Iterator[str]:
                     f"the Connect server did not listen within {START_TIMEOUT_S} s:\n{_tail(workdir)}"
                 )
             time.sleep(0.5)
-        yield f"sc://127.0.0.1:{port}"
+        yield ConnectServer(f"sc://127.0.0.1:{port}", f"http://127.0.0.1:{ui_port}", workdir, events)
     finally:
         stop()
         deadline = time.monotonic() + STOP_TIMEOUT_S

@@ -3,9 +3,11 @@ killed once at random and once, deterministically, between its switch being logg
 (the driver's fault injection halts it there), an aligned group, a continuous and a real-time query killed once each, an executor
 JVM killed under a local-cluster query, the broker restarted under a reading query, records
 deleted below the read position under failOnDataLoss=true (which must do nothing), and on the
-3-broker cluster a partition leader killed under a micro-batch query, then the whole cluster down
-(the query must fail in time naming the cause and the option, and its restart read on once the
-cluster is back; rolling restarts and reassignments are `make chaos`'s); every
+3-broker cluster a partition leader killed under a micro-batch query that reads through the Python
+builder as a user of READ and DESCRIBE only, one topic over SASL_SSL and one over mutual TLS, and
+whose driver's log holds none of the cluster's passwords, then the whole cluster down (the query
+must fail in time naming the cause and the option, and its restart read on once the cluster is
+back; rolling restarts and reassignments are `make chaos`'s); every
 sink must hold every record exactly once. The queries that live through a fault drain themselves
 here; `make chaos` restarts them.
 
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import pytest
 
-from chaos.broker_faults import DOWN_FAILURE_S, clear_failure
+from chaos.broker_faults import CONFIG_LOGGED, DOWN_FAILURE_S, clear_failure
 from chaos.run import ClusterFaults, run
 
 pytestmark = pytest.mark.slow
@@ -34,11 +36,14 @@ def _check(result: dict, scenarios: set[str]) -> None:
     assert all(r["records"] > 0 for r in result["details"].values()), details
 
 
-#: the reduced broker faults: one leader kill under a micro-batch query, then the whole cluster
-#: down (the query fails, and a restart from its checkpoint reads on once the cluster is back),
-#: beside the other scenarios (they mostly wait on broker JVMs); a rolling restart restarts three
-#: JVMs, which make test's 15 minutes cannot pay for: make chaos runs two per mode
-REDUCED_CLUSTER = ClusterFaults(("micro",), kills=1, rolling=0, move=False, down=True, beside=True)
+#: the reduced broker faults: one leader kill under a micro-batch query reading over both secured
+#: listeners, then the whole cluster down (the query fails, and a restart from its checkpoint reads
+#: on once the cluster is back), beside the other scenarios (they mostly wait on broker JVMs); a
+#: rolling restart restarts three JVMs, which make test's 15 minutes cannot pay for: make chaos
+#: runs two per mode
+REDUCED_CLUSTER = ClusterFaults(
+    ("micro",), kills=1, rolling=0, move=False, down=True, beside=True, secured=True
+)
 
 
 def test_kills_broker_faults_and_deletions_lose_and_duplicate_nothing() -> None:
@@ -86,6 +91,11 @@ def test_kills_broker_faults_and_deletions_lose_and_duplicate_nothing() -> None:
     assert clear_failure(cluster["cluster_down"]) is None, cluster
     assert cluster["failed_after_s"] <= DOWN_FAILURE_S, cluster
     assert cluster["restarts"] == 1, cluster
+    # read over both secured listeners (every record once, above); Kafka's clients logged their
+    # configuration with the SCRAM login and the key store password hidden, and no log of the
+    # driver holds a password of the cluster
+    assert cluster["config_logged"] == list(CONFIG_LOGGED), cluster
+    assert cluster["logs_scanned"] >= 1 and cluster["secrets_in_logs"] == [], cluster
     executors = result["details"]["executors"]
     # the kill cut a running task (the scenario kills again until one does, or fails)
     assert executors["kills_inside_tasks"] == 1, executors

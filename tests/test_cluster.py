@@ -2,13 +2,16 @@
 `spark.authenticate=true` and `spark.network.crypto.enabled=true` (tests/cluster_driver.py runs
 the checks on it, one after the other, and prints a result per check): a compressed file is
 decompressed from its start once over many batches, and live alignment pauses and resumes a
-partition over authenticated, encrypted RPC."""
+partition over authenticated, encrypted RPC, its Kafka source's options holding a planted password
+that neither the executors' logs nor the driver's may show."""
 
 from __future__ import annotations
 
 import json
 import os
 import queue
+import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,6 +27,8 @@ from cluster_driver import BASE, HOURS, STEP, TOPIC, records  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
+#: the password the driver plants in its Kafka source's options (test_no_planted_password_...)
+PLANTED = "planted-" + secrets.token_hex(8)
 # how long the driver may stay silent: its cluster start and each check take well under it
 SILENCE_S = 400
 
@@ -46,6 +51,7 @@ def results(tmp_path_factory: pytest.TempPathFactory, kafka: EmbeddedKafka) -> d
                 str(Path(__file__).with_name("cluster_driver.py")),
                 str(root),
                 kafka.bootstrap_servers,
+                PLANTED,
             ],
             env=env,
             stdin=subprocess.PIPE,
@@ -70,7 +76,7 @@ def results(tmp_path_factory: pytest.TempPathFactory, kafka: EmbeddedKafka) -> d
                     kafka.produce(TOPIC, records(0, BASE, HOURS // STEP, HOURS // STEP + 100))
                     driver.stdin.write("go\n")
                     driver.stdin.flush()
-                elif check in ("LOCALITY", "ALIGNMENT"):
+                elif check in ("LOCALITY", "ALIGNMENT", "APP"):
                     found[check] = json.loads(text)
             driver.wait(timeout=SILENCE_S)
         except queue.Empty:
@@ -82,6 +88,14 @@ def results(tmp_path_factory: pytest.TempPathFactory, kafka: EmbeddedKafka) -> d
                 os.killpg(driver.pid, signal.SIGKILL)
                 driver.wait()
     assert driver.returncode == 0, log.read_text()[-4000:]
+    # the executors' logs: local-cluster's worker keeps them under SPARK_HOME/work (it takes no other
+    # directory outside Spark's own tests), read here and removed
+    app = Path(env["SPARK_HOME"]) / "work" / found["APP"]["id"]
+    try:
+        logs = {str(f.relative_to(app)): f.read_text(errors="replace") for f in sorted(app.glob("*/std*"))}
+    finally:
+        shutil.rmtree(app, ignore_errors=True)
+    found["LOGS"] = {"executors": logs, "driver": log.read_text(errors="replace")}
     return found
 
 
@@ -109,3 +123,14 @@ def test_real_time_alignment_pauses_and_resumes_on_an_authenticated_encrypted_cl
     assert result["ahead_while_paused"] <= 50, result
     # resumed: every record of both partitions, once
     assert result["rows_exact"], result
+
+
+def test_no_planted_password_in_the_executors_or_the_drivers_log(results: dict[str, dict]) -> None:
+    logs = results["LOGS"]
+    executors = logs["executors"]
+    # both executors logged (at Spark's default level, INFO), the consumers' configuration
+    # included: Kafka lists every property it was given, password values as [hidden]
+    assert {name.split("/")[0] for name in executors} >= {"0", "1"}, sorted(executors)
+    assert any("sasl.jaas.config = [hidden]" in text for text in executors.values()), sorted(executors)
+    assert [name for name, text in executors.items() if PLANTED in text] == []
+    assert PLANTED not in logs["driver"]

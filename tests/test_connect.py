@@ -7,27 +7,38 @@ rows are compared with what was written."""
 from __future__ import annotations
 
 import json
+import secrets
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from connect_server import connect_server
+from connect_server import ConnectServer, connect_server
 from sluice.testing import EmbeddedKafka
 
 CLIENT = Path(__file__).with_name("connect_client.py")
 MINUTE = 60_000
 START_MS = 1_700_000_000_000  # the event time connect_client.skewed() starts at
 pytestmark = pytest.mark.slow
+#: the password the Kafka client plants in its source's options (test_secrets_...)
+PLANTED = "planted-" + secrets.token_hex(8)
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with connect_server(tmp_path_factory.mktemp("connect")) as url:
-        yield url
+def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConnectServer]:
+    with connect_server(tmp_path_factory.mktemp("connect")) as found:
+        yield found
+
+
+@pytest.fixture(scope="module")
+def server(running: ConnectServer) -> str:
+    return running.url
 
 
 def client(scenario: str, tmp_path: Path, **arguments: Any) -> dict[str, Any]:
@@ -63,7 +74,10 @@ def test_generator_query_reads_every_record_through_the_server(server: str, tmp_
     assert seen["at_start_class"] == ["SLUICE_INVALID_CONFIGURATION", "SluiceConfigError"]
 
 
-def test_kafka_query_reads_what_the_broker_holds(server: str, kafka: EmbeddedKafka, tmp_path: Path) -> None:
+def test_kafka_query_reads_what_the_broker_holds(
+    running: ConnectServer, kafka: EmbeddedKafka, tmp_path: Path
+) -> None:
+    server = running.url
     kafka.create_topic("connect-raw", partitions=3)
     records = [
         {
@@ -75,7 +89,14 @@ def test_kafka_query_reads_what_the_broker_holds(server: str, kafka: EmbeddedKaf
         for i in range(150)
     ]
     kafka.produce("connect-raw", records)
-    seen = client("kafka", tmp_path, url=server, bootstrap=kafka.bootstrap_servers, topic="connect-raw")
+    seen = client(
+        "kafka",
+        tmp_path,
+        url=server,
+        bootstrap=kafka.bootstrap_servers,
+        topic="connect-raw",
+        password=PLANTED,
+    )
     expected = sorted(
         (
             [r["key"], r["value"], "connect-raw", r["partition"], i // 3, r["timestamp"]]
@@ -89,6 +110,30 @@ def test_kafka_query_reads_what_the_broker_holds(server: str, kafka: EmbeddedKaf
     assert seen["batch_columns"][-1] == "event_time"
     assert seen["unbounded"] is not None and "give the Kafka source stopping offsets" in seen["unbounded"]
     assert seen["unbounded_class"] == ["SLUICE_INVALID_CONFIGURATION", "SluiceConfigError"]
+    # the source's options held a planted password (kafka.sasl.jaas.config and a store password):
+    # the server recorded the requests' plans (the statement of each in its event log and Connect
+    # UI tab, the jobs' descriptions and call sites) without it
+    events = wait_for_statement(running, "connect-raw")
+    assert PLANTED not in events
+    assert REDACTED in events
+    # the UI: the Connect tab's statements, each SQL execution's details
+    # (the request's plan as the call site) and the jobs
+    statements = ui_page(running, "/connect/")
+    assert "connect-raw" in statements and REDACTED in statements, statements[-2000:]
+    pages = {
+        "/connect/": statements,
+        "/jobs/": ui_page(running, "/jobs/"),
+        "/SQL/": ui_page(running, "/SQL/"),
+    }
+    (app,) = json.loads(ui_page(running, "/api/v1/applications"))
+    executions = json.loads(ui_page(running, f"/api/v1/applications/{app['id']}/sql"))
+    assert executions, "the server ran no SQL execution"
+    for execution in executions:
+        pages[f"/SQL/execution/?id={execution['id']}"] = ui_page(
+            running, f"/SQL/execution/?id={execution['id']}"
+        )
+    assert [p for p, text in pages.items() if PLANTED in text] == []
+    assert PLANTED not in running.log_text()
 
 
 def test_hybrid_switches_from_files_to_kafka_at_a_declarative_start(
@@ -166,3 +211,29 @@ def test_watermark_strategies_auto_drift_status_and_plot(server: str, tmp_path: 
 
 def iso(seconds: int) -> str:
     return datetime.fromtimestamp(seconds, tz=UTC).isoformat()
+
+
+#: what Spark puts where `spark.sql.redaction.string.regex` matched (Utils.REDACTION_REPLACEMENT_TEXT)
+REDACTED = "*********(redacted)"
+
+
+def wait_for_statement(running: ConnectServer, text: str, timeout: float = 60) -> str:
+    """The server's log and event log once its event log holds a Connect statement with `text`
+    (the listener bus writes it a little after the request ran)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = running.log_text()
+        if any(
+            "SparkListenerConnectOperationStarted" in line and text in line for line in found.splitlines()
+        ):
+            return found
+        assert time.monotonic() < deadline, f"no Connect statement with {text!r} in the event log"
+        time.sleep(0.2)
+
+
+def ui_page(running: ConnectServer, page: str) -> str:
+    try:
+        with urllib.request.urlopen(running.ui + page, timeout=30) as response:
+            return response.read().decode("utf-8", errors="replace")
+    except urllib.error.HTTPError as e:
+        raise AssertionError(f"the server's UI answered {e.code} to {page}") from e
