@@ -5,9 +5,8 @@ JVM killed under a local-cluster query, the broker restarted under a reading que
 deleted below the read position under failOnDataLoss=true (which must do nothing), and on the
 3-broker cluster a partition leader killed under a micro-batch query that reads through the Python
 builder as a user of READ and DESCRIBE only, one topic over SASL_SSL and one over mutual TLS, and
-whose driver's log holds none of the cluster's passwords, then the whole cluster down (the query
-must fail in time naming the cause and the option, and its restart read on once the cluster is
-back; rolling restarts and reassignments are `make chaos`'s); every
+whose driver's log holds none of the cluster's passwords (rolling restarts, reassignments and the
+whole cluster down are `make chaos`'s); every
 sink must hold every record exactly once. The queries that live through a fault drain themselves
 here; `make chaos` restarts them.
 
@@ -20,7 +19,7 @@ from __future__ import annotations
 
 import pytest
 
-from chaos.broker_faults import CONFIG_LOGGED, DOWN_FAILURE_S, clear_failure
+from chaos.broker_faults import CONFIG_LOGGED
 from chaos.run import ClusterFaults, run
 
 pytestmark = pytest.mark.slow
@@ -37,12 +36,12 @@ def _check(result: dict, scenarios: set[str]) -> None:
 
 
 #: the reduced broker faults: one leader kill under a micro-batch query reading over both secured
-#: listeners, then the whole cluster down (the query fails, and a restart from its checkpoint reads
-#: on once the cluster is back), beside the other scenarios (they mostly wait on broker JVMs); a
-#: rolling restart restarts three JVMs, which make test's 15 minutes cannot pay for: make chaos
-#: runs two per mode
+#: listeners, beside the other scenarios (they mostly wait on broker JVMs); a rolling restart
+#: restarts three JVMs and the whole cluster down waits out the driver's 60 s look-up, then starts
+#: three (a fresh clone measured the latter at +120 s of the lane, +27 CPU-s), which make test's 15
+#: minutes cannot pay for: make chaos runs both in every mode
 REDUCED_CLUSTER = ClusterFaults(
-    ("micro",), kills=1, rolling=0, move=False, down=True, beside=True, secured=True
+    ("micro",), kills=1, rolling=0, move=False, down=False, beside=True, secured=True
 )
 
 
@@ -85,12 +84,6 @@ def test_kills_broker_faults_and_deletions_lose_and_duplicate_nothing() -> None:
     cluster = result["details"]["cluster-micro"]
     # the node killed led a partition the query read
     assert (cluster["broker_kills"], cluster["rolling_restarts"]) == (1, 0), cluster
-    # the whole cluster down: the query failed in time, saying why and what to check (the
-    # harness records a failure that does not as the scenario's, which _check refuses too), and
-    # was restarted from its checkpoint once the cluster was back (_check: every record once)
-    assert clear_failure(cluster["cluster_down"]) is None, cluster
-    assert cluster["failed_after_s"] <= DOWN_FAILURE_S, cluster
-    assert cluster["restarts"] == 1, cluster
     # read over both secured listeners (every record once, above); Kafka's clients logged their
     # configuration with the SCRAM login and the key store password hidden, and no log of the
     # driver holds a password of the cluster

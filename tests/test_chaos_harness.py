@@ -202,3 +202,13 @@ def test_the_comparison_with_the_topic_counts_reads_past_what_the_topic_holds(tm
     _read_by_micro_batch(config, [*scenario.expected, one, one, two])
     found = against_topic(scenario, config, fleet.cluster)
     assert (found["duplicated"], found["read_twice"], found["not_written"]) == (3, [one, two], [])
+
+
+def test_a_cluster_down_failure_is_clear_only_naming_sluice_the_cause_and_the_option() -> None:
+    """`make chaos` fails a query that, the whole cluster down, failed without saying so (make test's
+    reduced run no longer takes the cluster down: this keeps its check honest between chaos runs)."""
+    clear = "KafkaSource: no broker of kafka.bootstrap.servers (127.0.0.1:1) answered: the brokers are unreachable"
+    assert broker_faults.clear_failure(clear) is None
+    kafka_only = "org.apache.kafka.common.errors.TimeoutException: Timed out waiting for a node assignment"
+    unclear = broker_faults.clear_failure(kafka_only)
+    assert unclear is not None and "'KafkaSource:'" in unclear and "'kafka.bootstrap.servers'" in unclear

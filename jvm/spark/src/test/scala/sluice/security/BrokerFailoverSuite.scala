@@ -94,7 +94,8 @@ class BrokerFailoverSuite extends AnyFunSuite with SparkSuiteBase {
 
   test(
     "micro-batch: writes refused by min.insync.replicas (NotEnoughReplicas) for longer than the reader's patience; no failure, no skip, every record once after",
-    Slow) {
+    Slow,
+    FaultRun) {
     val topic = "insync-refused"
     cluster.kafka.createTopic(topic, partitions = 1)
     // The cluster's controllers are its three nodes (a combined quorum): two of them down leave
