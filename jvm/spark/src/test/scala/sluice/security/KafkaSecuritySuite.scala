@@ -371,6 +371,12 @@ class KafkaSecuritySuite extends AnyFunSuite with SparkSuiteBase {
         Seq("could not open the key store", "kafka.ssl.keystore.password"),
         Seq("kafka.ssl.truststore.password")),
       (
+        "a wrong key password",
+        tls() + ("kafka.ssl.key.password" -> wrong),
+        topic,
+        Seq("could not read the private key", "kafka.ssl.key.password"),
+        Seq("kafka.ssl.truststore.password", "could not open the key store")),
+      (
         "a wrong trust store password",
         scram() + ("kafka.ssl.truststore.password" -> wrong),
         topic,

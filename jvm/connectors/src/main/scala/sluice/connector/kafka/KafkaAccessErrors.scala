@@ -80,8 +80,39 @@ private[kafka] object KafkaAccessErrors {
           "or remove kafka.group.id (Sluice needs no group: it commits no offsets to Kafka).",
         g)
     case other =>
-      unreadableStore(other, config).getOrElse(other)
+      unreadableStore(other, config).orElse(unreadableKey(other, config)).getOrElse(other)
   }
+
+  /**
+   * The key store opened but its private key did not: Kafka hands the key's password to the
+   * JDK's key manager while it builds the client (`KeyManagerFactory.init`, which raises
+   * `UnrecoverableKeyException`), so the store's password was right and the key's is wrong -
+   * `kafka.ssl.key.password`, or the store's when that is unset (keytool's PKCS12 stores use
+   * the store's password for the key as well). A store that did not open is not this case
+   * (its chain holds the same JDK exception): [[unreadableStore]] tells it, or leaves it as
+   * Kafka said it when the options name no such store.
+   */
+  private def unreadableKey(e: Throwable, config: KafkaConfig): Option[Throwable] =
+    causes(e).collectFirst { case k: java.security.UnrecoverableKeyException => k }.collect {
+      case key if hasKeyStore(config) && !causes(e).exists(failedStoreLoad) =>
+        val tried =
+          if (property(config, "ssl.key.password").nonEmpty)
+            "The password in kafka.ssl.key.password does not open it: give the key's own " +
+              "password (a PKCS12 store made by keytool uses the store's password for its key)."
+          else
+            "kafka.ssl.key.password is not set, so the store's password " +
+              "(kafka.ssl.keystore.password) was tried and does not open the key: set " +
+              "kafka.ssl.key.password to the key's own password."
+        val why = Option(key.getMessage)
+          .map(_.trim.stripSuffix("."))
+          .filter(_.nonEmpty)
+          .getOrElse("the key is unreadable")
+        SluiceError.sourceFault(
+          "KafkaSource: could not read the private key in the key store of " +
+            "kafka.ssl.keystore.location " +
+            s"(${property(config, "ssl.keystore.location").getOrElse("")}): $why. $tried",
+          e)
+    }
 
   /**
    * The client could not even be built: Kafka could not open the key or trust store file
@@ -92,9 +123,7 @@ private[kafka] object KafkaAccessErrors {
   private def unreadableStore(e: Throwable, config: KafkaConfig): Option[Throwable] =
     causes(e)
       .collectFirst {
-        case k: org.apache.kafka.common.KafkaException
-            if Option(k.getMessage).exists(_.startsWith(StoreLoadPrefix)) =>
-          k
+        case k: org.apache.kafka.common.KafkaException if failedStoreLoad(k) => k
       }
       .flatMap { failed =>
         val said = failed.getMessage
@@ -133,6 +162,10 @@ private[kafka] object KafkaAccessErrors {
 
   /** How Kafka's clients begin the message of a key or trust store they could not load. */
   private val StoreLoadPrefix = "Failed to load SSL keystore "
+
+  private def failedStoreLoad(t: Throwable): Boolean =
+    t.isInstanceOf[org.apache.kafka.common.KafkaException] &&
+      Option(t.getMessage).exists(_.startsWith(StoreLoadPrefix))
 
   /** Why a TLS handshake failed, read from the exceptions' messages, and what fixes it. */
   private[kafka] def tlsHint(e: Throwable, config: KafkaConfig): String = {

@@ -157,4 +157,40 @@ class KafkaAccessErrorsSuite extends AnyFunSuite {
     val other = unopened("elsewhere.p12", wrongPassword)
     assert(KafkaAccessErrors.explain(other, mutualTls, KafkaAccessErrors.Describe) eq other)
   }
+
+  test("a key store that opens but whose key will not names kafka.ssl.key.password") {
+    // what Kafka's DefaultSslEngineFactory raises when KeyManagerFactory.init gets a wrong key
+    // password: the JDK's exception wrapped as it is, no "Failed to load SSL keystore" around it
+    val unrecoverable = new java.security.UnrecoverableKeyException(
+      "Get Key failed: Given final block not properly padded.")
+    val keyRefused = new org.apache.kafka.common.KafkaException(
+      "Failed to create new KafkaAdminClient",
+      new org.apache.kafka.common.KafkaException(unrecoverable))
+    val withKeyPassword = config(
+      "kafka.security.protocol" -> "SSL",
+      "kafka.ssl.keystore.location" -> "reader.p12",
+      "kafka.ssl.key.password" -> "secret-key-password",
+      "kafka.ssl.truststore.location" -> "truststore.p12")
+    assertSays(
+      explained(keyRefused, withKeyPassword),
+      "could not read the private key in the key store of kafka.ssl.keystore.location " +
+        "(reader.p12)",
+      "Get Key failed",
+      "The password in kafka.ssl.key.password does not open it")(
+      "secret-key-password",
+      "kafka.ssl.truststore",
+      "could not open the key store")
+    assertSays(
+      explained(keyRefused, mutualTls),
+      "kafka.ssl.key.password is not set",
+      "kafka.ssl.keystore.password")()
+    // a store whose own password is wrong is told as that store, though its chain holds the
+    // JDK's UnrecoverableKeyException too
+    assertSays(
+      explained(unopened("reader.p12", wrongPassword), withKeyPassword),
+      "could not open the key store")("private key")
+    // without a key store of the options it is not theirs to explain
+    assert(
+      KafkaAccessErrors.explain(keyRefused, oneWayTls, KafkaAccessErrors.Describe) eq keyRefused)
+  }
 }
