@@ -157,7 +157,7 @@ private[kafka] final class KafkaAdminLookups(config: KafkaConfig) extends AutoCl
           throw SluiceError.sourceFault(
             s"KafkaSource: could not look up offsets of ${partitions.size} partition(s): no " +
               s"answer after ${elapsedSeconds(started)} s ($attempts attempt(s), each asking " +
-              s"the partitions' leaders anew); $Unreachable A look-up that is slow but healthy (timestamps in " +
+              s"the partitions' leaders anew); $unreachable A look-up that is slow but healthy (timestamps in " +
               s"tiered storage) gets longer with kafka.default.api.timeout.ms (now $limitMs ms " +
               "in all).",
             lastTimeout)
@@ -240,6 +240,14 @@ private[kafka] final class KafkaAdminLookups(config: KafkaConfig) extends AutoCl
     val started = System.nanoTime()
     try body
     catch {
+      case e: ExecutionException
+          if e.getCause.isInstanceOf[org.apache.kafka.common.errors.TimeoutException] =>
+        // the Admin client's own time-out ("Timed out waiting for a node assignment" when no
+        // broker answers at all): as unreachable as no answer within our wait
+        throw SluiceError.sourceFault(
+          s"KafkaSource: could not $what: ${e.getCause.getMessage} (after " +
+            s"${elapsedSeconds(started)} s); $unreachable",
+          e.getCause)
       case e: ExecutionException =>
         KafkaAccessErrors.explain(e.getCause, config, access) match {
           case refusal: SluiceError => throw refusal
@@ -255,10 +263,17 @@ private[kafka] final class KafkaAdminLookups(config: KafkaConfig) extends AutoCl
       case e: java.util.concurrent.TimeoutException =>
         throw SluiceError.sourceFault(
           s"KafkaSource: could not $what: no answer after ${elapsedSeconds(started)} s; " +
-            Unreachable,
+            unreachable,
           e)
     }
   }
+
+  /** What no answer at all may mean: the servers asked, by the option's name and value (no secret). */
+  private def unreachable: String =
+    "are the brokers reachable at kafka.bootstrap.servers=" +
+      s"${config.consumerProperties.getOrElse("bootstrap.servers", "")} (up, on those hosts and " +
+      "ports), and is kafka.security.protocol the protocol of the listener on that port (a TLS " +
+      "or SASL client against a PLAINTEXT port, or the reverse, gets no answer)?"
 
   override def close(): Unit = if (adminClient != null) {
     try adminClient.close(java.time.Duration.ofSeconds(5))
@@ -288,12 +303,6 @@ private object KafkaAdminLookups {
     val planned = OffsetsAttemptsMs.lift(index).getOrElse(Long.MaxValue)
     math.max(1L, math.min(leftMs, math.max(planned, userTimeoutMs.getOrElse(0L))))
   }
-
-  /** What no answer at all may mean. */
-  private val Unreachable =
-    "are the brokers reachable at kafka.bootstrap.servers, and is kafka.security.protocol the " +
-      "protocol of the listener on that port (a TLS or SASL client against a PLAINTEXT port, or " +
-      "the reverse, gets no answer)?"
 
   private def elapsedSeconds(startedNanos: Long): String =
     f"${(System.nanoTime() - startedNanos) / 1e9}%.1f"

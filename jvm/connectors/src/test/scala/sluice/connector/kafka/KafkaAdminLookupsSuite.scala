@@ -36,4 +36,30 @@ class KafkaAdminLookupsSuite extends AnyFunSuite {
     assert(attemptMs(0, 3000L, None) == 3000L)
     assert(attemptMs(5, 0L, None) == 1L)
   }
+
+  test(
+    "no broker answering: the partitions' look-up names kafka.bootstrap.servers and its value") {
+    // a port nothing listens on: the Admin client's own time-out ("Timed out waiting for a node
+    // assignment") ends the call; the message must say where the brokers were looked for
+    val port = {
+      val socket = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress)
+      try socket.getLocalPort
+      finally socket.close()
+    }
+    val config = KafkaConfig.fromOptions(
+      Map(
+        "kafka.bootstrap.servers" -> s"127.0.0.1:$port",
+        "subscribe" -> "events",
+        "kafka.default.api.timeout.ms" -> "1500",
+        "kafka.request.timeout.ms" -> "1000"))
+    val lookups = new KafkaAdminLookups(config)
+    val message =
+      try intercept[sluice.errors.SluiceRuntimeException](lookups.partitions()).getMessage
+      finally lookups.close()
+    Seq(
+      "could not list topics and partitions",
+      "Timed out",
+      s"kafka.bootstrap.servers=127.0.0.1:$port",
+      "reachable").foreach(word => assert(message.contains(word), s"'$word' not in: $message"))
+  }
 }
