@@ -206,6 +206,15 @@ def _run_long(spark: SparkSession, config: dict) -> None:
     query.stop()
 
 
+def _log_at_info(spark: SparkSession, *loggers: str) -> None:
+    """Sets the log4j loggers named to INFO in this driver (they log what the checker reads)."""
+    jvm = spark._jvm
+    for logger in loggers:
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+            logger, jvm.org.apache.logging.log4j.Level.INFO
+        )
+
+
 def main(argv: list[str]) -> int:
     config = json.loads(Path(argv[1]).read_text())
     master = config.get("master", "local[2]")
@@ -224,25 +233,17 @@ def main(argv: list[str]) -> int:
     if master.startswith("local-cluster"):
         # tasks lost with their executor, and stages re-run for the shuffle output lost with it,
         # are logged by these two: the checker counts them
-        jvm = spark._jvm
-        for logger in (
-            "org.apache.spark.scheduler.TaskSetManager",
-            "org.apache.spark.scheduler.DAGScheduler",
-        ):
-            jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
-                logger, jvm.org.apache.logging.log4j.Level.INFO
-            )
+        _log_at_info(
+            spark, "org.apache.spark.scheduler.TaskSetManager", "org.apache.spark.scheduler.DAGScheduler"
+        )
     if config.get("log_kafka_config"):
         # Kafka's clients log their configuration (passwords as [hidden]) at INFO: the harness
         # checks that a secured scenario's log holds it and none of the cluster's passwords
-        jvm = spark._jvm
-        for logger in (
+        _log_at_info(
+            spark,
             "org.apache.kafka.clients.consumer.ConsumerConfig",
             "org.apache.kafka.clients.admin.AdminClientConfig",
-        ):
-            jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
-                logger, jvm.org.apache.logging.log4j.Level.INFO
-            )
+        )
     if config["mode"] == "realtime":
         spark.conf.set("spark.sql.streaming.realTimeMode.minBatchDuration", "1s")
     try:

@@ -120,19 +120,18 @@ def test_repr_hides_credentials() -> None:
     assert "127.0.0.1:9" in text
 
 
-def _read(spark: SparkSession, source: KafkaSource, table: str, options: dict | None = None) -> list:
-    """Every row `source` gives up to its end, through an AvailableNow query into a memory table."""
-    query = (
-        sluice.from_source(spark, source, name=table, options=options)
-        .writeStream.format("memory")
-        .queryName(table)
-        .trigger(availableNow=True)
-        .start()
-    )
+def _to_memory(spark: SparkSession, df: DataFrame, table: str) -> list:
+    """Every row of streaming `df` up to its end, through an AvailableNow query into memory table `table`."""
+    query = df.writeStream.format("memory").queryName(table).trigger(availableNow=True).start()
     assert query.awaitTermination(120), "the query did not end within 120 s"
     if query.exception() is not None:
         raise query.exception()
     return spark.table(table).collect()
+
+
+def _read(spark: SparkSession, source: KafkaSource, table: str, options: dict | None = None) -> list:
+    """Every row `source` gives up to its end."""
+    return _to_memory(spark, sluice.from_source(spark, source, name=table, options=options), table)
 
 
 def _bounded(kafka: EmbeddedKafka) -> KafkaSource:
@@ -237,17 +236,8 @@ def _labelled(spark: SparkSession, sources: dict[str, KafkaSource]) -> DataFrame
 
 def _read_labelled(spark: SparkSession, sources: dict[str, KafkaSource], table: str) -> Counter:
     """(label, partition, offset, value) of every row the bounded sources give, as a multiset."""
-    query = (
-        _labelled(spark, sources)
-        .writeStream.format("memory")
-        .queryName(table)
-        .trigger(availableNow=True)
-        .start()
-    )
-    assert query.awaitTermination(120), "the query did not end within 120 s"
-    if query.exception() is not None:
-        raise query.exception()
-    return Counter((r.label, r.partition, r.offset, r.value.decode()) for r in spark.table(table).collect())
+    rows = _to_memory(spark, _labelled(spark, sources), table)
+    return Counter((r.label, r.partition, r.offset, r.value.decode()) for r in rows)
 
 
 def test_per_partition_timestamps_start_and_stop_and_a_stop_timestamp(

@@ -27,6 +27,24 @@ import sluice.testkit.{KafkaCluster, ProducedRecord, SharedKafkaCluster}
 class BrokerFailoverSuite extends AnyFunSuite with SparkSuiteBase {
   private lazy val cluster: KafkaCluster = SharedKafkaCluster.cluster
 
+  /** `topic`'s values from its earliest offsets, as column `v` of memory table `table`. */
+  private def memoryQuery(topic: String, table: String, options: (String, String)*) =
+    spark.readStream
+      .format("sluice")
+      .option("source", "kafka")
+      .option("kafka.bootstrap.servers", cluster.plaintextBootstrap)
+      .option("subscribe", topic)
+      .option("startingOffsets", "earliest")
+      .options(options.toMap)
+      .load()
+      .selectExpr("CAST(value AS STRING) AS v")
+      .writeStream
+      .format("memory")
+      .queryName(table)
+      .trigger(Trigger.ProcessingTime("100 milliseconds"))
+      .option("checkpointLocation", tempDir("ckpt").toString)
+      .start()
+
   test(
     "micro-batch: the partition leader SIGKILLed mid-read, then restarted; every record once",
     Slow,
@@ -39,22 +57,8 @@ class BrokerFailoverSuite extends AnyFunSuite with SparkSuiteBase {
         (from until until).map(i =>
           ProducedRecord.text(value = Some(s"v$i"), partition = Some(i % 2))))
     produce(0, 100)
-    val q = spark.readStream
-      .format("sluice")
-      .option("source", "kafka")
-      .option("kafka.bootstrap.servers", cluster.plaintextBootstrap)
-      .option("subscribe", topic)
-      .option("startingOffsets", "earliest")
-      // small batches: the kill lands mid-read, with most of the first 100 records unread
-      .option("maxOffsetsPerTrigger", "10")
-      .load()
-      .selectExpr("CAST(value AS STRING) AS v")
-      .writeStream
-      .format("memory")
-      .queryName("failover_rows")
-      .trigger(Trigger.ProcessingTime("100 milliseconds"))
-      .option("checkpointLocation", tempDir("ckpt").toString)
-      .start()
+    // small batches: the kill lands mid-read, with most of the first 100 records unread
+    val q = memoryQuery(topic, "failover_rows", "maxOffsetsPerTrigger" -> "10")
     val victim = cluster.leader(topic, 0).getOrElse(fail("partition 0 has no leader"))
     var down = false
     try {
@@ -143,23 +147,12 @@ class BrokerFailoverSuite extends AnyFunSuite with SparkSuiteBase {
     var stopped: Option[Int] = None
     try {
       (0 until 50).foreach(i => assert(send(s"v$i"), s"v$i refused with every node up"))
-      val q = spark.readStream
-        .format("sluice")
-        .option("source", "kafka")
-        .option("kafka.bootstrap.servers", cluster.plaintextBootstrap)
-        .option("subscribe", topic)
-        .option("startingOffsets", "earliest")
-        .option("maxOffsetsPerTrigger", "20")
-        // the writes stay refused for longer than this: no records is no stall
-        .option("kafkaConsumer.pollTimeoutMs", pollTimeoutMs.toString)
-        .load()
-        .selectExpr("CAST(value AS STRING) AS v")
-        .writeStream
-        .format("memory")
-        .queryName("insync_rows")
-        .trigger(Trigger.ProcessingTime("100 milliseconds"))
-        .option("checkpointLocation", tempDir("ckpt").toString)
-        .start()
+      // the writes stay refused for longer than pollTimeoutMs: no records is no stall
+      val q = memoryQuery(
+        topic,
+        "insync_rows",
+        "maxOffsetsPerTrigger" -> "20",
+        "kafkaConsumer.pollTimeoutMs" -> pollTimeoutMs.toString)
       try {
         eventually("the first 50 records", q)(spark.table("insync_rows").count() >= 50)
         val leader = cluster.leader(topic, 0).getOrElse(fail("partition 0 has no leader"))
