@@ -349,15 +349,21 @@ def against_topic(scenario: Scenario, config: dict, cluster: KafkaCluster) -> di
     wrote twice (a retry across a fault) is the topic's duplicate, not the reader's, so an id read
     as often as the topic holds it is read once. What replaces `check`'s `duplicated` keeps its
     other half: an id in the sink that the harness never wrote (a corrupt or made-up record) counts
-    too, every time it appears. Lost and unread stay `check`'s (every id written, read). A few of
-    each kind are named."""
+    too, every time it appears. Lost and unread stay `check`'s (every id written, read), plus
+    `lost_copies`: a copy the topic holds that no read matched (an id held twice, read once - the
+    copies sit at the fault, where a reader that skips or seeks wrong would lose one), which the
+    caller adds to `lost`. A few of each kind are named."""
     held = Counter(json.loads(r["value"])["id"] for t in scenario.topics for r in cluster.consume(t))
     written = set(scenario.expected)
     ids, _ = sink_ids(config)
     got = Counter(ids)
     read_twice = sorted(i for i, n in got.items() if i in written and n > max(held.get(i, 0), 1))
     not_written = sorted(i for i in got if i not in written)
+    # an id never read at all is `check`'s (lost or unread) once: only its further copies count
+    short = {i: held[i] - max(got.get(i, 0), 1) for i in written if held.get(i, 0) > max(got.get(i, 0), 1)}
     return {
+        "lost_copies": sum(short.values()),
+        "copies_unread": sorted(short)[:5],
         "duplicated_in_topic": sum(n - 1 for n in held.values() if n > 1),
         "duplicated": sum(got[i] - max(held.get(i, 0), 1) for i in read_twice)
         + sum(got[i] for i in not_written),
@@ -418,7 +424,8 @@ def run_cluster(
             result = {**drain(s, work), "kills": killed, "restarts": 1}
         else:
             result = end(s, fleet.drivers[s.name], config)
-        result.update(against_topic(s, fleet.configs[s.name], cluster))
+        found = against_topic(s, fleet.configs[s.name], cluster)
+        result.update(found, lost=result["lost"] + found["lost_copies"])
         if s.settings.get("log_kafka_config"):
             scan = secrets_in_logs(work, cluster.secrets())
             result.update(scan)

@@ -189,11 +189,29 @@ def test_the_comparison_with_the_topic_counts_ids_the_harness_never_wrote(tmp_pa
     found = against_topic(scenario, config, cluster)
     # :0 read as often as the topic holds it is read once; the two ids nobody wrote are not
     assert found == {
+        "lost_copies": 0,
+        "copies_unread": [],
         "duplicated_in_topic": 1,
         "duplicated": 2,
         "read_twice": [],
         "not_written": ["cluster-micro:77", "junk"],
     }
+
+
+def test_the_comparison_with_the_topic_counts_a_copy_the_topic_holds_and_no_read_matched(
+    tmp_path: Path,
+) -> None:
+    """An id the topic holds twice (the producer's retry at a fault) is two records: reading it once
+    skipped one, which the id alone would hide."""
+    fleet, scenario, config = _fleet(tmp_path, "micro")
+    cluster = fleet.cluster
+    topic = scenario.topics[0]
+    first, second = scenario.expected[:2]
+    cluster.produce(topic, cluster.topics[topic][:2])  # :0 and :1 held twice each
+    cluster.produce(topic, cluster.topics[topic][:1])  # :0 three times
+    _read_by_micro_batch(config, [*scenario.expected, first])  # :0 read twice, :1 once
+    found = against_topic(scenario, config, cluster)
+    assert (found["lost_copies"], found["copies_unread"], found["duplicated"]) == (2, [first, second], 0)
 
 
 def test_the_comparison_with_the_topic_counts_reads_past_what_the_topic_holds(tmp_path: Path) -> None:
