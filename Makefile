@@ -76,9 +76,10 @@ build: $(VENV)/.ok $(ASSEMBLY) $(BROKER_CP) $(VENV)/.sluice-installed
 # dev.sluice:sluice-spark_2.13 with POM, sources and javadoc jars in target/maven-repo.
 dist: $(WHEEL) $(MAVEN_POM)
 
-# The Flink anchor's class path is built only when the run includes it (no BENCH, or BENCH=flink_anchor).
+# The Flink anchor's class path is built only when the run includes it (no BENCH, or BENCH names
+# flink_anchor among its comma-separated benchmarks).
 FLINK_CP := jvm/flinkanchor/target/flink-classpath.txt
-bench: build $(if $(filter-out flink_anchor,$(BENCH)),,$(FLINK_CP))
+bench: build $(if $(BENCH),$(if $(findstring flink_anchor,$(BENCH)),$(FLINK_CP)),$(FLINK_CP))
 	$(PY) -m bench.run $(if $(BENCH),--only $(BENCH),)
 	$(PY) -m bench.report
 

@@ -469,18 +469,31 @@ def _group_join_column(r: dict) -> list[str]:
 
 def goals_table() -> list[str]:
     """Every goal of GOALS against the last result of its benchmark."""
-    lines = ["| benchmark | figure | goal | last result | met |", "|---|---|---|---|---|"]
+    lines = [
+        "| benchmark | figure | goal | last result | met | measured (load average at start – end) |",
+        "|---|---|---|---|---|---|",
+    ]
     for name, goals in GOALS.items():
         result = _load(name)
         for key in goals:
             if result is None:
-                lines.append(f"| `{name}` | `{key}` | {_goal_text(name, key)} | no result yet | — |")
+                lines.append(f"| `{name}` | `{key}` | {_goal_text(name, key)} | no result yet | — | — |")
                 continue
             met = _met(result, key)
             value = "not measured" if met is None else _number(round(result[key], 3))
             verdict = {True: "yes", False: "**not met**", None: "**not measured**"}[met]
-            lines.append(f"| `{name}` | `{key}` | {_goal_cell(result, key)} | {value} | {verdict} |")
+            lines.append(
+                f"| `{name}` | `{key}` | {_goal_cell(result, key)} | {value} | {verdict} | {_conditions(result)} |"
+            )
     return lines
+
+
+def _conditions(result: dict) -> str:
+    """When a result was measured and how busy the 2 cores were (recorded by bench/run.py)."""
+    m = result.get("machine", {})
+    if "run_started" not in m:
+        return "not recorded"
+    return f"{m['run_started'][:10]} ({m['load_average_start']:.1f} – {m['load_average_end']:.1f})"
 
 
 def _goal_text(name: str, key: str) -> str:

@@ -1,4 +1,4 @@
-"""`make bench [BENCH=<name>]`: runs the benchmarks and writes bench/results/<name>.json.
+"""`make bench [BENCH=<name>[,<name>...]]`: runs the benchmarks and writes bench/results/<name>.json.
 
 Each benchmark measures Sluice against Spark's built-in path on the same data in one run and
 reports medians of several runs. Benchmarks register themselves in BENCHMARKS; a module
@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
+import os
 import pkgutil
 import sys
+import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 BENCHMARKS: dict[str, Callable[[], dict]] = {}
+RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def discover() -> None:
@@ -29,13 +34,13 @@ def discover() -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--only", help="run one benchmark by name")
+    parser.add_argument("--only", help="run these benchmarks only: names, comma-separated")
     args = parser.parse_args()
     discover()
     if not BENCHMARKS:
         print("No benchmarks are defined yet (they arrive with the Kafka and file connectors).")
         return 0
-    names = [args.only] if args.only else sorted(BENCHMARKS)
+    names = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else sorted(BENCHMARKS)
     unknown = [n for n in names if n not in BENCHMARKS]
     if unknown:
         print(
@@ -44,8 +49,32 @@ def main() -> int:
         )
         return 2
     for name in names:
+        conditions = _Conditions()
         BENCHMARKS[name]()
+        conditions.record(RESULTS / f"{name}.json")
     return 0
+
+
+class _Conditions:
+    """When a benchmark ran and how busy the machine was (the 1-minute load average at its start
+    and end: on 2 cores, anything well above 2 means other work shared them), written into its
+    result's `machine` so the report can say it beside the figures."""
+
+    def __init__(self) -> None:
+        self.started = time.time()
+        self.load_start = os.getloadavg()[0]
+
+    def record(self, result: Path) -> None:
+        if not result.exists() or result.stat().st_mtime < self.started:
+            return  # not written by this run
+        data = json.loads(result.read_text())
+        data.setdefault("machine", {}).update(
+            run_started=datetime.fromtimestamp(self.started, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            load_average_start=round(self.load_start, 2),
+            load_average_end=round(os.getloadavg()[0], 2),
+            wall_seconds=round(time.time() - self.started),
+        )
+        result.write_text(json.dumps(data, indent=2) + "\n")
 
 
 if __name__ == "__main__":
