@@ -41,34 +41,57 @@ import sluice.errors.SluiceError
  * whose rows the caller numbers by counting.
  */
 final class ParquetRows private (
-    reader: PartitionedFile => Iterator[InternalRow],
-    batchReader: Option[PartitionedFile => Iterator[InternalRow]],
+    /** Spark's readers, built on the driver at the first use or before being shipped. */
+    @transient private val build: () => ParquetRows.Readers,
+    /** The driver's Hadoop configuration, until the readers (and their broadcast copy) exist. */
+    @transient private val driverConf: Configuration,
+    /** Whether Spark reads these columns as batches (decided without building a reader). */
+    batches: Boolean,
     /** The data columns read (the requested schema), which the reader's rows start with. */
     dataSchema: StructType,
     partitionSchema: StructType,
-    conf: Broadcast[SerializableConfiguration],
     /** Columns are found in files by Parquet field id (`ParquetConfig.matchFieldIds`). */
     fieldIds: Boolean)
     extends Serializable {
 
+  // Building Spark's readers broadcasts the Hadoop configuration three times (~tens of ms on the
+  // driver each time a query starts): a source is made for a DataFrame, again at a query's start
+  // and again for the columns the query reads, and only the last one reads. So they are built
+  // when first needed, or when the source is serialized for its tasks (`writeObject`, on the
+  // driver: executors receive them built and never build).
+  private var built: ParquetRows.Readers = _
+
+  private def readers: ParquetRows.Readers = synchronized {
+    if (built == null) built = build()
+    built
+  }
+
+  @throws[java.io.IOException]
+  private def writeObject(out: java.io.ObjectOutputStream): Unit = {
+    readers
+    out.defaultWriteObject()
+  }
+
   /** The Hadoop configuration the reader reads files with (the session's, with the source's options). */
-  def hadoopConf: Configuration = conf.value.value
+  def hadoopConf: Configuration = synchronized {
+    if (built == null && driverConf != null) driverConf else readers.conf.value.value
+  }
 
   def read(file: PartitionedFile): ParquetRows.IndexedRows = {
     // the reader's rows are the data columns, the row index, then the partition columns
     val types = (dataSchema.fields ++ partitionSchema.fields).map(_.dataType)
     new ParquetRows.IndexedRows(
-      opened(reader(file)),
+      opened(readers.rows(file)),
       dataSchema.length,
       new RowWithoutColumn(dataSchema.length, types))
   }
 
   /** Whether `readBatches` may be called: Spark would read these columns as batches. */
-  def readsBatches: Boolean = batchReader.isDefined
+  def readsBatches: Boolean = batches
 
   /** The file's column batches: data then partition columns, without row indexes. */
   def readBatches(file: PartitionedFile): ParquetRows.Batches = {
-    val read = batchReader.getOrElse(
+    val read = readers.batches.getOrElse(
       throw new IllegalStateException("Spark reads these Parquet columns as rows"))
     new ParquetRows.Batches(opened(read(file)))
   }
@@ -93,6 +116,13 @@ final class ParquetRows private (
 }
 
 object ParquetRows {
+
+  /** Spark's row and batch readers of the files, and the Hadoop configuration they share. */
+  final case class Readers(
+      rows: PartitionedFile => Iterator[InternalRow],
+      batches: Option[PartitionedFile => Iterator[InternalRow]],
+      conf: Broadcast[SerializableConfiguration])
+
   def apply(session: SparkSession, config: ParquetConfig): ParquetRows = {
     val hadoopConf = session.sessionState.newHadoopConfWithOptions(config.sparkOptions)
     refuseRowFilters(hadoopConf)
@@ -124,11 +154,15 @@ object ParquetRows {
       session,
       StructType(config.requiredSchema.fields ++ config.partitionSchema.fields))
     new ParquetRows(
-      build(required, batches = false),
-      Option.when(batches)(build(config.fileRequiredSchema, batches = true)),
+      () =>
+        Readers(
+          build(required, batches = false),
+          Option.when(batches)(build(config.fileRequiredSchema, batches = true)),
+          session.sparkContext.broadcast(new SerializableConfiguration(hadoopConf))),
+      hadoopConf,
+      batches,
       config.requiredSchema,
       config.partitionSchema,
-      session.sparkContext.broadcast(new SerializableConfiguration(hadoopConf)),
       config.fileSchema.isDefined && config.matchFieldIds)
   }
 

@@ -463,9 +463,13 @@ class ParquetColumnarSuite extends AnyFunSuite with SparkSuiteBase {
 
   test(
     "a reader that gives more rows than the row group held when listed fails the read, in a batch or after the last") {
-    // batches of 16 rows; a split that says it holds fewer rows than the file's row group does
-    val s = withConf("spark.sql.parquet.columnarReaderBatchSize", "16")(
-      ParquetSource.builder().path(wide.toString).build())
+    // batches of 16 rows (Spark's reader is built when the source first reads, under the
+    // session's settings then); a split that says it holds fewer rows than the file's row group
+    withConf("spark.sql.parquet.columnarReaderBatchSize", "16")(forgedRowCounts())
+  }
+
+  private def forgedRowCounts(): Unit = {
+    val s = ParquetSource.builder().path(wide.toString).build()
     val split = s.createEnumerator().discoverSplits().head
     assert(split.rowCount == 200)
     Seq(
