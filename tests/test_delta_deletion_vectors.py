@@ -45,12 +45,17 @@ def _source(path: Path, version: int) -> Any:
 def test_batch_reads_of_every_version_give_delta_sparks_rows(spark: SparkSession, tmp_path: Path) -> None:
     """Each version of both tables, from before the first DELETE to the last: a vector on a file, a
     second DELETE replacing it, one added later to a file that had none, vectors in two partitions.
-    A row's `_position` is still its row index in the file: in the first file row i holds id i."""
+    Also each file planned whole, from the log's statistics. A row's `_position` is still its row
+    index in the file: in the first file row i holds id i."""
     for name, (latest, _) in VERSIONS.items():
         path = _table(tmp_path, name)
         for version in range(latest + 1):
             got = sluice.read(spark, _source(path, version))
             assert _got(got) == _expected(name, version), (name, version)
+        # with an event-time column (id as epoch milliseconds) each file is one split planned from
+        # the log's statistics, never opened to plan: its split carries all of the file's deleted rows
+        timed = DeltaSource.builder().table(str(path)).timestamp_column("id").build()
+        assert _got(sluice.read(spark, timed)) == _expected(name, latest), name
     first = sluice.read(spark, _source(tmp_path / "unpartitioned", 4)).where("id < 30")
     assert sorted((r.id, r._position) for r in first.collect()) == [
         (i, i) for i in range(30) if i % 5 and i not in (1, 2)
