@@ -122,7 +122,8 @@ object Sources extends SourceResolver {
           "log's statistics). Rows are " +
           "the table's data columns, its partition columns, then `_split`, `_position` and `_timestamp`. Column " +
           "mapping (modes `name` and `id`) is read: files by physical names or field ids, partition values from " +
-          "the log. Deletion vectors, type widening and timestamp partition columns are refused. See docs/connectors.md.",
+          "the log. Deletion vectors are applied (maxRecordsPerTrigger then counts positions, deleted rows " +
+          "included); type widening and timestamp partition columns are refused. See docs/connectors.md.",
         DeltaConfig.all)))
 
   def main(args: Array[String]): Unit = print(optionsReference)

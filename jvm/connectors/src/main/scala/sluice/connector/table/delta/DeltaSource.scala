@@ -25,11 +25,12 @@ import sluice.connector.table.{TableChanges, TableDataFiles, TableIdentity}
  * columns, then `_split`, `_position` and `_timestamp` (the data file's modification time).
  *
  * Column mapping (`DeltaColumnMapping`) is read: data files by their physical names (mode
- * `name`) or Parquet field ids (mode `id`), partition values from the log.
+ * `name`) or Parquet field ids (mode `id`), partition values from the log. Deletion vectors are
+ * applied: each data file's is loaded by Kernel when the version is planned, and the rows it
+ * deletes are never given (`RowGroupSplit.deleted`, as for Iceberg's position deletes).
  *
- * Refused when the source is built, naming the table feature: deletion vectors on a data file of
- * the version, type widening (`DeltaTables`), timestamp partition columns (`DeltaConfig`): each
- * would read rows other than the table's.
+ * Refused when the source is built, naming the table feature: type widening (`DeltaTables`),
+ * timestamp partition columns (`DeltaConfig`): each would read rows other than the table's.
  */
 final class DeltaSource private (val config: DeltaConfig, protected val rows: ParquetRows)
     extends RowGroupSource {
@@ -163,7 +164,7 @@ object DeltaSource {
   def fromOptions(options: Map[String, String]): DeltaSource = {
     val config = DeltaConfig.fromOptions(options)
     val source = new DeltaSource(config, ParquetRows(session(), config.parquet))
-    source.planned // deletion vectors are refused now, not when the query runs
+    source.planned // what cannot be read is refused now, not when the query runs
     source
   }
 

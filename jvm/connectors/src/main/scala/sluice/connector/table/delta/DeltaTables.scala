@@ -15,13 +15,15 @@ import io.delta.kernel.engine.Engine
 import io.delta.kernel.expressions.Predicate
 import io.delta.kernel.internal.DeltaLogActionUtils.DeltaAction
 import io.delta.kernel.internal.InternalScanFileUtils
+import io.delta.kernel.internal.actions.DeletionVectorDescriptor
+import io.delta.kernel.internal.deletionvectors.DeletionVectorUtils
 import io.delta.kernel.internal.fs.{Path => KernelPath}
 import io.delta.kernel.internal.util.VectorUtils
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils
 
-import sluice.connector.file.DiscoveredFile
+import sluice.connector.file.{DeletedRows, DiscoveredFile, ListedFileReads}
 import sluice.connector.table.{TableChanges, TableEventTimes, TableIdentity}
 import sluice.errors.SluiceError
 
@@ -96,8 +98,7 @@ private[delta] object DeltaTables {
 
   /**
    * Refuses a snapshot whose rows Sluice would read wrong, naming the table feature: type
-   * widening. Deletion vectors are checked per data file (`dataFiles`): a table that allows
-   * them but has none in the snapshot reads right. Column mapping is read
+   * widening. Deletion vectors are applied (`dataFiles`), column mapping is read
    * (`DeltaColumnMapping`).
    */
   def refuseUnsupported(snapshot: Snapshot, location: String): Unit = {
@@ -114,8 +115,9 @@ private[delta] object DeltaTables {
   /**
    * The snapshot's data files that rows passing `filter` may be in (Kernel prunes by partition
    * values and the log's column statistics, resolving a column mapping's physical names
-   * itself), by absolute path. A data file with a deletion vector is refused (Sluice does not
-   * apply deletion vectors yet, and never reads deleted rows). Partition values: `partitionValues`.
+   * itself), by absolute path. A data file's deletion vector is loaded here, on the driver, as
+   * the rows its splits never give (`DiscoveredFile.deleted`, carried in the offset log as
+   * Iceberg's deletes are). Partition values: `partitionValues`.
    */
   def dataFiles(
       engine: Engine,
@@ -276,6 +278,7 @@ private[delta] object DeltaTables {
       eventTimes: Option[DeltaEventTimes],
       mapping: DeltaColumnMapping): Seq[DiscoveredFile] = {
     val files = mutable.ArrayBuffer[DiscoveredFile]()
+    val vectors = mutable.HashMap[String, DeletionVectorDescriptor]()
     val builder = filter.foldLeft(snapshot.getScanBuilder)(_.withFilter(_))
     // the log's statistics come with the scan files only when asked for
     val batches = builder.build().getScanFiles(engine, eventTimes.isDefined)
@@ -285,14 +288,6 @@ private[delta] object DeltaTables {
         try
           rows.asScala.foreach { row =>
             val status = InternalScanFileUtils.getAddFileStatus(row)
-            Option(InternalScanFileUtils.getDeletionVectorDescriptorFromRow(row)).foreach { dv =>
-              throw SluiceError.config(
-                s"$Context: version ${snapshot.getVersion} of Delta table '$location' has a deletion " +
-                  s"vector on data file '${status.getPath}' (${dv.getCardinality} rows deleted; table " +
-                  "feature 'deletionVectors'). Sluice does not apply deletion vectors yet, and never reads " +
-                  "deleted rows: purge them (REORGANIZE TABLE ... APPLY (PURGE), or delta-rs' optimize), " +
-                  s"or read a version from before the deletes (option '${DeltaConfig.VersionAsOf.name}').")
-            }
             val logged = InternalScanFileUtils.getPartitionValues(row).asScala.toMap
             files += DiscoveredFile(
               status.getPath,
@@ -302,11 +297,64 @@ private[delta] object DeltaTables {
               entry = Some(s"version=${snapshot.getVersion}"),
               partitionValues =
                 partitionValues(status.getPath, partitionColumns, logged, location, mapping))
+            Option(InternalScanFileUtils.getDeletionVectorDescriptorFromRow(row)).foreach {
+              vectors(status.getPath) = _
+            }
           }
         finally rows.close()
       }
     finally batches.close()
-    files.toSeq
+    if (vectors.isEmpty) files.toSeq
+    else {
+      val deleted = deletedRows(engine, snapshot, location, vectors.toMap)
+      files.map(f => f.copy(deleted = deleted.get(f.path))).toSeq
+    }
+  }
+
+  /**
+   * The rows each data file's deletion vector deletes, loaded by Delta Kernel
+   * (`DeletionVectorUtils`: an inline vector from the log, one stored in a file of the table read
+   * at its offset and its checksum checked), on the driver, several files at once. What they
+   * hold is Kernel's count of row indexes in the data file, the positions Sluice's Parquet path
+   * counts (`DeletedRows`), and must be as many as the log says the vector deletes.
+   */
+  private def deletedRows(
+      engine: Engine,
+      snapshot: Snapshot,
+      location: String,
+      vectors: Map[String, DeletionVectorDescriptor]): Map[String, DeletedRows] = {
+    val tablePath = snapshot.getPath
+    ListedFileReads
+      .inParallel(
+        vectors.keys.toSeq.sorted.map(DiscoveredFile(_, 0L, -1L)),
+        8,
+        "sluice-delta-dv") { f =>
+        val dv = vectors(f.path)
+        val rows = DeletionVectorUtils.loadNewDvAndBitmap(engine, tablePath, dv)._2.toArray
+        if (rows.length != dv.getCardinality)
+          throw new IllegalStateException(
+            s"it holds ${rows.length} rows where the log says ${dv.getCardinality}")
+        rows.find(r => r < 0 || r > Int.MaxValue).foreach { r =>
+          throw new IllegalStateException(
+            s"it deletes row $r, past the 2^31 rows Sluice counts a data file's deleted rows in")
+        }
+        DeletedRows.of(rows.iterator)
+      }
+      .map {
+        case (f, Right(rows)) => f.path -> rows
+        case (f, Left(e)) =>
+          val dv = vectors(f.path)
+          val where =
+            if (dv.isInline) "inline in the log"
+            else s"in '${Try(dv.getAbsolutePath(tablePath)).getOrElse(dv.getPathOrInlineDv)}'"
+          throw SluiceError.sourceFault(
+            s"$Context: the deletion vector of data file '${f.path}' in version ${snapshot.getVersion} " +
+              s"of Delta table '$location' ($where, ${dv.getCardinality} rows) cannot be read: " +
+              s"${Option(e.getCause).fold(e.getMessage)(c => s"${e.getMessage}: ${c.getMessage}")}. " +
+              "The rows it deletes are part of the version: read a version whose files are all kept.",
+            e)
+      }
+      .toMap
   }
 
   /**

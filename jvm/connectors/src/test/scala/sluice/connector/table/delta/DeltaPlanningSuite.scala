@@ -14,7 +14,7 @@ import sluice.errors.{SluiceConfigException, SluiceRuntimeException}
 
 /**
  * What Sluice asks of Delta Kernel, without Spark: a version's data files planned with the pushed
- * filters (pruning by Kernel), deletion vectors and column mapping refused by name, partition
+ * filters (pruning by Kernel), deletion vectors loaded, column mapping read, partition
  * directories that disagree with the log refused. Each table is one commit of the log written
  * here (the actions a Delta writer writes), with no data file: planning never opens one.
  */
@@ -96,7 +96,31 @@ class DeltaPlanningSuite extends AnyFunSuite {
     assert(e.getMessage.contains("partition value 'b' of column 'city'"))
   }
 
-  test("a deletion vector on a data file is refused, naming the feature and the file") {
+  test("a data file's deletion vector is loaded by Kernel as the rows its splits never give") {
+    // written by delta-spark (tests/fixtures/delta_dv/generate.py): version 2 deleted ids
+    // 0, 5, .., 25 from the one file of ids 0..29 (row i holds id i); version 4 deleted ids 1
+    // and 2 there too (the file's vector replaced) and 33, 34 from the file of ids 30..39
+    val location = fixture("unpartitioned")
+    val engine = DeltaTables.engine(new Configuration())
+    def deleted(version: Long): Seq[Seq[Long]] =
+      DeltaTables
+        .dataFiles(
+          engine,
+          DeltaTables.snapshot(engine, location, Some(version), None),
+          location,
+          Nil,
+          None)
+        .sortBy(_.path)
+        .map(f => f.deleted.toSeq.flatMap(d => (0L until 40L).filter(d.contains)))
+        .sortBy(_.headOption)
+    assert(deleted(1) == Seq(Nil))
+    assert(deleted(2) == Seq(Seq(0L, 5L, 10L, 15L, 20L, 25L)))
+    assert(deleted(3).toSet == Set(Seq(0L, 5L, 10L, 15L, 20L, 25L), Nil))
+    assert(deleted(4).toSet == Set(Seq(0L, 1L, 2L, 5L, 10L, 15L, 20L, 25L), Seq(3L, 4L)))
+  }
+
+  test(
+    "a deletion vector that cannot be read fails, naming the data file and the vector's file") {
     val dv =
       ""","deletionVector":{"storageType":"u","pathOrInlineDv":"ab^-aqEH.-t@S}K{vb[*k^","offset":1,""" +
         """"sizeInBytes":36,"cardinality":2}"""
@@ -104,9 +128,21 @@ class DeltaPlanningSuite extends AnyFunSuite {
       Seq(add("city=a/1.parquet", "a", dv)),
       reader =
         """3, "minWriterVersion": 7, "readerFeatures":["deletionVectors"],"writerFeatures":["deletionVectors"]""")
-    val e = intercept[SluiceConfigException](plan(location))
-    assert(e.getMessage.contains("deletion vector on data file"))
-    assert(e.getMessage.contains("city=a/1.parquet") && e.getMessage.contains("2 rows deleted"))
+    val e = intercept[SluiceRuntimeException](plan(location))
+    assert(e.getMessage.contains("the deletion vector of data file"), e.getMessage)
+    assert(
+      e.getMessage.contains("city=a/1.parquet") && e.getMessage.contains("2 rows"),
+      e.getMessage)
+    assert(e.getMessage.contains("deletion_vector_"), e.getMessage)
+  }
+
+  /** A table of tests/fixtures/delta_dv, as a URI, found from the test's working folder up. */
+  private def fixture(name: String): String = {
+    var dir = new java.io.File(".").getAbsoluteFile
+    while (dir != null && !new java.io.File(dir, "tests/fixtures/delta_dv").isDirectory)
+      dir = dir.getParentFile
+    assert(dir != null, "tests/fixtures/delta_dv not found above the working folder")
+    new java.io.File(dir, s"tests/fixtures/delta_dv/$name").toURI.toString
   }
 
   /** A schema of `id`, `city` and `ts` under column mapping: physical names `col-<name>`, ids 1 to 3. */
