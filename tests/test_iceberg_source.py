@@ -23,7 +23,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from sluice import (
     IcebergSource,
-    SluiceConfigError,
     WatermarkStrategy,
 )
 from window_counts import final_counts, late_dropped, window_counts
@@ -163,9 +162,14 @@ def test_partitioned_table_with_deletes_and_an_added_column_reads_as_pyiceberg(
     assert all("city=b" in r["_split"] for r in only_b.select("_split").collect())
 
 
-def test_snapshots_by_id_and_time_and_what_is_refused(spark: SparkSession, tmp_path: Path) -> None:
-    """An earlier snapshot by id reads its rows; a renamed column is refused when the source is
-    built, naming the change (Sluice reads columns by name, Iceberg by id)."""
+def test_snapshots_by_id_and_time_and_columns_renamed_or_named_again(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """An earlier snapshot by id or time reads its rows. Columns are found in the files by field id,
+    as Iceberg finds them: after a rename every file's values read under the new name, and a new
+    column given a dropped column's name reads null from the files written before it, as pyiceberg's
+    own scan reads them; an unbounded read started before the rename reads the files appended after
+    it under the column's name at its start."""
     table = _catalog(tmp_path).create_table("db.history", schema=SCHEMA)
     table.append(_events(range(0, 10), 0))
     first = table.current_snapshot()
@@ -176,13 +180,42 @@ def test_snapshots_by_id_and_time_and_what_is_refused(spark: SparkSession, tmp_p
     by_time = IcebergSource.builder().table(table.metadata_location).as_of_timestamp(first.timestamp_ms)
     assert _got(sluice.read(spark, by_time.build())) == _expected(table, snapshot_id=first.snapshot_id)
 
+    def latest() -> DataFrame:
+        return sluice.read(spark, IcebergSource.builder().table(table.refresh().metadata_location).build())
+
+    def appended(ids: range, column: str, value: str) -> pa.Table:
+        rows = _events(ids, ids.start).rename_columns(["id", column, "ts"])
+        return rows.set_column(1, column, pa.array([value] * len(ids)))
+
+    # an unbounded read started before the rename keeps the columns it started with
+    stream = IcebergSource.builder().table(table.metadata_location).monitor_interval(1).build()
+    running = (
+        to_parquet(spark, stream, tmp_path, "renamed").trigger(processingTime="100 milliseconds").start()
+    )
+    running.processAllAvailable()
+
     with table.update_schema() as update:
         update.rename_column("city", "town")
-    # the current snapshot was written before the rename: its own schema still says city
-    with pytest.raises(
-        SluiceConfigError, match="column 'city' is named 'town' in another of the table's schemas"
-    ):
-        IcebergSource.builder().table(table.refresh().metadata_location).build()
+    table.append(appended(range(20, 25), "town", "c"))
+    running.processAllAvailable()
+    running.stop()
+    # pyiceberg's rows (id, town, ts) as the stream's columns sort them (city, id, ts)
+    as_started = Counter({(t[1], t[0], t[2]): n for t, n in _expected(table).items()})
+    assert _got(spark.read.parquet(str(tmp_path / "sink"))) == as_started
+    renamed = latest()
+    assert renamed.columns[:3] == ["id", "town", "ts"]
+    assert _got(renamed) == _expected(table)
+    assert _got(renamed.where("id < 20")) == _expected(table, row_filter="id < 20")  # written as city
+
+    with table.update_schema() as update:
+        update.delete_column("town")
+    with table.update_schema() as update:
+        update.add_column("city", StringType())
+    table.append(appended(range(25, 30), "city", "new"))
+    again = latest()
+    assert again.columns[:3] == ["id", "ts", "city"]
+    assert _got(again) == _expected(table)
+    assert again.where("city IS NOT NULL").count() == 5  # none of the dropped column's values
 
 
 def test_files_out_of_event_time_order_drop_nothing_as_late_where_sparks_parquet_stream_does(

@@ -28,8 +28,9 @@ import sluice.connector.table.{TableChanges, TableDataFiles, TableIdentity}
  * Position deletes (format v2, in Parquet) and deletion vectors (v3) are applied: the rows they
  * delete are read when the snapshot is planned and never given (`IcebergPositionDeletes`,
  * `RowGroupSplit.deleted`: a row group's split carries its share, a file planned whole all of it). Other delete files (equality deletes) are refused when the source is built
- * (`IcebergTables.dataFiles`), as are column renames (`IcebergSchema.renameOf`): both would read
- * rows Iceberg says are not the table's.
+ * (`IcebergTables.dataFiles`): they would read rows Iceberg says are not the table's. Columns are
+ * found in the files by field id, as Iceberg finds them (`IcebergSchema.withFieldIds`): a renamed
+ * column reads under its new name from every file.
  */
 final class IcebergSource private (val config: IcebergConfig, protected val rows: ParquetRows)
     extends RowGroupSource {

@@ -189,13 +189,6 @@ private[iceberg] object IcebergTables {
               "snapshots a running query reads (expire_snapshots retain_last / older_than), or read the " +
               "table again on a new checkpoint.")
       }
-      // a column renamed since the start would read as null from the files written after it
-      IcebergSchema.renameOf(table.schema, table.schemas.values.asScala).foreach { change =>
-        throw SluiceError.sourceFault(
-          s"$Context: in table '$location', $change since this query started. Iceberg matches a " +
-            "data file's columns by field id, Sluice's Parquet reader by name, so new files would read " +
-            "wrong values: read the table again on a new checkpoint once its data files are rewritten.")
-      }
       val committed = SnapshotUtil
         .ancestorsBetween(table, current.snapshotId, from.map(Long.box).orNull)
         .asScala

@@ -10,7 +10,8 @@ import org.apache.iceberg.expressions.Expressions
 import org.apache.iceberg.hadoop.HadoopTables
 import org.apache.iceberg.types.Types
 import org.apache.spark.sql.sources
-import org.apache.spark.sql.types.{LongType, StringType, StructField, StructType, TimestampType}
+import org.apache.spark.sql.execution.datasources.parquet.ParquetUtils
+import org.apache.spark.sql.types.{ArrayType, LongType, StringType, StructField, StructType, TimestampType}
 import org.scalatest.funsuite.AnyFunSuite
 
 import sluice.connector.file.FileStatistics
@@ -172,28 +173,40 @@ class IcebergPlanningSuite extends AnyFunSuite {
     assert(e.getMessage.contains("has a name mapping") && e.getMessage.contains("add_files"))
   }
 
-  test("the schema as Spark types; renamed and reused column names are found") {
+  test("the schema as Spark types, and with each field's id at every level for the reader") {
     assert(
       IcebergSchema.toSpark(schema) == StructType(
         Seq(
           StructField("id", LongType),
           StructField("city", StringType),
           StructField("ts", TimestampType))))
-    val renamed = new Schema(
+    val nested = new Schema(
       Types.NestedField.optional(1, "id", Types.LongType.get),
-      Types.NestedField.optional(2, "town", Types.StringType.get))
+      Types.NestedField
+        .optional(
+          2,
+          "point",
+          Types.StructType.of(Types.NestedField.optional(3, "x", Types.DoubleType.get))),
+      Types.NestedField.optional(
+        4,
+        "tags",
+        Types.ListType.ofOptional(
+          5,
+          Types.StructType.of(Types.NestedField.optional(6, "k", Types.StringType.get)))))
+    val withIds = IcebergSchema.withFieldIds(nested)
+    def id(f: StructField): Long = f.metadata.getLong(ParquetUtils.FIELD_ID_METADATA_KEY)
+    assert(withIds.fields.map(id).toSeq == Seq(1L, 2L, 4L))
+    assert(id(withIds("point").dataType.asInstanceOf[StructType]("x")) == 3L)
+    val tag =
+      withIds("tags").dataType.asInstanceOf[ArrayType].elementType.asInstanceOf[StructType]
+    assert(id(tag("k")) == 6L)
+    // the same columns and types as the rows', only the ids added
+    val plain = IcebergSchema.toSpark(nested)
+    assert(withIds.fieldNames.toSeq == plain.fieldNames.toSeq)
     assert(
-      IcebergSchema
-        .renameOf(renamed, Seq(schema))
-        .exists(_.contains("column 'town' is named 'city' in another of the table's schemas")))
-    val reused = new Schema(
-      Types.NestedField.optional(1, "id", Types.LongType.get),
-      Types.NestedField.optional(4, "city", Types.StringType.get))
-    assert(IcebergSchema.renameOf(reused, Seq(schema)).exists(_.contains("'city' belonged to")))
-    val added = new Schema(
-      schema.columns.asScala.toSeq :+ Types.NestedField
-        .optional(4, "extra", Types.LongType.get): _*)
-    assert(IcebergSchema.renameOf(added, Seq(schema)).isEmpty)
+      withIds.fields.map(_.dataType.catalogString).toSeq == plain.fields
+        .map(_.dataType.catalogString)
+        .toSeq)
   }
 
   test("filter values become Iceberg literals: timestamps in microseconds") {
