@@ -9,20 +9,22 @@ import org.apache.iceberg.{DataFile, DataFiles, FileFormat, FileMetadata, Partit
 import org.apache.iceberg.expressions.Expressions
 import org.apache.iceberg.hadoop.HadoopTables
 import org.apache.iceberg.types.Types
+import org.apache.parquet.schema.MessageTypeParser
 import org.apache.spark.sql.sources
 import org.apache.spark.sql.execution.datasources.parquet.ParquetUtils
 import org.apache.spark.sql.types.{ArrayType, LongType, StringType, StructField, StructType, TimestampType}
 import org.scalatest.funsuite.AnyFunSuite
 
 import sluice.connector.file.FileStatistics
-import sluice.connector.file.parquet.PlannedFiles
+import sluice.connector.file.parquet.{ParquetConfig, PlannedFiles}
 import sluice.connector.table.TableEventTimes
 import sluice.errors.{SluiceConfigException, SluiceRuntimeException}
 
 /**
  * What Sluice asks of Iceberg's library, without Spark: a snapshot's data files planned with the
  * pushed filters (partition and statistics pruning by Iceberg), delete files it does not apply and
- * other formats refused by name, the schema as Spark types, renames found. Tables hold metadata only: planning
+ * other formats refused by name, the schema as Spark types, columns followed by field id across renames
+ * and reused names (in the current schema, in a data file's footer). Tables hold metadata only: planning
  * never opens a data file.
  */
 class IcebergPlanningSuite extends AnyFunSuite {
@@ -207,6 +209,64 @@ class IcebergPlanningSuite extends AnyFunSuite {
       withIds.fields.map(_.dataType.catalogString).toSeq == plain.fields
         .map(_.dataType.catalogString)
         .toSeq)
+  }
+
+  /** Parquet's settings of an Iceberg source whose columns (as of its start) are `columns`. */
+  private def readByFieldIds(columns: Schema, ts: Option[String] = None) =
+    ParquetConfig(
+      paths = Nil,
+      monitorIntervalMs = None,
+      ignoreMissingFiles = false,
+      ignoreChangedFiles = false,
+      notReadyTimeoutMs = 0L,
+      timestampColumn = ts,
+      dataSchema = IcebergSchema.toSpark(columns),
+      partitionSchema = new StructType(),
+      partitionRoots = Nil,
+      timeZoneId = "UTC",
+      caseSensitive = true,
+      sparkOptions = Map.empty,
+      options = Map.empty,
+      fileSchema = Some(IcebergSchema.withFieldIds(columns)),
+      matchFieldIds = true)
+
+  test(
+    "a data file's footer is read by field id: row-group filters and the event-time column follow renames, never a reused name") {
+    // a file Iceberg's writer wrote before the changes: each column's field id in its Parquet schema
+    val before = MessageTypeParser.parseMessageType(
+      "message table { optional int64 id = 1; optional binary city (UTF8) = 2; " +
+        "optional int64 ts (TIMESTAMP_MICROS) = 3; }")
+    // since: city renamed town, ts renamed at, and a new column given the name city
+    val current = new Schema(
+      Types.NestedField.optional(1, "id", Types.LongType.get),
+      Types.NestedField.optional(2, "town", Types.StringType.get),
+      Types.NestedField.optional(3, "at", Types.TimestampType.withZone),
+      Types.NestedField.optional(4, "city", Types.StringType.get))
+    val config =
+      readByFieldIds(current, ts = Some("at")).copy(filters = Seq(
+        sources.IsNull("city"),
+        sources.EqualTo("town", "a"),
+        sources.And(sources.EqualTo("city", "x"), sources.GreaterThan("id", 5L)),
+        sources.Or(sources.IsNull("city"), sources.LessThan("at", 0L))))
+    // the old file's `city` is the renamed column (id 2): the new city (id 4) is none of its columns
+    assert(config.fileColumnNames(before) == Map("id" -> "id", "town" -> "city", "at" -> "ts"))
+    // a conjunct on a column the file does not hold is dropped, never pruned on by another's statistics
+    assert(
+      config
+        .fileFilters(before) == Seq(sources.EqualTo("city", "a"), sources.GreaterThan("id", 5L)))
+    // a file written since names every column as the table does
+    val after = MessageTypeParser.parseMessageType(
+      "message table { optional int64 id = 1; optional binary town (UTF8) = 2; " +
+        "optional int64 at (TIMESTAMP_MICROS) = 3; optional binary city (UTF8) = 4; }")
+    assert(config.fileFilters(after) == config.filters)
+    // an id held twice names no column (none is sure to be the one read)
+    val twice = MessageTypeParser.parseMessageType(
+      "message table { optional int64 id = 1; optional binary a (UTF8) = 2; " +
+        "optional binary b (UTF8) = 2; }")
+    assert(config.fileColumnNames(twice) == Map("id" -> "id"))
+    // read by name (a Parquet source's files), the old file's city would be taken for the new one
+    val byName = config.copy(fileSchema = None, matchFieldIds = false)
+    assert(byName.fileFilters(before).contains(sources.IsNull("city")))
   }
 
   test("filter values become Iceberg literals: timestamps in microseconds") {
