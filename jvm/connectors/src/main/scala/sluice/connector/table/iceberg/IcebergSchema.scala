@@ -28,6 +28,23 @@ private[iceberg] object IcebergSchema {
    */
   def withFieldIds(schema: IcebergSchemaOf): StructType = toSpark(schema, fieldIds = true)
 
+  /** The field id of each top-level column of a `withFieldIds` schema, by the column's name. */
+  def fieldIdsOf(withIds: StructType): Map[String, Int] =
+    withIds.fields.collect {
+      case f if f.metadata.contains(ParquetUtils.FIELD_ID_METADATA_KEY) =>
+        f.name -> f.metadata.getLong(ParquetUtils.FIELD_ID_METADATA_KEY).toInt
+    }.toMap
+
+  /**
+   * The name `current` gives each column of `ids` (a column's name when the source was built to
+   * its field id), found by field id: what Iceberg binds a scan's filter and its kept column
+   * statistics by name in. A column whose id `current` no longer holds at its top level (dropped
+   * since) has none: nothing may be asked of Iceberg about it, since a name there is another
+   * column's or none.
+   */
+  def namesIn(current: IcebergSchemaOf, ids: Map[String, Int]): Map[String, String] =
+    ids.flatMap { case (name, id) => Option(current.asStruct.field(id)).map(name -> _.name) }
+
   private def toSpark(schema: IcebergSchemaOf, fieldIds: Boolean): StructType =
     StructType(schema.columns.asScala.toSeq.map(field(_, fieldIds)))
 

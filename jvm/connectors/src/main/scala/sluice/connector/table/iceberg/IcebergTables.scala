@@ -132,7 +132,8 @@ private[iceberg] object IcebergTables {
   }
 
   /**
-   * The snapshot's data files that rows passing `filter` may be in, by path, each with the rows
+   * The snapshot's data files that rows passing `filter` (its columns named as the table's current
+   * schema names them) may be in, by path, each with the rows
    * its position delete files delete (`IcebergPositionDeletes`, read now, on the driver) and,
    * given `eventTimes`, the event-time column's range its manifest entry records. A file Sluice
    * would read wrong is refused, naming the table feature (`refuseUnread`).
@@ -143,8 +144,12 @@ private[iceberg] object IcebergTables {
       filter: Expression,
       caseSensitive: Boolean,
       eventTimes: Option[IcebergEventTimes] = None): Seq[DiscoveredFile] = {
-    // the snapshot first: a scan resolves column names in its schema, the current table's until
-    // useSnapshot gives it the snapshot's (a column dropped since would not be found)
+    // the snapshot first: a scan resolves the names includeColumnStats takes in its schema, the
+    // current table's until useSnapshot gives it the snapshot's (a column dropped since would not
+    // be found). Its filter is bound otherwise: by name in the table's current schema (that of
+    // the partition specs the manifests are read with), whatever the snapshot, then evaluated by
+    // the field ids bound; so `filter` names columns as the current schema does
+    // (IcebergSource.icebergFilter)
     val scan = table.newScan().useSnapshot(snapshot.snapshotId)
     // a scan drops the manifests' column statistics unless asked to keep them (of this column
     // only: a wide table's statistics of every file would take the driver's memory)

@@ -269,6 +269,85 @@ class IcebergPlanningSuite extends AnyFunSuite {
     assert(byName.fileFilters(before).contains(sources.IsNull("city")))
   }
 
+  test(
+    "later plans bind the pushed filters and the event-time column by field id in the current schema") {
+    val dir = Files.createTempDirectory("sluice-iceberg").resolve("t").toString
+    val t = new HadoopTables(new Configuration())
+      .create(schema, PartitionSpec.unpartitioned, Map("format-version" -> "2").asJava, dir)
+    val string =
+      (v: String) => org.apache.iceberg.types.Conversions.toByteBuffer(Types.StringType.get, v)
+    val micros = (v: Long) =>
+      org.apache.iceberg.types.Conversions.toByteBuffer(Types.TimestampType.withZone, Long.box(v))
+    def file(name: String, bounds: (Int, java.nio.ByteBuffer)*) =
+      DataFiles
+        .builder(t.spec)
+        .withPath(s"${t.location}/data/$name.parquet")
+        .withFileSizeInBytes(100)
+        .withMetrics(
+          new org.apache.iceberg.Metrics(
+            10L,
+            null,
+            null,
+            null,
+            null,
+            bounds.map { case (id, b) => Int.box(id) -> b }.toMap.asJava,
+            bounds.map { case (id, b) => Int.box(id) -> b }.toMap.asJava))
+        .build()
+    t.newAppend().appendFile(file("first", 2 -> string("b"), 3 -> micros(1000L))).commit()
+    val start = t.currentSnapshot.snapshotId
+    // the source's columns by field id, as it was built
+    val ids = IcebergSchema.fieldIdsOf(IcebergSchema.withFieldIds(t.schema))
+    assert(ids == Map("id" -> 1, "city" -> 2, "ts" -> 3))
+    t.updateSchema().renameColumn("city", "town").renameColumn("ts", "at").commit()
+    t.updateSchema()
+      .addColumn("city", Types.StringType.get)
+      .addColumn("ts", Types.TimestampType.withZone)
+      .commit()
+    val names = IcebergSchema.namesIn(t.schema, ids)
+    assert(names == Map("id" -> "id", "city" -> "town", "ts" -> "at"))
+    // appended since: the source's city (now town) 'b' with event times at 2 s; the new city 'x'
+    // and the new ts (ids 4 and 5) other values
+    t.newAppend()
+      .appendFile(
+        file(
+          "second",
+          2 -> string("b"),
+          3 -> micros(2000000L),
+          t.schema.findField("city").fieldId -> string("x"),
+          t.schema.findField("ts").fieldId -> micros(9000000L)))
+      .commit()
+    def planned(filter: org.apache.iceberg.expressions.Expression, e: Option[IcebergEventTimes]) =
+      IcebergTables
+        .appendedSince(t, t.location, start, filter, caseSensitive = true, skipChanges = false, e)
+        .toSeq
+        .flatMap(_._1.map(f => f.path.split("/").last -> f.statistics))
+    val byId = IcebergEventTimes.byId(t.schema, ids("ts"))
+    assert(byId.map(_.column).contains("at"))
+    val pushed = Seq(sources.EqualTo("city", "b"))
+    assert(
+      planned(IcebergFilters.toIceberg(pushed, names), byId) ==
+        Seq("second.parquet" -> Some(FileStatistics(10, Some((2000L, 2000L))))))
+    // by name the filter would be the new city's, whose bounds leave 'b' out: the file unread
+    assert(planned(IcebergFilters.toIceberg(pushed, Set("id", "city", "ts")), None).isEmpty)
+    // and the event-time bounds the new ts column's
+    assert(
+      planned(Expressions.alwaysTrue(), Some(new IcebergEventTimes(t.schema, "ts"))) ==
+        Seq("second.parquet" -> Some(FileStatistics(10, Some((9000L, 9000L))))))
+    // the start snapshot's plan binds by the current schema's names too (Iceberg binds there)
+    assert(
+      IcebergTables
+        .dataFiles(
+          t,
+          t.snapshot(start),
+          IcebergFilters.toIceberg(pushed, names),
+          caseSensitive = true)
+        .map(_.path.split("/").last) == Seq("first.parquet"))
+    // dropped since: neither a filter nor the event-time bounds are asked of Iceberg by its name
+    t.updateSchema().deleteColumn("town").deleteColumn("at").commit()
+    assert(IcebergSchema.namesIn(t.schema, ids) == Map("id" -> "id"))
+    assert(IcebergEventTimes.byId(t.schema, ids("ts")).isEmpty)
+  }
+
   test("filter values become Iceberg literals: timestamps in microseconds") {
     val ts = java.time.Instant.parse("2026-11-01T00:00:00Z")
     val e = IcebergFilters.toIceberg(Seq(sources.GreaterThan("ts", ts)), Set("ts"))
