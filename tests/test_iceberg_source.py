@@ -23,7 +23,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from sluice import (
     IcebergSource,
-    SluiceConfigError,
     WatermarkStrategy,
 )
 from window_counts import final_counts, late_dropped, window_counts
@@ -96,16 +95,21 @@ def _multiset(columns: list[str], rows: list[tuple[Any, ...]]) -> Counter[tuple[
     return Counter(tuple(r[columns.index(c)] for c in sorted(columns)) for r in rows)
 
 
-def _expected(table: Any, **scan: Any) -> Counter[tuple[Any, ...]]:
-    """pyiceberg's own read of the snapshot, timestamps as epoch microseconds."""
+def _expected(
+    table: Any, ts: str = "ts", as_named: dict[str, str] | None = None, **scan: Any
+) -> Counter[tuple[Any, ...]]:
+    """pyiceberg's own read of the snapshot, timestamp column `ts` as epoch microseconds; with
+    `as_named`, only its columns, each under the name it maps to (a stream's names at its start)."""
     arrow = table.scan(**scan).to_arrow()
-    arrow = arrow.set_column(arrow.schema.get_field_index("ts"), "ts", arrow.column("ts").cast(pa.int64()))
+    arrow = arrow.set_column(arrow.schema.get_field_index(ts), ts, arrow.column(ts).cast(pa.int64()))
+    if as_named is not None:
+        arrow = arrow.select(list(as_named)).rename_columns(list(as_named.values()))
     return _multiset(arrow.column_names, [tuple(r.values()) for r in arrow.to_pylist()])
 
 
-def _got(df: DataFrame) -> Counter[tuple[Any, ...]]:
-    data = df.drop("_split", "_position", "_timestamp")
-    data = data.withColumn("ts", F.unix_micros("ts")) if "ts" in data.columns else data
+def _got(df: DataFrame, ts: str = "ts") -> Counter[tuple[Any, ...]]:
+    data = df.drop("_split", "_position", "_timestamp", "event_time")
+    data = data.withColumn(ts, F.unix_micros(ts)) if ts in data.columns else data
     return _multiset(data.columns, [tuple(r) for r in data.collect()])
 
 
@@ -163,9 +167,14 @@ def test_partitioned_table_with_deletes_and_an_added_column_reads_as_pyiceberg(
     assert all("city=b" in r["_split"] for r in only_b.select("_split").collect())
 
 
-def test_snapshots_by_id_and_time_and_what_is_refused(spark: SparkSession, tmp_path: Path) -> None:
-    """An earlier snapshot by id reads its rows; a renamed column is refused when the source is
-    built, naming the change (Sluice reads columns by name, Iceberg by id)."""
+def test_snapshots_by_id_and_time_and_columns_renamed_or_named_again(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """An earlier snapshot by id or time reads its rows. Columns are found in the files by field id,
+    as Iceberg finds them: after a rename every file's values read under the new name, and a new
+    column given a dropped column's name reads null from the files written before it, as pyiceberg's
+    own scan reads them; an unbounded read started before the rename reads the files appended after
+    it under the column's name at its start."""
     table = _catalog(tmp_path).create_table("db.history", schema=SCHEMA)
     table.append(_events(range(0, 10), 0))
     first = table.current_snapshot()
@@ -176,13 +185,135 @@ def test_snapshots_by_id_and_time_and_what_is_refused(spark: SparkSession, tmp_p
     by_time = IcebergSource.builder().table(table.metadata_location).as_of_timestamp(first.timestamp_ms)
     assert _got(sluice.read(spark, by_time.build())) == _expected(table, snapshot_id=first.snapshot_id)
 
+    def latest() -> DataFrame:
+        return sluice.read(spark, IcebergSource.builder().table(table.refresh().metadata_location).build())
+
+    def appended(ids: range, column: str, value: str) -> pa.Table:
+        rows = _events(ids, ids.start).rename_columns(["id", column, "ts"])
+        return rows.set_column(1, column, pa.array([value] * len(ids)))
+
+    # an unbounded read started before the rename keeps the columns it started with
+    stream = IcebergSource.builder().table(table.metadata_location).monitor_interval(1).build()
+    running = (
+        to_parquet(spark, stream, tmp_path, "renamed").trigger(processingTime="100 milliseconds").start()
+    )
+    running.processAllAvailable()
+
     with table.update_schema() as update:
         update.rename_column("city", "town")
-    # the current snapshot was written before the rename: its own schema still says city
-    with pytest.raises(
-        SluiceConfigError, match="column 'city' is named 'town' in another of the table's schemas"
-    ):
-        IcebergSource.builder().table(table.refresh().metadata_location).build()
+    table.append(appended(range(20, 25), "town", "c"))
+    running.processAllAvailable()
+    running.stop()
+    # pyiceberg's rows (id, town, ts) as the stream's columns sort them (city, id, ts)
+    as_started = Counter({(t[1], t[0], t[2]): n for t, n in _expected(table).items()})
+    assert _got(spark.read.parquet(str(tmp_path / "sink"))) == as_started
+    renamed = latest()
+    assert renamed.columns[:3] == ["id", "town", "ts"]
+    assert _got(renamed) == _expected(table)
+    assert _got(renamed.where("id < 20")) == _expected(table, row_filter="id < 20")  # written as city
+    # a pushed filter on the new name prunes the older files' row groups by their column of its id
+    assert _got(renamed.where("town = 'a'")) == _expected(table, row_filter="town == 'a'")
+
+    with table.update_schema() as update:
+        update.delete_column("town")
+    with table.update_schema() as update:
+        update.add_column("city", StringType())
+    table.append(appended(range(25, 30), "city", "new"))
+    again = latest()
+    assert again.columns[:3] == ["id", "ts", "city"]
+    assert _got(again) == _expected(table)
+    assert again.where("city IS NOT NULL").count() == 5  # none of the dropped column's values
+    # Pushed filters on the reused name prune each file's row groups by the field id the column is
+    # read by: the files written first hold a column of that name (the dropped one, without nulls),
+    # whose statistics would skip every row group of theirs under 'city IS NULL' were they found by name
+    for where in ("city IS NULL", "city = 'new'", "city IS NULL AND id >= 5"):
+        expected = _expected(table, row_filter=where)
+        assert sum(expected.values()) > 0 and _got(again.where(where)) == expected, where
+
+
+def test_an_unbounded_read_with_a_pushed_filter_finds_its_column_by_field_id_across_a_rename_a_reused_name_and_a_restart(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A stream filtered on `city` ('b'), pushed to Iceberg's planning and to the row groups: the column
+    renamed `town` while it runs and its old name given to a new column while it is stopped, every
+    snapshot appended after is planned by the field id the stream reads `city` by (its current name
+    `town`), not by the name: the restarted stream holds pyiceberg's rows with `town` 'b', once each,
+    under the columns it started with, none of the new `city`'s values. (Planned by name, the plan
+    after the rename failed, not finding `city`; pruned by name, the new file's row groups were
+    skipped by its new `city`'s statistics.)"""
+    table = _catalog(tmp_path).create_table("db.evolving", schema=SCHEMA)
+    table.append(_events(range(0, 20), 0))
+    first = table.current_snapshot()
+    assert first is not None
+    sink = str(tmp_path / "sink")
+
+    def start() -> Any:
+        # the start snapshot named: restarted, the source keeps its columns (built from the table
+        # alone, a restart would take the current snapshot's schema, where `city` is the new column)
+        builder = IcebergSource.builder().table(table.metadata_location).snapshot_id(first.snapshot_id)
+        source = builder.monitor_interval(1).build()
+        return (
+            sluice.from_source(spark, source, name="evolving")
+            .where("city = 'b'")
+            .drop("_split", "_position", "_timestamp")
+            .writeStream.format("parquet")
+            .option("path", sink)
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(processingTime="100 milliseconds")
+            .start()
+        )
+
+    query = start()
+    query.processAllAvailable()
+    with table.update_schema() as update:
+        update.rename_column("city", "town")
+    table.append(_events(range(20, 30), 20).rename_columns(["id", "town", "ts"]))  # while it runs
+    query.processAllAvailable()
+    query.stop()
+    with table.update_schema() as update:
+        update.add_column("city", StringType())
+    # while it is stopped: a file whose new `city` is 'x' only (its bounds leave 'b' out)
+    reused = _events(range(30, 40), 30).rename_columns(["id", "town", "ts"])
+    table.append(reused.append_column("city", pa.array(["x"] * 10)))
+    query = start()  # from the checkpoint
+    query.processAllAvailable()
+    query.stop()
+    as_started = {"id": "id", "town": "city", "ts": "ts"}
+    expected = _expected(table.refresh(), as_named=as_started, row_filter="town == 'b'")
+    # `city` 'b' where the id is divisible by 3: 7 rows before the rename, 3 after it, 4 after the reuse
+    assert sum(expected.values()) == 14
+    assert _got(spark.read.parquet(sink)) == expected
+
+
+def test_a_watermark_on_a_renamed_column_places_every_file_by_its_statistics_of_the_columns_field_id(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """`ts` renamed `at` between two appends, the newer events first; aligned, every file is planned by
+    its footer's row groups: the file written before the rename, whose footer names the column `ts`,
+    is placed by its statistics of the same field id, as the one written after. The aligned watermark
+    query reads them in event-time order and drops nothing as late; its rows are pyiceberg's."""
+    table = _catalog(tmp_path).create_table("db.renamed_ts", schema=SCHEMA)
+    table.append(_events(range(20, 40), 20))
+    with table.update_schema() as update:
+        update.rename_column("ts", "at")
+    table.append(_events(range(0, 20), 0).rename_columns(["id", "city", "at"]))
+    source = IcebergSource.builder().table(table.refresh().metadata_location).timestamp_column("at").build()
+    placed = Counter((rows, lo, hi) for _, rows, lo, hi in _splits(spark, source, aligned_within_ms=60_000))
+    assert placed == Counter(
+        [
+            (20, _ms(START), _ms(START + timedelta(minutes=19))),
+            (20, _ms(START + timedelta(minutes=20)), _ms(START + timedelta(minutes=39))),
+        ]
+    )
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(
+        "iceberg-renamed-ts", timedelta(minutes=1), timedelta(milliseconds=100)
+    )
+    stream = sluice.from_source(spark, source, strategy, name="renamed_ts")
+    query = window_counts(stream, "event_time", "py_iceberg_renamed_ts", tmp_path / "checkpoint")
+    assert late_dropped(query) == 0
+    windows = final_counts(spark, "py_iceberg_renamed_ts")
+    assert windows.count() == 40 and windows.where("n != 1").count() == 0
+    assert _got(sluice.read(spark, source), ts="at") == _expected(table, ts="at")
 
 
 def test_files_out_of_event_time_order_drop_nothing_as_late_where_sparks_parquet_stream_does(

@@ -111,7 +111,9 @@ object Sources extends SourceResolver {
           "reads files (row-group splits, exact row positions). Rows are the table's columns at the snapshot, then " +
           "`_split`, `_position` and `_timestamp`. Position deletes (v2, Parquet) and deletion vectors (v3) are " +
           "applied (maxRecordsPerTrigger then counts positions, deleted rows included); snapshots with equality " +
-          "deletes, position deletes in Avro or ORC and tables with renamed columns are refused. See docs/connectors.md.",
+          "deletes, position deletes in Avro or ORC and tables with a name mapping (files imported without field " +
+          "ids) are refused. Columns are found by Iceberg field id, as Iceberg finds them: renamed columns and " +
+          "reused names read as pyiceberg reads them. See docs/connectors.md.",
         IcebergConfig.all),
       Section(
         "Delta tables (`source` = `delta`)",

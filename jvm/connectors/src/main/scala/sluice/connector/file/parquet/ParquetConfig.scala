@@ -1,11 +1,14 @@
 package sluice.connector.file.parquet
 
+import scala.jdk.CollectionConverters._
 import scala.util.Try
 import scala.util.control.NonFatal
 
+import org.apache.parquet.schema.MessageType
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.util.QuotingUtils
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
+import org.apache.spark.sql.execution.datasources.parquet.ParquetUtils
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.sources.Filter
 import org.apache.spark.sql.types.{LongType, StructType, TimestampType}
@@ -103,16 +106,44 @@ final case class ParquetConfig(
   }
 
   /**
-   * `filters` on the files' names of their data columns, for the files' row-group statistics
-   * (`ParquetPruning.rowGroupPredicates`): a filter on a partition column, or one this cannot
-   * rename, is left out (it prunes no row group).
+   * The name the file whose Parquet schema is `file` gives each top-level data column it holds:
+   * with `matchFieldIds`, that of its top-level field with the column's field id (`fileSchema`'s),
+   * as the reader finds the column there; a column whose id the file does not hold (or holds
+   * twice) has none, whatever the file names its other columns (an Iceberg table's file written
+   * before a column was renamed, or before its name was given to a new column, names it otherwise,
+   * or names another column so). Otherwise `fileColumnName` of each: the same in every file.
    */
-  def fileFilters: Seq[Filter] =
+  def fileColumnNames(file: MessageType): Map[String, String] =
+    fileSchema match {
+      case Some(files) if matchFieldIds =>
+        val byId = file.getFields.asScala.toSeq
+          .filter(_.getId != null)
+          .groupBy(_.getId.intValue)
+          .collect { case (id, Seq(only)) => id -> only.getName }
+        dataSchema.fieldNames
+          .zip(files.fields)
+          .flatMap { case (column, f) =>
+            Option
+              .when(f.metadata.contains(ParquetUtils.FIELD_ID_METADATA_KEY))(
+                f.metadata.getLong(ParquetUtils.FIELD_ID_METADATA_KEY).toInt)
+              .flatMap(byId.get)
+              .map(column -> _)
+          }
+          .toMap
+      case _ => dataSchema.fieldNames.map(n => n -> fileColumnName(n)).toMap
+    }
+
+  /**
+   * `filters` on the names the file whose Parquet schema is `file` gives their data columns
+   * (`fileColumnNames`), for its row-group statistics (`ParquetPruning.rowGroupPredicates`): a
+   * filter on a partition column, or on a column the file does not hold by `fileColumnNames`, or
+   * one this cannot rename, is left out (it prunes no row group; an `And` keeps its other side).
+   */
+  def fileFilters(file: MessageType): Seq[Filter] =
     if (fileSchema.isEmpty) filters
     else {
-      val names =
-        dataSchema.fieldNames.map(n => n -> QuotingUtils.quoteIfNeeded(fileColumnName(n)))
-      filters.flatMap(ParquetPruning.renamed(_, names.toMap))
+      val names = fileColumnNames(file).map { case (c, n) => c -> QuotingUtils.quoteIfNeeded(n) }
+      filters.flatMap(ParquetPruning.renamed(_, names))
     }
 
   def timestampIndex: Int = timestampColumn.map(outputSchema.fieldIndex).getOrElse(-1)

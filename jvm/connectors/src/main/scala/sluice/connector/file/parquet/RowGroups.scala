@@ -53,8 +53,15 @@ private[parquet] object RowGroups {
     val atMidpoint = mids.groupBy(identity).view.mapValues(_.size).toMap
     // row groups no row passing the query's filters can be in make no split: positions are row
     // indexes in the file, so the other row groups' are unchanged
+    // on the file's own names of the columns (by field id where the reader finds them so)
+    val fileSchema = metadata.getFileMetaData.getSchema
     val predicates =
-      ParquetPruning.rowGroupPredicates(config.fileFilters, metadata.getFileMetaData, config)
+      ParquetPruning.rowGroupPredicates(
+        config.fileFilters(fileSchema),
+        metadata.getFileMetaData,
+        config)
+    val eventTimeColumn =
+      config.timestampColumn.map(c => c -> config.fileColumnNames(fileSchema).get(c))
     // a row group whose every row its table deleted makes no split either
     blocks.indices
       .filter { i =>
@@ -63,7 +70,9 @@ private[parquet] object RowGroups {
       }
       .map { i =>
         val b = blocks(i)
-        val times = config.timestampColumn.flatMap(c => eventTimes(file.path, b, c, config))
+        val times = eventTimeColumn.flatMap { case (c, inFile) =>
+          eventTimes(file.path, b, c, inFile, config)
+        }
         RowGroupSplit(
           file.path,
           i,
@@ -180,19 +189,22 @@ private[parquet] object RowGroups {
   /**
    * The row group's smallest and largest event time in epoch milliseconds from its statistics;
    * (None, None) when statistics say every value is null; None when they cannot tell (no
-   * statistics, INT96 timestamps, a partition column).
+   * statistics, INT96 timestamps, a partition column, a column the file does not hold).
+   * `inFile`: the column as this file names it (`ParquetConfig.fileColumnNames`: a Delta table's
+   * physical name under column mapping, an Iceberg table's file's name of its field id).
    */
   private def eventTimes(
       path: String,
       b: BlockMetaData,
       column: String,
+      inFile: Option[String],
       config: ParquetConfig): Option[(Option[Long], Option[Long])] = {
-    // the column as the files name it (a Delta table's physical name under column mapping)
-    val inFile = config.fileColumnName(column)
-    val chunk = b.getColumns.asScala.find { c =>
-      val p = c.getPath.toArray
-      p.length == 1 && (if (config.caseSensitive) p(0) == inFile
-                        else p(0).equalsIgnoreCase(inFile))
+    val chunk = inFile.flatMap { name =>
+      b.getColumns.asScala.find { c =>
+        val p = c.getPath.toArray
+        p.length == 1 && (if (config.caseSensitive) p(0) == name
+                          else p(0).equalsIgnoreCase(name))
+      }
     }
     chunk.foreach { c =>
       c.getPrimitiveType.getLogicalTypeAnnotation match {

@@ -150,12 +150,6 @@ object IcebergConfig {
       val schema = snapshot
         .flatMap(s => Option(s.schemaId).map(id => table.schemas.get(id)))
         .getOrElse(table.schema)
-      IcebergSchema.renameOf(schema, table.schemas.values.asScala).foreach { change =>
-        throw SluiceError.config(
-          s"$Context: in table '$location', $change. Iceberg matches a data file's columns by field id, " +
-            "Sluice's Parquet reader by name, so files written before the change would read wrong values: " +
-            "rewrite the table's data files (rewrite_data_files) or read it with the column's earlier name.")
-      }
       (
         snapshot.map(_.snapshotId),
         schema,
@@ -201,7 +195,10 @@ object IcebergConfig {
       sparkOptions = sparkOptions,
       options = raw,
       rowGroupFilters = conf.parquetFilterPushDown,
-      datetimeRebaseMode = "CORRECTED")
+      datetimeRebaseMode = "CORRECTED",
+      // columns found in the files by field id, as Iceberg finds them (renames, reused names)
+      fileSchema = Some(IcebergSchema.withFieldIds(schema)),
+      matchFieldIds = true)
     // the snapshot resolved now is the one every rebuild reads: a restart or a hybrid's history
     // member must not read the table's newer current snapshot (other files, another schema)
     val pinned =

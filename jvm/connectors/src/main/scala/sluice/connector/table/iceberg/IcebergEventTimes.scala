@@ -11,9 +11,19 @@ import sluice.connector.file.FileStatistics
  * keeps timestamp bounds exactly (only strings and binary are truncated), in microseconds; a long column holds epoch milliseconds. Both become epoch
  * milliseconds as the readers compute a row's event time (rounded down), so the range is the
  * file's rows' own.
+ *
+ * `field` is the column as the schema of the scan that plans the files holds it: `column` is its
+ * name there, which the scan's `includeColumnStats` takes (`IcebergEventTimes.byId` finds it by
+ * the field id the source read the column by, whatever it is named since).
  */
-private[iceberg] final class IcebergEventTimes(schema: Schema, val column: String) {
-  private val field: Types.NestedField = schema.findField(column)
+private[iceberg] final class IcebergEventTimes private (field: Types.NestedField) {
+
+  /** The column's name in the scan's schema. */
+  val column: String = field.name
+
+  /** The event-time column `column` of `schema` (the snapshot's, for a scan of that snapshot). */
+  def this(schema: Schema, column: String) = this(schema.findField(column))
+
   private val toMillis: Long => Long = field.`type`.typeId match {
     // timestamp_ns is refused as a column by IcebergSchema
     case Type.TypeID.TIMESTAMP => Math.floorDiv(_, 1000L)
@@ -38,6 +48,15 @@ private[iceberg] final class IcebergEventTimes(schema: Schema, val column: Strin
 }
 
 private[iceberg] object IcebergEventTimes {
+
+  /**
+   * The event-time column by its field id in `scanSchema`, the schema of the scan that plans the
+   * files (an incremental scan's is the table's current one): renamed since the source was built,
+   * it is found under its new name; None when `scanSchema` no longer holds it at its top level
+   * (dropped: a column that took its name is another column, whose bounds are not its values).
+   */
+  def byId(scanSchema: Schema, fieldId: Int): Option[IcebergEventTimes] =
+    Option(scanSchema.asStruct.field(fieldId)).map(new IcebergEventTimes(_))
 
   /** What to set so that new data files record the column's bounds. */
   def advice(column: String): String =

@@ -21,13 +21,25 @@ import org.apache.spark.sql.sources._
 private[iceberg] object IcebergFilters {
 
   def toIceberg(filters: Seq[Filter], columns: Set[String]): Expression =
+    toIceberg(filters, columns.iterator.map(c => c -> c).toMap)
+
+  /**
+   * The filters on the names `names` gives their columns (a column's name in the source to its
+   * name in the schema Iceberg binds the scan's filter in: `IcebergSchema.namesIn`). A filter on a
+   * column `names` does not hold is left out as one that cannot be expressed: an `And` keeps its
+   * other side, an `Or` or a `Not` of it is left out whole.
+   */
+  def toIceberg(filters: Seq[Filter], names: Map[String, String]): Expression =
     filters
-      .flatMap(convert(_, columns, exact = false))
+      .flatMap(convert(_, names, exact = false))
       .foldLeft(Expressions.alwaysTrue(): Expression)((a, b) => Expressions.and(a, b))
 
   /** `exact`: the expression must keep exactly the rows `f` keeps (under a `Not`). */
-  private def convert(f: Filter, columns: Set[String], exact: Boolean): Option[Expression] = {
-    def col(name: String) = Option.when(columns.contains(name))(name)
+  private def convert(
+      f: Filter,
+      columns: Map[String, String],
+      exact: Boolean): Option[Expression] = {
+    def col(name: String) = columns.get(name)
     f match {
       case EqualTo(a, v) => for (c <- col(a); l <- literal(v)) yield Expressions.equal(c, l)
       case GreaterThan(a, v) =>

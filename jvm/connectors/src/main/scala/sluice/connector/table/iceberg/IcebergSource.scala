@@ -28,8 +28,13 @@ import sluice.connector.table.{TableChanges, TableDataFiles, TableIdentity}
  * Position deletes (format v2, in Parquet) and deletion vectors (v3) are applied: the rows they
  * delete are read when the snapshot is planned and never given (`IcebergPositionDeletes`,
  * `RowGroupSplit.deleted`: a row group's split carries its share, a file planned whole all of it). Other delete files (equality deletes) are refused when the source is built
- * (`IcebergTables.dataFiles`), as are column renames (`IcebergSchema.renameOf`): both would read
- * rows Iceberg says are not the table's.
+ * (`IcebergTables.dataFiles`): they would read rows Iceberg says are not the table's. Columns are
+ * found by field id, as Iceberg finds them: in the files when they are read
+ * (`IcebergSchema.withFieldIds`: a column renamed since a file was written reads under its name
+ * here, a column given a dropped column's name reads null from the files written before), in each
+ * file's footer when its row groups are pruned by statistics or placed in event time
+ * (`ParquetConfig.matchFieldIds`), and in the table's current schema when a plan asks Iceberg to
+ * prune files or keep the event-time column's bounds (`icebergFilter`, `IcebergEventTimes.byId`).
  */
 final class IcebergSource private (val config: IcebergConfig, protected val rows: ParquetRows)
     extends RowGroupSource {
@@ -57,18 +62,39 @@ final class IcebergSource private (val config: IcebergConfig, protected val rows
         config.catalogTimeoutMs,
         catalogConf(rows.hadoopConf),
         later = true) { table =>
-        val filter =
-          IcebergFilters.toIceberg(parquet.filters, parquet.dataSchema.fieldNames.toSet)
         val snapshot = table.snapshot(id)
-        // the event-time index from the manifests' bounds of the column, in the snapshot's schema;
-        // with pushed filters every file is planned by its footer's row groups: not asked for then
-        val eventTimes = parquet.timestampColumn.filter(_ => parquet.filters.isEmpty).map { c =>
+        // the event-time index from the manifests' bounds of the column, in the snapshot's schema
+        // (the scan's, whose includeColumnStats takes its names); with pushed filters every file
+        // is planned by its footer's row groups: not asked for then
+        val eventTimes = eventTimeId.filter(_ => parquet.filters.isEmpty).flatMap { fieldId =>
           val schema = Option(snapshot.schemaId).map(table.schemas.get(_)).getOrElse(table.schema)
-          new IcebergEventTimes(schema, c)
+          IcebergEventTimes.byId(schema, fieldId)
         }
-        IcebergTables.dataFiles(table, snapshot, filter, parquet.caseSensitive, eventTimes)
+        IcebergTables.dataFiles(
+          table,
+          snapshot,
+          icebergFilter(table),
+          parquet.caseSensitive,
+          eventTimes)
       }
   }
+
+  /** Each data column's Iceberg field id, which its files' columns are read by. */
+  private def fieldIds: Map[String, Int] = IcebergSchema.fieldIdsOf(parquet.fileDataSchema)
+
+  /** The field id of the `timestampColumn`, if any. */
+  private def eventTimeId: Option[Int] = parquet.timestampColumn.flatMap(fieldIds.get)
+
+  /**
+   * The pushed filters as Iceberg's scan filter for `table`, by field id: Iceberg binds a scan's
+   * filter by name in the table's current schema (its partition specs' schema: the manifests'
+   * partition and metrics evaluators), whatever snapshot the scan reads, and then prunes by the
+   * field ids those names are bound to. So each column is named as the current schema names its
+   * field id; a filter on a column dropped since is left out (its name there is another column's
+   * or none), which prunes less, never more.
+   */
+  private def icebergFilter(table: org.apache.iceberg.Table) =
+    IcebergFilters.toIceberg(parquet.filters, IcebergSchema.namesIn(table.schema, fieldIds))
 
   /**
    * The Hadoop settings a catalog is built with: the reader's without the Parquet options it
@@ -155,18 +181,19 @@ final class IcebergSource private (val config: IcebergConfig, protected val rows
                 "snapshots",
                 config.tableUuid,
                 IcebergTables.uuidOf(table))
-              val filter =
-                IcebergFilters.toIceberg(parquet.filters, parquet.dataSchema.fieldNames.toSet)
-              // files of a column dropped since have no bounds of it: their footers index them
-              val eventTimes = parquet.timestampColumn
-                .filter(c => parquet.filters.isEmpty && table.schema.findField(c) != null)
-                .map(new IcebergEventTimes(table.schema, _))
+              // the incremental scan's schema is the table's current one: the column is found
+              // there by its field id (renamed since, under its new name); files appended after it
+              // was dropped have no bounds of it (a column given its name since is another): their
+              // footers index them, by field id too
+              val eventTimes = eventTimeId
+                .filter(_ => parquet.filters.isEmpty)
+                .flatMap(IcebergEventTimes.byId(table.schema, _))
               IcebergTables
                 .appendedSince(
                   table,
                   config.table,
                   last,
-                  filter,
+                  icebergFilter(table),
                   parquet.caseSensitive,
                   config.skipChanges,
                   eventTimes)

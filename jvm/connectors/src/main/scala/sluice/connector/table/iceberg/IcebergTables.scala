@@ -132,7 +132,8 @@ private[iceberg] object IcebergTables {
   }
 
   /**
-   * The snapshot's data files that rows passing `filter` may be in, by path, each with the rows
+   * The snapshot's data files that rows passing `filter` (its columns named as the table's current
+   * schema names them) may be in, by path, each with the rows
    * its position delete files delete (`IcebergPositionDeletes`, read now, on the driver) and,
    * given `eventTimes`, the event-time column's range its manifest entry records. A file Sluice
    * would read wrong is refused, naming the table feature (`refuseUnread`).
@@ -143,8 +144,12 @@ private[iceberg] object IcebergTables {
       filter: Expression,
       caseSensitive: Boolean,
       eventTimes: Option[IcebergEventTimes] = None): Seq[DiscoveredFile] = {
-    // the snapshot first: a scan resolves column names in its schema, the current table's until
-    // useSnapshot gives it the snapshot's (a column dropped since would not be found)
+    // the snapshot first: a scan resolves the names includeColumnStats takes in its schema, the
+    // current table's until useSnapshot gives it the snapshot's (a column dropped since would not
+    // be found). Its filter is bound otherwise: by name in the table's current schema (that of
+    // the partition specs the manifests are read with), whatever the snapshot, then evaluated by
+    // the field ids bound; so `filter` names columns as the current schema does
+    // (IcebergSource.icebergFilter)
     val scan = table.newScan().useSnapshot(snapshot.snapshotId)
     // a scan drops the manifests' column statistics unless asked to keep them (of this column
     // only: a wide table's statistics of every file would take the driver's memory)
@@ -188,13 +193,6 @@ private[iceberg] object IcebergTables {
               "back or its snapshots expired, so what was committed after it cannot be told. Keep the " +
               "snapshots a running query reads (expire_snapshots retain_last / older_than), or read the " +
               "table again on a new checkpoint.")
-      }
-      // a column renamed since the start would read as null from the files written after it
-      IcebergSchema.renameOf(table.schema, table.schemas.values.asScala).foreach { change =>
-        throw SluiceError.sourceFault(
-          s"$Context: in table '$location', $change since this query started. Iceberg matches a " +
-            "data file's columns by field id, Sluice's Parquet reader by name, so new files would read " +
-            "wrong values: read the table again on a new checkpoint once its data files are rewritten.")
       }
       val committed = SnapshotUtil
         .ancestorsBetween(table, current.snapshotId, from.map(Long.box).orNull)

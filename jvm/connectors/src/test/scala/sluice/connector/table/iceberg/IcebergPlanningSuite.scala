@@ -9,19 +9,22 @@ import org.apache.iceberg.{DataFile, DataFiles, FileFormat, FileMetadata, Partit
 import org.apache.iceberg.expressions.Expressions
 import org.apache.iceberg.hadoop.HadoopTables
 import org.apache.iceberg.types.Types
+import org.apache.parquet.schema.MessageTypeParser
 import org.apache.spark.sql.sources
-import org.apache.spark.sql.types.{LongType, StringType, StructField, StructType, TimestampType}
+import org.apache.spark.sql.execution.datasources.parquet.ParquetUtils
+import org.apache.spark.sql.types.{ArrayType, LongType, StringType, StructField, StructType, TimestampType}
 import org.scalatest.funsuite.AnyFunSuite
 
 import sluice.connector.file.FileStatistics
-import sluice.connector.file.parquet.PlannedFiles
+import sluice.connector.file.parquet.{ParquetConfig, PlannedFiles}
 import sluice.connector.table.TableEventTimes
 import sluice.errors.{SluiceConfigException, SluiceRuntimeException}
 
 /**
  * What Sluice asks of Iceberg's library, without Spark: a snapshot's data files planned with the
  * pushed filters (partition and statistics pruning by Iceberg), delete files it does not apply and
- * other formats refused by name, the schema as Spark types, renames found. Tables hold metadata only: planning
+ * other formats refused by name, the schema as Spark types, columns followed by field id across renames
+ * and reused names (in the current schema, in a data file's footer). Tables hold metadata only: planning
  * never opens a data file.
  */
 class IcebergPlanningSuite extends AnyFunSuite {
@@ -172,28 +175,177 @@ class IcebergPlanningSuite extends AnyFunSuite {
     assert(e.getMessage.contains("has a name mapping") && e.getMessage.contains("add_files"))
   }
 
-  test("the schema as Spark types; renamed and reused column names are found") {
+  test("the schema as Spark types, and with each field's id at every level for the reader") {
     assert(
       IcebergSchema.toSpark(schema) == StructType(
         Seq(
           StructField("id", LongType),
           StructField("city", StringType),
           StructField("ts", TimestampType))))
-    val renamed = new Schema(
+    val nested = new Schema(
       Types.NestedField.optional(1, "id", Types.LongType.get),
-      Types.NestedField.optional(2, "town", Types.StringType.get))
+      Types.NestedField
+        .optional(
+          2,
+          "point",
+          Types.StructType.of(Types.NestedField.optional(3, "x", Types.DoubleType.get))),
+      Types.NestedField.optional(
+        4,
+        "tags",
+        Types.ListType.ofOptional(
+          5,
+          Types.StructType.of(Types.NestedField.optional(6, "k", Types.StringType.get)))))
+    val withIds = IcebergSchema.withFieldIds(nested)
+    def id(f: StructField): Long = f.metadata.getLong(ParquetUtils.FIELD_ID_METADATA_KEY)
+    assert(withIds.fields.map(id).toSeq == Seq(1L, 2L, 4L))
+    assert(id(withIds("point").dataType.asInstanceOf[StructType]("x")) == 3L)
+    val tag =
+      withIds("tags").dataType.asInstanceOf[ArrayType].elementType.asInstanceOf[StructType]
+    assert(id(tag("k")) == 6L)
+    // the same columns and types as the rows', only the ids added
+    val plain = IcebergSchema.toSpark(nested)
+    assert(withIds.fieldNames.toSeq == plain.fieldNames.toSeq)
     assert(
-      IcebergSchema
-        .renameOf(renamed, Seq(schema))
-        .exists(_.contains("column 'town' is named 'city' in another of the table's schemas")))
-    val reused = new Schema(
+      withIds.fields.map(_.dataType.catalogString).toSeq == plain.fields
+        .map(_.dataType.catalogString)
+        .toSeq)
+  }
+
+  /** Parquet's settings of an Iceberg source whose columns (as of its start) are `columns`. */
+  private def readByFieldIds(columns: Schema, ts: Option[String] = None) =
+    ParquetConfig(
+      paths = Nil,
+      monitorIntervalMs = None,
+      ignoreMissingFiles = false,
+      ignoreChangedFiles = false,
+      notReadyTimeoutMs = 0L,
+      timestampColumn = ts,
+      dataSchema = IcebergSchema.toSpark(columns),
+      partitionSchema = new StructType(),
+      partitionRoots = Nil,
+      timeZoneId = "UTC",
+      caseSensitive = true,
+      sparkOptions = Map.empty,
+      options = Map.empty,
+      fileSchema = Some(IcebergSchema.withFieldIds(columns)),
+      matchFieldIds = true)
+
+  test(
+    "a data file's footer is read by field id: row-group filters and the event-time column follow renames, never a reused name") {
+    // a file Iceberg's writer wrote before the changes: each column's field id in its Parquet schema
+    val before = MessageTypeParser.parseMessageType(
+      "message table { optional int64 id = 1; optional binary city (UTF8) = 2; " +
+        "optional int64 ts (TIMESTAMP_MICROS) = 3; }")
+    // since: city renamed town, ts renamed at, and a new column given the name city
+    val current = new Schema(
       Types.NestedField.optional(1, "id", Types.LongType.get),
+      Types.NestedField.optional(2, "town", Types.StringType.get),
+      Types.NestedField.optional(3, "at", Types.TimestampType.withZone),
       Types.NestedField.optional(4, "city", Types.StringType.get))
-    assert(IcebergSchema.renameOf(reused, Seq(schema)).exists(_.contains("'city' belonged to")))
-    val added = new Schema(
-      schema.columns.asScala.toSeq :+ Types.NestedField
-        .optional(4, "extra", Types.LongType.get): _*)
-    assert(IcebergSchema.renameOf(added, Seq(schema)).isEmpty)
+    val config =
+      readByFieldIds(current, ts = Some("at")).copy(filters = Seq(
+        sources.IsNull("city"),
+        sources.EqualTo("town", "a"),
+        sources.And(sources.EqualTo("city", "x"), sources.GreaterThan("id", 5L)),
+        sources.Or(sources.IsNull("city"), sources.LessThan("at", 0L))))
+    // the old file's `city` is the renamed column (id 2): the new city (id 4) is none of its columns
+    assert(config.fileColumnNames(before) == Map("id" -> "id", "town" -> "city", "at" -> "ts"))
+    // a conjunct on a column the file does not hold is dropped, never pruned on by another's statistics
+    assert(
+      config
+        .fileFilters(before) == Seq(sources.EqualTo("city", "a"), sources.GreaterThan("id", 5L)))
+    // a file written since names every column as the table does
+    val after = MessageTypeParser.parseMessageType(
+      "message table { optional int64 id = 1; optional binary town (UTF8) = 2; " +
+        "optional int64 at (TIMESTAMP_MICROS) = 3; optional binary city (UTF8) = 4; }")
+    assert(config.fileFilters(after) == config.filters)
+    // an id held twice names no column (none is sure to be the one read)
+    val twice = MessageTypeParser.parseMessageType(
+      "message table { optional int64 id = 1; optional binary a (UTF8) = 2; " +
+        "optional binary b (UTF8) = 2; }")
+    assert(config.fileColumnNames(twice) == Map("id" -> "id"))
+    // read by name (a Parquet source's files), the old file's city would be taken for the new one
+    val byName = config.copy(fileSchema = None, matchFieldIds = false)
+    assert(byName.fileFilters(before).contains(sources.IsNull("city")))
+  }
+
+  test(
+    "later plans bind the pushed filters and the event-time column by field id in the current schema") {
+    val dir = Files.createTempDirectory("sluice-iceberg").resolve("t").toString
+    val t = new HadoopTables(new Configuration())
+      .create(schema, PartitionSpec.unpartitioned, Map("format-version" -> "2").asJava, dir)
+    val string =
+      (v: String) => org.apache.iceberg.types.Conversions.toByteBuffer(Types.StringType.get, v)
+    val micros = (v: Long) =>
+      org.apache.iceberg.types.Conversions.toByteBuffer(Types.TimestampType.withZone, Long.box(v))
+    def file(name: String, bounds: (Int, java.nio.ByteBuffer)*) =
+      DataFiles
+        .builder(t.spec)
+        .withPath(s"${t.location}/data/$name.parquet")
+        .withFileSizeInBytes(100)
+        .withMetrics(
+          new org.apache.iceberg.Metrics(
+            10L,
+            null,
+            null,
+            null,
+            null,
+            bounds.map { case (id, b) => Int.box(id) -> b }.toMap.asJava,
+            bounds.map { case (id, b) => Int.box(id) -> b }.toMap.asJava))
+        .build()
+    t.newAppend().appendFile(file("first", 2 -> string("b"), 3 -> micros(1000L))).commit()
+    val start = t.currentSnapshot.snapshotId
+    // the source's columns by field id, as it was built
+    val ids = IcebergSchema.fieldIdsOf(IcebergSchema.withFieldIds(t.schema))
+    assert(ids == Map("id" -> 1, "city" -> 2, "ts" -> 3))
+    t.updateSchema().renameColumn("city", "town").renameColumn("ts", "at").commit()
+    t.updateSchema()
+      .addColumn("city", Types.StringType.get)
+      .addColumn("ts", Types.TimestampType.withZone)
+      .commit()
+    val names = IcebergSchema.namesIn(t.schema, ids)
+    assert(names == Map("id" -> "id", "city" -> "town", "ts" -> "at"))
+    // appended since: the source's city (now town) 'b' with event times at 2 s; the new city 'x'
+    // and the new ts (ids 4 and 5) other values
+    t.newAppend()
+      .appendFile(
+        file(
+          "second",
+          2 -> string("b"),
+          3 -> micros(2000000L),
+          t.schema.findField("city").fieldId -> string("x"),
+          t.schema.findField("ts").fieldId -> micros(9000000L)))
+      .commit()
+    def planned(filter: org.apache.iceberg.expressions.Expression, e: Option[IcebergEventTimes]) =
+      IcebergTables
+        .appendedSince(t, t.location, start, filter, caseSensitive = true, skipChanges = false, e)
+        .toSeq
+        .flatMap(_._1.map(f => f.path.split("/").last -> f.statistics))
+    val byId = IcebergEventTimes.byId(t.schema, ids("ts"))
+    assert(byId.map(_.column).contains("at"))
+    val pushed = Seq(sources.EqualTo("city", "b"))
+    assert(
+      planned(IcebergFilters.toIceberg(pushed, names), byId) ==
+        Seq("second.parquet" -> Some(FileStatistics(10, Some((2000L, 2000L))))))
+    // by name the filter would be the new city's, whose bounds leave 'b' out: the file unread
+    assert(planned(IcebergFilters.toIceberg(pushed, Set("id", "city", "ts")), None).isEmpty)
+    // and the event-time bounds the new ts column's
+    assert(
+      planned(Expressions.alwaysTrue(), Some(new IcebergEventTimes(t.schema, "ts"))) ==
+        Seq("second.parquet" -> Some(FileStatistics(10, Some((9000L, 9000L))))))
+    // the start snapshot's plan binds by the current schema's names too (Iceberg binds there)
+    assert(
+      IcebergTables
+        .dataFiles(
+          t,
+          t.snapshot(start),
+          IcebergFilters.toIceberg(pushed, names),
+          caseSensitive = true)
+        .map(_.path.split("/").last) == Seq("first.parquet"))
+    // dropped since: neither a filter nor the event-time bounds are asked of Iceberg by its name
+    t.updateSchema().deleteColumn("town").deleteColumn("at").commit()
+    assert(IcebergSchema.namesIn(t.schema, ids) == Map("id" -> "id"))
+    assert(IcebergEventTimes.byId(t.schema, ids("ts")).isEmpty)
   }
 
   test("filter values become Iceberg literals: timestamps in microseconds") {
