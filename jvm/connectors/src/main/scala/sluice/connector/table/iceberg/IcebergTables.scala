@@ -1,11 +1,13 @@
 package sluice.connector.table.iceberg
 
+import scala.annotation.tailrec
 import scala.collection.mutable
 import scala.jdk.CollectionConverters._
+import scala.util.{Failure, Success, Try}
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.Path
+import org.apache.hadoop.fs.{FileStatus, Path}
 import org.apache.iceberg.{BaseTable, DataOperations, DeleteFile, FileContent, FileFormat, FileScanTask, HasTableOperations, Snapshot, StaticTableOperations, Table, TableProperties}
 import org.apache.iceberg.expressions.Expression
 import org.apache.iceberg.hadoop.{HadoopFileIO, HadoopTables}
@@ -56,8 +58,7 @@ private[iceberg] object IcebergTables {
 
   def load(location: String, conf: Configuration): Table =
     try {
-      if (location.endsWith(".metadata.json"))
-        new BaseTable(new StaticTableOperations(location, new HadoopFileIO(conf)), location)
+      if (location.endsWith(".metadata.json")) readMetadata(location, conf)
       else new HadoopTables(conf).load(location)
     } catch {
       case NonFatal(e) =>
@@ -74,25 +75,82 @@ private[iceberg] object IcebergTables {
    * (Iceberg follows its version hint). A metadata file is one commit's: the newest beside it is
    * taken instead, by the version number that begins a catalog's metadata file names
    * (`<version>-<uuid>.metadata.json`; Hadoop tables' `v<version>.metadata.json`); Sluice asks
-   * no catalog which one is current.
+   * no catalog which one is current. A catalog records a metadata file as current only once it
+   * is written whole, but the file is visible beside the others while it is written (pyiceberg
+   * writes it in place on a local or network file system): one that does not read whole yet and
+   * was written less than `MetadataWriteGraceMs` ago is passed over for the newest before it
+   * (its commit is read at a later plan); one older than that fails the plan, naming it.
    */
-  def loadLatest(location: String, conf: Configuration): Table = {
+  def loadLatest(
+      location: String,
+      conf: Configuration,
+      nowMs: () => Long = () => System.currentTimeMillis()): Table = {
     val named = new Path(location)
-    val newest = versionOf(named.getName).flatMap { _ =>
-      val beside = named.getFileSystem(conf).listStatus(named.getParent).toSeq.map(_.getPath)
-      beside
-        .flatMap(p => versionOf(p.getName).map(_ -> p))
-        .sortBy { case (version, p) => (version, p.getName) }
-        .lastOption
-        .map(_._2.toString)
+    versionOf(named.getName).fold(load(location, conf)) { _ =>
+      val newestFirst = named
+        .getFileSystem(conf)
+        .listStatus(named.getParent)
+        .toList
+        .flatMap(s => versionOf(s.getPath.getName).map(v => (v, s.getPath.getName, s)))
+        .sortBy { case (version, name, _) => (version, name) }
+        .reverse
+        .map(_._3)
+      newestWhole(newestFirst, location, conf, nowMs())
     }
-    load(newest.getOrElse(location), conf)
   }
 
-  private val MetadataFileName = """v?(\d+)(-.*)?\.metadata\.json""".r
+  /**
+   * How long after it was last written a metadata file that does not read whole is taken for
+   * one still being written (`loadLatest`): a writer writes a few kilobytes of JSON in far less.
+   */
+  val MetadataWriteGraceMs: Long = 60000L
+
+  @tailrec
+  private def newestWhole(
+      newestFirst: List[FileStatus],
+      location: String,
+      conf: Configuration,
+      now: Long): Table = newestFirst match {
+    case Nil => load(location, conf)
+    case file :: older =>
+      val path = file.getPath.toString
+      val age = now - file.getModificationTime
+      Try(readMetadata(path, conf)) match {
+        case Success(table) => table
+        case Failure(e) if age < MetadataWriteGraceMs =>
+          log.info(
+            s"$Context: metadata file '$path' of table '$location' does not read whole yet (last " +
+              s"written $age ms ago: a commit still being written), the table as of the one before " +
+              s"it is planned: ${e.getMessage}")
+          newestWhole(older, location, conf, now)
+        case Failure(e) =>
+          throw SluiceError.sourceFault(
+            s"$Context: metadata file '$path', the newest beside the one table '$location' names, " +
+              s"cannot be read ($age ms after it was last written; one still being written is waited " +
+              s"for ${MetadataWriteGraceMs / 1000} s): ${e.getMessage}. Sluice follows a table given " +
+              "by a metadata file by the newest one beside it. If a failed commit left this file (no " +
+              "catalog records it as current), remove it; or give the table by its catalog (options " +
+              "catalog.<property>), which says which metadata file is current, and restart the query " +
+              "(it goes on from its checkpoint).",
+            e)
+      }
+  }
+
+  /** The table as the metadata file at `location` records it, read now (Iceberg reads it lazily). */
+  private def readMetadata(location: String, conf: Configuration): Table = {
+    val operations = new StaticTableOperations(location, new HadoopFileIO(conf))
+    operations.current()
+    new BaseTable(operations, location)
+  }
+
+  // `<version>-<uuid>` or `v<version>`, with the codec of compressed metadata (`.gz`) before the
+  // suffix; not a Hadoop table's commit in progress, `<uuid>.metadata.json` (renamed once whole),
+  // whose uuid may begin with eight digits
+  private val Uuid = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+  private val MetadataFileName = raw"(?:(\d+)-$Uuid|v(\d+))(?:\.[a-z0-9]+)?\.metadata\.json".r
 
   private def versionOf(name: String): Option[Long] = name match {
-    case MetadataFileName(version, _) => version.toLongOption
+    case MetadataFileName(catalogs, hadoop) => Option(catalogs).getOrElse(hadoop).toLongOption
     case _ => None
   }
 
@@ -123,7 +181,7 @@ private[iceberg] object IcebergTables {
   /** The table's `table-uuid` (`TableIdentity`), as its current metadata records it. */
   def uuidOf(table: Table): Option[String] = table match {
     case t: HasTableOperations => Option(t.operations.current.uuid)
-    case t => scala.util.Try(t.uuid.toString).toOption
+    case t => Try(t.uuid.toString).toOption
   }
 
   def formatVersion(table: Table): Int = table match {

@@ -506,6 +506,43 @@ class IcebergPlanningSuite extends AnyFunSuite {
   }
 
   test(
+    "unbounded, a table given by a metadata file: a newer one being written is passed over, one that never reads whole fails naming it") {
+    val t = table()
+    t.newAppend().appendFile(dataFile(t, "a", (0L, 9L))).commit()
+    t.newAppend().appendFile(dataFile(t, "b", (10L, 19L))).commit()
+    val current = t.currentSnapshot.snapshotId
+    val metadata = java.nio.file.Paths.get(t.location, "metadata")
+    val v1 = metadata.resolve("v1.metadata.json").toString
+    val whole = Files.readAllBytes(metadata.resolve("v3.metadata.json"))
+    // the next commit's file as a writer leaves it half written
+    val partial = Files.write(metadata.resolve("v4.metadata.json"), whole.take(whole.length / 2))
+    val written = Files.getLastModifiedTime(partial).toMillis
+    val conf = new Configuration()
+    def latest(now: Long) = IcebergTables.loadLatest(v1, conf, () => now)
+    assert(latest(written + 1000).currentSnapshot.snapshotId == current, "the table as of v3")
+    val refused = intercept[SluiceRuntimeException](
+      latest(written + IcebergTables.MetadataWriteGraceMs + 1))
+    Seq("v4.metadata.json', the newest beside", "cannot be read", "remove it", "catalog.<property>")
+      .foreach(m => assert(refused.getMessage.contains(m), refused.getMessage))
+    // written whole: it is the table as last committed
+    Files.write(partial, whole)
+    assert(latest(written + IcebergTables.MetadataWriteGraceMs + 1).currentSnapshot.snapshotId == current)
+    Files.delete(partial)
+    // a Hadoop table's commit in progress (`<uuid>.metadata.json`, here v1's content) is no
+    // version, even where its uuid begins with eight digits
+    val v1Bytes = Files.readAllBytes(metadata.resolve("v1.metadata.json"))
+    Files.write(metadata.resolve("12345678-1234-4abc-8def-123456789abc.metadata.json"), v1Bytes)
+    assert(latest(written).currentSnapshot.snapshotId == current)
+    // compressed metadata (`write.metadata.compression-codec=gzip`) is a version like any other
+    val gz = new java.io.ByteArrayOutputStream()
+    val out = new java.util.zip.GZIPOutputStream(gz)
+    out.write(v1Bytes)
+    out.close()
+    Files.write(metadata.resolve("v9.gz.metadata.json"), gz.toByteArray)
+    assert(latest(written).currentSnapshot == null, "v9 (v1's content, no snapshot) is the newest")
+  }
+
+  test(
     "unbounded: a delete or an overwrite fails the plan naming snapshot, operation and option; skipChanges skips it whole") {
     val t = table()
     val a0 = dataFile(t, "a", (0L, 9L))
