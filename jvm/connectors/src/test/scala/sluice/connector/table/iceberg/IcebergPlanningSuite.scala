@@ -520,13 +520,19 @@ class IcebergPlanningSuite extends AnyFunSuite {
     val conf = new Configuration()
     def latest(now: Long) = IcebergTables.loadLatest(v1, conf, () => now)
     assert(latest(written + 1000).currentSnapshot.snapshotId == current, "the table as of v3")
-    val refused = intercept[SluiceRuntimeException](
-      latest(written + IcebergTables.MetadataWriteGraceMs + 1))
-    Seq("v4.metadata.json', the newest beside", "cannot be read", "remove it", "catalog.<property>")
+    val refused =
+      intercept[SluiceRuntimeException](latest(written + IcebergTables.MetadataWriteGraceMs + 1))
+    Seq(
+      "v4.metadata.json', the newest beside",
+      "cannot be read",
+      "remove it",
+      "catalog.<property>")
       .foreach(m => assert(refused.getMessage.contains(m), refused.getMessage))
     // written whole: it is the table as last committed
     Files.write(partial, whole)
-    assert(latest(written + IcebergTables.MetadataWriteGraceMs + 1).currentSnapshot.snapshotId == current)
+    assert(
+      latest(
+        written + IcebergTables.MetadataWriteGraceMs + 1).currentSnapshot.snapshotId == current)
     Files.delete(partial)
     // a Hadoop table's commit in progress (`<uuid>.metadata.json`, here v1's content) is no
     // version, even where its uuid begins with eight digits
@@ -539,7 +545,9 @@ class IcebergPlanningSuite extends AnyFunSuite {
     out.write(v1Bytes)
     out.close()
     Files.write(metadata.resolve("v9.gz.metadata.json"), gz.toByteArray)
-    assert(latest(written).currentSnapshot == null, "v9 (v1's content, no snapshot) is the newest")
+    assert(
+      latest(written).currentSnapshot == null,
+      "v9 (v1's content, no snapshot) is the newest")
   }
 
   test(
