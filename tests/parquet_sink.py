@@ -12,17 +12,28 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
 
-def to_parquet(spark: SparkSession, source: Any, tmp_path: Path, name: str) -> DataStreamWriter:
-    """`source` read (as `name`, without Sluice's metadata columns) into the Parquet sink
-    `tmp_path / "sink"` on the checkpoint `tmp_path / "checkpoint"`: a sink and a checkpoint a
-    restart goes on. The trigger is the caller's."""
+def to_parquet(
+    spark: SparkSession, source: Any, tmp_path: Path, name: str, where: str | None = None
+) -> DataStreamWriter:
+    """`source` read (as `name`, without Sluice's metadata columns, filtered by `where` if given) into
+    the Parquet sink `tmp_path / "sink"` on the checkpoint `tmp_path / "checkpoint"`: a sink and a
+    checkpoint a restart goes on. The trigger is the caller's."""
+    rows = sluice.from_source(spark, source, name=name)
     return (
-        sluice.from_source(spark, source, name=name)
+        (rows.where(where) if where else rows)
         .drop("_split", "_position", "_timestamp")
         .writeStream.format("parquet")
         .option("path", str(tmp_path / "sink"))
         .option("checkpointLocation", str(tmp_path / "checkpoint"))
     )
+
+
+def to_parquet_running(
+    spark: SparkSession, source: Any, tmp_path: Path, name: str, where: str | None = None
+) -> StreamingQuery:
+    """`to_parquet` started on a 100 ms processing-time trigger: each trigger plans, so an unbounded
+    table source finds what was committed since within a trigger or two."""
+    return to_parquet(spark, source, tmp_path, name, where).trigger(processingTime="100 milliseconds").start()
 
 
 def to_parquet_available_now(spark: SparkSession, source: Any, tmp_path: Path, name: str) -> StreamingQuery:

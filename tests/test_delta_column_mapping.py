@@ -20,6 +20,7 @@ import pytest
 import sluice
 from checkpoints import logged_enumerator_field
 from deltalake import DeltaTable, QueryBuilder, WriterProperties, write_deltalake
+from parquet_sink import to_parquet_running
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from sluice import DeltaSource
@@ -234,15 +235,7 @@ def test_unbounded_reads_appends_to_a_column_mapped_table_once_and_fails_on_a_re
 
     def start() -> Any:
         source = DeltaSource.builder().table(str(path)).monitor_interval(1).build()
-        return (
-            sluice.from_source(spark, source, name="unbounded_mapped")
-            .drop("_split", "_position", "_timestamp")
-            .writeStream.format("parquet")
-            .option("path", sink)
-            .option("checkpointLocation", str(tmp_path / "checkpoint"))
-            .trigger(processingTime="100 milliseconds")
-            .start()
-        )
+        return to_parquet_running(spark, source, tmp_path, "unbounded_mapped")
 
     query = start()
     query.processAllAvailable()

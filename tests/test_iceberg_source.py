@@ -13,7 +13,12 @@ import pyarrow as pa
 import pytest
 import sluice
 from checkpoints import as_written_by_the_bounded_build, logged_enumerator_field
-from parquet_sink import run_to_parquet_available_now, to_parquet, to_parquet_available_now
+from parquet_sink import (
+    run_to_parquet_available_now,
+    to_parquet,
+    to_parquet_available_now,
+    to_parquet_running,
+)
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
@@ -194,9 +199,7 @@ def test_snapshots_by_id_and_time_and_columns_renamed_or_named_again(
 
     # an unbounded read started before the rename keeps the columns it started with
     stream = IcebergSource.builder().table(table.metadata_location).monitor_interval(1).build()
-    running = (
-        to_parquet(spark, stream, tmp_path, "renamed").trigger(processingTime="100 milliseconds").start()
-    )
+    running = to_parquet_running(spark, stream, tmp_path, "renamed")
     running.processAllAvailable()
 
     with table.update_schema() as update:
@@ -251,16 +254,8 @@ def test_an_unbounded_read_with_a_pushed_filter_finds_its_column_by_field_id_acr
         # the start snapshot named: restarted, the source keeps its columns (built from the table
         # alone, a restart would take the current snapshot's schema, where `city` is the new column)
         builder = IcebergSource.builder().table(table.metadata_location).snapshot_id(first.snapshot_id)
-        source = builder.monitor_interval(1).build()
-        return (
-            sluice.from_source(spark, source, name="evolving")
-            .where("city = 'b'")
-            .drop("_split", "_position", "_timestamp")
-            .writeStream.format("parquet")
-            .option("path", sink)
-            .option("checkpointLocation", str(tmp_path / "checkpoint"))
-            .trigger(processingTime="100 milliseconds")
-            .start()
+        return to_parquet_running(
+            spark, builder.monitor_interval(1).build(), tmp_path, "evolving", "city = 'b'"
         )
 
     query = start()
@@ -653,7 +648,7 @@ def test_a_file_appended_twice_is_read_twice_as_pyiceberg_reads_it_bounded_and_u
 
     def start() -> Any:
         source = IcebergSource.builder().table(table.metadata_location).monitor_interval(1).build()
-        return to_parquet(spark, source, tmp_path, "twice").trigger(processingTime="100 milliseconds").start()
+        return to_parquet_running(spark, source, tmp_path, "twice")
 
     def sink_rows() -> Counter[tuple[Any, ...]]:
         return _got(spark.read.parquet(sink))
