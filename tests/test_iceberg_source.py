@@ -23,7 +23,15 @@ from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
-from pyiceberg.types import LongType, NestedField, StringType, TimestamptzType
+from pyiceberg.types import (
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    NestedField,
+    StringType,
+    TimestamptzType,
+)
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from sluice import (
@@ -232,6 +240,62 @@ def test_snapshots_by_id_and_time_and_columns_renamed_or_named_again(
     for where in ("city IS NULL", "city = 'new'", "city IS NULL AND id >= 5"):
         expected = _expected(table, row_filter=where)
         assert sum(expected.values()) > 0 and _got(again.where(where)) == expected, where
+
+
+def test_promoted_columns_read_and_pushed_filters_prune_the_files_written_before_the_promotion(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """`n` promoted from int to long and `f` from float to double (Iceberg's type promotions): the
+    files written before hold INT32 and FLOAT columns, read under the promoted types, and a pushed
+    filter, whose literals are of the promoted types, prunes their row groups (5 rows each) without
+    losing a row: the rows are pyiceberg's scan of the same filter."""
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=False),
+        NestedField(2, "n", IntegerType(), required=False),
+        NestedField(3, "f", FloatType(), required=False),
+    )
+    table = _catalog(tmp_path).create_table(
+        "db.promoted", schema=schema, properties={"write.parquet.row-group-limit": "5"}
+    )
+    old = pa.schema([("id", pa.int64()), ("n", pa.int32()), ("f", pa.float32())])
+    table.append(pa.table({"id": range(20), "n": range(20), "f": [i * 1.5 for i in range(20)]}, schema=old))
+    with table.update_schema() as update:
+        update.update_column("n", field_type=LongType())
+        update.update_column("f", field_type=DoubleType())
+    new = pa.schema([("id", pa.int64()), ("n", pa.int64()), ("f", pa.float64())])
+    table.append(
+        pa.table({"id": range(20, 40), "n": range(20, 40), "f": [i * 1.5 for i in range(20, 40)]}, schema=new)
+    )
+
+    got = sluice.read(spark, IcebergSource.builder().table(table.metadata_location).build())
+    assert [(f.name, f.dataType.simpleString()) for f in got.schema.fields[:3]] == [
+        ("id", "bigint"),
+        ("n", "bigint"),
+        ("f", "double"),
+    ]
+    rows = Counter((r.id, r.n, r.f) for r in got.collect())
+    assert rows == Counter((i, i, i * 1.5) for i in range(40))
+    for where in ("n = 5", "n >= 12 AND n < 27", "n > 2147483647", "f > 20.0", "f = 4.5"):
+        expected = Counter(
+            (r["id"], r["n"], r["f"]) for r in table.scan(row_filter=where).to_arrow().to_pylist()
+        )
+        assert Counter((r.id, r.n, r.f) for r in got.where(where).collect()) == expected, where
+    # the pushed filter prunes: `n = 5` reads one row group of the old file (rows 5..9) and none of the new
+    query = (
+        sluice.from_source(
+            spark, IcebergSource.builder().table(table.metadata_location).build(), name="promoted"
+        )
+        .where("n = 5")
+        .writeStream.format("memory")
+        .queryName("py_iceberg_promoted")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(120), "the query did not end within 120 s"
+    assert query.exception() is None
+    assert sum(p["numInputRows"] for p in query.recentProgress) == 5
+    assert [r.id for r in spark.table("py_iceberg_promoted").collect()] == [5]
 
 
 def test_an_unbounded_read_with_a_pushed_filter_finds_its_column_by_field_id_across_a_rename_a_reused_name_and_a_restart(
