@@ -1,6 +1,5 @@
 package sluice.connector.table.iceberg
 
-import scala.annotation.tailrec
 import scala.collection.mutable
 import scala.jdk.CollectionConverters._
 import scala.util.{Failure, Success, Try}
@@ -47,18 +46,21 @@ private[iceberg] object IcebergTables {
     catalog.fold(use(load(table, conf)))(
       IcebergCatalogs.withTable(_, table, conf, catalogTimeoutMs, later)(use))
 
-  /** `use` of the table as last committed (`loadLatest`); a catalog is asked for its current metadata again. */
+  /**
+   * `use` of the table as last committed (`loadLatest`); a catalog is asked for its current
+   * metadata again. None: the newest metadata file beside the one given is not settled yet.
+   */
   def withLatest[T](
       table: String,
       catalog: Option[IcebergCatalogs.CatalogSpec],
       catalogTimeoutMs: Long,
-      conf: Configuration)(use: Table => T): T =
-    catalog.fold(use(loadLatest(table, conf)))(
+      conf: Configuration)(use: Table => Option[T]): Option[T] =
+    catalog.fold(loadLatest(table, conf).flatMap(use))(
       IcebergCatalogs.withTable(_, table, conf, catalogTimeoutMs, later = true)(use))
 
   def load(location: String, conf: Configuration): Table =
     try {
-      if (location.endsWith(".metadata.json")) readMetadata(location, conf)
+      if (isMetadataFile(location)) readMetadata(location, conf)
       else new HadoopTables(conf).load(location)
     } catch {
       case NonFatal(e) =>
@@ -76,65 +78,69 @@ private[iceberg] object IcebergTables {
    * taken instead, by the version number that begins a catalog's metadata file names
    * (`<version>-<uuid>.metadata.json`; Hadoop tables' `v<version>.metadata.json`); Sluice asks
    * no catalog which one is current. A catalog records a metadata file as current only once it
-   * is written whole, but the file is visible beside the others while it is written (pyiceberg
-   * writes it in place on a local or network file system): one that does not read whole yet and
-   * was written less than `MetadataWriteGraceMs` ago is passed over for the newest before it
-   * (its commit is read at a later plan); one older than that fails the plan, naming it.
+   * is written whole and no other writer took its version first, but every writer's file is
+   * visible beside the others (pyiceberg writes it in place on a local or network file system):
+   * the newest version is settled when one file holds it and that file reads whole. Until then
+   * the table is not taken (None: the plan plans nothing new, a later plan looks again), for up to
+   * `MetadataWriteGraceMs` after the newest of its files was last written; past that the plan
+   * fails, naming them.
    */
   def loadLatest(
       location: String,
       conf: Configuration,
-      nowMs: () => Long = () => System.currentTimeMillis()): Table = {
+      nowMs: () => Long = () => System.currentTimeMillis()): Option[Table] = {
     val named = new Path(location)
-    versionOf(named.getName).fold(load(location, conf)) { _ =>
-      val newestFirst = named
-        .getFileSystem(conf)
-        .listStatus(named.getParent)
-        .toList
-        .flatMap(s => versionOf(s.getPath.getName).map(v => (v, s.getPath.getName, s)))
-        .sortBy { case (version, name, _) => (version, name) }
-        .reverse
-        .map(_._3)
-      newestWhole(newestFirst, location, conf, nowMs())
+    val beside =
+      if (versionOf(named.getName).isEmpty) Nil
+      else
+        named
+          .getFileSystem(conf)
+          .listStatus(named.getParent)
+          .toSeq
+          .flatMap(s => versionOf(s.getPath.getName).map(_ -> s))
+    if (beside.isEmpty) Some(load(location, conf))
+    else {
+      val version = beside.map(_._1).max
+      val newest = beside.collect { case (`version`, file) => file }.sortBy(_.getPath.getName)
+      val read = newest.map(file => file -> Try(readMetadata(file.getPath.toString, conf)))
+      val age = nowMs() - newest.map(_.getModificationTime).max
+      read match {
+        case Seq((_, Success(table))) => Some(table)
+        case _ if age < MetadataWriteGraceMs =>
+          log.info(
+            s"$Context: the newest metadata of table '$location' (version $version) is not settled " +
+              s"yet, ${unsettled(read)}; nothing new is planned until it is (last written $age ms ago)")
+          None
+        case _ =>
+          throw SluiceError.sourceFault(
+            s"$Context: the newest metadata of table '$location' (version $version) does not settle " +
+              s"which file is current: ${unsettled(read)} ($age ms after the last was written; a commit " +
+              s"still being written is waited for ${MetadataWriteGraceMs / 1000} s). Sluice follows a " +
+              "table given by a metadata file by the one file that holds the newest version, and asks no " +
+              "catalog which is current: a commit that failed (another writer took its version) or was " +
+              "cut off leaves a file there that no catalog records. Remove the files no catalog records, " +
+              "or give the table by its catalog (options catalog.<property>), which says which metadata " +
+              "file is current, and restart the query (it goes on from its checkpoint).",
+            read.collectFirst { case (_, Failure(e)) => e }.orNull)
+      }
     }
   }
 
+  /** The files of one version, each whole or what reading it raised. */
+  private def unsettled(read: Seq[(FileStatus, Try[Table])]): String =
+    read
+      .map {
+        case (file, Success(_)) => s"'${file.getPath}' reads whole"
+        case (file, Failure(e)) => s"'${file.getPath}' cannot be read (${e.getMessage})"
+      }
+      .mkString(", ")
+
   /**
-   * How long after it was last written a metadata file that does not read whole is taken for
-   * one still being written (`loadLatest`): a writer writes a few kilobytes of JSON in far less.
+   * How long after it was last written the newest metadata is waited for to settle (`loadLatest`):
+   * a writer writes a few kilobytes of JSON, and a writer that lost its version to another writes
+   * the next one, in far less.
    */
   val MetadataWriteGraceMs: Long = 60000L
-
-  @tailrec
-  private def newestWhole(
-      newestFirst: List[FileStatus],
-      location: String,
-      conf: Configuration,
-      now: Long): Table = newestFirst match {
-    case Nil => load(location, conf)
-    case file :: older =>
-      val path = file.getPath.toString
-      val age = now - file.getModificationTime
-      Try(readMetadata(path, conf)) match {
-        case Success(table) => table
-        case Failure(e) if age < MetadataWriteGraceMs =>
-          log.info(
-            s"$Context: metadata file '$path' of table '$location' does not read whole yet (last " +
-              s"written $age ms ago: a commit still being written), the table as of the one before " +
-              s"it is planned: ${e.getMessage}")
-          newestWhole(older, location, conf, now)
-        case Failure(e) =>
-          throw SluiceError.sourceFault(
-            s"$Context: metadata file '$path', the newest beside the one table '$location' names, " +
-              s"cannot be read ($age ms after it was last written; one still being written is waited " +
-              s"for ${MetadataWriteGraceMs / 1000} s): ${e.getMessage}. Sluice follows a table given " +
-              "by a metadata file by the newest one beside it. If a failed commit left this file (no " +
-              "catalog records it as current), remove it; or give the table by its catalog (options " +
-              "catalog.<property>), which says which metadata file is current, and restart the query " +
-              "(it goes on from its checkpoint).",
-            e)
-      }
-  }
 
   /** The table as the metadata file at `location` records it, read now (Iceberg reads it lazily). */
   private def readMetadata(location: String, conf: Configuration): Table = {
@@ -144,10 +150,15 @@ private[iceberg] object IcebergTables {
   }
 
   // `<version>-<uuid>` or `v<version>`, with the codec of compressed metadata (`.gz`) before the
-  // suffix; not a Hadoop table's commit in progress, `<uuid>.metadata.json` (renamed once whole),
+  // suffix or, as Iceberg named it before, after it; not a Hadoop table's commit in progress, `<uuid>.metadata.json` (renamed once whole),
   // whose uuid may begin with eight digits
   private val Uuid = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-  private val MetadataFileName = raw"(?:(\d+)-$Uuid|v(\d+))(?:\.[a-z0-9]+)?\.metadata\.json".r
+  private val MetadataFileName =
+    raw"(?:(\d+)-$Uuid|v(\d+))(?:\.[a-z0-9]+)?\.metadata\.json(?:\.gz)?".r
+
+  /** A metadata file's name, also compressed: `.gz.metadata.json`, and the older `.metadata.json.gz`. */
+  private def isMetadataFile(location: String): Boolean =
+    location.endsWith(".metadata.json") || location.endsWith(".metadata.json.gz")
 
   private def versionOf(name: String): Option[Long] = name match {
     case MetadataFileName(catalogs, hadoop) => Option(catalogs).getOrElse(hadoop).toLongOption

@@ -501,12 +501,15 @@ class IcebergPlanningSuite extends AnyFunSuite {
     // the newest metadata file beside the one given is the table as last committed
     val v1 = s"${t.location}/metadata/v1.metadata.json"
     assert(
-      IcebergTables.loadLatest(v1, new Configuration()).currentSnapshot.snapshotId == compacted)
+      IcebergTables
+        .loadLatest(v1, new Configuration())
+        .map(_.currentSnapshot.snapshotId)
+        .contains(compacted))
     assert(IcebergTables.load(v1, new Configuration()).currentSnapshot == null)
   }
 
   test(
-    "unbounded, a table given by a metadata file: a newer one being written is passed over, one that never reads whole fails naming it") {
+    "unbounded, a table given by a metadata file: its newest version is taken once one file holds it whole; until then nothing new, past the grace a failure naming the files") {
     val t = table()
     t.newAppend().appendFile(dataFile(t, "a", (0L, 9L))).commit()
     t.newAppend().appendFile(dataFile(t, "b", (10L, 19L))).commit()
@@ -514,40 +517,57 @@ class IcebergPlanningSuite extends AnyFunSuite {
     val metadata = java.nio.file.Paths.get(t.location, "metadata")
     val v1 = metadata.resolve("v1.metadata.json").toString
     val whole = Files.readAllBytes(metadata.resolve("v3.metadata.json"))
-    // the next commit's file as a writer leaves it half written
-    val partial = Files.write(metadata.resolve("v4.metadata.json"), whole.take(whole.length / 2))
-    val written = Files.getLastModifiedTime(partial).toMillis
+    val v1Bytes = Files.readAllBytes(metadata.resolve("v1.metadata.json"))
     val conf = new Configuration()
+    def written(file: java.nio.file.Path) = Files.getLastModifiedTime(file).toMillis
     def latest(now: Long) = IcebergTables.loadLatest(v1, conf, () => now)
-    assert(latest(written + 1000).currentSnapshot.snapshotId == current, "the table as of v3")
-    val refused =
-      intercept[SluiceRuntimeException](latest(written + IcebergTables.MetadataWriteGraceMs + 1))
-    Seq(
-      "v4.metadata.json', the newest beside",
-      "cannot be read",
-      "remove it",
-      "catalog.<property>")
-      .foreach(m => assert(refused.getMessage.contains(m), refused.getMessage))
-    // written whole: it is the table as last committed
-    Files.write(partial, whole)
+    def failure(now: Long, expected: String*) = {
+      val refused = intercept[SluiceRuntimeException](latest(now))
+      (expected :+ "(version 4) does not settle" :+ "Remove the files" :+ "catalog.<property>")
+        .foreach(m => assert(refused.getMessage.contains(m), refused.getMessage))
+    }
+    val grace = IcebergTables.MetadataWriteGraceMs
+    assert(latest(System.currentTimeMillis).map(_.currentSnapshot.snapshotId).contains(current))
+
+    // the next commit's file as a writer leaves it half written: nothing new, then a failure
+    val partial = Files.write(metadata.resolve("v4.metadata.json"), whole.take(whole.length / 2))
+    assert(latest(written(partial) + 1000).isEmpty, "not settled: nothing new planned")
+    failure(written(partial) + grace + 1, "v4.metadata.json' cannot be read")
+    Files.write(partial, whole) // written whole: the table as last committed
     assert(
-      latest(
-        written + IcebergTables.MetadataWriteGraceMs + 1).currentSnapshot.snapshotId == current)
+      latest(written(partial) + grace + 1).map(_.currentSnapshot.snapshotId).contains(current))
+
+    // two writers' files of one version (one lost it to the other): which one a catalog took
+    // cannot be told, whether or not each reads whole
+    val rival = Files.write(
+      metadata.resolve("00004-12345678-1234-4abc-8def-123456789abc.metadata.json"),
+      v1Bytes)
+    assert(latest(written(rival) + 1000).isEmpty, "two files of version 4: nothing new planned")
+    failure(
+      written(rival) + grace + 1,
+      "v4.metadata.json' reads whole",
+      "abc.metadata.json' reads whole")
+    Files.delete(rival)
     Files.delete(partial)
+
     // a Hadoop table's commit in progress (`<uuid>.metadata.json`, here v1's content) is no
     // version, even where its uuid begins with eight digits
-    val v1Bytes = Files.readAllBytes(metadata.resolve("v1.metadata.json"))
-    Files.write(metadata.resolve("12345678-1234-4abc-8def-123456789abc.metadata.json"), v1Bytes)
-    assert(latest(written).currentSnapshot.snapshotId == current)
-    // compressed metadata (`write.metadata.compression-codec=gzip`) is a version like any other
+    val temporary =
+      Files.write(metadata.resolve("12345678-1234-4abc-8def-123456789abc.metadata.json"), v1Bytes)
+    assert(latest(written(temporary)).map(_.currentSnapshot.snapshotId).contains(current))
+    // compressed metadata (`write.metadata.compression-codec=gzip`) is a version like any other,
+    // under both names Iceberg gave it (here v1's content: no snapshot)
     val gz = new java.io.ByteArrayOutputStream()
     val out = new java.util.zip.GZIPOutputStream(gz)
     out.write(v1Bytes)
     out.close()
-    Files.write(metadata.resolve("v9.gz.metadata.json"), gz.toByteArray)
-    assert(
-      latest(written).currentSnapshot == null,
-      "v9 (v1's content, no snapshot) is the newest")
+    for (name <- Seq("v9.gz.metadata.json", "v9.metadata.json.gz")) {
+      val compressed = Files.write(metadata.resolve(name), gz.toByteArray)
+      assert(
+        latest(written(compressed)).exists(_.currentSnapshot == null),
+        s"$name is the newest")
+      Files.delete(compressed)
+    }
   }
 
   test(
