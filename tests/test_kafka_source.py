@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import pytest
 import sluice
+from memory_sink import run_to_memory
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from sluice import SluiceConfigError
@@ -122,10 +123,7 @@ def test_repr_hides_credentials() -> None:
 
 def _to_memory(spark: SparkSession, df: DataFrame, table: str) -> list:
     """Every row of streaming `df` up to its end, through an AvailableNow query into memory table `table`."""
-    query = df.writeStream.format("memory").queryName(table).trigger(availableNow=True).start()
-    assert query.awaitTermination(120), "the query did not end within 120 s"
-    if query.exception() is not None:
-        raise query.exception()
+    run_to_memory(df, table)
     return spark.table(table).collect()
 
 
