@@ -20,6 +20,7 @@ import pytest
 import sluice
 from checkpoints import logged_enumerator_field
 from deltalake import DeltaTable, QueryBuilder, WriterProperties, write_deltalake
+from memory_sink import run_to_memory
 from parquet_sink import to_parquet_running
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -318,17 +319,8 @@ def test_event_times_from_physically_keyed_statistics_and_row_groups_pruned_by_a
     # what was read, not only what passed the filter: the stream's input rows, 10 (row group 1
     # of the first file written, ids 30..39: the second file is skipped by Kernel, row group 0 by
     # its footer's statistics of `id`'s physical column; unpruned, 20 rows are read)
-    query = (
-        sluice.from_source(spark, source, name="mapped_pruned")
-        .where(F.col("id") >= 35)
-        .writeStream.format("memory")
-        .queryName("py_delta_mapped_pruned")
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    assert query.awaitTermination(120), "the query did not end within 120 s"
-    assert query.exception() is None
+    stream = sluice.from_source(spark, source, name="mapped_pruned").where(F.col("id") >= 35)
+    query = run_to_memory(stream, "py_delta_mapped_pruned", tmp_path / "checkpoint")
     assert sum(p["numInputRows"] for p in query.recentProgress) == 10
     read = {r["_split"].rsplit("#", 1)[-1] for r in spark.table("py_delta_mapped_pruned").collect()}
     assert read == {"rowgroup=1"}, read

@@ -55,7 +55,11 @@ def test_batch_reads_of_every_version_give_delta_sparks_rows(spark: SparkSession
         # with an event-time column (id as epoch milliseconds) each file is one split planned from
         # the log's statistics, never opened to plan: its split carries all of the file's deleted rows
         timed = DeltaSource.builder().table(str(path)).timestamp_column("id").build()
-        assert _got(sluice.read(spark, timed)) == _expected(name, latest), name
+        timed_rows = sluice.read(spark, timed)
+        assert _got(timed_rows) == _expected(name, latest), name
+        files = {r._split.split("#")[0] for r in sluice.read(spark, _source(path, latest)).collect()}
+        splits = {r._split for r in timed_rows.select("_split").collect()}
+        assert len(files) > 1 and splits == files, (name, splits, files)  # a split a file, whole
     first = sluice.read(spark, _source(tmp_path / "unpartitioned", 4)).where("id < 30")
     assert sorted((r.id, r._position) for r in first.collect()) == [
         (i, i) for i in range(30) if i % 5 and i not in (1, 2)
