@@ -124,6 +124,13 @@ object IcebergConfig {
           "table's metadata and the session's Parquet settings there."))
     val catalogTimeoutMs = o.get(CatalogTimeoutMs).get // declared with a default
     val (monitorIntervalMs, skipChanges) = TableChanges.unboundedOptions(o, Context, "snapshots")
+    if (monitorIntervalMs.isDefined && catalog.isEmpty && !IcebergTables.followable(location))
+      throw SluiceError.config(
+        s"$Context: an unbounded read ('${FileConfig.MonitorIntervalMs.name}') follows a table given by a metadata " +
+          s"file by the newest one beside it, by the version its name begins with, and '$location' names " +
+          "none (a catalog's are <version>-<uuid>.metadata.json, a Hadoop table's v<version>.metadata.json). " +
+          "Give the table's current metadata file as its catalog names it, its directory (a Hadoop table), " +
+          s"or its identifier with '${CatalogProperty.name}' options.")
     val unresolved =
       IcebergConfig(
         location,

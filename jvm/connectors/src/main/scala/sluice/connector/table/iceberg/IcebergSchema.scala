@@ -54,7 +54,9 @@ private[iceberg] object IcebergSchema {
       throw SluiceError.config(
         s"${IcebergConfig.Context}: column '${f.name}' has a default value for rows written before it was " +
           "added (format v3 `initial-default`), which Sluice does not apply yet: its older rows would read " +
-          "null. Rewrite the table's data files (rewrite_data_files) to read it.")
+          "null (rewriting the data files leaves the default in the schema). Read a snapshot from before the " +
+          s"column was added (option '${IcebergConfig.SnapshotId.name}'), or copy the table's rows into a table " +
+          "whose column has no initial default.")
     // a column's doc is not carried: it would make the schema differ from a hybrid's next member's
     val metadata =
       if (!fieldIds) Metadata.empty

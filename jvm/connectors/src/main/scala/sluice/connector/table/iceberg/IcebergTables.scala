@@ -156,6 +156,13 @@ private[iceberg] object IcebergTables {
   private val MetadataFileName =
     raw"(?:(\d+)-$Uuid|v(\d+))(?:\.[a-z0-9]+)?\.metadata\.json(?:\.gz)?".r
 
+  /**
+   * Whether `loadLatest` can follow the table at `location` to later commits: a directory, or a
+   * metadata file whose name gives its version.
+   */
+  def followable(location: String): Boolean =
+    !isMetadataFile(location) || versionOf(new Path(location).getName).isDefined
+
   /** A metadata file's name, also compressed: `.gz.metadata.json`, and the older `.metadata.json.gz`. */
   private def isMetadataFile(location: String): Boolean =
     location.endsWith(".metadata.json") || location.endsWith(".metadata.json.gz")
@@ -259,9 +266,11 @@ private[iceberg] object IcebergTables {
           throw SluiceError.sourceFault(
             s"$Context: snapshot $id of table '$location', the last this query planned, is not an " +
               s"ancestor of the table's current snapshot ${current.snapshotId}: the table was rolled " +
-              "back or its snapshots expired, so what was committed after it cannot be told. Keep the " +
-              "snapshots a running query reads (expire_snapshots retain_last / older_than), or read the " +
-              "table again on a new checkpoint.")
+              "back or its snapshots expired, or (a table given by a metadata file) the snapshot came from " +
+              "a metadata file whose commit failed, another writer's taking its version; so what was " +
+              "committed after it cannot be told. Keep the snapshots a running query reads " +
+              "(expire_snapshots retain_last / older_than), give a table that concurrent writers commit " +
+              "to by its catalog, and read the table again on a new checkpoint.")
       }
       val committed = SnapshotUtil
         .ancestorsBetween(table, current.snapshotId, from.map(Long.box).orNull)
@@ -349,7 +358,9 @@ private[iceberg] object IcebergTables {
         s"$Context: table '${table.name}' has a name mapping (${TableProperties.DEFAULT_NAME_MAPPING}): " +
           "some of its data files were imported without Iceberg's field ids (add_files, migrate), and such " +
           "files may lack the identity partition columns Iceberg fills from its metadata, which Sluice " +
-          "reads from the files. Rewrite the table's data files (rewrite_data_files) to read it.")
+          "reads from the files. Rewrite the table's data files (rewrite_data_files, which writes them with " +
+          s"field ids), then remove the table property ${TableProperties.DEFAULT_NAME_MAPPING}, which Sluice " +
+          "refuses while it is set.")
     }
     val planned =
       try
