@@ -150,8 +150,8 @@ private[iceberg] object IcebergTables {
   }
 
   // `<version>-<uuid>` or `v<version>`, with the codec of compressed metadata (`.gz`) before the
-  // suffix or, as Iceberg named it before, after it; not a Hadoop table's commit in progress, `<uuid>.metadata.json` (renamed once whole),
-  // whose uuid may begin with eight digits
+  // suffix or, as Iceberg named it before, after it; not a Hadoop table's commit in progress,
+  // `<uuid>.metadata.json` (renamed once whole), whose uuid may begin with eight digits
   private val Uuid = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
   private val MetadataFileName =
     raw"(?:(\d+)-$Uuid|v(\d+))(?:\.[a-z0-9]+)?\.metadata\.json(?:\.gz)?".r
