@@ -202,7 +202,8 @@ private[parquet] object RowGroups {
     val chunk = inFile.flatMap { name =>
       b.getColumns.asScala.find { c =>
         val p = c.getPath.toArray
-        p.length == 1 && (if (config.caseSensitive) p(0) == name
+        // found by field id, `name` is the file's own: another column may differ from it in case only
+        p.length == 1 && (if (config.caseSensitive || config.matchFieldIds) p(0) == name
                           else p(0).equalsIgnoreCase(name))
       }
     }
