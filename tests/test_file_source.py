@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import sluice
 from pyspark.sql import SparkSession
@@ -118,6 +120,26 @@ def test_parquet_rows_equal_spark_read_parquet(spark: SparkSession, tmp_path: Pa
     assert Counter(tuple(r) for r in got.collect()) == Counter(tuple(r) for r in expected.collect())
     files = len(expected.inputFiles())
     assert table.select("_split").distinct().count() > files
+
+
+def test_parquet_row_groups_are_not_skipped_by_a_comparison_with_a_double_nan_passes(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """pyarrow (so pyiceberg and delta-rs) leaves NaN out of a row group's minimum and maximum, and
+    Spark orders NaN above every number: `d > 1.0` holds for the NaN row of a row group whose
+    statistics say [0.25, 0.5]. Sluice reads the rows of the unpushed plan; `spark.read.parquet`,
+    which prunes by such a comparison, loses the NaN row."""
+    path = tmp_path / "nan"
+    path.mkdir()
+    rows = pa.table({"id": list(range(6)), "d": [0.5, float("nan"), 0.25, 2.0, 3.0, 2.5]})
+    pq.write_table(rows, path / "f.parquet", row_group_size=3)
+    statistics = pq.ParquetFile(path / "f.parquet").metadata.row_group(0).column(1).statistics
+    assert (statistics.min, statistics.max) == (0.25, 0.5)  # the NaN left out
+    source = FileSource.builder().path(str(path)).format("parquet").build()
+    got = sorted(r.id for r in sluice.read(spark, source).where("d > 1.0").collect())
+    assert got == [1, 3, 4, 5]
+    spark_pushed = sorted(r.id for r in spark.read.parquet(str(path)).where("d > 1.0").collect())
+    assert spark_pushed == [3, 4, 5]  # Spark's own pushdown: the NaN row is lost
 
 
 def test_parquet_options_fail_at_build(spark: SparkSession, tmp_path: Path) -> None:

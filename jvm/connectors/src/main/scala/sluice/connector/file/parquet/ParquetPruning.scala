@@ -31,7 +31,8 @@ private[parquet] object ParquetPruning {
   /**
    * The filters Spark's own Parquet conversion (`ParquetFilters`, as `spark.read.parquet` pushes
    * them) makes of `filters` for a file of `meta`, its dates and timestamps rebased as Spark
-   * would read them (`datetimeRebaseMode`); those it cannot convert are left out.
+   * would read them (`datetimeRebaseMode`); those it cannot convert are left out, and so are those
+   * comparing with a float or double value (`comparesFloatingPoint`).
    */
   def rowGroupPredicates(
       filters: Seq[Filter],
@@ -51,8 +52,34 @@ private[parquet] object ParquetPruning {
         config.caseSensitive,
         rebase,
         None)
-      filters.flatMap(f => Try(convert.createFilter(f)).toOption.flatten)
+      filters
+        .filterNot(comparesFloatingPoint)
+        .flatMap(f => Try(convert.createFilter(f)).toOption.flatten)
     }
+
+  /**
+   * Whether `filter` compares a column with a float or double value. Parquet writers leave NaN out
+   * of a column chunk's minimum and maximum (pyarrow, so pyiceberg and delta-rs, do), while Spark
+   * orders NaN above every number: `d > 1.0` would skip a row group of [0.5, NaN], whose NaN row
+   * passes it. `spark.read.parquet` skips it (and loses the row); Sluice does not prune by such a
+   * comparison, so its rows are the unpushed plan's.
+   */
+  private def comparesFloatingPoint(filter: Filter): Boolean = {
+    def floating(v: Any) = v.isInstanceOf[java.lang.Double] || v.isInstanceOf[java.lang.Float]
+    filter match {
+      case And(l, r) => comparesFloatingPoint(l) || comparesFloatingPoint(r)
+      case Or(l, r) => comparesFloatingPoint(l) || comparesFloatingPoint(r)
+      case Not(c) => comparesFloatingPoint(c)
+      case In(_, values) => values.exists(floating)
+      case EqualTo(_, v) => floating(v)
+      case EqualNullSafe(_, v) => floating(v)
+      case GreaterThan(_, v) => floating(v)
+      case GreaterThanOrEqual(_, v) => floating(v)
+      case LessThan(_, v) => floating(v)
+      case LessThanOrEqual(_, v) => floating(v)
+      case _ => false
+    }
+  }
 
   /**
    * `filter` on other names of its columns (`names`: a column's name to its name in the files,
