@@ -45,22 +45,8 @@ class RowGroupsByFieldIdSuite extends AnyFunSuite {
         new MetadataBuilder().putLong(ParquetUtils.FIELD_ID_METADATA_KEY, id).build())
     // the table's columns as a query reads them: `ts` renamed `at` since the file was written
     val data = StructType(Seq(StructField("id", LongType), StructField("at", TimestampType)))
-    val config = ParquetConfig(
-      paths = Nil,
-      monitorIntervalMs = None,
-      ignoreMissingFiles = false,
-      ignoreChangedFiles = false,
-      notReadyTimeoutMs = 0L,
-      timestampColumn = Some("at"),
-      dataSchema = data,
-      partitionSchema = new StructType(),
-      partitionRoots = Nil,
-      timeZoneId = "UTC",
-      caseSensitive = false,
-      sparkOptions = Map.empty,
-      options = Map.empty,
-      fileSchema = Some(StructType(Seq(withId(data(0), 1), withId(data(1), 3)))),
-      matchFieldIds = true)
+    val files = StructType(Seq(withId(data(0), 1), withId(data(1), 3)))
+    val config = ByFieldIds.config(data, files, Some("at"), caseSensitive = false)
     val fs = path.getFileSystem(new Configuration())
     val status = fs.getFileStatus(path)
     val file = DiscoveredFile(path.toString, status.getLen, status.getModificationTime)

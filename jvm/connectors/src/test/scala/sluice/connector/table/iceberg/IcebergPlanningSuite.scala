@@ -16,7 +16,7 @@ import org.apache.spark.sql.types.{ArrayType, LongType, StringType, StructField,
 import org.scalatest.funsuite.AnyFunSuite
 
 import sluice.connector.file.FileStatistics
-import sluice.connector.file.parquet.{ParquetConfig, PlannedFiles}
+import sluice.connector.file.parquet.{ByFieldIds, PlannedFiles}
 import sluice.connector.table.TableEventTimes
 import sluice.errors.{SluiceConfigException, SluiceRuntimeException}
 
@@ -213,22 +213,11 @@ class IcebergPlanningSuite extends AnyFunSuite {
 
   /** Parquet's settings of an Iceberg source whose columns (as of its start) are `columns`. */
   private def readByFieldIds(columns: Schema, ts: Option[String] = None) =
-    ParquetConfig(
-      paths = Nil,
-      monitorIntervalMs = None,
-      ignoreMissingFiles = false,
-      ignoreChangedFiles = false,
-      notReadyTimeoutMs = 0L,
-      timestampColumn = ts,
-      dataSchema = IcebergSchema.toSpark(columns),
-      partitionSchema = new StructType(),
-      partitionRoots = Nil,
-      timeZoneId = "UTC",
-      caseSensitive = true,
-      sparkOptions = Map.empty,
-      options = Map.empty,
-      fileSchema = Some(IcebergSchema.withFieldIds(columns)),
-      matchFieldIds = true)
+    ByFieldIds.config(
+      IcebergSchema.toSpark(columns),
+      IcebergSchema.withFieldIds(columns),
+      ts,
+      caseSensitive = true)
 
   test(
     "a data file's footer is read by field id: row-group filters and the event-time column follow renames, never a reused name") {
