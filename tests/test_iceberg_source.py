@@ -706,6 +706,47 @@ def test_an_unbounded_read_of_a_metadata_file_whose_name_gives_no_version_is_ref
     assert "current.metadata.json' names none" in failure and "'monitorIntervalMs'" in failure, failure
 
 
+def test_a_table_that_removes_old_metadata_files_is_followed_running_and_a_restart_names_the_current_file(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A table that removes its old metadata files after commits (delete-after-commit, one previous
+    version kept) removes the file a query was started with: the running query follows the newest
+    file beside it all the same; restarted with the removed file it fails, naming it and saying to
+    give the current one; given the current one, it goes on from its checkpoint, every row once."""
+    table = _catalog(tmp_path).create_table(
+        "db.pruned",
+        schema=SCHEMA,
+        properties={
+            "write.metadata.delete-after-commit.enabled": "true",
+            "write.metadata.previous-versions-max": "1",
+        },
+    )
+    table.append(_events(range(0, 10), 0))
+    first = table.metadata_location
+
+    def source(location: str) -> Any:
+        return IcebergSource.builder().table(location).monitor_interval(1).build()
+
+    query = to_parquet_running(spark, source(first), tmp_path, "pruned")
+    query.processAllAvailable()
+    table.append(_events(range(10, 20), 10))
+    table.append(_events(range(20, 30), 20))
+    assert not Path(first.removeprefix("file://")).exists(), "pyiceberg kept the first metadata file"
+    query.processAllAvailable()
+    query.stop()
+    assert _got(spark.read.parquet(str(tmp_path / "sink"))) == _expected(table)
+
+    table.append(_events(range(30, 40), 30))
+    with pytest.raises(Exception) as refused:
+        run_to_parquet_available_now(spark, source(first), tmp_path, "pruned")
+    failure = str(refused.value)
+    assert first.removeprefix("file://") in failure and "delete-after-commit" in failure, failure
+    assert "given the table's current metadata file" in failure, failure
+    run_to_parquet_available_now(spark, source(table.metadata_location), tmp_path, "pruned")
+    read = _got(spark.read.parquet(str(tmp_path / "sink")))
+    assert read == _expected(table) and sum(read.values()) == 40
+
+
 def test_a_file_appended_twice_is_read_twice_as_pyiceberg_reads_it_bounded_and_unbounded_across_a_restart(
     spark: SparkSession, tmp_path: Path
 ) -> None:

@@ -135,7 +135,9 @@ object MetricDeclarations {
       KafkaMetrics.AvgOffsetsBehindLatest,
       Double,
       "Kafka, as Spark's: the mean offsets a partition is behind"),
-    long(FileMetrics.FilesNotReady, "monitored files: files found but not readable yet"),
+    long(
+      FileMetrics.FilesNotReady,
+      "monitored files: files found but not readable yet (an unbounded Iceberg table given by a metadata file: also its newest metadata files not settled)"),
     long(HybridMetrics.ActiveSource, "hybrid: the index of the member being read"),
     text(HybridMetrics.ActiveSourceType, "hybrid: the type of the member being read"),
     SourceMetric(

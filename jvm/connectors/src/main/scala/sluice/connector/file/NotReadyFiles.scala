@@ -16,14 +16,17 @@ import sluice.errors.SluiceError
  * time do not matter) it is taken for corrupt and fails the query, naming it. Read once
  * (bounded), an unreadable file fails at once.
  *
- * One per enumerator, on the driver. Each file waited for is logged once; how many are waited
- * for is a metric (`filesNotReady`).
+ * One per enumerator and kind of file, on the driver. Each file waited for is logged once; how
+ * many are waited for is a metric (`filesNotReady`). `advice` says what to do about a file that
+ * failed the query, and `limitOption` names the option that sets `limitMs` (None: fixed).
  */
 private[connector] final class NotReadyFiles(
     context: String,
     monitored: Boolean,
     clock: () => Long,
-    limitMs: Long = NotReadyFiles.LimitMs) {
+    limitMs: Long = NotReadyFiles.LimitMs,
+    advice: String = NotReadyFiles.FolderAdvice,
+    limitOption: Option[String] = Some("notReadyTimeoutMs")) {
   import NotReadyFiles.Waiting
 
   private val waiting = mutable.Map[String, Waiting]()
@@ -72,11 +75,11 @@ private[connector] final class NotReadyFiles(
       s"$context: $what" + unchangedMs
         .map(ms => s", unchanged for ${ms / 1000} s")
         .getOrElse("") +
-        s": $why. Files must be complete when they appear: write them elsewhere or under a hidden name (starting with " +
-        s"'.' or '_'), then rename them into the folder; replace or remove this one" +
+        s": $why. $advice" +
         unchangedMs
-          .map(_ =>
-            s" (or, for a writer that pauses longer, raise option 'notReadyTimeoutMs', now $limitMs)")
+          .flatMap(_ => limitOption)
+          .map(option =>
+            s" (or, for a writer that pauses longer, raise option '$option', now $limitMs)")
           .getOrElse("") + s". (${cause.getMessage})",
       cause)
 
@@ -91,15 +94,23 @@ private[connector] final class NotReadyFiles(
     waiting.filterInPlace((path, _) => paths.contains(path))
   }
 
+  /** How many files are waited for. */
+  def size: Int = waiting.size
+
   /** For query progress: how many files are waited for. */
   def metrics: Map[String, String] =
-    if (monitored) Map(FileMetrics.FilesNotReady -> waiting.size.toString) else Map.empty
+    if (monitored) Map(FileMetrics.FilesNotReady -> size.toString) else Map.empty
 }
 
 private[connector] object NotReadyFiles {
 
   /** How long a monitored file may stay unreadable and unchanged unless `notReadyTimeoutMs` says otherwise. */
   val LimitMs: Long = 10 * 60 * 1000L
+
+  /** What to do about a file of a monitored folder that failed the query. */
+  val FolderAdvice: String =
+    "Files must be complete when they appear: write them elsewhere or under a hidden name (starting with " +
+      "'.' or '_'), then rename them into the folder; replace or remove this one"
 
   private val log = org.slf4j.LoggerFactory.getLogger(classOf[NotReadyFiles])
 

@@ -72,7 +72,12 @@ final class ParquetEnumerator(
      * table's file is known by its path and its entry (`DiscoveredFile.entry`), so a path the
      * table holds again under another entry is read again.
      */
-    planned: Option[(Configuration, Option[Long]) => PlannedFiles] = None)
+    planned: Option[(Configuration, Option[Long]) => PlannedFiles] = None,
+    /**
+     * Files the plans wait for (a table's newest metadata file not settled yet,
+     * `IcebergTables.loadLatest`), counted with the data files in `filesNotReady`.
+     */
+    planWaits: Option[NotReadyFiles] = None)
     extends SplitEnumerator[RowGroupSplit, ParquetEnumeratorState]
     with SupportsEventTimeIndex[RowGroupSplit] {
 
@@ -207,7 +212,8 @@ final class ParquetEnumerator(
 
   override def noMoreSplits: Boolean = config.monitorIntervalMs.isEmpty && listed
 
-  override def metrics: Map[String, String] = notReady.metrics
+  override def metrics: Map[String, String] =
+    notReady.metrics.map { case (k, v) => k -> (v.toInt + planWaits.fold(0)(_.size)).toString }
 
   override def hasEventTimeIndex: Boolean = config.timestampColumn.isDefined && indexed
 

@@ -7,7 +7,7 @@ import org.apache.spark.sql.types.StructType
 
 import sluice.api._
 import sluice.config.RecordLayout
-import sluice.connector.file.{DiscoveredFile, FileConfig}
+import sluice.connector.file.{DiscoveredFile, FileConfig, NotReadyFiles}
 import sluice.connector.file.parquet._
 import sluice.connector.table.{TableChanges, TableDataFiles, TableIdentity}
 
@@ -150,19 +150,26 @@ final class IcebergSource private (val config: IcebergConfig, protected val rows
       "snapshots",
       state.tableId,
       config.tableUuid)
+    val clock = () => System.currentTimeMillis()
+    val metadataWaits = IcebergTables.metadataWaits(clock)
     new ParquetEnumerator(
       parquet,
       state.copy(tableId = config.tableUuid.orElse(state.tableId)),
       () => rows.hadoopConf,
-      () => System.currentTimeMillis(),
-      Some((conf, after) => plan(conf, after)))
+      clock,
+      Some((conf, after) => plan(conf, after, metadataWaits)),
+      Some(metadataWaits))
   }
 
   /**
    * The first plan reads the start snapshot's files; each later one (unbounded) the files
-   * appended by the snapshots committed after the last one planned.
+   * appended by the snapshots committed after the last one planned (`metadataWaits`: the
+   * enumerator's wait for a table given by a metadata file to settle at its newest version).
    */
-  private def plan(conf: Configuration, after: Option[Long]): PlannedFiles = {
+  private def plan(
+      conf: Configuration,
+      after: Option[Long],
+      metadataWaits: NotReadyFiles): PlannedFiles = {
     def withTimes(files: Seq[DiscoveredFile]) =
       IcebergSource.withModificationTimes(files, conf, parquet.ignoreMissingFiles)
     after match {
@@ -170,33 +177,37 @@ final class IcebergSource private (val config: IcebergConfig, protected val rows
         PlannedFiles(withTimes(planned), Some(config.snapshot.getOrElse(PlannedFiles.EmptyTable)))
       case Some(last) =>
         IcebergTables
-          .withLatest(config.table, config.catalog, config.catalogTimeoutMs, catalogConf(conf)) {
-            table =>
-              // a table created again there since would not have the snapshot planned last as an
-              // ancestor: told apart first, by its identity
-              TableIdentity.check(
-                IcebergConfig.Context,
+          .withLatest(
+            config.table,
+            config.catalog,
+            config.catalogTimeoutMs,
+            catalogConf(conf),
+            metadataWaits) { table =>
+            // a table created again there since would not have the snapshot planned last as an
+            // ancestor: told apart first, by its identity
+            TableIdentity.check(
+              IcebergConfig.Context,
+              config.table,
+              "table-uuid",
+              "snapshots",
+              config.tableUuid,
+              IcebergTables.uuidOf(table))
+            // the incremental scan's schema is the table's current one: the column is found
+            // there by its field id (renamed since, under its new name); files appended after it
+            // was dropped have no bounds of it (a column given its name since is another): their
+            // footers index them, by field id too
+            val eventTimes = eventTimeId
+              .filter(_ => parquet.filters.isEmpty)
+              .flatMap(IcebergEventTimes.byId(table.schema, _))
+            IcebergTables
+              .appendedSince(
+                table,
                 config.table,
-                "table-uuid",
-                "snapshots",
-                config.tableUuid,
-                IcebergTables.uuidOf(table))
-              // the incremental scan's schema is the table's current one: the column is found
-              // there by its field id (renamed since, under its new name); files appended after it
-              // was dropped have no bounds of it (a column given its name since is another): their
-              // footers index them, by field id too
-              val eventTimes = eventTimeId
-                .filter(_ => parquet.filters.isEmpty)
-                .flatMap(IcebergEventTimes.byId(table.schema, _))
-              IcebergTables
-                .appendedSince(
-                  table,
-                  config.table,
-                  last,
-                  icebergFilter(table),
-                  parquet.caseSensitive,
-                  config.skipChanges,
-                  eventTimes)
+                last,
+                icebergFilter(table),
+                parquet.caseSensitive,
+                config.skipChanges,
+                eventTimes)
           }
           .fold(PlannedFiles(Nil, after)) { case (files, id) =>
             PlannedFiles(withTimes(files), Some(id))

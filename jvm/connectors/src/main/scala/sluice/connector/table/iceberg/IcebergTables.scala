@@ -13,7 +13,7 @@ import org.apache.iceberg.hadoop.{HadoopFileIO, HadoopTables}
 import org.apache.iceberg.io.CloseableIterable
 import org.apache.iceberg.util.SnapshotUtil
 
-import sluice.connector.file.DiscoveredFile
+import sluice.connector.file.{DiscoveredFile, NotReadyFiles}
 import sluice.connector.file.parquet.PlannedFiles
 import sluice.connector.table.{TableChanges, TableEventTimes}
 import sluice.errors.SluiceError
@@ -47,15 +47,17 @@ private[iceberg] object IcebergTables {
       IcebergCatalogs.withTable(_, table, conf, catalogTimeoutMs, later)(use))
 
   /**
-   * `use` of the table as last committed (`loadLatest`); a catalog is asked for its current
-   * metadata again. None: the newest metadata file beside the one given is not settled yet.
+   * `use` of the table as last committed (`loadLatest`, waiting with `metadataWaits`); a catalog
+   * is asked for its current metadata again. None: the newest metadata file beside the one given
+   * is not settled yet.
    */
   def withLatest[T](
       table: String,
       catalog: Option[IcebergCatalogs.CatalogSpec],
       catalogTimeoutMs: Long,
-      conf: Configuration)(use: Table => Option[T]): Option[T] =
-    catalog.fold(loadLatest(table, conf).flatMap(use))(
+      conf: Configuration,
+      metadataWaits: NotReadyFiles)(use: Table => Option[T]): Option[T] =
+    catalog.fold(loadLatest(table, conf, metadataWaits).flatMap(use))(
       IcebergCatalogs.withTable(_, table, conf, catalogTimeoutMs, later = true)(use))
 
   def load(location: String, conf: Configuration): Table =
@@ -68,7 +70,12 @@ private[iceberg] object IcebergTables {
           s"$Context: cannot load an Iceberg table from '$location': ${e.getMessage}. Give option " +
             "'table' the table's directory (a Hadoop table, with metadata/version-hint.text) or its current " +
             "metadata file (.../metadata/<version>-<uuid>.metadata.json, as a catalog names it: pyiceberg's " +
-            "table.metadata_location, Spark's `SELECT * FROM t.metadata_log_entries`).",
+            "table.metadata_location, Spark's `SELECT * FROM t.metadata_log_entries`)." +
+            (if (!isMetadataFile(location)) ""
+             else
+               " A query restarted from its checkpoint goes on where it stopped when given the table's " +
+                 "current metadata file: a table removes its old metadata files after commits " +
+                 "(write.metadata.delete-after-commit.enabled), among them the one a query was started with."),
           e)
     }
 
@@ -81,14 +88,12 @@ private[iceberg] object IcebergTables {
    * is written whole and no other writer took its version first, but every writer's file is
    * visible beside the others (pyiceberg writes it in place on a local or network file system):
    * the newest version is settled when one file holds it and that file reads whole. Until then
-   * the table is not taken (None: the plan plans nothing new, a later plan looks again), for up to
-   * `MetadataWriteGraceMs` after the newest of its files was last written; past that the plan
-   * fails, naming them.
+   * the table is not taken (None: the plan plans nothing new, a later plan looks again) and
+   * `waits` (`metadataWaits`, one per enumerator) waits for the version's files as a folder's
+   * files are waited for: while they change, and `MetadataWriteGraceMs` by the driver's clock
+   * once they stopped changing; then the plan fails, naming each of them.
    */
-  def loadLatest(
-      location: String,
-      conf: Configuration,
-      nowMs: () => Long = () => System.currentTimeMillis()): Option[Table] = {
+  def loadLatest(location: String, conf: Configuration, waits: NotReadyFiles): Option[Table] = {
     val named = new Path(location)
     val beside =
       if (versionOf(named.getName).isEmpty) Nil
@@ -102,26 +107,27 @@ private[iceberg] object IcebergTables {
     else {
       val version = beside.map(_._1).max
       val newest = beside.collect { case (`version`, file) => file }.sortBy(_.getPath.getName)
+      val found =
+        newest.map(s => DiscoveredFile(s.getPath.toString, s.getLen, s.getModificationTime))
+      waits.retainFound(found)
       val read = newest.map(file => file -> Try(readMetadata(file.getPath.toString, conf)))
-      val age = nowMs() - newest.map(_.getModificationTime).max
       read match {
-        case Seq((_, Success(table))) => Some(table)
-        case _ if age < MetadataWriteGraceMs =>
-          log.info(
-            s"$Context: the newest metadata of table '$location' (version $version) is not settled " +
-              s"yet, ${unsettled(read)}; nothing new is planned until it is (last written $age ms ago)")
-          None
+        case Seq((file, Success(table))) =>
+          waits.ready(file.getPath.toString)
+          Some(table)
         case _ =>
-          throw SluiceError.sourceFault(
-            s"$Context: the newest metadata of table '$location' (version $version) does not settle " +
-              s"which file is current: ${unsettled(read)} ($age ms after the last was written; a commit " +
-              s"still being written is waited for ${MetadataWriteGraceMs / 1000} s). Sluice follows a " +
-              "table given by a metadata file by the one file that holds the newest version, and asks no " +
-              "catalog which is current: a commit that failed (another writer took its version) or was " +
-              "cut off leaves a file there that no catalog records. Remove the files no catalog records, " +
-              "or give the table by its catalog (options catalog.<property>), which says which metadata " +
-              "file is current, and restart the query (it goes on from its checkpoint).",
-            read.collectFirst { case (_, Failure(e)) => e }.orNull)
+          val what =
+            s"the newest metadata of table '$location' (version $version) does not settle " +
+              s"which file is current: ${unsettled(read)}"
+          val (why, cause) = read.collectFirst { case (_, Failure(e)) => e } match {
+            case Some(e) => ("a file of it is not whole", e)
+            case None =>
+              (
+                s"${read.size} files hold it, where a commit that lost its version to another writer's leaves one",
+                new IllegalStateException(s"${read.size} metadata files of version $version"))
+          }
+          found.foreach(waits.retryLater(_, what, why, cause))
+          None
       }
     }
   }
@@ -136,11 +142,26 @@ private[iceberg] object IcebergTables {
       .mkString(", ")
 
   /**
-   * How long after it was last written the newest metadata is waited for to settle (`loadLatest`):
-   * a writer writes a few kilobytes of JSON, and a writer that lost its version to another writes
+   * How long the newest metadata's files may stay unsettled and unchanged (`loadLatest`): a
+   * writer writes a few kilobytes of JSON, and a writer that lost its version to another writes
    * the next one, in far less.
    */
   val MetadataWriteGraceMs: Long = 60000L
+
+  /** An enumerator's wait for the newest metadata of a table given by a metadata file to settle (`loadLatest`). */
+  def metadataWaits(clock: () => Long): NotReadyFiles =
+    new NotReadyFiles(
+      Context,
+      monitored = true,
+      clock,
+      MetadataWriteGraceMs,
+      advice =
+        "Sluice follows a table given by a metadata file by the one file that holds the newest " +
+          "version, and asks no catalog which is current: a commit that failed (another writer took its " +
+          "version) or was cut off leaves a file there that no catalog records. Remove the files no " +
+          "catalog records, or give the table by its catalog (options catalog.<property>), which says " +
+          "which metadata file is current, and restart the query (it goes on from its checkpoint)",
+      limitOption = None)
 
   /** The table as the metadata file at `location` records it, read now (Iceberg reads it lazily). */
   private def readMetadata(location: String, conf: Configuration): Table = {

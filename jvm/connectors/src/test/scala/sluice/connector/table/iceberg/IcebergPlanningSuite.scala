@@ -491,14 +491,14 @@ class IcebergPlanningSuite extends AnyFunSuite {
     val v1 = s"${t.location}/metadata/v1.metadata.json"
     assert(
       IcebergTables
-        .loadLatest(v1, new Configuration())
+        .loadLatest(v1, new Configuration(), IcebergTables.metadataWaits(() => 0L))
         .map(_.currentSnapshot.snapshotId)
         .contains(compacted))
     assert(IcebergTables.load(v1, new Configuration()).currentSnapshot == null)
   }
 
   test(
-    "unbounded, a table given by a metadata file: its newest version is taken once one file holds it whole; until then nothing new, past the grace a failure naming the files") {
+    "unbounded, a table given by a metadata file: its newest version is taken once one file holds it whole; until then nothing new, waited for as a folder's files are, then a failure naming the files") {
     val t = table()
     t.newAppend().appendFile(dataFile(t, "a", (0L, 9L))).commit()
     t.newAppend().appendFile(dataFile(t, "b", (10L, 19L))).commit()
@@ -508,42 +508,59 @@ class IcebergPlanningSuite extends AnyFunSuite {
     val whole = Files.readAllBytes(metadata.resolve("v3.metadata.json"))
     val v1Bytes = Files.readAllBytes(metadata.resolve("v1.metadata.json"))
     val conf = new Configuration()
-    def written(file: java.nio.file.Path) = Files.getLastModifiedTime(file).toMillis
-    def latest(now: Long) = IcebergTables.loadLatest(v1, conf, () => now)
-    def failure(now: Long, expected: String*) = {
-      val refused = intercept[SluiceRuntimeException](latest(now))
-      (expected :+ "(version 4) does not settle" :+ "Remove the files" :+ "catalog.<property>")
-        .foreach(m => assert(refused.getMessage.contains(m), refused.getMessage))
+    // the driver's clock, which the waits time by (not the files' modification times)
+    var now = 0L
+    val waits = IcebergTables.metadataWaits(() => now)
+    def latest(at: Long) = {
+      now = at
+      IcebergTables.loadLatest(v1, conf, waits)
+    }
+    def failure(at: Long, expected: String*) = {
+      val refused = intercept[SluiceRuntimeException](latest(at))
+      (expected :+ "(version 4) does not settle" :+ "unchanged for 60 s" :+ "Remove the files" :+
+        "catalog.<property>").foreach(m =>
+        assert(refused.getMessage.contains(m), refused.getMessage))
+      assert(!refused.getMessage.contains("notReadyTimeoutMs"), "no option sets this wait")
     }
     val grace = IcebergTables.MetadataWriteGraceMs
-    assert(latest(System.currentTimeMillis).map(_.currentSnapshot.snapshotId).contains(current))
+    assert(latest(0).map(_.currentSnapshot.snapshotId).contains(current))
 
-    // the next commit's file as a writer leaves it half written: nothing new, then a failure
-    val partial = Files.write(metadata.resolve("v4.metadata.json"), whole.take(whole.length / 2))
-    assert(latest(written(partial) + 1000).isEmpty, "not settled: nothing new planned")
-    failure(written(partial) + grace + 1, "v4.metadata.json' cannot be read")
+    // the next commit's file as a writer leaves it half written: nothing new, counted as a file
+    // not ready, waited for again while it grows, then (unchanged for the grace) a failure
+    val partial = Files.write(metadata.resolve("v4.metadata.json"), whole.take(whole.length / 3))
+    assert(latest(1000).isEmpty, "not settled: nothing new planned")
+    assert(waits.size == 1)
+    Files.write(partial, whole.take(2 * whole.length / 3))
+    assert(latest(1000 + grace).isEmpty, "changed since: waited for from now")
+    failure(1000 + 2 * grace, "v4.metadata.json' cannot be read", "a file of it is not whole")
     Files.write(partial, whole) // written whole: the table as last committed
-    assert(
-      latest(written(partial) + grace + 1).map(_.currentSnapshot.snapshotId).contains(current))
+    assert(latest(2000 + 2 * grace).map(_.currentSnapshot.snapshotId).contains(current))
+    assert(waits.size == 0, "no longer waited for")
 
     // two writers' files of one version (one lost it to the other): which one a catalog took
     // cannot be told, whether or not each reads whole
     val rival = Files.write(
       metadata.resolve("00004-12345678-1234-4abc-8def-123456789abc.metadata.json"),
       v1Bytes)
-    assert(latest(written(rival) + 1000).isEmpty, "two files of version 4: nothing new planned")
+    val tie = 3000 + 2 * grace
+    assert(latest(tie).isEmpty, "two files of version 4: nothing new planned")
+    assert(waits.size == 2)
     failure(
-      written(rival) + grace + 1,
+      tie + grace,
       "v4.metadata.json' reads whole",
-      "abc.metadata.json' reads whole")
+      "abc.metadata.json' reads whole",
+      "2 files hold it")
+    // the losing writer's file removed: the version is settled by the one left
     Files.delete(rival)
+    assert(latest(tie + grace + 1).map(_.currentSnapshot.snapshotId).contains(current))
+    assert(waits.size == 0)
     Files.delete(partial)
 
     // a Hadoop table's commit in progress (`<uuid>.metadata.json`, here v1's content) is no
     // version, even where its uuid begins with eight digits
     val temporary =
       Files.write(metadata.resolve("12345678-1234-4abc-8def-123456789abc.metadata.json"), v1Bytes)
-    assert(latest(written(temporary)).map(_.currentSnapshot.snapshotId).contains(current))
+    assert(latest(tie + grace + 2).map(_.currentSnapshot.snapshotId).contains(current))
     // compressed metadata (`write.metadata.compression-codec=gzip`) is a version like any other,
     // under both names Iceberg gave it (here v1's content: no snapshot)
     val gz = new java.io.ByteArrayOutputStream()
@@ -552,9 +569,7 @@ class IcebergPlanningSuite extends AnyFunSuite {
     out.close()
     for (name <- Seq("v9.gz.metadata.json", "v9.metadata.json.gz")) {
       val compressed = Files.write(metadata.resolve(name), gz.toByteArray)
-      assert(
-        latest(written(compressed)).exists(_.currentSnapshot == null),
-        s"$name is the newest")
+      assert(latest(tie + grace + 3).exists(_.currentSnapshot == null), s"$name is the newest")
       Files.delete(compressed)
     }
   }
