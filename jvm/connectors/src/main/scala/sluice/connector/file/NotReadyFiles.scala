@@ -19,6 +19,13 @@ import sluice.errors.SluiceError
  * One per enumerator and kind of file, on the driver. Each file waited for is logged once; how
  * many are waited for is a metric (`filesNotReady`). `advice` says what to do about a file that
  * failed the query, and `limitOption` names the option that sets `limitMs` (None: fixed).
+ *
+ * `writeClockSlackMs`, for files written in one go (a table's metadata file): such a file is taken
+ * as unchanged since its modification time, plus this allowance for the file system's clock
+ * running ahead of the driver's, where that is earlier than the first failed read. A query
+ * restarted, or run with `Trigger.AvailableNow`, more often than `limitMs` starts waiting afresh
+ * each time and would otherwise never fail. Not for a folder's files (None): one written in
+ * place may keep its modification time until its writer closes it.
  */
 private[connector] final class NotReadyFiles(
     context: String,
@@ -26,7 +33,8 @@ private[connector] final class NotReadyFiles(
     clock: () => Long,
     limitMs: Long = NotReadyFiles.LimitMs,
     advice: String = NotReadyFiles.FolderAdvice,
-    limitOption: Option[String] = Some("notReadyTimeoutMs")) {
+    limitOption: Option[String] = Some("notReadyTimeoutMs"),
+    writeClockSlackMs: Option[Long] = None) {
   import NotReadyFiles.Waiting
 
   private val waiting = mutable.Map[String, Waiting]()
@@ -58,7 +66,9 @@ private[connector] final class NotReadyFiles(
               s"and tried again once it changes, until it is complete or unchanged for ${limitMs / 1000} s " +
               s"(then the query fails). (${cause.getMessage})")
         }
-        Waiting(f.length, f.modificationTime, now, what, why, cause)
+        val since =
+          writeClockSlackMs.fold(now)(slack => math.min(now, f.modificationTime + slack))
+        Waiting(f.length, f.modificationTime, since, what, why, cause)
     }
     waiting(f.path) = w
     failIfTooLong(w)

@@ -71,13 +71,23 @@ private[iceberg] object IcebergTables {
             "'table' the table's directory (a Hadoop table, with metadata/version-hint.text) or its current " +
             "metadata file (.../metadata/<version>-<uuid>.metadata.json, as a catalog names it: pyiceberg's " +
             "table.metadata_location, Spark's `SELECT * FROM t.metadata_log_entries`)." +
-            (if (!isMetadataFile(location)) ""
+            (if (!(isMetadataFile(location) && notFound(e))) ""
              else
                " A query restarted from its checkpoint goes on where it stopped when given the table's " +
                  "current metadata file: a table removes its old metadata files after commits " +
                  "(write.metadata.delete-after-commit.enabled), among them the one a query was started with."),
           e)
     }
+
+  /** Whether `e` says a file is not there (Iceberg's or Hadoop's way), not that it cannot be read. */
+  private def notFound(e: Throwable): Boolean =
+    Iterator
+      .iterate(e)(_.getCause)
+      .takeWhile(_ != null)
+      .take(10)
+      .exists(c =>
+        c.isInstanceOf[java.io.FileNotFoundException] ||
+          c.isInstanceOf[org.apache.iceberg.exceptions.NotFoundException])
 
   /**
    * The table as last committed, for an unbounded read's later plans. A directory is loaded again
@@ -89,9 +99,11 @@ private[iceberg] object IcebergTables {
    * visible beside the others (pyiceberg writes it in place on a local or network file system):
    * the newest version is settled when one file holds it and that file reads whole. Until then
    * the table is not taken (None: the plan plans nothing new, a later plan looks again) and
-   * `waits` (`metadataWaits`, one per enumerator) waits for the version's files as a folder's
-   * files are waited for: while they change, and `MetadataWriteGraceMs` by the driver's clock
-   * once they stopped changing; then the plan fails, naming each of them.
+   * `waits` (`metadataWaits`, one per enumerator) waits for the version as a folder's files are
+   * waited for: while any of its files changes, and `MetadataWriteGraceMs` by the driver's clock
+   * once none changed (or once the newest was written that long before, beyond an allowance for
+   * the clocks' difference, which a wait started afresh by a restart or by each `AvailableNow`
+   * run needs); then the plan fails, naming each of its files.
    */
   def loadLatest(location: String, conf: Configuration, waits: NotReadyFiles): Option[Table] = {
     val named = new Path(location)
@@ -103,30 +115,35 @@ private[iceberg] object IcebergTables {
           .listStatus(named.getParent)
           .toSeq
           .flatMap(s => versionOf(s.getPath.getName).map(_ -> s))
-    if (beside.isEmpty) Some(load(location, conf))
-    else {
+    if (beside.isEmpty) {
+      waits.retainFound(Nil)
+      Some(load(location, conf))
+    } else {
       val version = beside.map(_._1).max
       val newest = beside.collect { case (`version`, file) => file }.sortBy(_.getPath.getName)
-      val found =
-        newest.map(s => DiscoveredFile(s.getPath.toString, s.getLen, s.getModificationTime))
-      waits.retainFound(found)
+      // the version is what is waited for: changed when any of its files changed
+      val waited = DiscoveredFile(
+        s"${named.getParent}/<version $version>",
+        newest.map(_.getLen).sum,
+        newest.map(_.getModificationTime).max)
+      waits.retainFound(Seq(waited))
       val read = newest.map(file => file -> Try(readMetadata(file.getPath.toString, conf)))
       read match {
-        case Seq((file, Success(table))) =>
-          waits.ready(file.getPath.toString)
+        case Seq((_, Success(table))) =>
+          waits.ready(waited.path)
           Some(table)
         case _ =>
           val what =
             s"the newest metadata of table '$location' (version $version) does not settle " +
               s"which file is current: ${unsettled(read)}"
           val (why, cause) = read.collectFirst { case (_, Failure(e)) => e } match {
-            case Some(e) => ("a file of it is not whole", e)
+            case Some(e) => ("a file of it cannot be read (written in part, or unreadable)", e)
             case None =>
               (
                 s"${read.size} files hold it, where a commit that lost its version to another writer's leaves one",
                 new IllegalStateException(s"${read.size} metadata files of version $version"))
           }
-          found.foreach(waits.retryLater(_, what, why, cause))
+          waits.retryLater(waited, what, why, cause)
           None
       }
     }
@@ -160,8 +177,10 @@ private[iceberg] object IcebergTables {
           "version, and asks no catalog which is current: a commit that failed (another writer took its " +
           "version) or was cut off leaves a file there that no catalog records. Remove the files no " +
           "catalog records, or give the table by its catalog (options catalog.<property>), which says " +
-          "which metadata file is current, and restart the query (it goes on from its checkpoint)",
-      limitOption = None)
+          "which metadata file is current, and restart the query with the table's current metadata " +
+          "file or its catalog (it goes on from its checkpoint)",
+      limitOption = None,
+      writeClockSlackMs = Some(MetadataWriteGraceMs))
 
   /** The table as the metadata file at `location` records it, read now (Iceberg reads it lazily). */
   private def readMetadata(location: String, conf: Configuration): Table = {

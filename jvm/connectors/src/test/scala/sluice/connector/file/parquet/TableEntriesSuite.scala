@@ -6,7 +6,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.types.{StructType, TimestampType}
 import org.scalatest.funsuite.AnyFunSuite
 
-import sluice.connector.file.{DiscoveredFile, FileStatistics}
+import sluice.connector.file.{DiscoveredFile, FileMetrics, FileStatistics, NotReadyFiles}
 
 /**
  * A table's data files as the Parquet enumerator knows them: by path and by the table's entry of
@@ -130,5 +130,29 @@ class TableEntriesSuite extends AnyFunSuite {
     assert(s.deserialize(5, s.serialize(none)) == none)
     assert(
       s.deserialize(5, s.serialize(split.copy(partitionValues = None))).partitionValues.isEmpty)
+  }
+
+  test(
+    "what the plans wait for (a table's newest metadata) counts in filesNotReady beside the data files") {
+    val waits = new NotReadyFiles("test", monitored = true, () => 0L)
+    // a data file without statistics has its footer read: none there, it is waited for
+    val unread = DiscoveredFile("/t/data/no-footer.parquet", 1000L, 1L)
+    val e = new ParquetEnumerator(
+      config,
+      ParquetEnumeratorState(Nil, listed = false),
+      () => new Configuration(),
+      () => 0L,
+      Some { (_, after) =>
+        waits.retryLater(
+          unread.copy(path = "/t/metadata/<version 2>"),
+          "v2",
+          "not settled",
+          new Exception)
+        PlannedFiles(Seq(unread), after)
+      },
+      Some(waits))
+    assert(e.metrics == Map(FileMetrics.FilesNotReady -> "0"))
+    assert(e.discoverSplits().isEmpty)
+    assert(e.metrics == Map(FileMetrics.FilesNotReady -> "2"))
   }
 }

@@ -532,7 +532,7 @@ class IcebergPlanningSuite extends AnyFunSuite {
     assert(waits.size == 1)
     Files.write(partial, whole.take(2 * whole.length / 3))
     assert(latest(1000 + grace).isEmpty, "changed since: waited for from now")
-    failure(1000 + 2 * grace, "v4.metadata.json' cannot be read", "a file of it is not whole")
+    failure(1000 + 2 * grace, "v4.metadata.json' cannot be read", "a file of it cannot be read")
     Files.write(partial, whole) // written whole: the table as last committed
     assert(latest(2000 + 2 * grace).map(_.currentSnapshot.snapshotId).contains(current))
     assert(waits.size == 0, "no longer waited for")
@@ -544,15 +544,26 @@ class IcebergPlanningSuite extends AnyFunSuite {
       v1Bytes)
     val tie = 3000 + 2 * grace
     assert(latest(tie).isEmpty, "two files of version 4: nothing new planned")
-    assert(waits.size == 2)
+    assert(waits.size == 1, "the version is waited for, not each file")
+    // a file of the version still written: the version is waited for from then on
+    Files.write(rival, v1Bytes ++ Array[Byte](' '))
+    assert(latest(tie + grace).isEmpty, "one of its files changed: waited for from now")
     failure(
-      tie + grace,
+      tie + 2 * grace,
       "v4.metadata.json' reads whole",
       "abc.metadata.json' reads whole",
       "2 files hold it")
+    // each restart, and each Trigger.AvailableNow run, waits afresh (a new enumerator): the files'
+    // modification times, beyond an allowance for the clocks' difference, still end the wait
+    def afresh(at: Long) =
+      IcebergTables.loadLatest(v1, conf, IcebergTables.metadataWaits(() => at))
+    val written = Seq(partial, rival).map(f => Files.getLastModifiedTime(f).toMillis).max
+    assert(afresh(written + 2 * grace - 1).isEmpty, "written lately: waited for")
+    val stale = intercept[SluiceRuntimeException](afresh(written + 2 * grace))
+    assert(stale.getMessage.contains("2 files hold it"), stale.getMessage)
     // the losing writer's file removed: the version is settled by the one left
     Files.delete(rival)
-    assert(latest(tie + grace + 1).map(_.currentSnapshot.snapshotId).contains(current))
+    assert(latest(tie + 2 * grace + 1).map(_.currentSnapshot.snapshotId).contains(current))
     assert(waits.size == 0)
     Files.delete(partial)
 
@@ -560,7 +571,7 @@ class IcebergPlanningSuite extends AnyFunSuite {
     // version, even where its uuid begins with eight digits
     val temporary =
       Files.write(metadata.resolve("12345678-1234-4abc-8def-123456789abc.metadata.json"), v1Bytes)
-    assert(latest(tie + grace + 2).map(_.currentSnapshot.snapshotId).contains(current))
+    assert(latest(tie + 2 * grace + 2).map(_.currentSnapshot.snapshotId).contains(current))
     // compressed metadata (`write.metadata.compression-codec=gzip`) is a version like any other,
     // under both names Iceberg gave it (here v1's content: no snapshot)
     val gz = new java.io.ByteArrayOutputStream()
@@ -569,7 +580,9 @@ class IcebergPlanningSuite extends AnyFunSuite {
     out.close()
     for (name <- Seq("v9.gz.metadata.json", "v9.metadata.json.gz")) {
       val compressed = Files.write(metadata.resolve(name), gz.toByteArray)
-      assert(latest(tie + grace + 3).exists(_.currentSnapshot == null), s"$name is the newest")
+      assert(
+        latest(tie + 2 * grace + 3).exists(_.currentSnapshot == null),
+        s"$name is the newest")
       Files.delete(compressed)
     }
   }
