@@ -77,9 +77,9 @@ build: $(VENV)/.ok $(ASSEMBLY) $(BROKER_CP) $(VENV)/.sluice-installed
 dist: $(WHEEL) $(MAVEN_POM)
 
 # The Flink anchor's class path is built only when the run includes it (no BENCH, or BENCH names
-# flink_anchor among its comma-separated benchmarks).
+# flink_anchor or flink_profile among its comma-separated benchmarks).
 FLINK_CP := jvm/flinkanchor/target/flink-classpath.txt
-bench: build $(if $(BENCH),$(if $(findstring flink_anchor,$(BENCH)),$(FLINK_CP)),$(FLINK_CP))
+bench: build $(if $(BENCH),$(if $(findstring flink_,$(BENCH)),$(FLINK_CP)),$(FLINK_CP))
 	$(PY) -m bench.run $(if $(BENCH),--only $(BENCH),)
 	$(PY) -m bench.report
 

@@ -405,7 +405,8 @@ lazy val benchkit = (project in file("jvm/benchkit"))
 // Flink as the benchmarks' anchor (bench/flink_anchor.py, issue 27): Java only, on a class path of
 // Flink's own jars from Maven Central, built by `make bench` alone (not in root's aggregate): never
 // part of the Sluice jar, of its class path or of `make test`. The Kafka connector release for that
-// Flink line; its Kafka client is its own (a separate JVM), not the one Sluice matches to Spark.
+// Flink line; its Kafka client is its own (a separate JVM), not the one Sluice matches to Spark
+// (flink_profile also runs it on Sluice's, from a second class path).
 val flinkVersion = "2.2.1"
 lazy val writeFlinkClasspath =
   taskKey[File]("writes the Flink anchor's class path, for bench/flink_anchor.py")
@@ -421,8 +422,21 @@ lazy val flinkanchor = (project in file("jvm/flinkanchor"))
       "org.apache.flink" % "flink-connector-base" % flinkVersion,
       "org.apache.flink" % "flink-connector-kafka" % s"5.0.0-${flinkVersion.split('.').take(2).mkString(".")}"),
     writeFlinkClasspath := {
+      val jars = (Compile / fullClasspath).value.files
+      // and the same with the Kafka client Sluice reads with (Spark's connector's) in place of the
+      // connector's own: bench/flink_profile.py runs Flink on both, to tell the client's part in a
+      // difference from the engine's
+      val sluiceClient = (connectors / Compile / dependencyClasspath).value.files
+        .find(_.getName == s"kafka-clients-$kafkaVersion.jar")
+        .getOrElse(
+          sys.error(s"connectors has no kafka-clients-$kafkaVersion.jar on its class path"))
+      IO.write(
+        target.value / "flink-classpath-sluice-kafka-client.txt",
+        jars
+          .map(f => if (f.getName.startsWith("kafka-clients-")) sluiceClient else f)
+          .mkString(File.pathSeparator))
       val out = target.value / "flink-classpath.txt"
-      IO.write(out, (Compile / fullClasspath).value.files.mkString(File.pathSeparator))
+      IO.write(out, jars.mkString(File.pathSeparator))
       out
     })
 

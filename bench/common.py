@@ -7,6 +7,7 @@ import re
 import shutil
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -106,6 +107,36 @@ def run_available_now(
     if query.exception() is not None:
         raise RuntimeError(str(query.exception()))
     return seconds, query.recentProgress
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds process `pid` (a JVM: the Spark driver, a broker) took so far,
+    all its threads, from /proc: a profile's samples count Java code only, this counts the JIT,
+    the collector and waits' wake-ups too."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def durations_ms(progress: list[dict]) -> dict[str, int]:
+    """Spark's `durationMs` of each phase of a trigger (planning, reading and writing the batch,
+    the offset and commit logs), summed over the query's batches: where a query's time goes."""
+    total: Counter[str] = Counter()
+    for p in progress:
+        total.update(p.get("durationMs", {}))
+    return dict(total)
+
+
+def tasks_run(spark: SparkSession, progress: list[dict]) -> int:
+    """The Spark tasks a streaming query ran: every stage of the jobs of its run (Spark groups a
+    query's jobs by its run id), its batches' and any listing job's."""
+    tracker = spark.sparkContext.statusTracker()
+    stages: set[int] = set()
+    for run_id in {p["runId"] for p in progress}:
+        for job in tracker.getJobIdsForGroup(run_id):
+            info = tracker.getJobInfo(job)
+            stages.update(info.stageIds if info else [])
+    infos = [tracker.getStageInfo(stage) for stage in stages]
+    return sum(info.numTasks for info in infos if info)
 
 
 def rows_read(progress: list[dict]) -> int:

@@ -24,6 +24,8 @@ submission to the job's end.
   output. `aligned_catchup_ratio` = median of the per-round ratios Sluice ÷ Flink seconds to the
   last record (goal ≤ 1.0; `aligned_catchup_ratio_limited` the same for the limited side);
   `flink_late_dropped`, `sluice_late_dropped` (goal 0) are the largest over the timed rounds.
+  Where the seconds go: `sluice_durations_ms`, Spark's `durationMs` phases of Sluice's query,
+  and `flink_net_runtime_ms`, the part of Flink's job Flink counts as its run (medians).
 
 Both comparisons run as interleaved rounds after a warm-up of each side (bench/pairs.py,
 SLUICE_BENCH_PAIRS).
@@ -51,6 +53,8 @@ from bench.skew import DRIFT, PARTITIONS, expected_windows, skewed_events, sluic
 
 RESULT = Path(__file__).resolve().parent / "results" / "flink_anchor.json"
 FLINK_CLASSPATH = ROOT / "jvm" / "flinkanchor" / "target" / "flink-classpath.txt"
+#: the same class path with the Kafka client Sluice reads with in place of the connector's own
+FLINK_CLASSPATH_SLUICE_CLIENT = FLINK_CLASSPATH.with_name("flink-classpath-sluice-kafka-client.txt")
 #: how long one Flink job (or the MiniCluster's start) may take before the run fails
 ANSWER_TIMEOUT_S = 900
 PARALLELISM = 2
@@ -76,17 +80,19 @@ JAVA17_OPENS = [
 class FlinkAnchor:
     """The Flink JVM (jvm/flinkanchor FlinkAnchorMain): one MiniCluster, one job per `run` call."""
 
-    def __init__(self) -> None:
-        if not FLINK_CLASSPATH.exists():
-            raise FileNotFoundError(f"{FLINK_CLASSPATH} is missing: run `make bench BENCH=flink_anchor`")
+    def __init__(self, jvm_options: list[str] | None = None, classpath: Path = FLINK_CLASSPATH) -> None:
+        if not classpath.exists():
+            raise FileNotFoundError(f"{classpath} is missing: run `make bench BENCH=flink_anchor`")
+        self.classpath = classpath
         self.process = subprocess.Popen(
             [
                 "java",
                 "-Xmx2g",
                 "-XX:+UseParallelGC",
+                *(jvm_options or []),
                 *JAVA17_OPENS,
                 "-cp",
-                FLINK_CLASSPATH.read_text().strip(),
+                classpath.read_text().strip(),
             ]
             + ["sluice.flinkanchor.FlinkAnchorMain", str(PARALLELISM)],
             stdin=subprocess.PIPE,
@@ -105,7 +111,13 @@ class FlinkAnchor:
     @property
     def version(self) -> str:
         """Flink's version, from the jar on the class path that ran."""
-        found = re.search(r"flink-streaming-java-([^/:]+?)\.jar", FLINK_CLASSPATH.read_text())
+        found = re.search(r"flink-streaming-java-([^/:]+?)\.jar", self.classpath.read_text())
+        return found.group(1) if found else "unknown"
+
+    @property
+    def kafka_client(self) -> str:
+        """The Kafka client's version on the anchor's class path (Flink's connector brings its own)."""
+        found = re.search(r"kafka-clients-([^/:]+?)\.jar", self.classpath.read_text())
         return found.group(1) if found else "unknown"
 
     def _read(self) -> None:
@@ -147,25 +159,32 @@ class FlinkAnchor:
                 self.process.kill()
 
 
+def sluice_raw_seconds(spark: SparkSession, kafka: EmbeddedKafka, topic: str, records: int) -> float:
+    """Sluice's raw read of all of `topic` (its `records`) into the no-op sink, under
+    Trigger.AvailableNow: its seconds. A group id drawn for the run keys Sluice's consumer pool,
+    so every run starts with cold consumers, as every Flink job does."""
+    df = (
+        spark.readStream.format("sluice")
+        .option("source", "kafka")
+        .option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("groupIdPrefix", "anchor")
+        .load()
+    )
+    seconds, progress = run_available_now(df)
+    if rows_read(progress) != records:
+        raise AssertionError(f"Sluice read {rows_read(progress)} rows, expected {records}")
+    return seconds
+
+
 def _raw(spark: SparkSession, kafka: EmbeddedKafka, flink: FlinkAnchor, records: int, pairs: int) -> dict:
     topic = "anchor_raw"
     kafka.create_topic(topic, partitions=8)
     kafka.produce_generated(topic, records, 100)
 
     def sluice_side() -> float:
-        df = (
-            spark.readStream.format("sluice")
-            .option("source", "kafka")
-            .option("kafka.bootstrap.servers", kafka.bootstrap_servers)
-            .option("subscribe", topic)
-            .option("startingOffsets", "earliest")
-            .option("groupIdPrefix", "anchor")  # a group id per run: cold consumers, as Flink's jobs
-            .load()
-        )
-        seconds, progress = run_available_now(df)
-        if rows_read(progress) != records:
-            raise AssertionError(f"Sluice read {rows_read(progress)} rows, expected {records}")
-        return records / seconds
+        return records / sluice_raw_seconds(spark, kafka, topic, records)
 
     def flink_side() -> float:
         answer = flink.run("raw", kafka.bootstrap_servers, topic)
@@ -237,6 +256,13 @@ def _aligned(spark: SparkSession, kafka: EmbeddedKafka, flink: FlinkAnchor, pair
         "sluice_late_dropped": max(r["late_dropped"] for r in timed["sluice"] + timed["sluice_limited"]),
         "flink_late_dropped": max(r["late_dropped"] for r in timed["flink"]),
         "sluice_wrong_windows": max(r["wrong_windows"] for r in timed["sluice"] + timed["sluice_limited"]),
+        # where each side's seconds go: Spark's phases of the triggers (the rest of a query's time
+        # is its start and its end), and the part of a Flink job's seconds Flink counts as its run
+        "sluice_durations_ms": {
+            phase: statistics.median(r["durations_ms"].get(phase, 0) for r in timed["sluice"])
+            for phase in timed["sluice"][0]["durations_ms"]
+        },
+        "flink_net_runtime_ms": statistics.median(r["net_runtime_ms"] for r in timed["flink"]),
         "all_runs": timed,
         "data": {
             "partitions": PARTITIONS,

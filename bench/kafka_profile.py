@@ -25,12 +25,15 @@ import json
 import os
 import re
 import subprocess
+import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from pyspark.sql import SparkSession
+from sluice.testing import EmbeddedKafka
 
-from bench.common import broker, machine, rows_read, run_available_now, session
+from bench.common import broker, cpu_seconds, machine, rows_read, run_available_now, session
 
 RESULT = Path(__file__).resolve().parent / "results" / "kafka_profile.json"
 #: the last run's recordings, kept to be read again
@@ -72,30 +75,89 @@ CATEGORIES: list[tuple[str, tuple[str, ...]]] = [
 OTHER = "other"
 
 
-def _side(spark: SparkSession, fmt: str, options: dict[str, str], records: int, runs: int, jfr: Path) -> dict:
+def profiled(
+    once: Callable[[], None],
+    runs: int,
+    kafka: EmbeddedKafka,
+    jvm_pid: int,
+    start: Callable[[], object],
+    stop: Callable[[], object],
+) -> dict:
+    """`once` run untimed (class loading and JIT outside the recording), then `runs` times between
+    `start` and `stop` of a recording: the runs' wall seconds, the CPU seconds the side's JVM
+    (`jvm_pid`) and the broker's took over them, and the requests the broker answered, by type."""
+    once()
+    start()
+    pids = {"jvm": jvm_pid, "broker": kafka.pid}
+    before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    requests = kafka.request_counts()
+    began = time.perf_counter()
+    try:
+        for _ in range(runs):
+            once()
+    finally:
+        wall = time.perf_counter() - began
+        cpu = {name: cpu_seconds(pid) - before[name] for name, pid in pids.items()}
+        answered = {k: n - requests.get(k, 0) for k, n in kafka.request_counts().items()}
+        stop()
+    return {
+        "wall_seconds": wall,
+        "cpu_seconds": cpu,
+        "broker_requests": {k: n for k, n in sorted(answered.items()) if n > 0},
+    }
+
+
+def driver_recording(spark: SparkSession, jfr: Path) -> tuple[Callable[[], None], Callable[[], None]]:
+    """Start and stop of a recording of the driver's JVM (which runs the tasks in `local[2]`) into
+    `jfr`: the JDK's `profile` settings, a running thread sampled every SAMPLE_PERIOD_MS."""
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    recording: list = []
+
+    def start() -> None:
+        r = jvm.jdk.jfr.Recording(jvm.jdk.jfr.Configuration.getConfiguration("profile"))
+        r.enable("jdk.ExecutionSample").withPeriod(jvm.java.time.Duration.ofMillis(SAMPLE_PERIOD_MS))
+        r.start()
+        recording.append(r)
+
+    def stop() -> None:
+        r = recording.pop()
+        r.stop()
+        r.dump(jvm.java.io.File(str(jfr)).toPath())
+        r.close()
+
+    return start, stop
+
+
+def driver_pid(spark: SparkSession) -> int:
+    return int(spark._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[attr-defined]
+
+
+def _side(
+    spark: SparkSession,
+    fmt: str,
+    options: dict[str, str],
+    records: int,
+    runs: int,
+    jfr: Path,
+    kafka: EmbeddedKafka,
+) -> dict:
     def once() -> None:
         _, progress = run_available_now(spark.readStream.format(fmt).options(**options).load())
         if rows_read(progress) != records:
             raise AssertionError(f"{fmt} read {rows_read(progress)} rows, expected {records}")
 
-    once()  # class loading and JIT outside the recording
-    jvm = spark._jvm  # type: ignore[attr-defined]
-    recording = jvm.jdk.jfr.Recording(jvm.jdk.jfr.Configuration.getConfiguration("profile"))
-    recording.enable("jdk.ExecutionSample").withPeriod(jvm.java.time.Duration.ofMillis(SAMPLE_PERIOD_MS))
-    recording.start()
-    try:
-        for _ in range(runs):
-            once()
-    finally:
-        recording.stop()
-        recording.dump(jvm.java.io.File(str(jfr)).toPath())
-        recording.close()
-    return _shares(jfr)
+    times = profiled(once, runs, kafka, driver_pid(spark), *driver_recording(spark, jfr))
+    return {**shares(jfr), **times}
 
 
-def _shares(jfr: Path) -> dict:
-    """Each category's share of the executor threads' samples in the recording `jfr`, and its count
-    (both sides read the same records with the same sampling period: counts compare across sides)."""
+def shares(
+    jfr: Path,
+    threads: tuple[str, ...] = ("Executor$TaskRunner.run",),
+    categories: list[tuple[str, tuple[str, ...]]] = CATEGORIES,
+) -> dict:
+    """Each category's share of the samples in the recording `jfr` of threads running one of
+    `threads` (Spark's task threads unless told), and its count (both sides read the same records
+    with the same sampling period: counts compare across sides)."""
     text = subprocess.run(
         ["jfr", "print", "--stack-depth", "96", "--events", "jdk.ExecutionSample", str(jfr)],
         check=True,
@@ -104,17 +166,17 @@ def _shares(jfr: Path) -> dict:
     ).stdout
     counts: Counter[str] = Counter()
     for event in text.split("jdk.ExecutionSample")[1:]:
-        # a task's thread (JFR may name it by what it was called when first seen: idle)
-        if "Executor$TaskRunner.run" not in event:
+        # a thread of the read, by its frames (JFR may name it by what it was called when first seen)
+        if not any(t in event for t in threads):
             continue
         frames = {".".join(f.split(".")[-2:]) for f in re.findall(r"^\s+([\w$.<>]+)\(", event, re.M)}
         category = next(
-            (name for name, marks in CATEGORIES if any(m in f for f in frames for m in marks)),
+            (name for name, marks in categories if any(m in f for f in frames for m in marks)),
             OTHER,
         )
         counts[category] += 1
     samples = sum(counts.values())
-    names = [name for name, _ in [*CATEGORIES, (OTHER, ())]]
+    names = [name for name, _ in [*categories, (OTHER, ())]]
     return {
         "samples": samples,
         "shares": {name: counts[name] / samples for name in names if samples},
@@ -125,6 +187,10 @@ def _shares(jfr: Path) -> dict:
 def run() -> dict:
     records = int(os.environ.get("SLUICE_BENCH_KAFKA_RECORDS", "5000000"))
     runs = int(os.environ.get("SLUICE_BENCH_PROFILE_RUNS", "2"))
+    throughput = RESULT.with_name("kafka_throughput.json")
+    poll_records = (
+        json.loads(throughput.read_text())["tuned_max_poll_records"] if throughput.exists() else 5_000
+    )
     SCRATCH.mkdir(parents=True, exist_ok=True)
     load_before = os.getloadavg()[0]
     with broker() as kafka:
@@ -151,9 +217,25 @@ def run() -> dict:
                     records,
                     runs,
                     SCRATCH / "sluice.jfr",
+                    kafka,
                 ),
-                "spark": _side(spark, "kafka", common, records, runs, SCRATCH / "spark.jfr"),
+                "spark": _side(spark, "kafka", common, records, runs, SCRATCH / "spark.jfr", kafka),
             }
+            # both again as kafka_throughput's tuned sides read (its sweep's best poll size for
+            # Spark), where Spark asks for offset ranges once per larger poll
+            tuned = {**common, "kafka.max.poll.records": str(poll_records)}
+            sides["sluice_tuned"] = _side(
+                spark,
+                "sluice",
+                {"source": "kafka", **tuned},
+                records,
+                runs,
+                SCRATCH / "sluice-tuned.jfr",
+                kafka,
+            )
+            sides["spark_tuned"] = _side(
+                spark, "kafka", tuned, records, runs, SCRATCH / "spark-tuned.jfr", kafka
+            )
         finally:
             spark.stop()
     result = {
@@ -163,13 +245,14 @@ def run() -> dict:
         "sample_period_ms": SAMPLE_PERIOD_MS,
         "jvm_options": JVM_OPTIONS,
         "categories": [name for name, _ in CATEGORIES] + [OTHER],
+        "tuned_max_poll_records": poll_records,
         **sides,
         # shares, not rates, are read from a profile; the load says how busy the machine was
         "machine": machine("local[2]", load_average_1m=[load_before, os.getloadavg()[0]]),
     }
     RESULT.parent.mkdir(parents=True, exist_ok=True)
     RESULT.write_text(json.dumps(result, indent=2) + "\n")
-    for side in ("sluice", "spark"):
+    for side in sides:
         print(f"kafka_profile {side} ({result[side]['samples']} samples):")
         for name, share in result[side]["shares"].items():
             print(f"  {share:6.1%} {name}")

@@ -325,10 +325,16 @@ def _tuned_listing(r: dict) -> str:
     """Small files against Spark with its parallel listing threshold raised, where measured."""
     if "small_files_ratio_tuned" not in r:
         return "; against Spark with its listing threshold raised: not in this result"
+    tasks = r.get("small_files_tasks_per_run")
     return (
         f"; against Spark with `parallelPartitionDiscovery.threshold` "
         f"{_n(r['small_files_listing_threshold_tuned'])} ({_n(r['small_files_spark_tuned_rps'])}/s) "
         f"{r['small_files_ratio_tuned']:.2f}{_spread(r, 'small_files_ratio_tuned')}"
+        + (
+            f"; tasks a run: Spark {_n(tasks['spark'])}, tuned {_n(tasks['spark_tuned'])}, Sluice {_n(tasks['sluice'])}"
+            if tasks
+            else ""
+        )
     )
 
 
@@ -539,6 +545,110 @@ def kafka_profile_section() -> list[str]:
             f" {r['sluice']['samples'] / per_million:.1f} | {r['spark']['samples'] / per_million:.1f} |"
         )
     lines.append(samples)
+    if "wall_seconds" in r["sluice"]:
+        sides: tuple[str, ...] = ("sluice", "spark")
+        header = "| the same runs | Sluice | Spark `kafka` |"
+        if "spark_tuned" in r:
+            sides += ("sluice_tuned", "spark_tuned")
+            polled = f"`kafka.max.poll.records` {_n(r['tuned_max_poll_records'])}"
+            header += f" Sluice, {polled} | Spark `kafka`, {polled} |"
+        lines += ["", header, "|---|" + "---|" * len(sides), *_cost_rows(r, sides)]
+    return lines
+
+
+def _cost_rows(r: dict, sides: tuple[str, ...]) -> list[str]:
+    """Rows of a profile's table: per million records read, each side's wall seconds, the CPU
+    seconds of its JVM and of the broker's (from /proc), and how many cores the two kept busy."""
+    million = r["records"] * r["profiled_runs"] / 1e6
+
+    def row(name: str, value: Callable[[dict], float], digits: int = 2) -> str:
+        return f"| {name} | " + " | ".join(f"{value(r[side]):,.{digits}f}" for side in sides) + " |"
+
+    return [
+        row("wall seconds per M records", lambda s: s["wall_seconds"] / million),
+        row("CPU seconds of the side's JVM per M records", lambda s: s["cpu_seconds"]["jvm"] / million),
+        row("CPU seconds of the broker's JVM per M records", lambda s: s["cpu_seconds"]["broker"] / million),
+        row(
+            "cores kept busy by both JVMs",
+            lambda s: (s["cpu_seconds"]["jvm"] + s["cpu_seconds"]["broker"]) / s["wall_seconds"],
+        ),
+        *(
+            row(
+                f"`{request}` requests the broker answered per M records",
+                lambda s, request=request: s["broker_requests"].get(request, 0) / million,
+                digits=0,
+            )
+            for request in ("FetchConsumer", "ListOffsets")
+            if all("broker_requests" in r[side] for side in sides)
+        ),
+    ]
+
+
+def flink_profile_section() -> list[str]:
+    """Where Sluice's and Flink's raw Kafka reads spend their time: per million records read, the
+    wall and CPU seconds of each side's JVM and of the broker's (Flink with its connector's Kafka
+    client and with Sluice's), then each side's profile samples by category (the engines' work
+    differs, so each has its own categories)."""
+    r = _load("flink_profile")
+    if r is None:
+        return ["No result yet: run `make bench BENCH=flink_profile`."]
+    million = r["records"] * r["profiled_runs"] / 1e6
+    load = r["machine"]["load_average_1m"]
+    names = {
+        "sluice": f"Sluice (Kafka client {r['sluice']['kafka_client']})",
+        "flink": f"Flink {r['flink']['flink']} (its Kafka client {r['flink']['kafka_client']})",
+        "flink_sluice_client": f"Flink on Sluice's Kafka client {r['flink_sluice_client']['kafka_client']}",
+    }
+    lines = [
+        f"| {_millions(r['records'])} M records, {r['profiled_runs']} profiled runs a side, load average "
+        f"{load[0]:.1f} before, {load[1]:.1f} after | " + " | ".join(names.values()) + " |",
+        "|---|---|---|---|",
+        *_cost_rows(r, tuple(names)),
+        f"| profile samples of the read's threads per M records (a sample every {r['sample_period_ms']} ms) | "
+        + " | ".join(f"{r[side]['samples'] / million:.1f}" for side in names)
+        + " |",
+    ]
+    for side, categories in (("sluice", "sluice"), ("flink", "flink"), ("flink_sluice_client", "flink")):
+        lines += [
+            "",
+            f"| {names[side]}: samples of the read's threads | share | per M records |",
+            "|---|---|---|",
+        ]
+        lines += [
+            f"| {category} | {r[side]['shares'].get(category, 0):.0%} | "
+            f"{r[side]['counts'].get(category, 0) / million:.1f} |"
+            for category in r["categories"][categories]
+        ]
+    return lines
+
+
+def flink_aligned_section() -> list[str]:
+    """Where each side's seconds of the aligned catch-up go, medians of the timed rounds: Spark's
+    phases of Sluice's batch and the rest of its query, and the part of Flink's job Flink counts as
+    its run."""
+    r = _load("flink_anchor")
+    aligned = r["aligned"] if r else {}
+    if "sluice_durations_ms" not in aligned:
+        return ["No result with the phases yet: run `make bench BENCH=flink_anchor`."]
+    phases = aligned["sluice_durations_ms"]
+    query_ms = aligned["sluice_seconds"] * 1000
+    named = [
+        ("planning the batch (`queryPlanning`)", "queryPlanning"),
+        ("finding the offsets to read (`latestOffset`)", "latestOffset"),
+        ("reading and counting the windows (`addBatch`)", "addBatch"),
+        ("writing the offset log (`walCommit`)", "walCommit"),
+        ("writing the commit log (`commitOffsets`)", "commitOffsets"),
+    ]
+    lines = [
+        f"| aligned catch-up of {_n(aligned['events'])} events, medians of {r['pairs']} timed rounds | ms |",
+        "|---|---|",
+        f"| Sluice: the query, from its start to its end ({aligned['sluice_batches']} batch"
+        f"{'es' if aligned['sluice_batches'] != 1 else ''}) | {_n(query_ms)} |",
+        *(f"| of it: {name} | {_n(phases.get(key, 0))} |" for name, key in named),
+        f"| of it: the query's start and stop, outside its batch | {_n(query_ms - phases['triggerExecution'])} |",
+        f"| Flink: the job, from its submission to its end | {_n(aligned['flink_seconds'] * 1000)} |",
+        f"| of it: the job's run as Flink counts it (net runtime) | {_n(aligned['flink_net_runtime_ms'])} |",
+    ]
     return lines
 
 
@@ -791,6 +901,8 @@ BLOCKS: dict[str, Callable[[], list[str]]] = {
     "hybrid_switch:": hybrid_section,
     "skew:": skew_section,
     "kafka_profile:": kafka_profile_section,
+    "flink_profile:": flink_profile_section,
+    "flink_aligned:": flink_aligned_section,
 }
 
 #: the pages the blocks are written into

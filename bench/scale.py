@@ -10,7 +10,8 @@ Four measures, each against Spark's built-in path in the same run where there is
   paths lists them in a Spark job of up to 10,000 tasks; the tuned side raises the threshold above
   the file count, so the listing stays on the driver.
   `small_files_ratio` is the median of the per-pair ratios of records/s (Sluice / Spark),
-  `small_files_ratio_tuned` the same against tuned Spark;
+  `small_files_ratio_tuned` the same against tuned Spark; `small_files_tasks_per_run` the
+  Spark tasks each side's runs ran (medians), listing jobs included;
   `offset_bytes_max` is the largest file of the Sluice query's offset log (`offsets/<batch>`),
   the bytes Spark writes for every batch; `checkpoint_bytes_written_max` what a run wrote beside
   it, at most, to keep checkpoints too large for the log.
@@ -38,7 +39,7 @@ import sluice
 from pyspark.sql import SparkSession
 from sluice import GeneratorSource, WatermarkStrategy
 
-from bench.common import broker, machine, rows_read, run_available_now, session
+from bench.common import broker, machine, rows_read, run_available_now, session, tasks_run
 from bench.pairs import interleaved, pairs_from_env, summary
 
 ROOT = Path(__file__).resolve().parent
@@ -89,6 +90,8 @@ def _measure_small_files(spark: SparkSession, count: int, pairs: int) -> dict:
     folder = _small_files(count)
     offset_sizes: list[int] = []
     kept_bytes: list[int] = []
+    # the tasks each side's runs ran: Spark packs small files into tasks by its open cost
+    tasks: dict[str, list[int]] = {"spark": [], "spark_tuned": [], "sluice": []}
 
     def spark_side(threshold: int | None) -> Callable[[], float]:
         def once() -> float:
@@ -101,6 +104,7 @@ def _measure_small_files(spark: SparkSession, count: int, pairs: int) -> dict:
                 spark.conf.set(LISTING_THRESHOLD, default)
             if rows_read(progress) != count:
                 raise AssertionError(f"Spark read {rows_read(progress)} rows, expected {count}")
+            tasks["spark" if threshold is None else "spark_tuned"].append(tasks_run(spark, progress))
             return count / seconds
 
         return once
@@ -115,6 +119,7 @@ def _measure_small_files(spark: SparkSession, count: int, pairs: int) -> dict:
             raise AssertionError(f"Sluice read {rows_read(progress)} rows, expected {count}")
         offset_sizes.append(_offset_bytes_max(checkpoint))
         kept_bytes.append(_kept_bytes(progress))
+        tasks["sluice"].append(tasks_run(spark, progress))
         return count / seconds
 
     measured = interleaved(
@@ -130,6 +135,7 @@ def _measure_small_files(spark: SparkSession, count: int, pairs: int) -> dict:
         "small_files_listing_threshold_tuned": count * 10,
         **summary("small_files_ratio", measured["sluice"], measured["spark"]),
         **summary("small_files_ratio_tuned", measured["sluice"], measured["spark_tuned"]),
+        "small_files_tasks_per_run": {side: statistics.median(n) for side, n in tasks.items()},
         "offset_bytes_max": max(offset_sizes),
         "checkpoint_bytes_written_max": max(kept_bytes),
     }

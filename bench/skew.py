@@ -37,7 +37,7 @@ from pyspark.sql import functions as F
 from sluice import KafkaSource, OffsetsInitializer, WatermarkStrategy
 from sluice.testing import EmbeddedKafka
 
-from bench.common import broker, machine, rows_read, run_available_now, session
+from bench.common import broker, durations_ms, machine, rows_read, run_available_now, session
 from bench.pairs import interleaved, pairs_from_env, summary
 
 RESULT = Path(__file__).resolve().parent / "results" / "skew.json"
@@ -86,6 +86,7 @@ def window_counts(spark: SparkSession, df: DataFrame, table: str, expected: dict
         "batches": sum(1 for p in progress if p["numInputRows"] > 0),
         "seconds": seconds,
         "records_per_second": rows / seconds,
+        "durations_ms": durations_ms(progress),
     }
 
 

@@ -405,6 +405,13 @@ class EmbeddedKafka:
         """Whether the broker process is alive."""
         return self._process is not None and self._process.poll() is None
 
+    @property
+    def pid(self) -> int:
+        """The broker JVM's process id (to measure what the broker costs, as the benchmarks' profiles do)."""
+        if self._process is None:
+            raise KafkaBrokerError("the broker is not running: call start() first")
+        return self._process.pid
+
     # -- commands --------------------------------------------------------------------
 
     def create_topic(
@@ -671,6 +678,21 @@ class EmbeddedKafka:
         """
         records, millis = self._command("consume-count", _word(topic), timeout=3600).split()
         return int(records), int(millis) / 1000
+
+    def request_counts(self) -> dict[str, int]:
+        """How many requests of each type the broker has answered since it started.
+
+        Kafka's own request meters (``RequestsPerSec``), by request type (``FetchConsumer``,
+        ``ListOffsets``, ``Metadata``, ...): what reading a topic costs the broker, as the
+        benchmarks' profiles compare it.
+
+        Examples
+        --------
+        >>> kafka.request_counts()["FetchConsumer"]
+        1532
+        """
+        answer = self._command("request-counts")
+        return {name: int(n) for name, n in (pair.split("=") for pair in answer.split())}
 
     # -- internals -------------------------------------------------------------------
 

@@ -3,6 +3,7 @@ package sluice.flinkanchor;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Locale;
 import org.apache.flink.api.common.JobExecutionResult;
@@ -23,12 +24,16 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  * <pre>
  * raw BOOTSTRAP TOPIC
  * aligned BOOTSTRAP TOPIC MAX_DRIFT_MS UPDATE_MS DELAY_MS
+ * record PERIOD_MS
+ * dump FILE
  * quit
  * </pre>
  *
- * An answer holds the job's wall seconds from submission to its end (the last record read and
- * every window fired) and its counters: records read, records counted in windows and records
- * dropped as late.
+ * An answer to a job holds its wall seconds from submission to its end (the last record read and
+ * every window fired), the part of them Flink counts as the job's run (its net runtime: from the
+ * job's start, after submission and scheduling) and its counters: records read, records counted
+ * in windows and records dropped as late. `record` starts a flight recording of the jobs that follow, `dump` ends it into
+ * FILE ({@link Recorder}); each is answered once done.
  */
 public final class FlinkAnchorMain {
   public static void main(String[] args) throws Exception {
@@ -50,9 +55,17 @@ public final class FlinkAnchorMain {
           new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
       System.out.println("{\"ready\": true}");
       System.out.flush();
+      Recorder recorder = new Recorder();
       for (String line = in.readLine(); line != null; line = in.readLine()) {
         String[] words = line.trim().split("\\s+");
         if (words[0].equals("quit")) break;
+        if (words[0].equals("record") || words[0].equals("dump")) {
+          if (words[0].equals("record")) recorder.start(Long.parseLong(words[1]));
+          else recorder.dump(Path.of(words[1]));
+          System.out.println("{\"" + words[0] + "\": true}");
+          System.out.flush();
+          continue;
+        }
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
         env.setParallelism(parallelism);
         // as a careful user tunes a job whose functions keep no reference to their input: no deep
@@ -81,8 +94,10 @@ public final class FlinkAnchorMain {
         System.out.println(
             String.format(
                 Locale.ROOT,
-                "{\"seconds\": %.4f, \"read\": %d, \"windowed\": %d, \"late_dropped\": %d}",
+                "{\"seconds\": %.4f, \"net_runtime_ms\": %d, \"read\": %d, \"windowed\": %d,"
+                    + " \"late_dropped\": %d}",
                 seconds,
+                result.getNetRuntime(),
                 counter(result, Jobs.READ),
                 counter(result, Jobs.WINDOWED),
                 counter(result, Jobs.LATE)));

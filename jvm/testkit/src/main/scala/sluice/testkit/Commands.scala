@@ -118,13 +118,16 @@ final class Commands(
         if (args.size != 1) usage("consume-count <topic>")
         val (records, millis) = BenchLoad.consumeAll(bootstrapServers, partitionsOf(args(0)))
         s"$records $millis"
+      case "request-counts" =>
+        if (args.nonEmpty) usage("request-counts")
+        Commands.requestCounts().map { case (request, n) => s"$request=$n" }.mkString(" ")
       case "ping" => ""
       case "" => throw new IllegalArgumentException("empty command")
       case other =>
         throw new IllegalArgumentException(
           s"unknown command '$other' (commands: create-topic, add-partitions, delete-topic, " +
             "produce, consume, delete-records, end-offsets, start-offsets, produce-generated, produce-steady, " +
-            "consume-count, ping, stop)")
+            "consume-count, request-counts, ping, stop)")
     }
   }
 
@@ -360,5 +363,29 @@ final class Commands(
     producerOpt.foreach(_.close(Duration.ofSeconds(5)))
     producerOpt = None
     admin.close(Duration.ofSeconds(5))
+  }
+}
+
+object Commands {
+
+  /**
+   * How many requests of each type this JVM's broker has answered since it started (Kafka's
+   * `RequestsPerSec` meters, summed over their versions): what a reader costs the broker, as the
+   * benchmarks' profiles compare it (bench/kafka_profile.py).
+   */
+  def requestCounts(): Seq[(String, Long)] = {
+    val server = java.lang.management.ManagementFactory.getPlatformMBeanServer
+    val meters = server
+      .queryNames(
+        new javax.management.ObjectName(
+          "kafka.network:type=RequestMetrics,name=RequestsPerSec,*"),
+        null)
+      .asScala
+      .toSeq
+    meters
+      .groupMapReduce(_.getKeyProperty("request"))(meter =>
+        server.getAttribute(meter, "Count").asInstanceOf[Long])(_ + _)
+      .toSeq
+      .sortBy(_._1)
   }
 }
