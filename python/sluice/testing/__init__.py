@@ -686,6 +686,11 @@ class EmbeddedKafka:
         ``ListOffsets``, ``Metadata``, ...): what reading a topic costs the broker, as the
         benchmarks' profiles compare it.
 
+        Returns
+        -------
+        dict of str to int
+            The requests answered, by request type.
+
         Examples
         --------
         >>> kafka.request_counts()["FetchConsumer"]
