@@ -112,7 +112,7 @@ def run_available_now(
 def cpu_seconds(pid: int) -> float:
     """User and system CPU seconds process `pid` (a JVM: the Spark driver, a broker) took so far,
     all its threads, from /proc: a profile's samples count Java code only, this counts the JIT,
-    the collector and waits' wake-ups too."""
+    the collector and waits' wake-ups too (not child processes': the JVMs measured start none)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 

@@ -39,7 +39,7 @@ import sluice
 from pyspark.sql import DataFrame, SparkSession
 from sluice import KafkaSource, OffsetsInitializer
 
-from bench.common import broker, machine, rows_read, run_available_now, session
+from bench.common import broker, durations_ms, machine, rows_read, run_available_now, session
 from bench.pairs import interleaved, pairs_from_env, summary
 
 ROOT = Path(__file__).resolve().parent
@@ -116,16 +116,26 @@ def _jvm_bytes_read(spark: SparkSession) -> int:
     return int(next(line.split()[1] for line in io.splitlines() if line.startswith("rchar:")))
 
 
-def _rate(make: Callable[[], DataFrame], kept: int, read: int, label: str) -> Callable[[], float]:
-    """Rows kept per second of one run, which must have read `read` rows (all it did not skip)."""
+def _rate(
+    make: Callable[[], DataFrame], kept: int, read: int, label: str, runs: list[dict]
+) -> Callable[[], float]:
+    """Rows kept per second of one run, which must have read `read` rows (all it did not skip);
+    each run's milliseconds, start to end and by Spark's phases of its batches, go to `runs`."""
 
     def once() -> float:
         seconds, progress = run_available_now(make())
         if rows_read(progress) != read:
             raise AssertionError(f"{label} read {rows_read(progress)} rows, expected {read}")
+        runs.append({"query": seconds * 1000, **durations_ms(progress)})
         return kept / seconds
 
     return once
+
+
+def _phases(runs: list[dict], timed: int) -> dict[str, float]:
+    """The median of each phase over the last `timed` runs (the warm-up comes first)."""
+    last = runs[-timed:]
+    return {phase: statistics.median(r.get(phase, 0) for r in last) for phase in last[0]}
 
 
 def _bytes_read(spark: SparkSession, make: Callable[[], DataFrame]) -> int:
@@ -189,8 +199,12 @@ def run() -> dict:
             # reader drops the rows its pushed filters exclude while parsing (its
             # spark.sql.json.filterPushdown.enabled), so only the rows kept count as its input
             read = {"spark": kept, "sluice": kept if fmt == "parquet" else rows}
+            runs: dict[str, list[dict]] = {name: [] for name in sides}
             measured = interleaved(
-                {name: _rate(make, kept, read[name], f"{name} {fmt}") for name, make in sides.items()},
+                {
+                    name: _rate(make, kept, read[name], f"{name} {fmt}", runs[name])
+                    for name, make in sides.items()
+                },
                 pairs,
                 label=f"{fmt} ",
                 unit="rows kept/s",
@@ -201,6 +215,8 @@ def run() -> dict:
                     f"{fmt}_spark_rps": statistics.median(measured["spark"]),
                     f"{fmt}_sluice_rps": statistics.median(measured["sluice"]),
                     **summary(f"{fmt}_ratio", measured["sluice"], measured["spark"]),
+                    # where a run's time goes, each side: from its start to its end, and Spark's phases
+                    f"{fmt}_phases_ms": {name: _phases(r, pairs) for name, r in runs.items()},
                 }
             )
             if fmt == "parquet":

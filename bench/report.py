@@ -640,7 +640,8 @@ def flink_aligned_section() -> list[str]:
         ("writing the commit log (`commitOffsets`)", "commitOffsets"),
     ]
     lines = [
-        f"| aligned catch-up of {_n(aligned['events'])} events, medians of {r['pairs']} timed rounds | ms |",
+        f"| aligned catch-up of {_n(aligned['events'])} events, the median of each over {r['pairs']} timed "
+        "rounds | ms |",
         "|---|---|",
         f"| Sluice: the query, from its start to its end ({aligned['sluice_batches']} batch"
         f"{'es' if aligned['sluice_batches'] != 1 else ''}) | {_n(query_ms)} |",
@@ -649,6 +650,37 @@ def flink_aligned_section() -> list[str]:
         f"| Flink: the job, from its submission to its end | {_n(aligned['flink_seconds'] * 1000)} |",
         f"| of it: the job's run as Flink counts it (net runtime) | {_n(aligned['flink_net_runtime_ms'])} |",
     ]
+    return lines
+
+
+def pushdown_phases_section() -> list[str]:
+    """Where a pushdown run's milliseconds go, each side and format: from the query's start to its
+    end, and Spark's `durationMs` phases of its batches (medians of each over the timed rounds)."""
+    r = _load("pushdown")
+    if r is None or "parquet_phases_ms" not in r:
+        return ["No result with the phases yet: run `make bench BENCH=pushdown`."]
+    columns = [(fmt, side) for fmt in ("parquet", "json") for side in ("spark", "sluice")]
+    names = {"parquet": "Parquet", "json": "JSON", "spark": "Spark", "sluice": "Sluice"}
+    rows = [
+        ("the query, from its start to its end", "query"),
+        ("planning its batches (`queryPlanning`)", "queryPlanning"),
+        ("finding what to read (`latestOffset`)", "latestOffset"),
+        ("reading (`addBatch`)", "addBatch"),
+        ("writing the offset log (`walCommit`)", "walCommit"),
+        ("writing the commit log (`commitOffsets`)", "commitOffsets"),
+    ]
+    lines = [
+        f"| ms, the median of each over {r['pairs']} timed rounds | "
+        + " | ".join(f"{names[fmt]}, {names[side]}" for fmt, side in columns)
+        + " |",
+        "|---|" + "---|" * len(columns),
+    ]
+    for label, key in rows:
+        lines.append(
+            f"| {label} | "
+            + " | ".join(_n(r[f"{fmt}_phases_ms"][side].get(key, 0)) for fmt, side in columns)
+            + " |"
+        )
     return lines
 
 
@@ -903,6 +935,7 @@ BLOCKS: dict[str, Callable[[], list[str]]] = {
     "kafka_profile:": kafka_profile_section,
     "flink_profile:": flink_profile_section,
     "flink_aligned:": flink_aligned_section,
+    "pushdown_phases:": pushdown_phases_section,
 }
 
 #: the pages the blocks are written into
