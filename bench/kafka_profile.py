@@ -7,8 +7,12 @@ each side once untimed and then SLUICE_BENCH_PROFILE_RUNS (default 2) times unde
 Recorder (the JDK's `profile` settings with a task's thread sampled every SAMPLE_PERIOD_MS,
 started through the JFR API in the driver's JVM, which runs the tasks in `local[2]`). Each sample
 of a task's thread is put in the first category whose frames it holds (CATEGORIES, in order), and
-the result file holds each category's share of each side's samples. The recordings are kept in
-bench/scratch/kafka_profile/ (`jfr print --events jdk.ExecutionSample`, `jfr view`).
+the result file holds each category's share of each side's samples. Beside the samples, each
+side's runs record their wall seconds, the CPU seconds of the driver's JVM and of the broker's
+(`profiled`) and the requests the broker answered, by type. Both sides run again at
+`kafka_throughput`'s tuned poll size (`kafka.max.poll.records`, from its last result). The
+recordings are kept in bench/scratch/kafka_profile/ (`jfr print --events jdk.ExecutionSample`,
+`jfr view`; their garbage collections: `jfr print --events jdk.GarbageCollection`).
 
 The driver's JVM runs with `-XX:+DebugNonSafepoints`. Without it the JIT keeps the frames of
 compiled code only at calls and safepoint polls, and JFR puts a sample taken anywhere else in the
