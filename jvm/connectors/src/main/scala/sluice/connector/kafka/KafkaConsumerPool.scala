@@ -104,14 +104,23 @@ private[kafka] object KafkaConsumerPool {
       new ByteArrayDeserializer)
 
   /**
-   * The most a fetch brings of one partition unless `kafka.max.partition.fetch.bytes` says
-   * otherwise (Kafka's default: 1 MB). A consumer asks for a partition's next records only once
-   * it has handed on all it fetched of it, and a Spark task builds and passes on rows between
+   * The most a reader's fetch brings of one partition unless `kafka.max.partition.fetch.bytes`
+   * says otherwise (Kafka's default: 1 MB). A consumer asks for a partition's next records only
+   * once it has handed on all it fetched of it, and a Spark task builds and passes on rows between
    * polls on cores it shares with other tasks: each of those round trips was time the task
    * waited. With 8 MB a raw read ran near the rate that larger polls give (kafka_throughput's
-   * tuned side). `fetch.max.bytes` (50 MB) still caps a fetch across its partitions.
+   * tuned side). `fetch.max.bytes` (50 MB) still caps a fetch across its partitions. Readers
+   * only: the driver's look-ups of a range's first record read one record a partition.
    */
   val MaxPartitionFetchBytes: Int = 8 * 1024 * 1024
+
+  /** A reader's consumer properties: the user's, with `MaxPartitionFetchBytes` unless given (in any case). */
+  def readerProperties(properties: Map[String, String]): Map[String, String] =
+    if (properties.keys.exists(
+        _.equalsIgnoreCase(ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG)))
+      properties
+    else
+      properties + (ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG -> MaxPartitionFetchBytes.toString)
 
   /** A reader's consumer configuration: the user's consumer properties and Sluice's rules. */
   private[kafka] def consumerConfig(properties: Map[String, String]): Properties = {
@@ -124,9 +133,6 @@ private[kafka] object KafkaConsumerPool {
     props.putIfAbsent(
       ConsumerConfig.CLIENT_ID_CONFIG,
       s"sluice-reader-${java.util.UUID.randomUUID()}")
-    props.putIfAbsent(
-      ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG,
-      MaxPartitionFetchBytes.toString)
     props
   }
 

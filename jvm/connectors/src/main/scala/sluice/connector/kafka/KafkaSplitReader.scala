@@ -39,6 +39,9 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
     def open: Boolean = until == SplitRange.OpenEnd
   }
 
+  /** The pooled consumer's configuration: the user's, with the readers' fetch size. */
+  private val properties = KafkaConsumerPool.readerProperties(config.consumerProperties)
+
   /** Borrowed with the first splits, to get one that may already hold their next records. */
   private var consumer: KafkaConsumerPool.Consumer = _
   private var healthy = true
@@ -61,7 +64,7 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
     ranges.foreach(r =>
       assigned(r.split.topicPartition) = new Assignment(r.split, r.from, r.until))
     if (consumer == null)
-      consumer = KafkaConsumerPool.borrow(config.consumerProperties, assigned.keySet.toSet)
+      consumer = KafkaConsumerPool.borrow(properties, assigned.keySet.toSet)
     KafkaConsumerPool.assign(consumer, assigned.keys)
     if (paused.nonEmpty) consumer.pause(paused.asJava)
     // seeking to where the consumer stands keeps the records it already fetched from there
@@ -120,7 +123,7 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
 
   override def close(): Unit = {
     assigned.clear()
-    if (consumer != null) KafkaConsumerPool.release(config.consumerProperties, consumer, healthy)
+    if (consumer != null) KafkaConsumerPool.release(properties, consumer, healthy)
   }
 
   /** Partitions whose range is read: the consumer's position passed `until`, records or not. */
