@@ -590,7 +590,8 @@ class KafkaSourceSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBa
       .topics(topic)
       .property("client.rack", "pool-reuse-test")
       .build()
-    val properties = source.config.consumerProperties
+    // the pool's key for readers: the user's properties with the readers' fetch size
+    val properties = KafkaConsumerPool.readerProperties(source.config.consumerProperties)
     def readRange(from: Long, until: Long): Seq[Long] = {
       val reader = source.createReader(sluice.api.ReaderContext())
       reader.handleSplitsChanges(
