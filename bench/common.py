@@ -109,6 +109,11 @@ def run_available_now(
     return seconds, query.recentProgress
 
 
+def driver_pid(spark: SparkSession) -> int:
+    """The driver JVM's process id (in `local[...]` its tasks run there too)."""
+    return int(spark._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[attr-defined]
+
+
 def cpu_seconds(pid: int) -> float:
     """User and system CPU seconds process `pid` (a JVM: the Spark driver, a broker) took so far,
     all its threads, from /proc: a profile's samples count Java code only, this counts the JIT,

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from sluice.testing import EmbeddedKafka
 
-from bench.common import broker, machine, session
+from bench.common import broker, driver_pid, machine, session
 from bench.flink_anchor import (
     FLINK_CLASSPATH,
     FLINK_CLASSPATH_SLUICE_CLIENT,
@@ -42,7 +42,6 @@ from bench.kafka_profile import (
     JVM_OPTIONS,
     OTHER,
     SAMPLE_PERIOD_MS,
-    driver_pid,
     driver_recording,
     profiled,
     shares,

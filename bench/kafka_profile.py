@@ -37,7 +37,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from sluice.testing import EmbeddedKafka
 
-from bench.common import broker, cpu_seconds, machine, rows_read, run_available_now, session
+from bench.common import broker, cpu_seconds, driver_pid, machine, rows_read, run_available_now, session
 
 RESULT = Path(__file__).resolve().parent / "results" / "kafka_profile.json"
 #: the last run's recordings, kept to be read again
@@ -130,10 +130,6 @@ def driver_recording(spark: SparkSession, jfr: Path) -> tuple[Callable[[], None]
         r.close()
 
     return start, stop
-
-
-def driver_pid(spark: SparkSession) -> int:
-    return int(spark._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[attr-defined]
 
 
 def _side(

@@ -39,7 +39,7 @@ import sluice
 from pyspark.sql import DataFrame, SparkSession
 from sluice import KafkaSource, OffsetsInitializer
 
-from bench.common import broker, durations_ms, machine, rows_read, run_available_now, session
+from bench.common import broker, driver_pid, durations_ms, machine, rows_read, run_available_now, session
 from bench.pairs import interleaved, pairs_from_env, summary
 
 ROOT = Path(__file__).resolve().parent
@@ -111,7 +111,7 @@ def _jvm_bytes_read(spark: SparkSession) -> int:
     """What the driver's JVM (executors run in it) has read with read/pread system calls so far
     (`rchar` of /proc/<pid>/io, Linux). Hadoop's file system statistics would miss most of it:
     Parquet's vectored reads of column chunks go around them."""
-    pid = spark._jvm.java.lang.ProcessHandle.current().pid()  # noqa: SLF001
+    pid = driver_pid(spark)
     io = Path(f"/proc/{pid}/io").read_text()
     return int(next(line.split()[1] for line in io.splitlines() if line.startswith("rchar:")))
 
