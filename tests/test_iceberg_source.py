@@ -185,6 +185,76 @@ def test_partitioned_table_with_deletes_and_an_added_column_reads_as_pyiceberg(
     assert sum(p["numInputRows"] for p in query.recentProgress) == sum(_got(only_b).values()) < 40
 
 
+def _append_without_the_partition_column(table: Any, rows: pa.Table, city: str) -> None:
+    """Commits a data file of `rows` (id and ts only) to `table`'s partition city=`city`, as
+    Iceberg's spec lets a writer leave an identity partition column out of a file: written by
+    pyiceberg's own Parquet writer (field ids, its statistics) and committed by its own fast
+    append, with the partition tuple saying the city."""
+    from pyiceberg.io.pyarrow import ParquetFormatWriter
+    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+    from pyiceberg.typedef import Record
+
+    kept = [f for f in table.schema().fields if f.name != "city"]
+    arrow = pa.table(
+        [rows.column(f.name) for f in kept],
+        schema=pa.schema(
+            [rows.schema.field(f.name).with_metadata({"PARQUET:field_id": str(f.field_id)}) for f in kept]
+        ),
+    )
+    path = f"{table.location()}/data/city={city}/without-the-column.parquet"
+    output = table.io.new_output(path)
+    with ParquetFormatWriter(output, Schema(*kept), table.properties) as writer:
+        writer.write(arrow)
+    data = DataFile.from_args(
+        content=DataFileContent.DATA,
+        file_path=path,
+        file_format=FileFormat.PARQUET,
+        partition=Record(city),
+        file_size_in_bytes=len(output),
+        spec_id=table.metadata.default_spec_id,
+        **writer.result().to_serialized_dict(),
+    )
+    with table.transaction() as tx, tx.update_snapshot().fast_append() as append:
+        append.append_data_file(data)
+
+
+def test_a_file_without_its_identity_partition_column_reads_the_partition_value_as_pyiceberg(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A data file that leaves out its identity partition column (city 'c'), beside files that
+    hold it: its rows read 'c' there, as pyiceberg reads them (Iceberg fills the column from the
+    file's partition tuple), never null: read as column batches and as rows, bounded and as a
+    stream planned from the manifests' statistics (a batch ending inside the file), and a pushed
+    filter on the column keeps exactly that file's rows."""
+    spec = PartitionSpec(
+        PartitionField(source_id=2, field_id=1000, transform=IdentityTransform(), name="city")
+    )
+    table = _catalog(tmp_path).create_table("db.omitted", schema=SCHEMA, partition_spec=spec)
+    table.append(_events(range(0, 12), 0))
+    _append_without_the_partition_column(table, _events(range(100, 110), 100), "c")
+    table = table.refresh()
+    expected = _expected(table)
+    # pyiceberg's own read gives the partition's value in the file without the column
+    assert Counter(city for city, _, _ in expected.elements()) == {"a": 8, "b": 4, "c": 10}
+
+    source = IcebergSource.builder().table(table.metadata_location).build()
+    assert _got(sluice.read(spark, source)) == expected
+    spark.conf.set("spark.sql.parquet.enableVectorizedReader", "false")
+    try:
+        as_rows = sluice.read(spark, source).collect()
+    finally:
+        spark.conf.unset("spark.sql.parquet.enableVectorizedReader")
+    assert _got(spark.createDataFrame(as_rows)) == expected
+    only_c = sluice.read(spark, source).where(F.col("city") == "c")
+    assert _got(only_c) == _expected(table, row_filter="city == 'c'")
+    assert sum(_got(only_c).values()) == 10
+
+    timed = IcebergSource.builder().table(table.metadata_location).timestamp_column("ts").build()
+    stream = sluice.from_source(spark, timed, name="omitted", options={"maxRecordsPerTrigger": 15})
+    run_to_memory(stream, "py_iceberg_omitted", tmp_path / "checkpoint")
+    assert _got(spark.table("py_iceberg_omitted")) == expected
+
+
 def test_snapshots_by_id_and_time_and_columns_renamed_or_named_again(
     spark: SparkSession, tmp_path: Path
 ) -> None:

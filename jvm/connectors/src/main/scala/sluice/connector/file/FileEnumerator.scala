@@ -45,7 +45,13 @@ final case class DiscoveredFile(
      * file's `name=value` directories: where a table lays its files out in other directories
      * (Delta's column mapping). None: from the directories.
      */
-    partitionValues: Option[Map[String, Option[String]]] = None) {
+    partitionValues: Option[Map[String, Option[String]]] = None,
+    /**
+     * Values its table's metadata fixes for every row of the file in data columns, by the
+     * column's Parquet field id, as `FileConstants` writes them (an Iceberg identity partition's
+     * value), read instead of what the file holds there.
+     */
+    constants: Map[Int, Option[String]] = Map.empty) {
 
   /** What the enumerator knows the file by: its path, and the table's entry of it if any. */
   def key: (String, Option[String]) = (path, entry)

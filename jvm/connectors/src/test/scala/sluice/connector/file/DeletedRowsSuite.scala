@@ -50,9 +50,11 @@ class DeletedRowsSuite extends AnyFunSuite {
       deleted = rows.within(20, 30))
     val text = RowGroupSplitSerializer.serialize(split)
     assert(RowGroupSplitSerializer.deserialize(RowGroupSplitSerializer.version, text) == split)
-    // version 4 has no partition values (the field before the path), version 3 no entry (the
-    // field before those), version 2 no deleted rows either
-    val v4 = text.stripSuffix("::" + split.path) + ":" + split.path
+    // version 5 has no constants (the field before the path), version 4 no partition values
+    // (the field before those), version 3 no entry, version 2 no deleted rows either
+    val v5 = text.stripSuffix("::" + split.path) + ":" + split.path
+    assert(RowGroupSplitSerializer.deserialize(5, v5) == split)
+    val v4 = v5.stripSuffix("::" + split.path) + ":" + split.path
     assert(RowGroupSplitSerializer.deserialize(4, v4) == split)
     val v3 = v4.stripSuffix("::" + split.path) + ":" + split.path
     assert(RowGroupSplitSerializer.deserialize(3, v3) == split)

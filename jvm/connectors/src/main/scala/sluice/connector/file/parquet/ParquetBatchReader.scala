@@ -31,7 +31,8 @@ import sluice.config.RecordLayout
  * A whole-file split (a table's data file) counts as one: its range is read from the row group
  * holding its start (`RowGroupFile.startOf`), whose first row the counting starts from.
  * Rows the split's table deleted (`RowGroupSplit.deleted`) are left out of the batches
- * (`SelectedRowsVector`); positions count them all the same, as `ParquetReader`'s do.
+ * (`SelectedRowsVector`); positions count them all the same, as `ParquetReader`'s do. Columns the
+ * table fixes for the whole file (`RowGroupSplit.constants`) are constant vectors of its values.
  * A reader that ends before the range's last row, or gives more rows than the row group held
  * when listed, fails the read (the file changed after it was listed).
  */
@@ -104,6 +105,7 @@ final class ParquetBatchReader(
           // handed on empty: the range ends with it)
           if (kept == null || kept.nonEmpty || done) {
             val data = viewsOf(batch)
+            if (fixed != null) fixed.replace(data, batch.numRows())
             val columns =
               if (compact) data
               else
@@ -124,6 +126,8 @@ final class ParquetBatchReader(
     }
 
     private val deleted = split.deleted.orNull
+    // the columns the file's table fixes (FileConstants): constant vectors replace the reader's
+    private val fixed = FileConstants.of(config, split.constants).orNull
 
     /**
      * The rows of a batch from row index `first` to hand on, `count` of them from its row `skip`,

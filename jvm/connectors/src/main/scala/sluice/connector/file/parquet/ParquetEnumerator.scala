@@ -180,13 +180,14 @@ final class ParquetEnumerator(
   }
 
   /**
-   * A file is known once its splits are made (or it makes none). Its deleted rows, statistics
-   * and partition values are not kept: its splits carry what they need of them, the state never
+   * A file is known once its splits are made (or it makes none). Its deleted rows, statistics,
+   * partition values and constants are not kept: its splits carry what they need of them, the state never
    * held them, and the driver should not hold every file's bitmap for the query's life.
    */
   private def remember(f: DiscoveredFile): Unit = {
     if (!known.contains(f.key)) entriesOf(f.path) += 1
-    known(f.key) = f.copy(deleted = None, statistics = None, partitionValues = None)
+    known(f.key) =
+      f.copy(deleted = None, statistics = None, partitionValues = None, constants = Map.empty)
   }
 
   /**

@@ -18,7 +18,9 @@ import sluice.connector.format.Provenance
  * time).
  *
  * Rows the split's table deleted (`RowGroupSplit.deleted`) are never given; positions count them
- * all the same (they are row indexes in the file).
+ * all the same (they are row indexes in the file). Columns the table fixes for the whole file
+ * (`RowGroupSplit.constants`: an Iceberg identity partition) hold the table's value
+ * (`FileConstants`), whatever the file holds there.
  *
  * A range starting inside its row group (a restart, a batch cut by a read limit) decodes the rows
  * before `from` and drops them: Spark's reader cannot seek to a row, so resuming costs decoding
@@ -52,6 +54,11 @@ final class ParquetReader(
     private var pulled = 0L // rows Spark's reader gave
 
     private val deleted = split.deleted.orNull
+    // the columns the file's table fixes (FileConstants), seen through a view of each row
+    private val fixed = FileConstants
+      .of(config, split.constants)
+      .map(_.rowView(config.outputSchema.fields.map(_.dataType)))
+      .orNull
 
     open(config, partitions, hadoopConf) { file =>
       iterator = rows.read(file)
@@ -66,7 +73,7 @@ final class ParquetReader(
     def advance(): InternalRow = {
       var row = decode()
       while (row != null && deleted != null && deleted.contains(next - 1)) row = decode()
-      row
+      if (row == null || fixed == null) row else fixed.of(row)
     }
 
     /** The next row of the row group, or null past `until`; a row group shorter than its footer said fails. */

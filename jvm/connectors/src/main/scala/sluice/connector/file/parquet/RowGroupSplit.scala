@@ -66,7 +66,12 @@ final case class RowGroupSplit(
      * The file's partition values from its table's metadata (`DiscoveredFile.partitionValues`),
      * read instead of its directories; None: from its directories.
      */
-    partitionValues: Option[Map[String, Option[String]]] = None)
+    partitionValues: Option[Map[String, Option[String]]] = None,
+    /**
+     * Values the file's table fixes for every row in data columns, by field id
+     * (`DiscoveredFile.constants`, `FileConstants`), read instead of the file's.
+     */
+    constants: Map[Int, Option[String]] = Map.empty)
     extends SourceSplit {
 
   /**
@@ -102,7 +107,8 @@ private[connector] object RowGroupSplitSerializer extends VersionedSerializer[Ro
   // 3 added `deleted` (empty: none); earlier versions have none.
   // 4 added `entry` (empty: none); earlier versions have none.
   // 5 added `partitionValues` (empty: from the directories); earlier versions read them there.
-  override val version: Int = 5
+  // 6 added `constants` (empty: none); earlier versions have none.
+  override val version: Int = 6
 
   private def opt(v: Option[Long]): String = v.map(_.toString).getOrElse("")
   private def opt(s: String): Option[Long] = if (s.isEmpty) None else Some(s.toLong)
@@ -125,10 +131,12 @@ private[connector] object RowGroupSplitSerializer extends VersionedSerializer[Ro
       s.deleted.fold("")(_.serialize),
       s.entry.getOrElse(""),
       s.partitionValues.fold("")(serializeValues),
+      if (s.constants.isEmpty) ""
+      else serializeValues(s.constants.map { case (id, v) => id.toString -> v }),
       s.path).mkString(":")
 
   /**
-   * Partition values as `name=value` pairs joined by `&`, each name and value URL-encoded (so
+   * Partition values (and constants, by field id) as `name=value` pairs joined by `&`, each name and value URL-encoded (so
    * neither holds `:`, `&` nor `=`), a null value as the name alone; `&` alone for no column.
    */
   private def serializeValues(values: Map[String, Option[String]]): String =
@@ -158,11 +166,12 @@ private[connector] object RowGroupSplitSerializer extends VersionedSerializer[Ro
     if (version > this.version)
       throw VersionedSerializer.unsupported("a Parquet row-group split", version, this.version)
     val fields = version match {
-      case 1 => text.split(":", 12).patch(11, Seq("false", "", "", ""), 0)
-      case 2 => text.split(":", 13).patch(12, Seq("", "", ""), 0)
-      case 3 => text.split(":", 14).patch(13, Seq("", ""), 0)
-      case 4 => text.split(":", 15).patch(14, Seq(""), 0)
-      case _ => text.split(":", 16)
+      case 1 => text.split(":", 12).patch(11, Seq("false", "", "", "", ""), 0)
+      case 2 => text.split(":", 13).patch(12, Seq("", "", "", ""), 0)
+      case 3 => text.split(":", 14).patch(13, Seq("", "", ""), 0)
+      case 4 => text.split(":", 15).patch(14, Seq("", ""), 0)
+      case 5 => text.split(":", 16).patch(15, Seq(""), 0)
+      case _ => text.split(":", 17)
     }
     val Array(
       rg,
@@ -180,6 +189,7 @@ private[connector] object RowGroupSplitSerializer extends VersionedSerializer[Ro
       deleted,
       entry,
       values,
+      constants,
       path) = fields
     RowGroupSplit(
       path,
@@ -197,6 +207,7 @@ private[connector] object RowGroupSplitSerializer extends VersionedSerializer[Ro
       alone.toBoolean,
       if (deleted.isEmpty) None else Some(DeletedRows.deserialize(deleted)),
       Option(entry).filter(_.nonEmpty),
-      Option(values).filter(_.nonEmpty).map(deserializeValues))
+      Option(values).filter(_.nonEmpty).map(deserializeValues),
+      deserializeValues(constants).map { case (id, v) => id.toInt -> v })
   }
 }

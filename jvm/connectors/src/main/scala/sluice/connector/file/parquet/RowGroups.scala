@@ -88,7 +88,8 @@ private[parquet] object RowGroups {
           times.exists(_._1.isEmpty),
           aloneAtMidpoint = exactMidpoints && atMidpoint(mids(i)) == 1,
           deleted = file.deleted.flatMap(_.within(firstRows(i), firstRows(i + 1))),
-          partitionValues = file.partitionValues)
+          partitionValues = file.partitionValues,
+          constants = file.constants)
       }
   }
 
@@ -120,7 +121,8 @@ private[parquet] object RowGroups {
           noEventTimes = stats.eventTimes.isEmpty,
           aloneAtMidpoint = true,
           deleted = file.deleted.flatMap(_.within(0L, stats.rows)),
-          partitionValues = file.partitionValues)
+          partitionValues = file.partitionValues,
+          constants = file.constants)
       }
 
   /** The file's footer as stored (Thrift), or None for an encrypted footer ("PARE"). */

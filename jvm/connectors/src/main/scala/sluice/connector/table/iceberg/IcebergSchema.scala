@@ -90,7 +90,7 @@ private[iceberg] object IcebergSchema {
     case other =>
       throw SluiceError.config(
         s"${IcebergConfig.Context}: column '$column' has Iceberg type ${other}, which Sluice does not " +
-          "reads yet (uuid, whose 16 bytes Spark's Parquet reader does not take as text, and the types of " +
+          "read yet (uuid, whose 16 bytes Spark's Parquet reader does not take as text, and the types of " +
           "format v3 such as timestamp_ns, variant and geometry): " +
           "read a table or snapshot without it.")
   }

@@ -391,14 +391,14 @@ private[iceberg] object IcebergTables {
       tasks: Seq[(Long, CloseableIterable[FileScanTask])],
       eventTimes: Option[IcebergEventTimes]): Seq[DiscoveredFile] = {
     // files imported from outside Iceberg (add_files, migrate, snapshot of a Hive table) carry no
-    // field ids and may lack identity partition columns, which Iceberg fills from the metadata
+    // field ids, which Sluice finds columns by (Iceberg maps names to ids through the mapping)
     Option(table.properties.get(TableProperties.DEFAULT_NAME_MAPPING)).foreach { _ =>
       tasks.foreach(_._2.close())
       throw SluiceError.config(
         s"$Context: table '${table.name}' has a name mapping (${TableProperties.DEFAULT_NAME_MAPPING}): " +
-          "some of its data files were imported without Iceberg's field ids (add_files, migrate), and such " +
-          "files may lack the identity partition columns Iceberg fills from its metadata, which Sluice " +
-          "reads from the files. Rewrite the table's data files (rewrite_data_files, which writes them with " +
+          "some of its data files were imported without Iceberg's field ids (add_files, migrate), which " +
+          "Sluice finds a file's columns by (it does not map names to ids through the mapping yet). " +
+          "Rewrite the table's data files (rewrite_data_files, which writes them with " +
           s"field ids), then remove the table property ${TableProperties.DEFAULT_NAME_MAPPING}, which Sluice " +
           "refuses while it is set.")
     }
@@ -408,7 +408,11 @@ private[iceberg] object IcebergTables {
           val entries = of.asScala.toSeq.map { task =>
             val deletes = task.deletes.asScala.toSeq
             refuseUnread(table, which, task.file, deletes)
-            (task.file, deletes, eventTimes.flatMap(_.of(task.file)))
+            (
+              task.file,
+              deletes,
+              eventTimes.flatMap(_.of(task.file)),
+              IcebergConstants.of(table, task))
           }
           // a path's entries in the order they were committed (the plan's order is its threads')
           entries
@@ -425,11 +429,11 @@ private[iceberg] object IcebergTables {
         }
       finally tasks.foreach(_._2.close())
     val deleted = IcebergPositionDeletes.of(
-      planned.map { case (entry, (file, deletes, _)) =>
+      planned.map { case (entry, (file, deletes, _, _)) =>
         (file.location, entry) -> (file.location, file.recordCount, deletes)
       }.toMap,
       table.io)
-    val files = planned.map { case (entry, (file, _, statistics)) =>
+    val files = planned.map { case (entry, (file, _, statistics, constants)) =>
       // the modification time is the file system's: the Parquet reader checks the file is unchanged
       DiscoveredFile(
         file.location,
@@ -437,7 +441,8 @@ private[iceberg] object IcebergTables {
         -1L,
         deleted.get((file.location, entry)),
         statistics,
-        Some(entry))
+        Some(entry),
+        constants = constants)
     }
     eventTimes.foreach { e =>
       TableEventTimes.warnWithoutStatistics(

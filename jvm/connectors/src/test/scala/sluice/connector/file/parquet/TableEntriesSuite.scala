@@ -106,8 +106,8 @@ class TableEntriesSuite extends AnyFunSuite {
       .copy(rowGroup = 1, rowGroups = 2, entry = Some("snapshot=7.2"))
     assert(split.splitId == "/t/data/a.parquet#rowgroup=1#snapshot=7.2")
     val s = RowGroupSplitSerializer
-    assert(s.version == 5)
-    assert(s.deserialize(5, s.serialize(split)) == split)
+    assert(s.version == 6)
+    assert(s.deserialize(6, s.serialize(split)) == split)
   }
 
   test("a split keeps its table's partition values in the offset log, any text, null or empty") {
@@ -123,13 +123,31 @@ class TableEntriesSuite extends AnyFunSuite {
     assert(split.partitionValues.contains(values))
     val s = RowGroupSplitSerializer
     val text = s.serialize(split)
-    assert(text.endsWith(":" + split.path) && text.count(_ == ':') == 15, text)
-    assert(s.deserialize(5, text) == split)
+    assert(text.endsWith(":" + split.path) && text.count(_ == ':') == 16, text)
+    assert(s.deserialize(6, text) == split)
     // a table without partition columns (under column mapping) keeps its empty map
     val none = split.copy(partitionValues = Some(Map.empty))
-    assert(s.deserialize(5, s.serialize(none)) == none)
+    assert(s.deserialize(6, s.serialize(none)) == none)
     assert(
-      s.deserialize(5, s.serialize(split.copy(partitionValues = None))).partitionValues.isEmpty)
+      s.deserialize(6, s.serialize(split.copy(partitionValues = None))).partitionValues.isEmpty)
+    // version 5 has no constants (the field before the path)
+    val v5 = text.stripSuffix("::" + split.path) + ":" + split.path
+    assert(s.deserialize(5, v5) == split)
+  }
+
+  test(
+    "a split keeps the values its table fixes by field id in the offset log, any text or null") {
+    val constants = Map(2 -> Some("New York: 5 & 6 = 11%"), 3 -> None, 17 -> Some(""))
+    val split = RowGroups.wholeFile(file("a", None).copy(constants = constants)).get
+    assert(split.constants == constants)
+    val s = RowGroupSplitSerializer
+    val text = s.serialize(split)
+    assert(text.endsWith(":" + split.path) && text.count(_ == ':') == 16, text)
+    assert(s.deserialize(6, text) == split)
+    // a file without constants writes an empty field, which reads as none
+    val none = split.copy(constants = Map.empty)
+    assert(s.serialize(none).endsWith("::" + split.path))
+    assert(s.deserialize(6, s.serialize(none)) == none)
   }
 
   test(

@@ -1,0 +1,112 @@
+package sluice.connector.file.parquet
+
+import java.nio.ByteBuffer
+import java.util.Base64
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
+import org.apache.spark.sql.execution.datasources.parquet.ParquetUtils
+import org.apache.spark.sql.execution.vectorized.{ColumnVectorUtils, ConstantColumnVector}
+import org.apache.spark.sql.types._
+import org.apache.spark.sql.vectorized.ColumnVector
+import org.apache.spark.unsafe.types.UTF8String
+
+/**
+ * Values a table's metadata fixes for every row of a data file (`DiscoveredFile.constants`,
+ * `RowGroupSplit.constants`): an Iceberg identity partition's value. Iceberg's readers give that
+ * value in the partition's column whatever the file holds there, and a writer may leave the
+ * column out of the file (the spec allows it), where Spark's reader would give null; so the
+ * readers give it too, replacing the file's column (`ParquetReader`, `ParquetBatchReader`).
+ *
+ * Keyed by the column's Parquet field id (a rename since the file was planned leaves them
+ * right), written as text that travels in the split (so in the offset log) and is read back
+ * exactly as a value of the column's Spark type: numbers in Java's own text (a float as the
+ * double it widens to, so a column promoted to double reads it as Iceberg widens it), dates as
+ * days and timestamps as microseconds since the epoch (Iceberg's own representation), decimals
+ * in plain notation, binary in Base64, strings as they are; None is null.
+ */
+private[connector] object FileConstants {
+
+  /**
+   * The text of a value as Iceberg's library gives a partition value: Integer, Long, Float,
+   * Double, Boolean, a CharSequence, a ByteBuffer or a BigDecimal (dates, times and timestamps
+   * are Integer and Long there); None for null.
+   */
+  def textOf(value: Any): Option[String] = value match {
+    case null => None
+    case f: java.lang.Float => Some(java.lang.Double.toString(f.doubleValue))
+    case d: java.math.BigDecimal => Some(d.toPlainString)
+    case b: ByteBuffer =>
+      val bytes = new Array[Byte](b.remaining)
+      b.duplicate().get(bytes)
+      Some(Base64.getEncoder.encodeToString(bytes))
+    case v @ (_: java.lang.Integer | _: java.lang.Long | _: java.lang.Double |
+        _: java.lang.Boolean | _: CharSequence) =>
+      Some(v.toString)
+    case other =>
+      throw new IllegalArgumentException(
+        s"a constant column value of ${other.getClass.getName} has no text form")
+  }
+
+  /** The value of `text` (from `textOf`) as Spark holds a value of `dataType` in a row. */
+  def valueOf(text: Option[String], dataType: DataType): Any = text.fold(null: Any) { t =>
+    dataType match {
+      case BooleanType => t.toBoolean
+      case IntegerType | DateType => t.toInt
+      case LongType | TimestampType | TimestampNTZType => t.toLong
+      case FloatType => t.toFloat
+      case DoubleType => t.toDouble
+      case d: DecimalType => Decimal(new java.math.BigDecimal(t), d.precision, d.scale)
+      case StringType => UTF8String.fromString(t)
+      case BinaryType => Base64.getDecoder.decode(t)
+      case other =>
+        throw new IllegalArgumentException(s"no constant column value of type ${other.sql}")
+    }
+  }
+
+  /**
+   * The data columns of `config`'s rows (`requiredSchema`, found by field id) that `constants`
+   * fix, with their values; None when it fixes none of the columns read.
+   */
+  def of(config: ParquetConfig, constants: Map[Int, Option[String]]): Option[Fixed] =
+    if (constants.isEmpty || !config.matchFieldIds) None
+    else {
+      val fixed = config.fileRequiredSchema.fields.zipWithIndex.flatMap { case (f, i) =>
+        Option
+          .when(f.metadata.contains(ParquetUtils.FIELD_ID_METADATA_KEY))(
+            f.metadata.getLong(ParquetUtils.FIELD_ID_METADATA_KEY).toInt)
+          .flatMap(constants.get)
+          .map { text =>
+            val dataType = config.requiredSchema(i).dataType
+            (i, dataType, valueOf(text, dataType))
+          }
+      }
+      Option.when(fixed.nonEmpty)(new Fixed(fixed))
+    }
+
+  /** Columns (by ordinal in the rows) and the value each holds in every row of one file. */
+  final class Fixed(columns: Array[(Int, DataType, Any)]) {
+    private val row: InternalRow = new GenericInternalRow(columns.map(_._3))
+
+    /**
+     * A view of the reader's rows with these columns replaced (one view, moved along: valid as
+     * the reader's row is), for a row reader over rows of `types`.
+     */
+    def rowView(types: Array[DataType]): RowWithConstants =
+      new RowWithConstants(columns.map(_._1), row, types)
+
+    /**
+     * `vectors` (the columns of a batch of `rows` rows) with these columns replaced by constant
+     * vectors, one value at every row (made for each batch, so that their null counts are the
+     * batch's).
+     */
+    def replace(vectors: Array[ColumnVector], rows: Int): Array[ColumnVector] = {
+      columns.indices.foreach { j =>
+        val v = new ConstantColumnVector(rows, columns(j)._2)
+        ColumnVectorUtils.populate(v, row, j)
+        vectors(columns(j)._1) = v
+      }
+      vectors
+    }
+  }
+}

@@ -1,0 +1,101 @@
+package sluice.connector.file.parquet
+
+import java.nio.ByteBuffer
+import java.nio.charset.StandardCharsets.UTF_8
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
+import org.apache.spark.sql.execution.datasources.parquet.ParquetUtils
+import org.apache.spark.sql.execution.vectorized.OnHeapColumnVector
+import org.apache.spark.sql.types._
+import org.apache.spark.sql.vectorized.ColumnVector
+import org.apache.spark.unsafe.types.UTF8String
+import org.scalatest.funsuite.AnyFunSuite
+
+/** The values a table fixes for a file's columns: their text, and how the readers give them. */
+class FileConstantsSuite extends AnyFunSuite {
+  import FileConstants.{textOf, valueOf}
+
+  private def roundTrip(value: Any, as: DataType): Any = valueOf(textOf(value), as)
+
+  test(
+    "each kind of partition value Iceberg gives reads back as the same value of the column's type") {
+    assert(roundTrip(Integer.valueOf(-7), IntegerType) == -7)
+    assert(roundTrip(Integer.valueOf(20_000), DateType) == 20_000) // days since the epoch
+    assert(
+      roundTrip(java.lang.Long.valueOf(1_764_000_000_123_456L), TimestampType) ==
+        1_764_000_000_123_456L
+    ) // microseconds
+    assert(roundTrip(java.lang.Long.valueOf(Long.MinValue), LongType) == Long.MinValue)
+    assert(roundTrip(java.lang.Double.valueOf(0.1), DoubleType) == 0.1)
+    assert(roundTrip(java.lang.Float.valueOf(1.1f), FloatType) == 1.1f)
+    assert(roundTrip(java.lang.Float.valueOf(Float.NaN), FloatType).asInstanceOf[Float].isNaN)
+    assert(roundTrip(java.lang.Boolean.TRUE, BooleanType) == true)
+    assert(
+      roundTrip("New York: 5 & 6 = 11%", StringType) ==
+        UTF8String.fromString("New York: 5 & 6 = 11%"))
+    assert(roundTrip("", StringType) == UTF8String.fromString(""))
+    val bytes = Array[Byte](0, -1, 10, 58, 38)
+    assert(
+      roundTrip(ByteBuffer.wrap(bytes), BinaryType)
+        .asInstanceOf[Array[Byte]]
+        .toSeq == bytes.toSeq)
+    assert(
+      roundTrip(new java.math.BigDecimal("-12.50"), DecimalType(10, 2)) ==
+        Decimal(new java.math.BigDecimal("-12.50"), 10, 2))
+    assert(roundTrip(null, StringType) == null)
+  }
+
+  test("a value written before its column was promoted reads as Iceberg widens it") {
+    assert(roundTrip(Integer.valueOf(42), LongType) == 42L)
+    // a float widened exactly, not the double nearest its shortest text (1.1)
+    assert(roundTrip(java.lang.Float.valueOf(1.1f), DoubleType) == 1.1f.toDouble)
+    assert(
+      roundTrip(new java.math.BigDecimal("3.25"), DecimalType(20, 2)) ==
+        Decimal(new java.math.BigDecimal("3.25"), 20, 2))
+  }
+
+  private def id(n: Int) =
+    new MetadataBuilder().putLong(ParquetUtils.FIELD_ID_METADATA_KEY, n.toLong).build()
+  private val data = StructType(
+    Seq(
+      StructField("id", LongType),
+      StructField("city", StringType),
+      StructField("day", DateType)))
+  private val files = StructType(data.fields.zip(Seq(1, 2, 3)).map { case (f, n) =>
+    f.copy(metadata = id(n))
+  })
+  private def config(read: Option[Set[String]] = None) =
+    ByFieldIds.config(data, files, None, caseSensitive = false).copy(readColumns = read)
+
+  test("the columns fixed are those read whose field id has a value; none, no view") {
+    assert(FileConstants.of(config(), Map.empty).isEmpty)
+    assert(FileConstants.of(config(), Map(9 -> Some("x"))).isEmpty) // a column not in the schema
+    assert(FileConstants.of(config(Some(Set("id"))), Map(2 -> Some("b"))).isEmpty) // not read
+    assert(FileConstants.of(config().copy(matchFieldIds = false), Map(2 -> Some("b"))).isEmpty)
+  }
+
+  test("rows: the fixed columns hold the table's values, the others the reader's row, uncopied") {
+    val fixed = FileConstants.of(config(), Map(2 -> Some("b"), 3 -> None)).get
+    val view = fixed.rowView(data.fields.map(_.dataType))
+    val below = new GenericInternalRow(Array[Any](5L, null, 19_000))
+    val row = view.of(below)
+    assert(row.getLong(0) == 5L)
+    assert(row.getUTF8String(1) == UTF8String.fromString("b") && !row.isNullAt(1))
+    assert(row.isNullAt(2))
+    below.update(0, 6L)
+    assert(row.getLong(0) == 6L) // a view of the reader's row
+    assert(row.copy() == InternalRow(6L, UTF8String.fromString("b"), null))
+  }
+
+  test("column batches: constant vectors replace the fixed columns, sized by the batch") {
+    val fixed = FileConstants.of(config(), Map(2 -> Some("b"), 3 -> None)).get
+    val read = data.fields.map(f => new OnHeapColumnVector(4, f.dataType): ColumnVector)
+    val replaced = fixed.replace(read.clone(), 3)
+    assert(replaced(0) eq read(0))
+    assert((0 until 3).forall(i =>
+      replaced(1).getUTF8String(i).getBytes.toSeq == "b".getBytes(UTF_8).toSeq))
+    assert((0 until 3).forall(replaced(2).isNullAt) && replaced(2).numNulls == 3)
+    assert(replaced(1).numNulls == 0)
+  }
+}
