@@ -1,5 +1,6 @@
 package sluice.connector.kafka
 
+import java.util.Locale
 import java.util.regex.Pattern
 
 import scala.util.Try
@@ -404,10 +405,21 @@ object KafkaConfig {
       all,
       "KafkaSource",
       listed = if (parsedPayload) documented ++ formatOptions else documented)
-    val consumer = consumerRaw.map { case (k, v) => k.substring(Prefix.length) -> v }
-    consumer.keys.foreach { k =>
-      Reserved.get(k.toLowerCase).foreach { why =>
-        throw SluiceError.config(s"KafkaSource: option 'kafka.$k' is not supported: $why.")
+    // Kafka's property names are lower case, and a name in another case is ignored by Kafka
+    // without a word: names are taken in any case, as Spark's Kafka source takes them (its
+    // options are case-insensitive, so it passes them on lower-cased), and two that differ only
+    // in case are refused, since one would be dropped
+    consumerRaw.keys.groupBy(_.toLowerCase(Locale.ROOT)).values.find(_.size > 1).foreach { same =>
+      throw SluiceError.config(
+        s"KafkaSource: options ${same.toSeq.sorted.map(k => s"'$k'").mkString(" and ")} name " +
+          "the same Kafka property (Kafka's names are lower case, and Sluice takes them in any " +
+          "case); give it once.")
+    }
+    val consumer =
+      consumerRaw.map { case (k, v) => k.substring(Prefix.length).toLowerCase(Locale.ROOT) -> v }
+    consumerRaw.keys.foreach { k =>
+      Reserved.get(k.substring(Prefix.length).toLowerCase(Locale.ROOT)).foreach { why =>
+        throw SluiceError.config(s"KafkaSource: option '$k' is not supported: $why.")
       }
     }
     checkConsumerProperties(consumer)
@@ -433,9 +445,7 @@ object KafkaConfig {
       case SubscribePattern => TopicSubscription.TopicPattern(o.get(SubscribePattern).get)
       case _ => TopicSubscription.Assigned(o.get(Assign).get)
     }
-    val groupId = (
-      consumer.collectFirst { case (k, v) if k.equalsIgnoreCase("group.id") => v },
-      o.get(GroupIdPrefix)) match {
+    val groupId = (consumer.get("group.id"), o.get(GroupIdPrefix)) match {
       case (Some(_), Some(_)) =>
         throw SluiceError.config(
           s"KafkaSource: options 'kafka.group.id' and '${GroupIdPrefix.name}' exclude each other; give one.")

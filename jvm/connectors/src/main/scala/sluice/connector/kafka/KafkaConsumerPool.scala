@@ -115,14 +115,11 @@ private[kafka] object KafkaConsumerPool {
   val MaxPartitionFetchBytes: Int = 8 * 1024 * 1024
 
   /**
-   * A reader's consumer properties: the user's, with `MaxPartitionFetchBytes` unless they name the
-   * property, in any case (Kafka takes only the lower-case name, so a name in another case leaves
-   * Kafka's default, not ours beside the user's).
+   * A reader's consumer properties: the user's (named in lower case: `KafkaConfig`), with
+   * `MaxPartitionFetchBytes` unless they set the property.
    */
   def readerProperties(properties: Map[String, String]): Map[String, String] =
-    if (properties.keys.exists(
-        _.equalsIgnoreCase(ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG)))
-      properties
+    if (properties.contains(ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG)) properties
     else
       properties + (ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG -> MaxPartitionFetchBytes.toString)
 
