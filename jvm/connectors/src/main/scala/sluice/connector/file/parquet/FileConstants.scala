@@ -3,6 +3,8 @@ package sluice.connector.file.parquet
 import java.nio.ByteBuffer
 import java.util.Base64
 
+import scala.util.control.NonFatal
+
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
 import org.apache.spark.sql.execution.datasources.parquet.ParquetUtils
@@ -10,6 +12,8 @@ import org.apache.spark.sql.execution.vectorized.{ColumnVectorUtils, ConstantCol
 import org.apache.spark.sql.types._
 import org.apache.spark.sql.vectorized.ColumnVector
 import org.apache.spark.unsafe.types.UTF8String
+
+import sluice.errors.SluiceError
 
 /**
  * Values a table's metadata fixes for every row of a data file (`DiscoveredFile.constants`,
@@ -66,9 +70,14 @@ private[connector] object FileConstants {
 
   /**
    * The data columns of `config`'s rows (`requiredSchema`, found by field id) that `constants`
-   * fix, with their values; None when it fixes none of the columns read.
+   * (of data file `file`) fix, with their values; None when it fixes none of the columns read. A
+   * value that is not one of its column's type in `config` (the table's type changed since the
+   * source was defined) fails, naming the column and the file.
    */
-  def of(config: ParquetConfig, constants: Map[Int, Option[String]]): Option[Fixed] =
+  def of(
+      config: ParquetConfig,
+      constants: Map[Int, Option[String]],
+      file: String): Option[Fixed] =
     if (constants.isEmpty || !config.matchFieldIds) None
     else {
       val fixed = config.fileRequiredSchema.fields.zipWithIndex.flatMap { case (f, i) =>
@@ -77,8 +86,20 @@ private[connector] object FileConstants {
             f.metadata.getLong(ParquetUtils.FIELD_ID_METADATA_KEY).toInt)
           .flatMap(constants.get)
           .map { text =>
-            val dataType = config.requiredSchema(i).dataType
-            (i, dataType, valueOf(text, dataType))
+            val column = config.requiredSchema(i)
+            val value =
+              try valueOf(text, column.dataType)
+              catch {
+                case NonFatal(e) =>
+                  throw SluiceError.sourceFault(
+                    s"${ParquetConfig.Context}: the table gives column '${column.name}' of file '$file' " +
+                      s"the value '${text.getOrElse("")}' for every row (an identity partition's), which " +
+                      s"is not a ${column.dataType.sql}, the column's type in this source: the table's " +
+                      "type of the column changed since the source was defined, and Sluice does not " +
+                      "convert partition values between types.",
+                    e)
+              }
+            (i, column.dataType, value)
           }
       }
       Option.when(fixed.nonEmpty)(new Fixed(fixed))

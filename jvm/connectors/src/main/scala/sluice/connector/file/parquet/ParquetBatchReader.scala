@@ -127,7 +127,7 @@ final class ParquetBatchReader(
 
     private val deleted = split.deleted.orNull
     // the columns the file's table fixes (FileConstants): constant vectors replace the reader's
-    private val fixed = FileConstants.of(config, split.constants).orNull
+    private val fixed = FileConstants.of(config, split.constants, split.path).orNull
 
     /**
      * The rows of a batch from row index `first` to hand on, `count` of them from its row `skip`,

@@ -56,7 +56,7 @@ final class ParquetReader(
     private val deleted = split.deleted.orNull
     // the columns the file's table fixes (FileConstants), seen through a view of each row
     private val fixed = FileConstants
-      .of(config, split.constants)
+      .of(config, split.constants, split.path)
       .map(_.rowView(config.outputSchema.fields.map(_.dataType)))
       .orNull
 

@@ -10,7 +10,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
 import org.apache.spark.sql.execution.datasources.PartitioningUtils
-import org.apache.spark.sql.types.StringType
+import org.apache.spark.sql.types.{Decimal, DecimalType, StringType, StructField}
 import org.apache.spark.unsafe.types.UTF8String
 
 import sluice.errors.SluiceError
@@ -48,7 +48,7 @@ private[parquet] final class PartitionDirectories(config: ParquetConfig) {
         case None => null
         case Some(v) if f.dataType == StringType => UTF8String.fromString(v)
         case Some(v) =>
-          try PartitioningUtils.castPartValueToDesiredType(f.dataType, v, zone)
+          try typed(f, v)
           catch {
             case NonFatal(e) =>
               throw SluiceError.sourceFault(
@@ -60,6 +60,24 @@ private[parquet] final class PartitionDirectories(config: ParquetConfig) {
       }
     })
   }
+
+  /**
+   * `value` as a value of `f`'s type, by Spark's own conversion, a decimal then at the column's
+   * scale: Spark's gives a decimal the scale of its text ('1.5' is 1.5, not the 1.50 of a
+   * DECIMAL(10,2)), and its vectorized reader fills a partition column from the unscaled digits,
+   * so `spark.read.parquet` reads 0.15 there (its row reader 1.50). A value with more fractional
+   * digits than the column takes, or too many digits, is refused rather than rounded.
+   */
+  private def typed(f: StructField, value: String): Any =
+    (PartitioningUtils.castPartValueToDesiredType(f.dataType, value, zone), f.dataType) match {
+      case (d: Decimal, t: DecimalType) =>
+        val scaled = d.toJavaBigDecimal.setScale(t.scale, java.math.RoundingMode.UNNECESSARY)
+        if (scaled.precision > t.precision)
+          throw new ArithmeticException(
+            s"$value has more than ${t.precision} digits at scale ${t.scale}")
+        Decimal(scaled, t.precision, t.scale)
+      case (other, _) => other
+    }
 
   def valuesOf(file: String): InternalRow = {
     if (schema.isEmpty) return InternalRow.empty
@@ -80,7 +98,7 @@ private[parquet] final class PartitionDirectories(config: ParquetConfig) {
         throw SluiceError.sourceFault(s"${ParquetConfig.Context}: file " +
           s"'$file' is not under a '${f.name}=<value>' directory, but '${f.name}' is a partition column of this source " +
           s"(found when the source was defined, from its paths). Keep files of one source in one directory layout."))
-      try PartitioningUtils.castPartValueToDesiredType(f.dataType, value, zone)
+      try typed(f, value)
       catch {
         case NonFatal(e) =>
           throw SluiceError.sourceFault(

@@ -69,14 +69,34 @@ class FileConstantsSuite extends AnyFunSuite {
     ByFieldIds.config(data, files, None, caseSensitive = false).copy(readColumns = read)
 
   test("the columns fixed are those read whose field id has a value; none, no view") {
-    assert(FileConstants.of(config(), Map.empty).isEmpty)
-    assert(FileConstants.of(config(), Map(9 -> Some("x"))).isEmpty) // a column not in the schema
-    assert(FileConstants.of(config(Some(Set("id"))), Map(2 -> Some("b"))).isEmpty) // not read
-    assert(FileConstants.of(config().copy(matchFieldIds = false), Map(2 -> Some("b"))).isEmpty)
+    assert(FileConstants.of(config(), Map.empty, "f.parquet").isEmpty)
+    assert(
+      FileConstants.of(config(), Map(9 -> Some("x")), "f.parquet").isEmpty
+    ) // a column not in the schema
+    assert(
+      FileConstants.of(config(Some(Set("id"))), Map(2 -> Some("b")), "f.parquet").isEmpty
+    ) // not read
+    assert(
+      FileConstants
+        .of(config().copy(matchFieldIds = false), Map(2 -> Some("b")), "f.parquet")
+        .isEmpty)
+  }
+
+  test("a value that is not one of its column's type fails, naming the column and the file") {
+    // a long written after the column was promoted, read by a source defined on the int column
+    val ints = StructType(Seq(StructField("n", IntegerType)))
+    val config =
+      ByFieldIds.config(ints, StructType(Seq(ints(0).copy(metadata = id(7)))), None, false)
+    val e = intercept[sluice.errors.SluiceRuntimeException](
+      FileConstants.of(config, Map(7 -> Some("5000000000")), "/t/data/n=5000000000/f.parquet"))
+    assert(
+      e.getMessage.contains("column 'n' of file '/t/data/n=5000000000/f.parquet'"),
+      e.getMessage)
+    assert(e.getMessage.contains("is not a INT"), e.getMessage)
   }
 
   test("rows: the fixed columns hold the table's values, the others the reader's row, uncopied") {
-    val fixed = FileConstants.of(config(), Map(2 -> Some("b"), 3 -> None)).get
+    val fixed = FileConstants.of(config(), Map(2 -> Some("b"), 3 -> None), "f.parquet").get
     val view = fixed.rowView(data.fields.map(_.dataType))
     val below = new GenericInternalRow(Array[Any](5L, null, 19_000))
     val row = view.of(below)
@@ -89,7 +109,7 @@ class FileConstantsSuite extends AnyFunSuite {
   }
 
   test("column batches: constant vectors replace the fixed columns, sized by the batch") {
-    val fixed = FileConstants.of(config(), Map(2 -> Some("b"), 3 -> None)).get
+    val fixed = FileConstants.of(config(), Map(2 -> Some("b"), 3 -> None), "f.parquet").get
     val read = data.fields.map(f => new OnHeapColumnVector(4, f.dataType): ColumnVector)
     val replaced = fixed.replace(read.clone(), 3)
     assert(replaced(0) eq read(0))

@@ -8,7 +8,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.iceberg.{DataFile, DataFiles, FileFormat, FileMetadata, PartitionSpec, Schema, Table}
 import org.apache.iceberg.expressions.Expressions
 import org.apache.iceberg.hadoop.HadoopTables
-import org.apache.iceberg.types.Types
+import org.apache.iceberg.types.{Type, Types}
 import org.apache.parquet.schema.MessageTypeParser
 import org.apache.spark.sql.sources
 import org.apache.spark.sql.execution.datasources.parquet.ParquetUtils
@@ -139,23 +139,28 @@ class IcebergPlanningSuite extends AnyFunSuite {
   }
 
   test(
-    "partition values are kept across the promotions Iceberg allows, and no other change of type") {
-    val kept = Seq(
-      Types.IntegerType.get -> Types.LongType.get,
-      Types.FloatType.get -> Types.DoubleType.get,
-      Types.DecimalType.of(9, 2) -> Types.DecimalType.of(18, 2),
-      Types.DateType.get -> Types.DateType.get)
-    kept.foreach { case (was, now) => assert(IcebergConstants.keeps(was, now), s"$was -> $now") }
-    // not promotions Iceberg 1.10 makes (its schema update refuses them), but one a later format
-    // might: a date's days are no timestamp's microseconds, so such a file is refused, not misread
-    val refused = Seq(
-      Types.DateType.get -> Types.TimestampType.withoutZone,
-      Types.DecimalType.of(9, 2) -> Types.DecimalType.of(18, 3),
-      Types.LongType.get -> Types.IntegerType.get,
-      Types.StringType.get -> Types.BinaryType.get)
-    refused.foreach { case (was, now) =>
-      assert(!IcebergConstants.keeps(was, now), s"$was -> $now")
-    }
+    "partition values are kept across the promotions Iceberg makes, and refused as any other type") {
+    val kept = Seq[(Any, Type)](
+      Int.box(5) -> Types.IntegerType.get,
+      Int.box(5) -> Types.LongType.get,
+      Long.box(5L) -> Types.LongType.get,
+      Float.box(1.1f) -> Types.DoubleType.get,
+      new java.math.BigDecimal("1.50") -> Types.DecimalType.of(9, 2),
+      new java.math.BigDecimal("1.50") -> Types.DecimalType.of(18, 2),
+      Int.box(20_000) -> Types.DateType.get,
+      Long.box(1L) -> Types.TimestampType.withoutZone,
+      "a" -> Types.StringType.get,
+      java.nio.ByteBuffer.wrap(Array[Byte](1)) -> Types.BinaryType.get)
+    kept.foreach { case (v, now) => assert(IcebergConstants.fits(v, now), s"$v -> $now") }
+    // not promotions Iceberg 1.10 makes (its schema update refuses them), but ones a later
+    // format might: a date's days are no timestamp's microseconds, so such a file is refused
+    val refused = Seq[(Any, Type)](
+      Int.box(20_000) -> Types.TimestampType.withoutZone,
+      new java.math.BigDecimal("1.50") -> Types.DecimalType.of(18, 3),
+      new java.math.BigDecimal("1234.50") -> Types.DecimalType.of(5, 2),
+      Long.box(5L) -> Types.IntegerType.get,
+      "a" -> Types.BinaryType.get)
+    refused.foreach { case (v, now) => assert(!IcebergConstants.fits(v, now), s"$v -> $now") }
   }
 
   test("float and double values are never pushed: Iceberg's bounds leave NaN out") {
