@@ -534,30 +534,36 @@ class ParquetSourceSuite extends AnyFunSuite with SparkSuiteBase {
         RowGroupSplitSerializer.deserialize(version, RowGroupSplitSerializer.serialize(s)) == s))
     assert(splits.forall(_.aloneAtMidpoint), "row groups of a file each have their own midpoint")
     // a split of an offset log written before `aloneAtMidpoint` (version 1) reads as not alone: its rows are read as rows
-    // (the fields before the path end in noEventTimes, alone, deleted, entry and partition
-    // values: false:true:::)
+    // (the fields before the path end in noEventTimes, alone, deleted, entry, partition values
+    // and constants: false:true:::::)
     val v1 =
-      RowGroupSplitSerializer.serialize(splits.head).replaceFirst(":false:true::::", ":false:")
+      RowGroupSplitSerializer.serialize(splits.head).replaceFirst(":false:true:::::", ":false:")
     assert(
       RowGroupSplitSerializer.deserialize(1, v1) == splits.head.copy(aloneAtMidpoint = false))
     // one written before `deleted` (version 2) has no deleted rows
     val v2 =
       RowGroupSplitSerializer
         .serialize(splits.head)
-        .replaceFirst(":false:true::::", ":false:true:")
+        .replaceFirst(":false:true:::::", ":false:true:")
     assert(RowGroupSplitSerializer.deserialize(2, v2) == splits.head)
     // one written before `entry` (version 3) has no table entry
     val v3 =
       RowGroupSplitSerializer
         .serialize(splits.head)
-        .replaceFirst(":false:true::::", ":false:true::")
+        .replaceFirst(":false:true:::::", ":false:true::")
     assert(RowGroupSplitSerializer.deserialize(3, v3) == splits.head)
     // one written before `partitionValues` (version 4) reads them from directories
     val v4 =
       RowGroupSplitSerializer
         .serialize(splits.head)
-        .replaceFirst(":false:true::::", ":false:true:::")
+        .replaceFirst(":false:true:::::", ":false:true:::")
     assert(RowGroupSplitSerializer.deserialize(4, v4) == splits.head)
+    // one written before `constants` (version 5) has none
+    val v5 =
+      RowGroupSplitSerializer
+        .serialize(splits.head)
+        .replaceFirst(":false:true:::::", ":false:true::::")
+    assert(RowGroupSplitSerializer.deserialize(5, v5) == splits.head)
     val state = enumerator.snapshotState()
     assert(
       ParquetEnumeratorStateSerializer.deserialize(
