@@ -188,9 +188,10 @@ def run() -> dict:
     records = int(os.environ.get("SLUICE_BENCH_KAFKA_RECORDS", "5000000"))
     runs = int(os.environ.get("SLUICE_BENCH_PROFILE_RUNS", "2"))
     throughput = RESULT.with_name("kafka_throughput.json")
-    poll_records = (
-        json.loads(throughput.read_text())["tuned_max_poll_records"] if throughput.exists() else 5_000
-    )
+    # Spark's best of kafka_throughput's sweep (a result without the fetch size fetched at Kafka's 1 MB)
+    swept = json.loads(throughput.read_text()) if throughput.exists() else {}
+    poll_records = swept.get("tuned_max_poll_records", 5_000)
+    fetch_bytes = swept.get("tuned_max_partition_fetch_bytes", 1 << 20)
     SCRATCH.mkdir(parents=True, exist_ok=True)
     load_before = os.getloadavg()[0]
     with broker() as kafka:
@@ -223,7 +224,11 @@ def run() -> dict:
             }
             # both again as kafka_throughput's tuned sides read (its sweep's best poll size for
             # Spark), where Spark asks for offset ranges once per larger poll
-            tuned = {**common, "kafka.max.poll.records": str(poll_records)}
+            tuned = {
+                **common,
+                "kafka.max.poll.records": str(poll_records),
+                "kafka.max.partition.fetch.bytes": str(fetch_bytes),
+            }
             sides["sluice_tuned"] = _side(
                 spark,
                 "sluice",
@@ -246,6 +251,7 @@ def run() -> dict:
         "jvm_options": JVM_OPTIONS,
         "categories": [name for name, _ in CATEGORIES] + [OTHER],
         "tuned_max_poll_records": poll_records,
+        "tuned_max_partition_fetch_bytes": fetch_bytes,
         **sides,
         # shares, not rates, are read from a profile; the load says how busy the machine was
         "machine": machine("local[2]", load_average_1m=[load_before, os.getloadavg()[0]]),

@@ -7,9 +7,11 @@ broker's).
 
 Spark's side is measured twice: with its defaults, and tuned as a careful user would tune it.
 Spark's consumer asks for the partition's offset range after every poll, so its rate depends on
-the records a poll returns (`kafka.max.poll.records`, 500 by default): a sweep over
-POLL_RECORDS (one warm-up and two interleaved rounds of each value) picks the value best for
-Spark on this machine, and Sluice's tuned side gets the same value.
+the records a poll returns (`kafka.max.poll.records`, 500 by default), and a consumer waits for
+a fetch once it has handed on what the last one brought (`kafka.max.partition.fetch.bytes`, 1 MB
+by Kafka's default, 8 MB by Sluice's): a sweep over POLL_RECORDS × FETCH_BYTES (one warm-up and
+two interleaved rounds of each pair of values) picks the pair best for Spark on this machine, and
+Sluice's tuned side gets the same pair.
 
 Every timed run starts with cold consumers on both sides: Spark's consumers are keyed by a group
 id drawn for each query, and Sluice's runs get a `groupIdPrefix` (a group id drawn afresh for each
@@ -40,11 +42,24 @@ PARTITIONS = 8
 VALUE_BYTES = 100
 #: the values of `kafka.max.poll.records` tried for Spark's tuned side (500 is Kafka's default)
 POLL_RECORDS = (500, 2_000, 5_000, 20_000, 50_000)
+#: the values of `kafka.max.partition.fetch.bytes` tried with each (Kafka's default; Sluice's)
+FETCH_BYTES = (1 << 20, 8 << 20)
 
 
 def _time_query(spark: SparkSession, fmt: str, options: dict[str, str]) -> tuple[int, float]:
     seconds, progress = run_available_now(spark.readStream.format(fmt).options(**options).load())
     return rows_read(progress), seconds
+
+
+def _tuning(poll_records: int, fetch_bytes: int) -> dict[str, str]:
+    return {
+        "kafka.max.poll.records": str(poll_records),
+        "kafka.max.partition.fetch.bytes": str(fetch_bytes),
+    }
+
+
+def _sweep_key(poll_records: int, fetch_bytes: int) -> str:
+    return f"{poll_records}/{fetch_bytes >> 20}MB"
 
 
 def run() -> dict:
@@ -81,17 +96,15 @@ def run() -> dict:
             return query("sluice", "sluice", {"source": "kafka", "groupIdPrefix": "bench", **common, **poll})
 
         try:
+            tried = {_sweep_key(n, b): _tuning(n, b) for n in POLL_RECORDS for b in FETCH_BYTES}
             swept = interleaved(
-                {
-                    str(n): query("spark", "kafka", {**common, "kafka.max.poll.records": str(n)})
-                    for n in POLL_RECORDS
-                },
+                {key: query("spark", "kafka", {**common, **t}) for key, t in tried.items()},
                 2,
-                label="sweep max.poll.records ",
+                label="sweep poll records/fetch bytes ",
             )
-            best = max(POLL_RECORDS, key=lambda n: statistics.median(swept[str(n)]))
-            tuned = {"kafka.max.poll.records": str(best)}
-            print(f"kafka_throughput: Spark is fastest with kafka.max.poll.records={best}")
+            best = max(tried, key=lambda key: statistics.median(swept[key]))
+            tuned = tried[best]
+            print(f"kafka_throughput: Spark is fastest with {tuned}")
             measured = interleaved(
                 {
                     "spark": query("spark", "kafka", common),
@@ -117,7 +130,8 @@ def run() -> dict:
         "ceiling_rps": statistics.median(ceiling_rps),
         "spark_tuned_rps": statistics.median(spark_tuned_rps),
         "sluice_tuned_rps": statistics.median(sluice_tuned_rps),
-        "tuned_max_poll_records": best,
+        "tuned_max_poll_records": int(tuned["kafka.max.poll.records"]),
+        "tuned_max_partition_fetch_bytes": int(tuned["kafka.max.partition.fetch.bytes"]),
         **summary("ratio", sluice_rps, spark_rps),
         **summary("ratio_tuned", sluice_tuned_rps, spark_tuned_rps),
         **summary("fraction_of_ceiling", sluice_rps, ceiling_rps),
@@ -137,7 +151,7 @@ def run() -> dict:
     print(
         f"kafka_throughput: Spark {result['spark_rps']:,.0f}/s, Sluice {result['sluice_rps']:,.0f}/s "
         f"(ratio {result['ratio']:.2f}, {result['ratio_min']:.2f}-{result['ratio_max']:.2f}), "
-        f"tuned ({best} records a poll) Spark {result['spark_tuned_rps']:,.0f}/s, "
+        f"tuned ({best}: records a poll/fetch bytes) Spark {result['spark_tuned_rps']:,.0f}/s, "
         f"Sluice {result['sluice_tuned_rps']:,.0f}/s (ratio {result['ratio_tuned']:.2f}), "
         f"ceiling {result['ceiling_rps']:,.0f}/s (Sluice at {result['fraction_of_ceiling']:.0%})"
     )

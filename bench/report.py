@@ -158,13 +158,20 @@ def _versions(r: dict) -> str:
     return f"spark-sql-kafka {v['spark_sql_kafka']} on Spark {v['spark']}"
 
 
+def _tuning(r: dict) -> str:
+    """The tuned sides' Kafka options; results from before the fetch size was swept name none."""
+    tuning = f"`kafka.max.poll.records` {_n(r['tuned_max_poll_records'])}"
+    if "tuned_max_partition_fetch_bytes" in r:
+        tuning += f", `kafka.max.partition.fetch.bytes` {r['tuned_max_partition_fetch_bytes'] >> 20} MB"
+    return tuning
+
+
 def _tuned(r: dict) -> str:
     if "ratio_tuned" not in r:
         comparison, bound = _bound(r, "ratio_tuned")
         return f"; tuned sides not in this result (ratio_tuned: goal {comparison} {_number(bound)}: not measured)"
     return (
-        f"; both tuned (`kafka.max.poll.records` {_n(r['tuned_max_poll_records'])}, Spark's best of a "
-        f"sweep): Spark {_n(r['spark_tuned_rps'])}, Sluice {_n(r['sluice_tuned_rps'])}, "
+        f"; both tuned ({_tuning(r)}, Spark's best of a sweep): Spark {_n(r['spark_tuned_rps'])}, Sluice {_n(r['sluice_tuned_rps'])}, "
         f"{r['ratio_tuned']:.2f}{_spread(r, 'ratio_tuned')}{_goal(r, 'ratio_tuned')}"
     )
 
@@ -550,7 +557,7 @@ def kafka_profile_section() -> list[str]:
         header = "| the same runs | Sluice | Spark `kafka` |"
         if "spark_tuned" in r:
             sides += ("sluice_tuned", "spark_tuned")
-            polled = f"`kafka.max.poll.records` {_n(r['tuned_max_poll_records'])}"
+            polled = _tuning(r)
             header += f" Sluice, {polled} | Spark `kafka`, {polled} |"
         lines += ["", header, "|---|" + "---|" * len(sides), *_cost_rows(r, sides)]
     return lines
@@ -886,7 +893,8 @@ def readme_headline() -> list[str]:
         parts.append(
             f"raw Kafka reads at {_times(kafka)} the records/s of Spark's `kafka` source"
             + (
-                f" ({_times(kafka, 'ratio_tuned')} with both tuned by a `max.poll.records` sweep)"
+                f" ({_times(kafka, 'ratio_tuned')} with both tuned as Spark's best of a sweep:"
+                f" {_tuning(kafka)})"
                 if "ratio_tuned" in kafka
                 else ""
             )

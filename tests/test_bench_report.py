@@ -190,3 +190,10 @@ def test_the_goals_table_says_what_is_not_met_and_what_was_not_measured(monkeypa
     assert "| `kafka_throughput` | `fraction_of_ceiling` | ≥ 0.85 | 0.7 | **not met** |" in table
     assert "| `skew` | `sluice_late_dropped` | 0 | no result yet | — |" in table
     assert "| `hybrid_switch` | `switch_latency_ms` | ≤ set by the run | no result yet | — |" in table
+
+
+def test_the_tuned_sides_name_the_fetch_size_where_the_sweep_tuned_it():
+    swept = {"tuned_max_poll_records": 5_000, "tuned_max_partition_fetch_bytes": 8 << 20}
+    assert report._tuning(swept) == ("`kafka.max.poll.records` 5,000, `kafka.max.partition.fetch.bytes` 8 MB")
+    # a result from before the fetch size was swept: the poll size alone, as it was measured
+    assert report._tuning({"tuned_max_poll_records": 20_000}) == "`kafka.max.poll.records` 20,000"
