@@ -38,40 +38,9 @@ private[iceberg] object IcebergConstants {
                 "file's identity partition value in its column, as Iceberg does, and does not convert it " +
                 "to this type. Rewrite the table's data files (rewrite_data_files), or read a snapshot " +
                 s"from before the change (option '${IcebergConfig.SnapshotId.name}').")
-          if (!topLevel(table, field.sourceId)) refuseUnlessHeld(table, task, field.sourceId)
           field.sourceId -> FileConstants.textOf(value)
         }
     }.toMap
-  }
-
-  private def topLevel(table: Table, fieldId: Int): Boolean =
-    table.schema.columns.asScala.exists(_.fieldId == fieldId)
-
-  /** The fields inside structs that any of the table's specs partitions by (identity). */
-  def nestedIdentitySources(table: Table): Seq[Int] =
-    table.specs.values.asScala.toSeq
-      .flatMap(_.fields.asScala)
-      .filter(f => f.transform.isIdentity && !topLevel(table, f.sourceId))
-      .map(_.sourceId)
-      .distinct
-
-  /**
-   * The readers give partition values in top-level columns only: an identity partition of a field
-   * inside a struct is read from the file, so a file that leaves the field out would read null
-   * there. The file's metrics say whether it holds the field (a writer records a value count for
-   * every column it writes); a file whose metrics do not say so is refused, never read as null.
-   */
-  private def refuseUnlessHeld(table: Table, task: FileScanTask, fieldId: Int): Unit = {
-    val counts = Option(task.file.valueCounts)
-    if (!counts.exists(_.containsKey(fieldId)))
-      throw SluiceError.config(
-        s"${IcebergConfig.Context}: table '${table.name}' is partitioned by field " +
-          s"'${table.schema.findColumnName(fieldId)}' inside a struct (identity), and the metrics of " +
-          s"data file '${task.file.location}' do not say the file holds it: Iceberg fills such a field " +
-          "from the file's partition values where a file leaves it out, which Sluice does for top-level " +
-          "columns only, so it could read null there. Rewrite the table's data files with column " +
-          "metrics (write.metadata.metrics.default other than none; rewrite_data_files), or partition by " +
-          "a top-level column.")
   }
 
   /** Whether partition value `value` reads as the same value of type `now` (`FileConstants`). */

@@ -7,7 +7,7 @@ import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileStatus, Path}
-import org.apache.iceberg.{BaseTable, CombinedScanTask, DataOperations, DeleteFile, FileContent, FileFormat, FileScanTask, HasTableOperations, Scan, Snapshot, StaticTableOperations, Table, TableProperties}
+import org.apache.iceberg.{BaseTable, DataOperations, DeleteFile, FileContent, FileFormat, FileScanTask, HasTableOperations, Snapshot, StaticTableOperations, Table, TableProperties}
 import org.apache.iceberg.expressions.Expression
 import org.apache.iceberg.hadoop.{HadoopFileIO, HadoopTables}
 import org.apache.iceberg.io.CloseableIterable
@@ -267,7 +267,10 @@ private[iceberg] object IcebergTables {
     // the field ids bound; so `filter` names columns as the current schema does
     // (IcebergSource.icebergFilter)
     val scan = table.newScan().useSnapshot(snapshot.snapshotId)
-    val tasks = withStatistics(scan, table, eventTimes)
+    // a scan drops the manifests' column statistics unless asked to keep them (of this column
+    // only: a wide table's statistics of every file would take the driver's memory)
+    val tasks = eventTimes
+      .fold(scan)(e => scan.includeColumnStats(java.util.Collections.singletonList(e.column)))
       .filter(filter)
       .caseSensitive(caseSensitive)
       .planFiles()
@@ -354,7 +357,9 @@ private[iceberg] object IcebergTables {
                 .newIncrementalAppendScan()
                 .fromSnapshotInclusive(s.snapshotId)
                 .toSnapshot(s.snapshotId)
-              tasks += s.snapshotId -> withStatistics(scan, table, eventTimes)
+              tasks += s.snapshotId -> eventTimes
+                .fold(scan)(e =>
+                  scan.includeColumnStats(java.util.Collections.singletonList(e.column)))
                 .filter(filter)
                 .caseSensitive(caseSensitive)
                 .planFiles()
@@ -373,23 +378,6 @@ private[iceberg] object IcebergTables {
         }
       (files, current.snapshotId)
     }
-
-  /**
-   * `scan` keeping the manifests' column statistics it needs: a scan drops them unless asked, and
-   * it is asked for these columns only (a wide table's statistics of every file would take the
-   * driver's memory): the event-time column's bounds, and the value counts of fields inside
-   * structs the table is partitioned by (`IcebergConstants`). Names are the scan's schema's.
-   */
-  private def withStatistics[T <: Scan[T, FileScanTask, CombinedScanTask]](
-      scan: T,
-      table: Table,
-      eventTimes: Option[IcebergEventTimes]): T = {
-    val nested = IcebergConstants
-      .nestedIdentitySources(table)
-      .flatMap(id => Option(scan.schema.findColumnName(id)))
-    val columns = eventTimes.map(_.column).toSeq ++ nested
-    if (columns.isEmpty) scan else scan.includeColumnStats(columns.distinct.asJava)
-  }
 
   /**
    * The planned tasks' data files (`dataFiles`), `which` naming the snapshots they are of, each

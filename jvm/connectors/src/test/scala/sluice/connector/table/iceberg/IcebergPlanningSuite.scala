@@ -163,43 +163,6 @@ class IcebergPlanningSuite extends AnyFunSuite {
     refused.foreach { case (v, now) => assert(!IcebergConstants.fits(v, now), s"$v -> $now") }
   }
 
-  test("a field inside a struct partitioned by: a file whose metrics do not show it is refused") {
-    val nested = new Schema(
-      Types.NestedField.optional(1, "id", Types.LongType.get),
-      Types.NestedField.optional(
-        2,
-        "place",
-        Types.StructType.of(Types.NestedField.optional(3, "region", Types.StringType.get))))
-    val dir = Files.createTempDirectory("sluice-iceberg").resolve("nested").toString
-    val t = new HadoopTables(new Configuration()).create(
-      nested,
-      PartitionSpec.builderFor(nested).identity("place.region").build(),
-      Map("format-version" -> "2").asJava,
-      dir)
-    def file(name: String, counts: java.util.Map[Integer, java.lang.Long]) =
-      DataFiles
-        .builder(t.spec)
-        .withPath(s"$dir/data/$name.parquet")
-        .withPartitionPath("place.region=eu")
-        .withFileSizeInBytes(100)
-        .withMetrics(new org.apache.iceberg.Metrics(1L, null, counts, null, null))
-        .build()
-    val counted =
-      Map[Integer, java.lang.Long](Int.box(1) -> Long.box(1L), Int.box(3) -> Long.box(1L))
-    t.newAppend().appendFile(file("holds", counted.asJava)).commit()
-    def plan() =
-      IcebergTables.dataFiles(t, t.currentSnapshot, Expressions.alwaysTrue, caseSensitive = true)
-    assert(plan().map(_.path.split("/").last) == Seq("holds.parquet"))
-    // a file whose metrics hold no count of the field may have left it out: refused, not read as null
-    val uncounted = Map[Integer, java.lang.Long](Int.box(1) -> Long.box(1L))
-    t.newAppend().appendFile(file("omits", uncounted.asJava)).commit()
-    val e = intercept[SluiceConfigException](plan())
-    assert(
-      e.getMessage.contains("partitioned by field 'place.region' inside a struct"),
-      e.getMessage)
-    assert(e.getMessage.contains("omits.parquet"), e.getMessage)
-  }
-
   test("float and double values are never pushed: Iceberg's bounds leave NaN out") {
     val columns = Set("d")
     for (v <- Seq(1.0, Double.NaN, 1.0f))
