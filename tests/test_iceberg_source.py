@@ -31,6 +31,7 @@ from pyiceberg.types import (
     LongType,
     NestedField,
     StringType,
+    StructType,
     TimestamptzType,
 )
 from pyspark.sql import DataFrame, SparkSession
@@ -185,37 +186,39 @@ def test_partitioned_table_with_deletes_and_an_added_column_reads_as_pyiceberg(
     assert sum(p["numInputRows"] for p in query.recentProgress) == sum(_got(only_b).values()) < 40
 
 
-def _append_without_the_partition_column(table: Any, rows: pa.Table, city: str) -> None:
-    """Commits a data file of `rows` (id and ts only) to `table`'s partition city=`city`, as
-    Iceberg's spec lets a writer leave an identity partition column out of a file: written by
-    pyiceberg's own Parquet writer (field ids, its statistics) and committed by its own fast
-    append, with the partition tuple saying the city."""
-    from pyiceberg.io.pyarrow import ParquetFormatWriter
+def _append_file(table: Any, rows: list[dict[str, Any]], schema: Schema, partition: str, name: str) -> None:
+    """Commits a data file of `rows` with `schema` (the table's fields it holds: Iceberg's spec lets a
+    writer leave an identity partition's source field out of a file) to `table`'s partition
+    `partition` (a one-field partition tuple): written by pyiceberg's own Parquet writer (field ids,
+    its statistics) and committed by its own fast append."""
+    from pyiceberg.io.pyarrow import ParquetFormatWriter, schema_to_pyarrow
     from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
     from pyiceberg.typedef import Record
 
-    kept = [f for f in table.schema().fields if f.name != "city"]
-    arrow = pa.table(
-        [rows.column(f.name) for f in kept],
-        schema=pa.schema(
-            [rows.schema.field(f.name).with_metadata({"PARQUET:field_id": str(f.field_id)}) for f in kept]
-        ),
-    )
-    path = f"{table.location()}/data/city={city}/without-the-column.parquet"
+    arrow = pa.Table.from_pylist(rows, schema=schema_to_pyarrow(schema))
+    path = f"{table.location()}/data/{name}.parquet"
     output = table.io.new_output(path)
-    with ParquetFormatWriter(output, Schema(*kept), table.properties) as writer:
+    with ParquetFormatWriter(output, schema, table.properties) as writer:
         writer.write(arrow)
     data = DataFile.from_args(
         content=DataFileContent.DATA,
         file_path=path,
         file_format=FileFormat.PARQUET,
-        partition=Record(city),
+        partition=Record(partition),
         file_size_in_bytes=len(output),
         spec_id=table.metadata.default_spec_id,
         **writer.result().to_serialized_dict(),
     )
     with table.transaction() as tx, tx.update_snapshot().fast_append() as append:
         append.append_data_file(data)
+
+
+def _append_without_the_partition_column(table: Any, rows: pa.Table, city: str) -> None:
+    """Commits a data file of `rows` (id and ts only) to `table`'s partition city=`city`."""
+    kept = Schema(*[f for f in table.schema().fields if f.name != "city"])
+    _append_file(
+        table, rows.select([f.name for f in kept.fields]).to_pylist(), kept, city, "without-the-column"
+    )
 
 
 def test_a_file_without_its_identity_partition_column_reads_the_partition_value_as_pyiceberg(
@@ -253,6 +256,77 @@ def test_a_file_without_its_identity_partition_column_reads_the_partition_value_
     stream = sluice.from_source(spark, timed, name="omitted", options={"maxRecordsPerTrigger": 15})
     run_to_memory(stream, "py_iceberg_omitted", tmp_path / "checkpoint")
     assert _got(spark.table("py_iceberg_omitted")) == expected
+
+
+def test_a_file_without_a_struct_fields_identity_partition_reads_the_partition_value_as_pyiceberg(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Partitioned by identity on a field inside a struct (loc.city): a file whose struct leaves the
+    field out reads its partition's value there in every row whose struct is there (a null struct
+    stays null), as pyiceberg reads it, as column batches and as rows, and a filter on the field
+    keeps exactly those rows."""
+    loc = StructType(
+        NestedField(4, "city", StringType(), required=False),
+        NestedField(5, "zone", StringType(), required=False),
+    )
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=False),
+        NestedField(2, "loc", loc, required=False),
+        NestedField(3, "ts", TimestamptzType(), required=False),
+    )
+    spec = PartitionSpec(
+        PartitionField(source_id=4, field_id=1000, transform=IdentityTransform(), name="city")
+    )
+    table = _catalog(tmp_path).create_table("db.nested", schema=schema, partition_spec=spec)
+
+    def rows(ids: range, loc: Any) -> list[dict[str, Any]]:
+        return [{"id": i, "loc": loc(i), "ts": START + timedelta(minutes=i)} for i in ids]
+
+    _append_file(table, rows(range(0, 6), lambda i: {"city": "a", "zone": f"z{i % 2}"}), schema, "a", "whole")
+    without_city = Schema(
+        schema.fields[0],
+        NestedField(2, "loc", StructType(loc.fields[1]), required=False),
+        schema.fields[2],
+    )
+    _append_file(
+        table,
+        rows(range(100, 106), lambda i: None if i == 103 else {"zone": f"z{i % 2}"}),
+        without_city,
+        "c",
+        "without",
+    )
+    table = table.refresh()
+
+    def flat(loc: Any) -> tuple[Any, ...]:
+        return (None, None, True) if loc is None else (loc["city"], loc["zone"], False)
+
+    expected = Counter(
+        (r["id"], *flat(r["loc"]), int(r["ts"].timestamp() * 1_000_000))
+        for r in table.scan().to_arrow().to_pylist()
+    )
+    # pyiceberg fills the field in the struct, and keeps the null struct null
+    assert (
+        expected[(103, None, None, True, int((START + timedelta(minutes=103)).timestamp() * 1_000_000))] == 1
+    )
+    assert sum(n for (_, city, _, _, _), n in expected.items() if city == "c") == 5
+
+    def got(df: DataFrame) -> Counter[tuple[Any, ...]]:
+        return Counter(
+            tuple(r)
+            for r in df.select(
+                "id", "loc.city", "loc.zone", F.col("loc").isNull(), F.unix_micros("ts")
+            ).collect()
+        )
+
+    source = IcebergSource.builder().table(table.metadata_location).build()
+    assert got(sluice.read(spark, source)) == expected
+    spark.conf.set("spark.sql.parquet.enableVectorizedReader", "false")
+    try:
+        assert got(sluice.read(spark, source)) == expected
+    finally:
+        spark.conf.unset("spark.sql.parquet.enableVectorizedReader")
+    only_c = sluice.read(spark, source).where(F.col("loc.city") == "c")
+    assert got(only_c) == Counter({k: n for k, n in expected.items() if k[1] == "c"})
 
 
 def test_snapshots_by_id_and_time_and_columns_renamed_or_named_again(

@@ -20,7 +20,11 @@ import sluice.errors.SluiceError
  * `RowGroupSplit.constants`): an Iceberg identity partition's value. Iceberg's readers give that
  * value in the partition's column whatever the file holds there, and a writer may leave the
  * column out of the file (the spec allows it), where Spark's reader would give null; so the
- * readers give it too, replacing the file's column (`ParquetReader`, `ParquetBatchReader`).
+ * readers give it too, replacing the file's column (`ParquetReader`, `ParquetBatchReader`). A
+ * field inside a struct is replaced inside the struct of each row; a row whose struct is null
+ * keeps it null, as does a file without the struct at all (Spark's reader gives null structs
+ * there, and so does pyiceberg: a partition value says what the field is, not that the struct
+ * exists).
  *
  * Keyed by the column's Parquet field id (a rename since the file was planned leaves them
  * right), written as text that travels in the split (so in the offset log) and is read back
@@ -70,62 +74,104 @@ private[connector] object FileConstants {
 
   /**
    * The data columns of `config`'s rows (`requiredSchema`, found by field id) that `constants`
-   * (of data file `file`) fix, with their values; None when it fixes none of the columns read. A
-   * value that is not one of its column's type in `config` (the table's type changed since the
-   * source was defined) fails, naming the column and the file.
+   * (of data file `file`) fix, with their values, and the struct columns with such a field
+   * inside (at any depth: Iceberg partitions by a struct's field, never by a list's or a map's);
+   * None when it fixes none of the columns read. A value that is not one of its column's type in
+   * `config` (the table's type changed since the source was defined) fails, naming the column
+   * and the file.
    */
   def of(
       config: ParquetConfig,
       constants: Map[Int, Option[String]],
       file: String): Option[Fixed] =
     if (constants.isEmpty || !config.matchFieldIds) None
-    else {
-      val fixed = config.fileRequiredSchema.fields.zipWithIndex.flatMap { case (f, i) =>
-        Option
-          .when(f.metadata.contains(ParquetUtils.FIELD_ID_METADATA_KEY))(
-            f.metadata.getLong(ParquetUtils.FIELD_ID_METADATA_KEY).toInt)
-          .flatMap(constants.get)
-          .map { text =>
-            val column = config.requiredSchema(i)
-            val value =
-              try valueOf(text, column.dataType)
-              catch {
-                case NonFatal(e) =>
-                  throw SluiceError.sourceFault(
-                    s"${ParquetConfig.Context}: the table gives column '${column.name}' of file '$file' " +
-                      s"the value '${text.getOrElse("")}' for every row (an identity partition's), which " +
-                      s"is not a ${column.dataType.sql}, the column's type in this source: the table's " +
-                      "type of the column changed since the source was defined, and Sluice does not " +
-                      "convert partition values between types.",
-                    e)
-              }
-            (i, column.dataType, value)
+    else fixedIn(config.fileRequiredSchema, config.requiredSchema, constants, file, "")
+
+  /** What `constants` fix among the fields of struct `read` (`inFile`: the same, with field ids). */
+  private def fixedIn(
+      inFile: StructType,
+      read: StructType,
+      constants: Map[Int, Option[String]],
+      file: String,
+      prefix: String): Option[Fixed] = {
+    val values = Array.newBuilder[(Int, DataType, Any)]
+    val structs = Array.newBuilder[(Int, Fixed)]
+    inFile.fields.zipWithIndex.foreach { case (f, i) =>
+      val column = read(i)
+      val name = prefix + column.name
+      Option
+        .when(f.metadata.contains(ParquetUtils.FIELD_ID_METADATA_KEY))(
+          f.metadata.getLong(ParquetUtils.FIELD_ID_METADATA_KEY).toInt)
+        .flatMap(constants.get) match {
+        case Some(text) =>
+          values += ((i, column.dataType, valueIn(text, column.dataType, name, file)))
+        case None =>
+          (f.dataType, column.dataType) match {
+            case (s: StructType, r: StructType) =>
+              fixedIn(s, r, constants, file, s"$name.").foreach(inner => structs += (i -> inner))
+            case _ =>
           }
       }
-      Option.when(fixed.nonEmpty)(new Fixed(fixed))
+    }
+    val (fixedValues, fixedStructs) = (values.result(), structs.result())
+    Option.when(fixedValues.nonEmpty || fixedStructs.nonEmpty)(
+      new Fixed(fixedValues, fixedStructs, read.fields.map(_.dataType)))
+  }
+
+  private def valueIn(
+      text: Option[String],
+      dataType: DataType,
+      column: String,
+      file: String): Any =
+    try valueOf(text, dataType)
+    catch {
+      case NonFatal(e) =>
+        throw SluiceError.sourceFault(
+          s"${ParquetConfig.Context}: the table gives column '$column' of file '$file' " +
+            s"the value '${text.getOrElse("")}' for every row (an identity partition's), which " +
+            s"is not a ${dataType.sql}, the column's type in this source: the table's " +
+            "type of the column changed since the source was defined, and Sluice does not " +
+            "convert partition values between types.",
+          e)
     }
 
-  /** Columns (by ordinal in the rows) and the value each holds in every row of one file. */
-  final class Fixed(columns: Array[(Int, DataType, Any)]) {
-    private val row: InternalRow = new GenericInternalRow(columns.map(_._3))
+  /**
+   * Columns of one struct (the rows themselves at the top) and the value each holds in every row
+   * of one file (`values`: ordinal, type, value), and struct columns with such fields inside
+   * (`structs`: ordinal and what is fixed in them); `fieldTypes` are the struct's field types.
+   */
+  final class Fixed(
+      values: Array[(Int, DataType, Any)],
+      structs: Array[(Int, Fixed)],
+      private val fieldTypes: Array[DataType]) {
+    private val row: InternalRow = new GenericInternalRow(values.map(_._3))
 
     /**
      * A view of the reader's rows with these columns replaced (one view, moved along: valid as
      * the reader's row is), for a row reader over rows of `types`.
      */
     def rowView(types: Array[DataType]): RowWithConstants =
-      new RowWithConstants(columns.map(_._1), row, types)
+      new RowWithConstants(
+        values.map(_._1),
+        row,
+        structs.map { case (i, inner) => i -> inner.rowView(inner.fieldTypes) },
+        types)
 
     /**
      * `vectors` (the columns of a batch of `rows` rows) with these columns replaced by constant
      * vectors, one value at every row (made for each batch, so that their null counts are the
-     * batch's).
+     * batch's), and struct columns by views whose fixed children are replaced alike.
      */
     def replace(vectors: Array[ColumnVector], rows: Int): Array[ColumnVector] = {
-      columns.indices.foreach { j =>
-        val v = new ConstantColumnVector(rows, columns(j)._2)
+      values.indices.foreach { j =>
+        val v = new ConstantColumnVector(rows, values(j)._2)
         ColumnVectorUtils.populate(v, row, j)
-        vectors(columns(j)._1) = v
+        vectors(values(j)._1) = v
+      }
+      structs.foreach { case (i, inner) =>
+        val below = vectors(i)
+        val children = Array.tabulate[ColumnVector](inner.fieldTypes.length)(below.getChild(_))
+        vectors(i) = new StructWithConstantsVector(below, inner.replace(children, rows))
       }
       vectors
     }

@@ -118,4 +118,82 @@ class FileConstantsSuite extends AnyFunSuite {
     assert((0 until 3).forall(replaced(2).isNullAt) && replaced(2).numNulls == 3)
     assert(replaced(1).numNulls == 0)
   }
+
+  // id, loc struct<city, geo struct<zone, code>>: an identity partition of loc.city (id 12)
+  // and one of loc.geo.zone (id 14)
+  private val geo = StructType(
+    Seq(StructField("zone", StringType), StructField("code", IntegerType)))
+  private val loc = StructType(Seq(StructField("city", StringType), StructField("geo", geo)))
+  private val nested = StructType(Seq(StructField("id", LongType), StructField("loc", loc)))
+  private val nestedInFile = StructType(
+    Seq(
+      nested(0).copy(metadata = id(1)),
+      nested(1).copy(
+        metadata = id(11),
+        dataType = StructType(
+          Seq(
+            loc(0).copy(metadata = id(12)),
+            loc(1).copy(
+              metadata = id(13),
+              dataType = StructType(
+                Seq(geo(0).copy(metadata = id(14)), geo(1).copy(metadata = id(15))))))))))
+  private val nestedConfig = ByFieldIds.config(nested, nestedInFile, None, caseSensitive = false)
+  private val nestedValues = Map(12 -> Some("b"), 14 -> Some("z9"))
+
+  test(
+    "rows: fields inside structs hold the table's values at any depth; a null struct stays null") {
+    val fixed = FileConstants.of(nestedConfig, nestedValues, "f.parquet").get
+    val view = fixed.rowView(nested.fields.map(_.dataType))
+    val below = new GenericInternalRow(
+      Array[Any](5L, InternalRow(null, InternalRow(UTF8String.fromString("zz"), 7))))
+    val row = view.of(below)
+    val inner = row.getStruct(1, 2)
+    assert(inner.getUTF8String(0) == UTF8String.fromString("b") && !inner.isNullAt(0))
+    assert(inner.getStruct(1, 2).getUTF8String(0) == UTF8String.fromString("z9"))
+    assert(inner.getStruct(1, 2).getInt(1) == 7) // the file's, beside the fixed field
+    val b = UTF8String.fromString("b")
+    val z9 = UTF8String.fromString("z9")
+    assert(row.copy() == InternalRow(5L, InternalRow(b, InternalRow(z9, 7))))
+    assert(row.get(1, loc).asInstanceOf[InternalRow].copy() == InternalRow(b, InternalRow(z9, 7)))
+    // a struct null in the reader's row (or left out of the file) stays null
+    below.update(1, null)
+    assert(row.isNullAt(1) && row.getStruct(1, 2) == null)
+    assert(row.copy() == InternalRow(5L, null))
+    below.update(1, InternalRow(UTF8String.fromString("a"), null))
+    assert(row.getStruct(1, 2).getUTF8String(0) == b && row.getStruct(1, 2).isNullAt(1))
+  }
+
+  test(
+    "column batches: fields inside structs are constant vectors, the structs' nulls the file's") {
+    val fixed = FileConstants.of(nestedConfig, nestedValues, "f.parquet").get
+    val read = nested.fields.map(f => new OnHeapColumnVector(4, f.dataType))
+    read(1).putNull(2)
+    read(1).getChild(1).getChild(1).putInt(0, 7)
+    val replaced = fixed.replace(read.toArray[ColumnVector], 3)
+    assert(replaced(0) eq read(0))
+    val first = replaced(1).getStruct(0)
+    assert(first.getUTF8String(0) == UTF8String.fromString("b"))
+    assert(first.getStruct(1, 2).getUTF8String(0) == UTF8String.fromString("z9"))
+    assert(first.getStruct(1, 2).getInt(1) == 7)
+    assert(replaced(1).getStruct(1).getUTF8String(0) == UTF8String.fromString("b"))
+    assert(replaced(1).isNullAt(2) && replaced(1).getStruct(2) == null)
+  }
+
+  test("a field inside a struct whose value is not of its type names the field by its path") {
+    val e = intercept[sluice.errors.SluiceRuntimeException](
+      FileConstants.of(
+        ByFieldIds.config(
+          StructType(Seq(StructField("loc", StructType(Seq(StructField("n", IntegerType)))))),
+          StructType(
+            Seq(
+              StructField(
+                "loc",
+                StructType(Seq(StructField("n", IntegerType, metadata = id(12)))),
+                metadata = id(11)))),
+          None,
+          false),
+        Map(12 -> Some("x")),
+        "f.parquet"))
+    assert(e.getMessage.contains("column 'loc.n' of file 'f.parquet'"), e.getMessage)
+  }
 }
