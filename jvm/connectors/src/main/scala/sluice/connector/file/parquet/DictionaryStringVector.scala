@@ -1,9 +1,9 @@
 package sluice.connector.file.parquet
 
 import org.apache.spark.sql.execution.vectorized.WritableColumnVector
-import org.apache.spark.sql.types.{ArrayType, DataType, Decimal, MapType, StringType, StructType}
+import org.apache.spark.sql.types.{ArrayType, DataType, MapType, StringType, StructType}
 import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarArray, ColumnarMap}
-import org.apache.spark.unsafe.types.{BinaryView, CalendarInterval, TimestampNanosVal, UTF8String}
+import org.apache.spark.unsafe.types.UTF8String
 
 /**
  * A read-only view of one of Spark's Parquet vectors holding strings (a string column, or a
@@ -26,11 +26,11 @@ import org.apache.spark.unsafe.types.{BinaryView, CalendarInterval, TimestampNan
  * strings per string column) lives as long as the view, one range's read.
  *
  * Arrays and maps hand out `ColumnarArray`s / `ColumnarMap`s over the viewed element vectors;
- * struct fields are read through `getChild`, so they are viewed alike. The vectors below belong
- * to Spark's reader: closing the view must not free them.
+ * struct fields are read through `getChild`, so they are viewed alike (`VectorView`: the
+ * vectors below belong to Spark's reader).
  */
 private[parquet] final class DictionaryStringVector private (below: WritableColumnVector)
-    extends ColumnVector(below.dataType()) {
+    extends VectorView(below) {
 
   import DictionaryStringVector._
 
@@ -99,28 +99,6 @@ private[parquet] final class DictionaryStringVector private (below: WritableColu
 
   override def getChild(ordinal: Int): ColumnVector =
     if (children.isEmpty) below.getChild(ordinal) else children(ordinal)
-
-  override def close(): Unit = ()
-  override def closeIfFreeable(): Unit = ()
-  override def hasNull: Boolean = below.hasNull
-  override def numNulls: Int = below.numNulls
-  override def isNullAt(rowId: Int): Boolean = below.isNullAt(rowId)
-  override def getBoolean(rowId: Int): Boolean = below.getBoolean(rowId)
-  override def getByte(rowId: Int): Byte = below.getByte(rowId)
-  override def getShort(rowId: Int): Short = below.getShort(rowId)
-  override def getInt(rowId: Int): Int = below.getInt(rowId)
-  override def getLong(rowId: Int): Long = below.getLong(rowId)
-  override def getFloat(rowId: Int): Float = below.getFloat(rowId)
-  override def getDouble(rowId: Int): Double = below.getDouble(rowId)
-  override def getDecimal(rowId: Int, precision: Int, scale: Int): Decimal =
-    below.getDecimal(rowId, precision, scale)
-  override def getBinary(rowId: Int): Array[Byte] = below.getBinary(rowId)
-  override def getBinaryView(rowId: Int): BinaryView = below.getBinaryView(rowId)
-  override def getInterval(rowId: Int): CalendarInterval = below.getInterval(rowId)
-  override def getTimestampNTZNanos(rowId: Int): TimestampNanosVal =
-    below.getTimestampNTZNanos(rowId)
-  override def getTimestampLTZNanos(rowId: Int): TimestampNanosVal =
-    below.getTimestampLTZNanos(rowId)
 }
 
 private[parquet] object DictionaryStringVector {

@@ -62,7 +62,12 @@ private[connector] object FileConstants {
       case BooleanType => t.toBoolean
       case IntegerType | DateType => t.toInt
       case LongType | TimestampType | TimestampNTZType => t.toLong
-      case FloatType => t.toFloat
+      case FloatType =>
+        // a float's text is the double it widens to (`textOf`): any other double would be rounded
+        val d = t.toDouble
+        if (d.toFloat.toDouble != d && !d.isNaN)
+          throw new IllegalArgumentException(s"$t is not a float's value")
+        d.toFloat
       case DoubleType => t.toDouble
       case d: DecimalType => Decimal(new java.math.BigDecimal(t), d.precision, d.scale)
       case StringType => UTF8String.fromString(t)

@@ -74,6 +74,10 @@ final class ParquetBatchReader(
       v
     }
 
+    // the columns the file's table fixes (FileConstants): constant vectors replace the reader's.
+    // Found before the file is opened: a value refused leaves no reader open
+    private val fixed = FileConstants.of(config, split.constants, split.path).orNull
+
     require(
       split.aloneAtMidpoint,
       s"row group ${split.rowGroup} of '${split.path}' is not alone at an exact midpoint: read it as rows")
@@ -126,8 +130,6 @@ final class ParquetBatchReader(
     }
 
     private val deleted = split.deleted.orNull
-    // the columns the file's table fixes (FileConstants): constant vectors replace the reader's
-    private val fixed = FileConstants.of(config, split.constants, split.path).orNull
 
     /**
      * The rows of a batch from row index `first` to hand on, `count` of them from its row `skip`,

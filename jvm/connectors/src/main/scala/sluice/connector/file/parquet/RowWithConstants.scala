@@ -8,7 +8,8 @@ import org.apache.spark.sql.types.{DataType, StructType}
  * for `ordinals(j)`), every other column from the reader's row: the columns of a file its
  * table's metadata fixes (`FileConstants`), given uncopied (`RowView`). A struct column with such
  * a field inside (`structs`: its ordinal and a view of the struct's row, fixed alike) reads the
- * reader's struct through that view, one view moved along as this one is; a null struct stays
+ * reader's struct through that view, one view moved along as this one is (a struct it gives is
+ * valid until the next one of its column is asked for; `copy()` keeps one); a null struct stays
  * null.
  */
 final class RowWithConstants(

@@ -1,48 +1,17 @@
 package sluice.connector.file.parquet
 
-import org.apache.spark.sql.types.Decimal
-import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarArray, ColumnarMap}
-import org.apache.spark.unsafe.types.{BinaryView, CalendarInterval, TimestampNanosVal, UTF8String}
+import org.apache.spark.sql.vectorized.ColumnVector
 
 /**
- * A read-only view of a struct column vector whose fields are `children`: the vector's own
- * children, except those a table fixes for the whole file (`FileConstants`: an Iceberg identity
- * partition of a field inside a struct), which are constant vectors. Spark reads a struct's
- * fields through `getChild` only (`ColumnVector.getStruct` makes a row over them), so replacing a
- * child replaces the field in every row; whether the struct itself is null stays the vector's.
- *
- * The vector below belongs to Spark's Parquet reader: closing the view must not free it.
+ * A view of a struct column vector whose fields are `children`: the vector's own children,
+ * except those a table fixes for the whole file (`FileConstants`: an Iceberg identity partition
+ * of a field inside a struct), which are constant vectors. Spark reads a struct's fields through
+ * `getChild` only (`ColumnVector.getStruct` makes a row over them), so replacing a child
+ * replaces the field in every row; whether the struct itself is null stays the vector's.
  */
 private[parquet] final class StructWithConstantsVector(
     below: ColumnVector,
     children: Array[ColumnVector])
-    extends ColumnVector(below.dataType()) {
-
+    extends VectorView(below) {
   override def getChild(ordinal: Int): ColumnVector = children(ordinal)
-
-  override def close(): Unit = ()
-  override def closeIfFreeable(): Unit = ()
-  override def hasNull: Boolean = below.hasNull
-  override def numNulls: Int = below.numNulls
-  override def isNullAt(rowId: Int): Boolean = below.isNullAt(rowId)
-  // a struct has no value of its own: what follows is asked only of other types, and answered below
-  override def getBoolean(rowId: Int): Boolean = below.getBoolean(rowId)
-  override def getByte(rowId: Int): Byte = below.getByte(rowId)
-  override def getShort(rowId: Int): Short = below.getShort(rowId)
-  override def getInt(rowId: Int): Int = below.getInt(rowId)
-  override def getLong(rowId: Int): Long = below.getLong(rowId)
-  override def getFloat(rowId: Int): Float = below.getFloat(rowId)
-  override def getDouble(rowId: Int): Double = below.getDouble(rowId)
-  override def getArray(rowId: Int): ColumnarArray = below.getArray(rowId)
-  override def getMap(rowId: Int): ColumnarMap = below.getMap(rowId)
-  override def getDecimal(rowId: Int, precision: Int, scale: Int): Decimal =
-    below.getDecimal(rowId, precision, scale)
-  override def getUTF8String(rowId: Int): UTF8String = below.getUTF8String(rowId)
-  override def getBinary(rowId: Int): Array[Byte] = below.getBinary(rowId)
-  override def getBinaryView(rowId: Int): BinaryView = below.getBinaryView(rowId)
-  override def getInterval(rowId: Int): CalendarInterval = below.getInterval(rowId)
-  override def getTimestampNTZNanos(rowId: Int): TimestampNanosVal =
-    below.getTimestampNTZNanos(rowId)
-  override def getTimestampLTZNanos(rowId: Int): TimestampNanosVal =
-    below.getTimestampLTZNanos(rowId)
 }

@@ -36,6 +36,21 @@ private[iceberg] object IcebergSchema {
     }.toMap
 
   /**
+   * The Spark type of each field of a `withFieldIds` schema by its field id, at every level of
+   * nesting inside structs (the fields a partition can be of: never inside a list or a map).
+   */
+  def typesById(withIds: StructType): Map[Int, DataType] =
+    withIds.fields.flatMap { f =>
+      val own = Option
+        .when(f.metadata.contains(ParquetUtils.FIELD_ID_METADATA_KEY))(
+          f.metadata.getLong(ParquetUtils.FIELD_ID_METADATA_KEY).toInt -> f.dataType)
+      own ++ (f.dataType match {
+        case s: StructType => typesById(s)
+        case _ => Map.empty[Int, DataType]
+      })
+    }.toMap
+
+  /**
    * The name `current` gives each column of `ids` (a column's name when the source was built to
    * its field id), found by field id: what Iceberg binds a scan's filter and its kept column
    * statistics by name in. A column whose id `current` no longer holds at its top level (dropped

@@ -3,7 +3,7 @@ package sluice.connector.table.iceberg
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.sources.Filter
-import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.types.{DataType, StructType}
 
 import sluice.api._
 import sluice.config.RecordLayout
@@ -75,12 +75,16 @@ final class IcebergSource private (val config: IcebergConfig, protected val rows
           snapshot,
           icebergFilter(table),
           parquet.caseSensitive,
+          columnTypes,
           eventTimes)
       }
   }
 
   /** Each data column's Iceberg field id, which its files' columns are read by. */
   private def fieldIds: Map[String, Int] = IcebergSchema.fieldIdsOf(parquet.fileDataSchema)
+
+  /** The type of each field of the source's schema by field id (`IcebergConstants`). */
+  private def columnTypes: Map[Int, DataType] = IcebergSchema.typesById(parquet.fileDataSchema)
 
   /** The field id of the `timestampColumn`, if any. */
   private def eventTimeId: Option[Int] = parquet.timestampColumn.flatMap(fieldIds.get)
@@ -207,6 +211,7 @@ final class IcebergSource private (val config: IcebergConfig, protected val rows
                 icebergFilter(table),
                 parquet.caseSensitive,
                 config.skipChanges,
+                columnTypes,
                 eventTimes)
           }
           .fold(PlannedFiles(Nil, after)) { case (files, id) =>

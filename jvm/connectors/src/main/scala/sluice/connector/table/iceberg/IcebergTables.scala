@@ -12,6 +12,7 @@ import org.apache.iceberg.expressions.Expression
 import org.apache.iceberg.hadoop.{HadoopFileIO, HadoopTables}
 import org.apache.iceberg.io.CloseableIterable
 import org.apache.iceberg.util.SnapshotUtil
+import org.apache.spark.sql.types.DataType
 
 import sluice.connector.file.{DiscoveredFile, NotReadyFiles}
 import sluice.connector.file.parquet.PlannedFiles
@@ -259,6 +260,7 @@ private[iceberg] object IcebergTables {
       snapshot: Snapshot,
       filter: Expression,
       caseSensitive: Boolean,
+      columns: Map[Int, DataType],
       eventTimes: Option[IcebergEventTimes] = None): Seq[DiscoveredFile] = {
     // the snapshot first: a scan resolves the names includeColumnStats takes in its schema, the
     // current table's until useSnapshot gives it the snapshot's (a column dropped since would not
@@ -278,6 +280,7 @@ private[iceberg] object IcebergTables {
       table,
       s"snapshot ${snapshot.snapshotId}",
       Seq(snapshot.snapshotId -> tasks),
+      columns,
       eventTimes)
   }
 
@@ -298,6 +301,7 @@ private[iceberg] object IcebergTables {
       filter: Expression,
       caseSensitive: Boolean,
       skipChanges: Boolean,
+      columns: Map[Int, DataType],
       eventTimes: Option[IcebergEventTimes]): Option[(Seq[DiscoveredFile], Long)] =
     Option(table.currentSnapshot).filter(_.snapshotId != after).map { current =>
       val from = Option(after).filter(_ != PlannedFiles.EmptyTable)
@@ -374,7 +378,7 @@ private[iceberg] object IcebergTables {
           }
           val label =
             s"snapshots ${appends.map(_.snapshotId).mkString(", ")}"
-          filesOf(table, label, tasks.toSeq, eventTimes)
+          filesOf(table, label, tasks.toSeq, columns, eventTimes)
         }
       (files, current.snapshotId)
     }
@@ -389,6 +393,7 @@ private[iceberg] object IcebergTables {
       table: Table,
       which: String,
       tasks: Seq[(Long, CloseableIterable[FileScanTask])],
+      columns: Map[Int, DataType],
       eventTimes: Option[IcebergEventTimes]): Seq[DiscoveredFile] = {
     // files imported from outside Iceberg (add_files, migrate, snapshot of a Hive table) carry no
     // field ids, which Sluice finds columns by (Iceberg maps names to ids through the mapping)
@@ -412,7 +417,7 @@ private[iceberg] object IcebergTables {
               task.file,
               deletes,
               eventTimes.flatMap(_.of(task.file)),
-              IcebergConstants.of(table, task))
+              IcebergConstants.of(table, task, columns))
           }
           // a path's entries in the order they were committed (the plan's order is its threads')
           entries

@@ -55,6 +55,11 @@ class FileConstantsSuite extends AnyFunSuite {
         Decimal(new java.math.BigDecimal("3.25"), 20, 2))
   }
 
+  test("a double is never rounded to a float: a value written after a promotion is refused") {
+    intercept[IllegalArgumentException](roundTrip(java.lang.Double.valueOf(0.1), FloatType))
+    assert(roundTrip(java.lang.Double.valueOf(0.5), FloatType) == 0.5f) // a float's value exactly
+  }
+
   private def id(n: Int) =
     new MetadataBuilder().putLong(ParquetUtils.FIELD_ID_METADATA_KEY, n.toLong).build()
   private val data = StructType(

@@ -8,11 +8,11 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.iceberg.{DataFile, DataFiles, FileFormat, FileMetadata, PartitionSpec, Schema, Table}
 import org.apache.iceberg.expressions.Expressions
 import org.apache.iceberg.hadoop.HadoopTables
-import org.apache.iceberg.types.{Type, Types}
+import org.apache.iceberg.types.Types
 import org.apache.parquet.schema.MessageTypeParser
 import org.apache.spark.sql.sources
 import org.apache.spark.sql.execution.datasources.parquet.ParquetUtils
-import org.apache.spark.sql.types.{ArrayType, LongType, StringType, StructField, StructType, TimestampType}
+import org.apache.spark.sql.types.{ArrayType, BinaryType, BooleanType, DataType, DateType, DecimalType, DoubleType, FloatType, IntegerType, LongType, StringType, StructField, StructType, TimestampNTZType, TimestampType}
 import org.scalatest.funsuite.AnyFunSuite
 
 import sluice.connector.file.FileStatistics
@@ -59,13 +59,18 @@ class IcebergPlanningSuite extends AnyFunSuite {
       .build()
   }
 
+  /** The type of each field of `t`'s current schema by field id: a source defined on it now. */
+  private def columnsOf(t: Table): Map[Int, DataType] =
+    IcebergSchema.typesById(IcebergSchema.withFieldIds(t.schema))
+
   private def plan(t: Table, filters: sources.Filter*): Seq[String] =
     IcebergTables
       .dataFiles(
         t,
         t.currentSnapshot,
         IcebergFilters.toIceberg(filters, Set("id", "city", "ts")),
-        caseSensitive = true)
+        caseSensitive = true,
+        columnsOf(t))
       .map(_.path.split("/").takeRight(2).mkString("/"))
       .sorted
 
@@ -107,7 +112,12 @@ class IcebergPlanningSuite extends AnyFunSuite {
       .commit()
     def constants(t: Table) =
       IcebergTables
-        .dataFiles(t, t.currentSnapshot, Expressions.alwaysTrue, caseSensitive = true)
+        .dataFiles(
+          t,
+          t.currentSnapshot,
+          Expressions.alwaysTrue,
+          caseSensitive = true,
+          columnsOf(t))
         .map(f => f.path.split("/").takeRight(2).head -> f.constants)
         .toMap
     assert(constants(t) == Map("city=a" -> Map(2 -> Some("a")), "city=b" -> Map(2 -> Some("b"))))
@@ -140,27 +150,100 @@ class IcebergPlanningSuite extends AnyFunSuite {
 
   test(
     "partition values are kept across the promotions Iceberg makes, and refused as any other type") {
-    val kept = Seq[(Any, Type)](
-      Int.box(5) -> Types.IntegerType.get,
-      Int.box(5) -> Types.LongType.get,
-      Long.box(5L) -> Types.LongType.get,
-      Float.box(1.1f) -> Types.DoubleType.get,
-      new java.math.BigDecimal("1.50") -> Types.DecimalType.of(9, 2),
-      new java.math.BigDecimal("1.50") -> Types.DecimalType.of(18, 2),
-      Int.box(20_000) -> Types.DateType.get,
-      Long.box(1L) -> Types.TimestampType.withoutZone,
-      "a" -> Types.StringType.get,
-      java.nio.ByteBuffer.wrap(Array[Byte](1)) -> Types.BinaryType.get)
+    val kept = Seq[(Any, DataType)](
+      Int.box(5) -> IntegerType,
+      Int.box(5) -> LongType,
+      Long.box(5L) -> LongType,
+      Float.box(1.1f) -> FloatType,
+      Float.box(1.1f) -> DoubleType,
+      Double.box(0.1) -> DoubleType,
+      new java.math.BigDecimal("1.50") -> DecimalType(9, 2),
+      new java.math.BigDecimal("1.50") -> DecimalType(18, 2),
+      Int.box(20_000) -> DateType,
+      Long.box(1L) -> TimestampNTZType,
+      Long.box(1L) -> TimestampType,
+      java.lang.Boolean.TRUE -> BooleanType,
+      "a" -> StringType,
+      java.nio.ByteBuffer.wrap(Array[Byte](1)) -> BinaryType)
     kept.foreach { case (v, now) => assert(IcebergConstants.fits(v, now), s"$v -> $now") }
-    // not promotions Iceberg 1.10 makes (its schema update refuses them), but ones a later
-    // format might: a date's days are no timestamp's microseconds, so such a file is refused
-    val refused = Seq[(Any, Type)](
-      Int.box(20_000) -> Types.TimestampType.withoutZone,
-      new java.math.BigDecimal("1.50") -> Types.DecimalType.of(18, 3),
-      new java.math.BigDecimal("1234.50") -> Types.DecimalType.of(5, 2),
-      Long.box(5L) -> Types.IntegerType.get,
-      "a" -> Types.BinaryType.get)
+    // a date's days are no timestamp's microseconds; a value written after a promotion the
+    // source did not see (a stream defined before it) would be narrowed: refused
+    val refused = Seq[(Any, DataType)](
+      Int.box(20_000) -> TimestampNTZType,
+      new java.math.BigDecimal("1.50") -> DecimalType(18, 3),
+      new java.math.BigDecimal("1234.50") -> DecimalType(5, 2),
+      Long.box(5L) -> IntegerType,
+      Double.box(0.1) -> FloatType,
+      "a" -> BinaryType,
+      java.util.UUID.randomUUID() -> StringType)
     refused.foreach { case (v, now) => assert(!IcebergConstants.fits(v, now), s"$v -> $now") }
+  }
+
+  test(
+    "only the source's columns get partition values: a column added since, of any type, is not read; a double promoted since a float source was defined is refused") {
+    val schema = new Schema(
+      Types.NestedField.optional(1, "id", Types.LongType.get),
+      Types.NestedField.optional(2, "x", Types.FloatType.get))
+    val dir = Files.createTempDirectory("sluice-iceberg").resolve("added").toString
+    val t = new HadoopTables(new Configuration())
+      .create(schema, PartitionSpec.unpartitioned(), Map("format-version" -> "2").asJava, dir)
+    val asDefined = columnsOf(t) // the source's columns, as of its start
+    // since: a uuid column partitioned by identity, and x promoted to double and partitioned
+    t.updateSchema().addColumn("u", Types.UUIDType.get).commit()
+    t.updateSchema().updateColumn("x", Types.DoubleType.get).commit()
+    t.updateSpec().addField("u").commit()
+    val u = java.util.UUID.fromString("00000000-0000-0000-0000-000000000001")
+    t.newAppend()
+      .appendFile(
+        DataFiles
+          .builder(t.spec)
+          .withPath(s"$dir/data/u/f.parquet")
+          .withPartitionPath(s"u=$u")
+          .withFileSizeInBytes(100)
+          .withRecordCount(1)
+          .build())
+      .commit()
+    def constants(columns: Map[Int, DataType]) =
+      IcebergTables
+        .dataFiles(t, t.currentSnapshot, Expressions.alwaysTrue, caseSensitive = true, columns)
+        .map(_.constants)
+    assert(constants(asDefined) == Seq(Map.empty))
+    t.updateSpec().addField("x").commit()
+    t.newAppend()
+      .appendFile(
+        DataFiles
+          .builder(t.spec)
+          .withPath(s"$dir/data/x/f.parquet")
+          .withPartitionPath(s"u=$u/x=0.1")
+          .withFileSizeInBytes(100)
+          .withRecordCount(1)
+          .build())
+      .commit()
+    val refused = intercept[SluiceConfigException](constants(asDefined))
+    assert(
+      refused.getMessage.contains(
+        "partition value 0.1 (a Double) of the column of field id 2 ('x')") &&
+        refused.getMessage.contains("reads as a FLOAT"),
+      refused.getMessage)
+  }
+
+  test(
+    "a partition column dropped from the table since the source was defined still gets its values") {
+    val t = table() // partitioned by identity on city (field id 2)
+    t.newAppend().appendFile(dataFile(t, "a", (0L, 9L))).commit()
+    val asDefined = columnsOf(t)
+    val snapshot = t.currentSnapshot
+    t.updateSpec().removeField("city").commit()
+    t.updateSchema().deleteColumn("city").commit()
+    assert(t.schema.findField("city") == null)
+    val planned =
+      IcebergTables.dataFiles(
+        t,
+        snapshot,
+        Expressions.alwaysTrue,
+        caseSensitive = true,
+        asDefined)
+    assert(planned.map(_.constants) == Seq(Map(2 -> Some("a"))))
   }
 
   test("float and double values are never pushed: Iceberg's bounds leave NaN out") {
@@ -370,7 +453,15 @@ class IcebergPlanningSuite extends AnyFunSuite {
       .commit()
     def planned(filter: org.apache.iceberg.expressions.Expression, e: Option[IcebergEventTimes]) =
       IcebergTables
-        .appendedSince(t, t.location, start, filter, caseSensitive = true, skipChanges = false, e)
+        .appendedSince(
+          t,
+          t.location,
+          start,
+          filter,
+          caseSensitive = true,
+          skipChanges = false,
+          columnsOf(t),
+          e)
         .toSeq
         .flatMap(_._1.map(f => f.path.split("/").last -> f.statistics))
     val byId = IcebergEventTimes.byId(t.schema, ids("ts"))
@@ -392,7 +483,8 @@ class IcebergPlanningSuite extends AnyFunSuite {
           t,
           t.snapshot(start),
           IcebergFilters.toIceberg(pushed, names),
-          caseSensitive = true)
+          caseSensitive = true,
+          columnsOf(t))
         .map(_.path.split("/").last) == Seq("first.parquet"))
     // dropped since: neither a filter nor the event-time bounds are asked of Iceberg by its name
     t.updateSchema().deleteColumn("town").deleteColumn("at").commit()
@@ -441,6 +533,7 @@ class IcebergPlanningSuite extends AnyFunSuite {
         t.currentSnapshot,
         Expressions.alwaysTrue(),
         caseSensitive = true,
+        columnsOf(t),
         Some(new IcebergEventTimes(t.schema, "ts")))
       .map(f => f.path.split("/").last -> f.statistics)
       .toMap
@@ -460,7 +553,12 @@ class IcebergPlanningSuite extends AnyFunSuite {
     assert(plan(t).size == 3)
     assert(
       IcebergTables
-        .dataFiles(t, t.currentSnapshot, Expressions.alwaysTrue(), caseSensitive = true)
+        .dataFiles(
+          t,
+          t.currentSnapshot,
+          Expressions.alwaysTrue(),
+          caseSensitive = true,
+          columnsOf(t))
         .forall(_.statistics.isEmpty))
   }
 
@@ -495,6 +593,7 @@ class IcebergPlanningSuite extends AnyFunSuite {
       pinned,
       Expressions.alwaysTrue(),
       caseSensitive = true,
+      IcebergSchema.typesById(IcebergSchema.withFieldIds(snapshotSchema)),
       Some(new IcebergEventTimes(snapshotSchema, "ts")))
     assert(planned.map(_.statistics) == Seq(Some(FileStatistics(3, Some((1000L, 2000L))))))
   }
@@ -509,6 +608,7 @@ class IcebergPlanningSuite extends AnyFunSuite {
         Expressions.alwaysTrue(),
         caseSensitive = true,
         skipChanges = skip,
+        columns = columnsOf(t),
         eventTimes = None)
       .map { case (files, id) =>
         files.map(_.path.split("/").takeRight(2).mkString("/")).sorted -> id
