@@ -18,7 +18,9 @@ Alignment overhead on unskewed data: 3,000,000 records of 100 B written round-ro
 partitions with increasing timestamps (SLUICE_BENCH_SKEW_EVEN_ROWS), read into the no-op sink
 with `forMonotonousTimestamps()` once with alignment and once without, with a read limit of
 200,000 records per batch. After two warm-ups of each, SLUICE_BENCH_PAIRS interleaved rounds; `overhead_pct` = how much slower (in records/s) the aligned read is: 100 × (1 − the median
-of the per-pair ratios aligned / unaligned), with the lowest and highest pair alongside.
+of the per-pair ratios aligned / unaligned), with the lowest and highest pair alongside, and each
+side's batches and Spark's phases (`durationMs`, summed over a run's batches; medians of the timed
+runs) in `phases_ms`.
 """
 
 from __future__ import annotations
@@ -120,23 +122,34 @@ def _overhead(spark: SparkSession, kafka: EmbeddedKafka, rows: int, runs: int) -
     plain = WatermarkStrategy.for_monotonous_timestamps()
     aligned = plain.with_watermark_alignment("even", max_drift=DRIFT)
 
-    def once(strategy: WatermarkStrategy) -> float:
+    # each run's batches and Spark's phases (durationMs summed over its batches): where the
+    # aligned read's extra time goes; the warm-ups come first in each list
+    phases: dict[str, list[dict]] = {"unaligned": [], "aligned": []}
+
+    def once(name: str, strategy: WatermarkStrategy) -> float:
         seconds, progress = run_available_now(
             sluice_kafka(spark, kafka.bootstrap_servers, topic, strategy, 200_000)
         )
         if rows_read(progress) != rows:
             raise AssertionError(f"read {rows_read(progress)} rows, expected {rows}")
+        phases[name].append({"batches": len(progress), **durations_ms(progress)})
         return rows / seconds
 
     measured = interleaved(
-        {"unaligned": partial(once, plain), "aligned": partial(once, aligned)},
+        {"unaligned": partial(once, "unaligned", plain), "aligned": partial(once, "aligned", aligned)},
         runs,
         warmups=2,
         label="overhead ",
     )
     off, on = measured["unaligned"], measured["aligned"]
     overheads = [(1 - a / b) * 100 for a, b in zip(on, off, strict=True)]
+
+    def median_phases(name: str) -> dict[str, float]:
+        timed = phases[name][-runs:]
+        return {k: statistics.median(r.get(k, 0) for r in timed) for k in timed[0]}
+
     return {
+        "phases_ms": {name: median_phases(name) for name in phases},
         "rows": rows,
         "without_alignment_rps": statistics.median(off),
         "with_alignment_rps": statistics.median(on),
