@@ -19,11 +19,17 @@ import sluice.errors.SluiceError
  *
  * Only the columns of the source (`columns`: the Spark type of each field id of its schema, at
  * every level of nesting) are given values: a column the table gained after the source was
- * defined is not read, whatever its type, and one the table dropped since still is. A value is
- * checked against the source's type of its column by what it is, not by the partition spec's
- * type: a value written before a promotion Iceberg makes reads as the promoted value (int to
- * long, float to double, a decimal's precision widened), and any other is refused, never read as
- * another value (a date's days as a timestamp's microseconds, a double rounded to a float).
+ * defined is not read, whatever its type, and one the table dropped since still is.
+ *
+ * Iceberg's library gives a value in the type of the table's current schema (it binds every spec
+ * to it, and reads an older file's int as a long once the column was promoted), while the source
+ * reads the column as its own schema types it, which may be older or newer. So a value is checked
+ * here only for being of the column's kind (`fits`: a number for a number, days for a date,
+ * microseconds for a timestamp, a decimal of the column's scale), and read as the column's type
+ * when a reader needs it (`FileConstants.valueOf`), which refuses a value the type cannot hold
+ * exactly (a long beyond an int, a double that is no float, more digits than the precision),
+ * naming the column and the file: only a query that reads the column fails, and never on a value
+ * changed.
  */
 private[iceberg] object IcebergConstants {
 
@@ -44,27 +50,25 @@ private[iceberg] object IcebergConstants {
               s"${IcebergConfig.Context}: data file '${task.file.location}' of table '${table.name}' has " +
                 s"partition value $value (a ${value.getClass.getSimpleName}) of the column of field id " +
                 s"${field.sourceId} ('${Option(spec.schema.findColumnName(field.sourceId)).getOrElse("dropped since")}'), " +
-                s"which this source " +
-                s"reads as a ${column.sql}: Sluice gives a file's identity partition value in its column, as " +
-                "Iceberg does, and does not convert it to another type. Define the source again (it reads the " +
-                "table's schema when it is defined), rewrite the table's data files (rewrite_data_files), or " +
-                s"read a snapshot from before the change (option '${IcebergConfig.SnapshotId.name}').")
+                s"which this source reads as a ${column.sql}: Sluice gives a file's identity partition value in " +
+                "its column, as Iceberg does, and does not convert it to another kind of value (the table changed " +
+                "the column's type since the source was defined). Define the source again, on the table's " +
+                "current schema.")
           field.sourceId -> FileConstants.textOf(value)
         }
     }.toMap
   }
 
   /**
-   * Whether partition value `value` (as Iceberg's library holds one) reads as the same value of
-   * Spark type `column` (`FileConstants`).
+   * Whether partition value `value` (as Iceberg's library holds one) is of the kind of Spark type
+   * `column`, so that its text reads as the same value when the type can hold it (see above).
    */
   private[iceberg] def fits(value: Any, column: DataType): Boolean = (value, column) match {
-    case (d: java.math.BigDecimal, t: DecimalType) =>
-      d.scale == t.scale && d.precision <= t.precision
-    case (_: java.lang.Integer, IntegerType | DateType | LongType) => true
-    case (_: java.lang.Long, LongType | TimestampType | TimestampNTZType) => true
-    case (_: java.lang.Float, FloatType | DoubleType) => true
-    case (_: java.lang.Double, DoubleType) => true
+    case (d: java.math.BigDecimal, t: DecimalType) => d.scale == t.scale
+    case (_: java.lang.Integer | _: java.lang.Long, IntegerType | LongType) => true
+    case (_: java.lang.Integer, DateType) => true
+    case (_: java.lang.Long, TimestampType | TimestampNTZType) => true
+    case (_: java.lang.Float | _: java.lang.Double, FloatType | DoubleType) => true
     case (_: java.lang.Boolean, BooleanType) => true
     case (_: CharSequence, StringType) => true
     case (_: ByteBuffer, BinaryType) => true

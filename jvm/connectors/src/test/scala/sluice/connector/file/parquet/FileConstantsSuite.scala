@@ -55,9 +55,20 @@ class FileConstantsSuite extends AnyFunSuite {
         Decimal(new java.math.BigDecimal("3.25"), 20, 2))
   }
 
-  test("a double is never rounded to a float: a value written after a promotion is refused") {
+  test(
+    "a value is read as an older type of its column only when that type holds it exactly: never changed") {
+    // values Iceberg gives in the promoted type, read by a source defined before the promotion
+    assert(roundTrip(java.lang.Long.valueOf(5L), IntegerType) == 5)
+    assert(roundTrip(java.lang.Double.valueOf(1.1f.toDouble), FloatType) == 1.1f)
+    assert(
+      roundTrip(new java.math.BigDecimal("1.50"), DecimalType(3, 2)) ==
+        Decimal(new java.math.BigDecimal("1.50"), 3, 2))
+    // and values written after it, which the older type cannot hold
+    intercept[NumberFormatException](
+      roundTrip(java.lang.Long.valueOf(5_000_000_000L), IntegerType))
     intercept[IllegalArgumentException](roundTrip(java.lang.Double.valueOf(0.1), FloatType))
-    assert(roundTrip(java.lang.Double.valueOf(0.5), FloatType) == 0.5f) // a float's value exactly
+    intercept[ArithmeticException](
+      roundTrip(new java.math.BigDecimal("1234.50"), DecimalType(5, 2)))
   }
 
   private def id(n: Int) =
