@@ -134,9 +134,11 @@ private[connector] object FileConstants {
         throw SluiceError.sourceFault(
           s"${ParquetConfig.Context}: the table gives column '$column' of file '$file' " +
             s"the value '${text.getOrElse("")}' for every row (an identity partition's), which " +
-            s"is not a ${dataType.sql}, the column's type in this source: the table's " +
-            "type of the column changed since the source was defined, and Sluice does not " +
-            "convert partition values between types.",
+            s"a ${dataType.sql} (the column's type in this source) cannot hold exactly: the table " +
+            "widened the column's type after the source was defined, and this file was written " +
+            "since. Sluice reads a partition value in an older type only as the same value, never " +
+            "rounded or cut. Read the table with a source defined again, on its current schema (a " +
+            "new query: this checkpoint's files are read with the types it started with).",
           e)
     }
 
