@@ -105,8 +105,7 @@ private[connector] object FileConstants {
       val column = read(i)
       val name = prefix + column.name
       Option
-        .when(f.metadata.contains(ParquetUtils.FIELD_ID_METADATA_KEY))(
-          f.metadata.getLong(ParquetUtils.FIELD_ID_METADATA_KEY).toInt)
+        .when(ParquetUtils.hasFieldId(f))(ParquetUtils.getFieldId(f))
         .flatMap(constants.get) match {
         case Some(text) =>
           values += ((i, column.dataType, valueIn(text, column.dataType, name, file)))

@@ -124,8 +124,7 @@ final case class ParquetConfig(
           .zip(files.fields)
           .flatMap { case (column, f) =>
             Option
-              .when(f.metadata.contains(ParquetUtils.FIELD_ID_METADATA_KEY))(
-                f.metadata.getLong(ParquetUtils.FIELD_ID_METADATA_KEY).toInt)
+              .when(ParquetUtils.hasFieldId(f))(ParquetUtils.getFieldId(f))
               .flatMap(byId.get)
               .map(column -> _)
           }

@@ -31,8 +31,7 @@ private[iceberg] object IcebergSchema {
   /** The field id of each top-level column of a `withFieldIds` schema, by the column's name. */
   def fieldIdsOf(withIds: StructType): Map[String, Int] =
     withIds.fields.collect {
-      case f if f.metadata.contains(ParquetUtils.FIELD_ID_METADATA_KEY) =>
-        f.name -> f.metadata.getLong(ParquetUtils.FIELD_ID_METADATA_KEY).toInt
+      case f if ParquetUtils.hasFieldId(f) => f.name -> ParquetUtils.getFieldId(f)
     }.toMap
 
   /**
@@ -41,9 +40,7 @@ private[iceberg] object IcebergSchema {
    */
   def typesById(withIds: StructType): Map[Int, DataType] =
     withIds.fields.flatMap { f =>
-      val own = Option
-        .when(f.metadata.contains(ParquetUtils.FIELD_ID_METADATA_KEY))(
-          f.metadata.getLong(ParquetUtils.FIELD_ID_METADATA_KEY).toInt -> f.dataType)
+      val own = Option.when(ParquetUtils.hasFieldId(f))(ParquetUtils.getFieldId(f) -> f.dataType)
       own ++ (f.dataType match {
         case s: StructType => typesById(s)
         case _ => Map.empty[Int, DataType]
