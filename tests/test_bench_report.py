@@ -144,6 +144,8 @@ def test_the_table_history_row_shows_both_parts_and_says_which_goals_are_not_met
         "delta_sluice_rps": 4.4e6,
         **ratio("iceberg_ratio", 0.85),
         **ratio("delta_ratio", 1.1),
+        **ratio("iceberg_ratio_provenance", 0.8),
+        **ratio("delta_ratio_provenance", 0.9),
         "hours": 24,
         "event_rows": 172_800,
         "windows": 1440,
