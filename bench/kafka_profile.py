@@ -61,10 +61,22 @@ CATEGORIES: list[tuple[str, tuple[str, ...]]] = [
         ("InternalKafkaConsumer.getAvailableOffsetRange", "KafkaConsumer.position", "KafkaConsumer.seek"),
     ),
     (
-        "the source's row building",
-        ("KafkaRowConverter.convert", "KafkaRecordToRowConverter", "SpecificUnsafeProjection.apply"),
+        "the source's row (or column batch) building",
+        (
+            "KafkaRowConverter.convert",
+            "KafkaRecordToRowConverter",
+            "SpecificUnsafeProjection.apply",
+            "KafkaColumnarReader.fetch",
+        ),
     ),
-    ("the source's reader loop around it", ("SluicePartitionReader.next", "KafkaBatchPartitionReader.next")),
+    (
+        "the source's reader loop around it",
+        (
+            "SluicePartitionReader.next",
+            "SluiceColumnarPartitionReader.next",
+            "KafkaBatchPartitionReader.next",
+        ),
+    ),
     (
         "the source's answers to Spark's asks for its metrics",
         ("SluicePartitionReader.currentMetricsValues", "KafkaBatchPartitionReader.currentMetricsValues"),
@@ -74,7 +86,10 @@ CATEGORIES: list[tuple[str, tuple[str, ...]]] = [
         "Spark's input metrics (records read per row, file systems' bytes read per 1,000)",
         ("TaskState.updateMetrics",),
     ),
-    ("Spark's Project above the scan (rows copied into unsafe rows)", ("BufferedRowIterator.hasNext",)),
+    (
+        "Spark's copy into unsafe rows (the Project above a row scan, ColumnarToRow above a batch scan)",
+        ("BufferedRowIterator.hasNext",),
+    ),
 ]
 OTHER = "other"
 

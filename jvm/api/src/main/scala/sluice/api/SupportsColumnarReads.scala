@@ -6,16 +6,17 @@ import sluice.config.RecordLayout
 
 /**
  * A source whose readers can hand Spark whole column batches for some ranges instead of one row
- * at a time (Parquet row groups through Spark's vectorized reader): Spark then reads the batch's
- * vectors in generated code, as it does for its own file sources.
+ * at a time (Parquet row groups through Spark's vectorized reader, Kafka's polls as vectors over
+ * the records): Spark then reads the batch's vectors in generated code, as it does for its own
+ * file sources.
  *
  * Spark reads every task of a scan the same way, so the binding asks once per batch of tasks
  * (`readsColumnar` over all their ranges) and uses rows for all of them when any range cannot be
  * read as batches. Batches are for ranges read from their start to their end with nothing to
  * pause: real-time mode and continuous processing always read rows. The splits' positions count
  * rows (`SourceSplit.positionsCountRecords`): a batch covering `n` positions moves its split `n`
- * positions, and holds `n` rows unless the table deleted some of them (Iceberg deletes: a batch
- * may then hold fewer rows, or none).
+ * positions, and holds `n` rows unless some of those positions hold none (Iceberg deletes, and
+ * Kafka offsets of compacted records or transaction markers: a batch may then hold fewer rows).
  */
 trait SupportsColumnarReads[SplitT <: SourceSplit] { self: Source[SplitT, _] =>
 

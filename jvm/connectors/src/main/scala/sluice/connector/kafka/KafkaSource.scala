@@ -18,7 +18,8 @@ final class KafkaSource private (rawOptions: Map[String, String], val config: Ka
     with SupportsStartAtTimestamp
     with SupportsRetentionWatch
     with SupportsSplitPausing[KafkaPartitionSplit]
-    with SupportsColumnPruning[KafkaPartitionSplit, KafkaEnumeratorState] {
+    with SupportsColumnPruning[KafkaPartitionSplit, KafkaEnumeratorState]
+    with SupportsColumnarReads[KafkaPartitionSplit] {
 
   override def sourceType: String = KafkaSource.Type
 
@@ -51,6 +52,19 @@ final class KafkaSource private (rawOptions: Map[String, String], val config: Ka
     new KafkaEnumerator(config, Some(state))
   override def createReader(context: ReaderContext): KafkaSplitReader =
     new KafkaSplitReader(config, context)
+
+  /**
+   * Planned ranges of Spark's raw columns (not headers, not a parsed payload) are read as column
+   * batches: micro-batches and batch reads. Open ranges (real-time mode, continuous processing)
+   * are read as rows, as the binding never asks for them.
+   */
+  override def readsColumnar(
+      ranges: Seq[SplitRange[KafkaPartitionSplit]],
+      layout: RecordLayout): Boolean =
+    KafkaRecordVectors.columnsOf(config.decoder(layout)).isDefined && ranges.forall(!_.isOpen)
+
+  override def createColumnarReader(context: ReaderContext): KafkaColumnarReader =
+    new KafkaColumnarReader(config, context)
 
   override def retentionWatch(): KafkaRetentionWatch = new KafkaRetentionWatch(config)
 

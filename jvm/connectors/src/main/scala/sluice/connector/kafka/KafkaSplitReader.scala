@@ -94,15 +94,27 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
 
   override def fetch(): RecordsWithSplitIds = fetch(PollSliceMs)
 
-  override def fetch(maxWaitMs: Long): RecordsWithSplitIds = guarded {
-    // no `return` in here: inside `guarded` it would throw, and mark the consumer unhealthy
-    val finished = finishedNow()
-    if (finished.nonEmpty) RecordsWithSplitIds.empty(finished)
-    else if (assigned.keys.forall(paused.contains)) RecordsWithSplitIds.empty(Set.empty)
-    else poll(math.max(0L, math.min(PollSliceMs, maxWaitMs)))
-  }
+  override def fetch(maxWaitMs: Long): RecordsWithSplitIds =
+    pollRecords(maxWaitMs) match {
+      case Right(polled) => new EmittedRecords(polled, emitter)
+      case Left(finished) => RecordsWithSplitIds.empty(finished)
+    }
 
-  private def poll(waitMs: Long): RecordsWithSplitIds = {
+  /**
+   * The next poll's records, by partition, cut at each range's end (`Right`), or, when there are
+   * none, the splits finished (`Left`, maybe none): what `fetch` hands the emitter, and what
+   * `KafkaColumnarReader` makes column batches of.
+   */
+  private[kafka] def pollRecords(maxWaitMs: Long = PollSliceMs): Either[Set[String], Polled] =
+    guarded {
+      // no `return` in here: inside `guarded` it would throw, and mark the consumer unhealthy
+      val finished = finishedNow()
+      if (finished.nonEmpty) Left(finished)
+      else if (assigned.keys.forall(paused.contains)) Left(Set.empty)
+      else poll(math.max(0L, math.min(PollSliceMs, maxWaitMs)))
+    }
+
+  private def poll(waitMs: Long): Either[Set[String], Polled] = {
     val records =
       try consumer.poll(Duration.ofMillis(waitMs))
       catch {
@@ -114,10 +126,10 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
       }
     if (records.isEmpty) {
       checkStalled()
-      RecordsWithSplitIds.empty(finishedNow())
+      Left(finishedNow())
     } else {
       lastProgressMs = context.currentTimeMillis()
-      new EmittedRecords(new Polled(records), emitter)
+      Right(new Polled(records))
     }
   }
 
@@ -283,12 +295,14 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
 
   /**
    * The raw records of one poll, by partition, cut at each partition's `until`; a partition
-   * finished meanwhile is left out. `emitter` turns them into rows.
+   * finished meanwhile is left out. `emitter` turns them into rows one by one (`nextRecord`), or
+   * the columnar reader takes a partition's records at once (`inRange`).
    */
-  private final class Polled(records: ConsumerRecords[Array[Byte], Array[Byte]])
+  private[kafka] final class Polled(records: ConsumerRecords[Array[Byte], Array[Byte]])
       extends SplitRecords[ConsumerRecord[Array[Byte], Array[Byte]]] {
     private val partitions = records.partitions().iterator()
     private var until = 0L
+    private var list: java.util.List[ConsumerRecord[Array[Byte], Array[Byte]]] = _
     private var current: java.util.Iterator[ConsumerRecord[Array[Byte], Array[Byte]]] = _
 
     override def nextSplit(): String = {
@@ -297,12 +311,23 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
         assigned.get(tp) match {
           case Some(a) =>
             until = a.until
-            current = records.records(tp).iterator()
+            list = records.records(tp)
+            current = list.iterator()
             return a.split.splitId
           case None => // finished meanwhile
         }
       }
       null
+    }
+
+    /**
+     * The current split's records of this poll and how many of them, from the first, lie below
+     * its range's end (a partition's records come in offset order).
+     */
+    def inRange: (java.util.List[ConsumerRecord[Array[Byte], Array[Byte]]], Int) = {
+      var n = list.size
+      while (n > 0 && list.get(n - 1).offset >= until) n -= 1
+      (list, n)
     }
 
     override def nextRecord(): ConsumerRecord[Array[Byte], Array[Byte]] =

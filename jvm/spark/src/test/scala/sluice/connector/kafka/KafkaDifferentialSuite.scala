@@ -3,6 +3,8 @@ package sluice.connector.kafka
 import scala.jdk.CollectionConverters._
 
 import org.apache.spark.sql.DataFrame
+import org.apache.spark.sql.execution.ColumnarToRowExec
+import org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper
 import org.apache.spark.sql.streaming.{StreamingQuery, Trigger}
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -11,7 +13,8 @@ import sluice.testkit.{KafkaSuiteBase, ProducedRecord}
 
 /**
  * Sluice's raw Kafka source against Spark's own, on the same topic: every column, as multisets.
- * 4 partitions, 100k records with keys, null keys and values, headers, explicit timestamps.
+ * 4 partitions, 100k records with keys, null keys and values, headers, explicit timestamps. With
+ * headers Sluice reads rows; without, micro-batches and batch reads are column batches.
  */
 class KafkaDifferentialSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase {
 
@@ -133,6 +136,33 @@ class KafkaDifferentialSuite extends AnyFunSuite with KafkaSuiteBase with SparkS
     assert(bounded.boundedness == _root_.sluice.api.Boundedness.Bounded)
     val actual = collect(_root_.sluice.Sluice.fromSource(spark, bounded), "sluice_bounded")
     assertSameMultiset(expected, actual, 1000 + 25000 + 20000)
+  }
+
+  test(
+    "without headers, read as column batches: identical rows in a stream and in a batch read of ranges ending mid-partition") {
+    val noHeaders = Seq("includeHeaders" -> "false", "startingOffsets" -> "earliest")
+    val (actual, q) = run(ours(noHeaders: _*), "sluice_batches")
+    assert(
+      q.asInstanceOf[StreamingQueryWrapper]
+        .streamingQuery
+        .lastExecution
+        .executedPlan
+        .exists(_.isInstanceOf[ColumnarToRowExec]),
+      "the stream's scan did not read column batches")
+    assertSameMultiset(collect(theirs(noHeaders: _*), "spark_batches"), actual, records)
+
+    val end = s"""{"$topic":{"0":1000,"1":-1,"2":20000,"3":0}}"""
+    def batchRead(format: String) = spark.read
+      .format(format)
+      .option("source", "kafka")
+      .option("kafka.bootstrap.servers", kafka.bootstrapServers)
+      .option("subscribe", topic)
+      .option("startingOffsets", "earliest")
+      .option("endingOffsets", end)
+      .load()
+    val read = batchRead("sluice")
+    assert(read.queryExecution.executedPlan.exists(_.isInstanceOf[ColumnarToRowExec]))
+    assertSameMultiset(batchRead("kafka"), read, 1000 + 25000 + 20000)
   }
 
   test(

@@ -1,0 +1,205 @@
+package sluice.connector.kafka
+
+import scala.collection.mutable
+
+import org.apache.spark.sql.vectorized.ColumnarBatch
+import org.scalatest.funsuite.AnyFunSuite
+
+import sluice.api.{ReaderContext, ReaderCounters, SplitRange}
+import sluice.config.RecordLayout
+import sluice.testkit.{KafkaSuiteBase, ProducedRecord}
+
+/**
+ * The column-batch reader against a real broker, no Spark: what its batches hold is what the row
+ * reader's rows hold, record for record (values, nulls, positions, bytes counted, splits finished).
+ */
+class KafkaColumnarReaderSuite extends AnyFunSuite with KafkaSuiteBase {
+
+  private val topic = "columnar-reader"
+  private val baseTs = 1700000000000L
+
+  override protected def beforeAll(): Unit = {
+    super.beforeAll()
+    kafka.createTopic(topic, 2)
+    kafka.produce(
+      topic,
+      (0 until 40).map { i =>
+        ProducedRecord.text(
+          key = if (i % 3 == 0) None else Some(s"k$i"),
+          value = if (i % 7 == 0) None else Some(s"v$i"),
+          partition = Some(i % 2),
+          timestamp = Some(baseTs + i))
+      })
+  }
+
+  private def sourceOptions(options: Seq[(String, String)]): Map[String, String] =
+    Map("kafka.bootstrap.servers" -> kafka.bootstrapServers, "subscribe" -> topic) ++ options
+
+  private val split0 = KafkaPartitionSplit(topic, 0, 0L, None)
+  private val split1 = KafkaPartitionSplit(topic, 1, 0L, None)
+  // partition 0 from its third record to its eighth, partition 1 from its start to its fifth
+  private val ranges = Seq(SplitRange(split0, 2L, 8L), SplitRange(split1, 0L, 5L))
+
+  /** A row read: its split, the values of its columns as Scala values, the position after it. */
+  private type Read = (String, Seq[Any], Long)
+
+  private def value(getter: Int => Any, isNull: Int => Boolean, i: Int): Any =
+    if (isNull(i)) null else getter(i)
+
+  /** Every row of every batch, read through the vectors' getters, and the splits finished. */
+  private def readBatches(s: KafkaSource, context: ReaderContext): (Seq[Read], Seq[String]) = {
+    val reader = s.createColumnarReader(context)
+    val read = mutable.Buffer[Read]()
+    val finished = mutable.Buffer[String]()
+    val deadline = System.currentTimeMillis() + 30000
+    try {
+      reader.handleSplitsChanges(ranges)
+      while (finished.size < ranges.size) {
+        assert(System.currentTimeMillis() < deadline, s"not finished within 30 s: $finished")
+        val fetched = reader.fetch()
+        finished ++= fetched.finishedSplits
+        if (fetched.batch != null) {
+          val batch = fetched.batch
+          assert(fetched.maxRecordTime == (0 until batch.numRows).map(fetched.recordTime).max)
+          (0 until batch.numRows).foreach { i =>
+            read += ((fetched.splitId, columns(batch, i), -1L))
+          }
+          // a batch moves its split to the offset after its last row
+          read(read.size - 1) = read.last.copy(_3 = fetched.position)
+        }
+      }
+    } finally reader.close()
+    (read.toSeq, finished.toSeq)
+  }
+
+  private def columns(batch: ColumnarBatch, i: Int): Seq[Any] =
+    (0 until batch.numCols).map { c =>
+      val v = batch.column(c)
+      v.dataType.typeName match {
+        case "binary" => value(r => new String(v.getBinary(r), "UTF-8"), v.isNullAt, i)
+        case "string" => v.getUTF8String(i).toString
+        case "integer" => v.getInt(i)
+        case _ => v.getLong(i) // offset, and the timestamp in microseconds
+      }
+    }
+
+  /** The row reader's rows of the same ranges, read with the row's getters. */
+  private def readRows(s: KafkaSource, context: ReaderContext): (Seq[Read], Seq[String]) = {
+    val reader = s.createReader(context)
+    val schema = s.schema(context.recordLayout)
+    val read = mutable.Buffer[Read]()
+    val finished = mutable.Buffer[String]()
+    val deadline = System.currentTimeMillis() + 30000
+    try {
+      reader.handleSplitsChanges(ranges)
+      while (finished.size < ranges.size) {
+        assert(System.currentTimeMillis() < deadline, s"not finished within 30 s: $finished")
+        val fetched = reader.fetch()
+        var id = fetched.nextSplit()
+        while (id != null) {
+          while (fetched.nextRecord()) {
+            val row = fetched.row
+            read += ((
+              id,
+              schema.fields.indices.map { c =>
+                schema(c).dataType.typeName match {
+                  case "binary" =>
+                    value(r => new String(row.getBinary(r), "UTF-8"), row.isNullAt, c)
+                  case "string" => row.getUTF8String(c).toString
+                  case "integer" => row.getInt(c)
+                  case _ => row.getLong(c)
+                }
+              },
+              fetched.position))
+          }
+          id = fetched.nextSplit()
+        }
+        finished ++= fetched.finishedSplits
+      }
+    } finally reader.close()
+    (read.toSeq, finished.toSeq)
+  }
+
+  /** Rows by split with only each poll's last position kept (a batch reports one position). */
+  private def bySplit(read: Seq[Read]): Map[String, (Seq[Seq[Any]], Long)] =
+    read.groupBy(_._1).map { case (id, rows) => id -> (rows.map(_._2), rows.map(_._3).max) }
+
+  test("every layout's batches hold the row reader's records: values, nulls, positions, bytes") {
+    for ((label, options, layout) <- Seq(
+        ("every column", Nil, RecordLayout.Full),
+        ("compact rows with the key", Seq("includeKey" -> "true"), RecordLayout.Compact),
+        ("compact rows", Nil, RecordLayout.Compact))) {
+      val s = KafkaSource.fromOptions(sourceOptions(options))
+      assert(s.readsColumnar(ranges, layout), label)
+      val (batchContext, rowContext) = (ReaderContext(layout), ReaderContext(layout))
+      val (batches, batchesFinished) = readBatches(s, batchContext)
+      val (rows, rowsFinished) = readRows(s, rowContext)
+      assert(bySplit(batches) == bySplit(rows), label)
+      assert(batches.map(_._2).size == 6 + 5, label)
+      assert(batchesFinished.sorted == rowsFinished.sorted, label)
+      assert(batchesFinished.sorted == Seq(split0.splitId, split1.splitId).sorted, label)
+      assert(batchContext.bytesRead == rowContext.bytesRead && batchContext.bytesRead > 0, label)
+    }
+  }
+
+  test("pruned columns: the batch holds those columns, in the source's order") {
+    val s = KafkaSource.fromOptions(sourceOptions(Nil)).withColumns(Set("timestamp", "offset"))
+    val (batches, _) = readBatches(s, ReaderContext())
+    assert(bySplit(batches)(split1.splitId)._1 == (0 until 5).map { k =>
+      val i = 2 * k + 1 // partition 1 holds the odd records
+      Seq(k.toLong, (baseTs + i) * 1000L)
+    })
+    // no column at all (a count): rows of none, still one per record
+    val (none, _) = readBatches(s.withColumns(Set.empty), ReaderContext())
+    assert(none.map(_._2) == Seq.fill(11)(Seq.empty))
+  }
+
+  test("headers and parsed payloads are read as rows; open ranges are never batches") {
+    assert(
+      !KafkaSource
+        .fromOptions(sourceOptions(Seq("includeHeaders" -> "true")))
+        .readsColumnar(ranges, RecordLayout.Full))
+    assert(
+      !KafkaSource
+        .fromOptions(sourceOptions(Seq("format" -> "json", "schema" -> "a INT")))
+        .readsColumnar(ranges, RecordLayout.Full))
+    assert(
+      !KafkaSource
+        .fromOptions(sourceOptions(Nil))
+        .readsColumnar(Seq(SplitRange(split0, 0L, SplitRange.OpenEnd)), RecordLayout.Full))
+  }
+
+  test("records gone by retention are skipped and counted as by the row reader") {
+    val gone = "columnar-retention"
+    kafka.createTopic(gone, 1)
+    kafka.produce(
+      gone,
+      (0 until 10).map(i => ProducedRecord.text(value = Some(s"v$i"), partition = Some(0))))
+    assert(kafka.deleteRecords(gone, 0, 5L) == 5L)
+    val split = KafkaPartitionSplit(gone, 0, 0L, None)
+    val s = KafkaSource
+      .fromOptions(
+        Map(
+          "kafka.bootstrap.servers" -> kafka.bootstrapServers,
+          "subscribe" -> gone,
+          "failOnDataLoss" -> "false"))
+      .withColumns(Set("offset"))
+    val context = ReaderContext()
+    val reader = s.createColumnarReader(context)
+    val offsets = mutable.Buffer[Long]()
+    var finished = false
+    val deadline = System.currentTimeMillis() + 30000
+    try {
+      reader.handleSplitsChanges(Seq(SplitRange(split, 0L, 10L)))
+      while (!finished) {
+        assert(System.currentTimeMillis() < deadline, "not finished within 30 s")
+        val fetched = reader.fetch()
+        if (fetched.batch != null)
+          offsets ++= (0 until fetched.batch.numRows).map(fetched.batch.column(0).getLong)
+        finished = fetched.finishedSplits.contains(split.splitId)
+      }
+    } finally reader.close()
+    assert(offsets == (5L until 10L))
+    assert(context.countersOf(split.splitId) == Map(ReaderCounters.DataLossOffsets -> 5L))
+  }
+}
