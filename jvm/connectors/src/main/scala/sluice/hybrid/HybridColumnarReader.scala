@@ -9,34 +9,43 @@ import sluice.api._
 /**
  * Reads a hybrid's splits as column batches with the column readers of the members they belong
  * to (a batch of tasks is read this way only when every member in it can: `HybridSource.readsColumnar`),
- * one member after the other. Batches pass through unchanged: the members' schemas are the hybrid's.
+ * one member after the other. A member gets its ranges, and its reader is made, only when its
+ * turn comes: a reader's clocks start when it is handed ranges (Kafka's patience for records it
+ * knows exist, `kafkaConsumer.pollTimeoutMs`), and must not run while earlier members are read.
+ * Batches pass through unchanged: the members' schemas are the hybrid's.
  */
 final class HybridColumnarReader(hybrid: HybridSource, context: ReaderContext)
     extends ColumnarSplitReader[HybridSplit] {
-  private val readers = mutable.LinkedHashMap[Int, ColumnarSplitReader[SourceSplit]]()
+  private val readers = mutable.Map[Int, ColumnarSplitReader[SourceSplit]]()
+
+  /** Ranges not yet handed to their member's reader, by member. */
+  private val waiting = mutable.Map[Int, Seq[SplitRange[SourceSplit]]]()
   private val unfinished = mutable.Map[Int, Int]()
 
   override def handleSplitsChanges(ranges: Seq[SplitRange[HybridSplit]]): Unit =
-    ranges.groupBy(_.split.sourceIndex).toSeq.sortBy(_._1).foreach { case (index, rs) =>
-      val reader = readers.getOrElseUpdate(
-        index,
-        HybridSource
-          .columnar(hybrid.resolvedSourceAt(index))
-          .getOrElse(throw new IllegalStateException(
-            s"HybridSource: source $index reads no column batches"))
-          .createColumnarReader(new MemberContext(context, index)))
-      reader.handleSplitsChanges(rs.map(r => SplitRange(r.split.child, r.from, r.until)))
+    ranges.groupBy(_.split.sourceIndex).foreach { case (index, rs) =>
+      waiting(index) =
+        waiting.getOrElse(index, Nil) ++ rs.map(r => SplitRange(r.split.child, r.from, r.until))
       unfinished(index) = unfinished.getOrElse(index, 0) + rs.size
     }
 
   override def fetch(): ColumnarFetch =
-    readers.keys.find(i => unfinished.getOrElse(i, 0) > 0) match {
+    unfinished.filter(_._2 > 0).keys.minOption match {
       case None => ColumnarFetch.empty(Set.empty)
       case Some(index) =>
-        val fetched = readers(index).fetch()
+        val reader = readers.getOrElseUpdate(index, readerOf(index))
+        waiting.remove(index).foreach(reader.handleSplitsChanges)
+        val fetched = reader.fetch()
         unfinished(index) -= fetched.finishedSplits.size
         new Prefixed(index, fetched)
     }
+
+  private def readerOf(index: Int): ColumnarSplitReader[SourceSplit] =
+    HybridSource
+      .columnar(hybrid.resolvedSourceAt(index))
+      .getOrElse(
+        throw new IllegalStateException(s"HybridSource: source $index reads no column batches"))
+      .createColumnarReader(new MemberContext(context, index))
 
   override def close(): Unit = readers.values.foreach(_.close())
 

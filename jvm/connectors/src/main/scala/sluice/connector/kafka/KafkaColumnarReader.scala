@@ -13,12 +13,12 @@ import sluice.api.{ColumnarFetch, ColumnarSplitReader, ReaderContext, SplitRange
  */
 final class KafkaColumnarReader(config: KafkaConfig, context: ReaderContext)
     extends ColumnarSplitReader[KafkaPartitionSplit] {
-  private val reader = new KafkaSplitReader(config, context)
   private val vectors = new KafkaRecordVectors(
     KafkaRecordVectors
       .columnsOf(config.decoder(context.recordLayout))
       .getOrElse(throw new IllegalStateException(
         s"Sluice: Kafka rows of ${config.decoder(context.recordLayout)} are not read as column batches")))
+  private val reader = new KafkaSplitReader(config, context)
 
   /** The poll whose partitions are still to be handed out, one batch each. */
   private var polled: reader.Polled = _

@@ -96,7 +96,11 @@ private[kafka] object KafkaRecordVectors {
   /** A key or value: null where the record's is (a record without key, a tombstone). */
   abstract class BytesVector extends RecordVector(BinaryType) {
     protected def bytes(record: Record): Array[Byte]
-    override def hasNull: Boolean = numNulls > 0
+    override def hasNull: Boolean = {
+      var i = 0
+      while (i < rows && bytes(records.get(i)) != null) i += 1
+      i < rows
+    }
     override def numNulls: Int = {
       var nulls = 0
       var i = 0

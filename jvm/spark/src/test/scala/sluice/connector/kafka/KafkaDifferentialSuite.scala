@@ -139,7 +139,8 @@ class KafkaDifferentialSuite extends AnyFunSuite with KafkaSuiteBase with SparkS
   }
 
   test(
-    "without headers, read as column batches: identical rows in a stream and in a batch read of ranges ending mid-partition") {
+    "without headers, read as column batches: identical rows in a stream and in a batch read of ranges ending mid-partition",
+    Slow) {
     val noHeaders = Seq("includeHeaders" -> "false", "startingOffsets" -> "earliest")
     val (actual, q) = run(ours(noHeaders: _*), "sluice_batches")
     assert(
