@@ -808,7 +808,7 @@ def compact_section() -> list[str]:
         "| the same with every batch grouped by `pmod(hash(value), 1024)` and counted, records/s | "
         f"{_n(shuffle['spark_rps'])} | {_n(shuffle['full_rps'])} | {_n(shuffle['compact_rps'])} | "
         f"{shuffle['ratio']:.2f}{_spread(shuffle)} |",
-        f"| mean `UnsafeRow` size of the rows the source emits | {r['spark_row_bytes']:.0f} B | "
+        f"| mean `UnsafeRow` size of the scan's rows | {r['spark_row_bytes']:.0f} B | "
         f"{r['full_row_bytes']:.0f} B | {r['compact_row_bytes']:.0f} B | — |",
     ]
     if "full_ratio" in r:

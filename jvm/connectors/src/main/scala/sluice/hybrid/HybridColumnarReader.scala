@@ -12,6 +12,8 @@ import sluice.api._
  * one member after the other. A member gets its ranges, and its reader is made, only when its
  * turn comes: a reader's clocks start when it is handed ranges (Kafka's patience for records it
  * knows exist, `kafkaConsumer.pollTimeoutMs`), and must not run while earlier members are read.
+ * The engine hands a task's ranges in one call, so a member read once is never waited on again
+ * (ranges handed later to an earlier member would be read first, the later member waiting).
  * Batches pass through unchanged: the members' schemas are the hybrid's.
  */
 final class HybridColumnarReader(hybrid: HybridSource, context: ReaderContext)

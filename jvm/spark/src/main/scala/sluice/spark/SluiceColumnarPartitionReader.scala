@@ -40,7 +40,7 @@ final class SluiceColumnarPartitionReader(
   override def getOffset(): SluicePartitionOffset = SluicePartitionOffset(
     loop.reports(latencyMarkers = false))
 
-  /** Spark asks once per batch: cheap next to the batch's rows. */
+  /** Spark asks every 100 batches (`DataSourceRDD`): cheap next to the batches' rows. */
   override def currentMetricsValues(): Array[CustomTaskMetric] = loop.metrics()
 
   private var closed = false

@@ -15,7 +15,8 @@ import sluice.errors.SluiceError
  * Reads offset ranges of topic-partitions with one pooled `KafkaConsumer` (assign + seek + poll).
  * Supports pausing and resuming partitions (FLIP-217), ignoring partitions it does not own. It
  * fetches only (Flink's split): a poll's records, cut at each range's end, are handed to the
- * engine through the `KafkaRecordEmitter`, which turns each into rows.
+ * engine through the `KafkaRecordEmitter`, which turns each into rows, or, for column batches,
+ * taken a partition at a time by `KafkaColumnarReader` (`pollRecords`).
  *
  * Data loss (offsets gone through retention or deletion) is decided by `KafkaDataLoss`: an error
  * naming the topic, partition and offsets when `failOnDataLoss` is true; otherwise the reader
