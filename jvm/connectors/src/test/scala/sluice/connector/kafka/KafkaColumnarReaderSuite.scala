@@ -2,7 +2,8 @@ package sluice.connector.kafka
 
 import scala.collection.mutable
 
-import org.apache.spark.sql.vectorized.ColumnarBatch
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.types.StructType
 import org.scalatest.funsuite.AnyFunSuite
 
 import sluice.api.{ReaderContext, ReaderCounters, SplitRange}
@@ -43,81 +44,76 @@ class KafkaColumnarReaderSuite extends AnyFunSuite with KafkaSuiteBase {
   /** A row read: its split, the values of its columns as Scala values, the position after it. */
   private type Read = (String, Seq[Any], Long)
 
-  private def value(getter: Int => Any, isNull: Int => Boolean, i: Int): Any =
-    if (isNull(i)) null else getter(i)
+  /** A row's values as Scala values (a batch's rows are read through `ColumnarBatch.getRow`). */
+  private def values(row: InternalRow, schema: StructType): Seq[Any] =
+    schema.fields.indices.map { c =>
+      if (row.isNullAt(c)) null
+      else
+        schema(c).dataType.typeName match {
+          case "binary" => new String(row.getBinary(c), "UTF-8")
+          case "string" => row.getUTF8String(c).toString
+          case "integer" => row.getInt(c)
+          case _ => row.getLong(c) // offset, and the timestamp in microseconds
+        }
+    }
+
+  /** Calls `fetchOnce` (one fetch: what it read, the splits it finished) until every range is finished. */
+  private def untilFinished(
+      fetchOnce: () => (Seq[Read], Set[String])): (Seq[Read], Seq[String]) = {
+    val read = mutable.Buffer[Read]()
+    val finished = mutable.Buffer[String]()
+    val deadline = System.currentTimeMillis() + 30000
+    while (finished.size < ranges.size) {
+      assert(System.currentTimeMillis() < deadline, s"not finished within 30 s: $finished")
+      val (rows, done) = fetchOnce()
+      read ++= rows
+      finished ++= done
+    }
+    (read.toSeq, finished.toSeq)
+  }
 
   /** Every row of every batch, read through the vectors' getters, and the splits finished. */
   private def readBatches(s: KafkaSource, context: ReaderContext): (Seq[Read], Seq[String]) = {
     val reader = s.createColumnarReader(context)
-    val read = mutable.Buffer[Read]()
-    val finished = mutable.Buffer[String]()
-    val deadline = System.currentTimeMillis() + 30000
+    val schema = s.schema(context.recordLayout)
     try {
       reader.handleSplitsChanges(ranges)
-      while (finished.size < ranges.size) {
-        assert(System.currentTimeMillis() < deadline, s"not finished within 30 s: $finished")
+      untilFinished { () =>
         val fetched = reader.fetch()
-        finished ++= fetched.finishedSplits
-        if (fetched.batch != null) {
-          val batch = fetched.batch
-          assert(fetched.maxRecordTime == (0 until batch.numRows).map(fetched.recordTime).max)
-          (0 until batch.numRows).foreach { i =>
-            read += ((fetched.splitId, columns(batch, i), -1L))
+        val batch = fetched.batch
+        val rows =
+          if (batch == null) Nil
+          else {
+            assert(fetched.maxRecordTime == (0 until batch.numRows).map(fetched.recordTime).max)
+            // a batch moves its split to the offset after its last row
+            (0 until batch.numRows).map { i =>
+              val position = if (i == batch.numRows - 1) fetched.position else -1L
+              (fetched.splitId, values(batch.getRow(i), schema), position)
+            }
           }
-          // a batch moves its split to the offset after its last row
-          read(read.size - 1) = read.last.copy(_3 = fetched.position)
-        }
+        (rows, fetched.finishedSplits)
       }
     } finally reader.close()
-    (read.toSeq, finished.toSeq)
   }
-
-  private def columns(batch: ColumnarBatch, i: Int): Seq[Any] =
-    (0 until batch.numCols).map { c =>
-      val v = batch.column(c)
-      v.dataType.typeName match {
-        case "binary" => value(r => new String(v.getBinary(r), "UTF-8"), v.isNullAt, i)
-        case "string" => v.getUTF8String(i).toString
-        case "integer" => v.getInt(i)
-        case _ => v.getLong(i) // offset, and the timestamp in microseconds
-      }
-    }
 
   /** The row reader's rows of the same ranges, read with the row's getters. */
   private def readRows(s: KafkaSource, context: ReaderContext): (Seq[Read], Seq[String]) = {
     val reader = s.createReader(context)
     val schema = s.schema(context.recordLayout)
-    val read = mutable.Buffer[Read]()
-    val finished = mutable.Buffer[String]()
-    val deadline = System.currentTimeMillis() + 30000
     try {
       reader.handleSplitsChanges(ranges)
-      while (finished.size < ranges.size) {
-        assert(System.currentTimeMillis() < deadline, s"not finished within 30 s: $finished")
+      untilFinished { () =>
         val fetched = reader.fetch()
+        val rows = mutable.Buffer[Read]()
         var id = fetched.nextSplit()
         while (id != null) {
-          while (fetched.nextRecord()) {
-            val row = fetched.row
-            read += ((
-              id,
-              schema.fields.indices.map { c =>
-                schema(c).dataType.typeName match {
-                  case "binary" =>
-                    value(r => new String(row.getBinary(r), "UTF-8"), row.isNullAt, c)
-                  case "string" => row.getUTF8String(c).toString
-                  case "integer" => row.getInt(c)
-                  case _ => row.getLong(c)
-                }
-              },
-              fetched.position))
-          }
+          while (fetched.nextRecord())
+            rows += ((id, values(fetched.row, schema), fetched.position))
           id = fetched.nextSplit()
         }
-        finished ++= fetched.finishedSplits
+        (rows.toSeq, fetched.finishedSplits)
       }
     } finally reader.close()
-    (read.toSeq, finished.toSeq)
   }
 
   /** Rows by split with only each poll's last position kept (a batch reports one position). */
