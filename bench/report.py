@@ -194,13 +194,9 @@ def _file_throughput(r: dict) -> str:
         f"| `file_throughput` | {r['data_bytes'] / 1024**3:.2f} GB of JSON lines "
         f"({_millions(r['rows'])} M rows, {r.get('files', 17)} files, nested struct + array), "
         "`Trigger.AvailableNow` into the no-op sink; Spark: `spark.readStream.schema(s).json(dir)` | "
-        f"{_n(r['spark_rps'])} | {_n(r['sluice_rps'])} | {r['ratio']:.2f}{_spread(r)}{_goal(r, 'ratio')}"
-        + (
-            f"; Sluice's default rows, with their three provenance columns: {r['ratio_provenance']:.2f}"
-            f"{_spread(r, 'ratio_provenance')} |"
-            if "ratio_provenance" in r
-            else " |"
-        )
+        f"{_n(r['spark_rps'])} | {_n(r['sluice_rps'])} | {r['ratio']:.2f}{_spread(r)}{_goal(r, 'ratio')}; "
+        "Sluice's default rows, with their three provenance columns: "
+        f"{r['ratio_provenance']:.2f}{_spread(r, 'ratio_provenance')} |"
     )
 
 

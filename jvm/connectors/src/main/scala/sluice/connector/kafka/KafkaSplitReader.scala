@@ -48,7 +48,8 @@ final class KafkaSplitReader(config: KafkaConfig, context: ReaderContext)
   private var healthy = true
   private val assigned = mutable.LinkedHashMap[TopicPartition, Assignment]()
   private val paused = mutable.Set[TopicPartition]()
-  private val emitter = KafkaRecordEmitter(config.decoder(context.recordLayout), context)
+  // rows only: `KafkaColumnarReader` takes whole polls and never builds one
+  private lazy val emitter = KafkaRecordEmitter(config.decoder(context.recordLayout), context)
   private val dataLoss = new KafkaDataLoss(config.failOnDataLoss)
   private var lastProgressMs = context.currentTimeMillis()
 

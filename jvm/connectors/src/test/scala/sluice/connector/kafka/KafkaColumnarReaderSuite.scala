@@ -58,12 +58,12 @@ class KafkaColumnarReaderSuite extends AnyFunSuite with KafkaSuiteBase {
     }
 
   /** Calls `fetchOnce` (one fetch: what it read, the splits it finished) until every range is finished. */
-  private def untilFinished(
+  private def untilFinished(splits: Int)(
       fetchOnce: () => (Seq[Read], Set[String])): (Seq[Read], Seq[String]) = {
     val read = mutable.Buffer[Read]()
     val finished = mutable.Buffer[String]()
     val deadline = System.currentTimeMillis() + 30000
-    while (finished.size < ranges.size) {
+    while (finished.size < splits) {
       assert(System.currentTimeMillis() < deadline, s"not finished within 30 s: $finished")
       val (rows, done) = fetchOnce()
       read ++= rows
@@ -73,12 +73,15 @@ class KafkaColumnarReaderSuite extends AnyFunSuite with KafkaSuiteBase {
   }
 
   /** Every row of every batch, read through the vectors' getters, and the splits finished. */
-  private def readBatches(s: KafkaSource, context: ReaderContext): (Seq[Read], Seq[String]) = {
+  private def readBatches(
+      s: KafkaSource,
+      context: ReaderContext,
+      ranges: Seq[SplitRange[KafkaPartitionSplit]] = ranges): (Seq[Read], Seq[String]) = {
     val reader = s.createColumnarReader(context)
     val schema = s.schema(context.recordLayout)
     try {
       reader.handleSplitsChanges(ranges)
-      untilFinished { () =>
+      untilFinished(ranges.size) { () =>
         val fetched = reader.fetch()
         val batch = fetched.batch
         val rows =
@@ -102,7 +105,7 @@ class KafkaColumnarReaderSuite extends AnyFunSuite with KafkaSuiteBase {
     val schema = s.schema(context.recordLayout)
     try {
       reader.handleSplitsChanges(ranges)
-      untilFinished { () =>
+      untilFinished(ranges.size) { () =>
         val fetched = reader.fetch()
         val rows = mutable.Buffer[Read]()
         var id = fetched.nextSplit()
@@ -174,27 +177,12 @@ class KafkaColumnarReaderSuite extends AnyFunSuite with KafkaSuiteBase {
     assert(kafka.deleteRecords(gone, 0, 5L) == 5L)
     val split = KafkaPartitionSplit(gone, 0, 0L, None)
     val s = KafkaSource
-      .fromOptions(
-        Map(
-          "kafka.bootstrap.servers" -> kafka.bootstrapServers,
-          "subscribe" -> gone,
-          "failOnDataLoss" -> "false"))
+      .fromOptions(sourceOptions(Seq("subscribe" -> gone, "failOnDataLoss" -> "false")))
       .withColumns(Set("offset"))
     val context = ReaderContext()
-    val reader = s.createColumnarReader(context)
-    val offsets = mutable.Buffer[Long]()
-    var finished = false
-    val deadline = System.currentTimeMillis() + 30000
-    try {
-      reader.handleSplitsChanges(Seq(SplitRange(split, 0L, 10L)))
-      while (!finished) {
-        assert(System.currentTimeMillis() < deadline, "not finished within 30 s")
-        val fetched = reader.fetch()
-        if (fetched.batch != null)
-          offsets ++= (0 until fetched.batch.numRows).map(fetched.batch.column(0).getLong)
-        finished = fetched.finishedSplits.contains(split.splitId)
-      }
-    } finally reader.close()
+    val (read, finished) = readBatches(s, context, Seq(SplitRange(split, 0L, 10L)))
+    val offsets = read.map(_._2.head)
+    assert(finished == Seq(split.splitId))
     assert(offsets == (5L until 10L))
     assert(context.countersOf(split.splitId) == Map(ReaderCounters.DataLossOffsets -> 5L))
   }
