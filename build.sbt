@@ -218,13 +218,12 @@ lazy val java17Opens = Seq(
   "--add-opens=java.base/sun.util.calendar=ALL-UNNAMED",
   "-Djdk.reflect.useDirectMethodHandle=false")
 
-// The test JVMs compile with C1 only: a suite run is minutes of short queries, each running code
-// once or a few times, and C2's compilations of it cost more CPU than they return. Measured on the
-// 2-core machine (AutoDriftSuite + MicroBatchSuite, two pairs): sbt and its test JVM used 87-92 s
-// of CPU with the default tiered compilation, 60-61 s with C1 only. Benchmarks never use this.
-// C1 only sizes the code cache for a small program (48 MB); a test JVM compiles Spark and many
-// queries' generated code, and a full cache stops compiling and fails method-handle links.
-lazy val testJit = Seq("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=256m")
+// The options of every JVM a test run starts (C1 only, the serial collector, no bytecode
+// verification): build/test-jvm-options says why; the Python lanes' JVMs read the same file.
+lazy val testJvm = IO
+  .readLines(file("build/test-jvm-options"))
+  .map(_.trim)
+  .filter(line => line.nonEmpty && !line.startsWith("#"))
 
 // Suites that start the embedded broker (`sluice.testkit.EmbeddedKafka`, in connectors' tests):
 // forked, so the broker's classpath file can be passed, and written before they run.
@@ -274,7 +273,7 @@ lazy val connectors = (project in file("jvm/connectors"))
       icebergCore,
       scalaTest,
       httpClient5ForTests) ++ deltaKernelDeps,
-    Test / javaOptions ++= Seq("-Xmx1g", "-XX:+UseG1GC") ++ testJit ++ java17Opens)
+    Test / javaOptions ++= Seq("-Xmx1g") ++ testJvm ++ java17Opens)
 
 // Its tests use connectors' test classes (test->test) for the broker's client: that client talks to
 // the broker's own JVM, so neither project's tests have the broker's jars (Kafka's server, its Scala
@@ -291,7 +290,7 @@ lazy val spark = (project in file("jvm/spark"))
       scalaTest) ++ icebergParquetForTests ++ deltaKernelDeps ++ (sparkKafkaConnector
       .map(_ % Test) :+ sqliteJdbcForTests),
     // One JVM per test run, sized for a 2-core machine; the broker runs in its own process.
-    Test / javaOptions ++= Seq("-Xmx3g", "-XX:+UseG1GC") ++ testJit ++ java17Opens,
+    Test / javaOptions ++= Seq("-Xmx3g") ++ testJvm ++ java17Opens,
     writeSparkKafkaClasspath := {
       val out = target.value / "spark-kafka-jars.txt"
       // and the sqlite JDBC driver and the REST catalog's HTTP client of the Iceberg catalog tests

@@ -37,8 +37,9 @@ def main(target: Path) -> int:
         .config("spark.sql.shuffle.partitions", "2")
         .config(
             "spark.driver.extraJavaOptions",
-            # the test drivers' JIT settings (tests/conftest.py TEST_JIT), then the archive's
-            f"-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m -XX:ArchiveClassesAtExit={partial}"
+            # the test drivers' options (build/test-jvm-options, as tests/conftest.py), then the
+            # archive's
+            f"@{Path(__file__).with_name('test-jvm-options')} -XX:ArchiveClassesAtExit={partial}"
             " -Xlog:cds=off -Xlog:cds+dynamic=off",
         )
         .getOrCreate()

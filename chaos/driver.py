@@ -21,17 +21,16 @@ import sluice
 from pyspark.sql import DataFrame, SparkSession
 from sluice import FileSource, HybridSource, KafkaSource, OffsetsInitializer, WatermarkStrategy
 
-from bench.common import session
+from bench.common import ROOT, session
 from chaos.scenarios import SCHEMA
 from chaos.sinks import committed_epochs, epoch_ids
 
 BATCH_RECORDS = 400  # per source and micro-batch: many batches, so kills land between and inside them
 REALTIME_BATCH = "2 seconds"
 CONTINUOUS_INTERVAL = "1 second"
-# as build.sbt `testJit`; under `make test` also the class-data archive of build/class_archive.py
-TEST_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m " + os.environ.get(
-    "SLUICE_TEST_JVM_OPTIONS", ""
-)
+# the test JVMs' options, read by the JVM from build/test-jvm-options; under `make test` also the
+# class-data archive of build/class_archive.py
+TEST_JVM_OPTIONS = f"@{ROOT / 'build' / 'test-jvm-options'} " + os.environ.get("SLUICE_TEST_JVM_OPTIONS", "")
 
 
 def _kafka(config: dict, topic: str) -> KafkaSource:
@@ -224,9 +223,9 @@ def main(argv: list[str]) -> int:
         benchkit=config["mode"] != "micro" or bool(config.get("slow")),
         driver_memory="1g",
         conf={
-            # C1 only: a chaos run is correctness under faults, not speed (build.sbt `testJit`)
-            "spark.driver.extraJavaOptions": TEST_JIT,
-            "spark.executor.extraJavaOptions": TEST_JIT,
+            # a chaos run is correctness under faults, not speed: a test's JVMs (C1 only, ...)
+            "spark.driver.extraJavaOptions": TEST_JVM_OPTIONS,
+            "spark.executor.extraJavaOptions": TEST_JVM_OPTIONS,
             **({"spark.executor.memory": "512m"} if master.startswith("local-cluster") else {}),
         },
     )

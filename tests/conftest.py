@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import sluice
-from distribution import built_testfs_jar
+from distribution import ROOT, built_testfs_jar
 from pyspark.sql import SparkSession
 from sluice.testing import EmbeddedKafka
 
@@ -21,11 +21,10 @@ SPARK_KAFKA_JARS = (
 )
 
 
-#: the JIT settings of the test session's JVM (never of a benchmark's): build.sbt `testJit`; under
-#: `make test` also the class-data archive build/class_archive.py wrote (it says why)
-TEST_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m " + os.environ.get(
-    "SLUICE_TEST_JVM_OPTIONS", ""
-)
+#: the options of the test session's JVM (never of a benchmark's), read by the JVM from
+#: build/test-jvm-options (which says why); under `make test` also the class-data archive
+#: build/class_archive.py wrote (it says why)
+TEST_JVM_OPTIONS = f"@{ROOT / 'build' / 'test-jvm-options'} " + os.environ.get("SLUICE_TEST_JVM_OPTIONS", "")
 
 
 @contextmanager
@@ -57,8 +56,8 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
         .config("spark.driver.memory", "2g")
-        # C1 only, as the Scala test JVMs (build.sbt `testJit` says why): a test run is short queries
-        .config("spark.driver.extraJavaOptions", TEST_JIT)
+        # as the Scala test JVMs (build/test-jvm-options says why): a test run is short queries
+        .config("spark.driver.extraJavaOptions", TEST_JVM_OPTIONS)
     )
     jars = []
     if SPARK_KAFKA_JARS.exists():  # Spark's own Kafka source, which some tests compare with, and sqlite-jdbc
