@@ -92,14 +92,7 @@ def clean_env() -> dict[str, str]:
         "PYSPARK_DRIVER_PYTHON",
         "JUPYTER_PATH",
     )
-    env = {k: v for k, v in os.environ.items() if k not in drop}
-    # make test's JVMs skip bytecode verification (build/test-jvm-options): a user's JVM verifies
-    # the classes it loads, the wheel's jar as relocated by the assembly among them, and so does
-    # this one
-    if "JDK_JAVA_OPTIONS" in env:
-        kept = [o for o in env["JDK_JAVA_OPTIONS"].split() if o != "-XX:-BytecodeVerificationRemote"]
-        env["JDK_JAVA_OPTIONS"] = " ".join(kept)
-    return env
+    return {k: v for k, v in os.environ.items() if k not in drop}
 
 
 @pytest.fixture
