@@ -39,7 +39,7 @@ def main(target: Path) -> int:
             "spark.driver.extraJavaOptions",
             # the test drivers' options (build/test-jvm-options, as tests/conftest.py), then the
             # archive's
-            f"@{Path(__file__).with_name('test-jvm-options')} -XX:ArchiveClassesAtExit={partial}"
+            f'"@{Path(__file__).with_name("test-jvm-options")}" "-XX:ArchiveClassesAtExit={partial}"'
             " -Xlog:cds=off -Xlog:cds+dynamic=off",
         )
         .getOrCreate()

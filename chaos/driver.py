@@ -30,7 +30,10 @@ REALTIME_BATCH = "2 seconds"
 CONTINUOUS_INTERVAL = "1 second"
 # the test JVMs' options, read by the JVM from build/test-jvm-options; under `make test` also the
 # class-data archive of build/class_archive.py
-TEST_JVM_OPTIONS = f"@{ROOT / 'build' / 'test-jvm-options'} " + os.environ.get("SLUICE_TEST_JVM_OPTIONS", "")
+# (quoted: Spark splits the options at spaces outside quotes, and a checkout's path may hold one)
+TEST_JVM_OPTIONS = f'"@{ROOT / "build" / "test-jvm-options"}" ' + os.environ.get(
+    "SLUICE_TEST_JVM_OPTIONS", ""
+)
 
 
 def _kafka(config: dict, topic: str) -> KafkaSource:

@@ -24,7 +24,10 @@ SPARK_KAFKA_JARS = (
 #: the options of the test session's JVM (never of a benchmark's), read by the JVM from
 #: build/test-jvm-options (which says why); under `make test` also the class-data archive
 #: build/class_archive.py wrote (it says why)
-TEST_JVM_OPTIONS = f"@{ROOT / 'build' / 'test-jvm-options'} " + os.environ.get("SLUICE_TEST_JVM_OPTIONS", "")
+# (quoted: Spark splits the options at spaces outside quotes, and a checkout's path may hold one)
+TEST_JVM_OPTIONS = f'"@{ROOT / "build" / "test-jvm-options"}" ' + os.environ.get(
+    "SLUICE_TEST_JVM_OPTIONS", ""
+)
 
 
 @contextmanager
