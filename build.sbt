@@ -169,19 +169,28 @@ lazy val testkit = (project in file("jvm/testkit"))
 //   core, connectors  <-  spark   (the DataSource V2 binding and the entry points; the one artifact)
 // A reversed import does not compile: core cannot see Spark, connectors cannot see core or spark.
 
-// spark's suites by package into four test JVMs, largest first; two forked test JVMs run at a time
-// (connectors' included: the next starts when one ends). One at a time, the Python lanes ended
-// minutes before the Scala suites and a core idled for the rest (vmstat: ~50% idle for the last 4
-// minutes); two pairs of fresh-clone runs here, one at a time vs two: 957 vs 917 s, 950 vs 875 s.
-// Three at once beside the Python lanes oversubscribed the 2 cores (load 15-25, 949-1409 s here,
-// 2337 s on CI). Three groups of 433, 345 and 240 s of suites (a fresh clone's test reports) left
-// the last group running alone for ~4 minutes; four of ~250 s each pair up evenly. A suite whose
-// package is not listed goes to the last. Groups are matched in order (parquet before file).
+// spark's suites by package into two test JVMs of about equal length, which run at once, beside
+// connectors' test JVM (three forked test JVMs at a time; connectors' mostly waits on its broker).
+// History: one at a time, the Python lanes ended minutes before the Scala suites and a core idled
+// for the rest (vmstat: ~50% idle for the last 4 minutes); three Spark test JVMs at once beside
+// the Python lanes oversubscribed the 2 cores (load 15-25, 949-1409 s here, 2337 s on CI). Four
+// groups, two at a time with connectors' JVM taking one of the two places first, started the
+// second pair's first group only when connectors' tests ended (~45 s after the first), and which
+// groups paired up changed from run to run: fresh clones ended the two streams 51 s apart
+// (592 and 643 s) and then the Python lanes ~60 s before the Scala suites (654 s in all, of
+// 50adbb6). Each JVM also pays its Spark start and warm-up once. Two groups, by the suites' times
+// in that run's test reports: 443 and 412 s. A suite whose package is not listed goes to the
+// first group. Groups are matched in order (parquet before file).
 lazy val SparkTestGroups = Seq(
-  "parquet-tables" -> Seq("sluice.connector.file.parquet.", "sluice.connector.table."),
-  "files-hybrid-compat" -> Seq("sluice.connector.file.", "sluice.hybrid.", "sluice.compat."),
-  "kafka-alignment" -> Seq("sluice.connector.kafka.", "sluice.alignment."),
-  "modes-security-docs" -> Seq.empty[String])
+  "parquet-tables-compat-modes-security-docs" -> Seq(
+    "sluice.connector.file.parquet.",
+    "sluice.connector.table.",
+    "sluice.compat."),
+  "kafka-alignment-files-hybrid" -> Seq(
+    "sluice.connector.kafka.",
+    "sluice.alignment.",
+    "sluice.connector.file.",
+    "sluice.hybrid."))
 
 // Suites that start the test JVM's three-broker cluster (SharedKafkaCluster: it lives until the
 // JVM exits) run last in their group: sorted by name they came before sluice.spark's suites, and
@@ -192,9 +201,9 @@ lazy val ClusterSuitePackages = Seq("sluice.security.")
 // Suites that mostly wait (on a broker's retention, real-time and continuous epochs, trigger
 // delays) run first in their group, while the Python lanes keep both cores busy: there they cost
 // their group its wall time but take no CPU from the others, and the suites that compute run
-// last, when the lanes have ended and the cores are free. Last in their group they had the
-// machine idle: a fresh clone of 25777aa ended with HybridRetentionSuite's 32 s alone (10% of
-// the two cores busy). JVM CPU against wall time in that run: KafkaSourceSuite 10 of 67 s,
+// last, when the lanes have ended and the cores are free. Last in its group, one had the machine
+// idle: a fresh clone of 25777aa ended with HybridRetentionSuite's 32 s alone (10% of the two
+// cores busy). JVM CPU against wall time in that run: KafkaSourceSuite 10 of 67 s,
 // RealTimeSuite 4 of 42, HybridRetentionSuite 4 of 33, KafkaSparkOptionsSuite 8 of 27,
 // AutoDriftSuite 5 of 17, ContinuousSuite 3 of 17.
 lazy val WaitingSuites = Set(
@@ -207,12 +216,12 @@ lazy val WaitingSuites = Set(
 
 // sbt's defaults allow one forked test group at a time and one task per processor, and
 // restrictions add up (all must hold): the set is replaced, keeping the other defaults. A forked
-// test group is a task that waits on its JVM: two at once, four tasks in all, compiles still at
-// most one per processor (sbt's own heap holds them).
+// test group is a task that waits on its JVM: three at once (connectors' and spark's two), four
+// tasks in all, compiles still at most one per processor (sbt's own heap holds them).
 Global / concurrentRestrictions := Seq(
   Tags.limitAll(math.max(4, EvaluateTask.SystemProcessors)),
   Tags.limit(Tags.Compile, EvaluateTask.SystemProcessors),
-  Tags.limit(Tags.ForkedTestGroup, 2),
+  Tags.limit(Tags.ForkedTestGroup, 3),
   Tags.exclusiveGroup(Tags.Clean))
 
 lazy val scalaTest = "org.scalatest" %% "scalatest" % "3.2.19" % Test
@@ -347,7 +356,7 @@ lazy val spark = (project in file("jvm/spark"))
         .withWorkingDirectory(baseDirectory.value)
       def groupOf(suite: String): String = SparkTestGroups
         .collectFirst { case (name, packages) if packages.exists(suite.startsWith) => name }
-        .getOrElse(SparkTestGroups.last._1)
+        .getOrElse(SparkTestGroups.head._1)
       val bySuite = (Test / definedTests).value
         .sortBy(t =>
           (ClusterSuitePackages.exists(t.name.startsWith), !WaitingSuites(t.name), t.name))

@@ -226,7 +226,8 @@ def main(argv: list[str]) -> int:
         benchkit=config["mode"] != "micro" or bool(config.get("slow")),
         driver_memory="1g",
         conf={
-            # a chaos run is correctness under faults, not speed: a test's JVMs (C1 only, ...)
+            # a chaos run checks correctness under faults, not speed: its JVMs take the test JVMs'
+            # options
             "spark.driver.extraJavaOptions": TEST_JVM_OPTIONS,
             "spark.executor.extraJavaOptions": TEST_JVM_OPTIONS,
             **({"spark.executor.memory": "512m"} if master.startswith("local-cluster") else {}),
