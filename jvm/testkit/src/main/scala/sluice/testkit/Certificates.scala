@@ -125,6 +125,8 @@ object Certificates {
     val printed = new java.io.ByteArrayOutputStream()
     val out = System.out
     System.setOut(new java.io.PrintStream(printed, true, "UTF-8"))
+    val earlier = StoreIterations.map(p => p -> Option(System.getProperty(p)))
+    StoreIterations.foreach(System.setProperty(_, "1"))
     try main.invoke(null, ("-debug" +: args).toArray)
     catch {
       case e: IllegalAccessException =>
@@ -133,8 +135,25 @@ object Certificates {
         throw new IllegalStateException(
           s"keytool ${args.head} failed: ${e.getCause}\n${printed.toString("UTF-8")}",
           e.getCause)
-    } finally System.setOut(out)
+    } finally {
+      System.setOut(out)
+      earlier.foreach {
+        case (p, Some(v)) => System.setProperty(p, v)
+        case (p, None) => System.clearProperty(p)
+      }
+    }
   }
+
+  /**
+   * How often PKCS12 derives the keys of a store's integrity check, its certificates and its key
+   * from the password (the JDK's default: 10,000 times each). Every Kafka client over TLS loads its
+   * stores again, and at the default that was 6% of the Spark suites' CPU (a profile of them), so
+   * the stores made here derive once: still a PKCS12 store whose wrong password fails as before.
+   */
+  private val StoreIterations = Seq(
+    "keystore.pkcs12.macIterationCount",
+    "keystore.pkcs12.certPbeIterationCount",
+    "keystore.pkcs12.keyPbeIterationCount")
 
   /** The JVM option keytool needs, run in this JVM (`keytool`): every certificate made here. */
   val AddExports = "--add-exports=java.base/sun.security.tools.keytool=ALL-UNNAMED"

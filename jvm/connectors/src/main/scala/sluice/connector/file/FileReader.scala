@@ -36,8 +36,7 @@ final class FileReader(
   import FileReader._
 
   private val parser = config.payload.newParser()
-  // One configuration per reader: building one parses Hadoop's XML resources (tens of ms), which
-  // per file made a task of small files spend most of its time there.
+  // One configuration per reader, not per file (the source's builds a copy of Hadoop's defaults)
   private lazy val conf: Configuration = hadoopConf()
   private val appender = new Provenance.Appender
   private val tsIndex = config.timestampIndex
