@@ -25,8 +25,13 @@ PACKAGE_TESTKIT := python/sluice/jars/$(notdir $(TESTKIT)).jar python/sluice/jar
 # Hadoop's local file system without forked processes, for the tests' Spark sessions (build.sbt testfs)
 TESTFS := jvm/testfs/target/sluice-testfs-$(VERSION).jar
 JVM_OUTPUTS := $(ASSEMBLY) $(BROKER_CP) $(MAVEN_POM) $(TESTKIT).jar $(TESTKIT).pom $(TESTFS)
+JVM_TASKS := spark/assembly spark/writeSparkKafkaClasspath benchkit/package testfs/package testkit/writeBrokerClasspath testkit/package testkit/makePom spark/publish
 # one sbt command (`all`): the tasks run side by side where they do not depend on each other
-JVM_BUILD := 'all spark/assembly spark/writeSparkKafkaClasspath benchkit/package testfs/package testkit/writeBrokerClasspath testkit/package testkit/makePom spark/publish'
+JVM_BUILD := 'all $(JVM_TASKS)'
+# How the Scala example (examples/scala, built against the release) is started, for its test
+# (build.sbt writeScalaExampleRun): make test writes it in its one sbt launch
+SCALA_EXAMPLE_RUN := target/scala-example-run.json
+SCALA_EXAMPLE_SOURCES := examples/scala/build.sbt $(shell find examples/scala/src -type f 2>/dev/null)
 # the format check runs beside the suites (a slip still fails the run)
 SCALA_TESTS := 'all scalafmtCheckAll scalafmtSbtCheck core/test connectors/test spark/test'
 # What the jars above are built from: every file under a subproject's src/main (Scala, jvm/testfs's
@@ -47,12 +52,13 @@ demo: build
 # them from the moment the jar, the broker's classpath and the release are written (build/test,
 # which also installs .venv beside sbt's start).
 test:
-	JVM_OUTPUTS='$(JVM_OUTPUTS)' VENV_OK='$(VENV)/.ok' build/test $(JVM_BUILD) -- $(SCALA_TESTS)
+	JVM_OUTPUTS='$(JVM_OUTPUTS) $(SCALA_EXAMPLE_RUN)' VENV_OK='$(VENV)/.ok' VENV_SPARK='$(VENV)/.spark' \
+	  build/test 'all $(JVM_TASKS) writeScalaExampleRun' -- $(SCALA_TESTS)
 
 test-scala: $(VENV)/.ok
 	$(SBT) $(SCALA_TESTS)
 
-test-python: build dist lint-python
+test-python: build dist lint-python $(SCALA_EXAMPLE_RUN)
 	$(PY) -m pytest -q --durations=10 $(PYTEST_ARGS) tests
 
 lint-python: $(VENV)/.ok
@@ -135,8 +141,14 @@ clean:
 
 # --no-compile: a module compiles when first imported; compiling every installed module ahead
 # (pyspark's thousands) took 22 of the install's 56 s, on one core, before sbt could start
-$(VENV)/.ok: python/requirements-dev.txt
+# pyspark first, alone (its wheel unpacks in seconds): build/test lets sbt compile against its jars
+# while pip installs the rest
+$(VENV)/.spark: python/requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --no-compile "$$(grep '^pyspark==' python/requirements-dev.txt)"
+	touch $@
+
+$(VENV)/.ok: $(VENV)/.spark python/requirements-dev.txt
 	$(PY) -m pip install -q --no-compile -r python/requirements-dev.txt
 	touch $@
 
@@ -145,6 +157,10 @@ $(VENV)/.ok: python/requirements-dev.txt
 $(JVM_OUTPUTS) &: $(VENV)/.ok $(JVM_SOURCES)
 	$(SBT) $(JVM_BUILD)
 	touch $(JVM_OUTPUTS)
+
+# The Scala example, resolved against the release and compiled by its own build (loaded beside this one)
+$(SCALA_EXAMPLE_RUN): $(MAVEN_POM) $(SCALA_EXAMPLE_SOURCES)
+	$(SBT) writeScalaExampleRun
 
 # The Python package carries the self-contained jar, so `pip install` is all a notebook needs.
 $(PACKAGE_JAR): $(ASSEMBLY)

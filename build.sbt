@@ -484,11 +484,46 @@ lazy val awaitVenv = Command.command("awaitVenv") { state =>
   state
 }
 
+// The Scala user's project (examples/scala), a build of its own as a user would copy it, loaded
+// beside this one so that `make test` starts sbt once: writeScalaExampleRun resolves it against
+// the release spark/publish writes (its build.sbt's dependency, from target/maven-repo:
+// build/repositories lists that folder), compiles it, and writes how its `sbt run` would start it,
+// for tests/test_scala_example.py to run against the test broker.
+lazy val scalaExample = RootProject(file("examples/scala"))
+// sbt loads a build only when a project refers to it: this one does, and nothing aggregates it
+lazy val examples = (project in file("examples"))
+  .aggregate(scalaExample)
+  .settings(publish / skip := true)
+lazy val writeScalaExampleRun = taskKey[File](
+  "writes target/scala-example-run.json: the Scala example's main class, JVM options and class path")
+
 lazy val root = (project in file("."))
   .aggregate(api, core, connectors, spark, benchkit, testkit, testfs)
   .settings(
     commands += awaitVenv,
     publish / skip := true,
+    writeScalaExampleRun := Def.taskDyn {
+      // the example resolves the release: it is written first
+      val _ = (spark / publish).value
+      Def.task {
+        val main = (scalaExample / Compile / run / mainClass).value
+          .getOrElse(sys.error("examples/scala has no main class to run"))
+        val options = (scalaExample / run / javaOptions).value
+        val classpath =
+          (scalaExample / Compile / fullClasspath).value.files.map(_.getAbsolutePath)
+        def quoted(v: String) = "\"" + v.replace("\\", "\\\\").replace("\"", "\\\"") + "\""
+        def list(vs: Seq[String]) = vs.map(quoted).mkString("[", ", ", "]")
+        val fields = Seq(
+          "main" -> quoted(main),
+          "javaOptions" -> list(options),
+          "classpath" -> list(classpath))
+        val out = target.value / "scala-example-run.json"
+        IO.write(
+          out,
+          fields.map { case (k, v) => s"${quoted(k)}: $v" }.mkString("{", ", ", "}\n"))
+        out
+      }
+    }.value,
     markBuilt := {
       val out = target.value / "jvm-built"
       IO.write(out, "")

@@ -1,12 +1,15 @@
 """A Scala user's project (examples/scala) builds against the published artifact
 `dev.sluice:sluice-spark_2.13` from the repository folder `make dist` writes, and its application —
 a files-then-Kafka hybrid aligned in event time, through the Scala builders — reads the rows it must
-from the test broker. sbt is the project's own launcher (build/sbt) with its caches; its Maven twin
-(pom.xml) is validated by Maven where Maven is installed (Spark 4.3.0 is not on the Maven Central
-this machine reaches, so Maven cannot compile it here)."""
+from the test broker. sbt builds it as the build of its own it is, loaded beside Sluice's so that
+`make test` starts sbt once (build.sbt `writeScalaExampleRun`, which also writes how its `sbt run`
+starts it); the test runs that. Its Maven twin (pom.xml) is validated by Maven where Maven is
+installed (Spark 4.3.0 is not on the Maven Central this machine reaches, so Maven cannot compile
+it here)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -16,7 +19,7 @@ from pathlib import Path
 
 import pyspark
 import pytest
-from distribution import ARTIFACT_DIR, MAVEN_REPO, ROOT, VERSION, released
+from distribution import ARTIFACT_DIR, ROOT, VERSION, released
 from sluice.testing import EmbeddedKafka
 
 EXAMPLE = ROOT / "examples" / "scala"
@@ -63,30 +66,47 @@ def test_maven_accepts_the_pom() -> None:
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
 
 
+def example_run() -> dict:
+    """How sbt starts the example (build.sbt `writeScalaExampleRun`), or a test failure saying how
+    to write it: never one older than the example's sources."""
+    run = ROOT / "target" / "scala-example-run.json"
+    how = "run `make test-python` (`make test` writes it too)"
+    if not run.is_file():
+        pytest.fail(f"{run.relative_to(ROOT)} does not exist: {how}")
+    sources = [EXAMPLE / "build.sbt", *(p for p in (EXAMPLE / "src").rglob("*") if p.is_file())]
+    newer = [str(p.relative_to(ROOT)) for p in sources if p.stat().st_mtime > run.stat().st_mtime]
+    if newer:
+        pytest.fail(f"{run.relative_to(ROOT)} is older than {', '.join(newer)}: {how}")
+    return json.loads(run.read_text(encoding="utf-8"))
+
+
 @pytest.mark.slow
 def test_the_sbt_project_builds_and_reads_files_then_kafka(kafka: EmbeddedKafka, tmp_path: Path) -> None:
     released(ARTIFACT_DIR / f"sluice-spark_2.13-{VERSION}.pom")
-    # build/sbt resolves from build/repositories only; the user's resolver (the dist folder) added
-    central = (ROOT / "build" / "repositories").read_text(encoding="utf-8")
-    repositories = tmp_path / "repositories"
-    repositories.write_text(
-        central.replace("  local\n", f"  local\n  sluice-dist: {MAVEN_REPO.as_uri()}/\n"), encoding="utf-8"
-    )
-    spark_jars = Path(pyspark.__file__).parent / "jars"
+    run = example_run()
+    # built against the release, not against this checkout's classes
+    jar = ARTIFACT_DIR / f"sluice-spark_2.13-{VERSION}.jar"
+    assert str(jar.resolve()) in [str(Path(p).resolve()) for p in run["classpath"]], run["classpath"]
     done = subprocess.run(
-        [str(ROOT / "build" / "sbt"), f"run {kafka.bootstrap_servers} scala-example {tmp_path / 'work'}"],
-        cwd=EXAMPLE,
+        [
+            "java",
+            *run["javaOptions"],
+            "-cp",
+            os.pathsep.join(run["classpath"]),
+            run["main"],
+            kafka.bootstrap_servers,
+            "scala-example",
+            str(tmp_path / "work"),
+        ],
         capture_output=True,
         text=True,
         timeout=600,
-        env={**os.environ, "SLUICE_SBT_REPOSITORIES": str(repositories), "SPARK_JARS_DIR": str(spark_jars)},
     )
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
-    # sbt prints what the forked application printed, prefixed with [info]
     printed = dict(
-        line.removeprefix("[info] ").split(": ", 1)
+        line.split(": ", 1)
         for line in done.stdout.splitlines()
-        if line.startswith(("[info] rows: ", "[info] paused by alignment: "))
+        if line.startswith(("rows: ", "paused by alignment: "))
     )
     # files: ids 0..119; Kafka from the files' last event time (id 119) minus 5 minutes: 114..179
     assert [int(i) for i in printed["rows"].split(",")] == sorted([*range(120), *range(114, 180)])

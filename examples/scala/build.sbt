@@ -1,7 +1,8 @@
 // A Scala user's Spark application on the published Sluice artifact, as a user's own sbt project
 // would have it: `dev.sluice:sluice-spark_2.13`, Spark itself provided at run time. `make test`
-// builds and runs it (tests/test_scala_example.py), with the artifact from the repository folder
-// `make dist` publishes (target/maven-repo of the checkout).
+// builds it (Sluice's build loads this one beside its own) with the artifact from the repository
+// folder `make dist` publishes (target/maven-repo of the checkout), and runs it
+// (tests/test_scala_example.py).
 ThisBuild / scalaVersion := "2.13.18"
 
 val sluiceVersion = "0.1.0"
