@@ -33,7 +33,7 @@ def tree(tmp_path: Path) -> Path:
     outputs = make(tmp_path, "--eval", "outputs: ; @echo $(JVM_OUTPUTS)", "outputs").split()
     assert f"jvm/testfs/target/sluice-testfs-{VERSION}.jar" in outputs, outputs
     later = (tmp_path / "build.sbt").stat().st_mtime + 10
-    for name in [".venv/.ok", *outputs]:
+    for name in [".venv/.spark", ".venv/.ok", *outputs]:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("")
         os.utime(tmp_path / name, (later, later))
