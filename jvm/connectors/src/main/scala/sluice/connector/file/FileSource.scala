@@ -99,19 +99,27 @@ object FileSource {
       .getOrElse(new Configuration())
 
   /**
-   * Hadoop's defaults (its XML resources, looked up on the class path), parsed once per JVM:
-   * parsing took 2-4 ms of CPU per reader, which in a task of many small files was most of its
-   * time. Each reader gets a copy (0.1 ms).
+   * Hadoop's defaults (core-default.xml, core-site.xml), parsed once per JVM: parsing took 2-4 ms
+   * of CPU per reader, which in a task of many small files was most of its time. Each reader gets
+   * a copy (0.1 ms). The resources are looked up through Hadoop's own class loader, the JVM's
+   * class path (HADOOP_CONF_DIR's, with spark-submit), never a task's: a copy kept for the JVM's
+   * life must not hold the loader of the session whose task happened to come first.
    */
   private lazy val hadoopDefaults: Configuration = {
     val defaults = new Configuration()
+    defaults.setClassLoader(classOf[Configuration].getClassLoader)
     defaults.size() // parses the resources now, before any copy is taken
     defaults
   }
 
   /** On executors: Hadoop defaults plus the application's `spark.hadoop.*` settings. */
-  private def executorHadoopConf(): Configuration = {
+  private[file] def executorHadoopConf(): Configuration = {
     val conf = new Configuration(hadoopDefaults)
+    // classes it names (file systems, codecs) load as from a new Configuration: through the task's
+    // loader, which sees the session's jars
+    conf.setClassLoader(
+      Option(Thread.currentThread.getContextClassLoader)
+        .getOrElse(classOf[Configuration].getClassLoader))
     Option(SparkEnv.get).foreach(_.conf.getAllWithPrefix("spark.hadoop.").foreach { case (k, v) =>
       conf.set(k, v)
     })
