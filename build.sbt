@@ -474,7 +474,7 @@ lazy val markBuilt = taskKey[File](
   "writes target/jvm-built: what `make build` needs of sbt is done (build/test starts the Python suites then)")
 
 // build/test starts sbt while make installs .venv (pip and sbt's own start use a core each) and
-// holds target/venv-pending until it is done: compiling needs pyspark's jars from there
+// holds target/venv-pending until pyspark is in: compiling needs its jars from there
 lazy val awaitVenv = Command.command("awaitVenv") { state =>
   val pending = state.baseDir / "target" / "venv-pending"
   val deadline = System.nanoTime() + 20L * 60 * 1000000000L
@@ -495,33 +495,50 @@ lazy val examples = (project in file("examples"))
   .aggregate(scalaExample)
   .settings(publish / skip := true)
 lazy val writeScalaExampleRun = taskKey[File](
-  "writes target/scala-example-run.json: the Scala example's main class, JVM options and class path")
+  "writes target/scala-example-run.json: how the Scala example starts, or why it did not build")
+lazy val scalaExampleBuilt =
+  taskKey[(Option[String], Seq[File])]("the Scala example's main class and class path, compiled")
 
 lazy val root = (project in file("."))
   .aggregate(api, core, connectors, spark, benchkit, testkit, testfs)
   .settings(
     commands += awaitVenv,
     publish / skip := true,
+    scalaExampleBuilt := (
+      (scalaExample / Compile / run / mainClass).value,
+      (scalaExample / Compile / fullClasspath).value.files),
     writeScalaExampleRun := Def.taskDyn {
       // the example resolves the release: it is written first
       val _ = (spark / publish).value
-      Def.task {
-        val main = (scalaExample / Compile / run / mainClass).value
-          .getOrElse(sys.error("examples/scala has no main class to run"))
-        val options = (scalaExample / run / javaOptions).value
-        val classpath =
-          (scalaExample / Compile / fullClasspath).value.files.map(_.getAbsolutePath)
-        def quoted(v: String) = "\"" + v.replace("\\", "\\\\").replace("\"", "\\\"") + "\""
-        def list(vs: Seq[String]) = vs.map(quoted).mkString("[", ", ", "]")
-        val fields = Seq(
-          "main" -> quoted(main),
-          "javaOptions" -> list(options),
-          "classpath" -> list(classpath))
-        val out = target.value / "scala-example-run.json"
-        IO.write(
-          out,
-          fields.map { case (k, v) => s"${quoted(k)}: $v" }.mkString("{", ", ", "}\n"))
-        out
+      val out = target.value / "scala-example-run.json"
+      sys.env.get("SPARK_JARS_DIR").filter(d => file(d).isDirectory) match {
+        case None =>
+          Def.task {
+            IO.write(
+              out,
+              ScalaExampleRun.failed(
+                "examples/scala takes Spark's jars from SPARK_JARS_DIR, which names no folder " +
+                  "here: run it through make (which sets it to pyspark's jars in .venv)"))
+            out
+          }
+        case Some(_) =>
+          Def.task {
+            val base = (scalaExample / baseDirectory).value
+            val options = (scalaExample / run / javaOptions).value
+            IO.write(
+              out,
+              scalaExampleBuilt.result.value match {
+                case Value((Some(main), classpath)) =>
+                  ScalaExampleRun.runnable(main, options, classpath, base)
+                case Value((None, _)) =>
+                  ScalaExampleRun.failed("examples/scala has no main class")
+                case Inc(cause) =>
+                  ScalaExampleRun.failed(
+                    "examples/scala did not build (sbt's log above says why): " +
+                      Incomplete.allExceptions(cause).map(_.toString).mkString("; "))
+              })
+            out
+          }
       }
     }.value,
     markBuilt := {

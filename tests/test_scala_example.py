@@ -3,9 +3,9 @@
 a files-then-Kafka hybrid aligned in event time, through the Scala builders — reads the rows it must
 from the test broker. sbt builds it as the build of its own it is, loaded beside Sluice's so that
 `make test` starts sbt once (build.sbt `writeScalaExampleRun`, which also writes how its `sbt run`
-starts it); the test runs that. Its Maven twin (pom.xml) is validated by Maven where Maven is
-installed (Spark 4.3.0 is not on the Maven Central this machine reaches, so Maven cannot compile
-it here)."""
+starts it, or why it did not build); the test runs that. Its Maven twin (pom.xml) is validated by
+Maven where Maven is installed (Spark 4.3.0 is not on the Maven Central this machine reaches, so
+Maven cannot compile it here)."""
 
 from __future__ import annotations
 
@@ -67,17 +67,22 @@ def test_maven_accepts_the_pom() -> None:
 
 
 def example_run() -> dict:
-    """How sbt starts the example (build.sbt `writeScalaExampleRun`), or a test failure saying how
-    to write it: never one older than the example's sources."""
+    """How sbt starts the example (build.sbt `writeScalaExampleRun`), or a test failure: saying how
+    to write it where it is missing or older than the example's sources or the release, and why
+    the example did not build where sbt said so."""
     run = ROOT / "target" / "scala-example-run.json"
     how = "run `make test-python` (`make test` writes it too)"
     if not run.is_file():
         pytest.fail(f"{run.relative_to(ROOT)} does not exist: {how}")
-    sources = [EXAMPLE / "build.sbt", *(p for p in (EXAMPLE / "src").rglob("*") if p.is_file())]
-    newer = [str(p.relative_to(ROOT)) for p in sources if p.stat().st_mtime > run.stat().st_mtime]
+    written = json.loads(run.read_text(encoding="utf-8"))
+    if "error" in written:
+        pytest.fail(written["error"])
+    jar = released(ARTIFACT_DIR / f"sluice-spark_2.13-{VERSION}.jar")
+    inputs = [jar, EXAMPLE / "build.sbt", *(p for p in (EXAMPLE / "src").rglob("*") if p.is_file())]
+    newer = [str(p.relative_to(ROOT)) for p in inputs if p.stat().st_mtime > run.stat().st_mtime]
     if newer:
         pytest.fail(f"{run.relative_to(ROOT)} is older than {', '.join(newer)}: {how}")
-    return json.loads(run.read_text(encoding="utf-8"))
+    return written
 
 
 @pytest.mark.slow
@@ -87,6 +92,7 @@ def test_the_sbt_project_builds_and_reads_files_then_kafka(kafka: EmbeddedKafka,
     # built against the release, not against this checkout's classes
     jar = ARTIFACT_DIR / f"sluice-spark_2.13-{VERSION}.jar"
     assert str(jar.resolve()) in [str(Path(p).resolve()) for p in run["classpath"]], run["classpath"]
+    # as sbt forks it (run / fork), in the example's folder
     done = subprocess.run(
         [
             "java",
@@ -98,6 +104,7 @@ def test_the_sbt_project_builds_and_reads_files_then_kafka(kafka: EmbeddedKafka,
             "scala-example",
             str(tmp_path / "work"),
         ],
+        cwd=run["workingDirectory"],
         capture_output=True,
         text=True,
         timeout=600,
