@@ -59,6 +59,9 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
         .config("spark.driver.memory", "2g")
+        # a running query with nothing new looks again after 100 ms, not Spark's 10 (the Scala
+        # suites' SharedSparkContext says why)
+        .config("spark.sql.streaming.pollingDelay", "100ms")
         # as the Scala test JVMs (build/test-jvm-options says why): a test run is short queries
         .config("spark.driver.extraJavaOptions", TEST_JVM_OPTIONS)
     )

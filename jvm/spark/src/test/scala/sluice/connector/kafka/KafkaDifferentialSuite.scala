@@ -13,13 +13,18 @@ import sluice.testkit.{KafkaSuiteBase, ProducedRecord}
 
 /**
  * Sluice's raw Kafka source against Spark's own, on the same topic: every column, as multisets.
- * 4 partitions, 100k records with keys, null keys and values, headers, explicit timestamps. With
+ * 4 partitions, 40k records with keys, null keys and values, headers, explicit timestamps. With
  * headers Sluice reads rows; without, micro-batches and batch reads are column batches.
  */
 class KafkaDifferentialSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase {
 
   private val topic = "differential"
-  private val records = 100000
+  private val records = 40000
+  // each partition's: many fetches of Kafka's and Spark's default sizes (500 records a poll)
+  private val perPartition = records / 4
+  // where the bounded reads end: partition 0 early, 1 at its end, 2 part way, 3 not at all
+  private val ends = s"""{"$topic":{"0":1000,"1":-1,"2":${perPartition * 4 / 5},"3":0}}"""
+  private val endsRead = 1000 + perPartition + perPartition * 4 / 5
   private val baseTs = 1700000000000L
   private val SparkMetricNames =
     Seq(
@@ -99,31 +104,31 @@ class KafkaDifferentialSuite extends AnyFunSuite with KafkaSuiteBase with SparkS
   }
 
   test("specific offsets per partition: identical rows") {
-    val start = s"""{"$topic":{"0":100,"1":-2,"2":24000,"3":25000}}"""
+    val start = s"""{"$topic":{"0":100,"1":-2,"2":${perPartition - 1000},"3":$perPartition}}"""
     val expected = collect(theirs("startingOffsets" -> start), "spark_specific")
     assertSameMultiset(
       expected,
       collect(ours("startingOffsets" -> start), "sluice_specific"),
-      records - 100 - 24000 - 25000)
+      records - 100 - (perPartition - 1000) - perPartition)
   }
 
   test("a start timestamp: identical rows") {
-    val ts = (baseTs + 600000L).toString // record 60000 on
+    val from = records * 3 / 5
+    val ts = (baseTs + from * 10L).toString // record `from` on
     assertSameMultiset(
       collect(theirs("startingTimestamp" -> ts), "spark_ts"),
       collect(ours("startingTimestamp" -> ts), "sluice_ts"),
-      records - 60000)
+      records - from)
   }
 
   test("bounded ends: identical to Spark's batch read of the same range") {
-    val end = s"""{"$topic":{"0":1000,"1":-1,"2":20000,"3":0}}"""
     val expected = spark.read
       .format("kafka")
       .option("kafka.bootstrap.servers", kafka.bootstrapServers)
       .option("subscribe", topic)
       .option("includeHeaders", "true")
       .option("startingOffsets", "earliest")
-      .option("endingOffsets", end)
+      .option("endingOffsets", ends)
       .load()
     val bounded = KafkaSource
       .builder()
@@ -131,11 +136,11 @@ class KafkaDifferentialSuite extends AnyFunSuite with KafkaSuiteBase with SparkS
       .topics(topic)
       .includeHeaders(true)
       .startingOffsets(OffsetsInitializer.earliest())
-      .option("endingOffsets", end)
+      .option("endingOffsets", ends)
       .build()
     assert(bounded.boundedness == _root_.sluice.api.Boundedness.Bounded)
     val actual = collect(_root_.sluice.Sluice.fromSource(spark, bounded), "sluice_bounded")
-    assertSameMultiset(expected, actual, 1000 + 25000 + 20000)
+    assertSameMultiset(expected, actual, endsRead)
   }
 
   test(
@@ -152,18 +157,17 @@ class KafkaDifferentialSuite extends AnyFunSuite with KafkaSuiteBase with SparkS
       "the stream's scan did not read column batches")
     assertSameMultiset(collect(theirs(noHeaders: _*), "spark_batches"), actual, records)
 
-    val end = s"""{"$topic":{"0":1000,"1":-1,"2":20000,"3":0}}"""
     def batchRead(format: String) = spark.read
       .format(format)
       .option("source", "kafka")
       .option("kafka.bootstrap.servers", kafka.bootstrapServers)
       .option("subscribe", topic)
       .option("startingOffsets", "earliest")
-      .option("endingOffsets", end)
+      .option("endingOffsets", ends)
       .load()
     val read = batchRead("sluice")
     assert(read.queryExecution.executedPlan.exists(_.isInstanceOf[ColumnarToRowExec]))
-    assertSameMultiset(batchRead("kafka"), read, 1000 + 25000 + 20000)
+    assertSameMultiset(batchRead("kafka"), read, endsRead)
   }
 
   test(
