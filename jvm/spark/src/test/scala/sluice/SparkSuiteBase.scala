@@ -242,10 +242,6 @@ object SharedSparkContext {
         .config("spark.sql.warehouse.dir", Files.createTempDirectory("sluice-warehouse").toString)
         .config("spark.ui.enabled", "false")
         .config("spark.sql.streaming.stopTimeout", "30s")
-        // a running query with nothing new looks again after 100 ms, not Spark's 10: the suites'
-        // queries mostly wait, and each look plans every source (the alignment and Kafka
-        // differential suites' JVM: 59 against 71 s of CPU, one run each)
-        .config("spark.sql.streaming.pollingDelay", "100ms")
         .config("spark.sql.extensions", "sluice.spark.SluiceExtensions")
         .getOrCreate()
       base.sparkContext.setLogLevel("WARN")
