@@ -55,6 +55,7 @@ import sluice
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery, StreamingQueryListener
 from sluice import GeneratorSource
+from sluice._listener import add_listener, remove_listener
 from sluice.testing import EmbeddedKafka
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -690,7 +691,8 @@ def _run(
     namespace: dict[str, object] = {"__name__": "__doc_snippet__", "rows_read": _rows_read(spark, work, wait)}
     queries = _Queries()
     failing: set[str] = set()  # the queries given to snippets that must raise their failure
-    spark.streams.addListener(queries)
+    # as sluice.watch adds its own: each progress event read as one JSON (sluice/_listener.py)
+    registered = add_listener(spark, queries)
     try:
         ran = 0
         for snippet in found:
@@ -776,7 +778,7 @@ def _run(
         _assert_none_failed(queries, [q for q in queries.started if q not in failing], page)
         return queries
     finally:
-        spark.streams.removeListener(queries)
+        remove_listener(spark, registered)
 
 
 def test_a_snippet_whose_query_fails_after_it_returned_fails_the_page(

@@ -447,6 +447,19 @@ def test_the_listener_keeps_a_bounded_history_beyond_sparks_own(spark: SparkSess
         sluice.watch(spark, history=1)
 
 
+def test_watch_adds_one_listener_per_session_and_unwatch_removes_it(spark: SparkSession) -> None:
+    def listeners() -> int:
+        return len(spark._jsparkSession.streams().listListeners())  # noqa: SLF001 - the JVM's own list
+
+    sluice.unwatch(spark)
+    before = listeners()
+    sluice.watch(spark)
+    sluice.watch(spark)
+    assert listeners() == before + 1
+    sluice.unwatch(spark)
+    assert listeners() == before
+
+
 def test_plot_without_matplotlib_says_which_extra_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

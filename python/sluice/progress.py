@@ -2,10 +2,11 @@
 
 A :class:`~pyspark.sql.streaming.StreamingQueryListener` registered by :func:`watch` keeps, per
 query id, the last ``history`` batches' progress: when each batch ran and what each source
-reported (``sources[i].metrics``). Nothing else is read: no private JVM state, no polling. A query
-that ran before ``watch`` was called, or batches the listener has not been told about yet (Spark
-delivers progress events asynchronously), are filled in from ``query.recentProgress``, which
-Spark keeps for every query.
+reported (``sources[i].metrics``). Nothing else is read: no private JVM state, no polling; each
+progress event costs the driver one call into the JVM (:mod:`sluice._listener`). A query that ran
+before ``watch`` was called, or batches the listener has not been told about yet (Spark delivers
+progress events asynchronously), are filled in from ``query.recentProgress``, which Spark keeps
+for every query.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.streaming import StreamingQueryListener
 
 from sluice._jvm import is_remote
+from sluice._listener import add_listener, remove_listener
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -140,8 +142,9 @@ class _ProgressListener(StreamingQueryListener):
         pass  # kept: a finished query's status is what users look at afterwards
 
 
-_watched: dict[int, _ProgressListener] = {}
-"""The listener of each JVM session watched, by the session's identity."""
+_watched: dict[int, Any] = {}
+"""The JVM listener of each session watched (:func:`sluice._listener.add_listener`), by the session's
+identity."""
 
 
 def watch(spark: SparkSession, history: int = DEFAULT_HISTORY) -> None:
@@ -173,9 +176,7 @@ def watch(spark: SparkSession, history: int = DEFAULT_HISTORY) -> None:
     with _watch_lock:
         key = _session_key(spark)
         if key not in _watched:
-            listener = _ProgressListener()
-            spark.streams.addListener(listener)
-            _watched[key] = listener
+            _watched[key] = add_listener(spark, _ProgressListener())
 
 
 def unwatch(spark: SparkSession) -> None:
@@ -193,9 +194,9 @@ def unwatch(spark: SparkSession) -> None:
     if is_remote(spark):
         return
     with _watch_lock:
-        listener = _watched.pop(_session_key(spark), None)
-        if listener is not None:
-            spark.streams.removeListener(listener)
+        jlistener = _watched.pop(_session_key(spark), None)
+        if jlistener is not None:
+            remove_listener(spark, jlistener)
 
 
 def _session_key(spark: SparkSession) -> int:
