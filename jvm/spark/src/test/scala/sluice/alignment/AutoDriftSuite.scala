@@ -24,7 +24,10 @@ class AutoDriftSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase
   private val Hour = 60 * Minute
   private val end = 1700000000000L / Hour * Hour
 
-  /** A topic whose partitions 1-3 run one hour ahead of partition 0, whose next hour comes later. */
+  /**
+   * A topic whose partitions 1-3 run half an hour ahead of partition 0, whose next half hour comes
+   * later (each aligned batch advances by the drift: the spans set how many batches run).
+   */
   private final class Lagging(val topic: String) {
     kafka.createTopic(topic, 4)
     private def minutes(p: Int, from: Int, until: Int) = (from until until).map(i =>
@@ -32,8 +35,8 @@ class AutoDriftSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase
         value = Some(s"$p-$i"),
         partition = Some(p),
         timestamp = Some(end + i * Minute)))
-    private val first = minutes(0, -60, 0) ++ (1 until 4).flatMap(minutes(_, -60, 60))
-    private val later = minutes(0, 0, 60)
+    private val first = minutes(0, -30, 0) ++ (1 until 4).flatMap(minutes(_, -30, 30))
+    private val later = minutes(0, 0, 30)
     kafka.produce(topic, first)
     def catchUp(): Unit = kafka.produce(topic, later)
     def total: Int = first.size + later.size
