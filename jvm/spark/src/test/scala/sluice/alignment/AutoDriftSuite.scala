@@ -107,12 +107,13 @@ class AutoDriftSuite extends AnyFunSuite with KafkaSuiteBase with SparkSuiteBase
     "auto keeps every record of the lagging partition that a larger fixed drift lets Spark drop") {
     val strategy = WatermarkStrategy.forBoundedOutOfOrderness(Duration.ofMinutes(2))
 
-    // 30 minutes of drift with a 10-minute delay: partitions 1-3 read 30 minutes past partition 0's
-    // end, Spark's watermark follows them, and partition 0's next 20 minutes arrive behind it
+    // 20 minutes of drift with a 10-minute delay: alignment holds partitions 1-3 at 20 minutes
+    // past partition 0's watermark (its last record less 2 minutes), 17 past its end; Spark's
+    // watermark follows them to 7 minutes past it, and partition 0's next 7 minutes arrive behind
     val fixedData = new Lagging("drift-fixed")
     val fixed = countWhileCatchingUp(
       fixedData,
-      strategy.withWatermarkAlignment("fixed", Duration.ofMinutes(30)),
+      strategy.withWatermarkAlignment("fixed", Duration.ofMinutes(20)),
       "drift_fixed")
     assert(dropped(fixed) > 0)
     assert(counted("drift_fixed") < fixedData.total)
