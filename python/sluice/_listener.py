@@ -8,10 +8,10 @@ dozen classes, each question a search of Spark's jars for a class that is not th
 Python test suite, 322 of the 567 exceptions PySpark converted were such ends of an iteration in
 a listener: with the listeners here, 245 were left.
 
-A listener added here receives the same events; a progress event's
-:class:`~pyspark.sql.streaming.listener.StreamingQueryProgress` is built from the progress's JSON
-(one call), as PySpark's own ``StreamingQuery.lastProgress`` builds it. Started, idle and
-terminated events are few and cheap: PySpark's own conversion builds them.
+A listener added here receives the same events; a progress event is built from the event's JSON
+(one call into the JVM), as PySpark's own ``StreamingQuery.lastProgress`` builds a progress. An
+event whose JSON lacks a field PySpark requires (Spark leaves a non-finite rate out) and the
+started, idle and terminated events, few and cheap, take PySpark's own conversion.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from pyspark.sql.streaming.listener import (
     QueryStartedEvent,
     QueryTerminatedEvent,
     StreamingQueryListener,
-    StreamingQueryProgress,
 )
 
 from sluice._jvm import driver_jvm
@@ -45,8 +44,13 @@ class _Events:
         self._listener.onQueryStarted(QueryStartedEvent.fromJObject(jevent))
 
     def onQueryProgress(self, jevent: Any) -> None:  # noqa: N802
-        progress = StreamingQueryProgress.fromJson(json.loads(jevent.progress().json()))
-        self._listener.onQueryProgress(QueryProgressEvent(progress))
+        try:
+            event = QueryProgressEvent.fromJson(json.loads(jevent.json()))
+        except KeyError:
+            # Spark leaves a non-finite rate (two triggers in one millisecond) out of the JSON,
+            # which PySpark's fromJson requires: this event takes PySpark's own conversion
+            event = QueryProgressEvent.fromJObject(jevent)
+        self._listener.onQueryProgress(event)
 
     def onQueryIdle(self, jevent: Any) -> None:  # noqa: N802
         self._listener.onQueryIdle(QueryIdleEvent.fromJObject(jevent))
