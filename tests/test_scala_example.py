@@ -19,10 +19,12 @@ from pathlib import Path
 
 import pyspark
 import pytest
-from distribution import ARTIFACT_DIR, ROOT, VERSION, released
+from distribution import ARTIFACT, ARTIFACT_DIR, ROOT, VERSION, released
 from sluice.testing import EmbeddedKafka
 
 EXAMPLE = ROOT / "examples" / "scala"
+#: the release the example is built against (make dist writes it)
+RELEASED_JAR = ARTIFACT_DIR / f"{ARTIFACT}-{VERSION}.jar"
 POM_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 
 
@@ -77,7 +79,7 @@ def example_run() -> dict:
     written = json.loads(run.read_text(encoding="utf-8"))
     if "error" in written:
         pytest.fail(written["error"])
-    jar = released(ARTIFACT_DIR / f"sluice-spark_2.13-{VERSION}.jar")
+    jar = released(RELEASED_JAR)
     inputs = [jar, EXAMPLE / "build.sbt", *(p for p in (EXAMPLE / "src").rglob("*") if p.is_file())]
     newer = [str(p.relative_to(ROOT)) for p in inputs if p.stat().st_mtime > run.stat().st_mtime]
     if newer:
@@ -87,11 +89,10 @@ def example_run() -> dict:
 
 @pytest.mark.slow
 def test_the_sbt_project_builds_and_reads_files_then_kafka(kafka: EmbeddedKafka, tmp_path: Path) -> None:
-    released(ARTIFACT_DIR / f"sluice-spark_2.13-{VERSION}.pom")
+    released(RELEASED_JAR.with_suffix(".pom"))
     run = example_run()
     # built against the release, not against this checkout's classes
-    jar = ARTIFACT_DIR / f"sluice-spark_2.13-{VERSION}.jar"
-    assert str(jar.resolve()) in [str(Path(p).resolve()) for p in run["classpath"]], run["classpath"]
+    assert str(RELEASED_JAR.resolve()) in [str(Path(p).resolve()) for p in run["classpath"]], run["classpath"]
     # as sbt forks it (run / fork), in the example's folder
     done = subprocess.run(
         [
